@@ -1,0 +1,41 @@
+# weft: `make` builds into build/, `make test` runs the whole suite (also under ASan+UBSan and the
+# executor tests under TSan), `make demo` runs the main job, `make bench` the benchmarks.
+# `make test` and `make demo` install what they need first (scripts/setup.sh, as root).
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+
+.PHONY: all build setup test test-fast test-asan test-tsan demo bench clean
+
+all: build
+
+setup:
+	@sh scripts/setup.sh
+
+build:
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS) 2>&1 | grep -vE '^\[|^-- |Consolidate compiler generated' || true
+	@test -x $(BUILD)/weft
+
+demo: setup build
+	@$(BUILD)/weft demo
+
+# The suite in three builds: release, ASan+UBSan, TSan (executor and session tests).
+test: setup
+	@sh scripts/run-tests.sh all
+
+test-fast: setup
+	@sh scripts/run-tests.sh release
+
+test-asan: setup
+	@sh scripts/run-tests.sh asan
+
+test-tsan: setup
+	@sh scripts/run-tests.sh tsan
+
+bench: setup build
+	@sh scripts/run-bench.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan build-tsan

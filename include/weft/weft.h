@@ -1,0 +1,349 @@
+/*
+ * weft — run dataflow graphs of tensor operations on every device a machine has.
+ *
+ * This header is the whole published C API. Anything not declared here is private and may change.
+ *
+ * Conventions
+ *  - Every call that can fail returns a `wf_status *`. NULL means success. A non-NULL status carries a
+ *    code and a message naming the node, op, device, shape or file at fault; the caller owns it and
+ *    releases it with wf_status_free(). On failure no output parameter is written and no operation is
+ *    performed unless the function says otherwise.
+ *  - Objects are opaque handles with paired lifetimes: every *_new has a *_free that accepts NULL.
+ *  - "Caller owns" means the caller must release the object with its *_free function.
+ *  - Thread safety: a wf_context and a wf_session may be used from several threads at once
+ *    (wf_session_run is re-entrant). A wf_graph must not be modified while another thread builds on it
+ *    or runs a session over it.
+ */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define WF_API __attribute__((visibility("default")))
+#else
+#define WF_API
+#endif
+
+#define WF_VERSION_MAJOR 0
+#define WF_VERSION_MINOR 1
+#define WF_VERSION_PATCH 0
+
+/* Returns the library's version as "MAJOR.MINOR.PATCH". Static storage. */
+WF_API const char *wf_version(void);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Status                                                                                           */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* Codes only grow at the end. */
+typedef enum wf_code {
+    WF_OK = 0,
+    WF_INVALID_ARGUMENT = 1,   /* bad shape, dtype, attribute, name, file content */
+    WF_NOT_FOUND = 2,          /* unknown op, node, device, file */
+    WF_ALREADY_EXISTS = 3,     /* duplicate node name */
+    WF_OUT_OF_MEMORY = 4,      /* an allocation failed; the message names the device and size */
+    WF_UNIMPLEMENTED = 5,      /* no kernel for this op/dtype/device */
+    WF_FAILED_PRECONDITION = 6,/* e.g. a placeholder that was not fed */
+    WF_INTERNAL = 7,           /* a bug in weft or a backend library */
+    WF_UNAVAILABLE = 8,        /* a driver or device is missing */
+    WF_CANCELLED = 9,          /* the run was stopped by another node's error */
+    WF_IO_ERROR = 10           /* reading or writing a file failed */
+} wf_code;
+
+typedef struct wf_status wf_status;
+
+/* NULL is success: wf_status_code(NULL) == WF_OK and wf_status_message(NULL) == "". */
+WF_API wf_code wf_status_code(const wf_status *s);
+/* Owned by the status; valid until wf_status_free(s). */
+WF_API const char *wf_status_message(const wf_status *s);
+WF_API void wf_status_free(wf_status *s);
+/* "OK", "INVALID_ARGUMENT", ... Static storage. */
+WF_API const char *wf_code_name(wf_code code);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Data types                                                                                       */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef enum wf_dtype {
+    WF_DTYPE_INVALID = 0,
+    WF_F32 = 1,
+    WF_F64 = 2,
+    WF_F16 = 3,
+    WF_BF16 = 4,
+    WF_I8 = 5,
+    WF_U8 = 6,
+    WF_I16 = 7,
+    WF_I32 = 8,
+    WF_I64 = 9,
+    WF_BOOL = 10 /* one byte, 0 or 1 */
+} wf_dtype;
+
+#define WF_NUM_DTYPES 11
+#define WF_MAX_RANK 8
+
+/* Element size in bytes; 0 for an invalid dtype. */
+WF_API size_t wf_dtype_size(wf_dtype t);
+/* "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool"; "invalid" otherwise. */
+WF_API const char *wf_dtype_name(wf_dtype t);
+/* Accepts the names above and numpy's ("float32", "int64", "bool", ...). */
+WF_API wf_status *wf_dtype_from_name(const char *name, wf_dtype *out);
+
+/* IEEE half and bfloat16 conversions with round-to-nearest-even; NaN stays NaN. */
+WF_API uint16_t wf_f32_to_f16(float x);
+WF_API float wf_f16_to_f32(uint16_t h);
+WF_API uint16_t wf_f32_to_bf16(float x);
+WF_API float wf_bf16_to_f32(uint16_t h);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Tensors (host memory, row-major, reference counted)                                              */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef struct wf_tensor wf_tensor;
+
+/* Creates a tensor of `dtype` and shape dims[0..rank). `data`, when not NULL, holds
+ * product(dims) * wf_dtype_size(dtype) bytes and is copied; NULL zero-fills. rank 0 is a scalar.
+ * Caller owns *out. */
+WF_API wf_status *wf_tensor_new(wf_dtype dtype, int rank, const int64_t *dims, const void *data,
+                                wf_tensor **out);
+/* Adds a reference; returns t. */
+WF_API wf_tensor *wf_tensor_ref(wf_tensor *t);
+/* Drops a reference; the memory goes when the last one does. Accepts NULL. */
+WF_API void wf_tensor_free(wf_tensor *t);
+
+WF_API wf_dtype wf_tensor_dtype(const wf_tensor *t);
+WF_API int wf_tensor_rank(const wf_tensor *t);
+/* rank entries, owned by the tensor. */
+WF_API const int64_t *wf_tensor_dims(const wf_tensor *t);
+WF_API int64_t wf_tensor_size(const wf_tensor *t);   /* number of elements */
+WF_API size_t wf_tensor_bytes(const wf_tensor *t);
+/* Host pointer to the elements, 64-byte aligned. Do not write to a tensor that was fed to or returned
+ * by a run while another reference to it may be in use. */
+WF_API void *wf_tensor_data(const wf_tensor *t);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Context: devices and thread pools                                                                */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef struct wf_context wf_context;
+
+typedef struct wf_context_options {
+    int inter_op_threads; /* threads that run independent nodes; 0 = number of cores */
+    int intra_op_threads; /* threads inside one large kernel; 0 = number of cores */
+} wf_context_options;
+
+/* Fills o with the defaults. */
+WF_API void wf_context_options_init(wf_context_options *o);
+/* opts may be NULL for defaults. Caller owns *out. */
+WF_API wf_status *wf_context_new(const wf_context_options *opts, wf_context **out);
+WF_API void wf_context_free(wf_context *ctx);
+
+typedef struct wf_device_info {
+    const char *name;        /* full name: /job:localhost/replica:0/task:0/device:CPU:0 */
+    const char *type;        /* "CPU", "GPU", "OPENCL" */
+    const char *description; /* hardware name */
+    int compute_units;       /* cores or SMs */
+    int threads;             /* threads weft uses on it */
+    uint64_t memory_bytes;   /* memory available to the device */
+} wf_device_info;
+
+WF_API int wf_context_num_devices(const wf_context *ctx);
+/* Strings in *out are owned by the context. */
+WF_API wf_status *wf_context_device(const wf_context *ctx, int index, wf_device_info *out);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Graphs                                                                                           */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef struct wf_graph wf_graph;
+typedef struct wf_node wf_node;  /* owned by its graph */
+
+/* One output of a node: the edge value other nodes consume. */
+typedef struct wf_output {
+    wf_node *node;
+    int index;
+} wf_output;
+
+typedef enum wf_attr_type {
+    WF_ATTR_INT = 1,
+    WF_ATTR_FLOAT = 2,
+    WF_ATTR_INTS = 3,
+    WF_ATTR_FLOATS = 4,
+    WF_ATTR_STRING = 5,
+    WF_ATTR_DTYPE = 6,
+    WF_ATTR_TENSOR = 7
+} wf_attr_type;
+
+/* An attribute passed to wf_op. Pointers are read during the call only (values are copied). */
+typedef struct wf_attr {
+    const char *name;
+    wf_attr_type type;
+    int64_t i;
+    double f;
+    const int64_t *ints;
+    const double *floats;
+    int n;                  /* length of ints or floats */
+    const char *s;
+    wf_dtype dtype;
+    const wf_tensor *tensor;
+} wf_attr;
+
+static inline wf_attr wf_attr_int(const char *name, int64_t v)
+{ wf_attr a = {0}; a.name = name; a.type = WF_ATTR_INT; a.i = v; return a; }
+static inline wf_attr wf_attr_float(const char *name, double v)
+{ wf_attr a = {0}; a.name = name; a.type = WF_ATTR_FLOAT; a.f = v; return a; }
+static inline wf_attr wf_attr_ints(const char *name, const int64_t *v, int n)
+{ wf_attr a = {0}; a.name = name; a.type = WF_ATTR_INTS; a.ints = v; a.n = n; return a; }
+static inline wf_attr wf_attr_floats(const char *name, const double *v, int n)
+{ wf_attr a = {0}; a.name = name; a.type = WF_ATTR_FLOATS; a.floats = v; a.n = n; return a; }
+static inline wf_attr wf_attr_string(const char *name, const char *s)
+{ wf_attr a = {0}; a.name = name; a.type = WF_ATTR_STRING; a.s = s; return a; }
+static inline wf_attr wf_attr_dtype(const char *name, wf_dtype t)
+{ wf_attr a = {0}; a.name = name; a.type = WF_ATTR_DTYPE; a.dtype = t; return a; }
+static inline wf_attr wf_attr_tensor(const char *name, const wf_tensor *t)
+{ wf_attr a = {0}; a.name = name; a.type = WF_ATTR_TENSOR; a.tensor = t; return a; }
+
+/* Caller owns *out. */
+WF_API wf_status *wf_graph_new(wf_graph **out);
+/* Frees the graph and all its nodes. Sessions over it must be freed first. Accepts NULL. */
+WF_API void wf_graph_free(wf_graph *g);
+
+/* Adds a node running `op_type` (e.g. "MatMul") on `inputs`, with attributes. `name` may be NULL for
+ * an automatic unique name (op type, then _1, _2, ...). The node is validated at once: unknown op,
+ * wrong input count, unknown or mistyped attribute, incompatible shapes or dtypes each return a status
+ * naming the node and op, and leave the graph unchanged. *out (optional) is owned by the graph. */
+WF_API wf_status *wf_op(wf_graph *g, const char *op_type, const char *name, const wf_output *inputs,
+                        int n_inputs, const wf_attr *attrs, int n_attrs, wf_node **out);
+
+/* Requests a device for nodes created from now on (a partial device spec such as "/device:CPU:0",
+ * "GPU:1", "/job:localhost"); NULL or "" clears it. Placement honours requests, see wf_session_*. */
+WF_API wf_status *wf_graph_set_device(wf_graph *g, const char *spec);
+
+WF_API int wf_graph_num_nodes(const wf_graph *g);
+WF_API wf_node *wf_graph_node(const wf_graph *g, int index);
+/* NOT_FOUND naming `name` when absent. */
+WF_API wf_status *wf_graph_find(const wf_graph *g, const char *name, wf_node **out);
+/* Parses "node" or "node:k" into an output. */
+WF_API wf_status *wf_graph_output(const wf_graph *g, const char *name, wf_output *out);
+
+WF_API const char *wf_node_name(const wf_node *n);
+WF_API const char *wf_node_op(const wf_node *n);
+WF_API const char *wf_node_device(const wf_node *n); /* requested device spec, "" if none */
+WF_API int wf_node_num_inputs(const wf_node *n);
+WF_API wf_output wf_node_input(const wf_node *n, int i);
+WF_API int wf_node_num_outputs(const wf_node *n);
+static inline wf_output wf_out(wf_node *n, int index) { wf_output o; o.node = n; o.index = index; return o; }
+
+/* Inferred dtype and shape of an output. The shape function returns the rank (or -1 if unknown) and
+ * writes up to WF_MAX_RANK dims; an unknown dim is -1. */
+WF_API wf_dtype wf_output_dtype(wf_output o);
+WF_API int wf_output_shape(wf_output o, int64_t *dims);
+
+/* ---- Builders for common ops: thin wrappers over wf_op. name may be NULL. *out is the op's output. */
+WF_API wf_status *wf_placeholder(wf_graph *g, const char *name, wf_dtype dtype, int rank,
+                                 const int64_t *dims, wf_output *out); /* dims may contain -1 */
+WF_API wf_status *wf_const(wf_graph *g, const char *name, const wf_tensor *value, wf_output *out);
+WF_API wf_status *wf_const_scalar(wf_graph *g, const char *name, wf_dtype dtype, double value,
+                                  wf_output *out);
+WF_API wf_status *wf_unary(wf_graph *g, const char *op_type, const char *name, wf_output x,
+                           wf_output *out);
+WF_API wf_status *wf_binary(wf_graph *g, const char *op_type, const char *name, wf_output a,
+                            wf_output b, wf_output *out);
+WF_API wf_status *wf_add(wf_graph *g, const char *name, wf_output a, wf_output b, wf_output *out);
+WF_API wf_status *wf_mul(wf_graph *g, const char *name, wf_output a, wf_output b, wf_output *out);
+WF_API wf_status *wf_relu(wf_graph *g, const char *name, wf_output x, wf_output *out);
+WF_API wf_status *wf_matmul(wf_graph *g, const char *name, wf_output a, wf_output b, int transpose_a,
+                            int transpose_b, wf_output *out);
+WF_API wf_status *wf_bias_add(wf_graph *g, const char *name, wf_output x, wf_output bias,
+                              wf_output *out);
+WF_API wf_status *wf_softmax(wf_graph *g, const char *name, wf_output x, int axis, wf_output *out);
+WF_API wf_status *wf_reshape(wf_graph *g, const char *name, wf_output x, int rank,
+                             const int64_t *dims, wf_output *out);
+WF_API wf_status *wf_flatten(wf_graph *g, const char *name, wf_output x, int axis, wf_output *out);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Sessions                                                                                         */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef struct wf_session wf_session;
+
+typedef struct wf_session_options {
+    int inter_op_threads; /* 0 = the context's */
+    int intra_op_threads; /* 0 = the context's */
+} wf_session_options;
+
+WF_API void wf_session_options_init(wf_session_options *o);
+
+/* A session runs one graph on one context. It reads the graph at run time (nodes may be added between
+ * runs) but does not own it: free the session before the graph. opts may be NULL. Caller owns *out. */
+WF_API wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options *opts,
+                                 wf_session **out);
+WF_API void wf_session_free(wf_session *s);
+
+typedef struct wf_feed {
+    wf_output output; /* a Placeholder's output */
+    const wf_tensor *tensor;
+} wf_feed;
+
+/* One executed node, as recorded by a traced run. Strings are owned by the trace. */
+typedef struct wf_trace_event {
+    const char *node;
+    const char *op;
+    const char *device;
+    int thread;          /* index of the executor thread that ran it */
+    int64_t start_ns;    /* relative to the start of the run */
+    int64_t end_ns;
+} wf_trace_event;
+
+typedef struct wf_trace wf_trace;
+
+typedef struct wf_run_options {
+    wf_trace **trace; /* when not NULL, receives a trace of the run; caller owns it */
+} wf_run_options;
+
+/* Runs the graph: feeds placeholders, computes `fetches` and writes one new tensor per fetch into
+ * outputs[0..n_fetches) (caller owns each). The first run for a given (feeds, fetches, input shapes)
+ * plans the graph; later runs reuse the plan. On failure nothing is written to outputs, the status
+ * names the node at fault, and the session stays usable. opts may be NULL. */
+WF_API wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds,
+                                 const wf_output *fetches, int n_fetches, wf_tensor **outputs,
+                                 const wf_run_options *opts);
+
+/* The device each node of the plan for (feeds, fetches) runs on, with the reason, one line per node
+ * in TensorFlow's format "name: (Op): /job:localhost/replica:0/task:0/device:CPU:0". Plans if needed.
+ * Caller frees *text with wf_free. */
+WF_API wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds,
+                                       const wf_output *fetches, int n_fetches, char **text);
+
+WF_API int wf_trace_num_events(const wf_trace *t);
+WF_API wf_trace_event wf_trace_event_at(const wf_trace *t, int i);
+WF_API void wf_trace_free(wf_trace *t);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Files and memory                                                                                 */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* Reads a .npy file (format 1.0 to 3.0, little-endian, C order, any weft dtype). Errors name the file
+ * and the problem. Caller owns *out. */
+WF_API wf_status *wf_npy_read(const char *path, wf_tensor **out);
+WF_API wf_status *wf_npy_write(const char *path, const wf_tensor *t);
+
+/* Releases memory the library returned (strings). Accepts NULL. */
+WF_API void wf_free(void *p);
+
+/* The host allocation funnel: every host allocation of the library goes through these hooks, so an
+ * application (or a test injecting faults) can replace them. Set before creating any object; NULL
+ * restores the defaults. alloc returns memory aligned to `align` (a power of two) or NULL. */
+typedef void *(*wf_alloc_fn)(void *user, size_t size, size_t align);
+typedef void (*wf_dealloc_fn)(void *user, void *p);
+WF_API void wf_set_allocator(wf_alloc_fn alloc, wf_dealloc_fn dealloc, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_WEFT_H */

@@ -1,0 +1,8 @@
+#!/bin/sh
+# Runs weft's benchmarks from BUILD (default build/). Numbers are printed, never asserted.
+set -eu
+cd "$(dirname "$0")/.."
+B=${1:-build}
+echo "== executor overhead"; "$B/bench/bench_exec"
+echo; echo "== MatMul 1024^3 f32: weft vs oneDNN called directly"; "$B/bench/bench_matmul"
+echo; echo "== demo model forward pass"; "$B/bench/bench_demo"

@@ -1,0 +1,107 @@
+#!/bin/sh
+# Runs weft's test suite. MODE: release | asan | tsan | all (default).
+#   release: every tests/test_* program, the numpy op cases, and the installed-API example
+#   asan:    the same programs built with AddressSanitizer + UndefinedBehaviorSanitizer (leaks checked)
+#   tsan:    the executor and session tests built with ThreadSanitizer
+# Ends with the line "N passed, N failed" (one count per test program or check).
+set -u
+cd "$(dirname "$0")/.."
+MODE=${1:-all}
+PY=/usr/bin/python3
+JOBS=$(nproc)
+PASS=0
+FAIL=0
+FAILED=""
+
+note() { printf '\n=== %s\n' "$*"; }
+
+result() { # name rc
+    if [ "$2" -eq 0 ]; then PASS=$((PASS + 1)); echo "PASS $1"; else FAIL=$((FAIL + 1)); FAILED="$FAILED $1"; echo "FAIL $1 (exit $2)"; fi
+}
+
+configure_build() { # dir extra-cmake-args...
+    dir=$1; shift
+    cmake -S . -B "$dir" "$@" >"$dir.cmake.log" 2>&1 || { cat "$dir.cmake.log"; return 1; }
+    cmake --build "$dir" -j"$JOBS" >"$dir.build.log" 2>&1 || { grep -E 'error|Error' "$dir.build.log" | head -40; return 1; }
+}
+
+gen_cases() {
+    if [ ! -f build/opcases/manifest.txt ] || [ -n "$(find tests/ops -newer build/opcases/manifest.txt -name '*.py')" ]; then
+        rm -rf build/opcases
+        $PY tests/ops/gen_cases.py build/opcases >/dev/null || return 1
+    fi
+}
+
+run_prog() { # label dir prog [args]
+    label=$1; dir=$2; prog=$3; shift 3
+    timeout 900 "$dir/tests/$prog" "$@" >"$dir/$prog.log" 2>&1
+    rc=$?
+    tail -n 1 "$dir/$prog.log"
+    [ $rc -ne 0 ] && grep -E 'FAIL|ERROR|error|Sanitizer|runtime error' "$dir/$prog.log" | head -30
+    result "$label:$prog" $rc
+}
+
+suite() { # label dir
+    label=$1; dir=$2
+    for t in "$dir"/tests/test_*; do
+        [ -x "$t" ] || continue
+        name=$(basename "$t")
+        if [ "$name" = test_ops ]; then
+            run_prog "$label" "$dir" test_ops build/opcases
+        else
+            run_prog "$label" "$dir" "$name"
+        fi
+    done
+}
+
+example() {
+    note "example: installed library, header and pkg-config"
+    rm -rf build/_install
+    cmake --install build --prefix "$PWD/build/_install" >/dev/null &&
+    PKG_CONFIG_PATH="$PWD/build/_install/lib/pkgconfig:$PWD/build/_install/lib/x86_64-linux-gnu/pkgconfig" \
+        sh -c 'cc -std=c11 -Wall -Werror -o build/example_mlp examples/mlp.c $(pkg-config --cflags --libs weft)' &&
+    LD_LIBRARY_PATH="$PWD/build/_install/lib:$PWD/build/_install/lib/x86_64-linux-gnu" build/example_mlp
+    result "example:mlp" $?
+}
+
+if [ "$MODE" = release ] || [ "$MODE" = all ]; then
+    note "release build"
+    if configure_build build -DCMAKE_BUILD_TYPE=Release && gen_cases; then
+        suite release build
+        example
+    else
+        result "release:build" 1
+    fi
+fi
+
+if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
+    note "AddressSanitizer + UndefinedBehaviorSanitizer build"
+    if configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address -DWEFT_BENCH=OFF && gen_cases; then
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 suite asan build-asan
+    else
+        result "asan:build" 1
+    fi
+fi
+
+if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
+    note "ThreadSanitizer build (executor and sessions)"
+    if configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread -DWEFT_BENCH=OFF; then
+        # TSan needs a fixed memory layout on kernels with large mmap randomisation.
+        for t in test_executor test_session; do
+            TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
+                setarch "$(uname -m)" -R build-tsan/tests/$t >build-tsan/$t.log 2>&1
+            rc=$?
+            tail -n 1 build-tsan/$t.log
+            [ $rc -ne 0 ] && grep -E 'FAIL|WARNING|ERROR' build-tsan/$t.log | head -20
+            result "tsan:$t" $rc
+        done
+    else
+        result "tsan:build" 1
+    fi
+fi
+
+echo
+[ -n "$FAILED" ] && echo "failed:$FAILED"
+echo "tests: $PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

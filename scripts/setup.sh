@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs what weft's build, tests and demo need on a fresh Debian machine (run as root). Idempotent:
+# prints nothing and installs nothing when everything is already present.
+set -eu
+
+PKGS="cmake make gcc g++ pkg-config libdnnl-dev python3 python3-numpy libasan8 libubsan1 libtsan2 util-linux"
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing Debian packages:$missing; run 'sudo scripts/setup.sh' (needs root)" >&2
+    exit 1
+fi
+echo "setup: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

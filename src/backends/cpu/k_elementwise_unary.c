@@ -1,0 +1,504 @@
+/*
+ * CPU kernels for the unary elementwise ops. f32 Exp/Tanh/Sigmoid/Gelu/Erf/Elu use branch-free
+ * polynomial versions of exp, tanh and erf so their loops vectorise (within ~3 ulp); f64 uses libm;
+ * f16/bf16 run the f32 loops over blocks converted to f32 and back.
+ */
+#include "backends/cpu/k_elementwise.h"
+
+#include <math.h>
+
+/* Lets GCC if-convert selects whose arms do floating-point work (tanh's two ranges, the f16 special
+ * cases): with trapping math on it refuses to evaluate both arms and the loop stays scalar on AVX2.
+ * weft never unmasks floating-point exceptions, so nothing observable changes. */
+#pragma GCC optimize("no-trapping-math")
+
+/* Per-node constants a loop may need. Copied into a local by every loop so that stores through the
+ * output pointer cannot be assumed to change them. */
+typedef struct un_params {
+    double alpha;     /* LeakyRelu, Elu */
+    double lo, hi;    /* Clip bounds, float dtypes */
+    int64_t ilo, ihi; /* Clip bounds, integer dtypes (already inside the dtype's range) */
+} un_params;
+
+#define WF__UNUSED_ __attribute__((unused))
+
+typedef void (*un_fn)(const void *x, void *y, int64_t n, const un_params *p);
+
+typedef struct unop {
+    un_fn fn[WF_NUM_DTYPES]; /* f16/bf16 left NULL: they use fn[WF_F32] on converted blocks */
+    int64_t grain;
+} unop;
+
+static inline float f_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static inline uint32_t f_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* ---- f16 / bf16 blocks ------------------------------------------------------------------------- */
+
+/* Branch-free so the loops vectorise; the library's scalar converters (dtype.c) are the reference and
+ * these agree with them bit for bit (round to nearest even, NaN stays NaN). */
+WF__VEC void wf__ew_half_to_f32(const uint16_t *src, float *dst, int64_t n, wf_dtype t)
+{
+    if (t == WF_BF16) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) dst[i] = f_from_bits((uint32_t)src[i] << 16);
+        return;
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t h = src[i];
+        uint32_t em = (h & 0x7fffu) << 13;
+        /* Exponent and mantissa land in an f32 whose value is 2^-112 times the half's (subnormal
+         * halves become f32 subnormals), so one multiply rebiases every finite case. */
+        uint32_t u = f_bits(f_from_bits(em) * 0x1p112f);
+        u = (h & 0x7c00u) == 0x7c00u ? (em | 0x7f800000u) : u;
+        dst[i] = f_from_bits(u | ((h & 0x8000u) << 16));
+    }
+}
+
+WF__VEC void wf__ew_f32_to_half(const float *src, uint16_t *dst, int64_t n, wf_dtype t)
+{
+    if (t == WF_BF16) {
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u = f_bits(src[i]);
+            uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+            dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? ((u >> 16) | 0x40u) : r);
+        }
+        return;
+    }
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t u = f_bits(src[i]);
+        uint32_t sign = (u >> 16) & 0x8000u;
+        uint32_t a = u & 0x7fffffffu;
+        /* Normal halves: rebias and round the 13 dropped bits to nearest even; a carry into the
+         * exponent is the right answer, up to and including infinity. */
+        uint32_t h = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+        /* Subnormal halves: adding 0.5 puts the value in units of 2^-24 and the FPU rounds. */
+        uint32_t sub = f_bits(f_from_bits(a) + 0.5f) - 0x3f000000u;
+        h = a < 0x38800000u ? sub : h;
+        h = a >= 0x47800000u ? 0x7c00u : h;
+        h = a > 0x7f800000u ? (0x7e00u | ((a >> 13) & 0x3ffu)) : h;
+        dst[i] = (uint16_t)(sign | h);
+    }
+}
+
+/* ---- f32 math ------------------------------------------------------------------------------------ */
+
+/* expm1 on |r| <= ln2/2: the Taylor series to degree 7 leaves < 2^-26 relative error. */
+static inline float expm1_poly(float r)
+{
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    return r + r * r * p;
+}
+
+#define LOG2E_F 1.44269504088896341f
+#define LN2_HI_F 0.693359375f      /* few bits, so n * LN2_HI_F is exact */
+#define LN2_LO_F -2.12194440e-4f
+
+/* exp(x) = 2^n * exp(r). 2^n is applied as two factors so that results down in the subnormal range
+ * and up to overflow need no branches. */
+static inline float ew_expf(float x)
+{
+    float c = x == x ? x : 0.0f;
+    c = c > 88.8f ? 88.8f : c;
+    c = c < -104.0f ? -104.0f : c;
+    float nf = nearbyintf(c * LOG2E_F);
+    float r = c - nf * LN2_HI_F;
+    r = r - nf * LN2_LO_F;
+    int32_t n = (int32_t)nf;
+    int32_t n1 = n / 2, n2 = n - n1;
+    float y = (1.0f + expm1_poly(r)) * f_from_bits((uint32_t)(n1 + 127) << 23) *
+              f_from_bits((uint32_t)(n2 + 127) << 23);
+    return x == x ? y : x;
+}
+
+/* expm1 without the cancellation of exp(x) - 1 near 0; for x <= 88 (Elu only needs x < 0). */
+static inline float ew_expm1f(float x)
+{
+    float c = x < -30.0f ? -30.0f : x; /* expm1(-30) is -1 in f32 */
+    c = c > 88.0f ? 88.0f : c;
+    float nf = nearbyintf(c * LOG2E_F);
+    float r = c - nf * LN2_HI_F;
+    r = r - nf * LN2_LO_F;
+    float s = f_from_bits((uint32_t)((int32_t)nf + 127) << 23);
+    return s * expm1_poly(r) + (s - 1.0f);
+}
+
+/* tanh: an odd polynomial (least-squares fit, < 1 ulp) below 0.625, where 1 - 2/(e^2x + 1) would
+ * lose bits to cancellation; that formula above it. */
+static inline float ew_tanhf(float x)
+{
+    float a = fabsf(x);
+    float s = x * x;
+    float q = -5.775799997e-03f;
+    q = q * s + 2.070451210e-02f;
+    q = q * s - 5.376072439e-02f;
+    q = q * s + 1.333171255e-01f;
+    q = q * s - 3.333329316e-01f;
+    float small = x + x * s * q;
+    float big = copysignf(1.0f - 2.0f / (ew_expf(2.0f * a) + 1.0f), x);
+    return a < 0.625f ? small : big;
+}
+
+static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + ew_expf(-x)); }
+
+/* erf: x * P(x^2) below 1; a degree-12 polynomial in |x| - 2.46 on [1, 3.92] (both least-squares
+ * fits, < 2.5 ulp); exactly +-1 beyond, where erf rounds to 1 in f32. */
+static inline float ew_erff(float x)
+{
+    float a = fabsf(x);
+    float s = x * x;
+    float p = -5.624679732659926e-04f;
+    p = p * s + 4.915734732133303e-03f;
+    p = p * s - 2.670955074191328e-02f;
+    p = p * s + 1.128010705816815e-01f;
+    p = p * s - 3.761231443177850e-01f;
+    p = p * s + 1.128379118069294e+00f;
+    float small = x * p;
+    float u = (a > 3.92f ? 3.92f : a) - 2.46f; /* NaN must pass through */
+    float b = -9.114846352e-06f;
+    b = b * u + 2.541991920e-05f;
+    b = b * u + 5.160683547e-05f;
+    b = b * u - 3.016725392e-04f;
+    b = b * u + 3.912664512e-04f;
+    b = b * u + 4.621617977e-04f;
+    b = b * u - 2.963648592e-03f;
+    b = b * u + 6.797658053e-03f;
+    b = b * u - 9.904763131e-03f;
+    b = b * u + 9.832994669e-03f;
+    b = b * u - 6.535773928e-03f;
+    b = b * u + 2.656193455e-03f;
+    b = b * u + 9.994966735e-01f;
+    b = a >= 3.92f ? 1.0f : b;
+    float big = copysignf(b, x);
+    return a < 1.0f ? small : big;
+}
+
+/* Gelu's tanh form, rewritten: 0.5 * (1 + tanh(z)) == 1 / (1 + e^-2z), which keeps full relative
+ * precision for large negative x where 1 + tanh cancels. */
+static inline float ew_gelu_tanhf(float x)
+{
+    float z = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return x / (1.0f + ew_expf(-2.0f * z));
+}
+
+static inline double gelu_tanh_d(double x)
+{
+    double z = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    return x / (1.0 + exp(-2.0 * z));
+}
+
+/* floor/ceil through round-to-nearest: the plain floorf/ceilf calls only vectorise with
+ * -fno-trapping-math, and this is exact (the adjustment is by 1, never rounded). */
+static inline float floor_f(float v) { float r = nearbyintf(v); return r > v ? r - 1.0f : r; }
+static inline float ceil_f(float v) { float r = nearbyintf(v); return r < v ? r + 1.0f : r; }
+static inline double floor_d(double v) { double r = nearbyint(v); return r > v ? r - 1.0 : r; }
+static inline double ceil_d(double v) { double r = nearbyint(v); return r < v ? r + 1.0 : r; }
+
+/* ---- loops ----------------------------------------------------------------------------------------- */
+
+/* V: vectorised (cloned per ISA); S: plain loop, for bodies that call libm or divide integers. U is an
+ * unsigned type at least as wide as unsigned int, so wrapping integer arithmetic has no UB. */
+#define UN_V(name, T, U, EXPR)                                                                    \
+    WF__VEC static void name(const void *xv, void *yv, int64_t n, const un_params *p)            \
+    {                                                                                            \
+        typedef T T_;                                                                            \
+        typedef U U_ WF__UNUSED_;                                                                          \
+        const un_params pp = *p;                                                                 \
+        const T_ *x = xv;                                                                        \
+        T_ *y = yv;                                                                              \
+        (void)pp;                                                                                \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++)                                      \
+        {                                                                                        \
+            T_ v = x[i];                                                                         \
+            y[i] = (T_)(EXPR);                                                                   \
+        }                                                                                        \
+    }
+#define UN_S(name, T, U, EXPR)                                                                    \
+    static void name(const void *xv, void *yv, int64_t n, const un_params *p)                    \
+    {                                                                                            \
+        typedef T T_;                                                                            \
+        typedef U U_ WF__UNUSED_;                                                                          \
+        const un_params pp = *p;                                                                 \
+        const T_ *x = xv;                                                                        \
+        T_ *y = yv;                                                                              \
+        (void)pp;                                                                                \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            T_ v = x[i];                                                                         \
+            y[i] = (T_)(EXPR);                                                                   \
+        }                                                                                        \
+    }
+
+/* Signed and unsigned integer variants of one body. */
+#define UN_SINTS(mac, base, EXPR)                                                                 \
+    mac(base##_i8, int8_t, uint32_t, EXPR) mac(base##_i16, int16_t, uint32_t, EXPR)               \
+        mac(base##_i32, int32_t, uint32_t, EXPR) mac(base##_i64, int64_t, uint64_t, EXPR)
+#define SINT_FNS(base)                                                                            \
+    [WF_I8] = base##_i8, [WF_I16] = base##_i16, [WF_I32] = base##_i32, [WF_I64] = base##_i64
+#define FLT_FNS(base) [WF_F32] = base##_f32, [WF_F64] = base##_f64
+
+static void copy_u8(const void *x, void *y, int64_t n, const un_params *p)
+{
+    if (x != y) memcpy(y, x, (size_t)n);
+}
+
+UN_V(neg_f32, float, uint32_t, -v)
+UN_V(neg_f64, double, uint64_t, -v)
+UN_SINTS(UN_V, neg, (U_)0 - (U_)v)
+UN_V(neg_u8, uint8_t, uint32_t, 0u - (uint32_t)v)
+static const unop op_neg = {{FLT_FNS(neg), SINT_FNS(neg), [WF_U8] = neg_u8}, WF__EW_GRAIN};
+
+UN_V(abs_f32, float, uint32_t, fabsf(v))
+UN_V(abs_f64, double, uint64_t, fabs(v))
+UN_SINTS(UN_V, abs, v < 0 ? (U_)0 - (U_)v : (U_)v) /* the most negative value stays, as in numpy */
+static const unop op_abs = {{FLT_FNS(abs), SINT_FNS(abs), [WF_U8] = copy_u8}, WF__EW_GRAIN};
+
+UN_V(sign_f32, float, uint32_t, v > 0 ? 1.0f : v < 0 ? -1.0f : v) /* 0, -0 and NaN map to themselves */
+UN_V(sign_f64, double, uint64_t, v > 0 ? 1.0 : v < 0 ? -1.0 : v)
+UN_SINTS(UN_V, sign, (v > 0) - (v < 0))
+UN_V(sign_u8, uint8_t, uint32_t, v != 0)
+static const unop op_sign = {{FLT_FNS(sign), SINT_FNS(sign), [WF_U8] = sign_u8}, WF__EW_GRAIN};
+
+UN_V(square_f32, float, uint32_t, v * v)
+UN_V(square_f64, double, uint64_t, v * v)
+UN_SINTS(UN_V, square, (U_)v * (U_)v)
+UN_V(square_u8, uint8_t, uint32_t, (uint32_t)v * v)
+static const unop op_square = {{FLT_FNS(square), SINT_FNS(square), [WF_U8] = square_u8}, WF__EW_GRAIN};
+
+UN_V(relu_f32, float, uint32_t, v < 0 ? 0.0f : v) /* NaN passes, like numpy.maximum(x, 0) */
+UN_V(relu_f64, double, uint64_t, v < 0 ? 0.0 : v)
+UN_SINTS(UN_V, relu, v < 0 ? 0 : v)
+static const unop op_relu = {{FLT_FNS(relu), SINT_FNS(relu), [WF_U8] = copy_u8}, WF__EW_GRAIN};
+
+UN_V(exp_f32, float, uint32_t, ew_expf(v))
+UN_S(exp_f64, double, uint64_t, exp(v))
+static const unop op_exp = {{FLT_FNS(exp)}, WF__EW_GRAIN_HEAVY};
+
+UN_S(log_f32, float, uint32_t, logf(v))
+UN_S(log_f64, double, uint64_t, log(v))
+static const unop op_log = {{FLT_FNS(log)}, WF__EW_GRAIN_HEAVY};
+
+/* sqrtf stays scalar: without -fno-math-errno GCC keeps the errno path; it is still one sqrtss. */
+UN_S(sqrt_f32, float, uint32_t, sqrtf(v))
+UN_S(sqrt_f64, double, uint64_t, sqrt(v))
+static const unop op_sqrt = {{FLT_FNS(sqrt)}, WF__EW_GRAIN_HEAVY};
+
+UN_S(rsqrt_f32, float, uint32_t, 1.0f / sqrtf(v))
+UN_S(rsqrt_f64, double, uint64_t, 1.0 / sqrt(v))
+static const unop op_rsqrt = {{FLT_FNS(rsqrt)}, WF__EW_GRAIN_HEAVY};
+
+UN_V(recip_f32, float, uint32_t, 1.0f / v)
+UN_V(recip_f64, double, uint64_t, 1.0 / v)
+static const unop op_recip = {{FLT_FNS(recip)}, WF__EW_GRAIN};
+
+UN_V(tanh_f32, float, uint32_t, ew_tanhf(v))
+UN_S(tanh_f64, double, uint64_t, tanh(v))
+static const unop op_tanh = {{FLT_FNS(tanh)}, WF__EW_GRAIN_HEAVY};
+
+UN_V(sigmoid_f32, float, uint32_t, ew_sigmoidf(v))
+UN_S(sigmoid_f64, double, uint64_t, 1.0 / (1.0 + exp(-v)))
+static const unop op_sigmoid = {{FLT_FNS(sigmoid)}, WF__EW_GRAIN_HEAVY};
+
+UN_V(leaky_f32, float, uint32_t, v < 0 ? (float)pp.alpha * v : v)
+UN_V(leaky_f64, double, uint64_t, v < 0 ? pp.alpha * v : v)
+static const unop op_leaky = {{FLT_FNS(leaky)}, WF__EW_GRAIN};
+
+UN_V(elu_f32, float, uint32_t, v < 0 ? (float)pp.alpha * ew_expm1f(v) : v)
+UN_S(elu_f64, double, uint64_t, v < 0 ? pp.alpha * expm1(v) : v)
+static const unop op_elu = {{FLT_FNS(elu)}, WF__EW_GRAIN_HEAVY};
+
+UN_V(gelu_f32, float, uint32_t, 0.5f * v * (1.0f + ew_erff(v * 0.70710678118654752f)))
+UN_S(gelu_f64, double, uint64_t, 0.5 * v * erfc(-v * 0.70710678118654752)) /* no cancellation */
+static const unop op_gelu = {{FLT_FNS(gelu)}, WF__EW_GRAIN_HEAVY};
+
+UN_V(gelut_f32, float, uint32_t, ew_gelu_tanhf(v))
+UN_S(gelut_f64, double, uint64_t, gelu_tanh_d(v))
+static const unop op_gelu_tanh = {{FLT_FNS(gelut)}, WF__EW_GRAIN_HEAVY};
+
+UN_V(erf_f32, float, uint32_t, ew_erff(v))
+UN_S(erf_f64, double, uint64_t, erf(v))
+static const unop op_erf = {{FLT_FNS(erf)}, WF__EW_GRAIN_HEAVY};
+
+/* max(x, 0) + log1p(e^-|x|) never overflows and keeps precision at both ends. */
+UN_S(softplus_f32, float, uint32_t, (v > 0 ? v : 0.0f) + log1pf(expf(-fabsf(v))))
+UN_S(softplus_f64, double, uint64_t, (v > 0 ? v : 0.0) + log1p(exp(-fabs(v))))
+static const unop op_softplus = {{FLT_FNS(softplus)}, WF__EW_GRAIN_HEAVY};
+
+UN_V(floor_f32, float, uint32_t, floor_f(v))
+UN_V(floor_f64, double, uint64_t, floor_d(v))
+static const unop op_floor = {{FLT_FNS(floor)}, WF__EW_GRAIN};
+
+UN_V(ceil_f32, float, uint32_t, ceil_f(v))
+UN_V(ceil_f64, double, uint64_t, ceil_d(v))
+static const unop op_ceil = {{FLT_FNS(ceil)}, WF__EW_GRAIN};
+
+/* The default rounding mode is to nearest, ties to even: ONNX Round and numpy.round both. */
+UN_V(round_f32, float, uint32_t, nearbyintf(v))
+UN_V(round_f64, double, uint64_t, nearbyint(v))
+static const unop op_round = {{FLT_FNS(round)}, WF__EW_GRAIN};
+
+/* numpy.clip order: max with lo first, then min with hi, so lo > hi gives hi and NaN passes. */
+UN_V(clip_f32, float, uint32_t, (v < (float)pp.lo ? (float)pp.lo : v) > (float)pp.hi ? (float)pp.hi
+                                    : (v < (float)pp.lo ? (float)pp.lo : v))
+UN_V(clip_f64, double, uint64_t, (v < pp.lo ? pp.lo : v) > pp.hi ? pp.hi : (v < pp.lo ? pp.lo : v))
+UN_SINTS(UN_V, clip, (v < (T_)pp.ilo ? (T_)pp.ilo : v) > (T_)pp.ihi ? (T_)pp.ihi
+                                                                    : (v < (T_)pp.ilo ? (T_)pp.ilo : v))
+UN_V(clip_u8, uint8_t, uint32_t, (v < (T_)pp.ilo ? (T_)pp.ilo : v) > (T_)pp.ihi ? (T_)pp.ihi
+                                     : (v < (T_)pp.ilo ? (T_)pp.ilo : v))
+static const unop op_clip = {{FLT_FNS(clip), SINT_FNS(clip), [WF_U8] = clip_u8}, WF__EW_GRAIN};
+
+UN_V(not_b, uint8_t, uint32_t, v == 0)
+static const unop op_not = {{[WF_BOOL] = not_b}, WF__EW_GRAIN};
+
+/* ---- driver -------------------------------------------------------------------------------------- */
+
+typedef struct un_job {
+    un_fn fn;
+    const un_params *p;
+    const void *x;
+    void *y;
+    wf_dtype t;
+} un_job;
+
+static void un_range(void *arg, int64_t b, int64_t e)
+{
+    const un_job *j = arg;
+    if (j->t == WF_F16 || j->t == WF_BF16) {
+        float tmp[1024];
+        for (int64_t i = b; i < e; i += 1024) {
+            int64_t m = e - i < 1024 ? e - i : 1024;
+            wf__ew_half_to_f32((const uint16_t *)j->x + i, tmp, m, j->t);
+            j->fn(tmp, tmp, m, j->p);
+            wf__ew_f32_to_half(tmp, (uint16_t *)j->y + i, m, j->t);
+        }
+        return;
+    }
+    size_t es = wf_dtype_size(j->t);
+    j->fn((const char *)j->x + (size_t)b * es, (char *)j->y + (size_t)b * es, e - b, j->p);
+}
+
+static wf_status *run_unary(wf__kctx *k, const unop *op, const un_params *p)
+{
+    const wf_tensor *x = k->in[0];
+    wf_dtype t = x->dtype;
+    bool half = t == WF_F16 || t == WF_BF16;
+    un_fn fn = wf__dtype_valid(t) ? op->fn[half ? WF_F32 : t] : NULL;
+    if (!fn) return wf__kctx_fail(k, WF_UNIMPLEMENTED, "no CPU kernel for dtype %s", wf_dtype_name(t));
+    wf_tensor *y;
+    WF__TRY(wf__kctx_output_reuse(k, 0, 0, t, x->rank, x->dims, &y, NULL));
+    un_params none = {0};
+    un_job j = {fn, p ? p : &none, x->data, y->data, t};
+    if (x->size >= 2 * op->grain)
+        wf__parallel_for(k, x->size, op->grain, un_range, &j);
+    else if (x->size > 0)
+        un_range(&j, 0, x->size);
+    return NULL;
+}
+
+#define SIMPLE_(Op, tbl)                                                                          \
+    wf_status *wf__ew_k_##Op(wf__kctx *k) { return run_unary(k, &tbl, NULL); }
+SIMPLE_(Neg, op_neg)
+SIMPLE_(Abs, op_abs)
+SIMPLE_(Sign, op_sign)
+SIMPLE_(Square, op_square)
+SIMPLE_(Relu, op_relu)
+SIMPLE_(Exp, op_exp)
+SIMPLE_(Log, op_log)
+SIMPLE_(Sqrt, op_sqrt)
+SIMPLE_(Rsqrt, op_rsqrt)
+SIMPLE_(Reciprocal, op_recip)
+SIMPLE_(Tanh, op_tanh)
+SIMPLE_(Sigmoid, op_sigmoid)
+SIMPLE_(Erf, op_erf)
+SIMPLE_(Softplus, op_softplus)
+SIMPLE_(Floor, op_floor)
+SIMPLE_(Ceil, op_ceil)
+SIMPLE_(Round, op_round)
+SIMPLE_(Not, op_not)
+#undef SIMPLE_
+
+wf_status *wf__ew_k_LeakyRelu(wf__kctx *k)
+{
+    un_params p = {.alpha = wf__attr_f(k->op, k->attrs, "alpha")};
+    return run_unary(k, &op_leaky, &p);
+}
+
+wf_status *wf__ew_k_Elu(wf__kctx *k)
+{
+    un_params p = {.alpha = wf__attr_f(k->op, k->attrs, "alpha")};
+    return run_unary(k, &op_elu, &p);
+}
+
+wf_status *wf__ew_k_Gelu(wf__kctx *k)
+{
+    bool tanh_form = !strcmp(wf__attr_s(k->op, k->attrs, "approximate"), "tanh");
+    return run_unary(k, tanh_form ? &op_gelu_tanh : &op_gelu, NULL);
+}
+
+static void int_range(wf_dtype t, int64_t *lo, int64_t *hi)
+{
+    switch (t) {
+    case WF_I8: *lo = INT8_MIN; *hi = INT8_MAX; break;
+    case WF_U8: *lo = 0; *hi = UINT8_MAX; break;
+    case WF_I16: *lo = INT16_MIN; *hi = INT16_MAX; break;
+    case WF_I32: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    default: *lo = INT64_MIN; *hi = INT64_MAX; break;
+    }
+}
+
+/* Reads Clip's optional scalar bound i into *d / *v; false when the input is omitted. */
+static wf_status *clip_bound(wf__kctx *k, int i, bool *given, double *d, int64_t *v)
+{
+    const wf_tensor *b = i < k->n_in ? k->in[i] : NULL;
+    *given = b != NULL;
+    if (!b) return NULL;
+    if (b->dtype != k->in[0]->dtype)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s has dtype %s but the input is %s",
+                             i == 1 ? "min" : "max", wf_dtype_name(b->dtype), wf_dtype_name(k->in[0]->dtype));
+    if (b->size != 1 || b->rank > 1) {
+        char sh[160];
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s must be a scalar, got shape %s",
+                             i == 1 ? "min" : "max", wf__shape_str(b->rank, b->dims, sh));
+    }
+    *d = wf__load_f64(b->data, b->dtype, 0);
+    *v = wf__load_i64(b->data, b->dtype, 0);
+    return NULL;
+}
+
+wf_status *wf__ew_k_Clip(wf__kctx *k)
+{
+    un_params p = {.lo = -INFINITY, .hi = INFINITY};
+    wf_dtype t = k->in[0]->dtype;
+    int_range(t, &p.ilo, &p.ihi);
+    bool given;
+    double d;
+    int64_t v;
+    WF__TRY(clip_bound(k, 1, &given, &d, &v));
+    if (given) {
+        p.lo = d;
+        p.ilo = v;
+    }
+    WF__TRY(clip_bound(k, 2, &given, &d, &v));
+    if (given) {
+        p.hi = d;
+        p.ihi = v;
+    }
+    return run_unary(k, &op_clip, &p);
+}

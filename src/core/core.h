@@ -1,0 +1,150 @@
+/*
+ * Internal core: the allocation funnel, status construction, tensors and dtype helpers shared by every
+ * stage. Nothing here is published; the public contract is include/weft/weft.h.
+ */
+#ifndef WF_CORE_H
+#define WF_CORE_H
+
+#include "weft/weft.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define WF__ALIGN 64
+
+#if defined(__GNUC__)
+#define WF__PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define WF__LIKELY(x) __builtin_expect(!!(x), 1)
+#define WF__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define WF__PRINTF(a, b)
+#define WF__LIKELY(x) (x)
+#define WF__UNLIKELY(x) (x)
+#endif
+
+/* ---- allocation funnel (src/core/alloc.c) ------------------------------------------------------ */
+/* Every host allocation of the library goes through these, so tests can inject failures. */
+void *wf__malloc(size_t n);                 /* 16-byte aligned at least; NULL on failure */
+void *wf__calloc(size_t count, size_t n);   /* zeroed; NULL on failure or overflow */
+void *wf__realloc(void *p, size_t old_n, size_t new_n); /* like realloc; p may be NULL */
+void *wf__aligned_alloc(size_t n, size_t align); /* free with wf__aligned_free */
+void wf__free(void *p);
+void wf__aligned_free(void *p);
+char *wf__strdup(const char *s);
+char *wf__strndup(const char *s, size_t n);
+/* For tests: make the Nth allocation from now fail (N >= 1), 0 disables. Returns allocations made. */
+void wf__fault_inject(long nth);
+long wf__alloc_count(void);
+
+/* ---- status (src/core/status.c) ----------------------------------------------------------------- */
+/* Never returns NULL for code != WF_OK: an out-of-memory while building a status yields a static one. */
+wf_status *wf__status(wf_code code, const char *fmt, ...) WF__PRINTF(2, 3);
+wf_status *wf__vstatus(wf_code code, const char *fmt, va_list ap);
+/* Returns a new status "prefix: old message" with old's code; frees old. */
+wf_status *wf__status_wrap(wf_status *old, const char *fmt, ...) WF__PRINTF(2, 3);
+wf_status *wf__oom(const char *what, size_t bytes); /* "out of memory allocating N bytes for WHAT on host" */
+
+#define WF__TRY(expr)                                                                            \
+    do {                                                                                         \
+        wf_status *wf__s_ = (expr);                                                              \
+        if (wf__s_) return wf__s_;                                                               \
+    } while (0)
+
+/* ---- growable string (src/core/status.c) -------------------------------------------------------- */
+typedef struct wf__str {
+    char *p;
+    size_t len, cap;
+    bool failed; /* an append ran out of memory */
+} wf__str;
+void wf__str_appendf(wf__str *s, const char *fmt, ...) WF__PRINTF(2, 3);
+void wf__str_append(wf__str *s, const char *text);
+void wf__str_free(wf__str *s);
+
+/* ---- dtypes (src/core/dtype.c) ------------------------------------------------------------------ */
+#define WF__DT_BIT(t) (1u << (t))
+#define WF__DT_FLOATS (WF__DT_BIT(WF_F32) | WF__DT_BIT(WF_F64) | WF__DT_BIT(WF_F16) | WF__DT_BIT(WF_BF16))
+#define WF__DT_SINTS (WF__DT_BIT(WF_I8) | WF__DT_BIT(WF_I16) | WF__DT_BIT(WF_I32) | WF__DT_BIT(WF_I64))
+#define WF__DT_INTS (WF__DT_SINTS | WF__DT_BIT(WF_U8))
+#define WF__DT_NUMERIC (WF__DT_FLOATS | WF__DT_INTS)
+#define WF__DT_ALL (WF__DT_NUMERIC | WF__DT_BIT(WF_BOOL))
+#define WF__DT_SIGNED (WF__DT_FLOATS | WF__DT_SINTS)
+
+bool wf__dtype_valid(wf_dtype t);
+bool wf__dtype_is_float(wf_dtype t);
+bool wf__dtype_is_int(wf_dtype t);
+/* Reads element i of a buffer of dtype t as a double / int64, and writes one. */
+double wf__load_f64(const void *p, wf_dtype t, int64_t i);
+int64_t wf__load_i64(const void *p, wf_dtype t, int64_t i);
+void wf__store_f64(void *p, wf_dtype t, int64_t i, double v);
+/* Converts n elements between dtypes (Cast semantics: float→int truncates toward zero, →bool is !=0). */
+void wf__convert(const void *src, wf_dtype st, void *dst, wf_dtype dt, int64_t n);
+
+/* ---- shapes (src/core/shape.c) ------------------------------------------------------------------ */
+/* Static knowledge of a value: dtype and shape, with rank -1 or dims -1 where unknown. */
+typedef struct wf__tinfo {
+    wf_dtype dtype;
+    int rank;
+    int64_t dims[WF_MAX_RANK];
+} wf__tinfo;
+
+int64_t wf__numel(int rank, const int64_t *dims); /* product; 1 for rank 0; -1 if any dim unknown */
+bool wf__tinfo_known(const wf__tinfo *t);          /* rank and all dims known */
+/* "[2,3,?]" or "[?...]" (unknown rank), "[]" for scalars. buf must hold 160 bytes; returns buf. */
+const char *wf__shape_str(int rank, const int64_t *dims, char *buf);
+const char *wf__tinfo_str(const wf__tinfo *t, char *buf); /* "f32[2,3]" */
+/* numpy broadcasting of two static shapes (unknowns allowed). false when incompatible. */
+bool wf__broadcast_tinfo(const wf__tinfo *a, const wf__tinfo *b, int *rank, int64_t *dims);
+/* Normalises axis into [0, rank); false when out of range. */
+bool wf__norm_axis(int64_t axis, int rank, int *out);
+/* Row-major strides in elements. */
+void wf__strides(int rank, const int64_t *dims, int64_t *strides);
+
+/* ---- tensors (src/core/tensor.c) ---------------------------------------------------------------- */
+struct wf_tensor {
+    atomic_int refs;
+    wf_dtype dtype;
+    int rank;
+    int64_t dims[WF_MAX_RANK];
+    int64_t size;   /* elements */
+    size_t bytes;
+    void *data;     /* 64-byte aligned */
+    wf_tensor *base; /* when not NULL, data belongs to base (a view: reshape, identity) */
+    bool small;      /* block comes from the small-tensor cache (tensor.c) */
+};
+
+/* Allocates an uninitialised tensor (header and data in one block). OOM status names `what`. */
+wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const char *what,
+                            wf_tensor **out);
+/* A new header sharing base's data with another shape of the same element count. */
+wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_tensor **out);
+/* Frees the calling thread's cache of small tensor blocks (tests, before switching allocators). */
+void wf__tensor_cache_flush(void);
+static inline int wf__tensor_refs(const wf_tensor *t) { return atomic_load_explicit(&t->refs, memory_order_acquire); }
+
+/* ---- f16 / bf16 inline conversions for kernels ------------------------------------------------- */
+static inline float wf__h2f(uint16_t h) { return wf_f16_to_f32(h); }
+static inline uint16_t wf__f2h(float f) { return wf_f32_to_f16(f); }
+static inline float wf__bf2f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline uint16_t wf__f2bf(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* monotonic clock in nanoseconds */
+int64_t wf__now_ns(void);
+int wf__num_cores(void);
+
+#endif

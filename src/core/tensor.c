@@ -1,0 +1,172 @@
+/*
+ * Host tensors: a header and its data in one 64-byte aligned block (one allocation per tensor keeps
+ * small-op execution cheap), or a view header that shares another tensor's data.
+ */
+#include <pthread.h>
+
+#include "core/core.h"
+
+#define HDR_BYTES ((sizeof(wf_tensor) + WF__ALIGN - 1) / WF__ALIGN * WF__ALIGN)
+
+/*
+ * Scalars and other tiny tensors dominate graphs of many small ops, where malloc/free would cost more
+ * than the kernel. Blocks of SMALL_BLOCK bytes are therefore kept on a bounded per-thread free list;
+ * a thread's list is released when the thread exits.
+ */
+#define SMALL_BLOCK 256
+#define SMALL_KEEP 1024
+
+typedef struct small_cache {
+    void *head;
+    int n;
+} small_cache;
+
+static _Thread_local small_cache tl_small;
+static pthread_key_t g_small_key;
+static pthread_once_t g_small_once = PTHREAD_ONCE_INIT;
+
+static void small_cache_release(void *arg)
+{
+    small_cache *c = arg;
+    while (c->head) {
+        void *next = *(void **)c->head;
+        wf__aligned_free(c->head);
+        c->head = next;
+    }
+    c->n = 0;
+}
+
+static void small_key_init(void) { pthread_key_create(&g_small_key, small_cache_release); }
+
+static void *block_alloc(size_t n, bool *small)
+{
+    *small = n <= SMALL_BLOCK;
+    if (*small && tl_small.head) {
+        void *b = tl_small.head;
+        tl_small.head = *(void **)b;
+        tl_small.n--;
+        return b;
+    }
+    return wf__aligned_alloc(*small ? SMALL_BLOCK : n, WF__ALIGN);
+}
+
+static void block_free(void *b, bool small)
+{
+    if (small && tl_small.n < SMALL_KEEP) {
+        if (tl_small.n == 0 && !tl_small.head) {
+            pthread_once(&g_small_once, small_key_init);
+            pthread_setspecific(g_small_key, &tl_small);
+        }
+        *(void **)b = tl_small.head;
+        tl_small.head = b;
+        tl_small.n++;
+        return;
+    }
+    wf__aligned_free(b);
+}
+
+void wf__tensor_cache_flush(void) { small_cache_release(&tl_small); }
+
+static wf_status *check_shape(wf_dtype dtype, int rank, const int64_t *dims, int64_t *numel)
+{
+    char buf[160];
+    if (!wf__dtype_valid(dtype)) return wf__status(WF_INVALID_ARGUMENT, "invalid dtype %d", (int)dtype);
+    if (rank < 0 || rank > WF_MAX_RANK)
+        return wf__status(WF_INVALID_ARGUMENT, "rank %d is outside 0..%d", rank, WF_MAX_RANK);
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return wf__status(WF_INVALID_ARGUMENT, "tensor shape %s has a negative dim",
+                              wf__shape_str(rank, dims, buf));
+        if (dims[i] && n > INT64_MAX / 16 / dims[i])
+            return wf__status(WF_INVALID_ARGUMENT, "tensor shape %s is too large",
+                              wf__shape_str(rank, dims, buf));
+        n *= dims[i];
+    }
+    *numel = n;
+    return NULL;
+}
+
+wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const char *what,
+                            wf_tensor **out)
+{
+    int64_t n;
+    WF__TRY(check_shape(dtype, rank, dims, &n));
+    size_t bytes = (size_t)n * wf_dtype_size(dtype);
+    bool small;
+    wf_tensor *t = block_alloc(HDR_BYTES + bytes, &small);
+    if (!t) return wf__oom(what ? what : "a tensor", HDR_BYTES + bytes);
+    atomic_init(&t->refs, 1);
+    t->small = small;
+    t->dtype = dtype;
+    t->rank = rank;
+    memset(t->dims, 0, sizeof t->dims);
+    if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    t->size = n;
+    t->bytes = bytes;
+    t->data = (char *)t + HDR_BYTES;
+    t->base = NULL;
+    *out = t;
+    return NULL;
+}
+
+wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_tensor **out)
+{
+    int64_t n;
+    WF__TRY(check_shape(base->dtype, rank, dims, &n));
+    if (n != base->size) {
+        char a[160], b[160];
+        return wf__status(WF_INVALID_ARGUMENT, "cannot view %s as %s: element counts differ",
+                          wf__shape_str(base->rank, base->dims, a), wf__shape_str(rank, dims, b));
+    }
+    bool small;
+    wf_tensor *t = block_alloc(HDR_BYTES, &small);
+    if (!t) return wf__oom("a tensor view", HDR_BYTES);
+    *t = *base;
+    atomic_init(&t->refs, 1);
+    t->small = small;
+    t->rank = rank;
+    memset(t->dims, 0, sizeof t->dims);
+    if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    t->base = wf_tensor_ref(base->base ? base->base : base);
+    *out = t;
+    return NULL;
+}
+
+wf_status *wf_tensor_new(wf_dtype dtype, int rank, const int64_t *dims, const void *data,
+                         wf_tensor **out)
+{
+    if (!out) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new: out is NULL");
+    if (rank > 0 && !dims) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new: dims is NULL");
+    wf_tensor *t;
+    WF__TRY(wf__tensor_alloc(dtype, rank, dims, "a tensor", &t));
+    if (data)
+        memcpy(t->data, data, t->bytes);
+    else
+        memset(t->data, 0, t->bytes);
+    *out = t;
+    return NULL;
+}
+
+wf_tensor *wf_tensor_ref(wf_tensor *t)
+{
+    if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+    return t;
+}
+
+void wf_tensor_free(wf_tensor *t)
+{
+    while (t) {
+        if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
+        wf_tensor *base = t->base;
+        block_free(t, t->small);
+        t = base; /* drop the view's reference without recursion */
+    }
+}
+
+wf_dtype wf_tensor_dtype(const wf_tensor *t) { return t->dtype; }
+int wf_tensor_rank(const wf_tensor *t) { return t->rank; }
+const int64_t *wf_tensor_dims(const wf_tensor *t) { return t->dims; }
+int64_t wf_tensor_size(const wf_tensor *t) { return t->size; }
+size_t wf_tensor_bytes(const wf_tensor *t) { return t->bytes; }
+void *wf_tensor_data(const wf_tensor *t) { return t->data; }

@@ -1,0 +1,104 @@
+/* The context: its devices (the CPU for now) and thread pools. */
+#include <stdio.h>
+#include <sys/sysinfo.h>
+
+#include "device/device.h"
+
+void wf_context_options_init(wf_context_options *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+static char *cpu_model(void)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    char *name = NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "model name", 10)) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ') c++;
+                c[strcspn(c, "\n")] = 0;
+                name = wf__strdup(c);
+            }
+            break;
+        }
+    }
+    if (f) fclose(f);
+    return name ? name : wf__strdup("unknown CPU");
+}
+
+wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
+{
+    if (!out) return wf__status(WF_INVALID_ARGUMENT, "wf_context_new: out is NULL");
+    wf_context_options o;
+    wf_context_options_init(&o);
+    if (opts) o = *opts;
+    if (o.inter_op_threads < 0 || o.intra_op_threads < 0)
+        return wf__status(WF_INVALID_ARGUMENT, "thread counts must be >= 0 (inter %d, intra %d)",
+                          o.inter_op_threads, o.intra_op_threads);
+    int cores = wf__num_cores();
+    wf_context *c = wf__calloc(1, sizeof *c);
+    if (!c) return wf__oom("a context", sizeof *c);
+    wf_status *s = NULL;
+    c->inter_op_threads = o.inter_op_threads ? o.inter_op_threads : cores;
+    c->intra.threads = o.intra_op_threads ? o.intra_op_threads : cores;
+    atomic_flag_clear(&c->intra.busy);
+    c->devices = wf__calloc(1, sizeof *c->devices);
+    if (!c->devices) {
+        s = wf__oom("a context", sizeof *c->devices);
+        goto fail;
+    }
+    c->n_devices = 1;
+    struct wf__device *d = &c->devices[0];
+    d->name = wf__strdup("/job:localhost/replica:0/task:0/device:CPU:0");
+    d->short_name = wf__strdup("CPU:0");
+    d->type = "CPU";
+    d->description = cpu_model();
+    d->compute_units = cores;
+    d->threads = c->intra.threads;
+    struct sysinfo si;
+    d->memory_bytes = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
+    if (!d->name || !d->short_name || !d->description) {
+        s = wf__oom("a context", 256);
+        goto fail;
+    }
+    if ((s = wf__pool_new(c->inter_op_threads, &c->pool))) goto fail;
+    *out = c;
+    return NULL;
+fail:
+    wf_context_free(c);
+    return s;
+}
+
+void wf_context_free(wf_context *c)
+{
+    if (!c) return;
+    wf__pool_free(c->pool);
+    for (int i = 0; c->devices && i < c->n_devices; i++) {
+        wf__free(c->devices[i].name);
+        wf__free(c->devices[i].short_name);
+        wf__free(c->devices[i].description);
+    }
+    wf__free(c->devices);
+    wf__free(c);
+}
+
+int wf_context_num_devices(const wf_context *c) { return c ? c->n_devices : 0; }
+
+wf_status *wf_context_device(const wf_context *c, int i, wf_device_info *out)
+{
+    if (!c || i < 0 || i >= c->n_devices)
+        return wf__status(WF_NOT_FOUND, "device index %d is out of range (the context has %d devices)", i,
+                          c ? c->n_devices : 0);
+    const struct wf__device *d = &c->devices[i];
+    out->name = d->name;
+    out->type = d->type;
+    out->description = d->description;
+    out->compute_units = d->compute_units;
+    out->threads = d->threads;
+    out->memory_bytes = d->memory_bytes;
+    return NULL;
+}

@@ -1,0 +1,95 @@
+/*
+ * The kernel interface and registry. A kernel is registered for (op, device type, dtypes) and runs one
+ * node of a plan: it reads its input tensors, allocates its outputs through the context (which may
+ * hand it an input buffer to reuse in place), and reports errors naming the node.
+ */
+#ifndef WF_DEVICE_KERNEL_H
+#define WF_DEVICE_KERNEL_H
+
+#include "graph/op.h"
+
+typedef struct wf__kctx wf__kctx;
+typedef struct wf__intra wf__intra;
+
+/* Parallel loop over [0, n): fn(arg, begin, end) on the intra-op threads when n is at least
+ * 2 * grain and the pool is free; otherwise inline on the calling thread. fn must not fail. */
+typedef void (*wf__range_fn)(void *arg, int64_t begin, int64_t end);
+void wf__parallel_for(wf__kctx *k, int64_t n, int64_t grain, wf__range_fn fn, void *arg);
+
+struct wf__kctx {
+    const char *node;            /* node name, for messages */
+    const wf__op_def *op;
+    const wf__attr *attrs;
+    int n_in;
+    wf_tensor *const *in;        /* host tensors for the CPU device */
+    int n_out;
+    wf_tensor **out;             /* kernel fills each through wf__kctx_output / _forward */
+    const wf__tinfo *out_info;   /* planned dtype and shape of each output (shape may be unknown) */
+    uint32_t in_owned;           /* bit i: this node holds the last reference to in[i]'s producer slot */
+    void **state;                /* per-plan-node kernel state; see wf__kernel_def.free_state */
+    void *state_lock;            /* pass to wf__kctx_lock_state when initialising *state lazily */
+    wf__intra *intra;            /* intra-op parallelism */
+    /* Fused epilogue chosen by the lowering pass (MatMul/Conv/Gemm): bias input index or -1, and an
+     * activation applied after it. */
+    int fused_bias;              /* index into in[] of a 1-D bias over the last (MatMul) or channel dim */
+    int fused_act;               /* WF__ACT_* */
+    double fused_alpha;          /* LeakyRelu slope */
+};
+
+enum { WF__ACT_NONE = 0, WF__ACT_RELU = 1, WF__ACT_LEAKY_RELU = 2, WF__ACT_SIGMOID = 3, WF__ACT_TANH = 4 };
+
+/* Allocates output idx with the given dtype and shape. */
+wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const int64_t *dims,
+                           wf_tensor **out);
+/* Like wf__kctx_output, but reuses input in_idx's buffer when this node holds its last reference and
+ * the byte size matches (elementwise ops that may run in place). *reused tells which happened. */
+wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtype, int rank,
+                                 const int64_t *dims, wf_tensor **out, bool *reused);
+/* Output idx becomes a view of input in_idx with a new shape (same element count): Reshape, etc. */
+wf_status *wf__kctx_output_view(wf__kctx *k, int idx, int in_idx, int rank, const int64_t *dims);
+/* "node 'NAME' (OP): message" */
+wf_status *wf__kctx_fail(const wf__kctx *k, wf_code code, const char *fmt, ...) WF__PRINTF(3, 4);
+/* Serialises lazy initialisation of *k->state across concurrent runs of the same plan. */
+void wf__kctx_lock_state(wf__kctx *k);
+void wf__kctx_unlock_state(wf__kctx *k);
+/* Number of intra-op threads this kernel may use (for libraries with their own threading). */
+int wf__kctx_threads(const wf__kctx *k);
+/* Brackets a call into a library that parallelises with OpenMP (oneDNN): sets the calling thread's
+ * OpenMP thread count to what the intra-op pool allows right now and restores it afterwards, so
+ * concurrent large kernels do not oversubscribe the cores. */
+int wf__intra_begin(wf__kctx *k);
+void wf__intra_end(wf__kctx *k, int token);
+
+typedef wf_status *(*wf__kernel_fn)(wf__kctx *k);
+
+enum {
+    WF__K_INPLACE = 1u << 0, /* documents that the kernel may reuse an input (wf__kctx_output_reuse) */
+    WF__K_EPILOGUE = 1u << 1 /* supports fused_bias / fused_act */
+};
+
+typedef struct wf__kernel_def {
+    const char *op;
+    const char *device_type;  /* "CPU" */
+    uint32_t dtypes;          /* WF__DT_* mask over the key dtype */
+    int key_input;            /* which input's dtype is the key; -1: output 0's dtype */
+    wf__kernel_fn compute;
+    void (*free_state)(void *state); /* optional */
+    unsigned flags;
+} wf__kernel_def;
+
+/* Finds the kernel for op on device_type with key dtype; NULL if none. */
+const wf__kernel_def *wf__kernel_lookup(const char *op, const char *device_type, wf_dtype key);
+/* The kernel for a node: tries each registered def of op on device_type with its own key dtype. */
+const wf__kernel_def *wf__kernel_find(const char *op, const char *device_type, const wf__tinfo *in,
+                                      int n_in, const wf__tinfo *out);
+/* Mask of dtypes op has kernels for on device_type (0 if none). */
+uint32_t wf__kernel_dtypes(const char *op, const char *device_type);
+
+/* CPU kernel tables, one per group file (terminated by op == NULL). */
+extern const wf__kernel_def wf__cpu_kernels_core[];        /* src/backends/cpu/k_core.c */
+extern const wf__kernel_def wf__cpu_kernels_elementwise[]; /* k_elementwise.c */
+extern const wf__kernel_def wf__cpu_kernels_shape[];       /* k_shape.c */
+extern const wf__kernel_def wf__cpu_kernels_nn[];          /* k_dnnl.c */
+extern const wf__kernel_def wf__cpu_kernels_reduce[];      /* k_reduce.c */
+
+#endif

@@ -1,0 +1,12 @@
+/* The executor: runs a plan over the inter-op pool. */
+#ifndef WF_EXEC_EXEC_H
+#define WF_EXEC_EXEC_H
+
+#include "lower/plan.h"
+
+/* Runs plan p with feeds (in the plan's feed order). On success outputs[i] receives a reference to
+ * fetch i. On failure returns the first error (naming its node); nothing is written to outputs. */
+wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds, wf_tensor **outputs,
+                       wf_trace **trace);
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * Dataflow execution of a plan. Per-run state (slots, remaining uses, pending counts) lives in the run,
+ * so one plan serves concurrent runs. A thread that finishes a node runs the successors it made ready
+ * itself (work-first: a chain never touches the queue) and hands half of its backlog to the pool only
+ * when a worker is idle; a value is freed when its last consumer finishes, and a kernel may write in
+ * place into an input whose last use it is.
+ */
+#include <stdio.h>
+
+#include "device/device.h"
+#include "exec/exec.h"
+#include "exec/pool.h"
+
+#define LOCAL_MAX 256
+#define INLINE_ARGS 16
+
+struct wf_trace {
+    int n;
+    wf_trace_event *ev;
+    char *strings;
+};
+
+struct wf__run {
+    wf_context *ctx;
+    const wf__plan *p;
+    const wf_feed *feeds;
+    wf_tensor **slots;
+    atomic_int *uses;
+    atomic_int *pending;
+    atomic_int outstanding;
+    atomic_int done;
+    atomic_int failed;
+    _Atomic(wf_status *) error;
+    int64_t t0;
+    int64_t *t_start, *t_end;
+    int *t_thread;
+};
+
+static _Thread_local int tl_thread_id = -1;
+static atomic_int g_thread_ids;
+
+static int thread_id(void)
+{
+    if (tl_thread_id < 0) tl_thread_id = atomic_fetch_add(&g_thread_ids, 1);
+    return tl_thread_id;
+}
+
+static void record_error(wf__run *r, wf_status *s)
+{
+    wf_status *expected = NULL;
+    if (!atomic_compare_exchange_strong(&r->error, &expected, s)) wf_status_free(s);
+    atomic_store_explicit(&r->failed, 1, memory_order_release);
+}
+
+static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_tensor **out)
+{
+    if (pn->feed >= 0) {
+        out[0] = wf_tensor_ref((wf_tensor *)r->feeds[pn->feed].tensor);
+        return NULL;
+    }
+    uint32_t owned = 0;
+    for (int i = 0; i < pn->n_in; i++) {
+        int s = pn->in_slot[i];
+        in[i] = s >= 0 ? r->slots[s] : NULL;
+        if (s < 0 || i >= 32 || r->p->slot_static[s]) continue;
+        /* All other consumers of the slot have finished when the remaining uses are this node's own. */
+        int mine = 0;
+        for (int j = 0; j < pn->n_in; j++) mine += pn->in_slot[j] == s;
+        if (atomic_load_explicit(&r->uses[s], memory_order_acquire) == mine) owned |= 1u << i;
+    }
+    wf__kctx k = {
+        .node = pn->name, .op = pn->op, .attrs = pn->attrs, .n_in = pn->n_in, .in = in,
+        .n_out = pn->n_out, .out = out, .out_info = pn->out_info, .in_owned = owned,
+        .state = (void **)&pn->state, .state_lock = (void *)&pn->state_lock, .intra = &r->ctx->intra,
+        .fused_bias = pn->fused_bias, .fused_act = pn->fused_act, .fused_alpha = pn->fused_alpha,
+    };
+    wf_status *s = pn->kernel->compute(&k);
+    if (s) return s;
+    for (int j = 0; j < pn->n_out; j++)
+        if (!out[j])
+            return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->gn->name,
+                              pn->gn->op->name, j);
+    return NULL;
+}
+
+/* The ready nodes a thread holds: a stack that starts inline and grows on the heap. */
+typedef struct lstack {
+    int *v;
+    int n, cap;
+    int finished; /* nodes this thread completed, subtracted from the run's count in one go */
+    int inl[LOCAL_MAX];
+} lstack;
+
+static void exec_node(wf__run *r, int idx, lstack *ls);
+
+static void lstack_push(wf__run *r, lstack *ls, int idx)
+{
+    if (ls->n == ls->cap) {
+        int cap = ls->cap * 2;
+        int *v = wf__malloc(sizeof *v * (size_t)cap);
+        if (!v) {
+            /* No memory to hold it: queue it, or as a last resort run it right here. */
+            wf__work w = {r, idx};
+            if (!wf__pool_push(r->ctx->pool, &w, 1)) exec_node(r, idx, ls);
+            return;
+        }
+        memcpy(v, ls->v, sizeof *v * (size_t)ls->n);
+        if (ls->v != ls->inl) wf__free(ls->v);
+        ls->v = v;
+        ls->cap = cap;
+    }
+    ls->v[ls->n++] = idx;
+}
+
+/* Runs node idx and pushes the successors it makes ready onto the thread's stack. */
+static void exec_node(wf__run *r, int idx, lstack *ls)
+{
+    const wf__plan *p = r->p;
+    const wf__pnode *pn = &p->nodes[idx];
+    wf_tensor *in_buf[INLINE_ARGS], *out_buf[INLINE_ARGS];
+    wf_tensor **in = in_buf, **out = out_buf;
+    int64_t t_start = r->t_start ? wf__now_ns() : 0;
+
+    if (!atomic_load_explicit(&r->failed, memory_order_acquire)) {
+        wf_status *s = NULL;
+        if (pn->n_in > INLINE_ARGS) in = wf__calloc((size_t)pn->n_in, sizeof *in);
+        if (pn->n_out > INLINE_ARGS) out = wf__calloc((size_t)pn->n_out, sizeof *out);
+        if (!in || !out) {
+            s = wf__status(WF_OUT_OF_MEMORY, "node '%s' (%s): out of memory for its argument list",
+                           pn->gn->name, pn->gn->op->name);
+        } else {
+            memset(out, 0, sizeof *out * (size_t)pn->n_out);
+            s = compute(r, pn, in, out);
+        }
+        if (s) {
+            record_error(r, s);
+            for (int j = 0; out && j < pn->n_out; j++) wf_tensor_free(out[j]);
+        } else {
+            for (int j = 0; j < pn->n_out; j++) {
+                int slot = pn->out_slot[j];
+                if (p->slot_uses[slot] == 0 && !p->slot_static[slot])
+                    wf_tensor_free(out[j]); /* nobody reads it (an unused Split output) */
+                else
+                    r->slots[slot] = out[j];
+            }
+        }
+        if (in != in_buf) wf__free(in);
+        if (out != out_buf) wf__free(out);
+    }
+    for (int i = 0; i < pn->n_in; i++) {
+        int s = pn->in_slot[i];
+        if (s >= 0 && !p->slot_static[s] && atomic_fetch_sub_explicit(&r->uses[s], 1, memory_order_acq_rel) == 1) {
+            wf_tensor_free(r->slots[s]);
+            r->slots[s] = NULL;
+        }
+    }
+    if (r->t_start) {
+        r->t_start[idx] = t_start - r->t0;
+        r->t_end[idx] = wf__now_ns() - r->t0;
+        r->t_thread[idx] = thread_id();
+    }
+    /* Pushed last to first so they pop in plan order, which walks the plan's memory forwards. */
+    for (int k = pn->n_succ - 1; k >= 0; k--) {
+        int sidx = pn->succ[k];
+        if (atomic_fetch_sub_explicit(&r->pending[sidx], 1, memory_order_acq_rel) == 1) lstack_push(r, ls, sidx);
+    }
+    ls->finished++;
+}
+
+static void run_local(wf__run *r, const int *first, int n_first)
+{
+    lstack ls;
+    ls.v = ls.inl;
+    ls.n = 0;
+    ls.cap = LOCAL_MAX;
+    ls.finished = 0;
+    wf__pool *pool = r->ctx->pool;
+    bool share = wf__pool_workers(pool) > 0;
+    for (int i = n_first - 1; i >= 0; i--) lstack_push(r, &ls, first[i]);
+    while (ls.n > 0) {
+        /* LIFO keeps a producer's value hot in cache for its consumer. */
+        int idx = ls.v[--ls.n];
+        exec_node(r, idx, &ls);
+        if (share && ls.n > 1 && wf__pool_idle(pool) > 0) {
+            /* Hand the oldest half to idle workers in one batch. */
+            int give = ls.n / 2;
+            wf__work wbuf[LOCAL_MAX];
+            wf__work *w = give <= LOCAL_MAX ? wbuf : wf__malloc(sizeof *w * (size_t)give);
+            if (w) {
+                for (int i = 0; i < give; i++) w[i] = (wf__work){r, ls.v[i]};
+                if (wf__pool_push(pool, w, give)) {
+                    memmove(ls.v, ls.v + give, sizeof *ls.v * (size_t)(ls.n - give));
+                    ls.n -= give;
+                }
+                if (w != wbuf) wf__free(w);
+            }
+        }
+    }
+    if (ls.v != ls.inl) wf__free(ls.v);
+    /* One atomic per batch instead of per node: the thread that brings the count to zero ends the
+     * run. r may be freed by its caller as soon as done is visible, so nothing of it is touched after. */
+    if (ls.finished && atomic_fetch_sub_explicit(&r->outstanding, ls.finished, memory_order_acq_rel) == ls.finished) {
+        atomic_store_explicit(&r->done, 1, memory_order_release);
+        if (share) wf__pool_notify_all(pool);
+    }
+}
+
+void wf__exec_batch(wf__run *run, const int *nodes, int n) { run_local(run, nodes, n); }
+
+static wf_trace *make_trace(const wf__run *r)
+{
+    const wf__plan *p = r->p;
+    size_t chars = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        const wf__pnode *pn = &p->nodes[i];
+        chars += strlen(pn->gn->name) + strlen(pn->gn->op->name) + 2 + (pn->fused_names ? strlen(pn->fused_names) + 1 : 0);
+        chars += strlen(r->ctx->devices[pn->device].name) + 1;
+    }
+    wf_trace *t = wf__calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->ev = wf__calloc((size_t)(p->n_nodes ? p->n_nodes : 1), sizeof *t->ev);
+    t->strings = wf__malloc(chars + 1);
+    if (!t->ev || !t->strings) {
+        wf_trace_free(t);
+        return NULL;
+    }
+    char *s = t->strings;
+    for (int i = 0; i < p->n_nodes; i++) {
+        const wf__pnode *pn = &p->nodes[i];
+        wf_trace_event *e = &t->ev[t->n++];
+        e->node = s;
+        s += sprintf(s, "%s", pn->gn->name) + 1;
+        e->op = s;
+        s += sprintf(s, "%s%s%s", pn->gn->op->name, pn->fused_names ? "+" : "",
+                     pn->fused_names ? pn->fused_names : "") + 1;
+        e->device = s;
+        s += sprintf(s, "%s", r->ctx->devices[pn->device].name) + 1;
+        e->thread = r->t_thread[i];
+        e->start_ns = r->t_start[i];
+        e->end_ns = r->t_end[i];
+    }
+    return t;
+}
+
+wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds, wf_tensor **outputs,
+                       wf_trace **trace)
+{
+    wf__run r = {.ctx = ctx, .p = p, .feeds = feeds};
+    size_t n = (size_t)p->n_nodes, ns = (size_t)p->n_slots;
+    r.slots = wf__calloc(ns ? ns : 1, sizeof *r.slots);
+    r.uses = wf__malloc((ns ? ns : 1) * sizeof *r.uses);
+    r.pending = wf__malloc((n ? n : 1) * sizeof *r.pending);
+    if (trace) {
+        r.t_start = wf__calloc(n ? n : 1, sizeof *r.t_start);
+        r.t_end = wf__calloc(n ? n : 1, sizeof *r.t_end);
+        r.t_thread = wf__calloc(n ? n : 1, sizeof *r.t_thread);
+    }
+    wf_status *s = NULL;
+    if (!r.slots || !r.uses || !r.pending || (trace && (!r.t_start || !r.t_end || !r.t_thread))) {
+        s = wf__oom("the run's state", (n + ns) * 16);
+        goto done;
+    }
+    for (size_t i = 0; i < ns; i++) atomic_init(&r.uses[i], p->slot_uses[i]);
+    for (size_t i = 0; i < n; i++) atomic_init(&r.pending[i], p->nodes[i].pending0);
+    atomic_init(&r.outstanding, p->n_nodes);
+    atomic_init(&r.done, p->n_nodes == 0);
+    atomic_init(&r.failed, 0);
+    atomic_init(&r.error, NULL);
+    r.t0 = wf__now_ns();
+    if (p->n_nodes) {
+        run_local(&r, p->roots, p->n_roots);
+        if (!atomic_load_explicit(&r.done, memory_order_acquire)) wf__pool_help_until(ctx->pool, &r.done);
+    }
+    s = atomic_load(&r.error);
+    if (!s) {
+        for (int i = 0; i < p->n_fetches; i++) outputs[i] = wf_tensor_ref(r.slots[p->fetch_slot[i]]);
+        if (trace && !(*trace = make_trace(&r))) {
+            for (int i = 0; i < p->n_fetches; i++) wf_tensor_free(outputs[i]);
+            s = wf__oom("the run's trace", n * sizeof(wf_trace_event));
+        }
+    }
+done:
+    if (r.slots)
+        for (size_t i = 0; i < ns; i++) wf_tensor_free(r.slots[i]);
+    wf__free(r.slots);
+    wf__free((void *)r.uses);
+    wf__free((void *)r.pending);
+    wf__free(r.t_start);
+    wf__free(r.t_end);
+    wf__free(r.t_thread);
+    return s;
+}
+
+int wf_trace_num_events(const wf_trace *t) { return t ? t->n : 0; }
+wf_trace_event wf_trace_event_at(const wf_trace *t, int i) { return t->ev[i]; }
+
+void wf_trace_free(wf_trace *t)
+{
+    if (!t) return;
+    wf__free(t->ev);
+    wf__free(t->strings);
+    wf__free(t);
+}

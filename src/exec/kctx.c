@@ -1,0 +1,75 @@
+/* What a kernel may ask of the executor: outputs (fresh, reused in place, or views), errors that
+ * name the node, and serialised lazy state. */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "device/kernel.h"
+
+wf_status *wf__kctx_fail(const wf__kctx *k, wf_code code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return wf__status(code, "node '%s' (%s): %s", k->node, k->op->name, msg);
+}
+
+static wf_status *set_output(wf__kctx *k, int idx, wf_tensor *t)
+{
+    if (idx < 0 || idx >= k->n_out) {
+        wf_tensor_free(t);
+        return wf__kctx_fail(k, WF_INTERNAL, "kernel wrote output %d of %d", idx, k->n_out);
+    }
+    wf_tensor_free(k->out[idx]);
+    k->out[idx] = t;
+    return NULL;
+}
+
+wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const int64_t *dims,
+                           wf_tensor **out)
+{
+    wf_tensor *t;
+    wf_status *s = wf__tensor_alloc(dtype, rank, dims, "a kernel output", &t);
+    if (s) {
+        if (wf_status_code(s) == WF_OUT_OF_MEMORY) {
+            char sh[160];
+            wf_status_free(s);
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating output %d (%s%s) on CPU:0",
+                                 idx, wf_dtype_name(dtype), wf__shape_str(rank, dims, sh));
+        }
+        return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
+    }
+    WF__TRY(set_output(k, idx, t));
+    if (out) *out = t;
+    return NULL;
+}
+
+wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtype, int rank,
+                                 const int64_t *dims, wf_tensor **out, bool *reused)
+{
+    wf_tensor *in = in_idx >= 0 && in_idx < k->n_in ? k->in[in_idx] : NULL;
+    /* Only when this node holds the last use of the slot and nobody else (a feed, a Const attribute,
+     * a view) shares the tensor: then writing into it is invisible to everyone else. */
+    if (in && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
+        in->dtype == dtype && in->rank == rank &&
+        (rank == 0 || !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank))) {
+        WF__TRY(set_output(k, idx, wf_tensor_ref(in)));
+        if (out) *out = in;
+        if (reused) *reused = true;
+        return NULL;
+    }
+    if (reused) *reused = false;
+    return wf__kctx_output(k, idx, dtype, rank, dims, out);
+}
+
+wf_status *wf__kctx_output_view(wf__kctx *k, int idx, int in_idx, int rank, const int64_t *dims)
+{
+    wf_tensor *t;
+    wf_status *s = wf__tensor_view(k->in[in_idx], rank, dims, &t);
+    if (s) return wf__status_wrap(s, "node '%s' (%s)", k->node, k->op->name);
+    return set_output(k, idx, t);
+}
+
+void wf__kctx_lock_state(wf__kctx *k) { pthread_mutex_lock((pthread_mutex_t *)k->state_lock); }
+void wf__kctx_unlock_state(wf__kctx *k) { pthread_mutex_unlock((pthread_mutex_t *)k->state_lock); }

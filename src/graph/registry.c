@@ -1,0 +1,151 @@
+/*
+ * The op registry: the group tables, lookup by name, attribute getters, shared inference helpers, and
+ * the core ops every graph needs (Const, Placeholder, Identity).
+ */
+#include "graph/op.h"
+
+#include <assert.h>
+#include <stdio.h>
+
+static const wf__op_def *const g_tables[] = {wf__ops_core, wf__ops_elementwise, wf__ops_shape,
+                                             wf__ops_nn, wf__ops_reduce};
+
+const wf__op_def *wf__op_lookup(const char *name)
+{
+    if (!name) return NULL;
+    for (size_t t = 0; t < sizeof g_tables / sizeof g_tables[0]; t++)
+        for (const wf__op_def *op = g_tables[t]; op->name; op++)
+            if (!strcmp(op->name, name)) return op;
+    return NULL;
+}
+
+void wf__op_foreach(void (*fn)(const wf__op_def *op, void *user), void *user)
+{
+    for (size_t t = 0; t < sizeof g_tables / sizeof g_tables[0]; t++)
+        for (const wf__op_def *op = g_tables[t]; op->name; op++) fn(op, user);
+}
+
+wf_status *wf__infer_fail(const wf__infer_ctx *ctx, wf_code code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return wf__status(code, "node '%s' (%s): %s", ctx->node, ctx->op->name, msg);
+}
+
+const wf__attr *wf__attr_get(const wf__op_def *op, const wf__attr *attrs, const char *name)
+{
+    for (int k = 0; k < WF__MAX_ATTRS && op->attrs[k].name; k++)
+        if (!strcmp(op->attrs[k].name, name)) return &attrs[k];
+    assert(!"attribute not declared by the op");
+    return NULL;
+}
+
+int64_t wf__attr_i(const wf__op_def *op, const wf__attr *attrs, const char *name)
+{
+    const wf__attr *a = wf__attr_get(op, attrs, name);
+    return a ? a->i : 0;
+}
+
+double wf__attr_f(const wf__op_def *op, const wf__attr *attrs, const char *name)
+{
+    const wf__attr *a = wf__attr_get(op, attrs, name);
+    return a ? a->f : 0;
+}
+
+const char *wf__attr_s(const wf__op_def *op, const wf__attr *attrs, const char *name)
+{
+    const wf__attr *a = wf__attr_get(op, attrs, name);
+    return a && a->s ? a->s : "";
+}
+
+wf_status *wf__infer_same_as_input0(wf__infer_ctx *ctx)
+{
+    ctx->out[0] = ctx->in[0];
+    return NULL;
+}
+
+wf_status *wf__infer_check_dtype(const wf__infer_ctx *ctx, int idx, uint32_t mask)
+{
+    wf_dtype t = ctx->in[idx].dtype;
+    if (wf__dtype_valid(t) && (WF__DT_BIT(t) & mask)) return NULL;
+    wf__str ok = {0};
+    for (int d = 1; d < WF_NUM_DTYPES; d++)
+        if (mask & WF__DT_BIT(d)) wf__str_appendf(&ok, "%s%s", ok.len ? ", " : "", wf_dtype_name((wf_dtype)d));
+    wf_status *s = wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "input %d has dtype %s; expected one of %s",
+                                  idx, wf_dtype_name(t), ok.p ? ok.p : "");
+    wf__str_free(&ok);
+    return s;
+}
+
+bool wf__infer_const_ints(const wf__infer_ctx *ctx, int idx, int64_t *vals, int max, int *n)
+{
+    if (idx >= ctx->n_in || !ctx->in_value[idx]) return false;
+    const wf_tensor *t = ctx->in_value[idx];
+    if (t->rank > 1 || t->size > max || (t->dtype != WF_I64 && t->dtype != WF_I32)) return false;
+    for (int64_t i = 0; i < t->size; i++) vals[i] = wf__load_i64(t->data, t->dtype, i);
+    *n = (int)t->size;
+    return true;
+}
+
+/* ---- core ops ----------------------------------------------------------------------------------- */
+
+static wf_status *infer_const(wf__infer_ctx *ctx)
+{
+    const wf__attr *v = WF__IC_A(ctx, "value");
+    wf_tensor *t = v->t;
+    ctx->out[0].dtype = t->dtype;
+    ctx->out[0].rank = t->rank;
+    memcpy(ctx->out[0].dims, t->dims, sizeof t->dims);
+    if (ctx->out_value) ctx->out_value[0] = wf_tensor_ref(t);
+    return NULL;
+}
+
+static wf_status *infer_placeholder(wf__infer_ctx *ctx)
+{
+    wf_dtype dt = (wf_dtype)WF__IC_I(ctx, "dtype");
+    if (!wf__dtype_valid(dt)) return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "invalid dtype %d", (int)dt);
+    const wf__attr *sh = WF__IC_A(ctx, "shape");
+    ctx->out[0].dtype = dt;
+    if (!sh->set) {
+        ctx->out[0].rank = -1;
+        return NULL;
+    }
+    if (sh->n > WF_MAX_RANK)
+        return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "shape has rank %d > %d", sh->n, WF_MAX_RANK);
+    ctx->out[0].rank = sh->n;
+    for (int i = 0; i < sh->n; i++) {
+        if (sh->ints[i] < -1)
+            return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "shape dim %d is %lld (use -1 for unknown)",
+                                  i, (long long)sh->ints[i]);
+        ctx->out[0].dims[i] = sh->ints[i];
+    }
+    return NULL;
+}
+
+static wf_status *infer_identity(wf__infer_ctx *ctx)
+{
+    ctx->out[0] = ctx->in[0];
+    if (ctx->out_value && ctx->in_value[0]) ctx->out_value[0] = wf_tensor_ref(ctx->in_value[0]);
+    return NULL;
+}
+
+static void cost_free(const wf__infer_ctx *ctx, double *flops, double *bytes)
+{
+    *flops = 0;
+    *bytes = 0;
+}
+
+const wf__op_def wf__ops_core[] = {
+    {.name = "Const", .min_in = 0, .max_in = 0, .n_out = 1,
+     .attrs = {{"value", WF_ATTR_TENSOR, .required = true}},
+     .infer = infer_const, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP},
+    {.name = "Placeholder", .min_in = 0, .max_in = 0, .n_out = 1,
+     .attrs = {{"dtype", WF_ATTR_DTYPE, .required = true}, {"shape", WF_ATTR_INTS}},
+     .infer = infer_placeholder, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP},
+    {.name = "Identity", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
+     .cost = cost_free, .flags = WF__OP_CHEAP},
+    {0},
+};

@@ -1,0 +1,586 @@
+/*
+ * Planning: validate feeds and fetches, prune to what the fetches need, re-run shape inference with
+ * the fed shapes, fuse MatMul/Conv2D with a following BiasAdd and activation, place every node, pick
+ * kernels, and lay out slots, successor lists and pending counts for the executor.
+ */
+#include <stdio.h>
+
+#include "device/device.h"
+#include "lower/plan.h"
+
+typedef struct builder {
+    wf_context *ctx;
+    const wf_graph *g;
+    int n;                  /* graph nodes */
+    bool *live;             /* reachable from the fetches */
+    bool *fused_away;       /* folded into a producer's epilogue */
+    int *feed_of;           /* feed index per graph node or -1 */
+    wf__tinfo **info;       /* per graph node: planned output info */
+    wf_tensor ***value;     /* per graph node: known values */
+    int **slot;             /* per graph node: slot per output */
+    int *consumers;         /* per graph node: number of live consumer inputs of output 0 */
+    int *fetched;           /* per graph node: how many fetches name output 0 */
+    int *pidx;              /* graph node -> plan node index, -1 */
+    int *fuse_into;         /* fused-away node -> the graph node that absorbs it */
+} builder;
+
+static bool same_graph(const wf_graph *g, const wf_node *n)
+{
+    return n && n->graph == g && n->id < g->n && g->nodes[n->id] == n;
+}
+
+static wf_status *check_feeds(builder *b, const wf_feed *feeds, int n_feeds)
+{
+    char s1[160], s2[160];
+    for (int i = 0; i < n_feeds; i++) {
+        const wf_node *n = feeds[i].output.node;
+        if (!same_graph(b->g, n))
+            return wf__status(WF_INVALID_ARGUMENT, "feed %d names a node that is not in this graph", i);
+        if (strcmp(n->op->name, "Placeholder") != 0)
+            return wf__status(WF_INVALID_ARGUMENT,
+                              "cannot feed node '%s' (%s): only Placeholder nodes can be fed", n->name,
+                              n->op->name);
+        const wf_tensor *t = feeds[i].tensor;
+        if (!t) return wf__status(WF_INVALID_ARGUMENT, "feed for placeholder '%s' is a NULL tensor", n->name);
+        if (b->feed_of[n->id] >= 0)
+            return wf__status(WF_INVALID_ARGUMENT, "placeholder '%s' is fed twice", n->name);
+        b->feed_of[n->id] = i;
+        const wf__tinfo *want = &n->out[0];
+        if (t->dtype != want->dtype)
+            return wf__status(WF_INVALID_ARGUMENT, "feed for placeholder '%s' has dtype %s, expected %s",
+                              n->name, wf_dtype_name(t->dtype), wf_dtype_name(want->dtype));
+        bool ok = want->rank < 0 || want->rank == t->rank;
+        for (int d = 0; ok && want->rank > 0 && d < want->rank; d++)
+            ok = want->dims[d] < 0 || want->dims[d] == t->dims[d];
+        if (!ok)
+            return wf__status(WF_INVALID_ARGUMENT, "feed for placeholder '%s' has shape %s, expected %s",
+                              n->name, wf__shape_str(t->rank, t->dims, s1),
+                              wf__shape_str(want->rank, want->dims, s2));
+    }
+    return NULL;
+}
+
+static wf_status *mark_live(builder *b, const wf_output *fetches, int n_fetches)
+{
+    int *stack = wf__malloc(sizeof(int) * (size_t)(b->n ? b->n : 1));
+    if (!stack) return wf__oom("planning", sizeof(int) * (size_t)b->n);
+    int top = 0;
+    for (int i = 0; i < n_fetches; i++) {
+        const wf_node *n = fetches[i].node;
+        if (!b->live[n->id]) {
+            b->live[n->id] = true;
+            stack[top++] = n->id;
+        }
+    }
+    while (top) {
+        const wf_node *n = b->g->nodes[stack[--top]];
+        for (int i = 0; i < n->n_in; i++) {
+            const wf_node *src = n->in[i].node;
+            if (src && !b->live[src->id]) {
+                b->live[src->id] = true;
+                stack[top++] = src->id;
+            }
+        }
+    }
+    wf__free(stack);
+    for (int id = 0; id < b->n; id++) {
+        const wf_node *n = b->g->nodes[id];
+        if (b->live[id] && !strcmp(n->op->name, "Placeholder") && b->feed_of[id] < 0) {
+            char sh[160];
+            return wf__status(WF_FAILED_PRECONDITION,
+                              "placeholder '%s' (%s) is needed to compute the fetches but was not fed", n->name,
+                              wf__tinfo_str(&n->out[0], sh));
+        }
+    }
+    return NULL;
+}
+
+/* Shape inference again, now with the fed shapes, so kernels and costs see concrete shapes. */
+static wf_status *reinfer(builder *b, const wf_feed *feeds)
+{
+    wf__tinfo in_buf[16];
+    wf_tensor *val_buf[16];
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id]) continue;
+        const wf_node *n = b->g->nodes[id];
+        b->info[id] = wf__calloc((size_t)(n->n_out ? n->n_out : 1), sizeof(wf__tinfo));
+        b->value[id] = wf__calloc((size_t)(n->n_out ? n->n_out : 1), sizeof(wf_tensor *));
+        if (!b->info[id] || !b->value[id]) return wf__oom("planning", sizeof(wf__tinfo) * (size_t)n->n_out);
+        if (b->feed_of[id] >= 0) {
+            const wf_tensor *t = feeds[b->feed_of[id]].tensor;
+            b->info[id][0].dtype = t->dtype;
+            b->info[id][0].rank = t->rank;
+            memcpy(b->info[id][0].dims, t->dims, sizeof t->dims);
+            continue;
+        }
+        wf__tinfo *in = n->n_in <= 16 ? in_buf : wf__calloc((size_t)n->n_in, sizeof *in);
+        wf_tensor **val = n->n_in <= 16 ? val_buf : wf__calloc((size_t)n->n_in, sizeof *val);
+        wf_status *s = NULL;
+        if (!in || !val) {
+            s = wf__oom("planning", sizeof *in * (size_t)n->n_in);
+        } else {
+            for (int i = 0; i < n->n_in; i++) {
+                const wf_node *src = n->in[i].node;
+                if (src) {
+                    in[i] = b->info[src->id][n->in[i].index];
+                    val[i] = b->value[src->id][n->in[i].index];
+                } else {
+                    in[i].dtype = WF_DTYPE_INVALID;
+                    in[i].rank = -1;
+                    val[i] = NULL;
+                }
+            }
+            s = wf__node_infer(n, in, val, b->info[id], b->value[id]);
+        }
+        if (in != in_buf) wf__free(in);
+        if (val != val_buf) wf__free(val);
+        if (s) return s;
+    }
+    return NULL;
+}
+
+static bool attr_str_is(const wf_node *n, const char *attr, const char *want)
+{
+    for (int k = 0; k < WF__MAX_ATTRS && n->op->attrs[k].name; k++)
+        if (!strcmp(n->op->attrs[k].name, attr)) return n->attrs[k].s && !strcmp(n->attrs[k].s, want);
+    return false;
+}
+
+/* The only live consumer of node id's output 0, if there is exactly one and nobody fetches it. */
+static const wf_node *sole_consumer(builder *b, int id)
+{
+    if (b->consumers[id] != 1 || b->fetched[id]) return NULL;
+    const wf_node *src = b->g->nodes[id];
+    for (int c = id + 1; c < b->n; c++) {
+        if (!b->live[c]) continue;
+        const wf_node *n = b->g->nodes[c];
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i].node == src && n->in[i].index == 0) return n;
+    }
+    return NULL;
+}
+
+static int act_of(const wf_node *n)
+{
+    const char *op = n->op->name;
+    if (!strcmp(op, "Relu")) return WF__ACT_RELU;
+    if (!strcmp(op, "LeakyRelu")) return WF__ACT_LEAKY_RELU;
+    if (!strcmp(op, "Sigmoid")) return WF__ACT_SIGMOID;
+    if (!strcmp(op, "Tanh")) return WF__ACT_TANH;
+    return WF__ACT_NONE;
+}
+
+/* Epilogue fusion: MatMul -> BiasAdd(last dim) -> act and Conv2D -> BiasAdd(NCHW) -> act, when each
+ * intermediate value has a single consumer and is not fetched. */
+typedef struct fusion {
+    int bias_node;   /* graph id of the absorbed BiasAdd or -1 */
+    int act_node;    /* graph id of the absorbed activation or -1 */
+} fusion;
+
+static void plan_fusion(builder *b, fusion *fu)
+{
+    for (int id = 0; id < b->n; id++) {
+        fu[id].bias_node = fu[id].act_node = -1;
+        const wf_node *n = b->g->nodes[id];
+        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0) continue;
+        bool mm = !strcmp(n->op->name, "MatMul"), conv = !strcmp(n->op->name, "Conv2D");
+        if (!mm && !conv) continue;
+        wf_dtype dt = b->info[id][0].dtype;
+        if (dt != WF_F32) continue;
+        /* Conv2D with its own bias input takes only an activation. */
+        bool has_bias = conv && n->n_in > 2 && n->in[2].node;
+        const wf_node *c = sole_consumer(b, id);
+        int last = id;
+        if (c && !has_bias && !strcmp(c->op->name, "BiasAdd") && c->in[0].node == n && c->n_in == 2 &&
+            c->in[1].node && b->info[c->in[1].node->id][c->in[1].index].rank == 1 &&
+            attr_str_is(c, "data_format", mm ? "NHWC" : "NCHW") && b->info[c->id][0].dtype == dt) {
+            fu[id].bias_node = c->id;
+            last = c->id;
+            c = sole_consumer(b, c->id);
+        }
+        if (c && act_of(c) != WF__ACT_NONE && c->in[0].node == b->g->nodes[last] && b->info[c->id][0].dtype == dt) {
+            fu[id].act_node = c->id;
+            last = c->id;
+        }
+        if (fu[id].bias_node >= 0) {
+            b->fused_away[fu[id].bias_node] = true;
+            b->fuse_into[fu[id].bias_node] = id;
+        }
+        if (fu[id].act_node >= 0) {
+            b->fused_away[fu[id].act_node] = true;
+            b->fuse_into[fu[id].act_node] = id;
+        }
+    }
+}
+
+static wf_status *place_node(builder *b, const wf_node *n, wf__pnode *pn)
+{
+    const char *req = n->device;
+    const wf__device *dev = &b->ctx->devices[0];
+    char buf[512];
+    pn->device = 0;
+    if (!req || !*req)
+        snprintf(buf, sizeof buf, "only device with a kernel (%s)", dev->short_name);
+    else if (strstr(req, "CPU") || strstr(req, "cpu"))
+        snprintf(buf, sizeof buf, "requested '%s'", req);
+    else
+        snprintf(buf, sizeof buf, "soft placement: requested '%s' matches no device; %s is the only one",
+                 req, dev->short_name);
+    pn->reason = wf__strdup(buf);
+    return pn->reason ? NULL : wf__oom("planning", strlen(buf));
+}
+
+static wf_status *no_kernel(const wf_node *n, const wf__tinfo *in, const wf__tinfo *out)
+{
+    uint32_t mask = wf__kernel_dtypes(n->op->name, "CPU");
+    wf__str have = {0};
+    for (int d = 1; d < WF_NUM_DTYPES; d++)
+        if (mask & WF__DT_BIT(d)) wf__str_appendf(&have, "%s%s", have.len ? ", " : "", wf_dtype_name((wf_dtype)d));
+    wf_dtype shown = n->n_in && in[0].dtype ? in[0].dtype : out[0].dtype;
+    wf_status *s = wf__status(WF_UNIMPLEMENTED, "node '%s' (%s): no CPU kernel for dtype %s (%s%s)", n->name,
+                              n->op->name, wf_dtype_name(shown), mask ? "kernels exist for " : "no kernels at all",
+                              have.p ? have.p : "");
+    wf__str_free(&have);
+    return s;
+}
+
+static void default_cost(const wf_node *n, const wf__tinfo *in, const wf__tinfo *out, double *flops,
+                         double *bytes)
+{
+    *flops = 0;
+    *bytes = 0;
+    for (int i = 0; i < n->n_in; i++) {
+        int64_t e = wf__numel(in[i].rank, in[i].dims);
+        if (e > 0) *bytes += (double)e * (double)wf_dtype_size(in[i].dtype);
+    }
+    for (int j = 0; j < n->n_out; j++) {
+        int64_t e = wf__numel(out[j].rank, out[j].dims);
+        if (e > 0) {
+            *bytes += (double)e * (double)wf_dtype_size(out[j].dtype);
+            *flops += (double)e;
+        }
+    }
+}
+
+static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                        int n_fetches, wf__plan *p)
+{
+    const wf_graph *g = b->g;
+    for (int i = 0; i < n_fetches; i++) {
+        if (!same_graph(g, fetches[i].node))
+            return wf__status(WF_NOT_FOUND, "fetch %d names a node that is not in this graph", i);
+        if (fetches[i].index < 0 || fetches[i].index >= fetches[i].node->n_out)
+            return wf__status(WF_NOT_FOUND, "fetch %d asks for output %d of node '%s' (%s), which has %d", i,
+                              fetches[i].index, fetches[i].node->name, fetches[i].node->op->name,
+                              fetches[i].node->n_out);
+    }
+    WF__TRY(check_feeds(b, feeds, n_feeds));
+    WF__TRY(mark_live(b, fetches, n_fetches));
+    WF__TRY(reinfer(b, feeds));
+
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id]) continue;
+        const wf_node *n = g->nodes[id];
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i].node && n->in[i].index == 0) b->consumers[n->in[i].node->id]++;
+    }
+    for (int i = 0; i < n_fetches; i++)
+        if (fetches[i].index == 0) b->fetched[fetches[i].node->id]++;
+
+    fusion *fu = wf__calloc((size_t)(b->n ? b->n : 1), sizeof *fu);
+    if (!fu) return wf__oom("planning", sizeof *fu * (size_t)b->n);
+    plan_fusion(b, fu);
+
+    /* plan nodes and slots */
+    int n_nodes = 0, n_slots = 0;
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id]) continue;
+        const wf_node *n = g->nodes[id];
+        b->slot[id] = wf__malloc(sizeof(int) * (size_t)(n->n_out ? n->n_out : 1));
+        if (!b->slot[id]) {
+            wf__free(fu);
+            return wf__oom("planning", sizeof(int) * (size_t)n->n_out);
+        }
+        if (b->fused_away[id]) {
+            b->slot[id][0] = b->slot[b->fuse_into[id]][0];
+            continue;
+        }
+        b->pidx[id] = n_nodes++;
+        for (int j = 0; j < n->n_out; j++) b->slot[id][j] = n_slots++;
+    }
+    p->n_nodes = n_nodes;
+    p->n_slots = n_slots;
+    p->nodes = wf__calloc((size_t)(n_nodes ? n_nodes : 1), sizeof *p->nodes);
+    p->slot_uses = wf__calloc((size_t)(n_slots ? n_slots : 1), sizeof *p->slot_uses);
+    p->slot_static = wf__calloc((size_t)(n_slots ? n_slots : 1), 1);
+    int *producer = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    int *seen = wf__malloc(sizeof(int) * (size_t)(n_nodes ? n_nodes : 1));
+    int *n_succ = wf__calloc((size_t)(n_nodes ? n_nodes : 1), sizeof(int));
+    wf_status *s = NULL;
+    if (!p->nodes || !p->slot_uses || !p->slot_static || !producer || !seen || !n_succ) {
+        s = wf__oom("planning", sizeof *p->nodes * (size_t)n_nodes);
+        goto out;
+    }
+    /* Per-node int arrays live in two arenas in node order: the executor walks them sequentially. */
+    size_t io_total = 0;
+    for (int id = 0; id < b->n; id++)
+        if (b->live[id] && !b->fused_away[id])
+            io_total += (size_t)g->nodes[id]->n_in + 1 + (size_t)g->nodes[id]->n_out;
+    int *io_next = p->arena_io = wf__malloc(sizeof(int) * (io_total ? io_total : 1));
+    if (!p->arena_io) {
+        s = wf__oom("planning", sizeof(int) * io_total);
+        goto out;
+    }
+    for (int i = 0; i < n_nodes; i++) {
+        seen[i] = -1;
+        pthread_mutex_init(&p->nodes[i].state_lock, NULL);
+        p->nodes[i].feed = -1;
+        p->nodes[i].fused_bias = -1;
+    }
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || b->fused_away[id]) continue;
+        const wf_node *n = g->nodes[id];
+        wf__pnode *pn = &p->nodes[b->pidx[id]];
+        pn->gn = n;
+        pn->name = n->name;
+        pn->op = n->op;
+        pn->attrs = n->attrs;
+        pn->feed = b->feed_of[id];
+        pn->n_out = n->n_out;
+        int extra = fu[id].bias_node >= 0;
+        pn->n_in = n->n_in + extra;
+        pn->in_slot = io_next;
+        io_next += pn->n_in;
+        pn->out_slot = io_next;
+        io_next += n->n_out;
+        pn->out_info = wf__malloc(sizeof(wf__tinfo) * (size_t)(n->n_out ? n->n_out : 1));
+        if (!pn->out_info) {
+            s = wf__oom("planning", sizeof(int) * (size_t)pn->n_in);
+            goto out;
+        }
+        /* A Const's value belongs to the graph and a feed's to the caller: holding them until the
+         * run ends frees nothing early, and skipping their use counts spares the shared atomics. */
+        bool is_static = pn->feed >= 0 || !strcmp(n->op->name, "Const");
+        for (int j = 0; j < n->n_out; j++) {
+            pn->out_slot[j] = b->slot[id][j];
+            p->slot_static[pn->out_slot[j]] = is_static;
+            producer[pn->out_slot[j]] = b->pidx[id];
+            pn->out_info[j] = b->info[id][j];
+        }
+        if (fu[id].act_node >= 0) pn->out_info[0] = b->info[fu[id].act_node][0];
+        else if (fu[id].bias_node >= 0) pn->out_info[0] = b->info[fu[id].bias_node][0];
+        for (int i = 0; i < n->n_in; i++)
+            pn->in_slot[i] = n->in[i].node ? b->slot[n->in[i].node->id][n->in[i].index] : -1;
+        wf__str names = {0};
+        if (extra) {
+            const wf_node *ba = g->nodes[fu[id].bias_node];
+            pn->in_slot[n->n_in] = b->slot[ba->in[1].node->id][ba->in[1].index];
+            pn->fused_bias = n->n_in;
+            wf__str_appendf(&names, "%s", ba->op->name);
+        }
+        if (fu[id].act_node >= 0) {
+            const wf_node *an = g->nodes[fu[id].act_node];
+            pn->fused_act = act_of(an);
+            if (pn->fused_act == WF__ACT_LEAKY_RELU) pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
+            wf__str_appendf(&names, "%s%s", names.len ? "+" : "", an->op->name);
+        }
+        if (names.failed) {
+            wf__str_free(&names);
+            s = wf__oom("planning", 64);
+            goto out;
+        }
+        pn->fused_names = names.p;
+        pn->cheap = (n->op->flags & WF__OP_CHEAP) != 0;
+        if ((s = place_node(b, n, pn))) goto out;
+        /* cost and kernel */
+        wf__tinfo in_info[16];
+        const wf__tinfo *ini = in_info;
+        wf__tinfo *heap_in = NULL;
+        if (n->n_in > 16 && !(ini = heap_in = wf__calloc((size_t)n->n_in, sizeof *heap_in))) {
+            s = wf__oom("planning", sizeof *heap_in * (size_t)n->n_in);
+            goto out;
+        }
+        for (int i = 0; i < n->n_in; i++) {
+            if (n->in[i].node) {
+                ((wf__tinfo *)ini)[i] = b->info[n->in[i].node->id][n->in[i].index];
+            } else {
+                ((wf__tinfo *)ini)[i].dtype = WF_DTYPE_INVALID;
+                ((wf__tinfo *)ini)[i].rank = -1;
+            }
+        }
+        if (n->op->cost) {
+            wf__infer_ctx ic = {.node = n->name, .op = n->op, .attrs = n->attrs, .n_in = n->n_in, .in = ini,
+                                .in_value = NULL, .n_out = n->n_out, .out = b->info[id]};
+            n->op->cost(&ic, &pn->flops, &pn->bytes);
+        } else {
+            default_cost(n, ini, b->info[id], &pn->flops, &pn->bytes);
+        }
+        if (pn->feed < 0) {
+            pn->kernel = wf__kernel_find(n->op->name, "CPU", ini, n->n_in, b->info[id]);
+            if (!pn->kernel) s = no_kernel(n, ini, b->info[id]);
+        }
+        wf__free(heap_in);
+        if (s) goto out;
+    }
+    /* uses, producers, successors */
+    for (int v = 0; v < n_nodes; v++) {
+        wf__pnode *pn = &p->nodes[v];
+        for (int i = 0; i < pn->n_in; i++) {
+            int sl = pn->in_slot[i];
+            if (sl < 0) continue;
+            p->slot_uses[sl]++;
+            int u = producer[sl];
+            if (seen[u] != v) {
+                seen[u] = v;
+                pn->pending0++;
+                n_succ[u]++;
+            }
+        }
+    }
+    size_t n_edges = 0;
+    for (int u = 0; u < n_nodes; u++) n_edges += (size_t)n_succ[u];
+    int *succ_next = p->arena_succ = wf__malloc(sizeof(int) * (n_edges ? n_edges : 1));
+    if (!p->arena_succ) {
+        s = wf__oom("planning", sizeof(int) * n_edges);
+        goto out;
+    }
+    for (int u = 0; u < n_nodes; u++) {
+        p->nodes[u].succ = succ_next;
+        succ_next += n_succ[u];
+        seen[u] = -1;
+    }
+    for (int v = 0; v < n_nodes; v++) {
+        wf__pnode *pn = &p->nodes[v];
+        for (int i = 0; i < pn->n_in; i++) {
+            if (pn->in_slot[i] < 0) continue;
+            int u = producer[pn->in_slot[i]];
+            if (seen[u] != v) {
+                seen[u] = v;
+                p->nodes[u].succ[p->nodes[u].n_succ++] = v;
+            }
+        }
+    }
+    p->n_fetches = n_fetches;
+    p->fetch_slot = wf__malloc(sizeof(int) * (size_t)(n_fetches ? n_fetches : 1));
+    p->roots = wf__malloc(sizeof(int) * (size_t)(n_nodes ? n_nodes : 1));
+    p->key_fetch = wf__malloc(sizeof(wf_output) * (size_t)(n_fetches ? n_fetches : 1));
+    p->key_feed = wf__malloc(sizeof(wf_output) * (size_t)(n_feeds ? n_feeds : 1));
+    p->key_feed_info = wf__malloc(sizeof(wf__tinfo) * (size_t)(n_feeds ? n_feeds : 1));
+    if (!p->fetch_slot || !p->roots || !p->key_fetch || !p->key_feed || !p->key_feed_info) {
+        s = wf__oom("planning", sizeof(int) * (size_t)n_nodes);
+        goto out;
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        p->fetch_slot[i] = b->slot[fetches[i].node->id][fetches[i].index];
+        p->slot_uses[p->fetch_slot[i]]++;
+        p->key_fetch[i] = fetches[i];
+    }
+    p->n_feeds = n_feeds;
+    for (int i = 0; i < n_feeds; i++) {
+        const wf_tensor *t = feeds[i].tensor;
+        p->key_feed[i] = feeds[i].output;
+        p->key_feed_info[i].dtype = t->dtype;
+        p->key_feed_info[i].rank = t->rank;
+        memcpy(p->key_feed_info[i].dims, t->dims, sizeof t->dims);
+    }
+    for (int v = 0; v < n_nodes; v++)
+        if (p->nodes[v].pending0 == 0) p->roots[p->n_roots++] = v;
+out:
+    wf__free(producer);
+    wf__free(seen);
+    wf__free(n_succ);
+    wf__free(fu);
+    return s;
+}
+
+wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *feeds, int n_feeds,
+                          const wf_output *fetches, int n_fetches, wf__plan **out)
+{
+    if (n_feeds < 0 || n_fetches < 0 || (n_feeds && !feeds) || (n_fetches && !fetches))
+        return wf__status(WF_INVALID_ARGUMENT, "run: invalid feed or fetch arrays");
+    builder b = {.ctx = ctx, .g = g, .n = g->n};
+    size_t n = (size_t)(g->n ? g->n : 1);
+    b.live = wf__calloc(n, sizeof *b.live);
+    b.fused_away = wf__calloc(n, sizeof *b.fused_away);
+    b.feed_of = wf__malloc(n * sizeof *b.feed_of);
+    b.info = wf__calloc(n, sizeof *b.info);
+    b.value = wf__calloc(n, sizeof *b.value);
+    b.slot = wf__calloc(n, sizeof *b.slot);
+    b.consumers = wf__calloc(n, sizeof *b.consumers);
+    b.fetched = wf__calloc(n, sizeof *b.fetched);
+    b.pidx = wf__malloc(n * sizeof *b.pidx);
+    b.fuse_into = wf__malloc(n * sizeof *b.fuse_into);
+    wf__plan *p = wf__calloc(1, sizeof *p);
+    wf_status *s = NULL;
+    if (!b.live || !b.fused_away || !b.feed_of || !b.info || !b.value || !b.slot || !b.consumers ||
+        !b.fetched || !b.pidx || !b.fuse_into || !p) {
+        s = wf__oom("planning", n * 64);
+    } else {
+        for (size_t i = 0; i < n; i++) b.feed_of[i] = b.pidx[i] = b.fuse_into[i] = -1;
+        s = build(&b, feeds, n_feeds, fetches, n_fetches, p);
+    }
+    for (int id = 0; id < g->n; id++) {
+        if (b.value && b.value[id])
+            for (int j = 0; j < g->nodes[id]->n_out; j++) wf_tensor_free(b.value[id][j]);
+        if (b.value) wf__free(b.value[id]);
+        if (b.info) wf__free(b.info[id]);
+        if (b.slot) wf__free(b.slot[id]);
+    }
+    wf__free(b.live);
+    wf__free(b.fused_away);
+    wf__free(b.feed_of);
+    wf__free(b.info);
+    wf__free(b.value);
+    wf__free(b.slot);
+    wf__free(b.consumers);
+    wf__free(b.fetched);
+    wf__free(b.pidx);
+    wf__free(b.fuse_into);
+    if (s) {
+        wf__plan_free(p);
+        return s;
+    }
+    *out = p;
+    return NULL;
+}
+
+void wf__plan_free(wf__plan *p)
+{
+    if (!p) return;
+    for (int i = 0; p->nodes && i < p->n_nodes; i++) {
+        wf__pnode *pn = &p->nodes[i];
+        if (pn->state && pn->kernel && pn->kernel->free_state) pn->kernel->free_state(pn->state);
+        pthread_mutex_destroy(&pn->state_lock);
+        wf__free(pn->out_info);
+        wf__free(pn->reason);
+        wf__free((void *)pn->fused_names);
+    }
+    wf__free(p->nodes);
+    wf__free(p->arena_io);
+    wf__free(p->arena_succ);
+    wf__free(p->slot_uses);
+    wf__free(p->slot_static);
+    wf__free(p->fetch_slot);
+    wf__free(p->roots);
+    wf__free(p->key_fetch);
+    wf__free(p->key_feed);
+    wf__free(p->key_feed_info);
+    wf__free(p);
+}
+
+bool wf__plan_matches(const wf__plan *p, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                      int n_fetches)
+{
+    if (p->n_feeds != n_feeds || p->n_fetches != n_fetches) return false;
+    for (int i = 0; i < n_fetches; i++)
+        if (p->key_fetch[i].node != fetches[i].node || p->key_fetch[i].index != fetches[i].index) return false;
+    for (int i = 0; i < n_feeds; i++) {
+        const wf_tensor *t = feeds[i].tensor;
+        const wf__tinfo *k = &p->key_feed_info[i];
+        if (p->key_feed[i].node != feeds[i].output.node || p->key_feed[i].index != feeds[i].output.index ||
+            !t || k->dtype != t->dtype || k->rank != t->rank ||
+            (t->rank && memcmp(k->dims, t->dims, sizeof(int64_t) * (size_t)t->rank)))
+            return false;
+    }
+    return true;
+}

@@ -1,0 +1,71 @@
+/*
+ * An immutable execution plan: the pruned, re-inferred, fused and placed graph for one
+ * (feeds, fetches, input shapes), with a kernel per node, slot numbers for every value, successor
+ * lists and initial pending counts. Runs keep their own state, so several may share one plan.
+ */
+#ifndef WF_LOWER_PLAN_H
+#define WF_LOWER_PLAN_H
+
+#include <pthread.h>
+
+#include "device/kernel.h"
+#include "graph/graph.h"
+
+typedef struct wf__device wf__device;
+
+typedef struct wf__pnode {
+    const wf_node *gn;            /* graph node */
+    const char *name;             /* gn's, copied here so the executor touches one cache line less */
+    const wf__op_def *op;
+    const wf__attr *attrs;
+    const wf__kernel_def *kernel;
+    int feed;                     /* index into the run's feeds for a Placeholder, else -1 */
+    int n_in;
+    int *in_slot;                 /* -1: omitted optional input */
+    int n_out;
+    int *out_slot;
+    wf__tinfo *out_info;          /* planned dtype/shape per output */
+    int n_succ;
+    int *succ;                    /* distinct successor node indices */
+    int pending0;                 /* distinct producer nodes */
+    bool cheap;                   /* run inline by the executor */
+    int fused_bias, fused_act;    /* see wf__kctx */
+    double fused_alpha;
+    const char *fused_names;      /* "BiasAdd_1+Relu" for logs, or NULL */
+    int device;                   /* index into the context's devices */
+    char *reason;                 /* why it runs there */
+    void *state;
+    pthread_mutex_t state_lock;
+    double flops, bytes;          /* cost estimate */
+} wf__pnode;
+
+typedef struct wf__plan {
+    int n_nodes;
+    wf__pnode *nodes;
+    int n_slots;
+    int *slot_uses;               /* consumer input uses + one per fetch of the slot */
+    unsigned char *slot_static;   /* 1: a Const or a feed, alive for the whole run: no use counting */
+    int n_feeds;
+    int n_fetches;
+    int *fetch_slot;
+    int n_roots;
+    int *roots;
+    int *arena_io;                /* every node's in_slot and out_slot, in node order */
+    int *arena_succ;              /* every node's succ, in node order */
+    /* cache key */
+    wf_output *key_fetch;
+    wf_output *key_feed;
+    wf__tinfo *key_feed_info;
+} wf__plan;
+
+typedef struct wf_context wf_context;
+
+/* Builds a plan. Errors name the node, feed or fetch at fault. */
+wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *feeds, int n_feeds,
+                          const wf_output *fetches, int n_fetches, wf__plan **out);
+void wf__plan_free(wf__plan *p);
+/* Does p match this request (same fetches, feeds in the same order, same feed dtypes and shapes)? */
+bool wf__plan_matches(const wf__plan *p, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                      int n_fetches);
+
+#endif

@@ -1,0 +1,301 @@
+/* The oneDNN-backed CPU kernels called directly through a hand-built kernel context: a fused bias and
+ * activation (as the lowering pass requests them) must match the unfused computation, and the per-node
+ * primitive cache must survive repeated runs and shape changes. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "device/kernel.h"
+
+typedef struct kc {
+    wf__kctx k;
+    wf__attr attrs[WF__MAX_ATTRS];
+    wf_tensor *out[1];
+    wf__tinfo out_info[1];
+    void *state;
+    pthread_mutex_t lock;
+    const wf__kernel_def *def;
+} kc;
+
+static void kc_init(kc *c, const char *op, wf_dtype key, wf_tensor *const *in, int n_in)
+{
+    memset(c, 0, sizeof *c);
+    const wf__op_def *od = wf__op_lookup(op);
+    CHECK(od != NULL);
+    for (int i = 0; od && i < WF__MAX_ATTRS && od->attrs[i].name; i++) {
+        const wf__attr_def *d = &od->attrs[i];
+        c->attrs[i].type = d->type;
+        c->attrs[i].i = d->i;
+        c->attrs[i].f = d->f;
+        c->attrs[i].s = (char *)d->s;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    c->k.node = "n";
+    c->k.op = od;
+    c->k.attrs = c->attrs;
+    c->k.n_in = n_in;
+    c->k.in = in;
+    c->k.n_out = 1;
+    c->k.out = c->out;
+    c->out_info[0].rank = -1;
+    c->k.out_info = c->out_info;
+    c->k.state = &c->state;
+    c->k.state_lock = &c->lock;
+    c->k.fused_bias = -1;
+    c->def = wf__kernel_lookup(op, "CPU", key);
+    CHECK(c->def != NULL);
+}
+
+static void kc_set_ints(kc *c, const char *name, int64_t *v, int n)
+{
+    wf__attr *a = (wf__attr *)wf__attr_get(c->k.op, c->attrs, name);
+    a->set = true;
+    a->ints = v;
+    a->n = n;
+}
+
+static wf_tensor *kc_run(kc *c)
+{
+    CHECK_OK(c->def->compute(&c->k));
+    wf_tensor *t = c->out[0];
+    c->out[0] = NULL;
+    return t;
+}
+
+static void kc_done(kc *c)
+{
+    if (c->def && c->def->free_state) c->def->free_state(c->state);
+    wf_tensor_free(c->out[0]);
+    pthread_mutex_destroy(&c->lock);
+}
+
+static wf_tensor *randn(wf_dtype t, int rank, const int64_t *dims, unsigned *seed)
+{
+    wf_tensor *x = NULL;
+    CHECK_OK(wf_tensor_new(t, rank, dims, NULL, &x));
+    for (int64_t i = 0; x && i < x->size; i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        wf__store_f64(x->data, t, i, ((*seed >> 8) & 0xffff) / 32768.0 - 1.0);
+    }
+    return x;
+}
+
+static double act_ref(int act, double alpha, double v)
+{
+    switch (act) {
+    case WF__ACT_RELU: return v > 0 ? v : 0;
+    case WF__ACT_LEAKY_RELU: return v >= 0 ? v : alpha * v;
+    case WF__ACT_SIGMOID: return 1 / (1 + exp(-v));
+    case WF__ACT_TANH: return tanh(v);
+    default: return v;
+    }
+}
+
+/* fused output vs act(plain + bias) where bias runs along dim `axis` of plain */
+static void check_epilogue(const wf_tensor *fused, const wf_tensor *plain, const wf_tensor *bias, int axis, int act,
+                           double alpha, double tol)
+{
+    CHECK(fused && plain);
+    if (!fused || !plain) return;
+    CHECK_INT(fused->size, plain->size);
+    int64_t inner = 1;
+    for (int i = axis + 1; i < plain->rank; i++) inner *= plain->dims[i];
+    int bad = 0;
+    for (int64_t i = 0; i < plain->size && bad < 5; i++) {
+        double v = wf__load_f64(plain->data, plain->dtype, i);
+        if (bias) v += wf__load_f64(bias->data, bias->dtype, (i / inner) % bias->dims[0]);
+        double want = act_ref(act, alpha, v), got = wf__load_f64(fused->data, fused->dtype, i);
+        if (!(fabs(want - got) <= tol * (1 + fabs(want)))) {
+            CHECK_NEAR(got, want, tol);
+            bad++;
+        }
+    }
+}
+
+static void test_matmul_fused(void)
+{
+    unsigned seed = 1;
+    const int acts[] = {WF__ACT_NONE, WF__ACT_RELU, WF__ACT_LEAKY_RELU, WF__ACT_SIGMOID, WF__ACT_TANH};
+    const wf_dtype dts[] = {WF_F32, WF_F64, WF_BF16};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        wf_dtype t = dts[d];
+        int64_t da[3] = {2, 5, 7}, db[2] = {7, 6}, dbias[1] = {6};
+        wf_tensor *in[3] = {randn(t, 3, da, &seed), randn(t, 2, db, &seed), randn(t, 1, dbias, &seed)};
+        kc plain;
+        kc_init(&plain, "MatMul", t, in, 2);
+        wf_tensor *ref = kc_run(&plain);
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+            kc f;
+            kc_init(&f, "MatMul", t, in, 3);
+            f.k.fused_bias = 2;
+            f.k.fused_act = acts[a];
+            f.k.fused_alpha = 0.1;
+            wf_tensor *y = kc_run(&f);
+            check_epilogue(y, ref, in[2], 2, acts[a], 0.1, t == WF_BF16 ? 3e-2 : 1e-5);
+            wf_tensor_free(y);
+            kc_done(&f);
+        }
+        wf_tensor_free(ref);
+        kc_done(&plain);
+        for (int i = 0; i < 3; i++) wf_tensor_free(in[i]);
+    }
+}
+
+static void test_gemm_fused(void)
+{
+    unsigned seed = 2;
+    int64_t da[2] = {4, 3}, db[2] = {3, 5}, dc[1] = {5};
+    wf_tensor *in[4] = {randn(WF_F32, 2, da, &seed), randn(WF_F32, 2, db, &seed), randn(WF_F32, 1, dc, &seed),
+                        randn(WF_F32, 1, dc, &seed)};
+    kc plain, f;
+    kc_init(&plain, "Gemm", WF_F32, in, 3);
+    wf_tensor *ref = kc_run(&plain);
+    kc_init(&f, "Gemm", WF_F32, in, 4);
+    f.k.fused_bias = 3;
+    f.k.fused_act = WF__ACT_RELU;
+    wf_tensor *y = kc_run(&f);
+    check_epilogue(y, ref, in[3], 1, WF__ACT_RELU, 0, 1e-5);
+    wf_tensor_free(y);
+    wf_tensor_free(ref);
+    kc_done(&f);
+    kc_done(&plain);
+    /* C absent: the fused bias is appended at index 2 and must not be taken for C */
+    wf_tensor *noc[3] = {in[0], in[1], in[3]};
+    kc p2, f2;
+    kc_init(&p2, "Gemm", WF_F32, noc, 2);
+    ref = kc_run(&p2);
+    kc_init(&f2, "Gemm", WF_F32, noc, 3);
+    ((wf__attr *)wf__attr_get(f2.k.op, f2.attrs, "beta"))->f = 5.0;
+    f2.k.fused_bias = 2;
+    f2.k.fused_act = WF__ACT_TANH;
+    y = kc_run(&f2);
+    check_epilogue(y, ref, in[3], 1, WF__ACT_TANH, 0, 1e-5);
+    wf_tensor_free(y);
+    wf_tensor_free(ref);
+    kc_done(&f2);
+    kc_done(&p2);
+    for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+}
+
+static void test_conv_fused(void)
+{
+    unsigned seed = 3;
+    const wf_dtype dts[] = {WF_F32, WF_F64};
+    for (size_t d = 0; d < 2; d++) {
+        wf_dtype t = dts[d];
+        int64_t dx[4] = {2, 4, 7, 6}, dw[4] = {6, 2, 3, 3}, db[1] = {6};
+        int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {2, 1};
+        /* X, W, B, fused bias */
+        wf_tensor *in[4] = {randn(t, 4, dx, &seed), randn(t, 4, dw, &seed), randn(t, 1, db, &seed),
+                            randn(t, 1, db, &seed)};
+        kc plain;
+        kc_init(&plain, "Conv2D", t, in, 3);
+        kc_set_ints(&plain, "pads", pads, 4);
+        kc_set_ints(&plain, "strides", strides, 2);
+        wf__attr *g = (wf__attr *)wf__attr_get(plain.k.op, plain.attrs, "group");
+        g->i = 2;
+        wf_tensor *ref = kc_run(&plain);
+        CHECK(ref && ref->dims[2] == 4 && ref->dims[3] == 6);
+        for (int act = WF__ACT_NONE; act <= WF__ACT_TANH; act++) {
+            kc f;
+            kc_init(&f, "Conv2D", t, in, 4);
+            memcpy(f.attrs, plain.attrs, sizeof f.attrs);
+            f.k.fused_bias = 3;
+            f.k.fused_act = act;
+            f.k.fused_alpha = 0.2;
+            wf_tensor *y = kc_run(&f);
+            check_epilogue(y, ref, in[3], 1, act, 0.2, 1e-5);
+            wf_tensor_free(y);
+            kc_done(&f);
+        }
+        /* B absent, the fused bias appended at index 2 */
+        wf_tensor *nob[3] = {in[0], in[1], in[3]};
+        kc p2, f2;
+        kc_init(&p2, "Conv2D", t, nob, 2);
+        memcpy(p2.attrs, plain.attrs, sizeof p2.attrs);
+        wf_tensor *ref2 = kc_run(&p2);
+        kc_init(&f2, "Conv2D", t, nob, 3);
+        memcpy(f2.attrs, plain.attrs, sizeof f2.attrs);
+        f2.k.fused_bias = 2;
+        f2.k.fused_act = WF__ACT_RELU;
+        wf_tensor *y2 = kc_run(&f2);
+        check_epilogue(y2, ref2, in[3], 1, WF__ACT_RELU, 0, 1e-5);
+        wf_tensor_free(y2);
+        wf_tensor_free(ref2);
+        kc_done(&f2);
+        kc_done(&p2);
+        wf_tensor_free(ref);
+        kc_done(&plain);
+        for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+    }
+}
+
+/* the cached primitive is reused for equal shapes and replaced when they change */
+static void test_primitive_cache(void)
+{
+    unsigned seed = 4;
+    int64_t da[2] = {3, 4}, db[2] = {4, 5}, da2[2] = {6, 4};
+    wf_tensor *in[2] = {randn(WF_F32, 2, da, &seed), randn(WF_F32, 2, db, &seed)};
+    kc c;
+    kc_init(&c, "MatMul", WF_F32, in, 2);
+    wf_tensor *y1 = kc_run(&c);
+    void *st1 = c.state;
+    CHECK(st1 != NULL);
+    wf_tensor *y2 = kc_run(&c);
+    CHECK(c.state == st1);
+    CHECK(y1 && y2 && !memcmp(y1->data, y2->data, y1->bytes));
+    wf_tensor *a2 = randn(WF_F32, 2, da2, &seed);
+    wf_tensor *in2[2] = {a2, in[1]};
+    c.k.in = in2;
+    wf_tensor *y3 = kc_run(&c);
+    CHECK(y3 && y3->dims[0] == 6);
+    for (int64_t i = 0; y3 && i < 6; i++)
+        for (int64_t j = 0; j < 5; j++) {
+            double acc = 0;
+            for (int64_t q = 0; q < 4; q++) acc += ((float *)a2->data)[i * 4 + q] * ((float *)in[1]->data)[q * 5 + j];
+            CHECK_NEAR(((float *)y3->data)[i * 5 + j], acc, 1e-5);
+        }
+    wf_tensor_free(y1);
+    wf_tensor_free(y2);
+    wf_tensor_free(y3);
+    wf_tensor_free(a2);
+    kc_done(&c);
+    for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+}
+
+/* numpy: a 1-D by 1-D product is a scalar; rank-0 operands are rejected at run time too */
+static void test_matmul_vectors(void)
+{
+    unsigned seed = 5;
+    int64_t d[1] = {7};
+    wf_tensor *in[2] = {randn(WF_F32, 1, d, &seed), randn(WF_F32, 1, d, &seed)};
+    kc c;
+    kc_init(&c, "MatMul", WF_F32, in, 2);
+    wf_tensor *y = kc_run(&c);
+    CHECK(y && y->rank == 0);
+    double acc = 0;
+    for (int i = 0; i < 7; i++) acc += ((float *)in[0]->data)[i] * ((float *)in[1]->data)[i];
+    if (y) CHECK_NEAR(((float *)y->data)[0], acc, 1e-5);
+    wf_tensor_free(y);
+    kc_done(&c);
+    wf_tensor *s = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 0, NULL, NULL, &s));
+    wf_tensor *in2[2] = {s, in[1]};
+    kc e;
+    kc_init(&e, "MatMul", WF_F32, in2, 2);
+    CHECK_ERR(e.def->compute(&e.k), WF_INVALID_ARGUMENT, "rank >= 1");
+    kc_done(&e);
+    wf_tensor_free(s);
+    for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+}
+
+int main(void)
+{
+    RUN_TEST(test_matmul_fused);
+    RUN_TEST(test_gemm_fused);
+    RUN_TEST(test_conv_fused);
+    RUN_TEST(test_primitive_cache);
+    RUN_TEST(test_matmul_vectors);
+    return check_summary();
+}

@@ -1,0 +1,254 @@
+/* Sessions: planning and plan reuse, feeds and fetches, every run-time error path (each returns its
+ * status, leaks nothing, and the next run works), fusion, traces, in-place safety. */
+#include <pthread.h>
+
+#include "check.h"
+#include "core/core.h"
+
+static wf_context *ctx;
+
+static wf_tensor *tensor_f32(int rank, const int64_t *dims, const float *v)
+{
+    wf_tensor *t = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, rank, dims, v, &t));
+    return t;
+}
+
+static void test_basic_run_and_errors(void)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t d[1] = {3};
+    wf_output x, y, r, sum;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, d, &x));
+    CHECK_OK(wf_placeholder(g, "y", WF_F32, 1, d, &y));
+    CHECK_OK(wf_relu(g, "r", x, &r));
+    CHECK_OK(wf_add(g, "sum", r, y, &sum));
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    float xv[3] = {-1, 2, -3}, yv[3] = {10, 20, 30};
+    wf_tensor *xt = tensor_f32(1, d, xv), *yt = tensor_f32(1, d, yv), *out = NULL;
+    wf_feed feeds[2] = {{x, xt}, {y, yt}};
+    CHECK_OK(wf_session_run(s, feeds, 2, &sum, 1, &out, NULL));
+    float *o = wf_tensor_data(out);
+    CHECK(o[0] == 10 && o[1] == 22 && o[2] == 30);
+    wf_tensor_free(out);
+    /* the fed tensors are untouched (no in-place writes into user memory) */
+    CHECK(((float *)wf_tensor_data(xt))[0] == -1 && ((float *)wf_tensor_data(yt))[2] == 30);
+
+    /* missing feed */
+    CHECK_ERR(wf_session_run(s, feeds, 1, &sum, 1, &out, NULL), WF_FAILED_PRECONDITION,
+              "placeholder 'y' (f32[3]) is needed to compute the fetches but was not fed");
+    /* feeding a non-placeholder */
+    wf_feed bad = {r, xt};
+    CHECK_ERR(wf_session_run(s, &bad, 1, &r, 1, &out, NULL), WF_INVALID_ARGUMENT,
+              "cannot feed node 'r' (Relu): only Placeholder nodes can be fed");
+    /* wrong dtype and shape of a feed */
+    int64_t d2[1] = {2};
+    wf_tensor *it = NULL, *short_t = tensor_f32(1, d2, xv);
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d, NULL, &it));
+    wf_feed wrong_dt[2] = {{x, it}, {y, yt}};
+    CHECK_ERR(wf_session_run(s, wrong_dt, 2, &sum, 1, &out, NULL), WF_INVALID_ARGUMENT,
+              "feed for placeholder 'x' has dtype i32, expected f32");
+    wf_feed wrong_sh[2] = {{x, short_t}, {y, yt}};
+    CHECK_ERR(wf_session_run(s, wrong_sh, 2, &sum, 1, &out, NULL), WF_INVALID_ARGUMENT,
+              "feed for placeholder 'x' has shape [2], expected [3]");
+    /* unknown fetch: a node of another graph, an output index out of range */
+    wf_graph *other;
+    wf_output z;
+    CHECK_OK(wf_graph_new(&other));
+    CHECK_OK(wf_placeholder(other, "z", WF_F32, 1, d, &z));
+    CHECK_ERR(wf_session_run(s, feeds, 2, &z, 1, &out, NULL), WF_NOT_FOUND, "fetch 0 names a node that is not in this graph");
+    wf_graph_free(other);
+    wf_output bad_idx = {sum.node, 3};
+    CHECK_ERR(wf_session_run(s, feeds, 2, &bad_idx, 1, &out, NULL), WF_NOT_FOUND, "asks for output 3 of node 'sum' (Add)");
+    /* fed twice */
+    wf_feed twice[3] = {{x, xt}, {y, yt}, {x, xt}};
+    CHECK_ERR(wf_session_run(s, twice, 3, &sum, 1, &out, NULL), WF_INVALID_ARGUMENT, "placeholder 'x' is fed twice");
+    /* after all that, a run works */
+    CHECK_OK(wf_session_run(s, feeds, 2, &sum, 1, &out, NULL));
+    CHECK(((float *)wf_tensor_data(out))[1] == 22);
+    wf_tensor_free(out);
+    /* fetching a placeholder returns its feed */
+    CHECK_OK(wf_session_run(s, feeds, 2, &x, 1, &out, NULL));
+    CHECK(((float *)wf_tensor_data(out))[0] == -1);
+    wf_tensor_free(out);
+    wf_tensor_free(it);
+    wf_tensor_free(short_t);
+    wf_tensor_free(xt);
+    wf_tensor_free(yt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* A kernel that fails at run time (Gather index out of range) stops the run with the node's name;
+ * the session stays usable. */
+static void test_kernel_error_then_recovery(void)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t d[1] = {4}, di[1] = {2};
+    wf_output data, idx, gat, neg;
+    CHECK_OK(wf_placeholder(g, "data", WF_F32, 1, d, &data));
+    CHECK_OK(wf_placeholder(g, "idx", WF_I64, 1, di, &idx));
+    wf_output in[2] = {data, idx};
+    wf_node *gn;
+    CHECK_OK(wf_op(g, "Gather", "gather", in, 2, NULL, 0, &gn));
+    gat = wf_out(gn, 0);
+    CHECK_OK(wf_unary(g, "Neg", "neg", gat, &neg));
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    float dv[4] = {1, 2, 3, 4};
+    int64_t good[2] = {3, 0}, badv[2] = {1, 7};
+    wf_tensor *dt = tensor_f32(1, d, dv), *gi = NULL, *bi = NULL, *out = NULL;
+    CHECK_OK(wf_tensor_new(WF_I64, 1, di, good, &gi));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, di, badv, &bi));
+    wf_feed fb[2] = {{data, dt}, {idx, bi}}, fg[2] = {{data, dt}, {idx, gi}};
+    wf_status *st = wf_session_run(s, fb, 2, &neg, 1, &out, NULL);
+    CHECK(st != NULL);
+    CHECK_STR_CONTAINS(wf_status_message(st), "node 'gather' (Gather)");
+    CHECK_STR_CONTAINS(wf_status_message(st), "7");
+    wf_status_free(st);
+    CHECK_OK(wf_session_run(s, fg, 2, &neg, 1, &out, NULL));
+    CHECK(((float *)wf_tensor_data(out))[0] == -4 && ((float *)wf_tensor_data(out))[1] == -1);
+    wf_tensor_free(out);
+    wf_tensor_free(dt);
+    wf_tensor_free(gi);
+    wf_tensor_free(bi);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* MatMul -> BiasAdd -> Relu runs as one fused node and matches a plain loop computed here. */
+static void test_fusion(void)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    enum { M = 5, K = 7, N = 3 };
+    int64_t dx[2] = {M, K}, dw[2] = {K, N}, db[1] = {N};
+    float xv[M * K], wv[K * N], bv[N];
+    for (int i = 0; i < M * K; i++) xv[i] = (float)((i * 37) % 11) - 5;
+    for (int i = 0; i < K * N; i++) wv[i] = (float)((i * 13) % 7) - 3;
+    for (int i = 0; i < N; i++) bv[i] = (float)i - 1;
+    wf_tensor *wt = tensor_f32(2, dw, wv), *bt = tensor_f32(1, db, bv), *xt = tensor_f32(2, dx, xv), *out = NULL;
+    wf_output x, w, b, mm, ba, r;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, dx, &x));
+    CHECK_OK(wf_const(g, "w", wt, &w));
+    CHECK_OK(wf_const(g, "b", bt, &b));
+    CHECK_OK(wf_matmul(g, "mm", x, w, 0, 0, &mm));
+    CHECK_OK(wf_bias_add(g, "ba", mm, b, &ba));
+    CHECK_OK(wf_relu(g, "relu", ba, &r));
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    wf_feed f = {x, xt};
+    char *text = NULL;
+    CHECK_OK(wf_session_placement(s, &f, 1, &r, 1, &text));
+    CHECK_STR_CONTAINS(text, "mm: (MatMul+BiasAdd+Relu): /job:localhost/replica:0/task:0/device:CPU:0");
+    CHECK(!strstr(text, "relu: "));
+    wf_free(text);
+    wf_trace *trace = NULL;
+    wf_run_options ro = {&trace};
+    CHECK_OK(wf_session_run(s, &f, 1, &r, 1, &out, &ro));
+    const float *o = wf_tensor_data(out);
+    int bad = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float acc = bv[j];
+            for (int k = 0; k < K; k++) acc += xv[i * K + k] * wv[k * N + j];
+            if (acc < 0) acc = 0;
+            if (o[i * N + j] != acc) bad++;
+        }
+    CHECK_INT(bad, 0);
+    /* the trace has one event per plan node: x, w, b and the fused mm */
+    CHECK_INT(wf_trace_num_events(trace), 4);
+    int found = 0;
+    for (int i = 0; i < wf_trace_num_events(trace); i++) {
+        wf_trace_event e = wf_trace_event_at(trace, i);
+        CHECK(e.end_ns >= e.start_ns);
+        if (!strcmp(e.node, "mm")) found = !strcmp(e.op, "MatMul+BiasAdd+Relu");
+    }
+    CHECK(found);
+    wf_trace_free(trace);
+    wf_tensor_free(out);
+    /* fetching the intermediate value disables the fusion of what follows it, and both are right */
+    wf_output two[2] = {ba, r};
+    wf_tensor *outs[2] = {0};
+    CHECK_OK(wf_session_run(s, &f, 1, two, 2, outs, NULL));
+    const float *o0 = wf_tensor_data(outs[0]), *o1 = wf_tensor_data(outs[1]);
+    for (int i = 0; i < M * N; i++) CHECK(o1[i] == (o0[i] > 0 ? o0[i] : 0));
+    wf_tensor_free(outs[0]);
+    wf_tensor_free(outs[1]);
+    wf_tensor_free(wt);
+    wf_tensor_free(bt);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* Concurrent runs of one session with different inputs each get their own right answer. */
+typedef struct {
+    wf_session *s;
+    wf_output x, y;
+    int id;
+    int bad;
+} worker_arg;
+
+static void *worker(void *p)
+{
+    worker_arg *a = p;
+    int64_t d[1] = {64};
+    for (int it = 0; it < 30; it++) {
+        float v[64];
+        for (int i = 0; i < 64; i++) v[i] = (float)(a->id * 1000 + it * 64 + i);
+        wf_tensor *t = NULL, *o = NULL;
+        if (wf_tensor_new(WF_F32, 1, d, v, &t)) { a->bad++; continue; }
+        wf_feed f = {a->x, t};
+        wf_status *st = wf_session_run(a->s, &f, 1, &a->y, 1, &o, NULL);
+        if (st) { a->bad++; wf_status_free(st); }
+        else {
+            const float *ov = wf_tensor_data(o);
+            for (int i = 0; i < 64; i++) if (ov[i] != v[i] * 2 + 1) a->bad++;
+        }
+        wf_tensor_free(o);
+        wf_tensor_free(t);
+    }
+    return NULL;
+}
+
+static void test_concurrent_runs(void)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t d[1] = {64};
+    wf_output x, two, one, m, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, d, &x));
+    CHECK_OK(wf_const_scalar(g, "two", WF_F32, 2, &two));
+    CHECK_OK(wf_const_scalar(g, "one", WF_F32, 1, &one));
+    CHECK_OK(wf_mul(g, "m", x, two, &m));
+    CHECK_OK(wf_add(g, "y", m, one, &y));
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    pthread_t th[4];
+    worker_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (worker_arg){s, x, y, i, 0};
+        pthread_create(&th[i], NULL, worker, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_INT(args[i].bad, 0);
+    }
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+int main(void)
+{
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    RUN_TEST(test_basic_run_and_errors);
+    RUN_TEST(test_kernel_error_then_recovery);
+    RUN_TEST(test_fusion);
+    RUN_TEST(test_concurrent_runs);
+    wf_context_free(ctx);
+    return check_summary();
+}
