@@ -15,6 +15,14 @@
 
 #define WF__ALIGN 64
 
+/* Hot loops are compiled for AVX-512, AVX2 and baseline x86-64 and picked when the library loads.
+ * The ThreadSanitizer build turns this off: ifunc resolvers run before its runtime is initialised. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(WEFT_NO_MULTIVERSION)
+#define WF__VEC __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define WF__VEC
+#endif
+
 #if defined(__GNUC__)
 #define WF__PRINTF(a, b) __attribute__((format(printf, a, b)))
 #define WF__LIKELY(x) __builtin_expect(!!(x), 1)

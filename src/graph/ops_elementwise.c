@@ -130,8 +130,8 @@ static wf_status *infer_gelu(wf__infer_ctx *c)
 {
     const char *a = WF__IC_S(c, "approximate");
     if (strcmp(a, "none") && strcmp(a, "tanh"))
-        return wf__infer_fail(c, WF_INVALID_ARGUMENT, "attribute 'approximate' must be \"none\" or \"tanh\", got \"%s\"",
-                              a);
+        return wf__infer_fail(c, WF_INVALID_ARGUMENT,
+                              "attribute 'approximate' must be \"none\" or \"tanh\", got \"%s\"", a);
     return unary(c, WF__DT_FLOATS);
 }
 

@@ -221,7 +221,6 @@ def squeeze_cases(rng):
     c += per_dtype(rng, "flatten", "Flatten", (2, 3, 4), lambda x: x.reshape(2, 12))
     z = rand(rng, (2, 3, 4, 5))
     for ax in (0, 2, 4, -1, -4):
-        a = ax % 5 if ax < 0 else ax
         a = ax + 4 if ax < 0 else ax
         c.append(Case("flatten_axis%s" % str(ax).replace("-", "m"), "Flatten", [z],
                       [z.reshape(int(np.prod(z.shape[:a])), -1)], attrs={"axis": ax}))
@@ -318,8 +317,6 @@ def slice_cases(rng):
     add("unsorted_axes", [1, 0], [3, 2], [2, 0])
     add("feed_all", [1, -4], [3, 100], [1, 2], [1, -1], const=())
     add("feed_starts_only", [0], [3], [0], None, const=(2, 3))
-    ins = [x, i64(1), i64(3), i64(1), None]
-    ins[4] = None
     c.append(Case("slice_none_axes_with_steps", "Slice", [x, i64(1), i64(4), None, i64(2)], [x[1:4:2]],
                   const=[1, 2, 4]))
     e = rand(rng, (0, 3))

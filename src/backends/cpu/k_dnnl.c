@@ -12,9 +12,6 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-#ifndef WF__VEC
-#define WF__VEC __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
 
 /* The window geometry of Conv2D, ConvTranspose2D and the pools, resolved by the op registry
  * (src/graph/ops_nn.c) so inference and kernels agree on shapes and pads. */

@@ -160,7 +160,8 @@ static inline double pymod_d(double x, double y)
     double r = fmod(x, y);
     return r != 0 ? (((r < 0) != (y < 0)) ? r + y : r) : copysign(0.0, y);
 }
-#define PYMOD_INT_(x, y) ((y) == -1 ? 0 : ((x) % (y) != 0 && (((x) % (y) < 0) != ((y) < 0))) ? (x) % (y) + (y) : (x) % (y))
+#define PYMOD_INT_(x, y)                                                                          \
+    ((y) == -1 ? 0 : ((x) % (y) != 0 && (((x) % (y) < 0) != ((y) < 0))) ? (x) % (y) + (y) : (x) % (y))
 BIN_S(mod_f32, float, uint32_t, float, pymod_f(x, y))
 BIN_S(mod_f64, double, uint64_t, double, pymod_d(x, y))
 BIN_SINTS(BIN_S, mod, SAME_, PYMOD_INT_(x, y))

@@ -9,13 +9,6 @@
 #include "device/kernel.h"
 
 /* Loop functions get an AVX-512 and an AVX2 clone chosen at load time; other targets get one copy. */
-#ifndef WF__VEC
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define WF__VEC __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WF__VEC
-#endif
-#endif
 
 /* Elements per parallel task: cheap loops move ~128 KB per task, transcendental ones do ~10x the work
  * per element and split finer. */

@@ -11,9 +11,6 @@
  * and selects in exp_f32, and the softmax loops stay scalar. */
 #pragma GCC optimize("no-trapping-math")
 
-#ifndef WF__VEC
-#define WF__VEC __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
 
 wf_status *wf__k_softmax(wf__kctx *k);
 wf_status *wf__k_log_softmax(wf__kctx *k);

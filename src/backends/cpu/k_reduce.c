@@ -9,9 +9,6 @@
 #include <float.h>
 #include <math.h>
 
-#ifndef WF__VEC
-#define WF__VEC __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
 
 /* Kernels from k_norm.c, listed in this group's table. */
 wf_status *wf__k_softmax(wf__kctx *k);

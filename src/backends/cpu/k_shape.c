@@ -558,8 +558,12 @@ static wf_status *k_split(wf__kctx *k)
         int m;
         if ((s = wf__k_read_ints(k, 1, "split", sizes, n, &m))) goto done;
         int64_t sum = 0;
-        for (int i = 0; i < m; i++) sum += sizes[i] >= 0 ? sizes[i] : INT64_MIN / 4;
-        if (m != n || sum != dim) {
+        bool neg = false;
+        for (int i = 0; i < m; i++) {
+            neg = neg || sizes[i] < 0;
+            sum += sizes[i];
+        }
+        if (m != n || neg || sum != dim) {
             s = wf__kctx_fail(k, WF_INVALID_ARGUMENT,
                               "split sizes (%d values) must be %d non-negative sizes summing to %" PRId64
                               ", axis %d of input %s",

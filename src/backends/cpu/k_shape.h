@@ -7,13 +7,6 @@
 
 #include "device/kernel.h"
 
-#ifndef WF__VEC
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define WF__VEC __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WF__VEC
-#endif
-#endif
 
 /* Bytes each parallel task should move at least. */
 #define WF__SHAPE_GRAIN_BYTES ((int64_t)128 * 1024)
