@@ -15,7 +15,7 @@ setup:
 
 build:
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j$(JOBS) 2>&1 | grep -vE '^\[|^-- |Consolidate compiler generated' || true
+	@cmake --build $(BUILD) -j$(JOBS) -- --no-print-directory 2>&1 | grep -vE '^\[|^-- |Consolidate compiler generated' || true
 	@test -x $(BUILD)/weft
 
 demo: setup build
