@@ -343,6 +343,44 @@ typedef void *(*wf_alloc_fn)(void *user, size_t size, size_t align);
 typedef void (*wf_dealloc_fn)(void *user, void *p);
 WF_API void wf_set_allocator(wf_alloc_fn alloc, wf_dealloc_fn dealloc, void *user);
 
+
+/* ------------------------------------------------------------------------------------------------ */
+/* ONNX models                                                                                      */
+/* ------------------------------------------------------------------------------------------------ */
+
+typedef struct wf_onnx_model wf_onnx_model;
+
+/* One graph input or output of an imported model. Strings are owned by the model. */
+typedef struct wf_onnx_value {
+    const char *name;      /* the ONNX value name */
+    wf_output output;      /* where it lives in the weft graph */
+    wf_dtype dtype;
+    int rank;              /* -1 if the model does not say */
+    int64_t dims[WF_MAX_RANK]; /* -1 for a symbolic or unknown dim */
+    int has_default;       /* an input backed by an initializer: feeding it is optional */
+} wf_onnx_value;
+
+/* Parses an .onnx file (IR version 3 or later, default-domain opsets 7 to 21) and adds its graph to g:
+ * initializers become Const nodes (inputs that are also initializers may still be fed), every node is
+ * mapped onto weft ops and shape-inferred. External-data initializers are read from files beside the
+ * model; a path that leaves the model's folder is refused. Errors name the file and the node, op,
+ * domain and opset at fault; unsupported ops are listed all at once. On failure g is unchanged.
+ * Caller owns *out (free it before g). */
+WF_API wf_status *wf_onnx_load(const char *path, wf_graph *g, wf_onnx_model **out);
+WF_API void wf_onnx_model_free(wf_onnx_model *m);
+WF_API int wf_onnx_num_inputs(const wf_onnx_model *m);
+WF_API const wf_onnx_value *wf_onnx_input(const wf_onnx_model *m, int i);
+WF_API int wf_onnx_num_outputs(const wf_onnx_model *m);
+WF_API const wf_onnx_value *wf_onnx_output(const wf_onnx_model *m, int i);
+
+/* A text report of an .onnx file without importing it: IR and opset versions, producer, inputs and
+ * outputs with shapes, an op histogram, parameter count and bytes, and the ops weft does not support.
+ * Caller frees *text with wf_free. */
+WF_API wf_status *wf_onnx_inspect(const char *path, char **text);
+
+/* Reads a serialized ONNX TensorProto (.pb, as in the ONNX test data). Caller owns *out. */
+WF_API wf_status *wf_onnx_read_tensor(const char *path, wf_tensor **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -91,5 +91,7 @@ extern const wf__kernel_def wf__cpu_kernels_elementwise[]; /* k_elementwise.c */
 extern const wf__kernel_def wf__cpu_kernels_shape[];       /* k_shape.c */
 extern const wf__kernel_def wf__cpu_kernels_nn[];          /* k_dnnl.c */
 extern const wf__kernel_def wf__cpu_kernels_reduce[];      /* k_reduce.c */
+extern const wf__kernel_def wf__cpu_kernels_math[];        /* k_math.c */
+extern const wf__kernel_def wf__cpu_kernels_misc[];        /* k_misc.c */
 
 #endif

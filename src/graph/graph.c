@@ -355,6 +355,14 @@ fail:
     return s;
 }
 
+void wf__graph_truncate(wf_graph *g, int n)
+{
+    if (n < 0 || n >= g->n) return;
+    while (g->n > n) node_free(g->nodes[--g->n]);
+    memset(g->index, 0, g->index_cap * sizeof *g->index);
+    for (int i = 0; i < g->n; i++) index_insert(g->index, g->index_cap, g->nodes[i]);
+}
+
 void wf__graph_pop(wf_graph *g)
 {
     if (!g->n) return;

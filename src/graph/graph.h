@@ -33,6 +33,8 @@ struct wf_graph {
 
 /* Removes the most recently added node (a builder undoing its helper nodes after a failure). */
 void wf__graph_pop(wf_graph *g);
+/* Removes every node added after the first n (an importer undoing a failed import). */
+void wf__graph_truncate(wf_graph *g, int n);
 wf_node *wf__graph_lookup(const wf_graph *g, const char *name);
 /* Runs the op's shape function over the node's inputs; used at build and again by the planner with
  * concrete input info. `in`/`in_value` describe the inputs; out/out_value receive results. */

@@ -106,5 +106,7 @@ extern const wf__op_def wf__ops_elementwise[]; /* ops_elementwise.c */
 extern const wf__op_def wf__ops_shape[];       /* ops_shape.c */
 extern const wf__op_def wf__ops_nn[];          /* ops_nn.c: MatMul, Gemm, BiasAdd, Conv, pools */
 extern const wf__op_def wf__ops_reduce[];      /* ops_reduce.c: reductions, softmax, norms */
+extern const wf__op_def wf__ops_math[];        /* ops_math.c: more unary math and activations */
+extern const wf__op_def wf__ops_misc[];        /* ops_misc.c: ops the ONNX suite asks for (TopK, CumSum, ...) */
 
 #endif

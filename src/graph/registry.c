@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 static const wf__op_def *const g_tables[] = {wf__ops_core, wf__ops_elementwise, wf__ops_shape,
-                                             wf__ops_nn, wf__ops_reduce};
+                                             wf__ops_nn,   wf__ops_reduce,      wf__ops_math,
+                                             wf__ops_misc};
 
 const wf__op_def *wf__op_lookup(const char *name)
 {
@@ -146,6 +147,9 @@ const wf__op_def wf__ops_core[] = {
      .attrs = {{"dtype", WF_ATTR_DTYPE, .required = true}, {"shape", WF_ATTR_INTS}},
      .infer = infer_placeholder, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP},
     {.name = "Identity", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
+     .cost = cost_free, .flags = WF__OP_CHEAP},
+    /* A value that may be fed and otherwise is its input (ONNX graph inputs backed by initializers). */
+    {.name = "PlaceholderWithDefault", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
      .cost = cost_free, .flags = WF__OP_CHEAP},
     {0},
 };

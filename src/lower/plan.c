@@ -36,7 +36,8 @@ static wf_status *check_feeds(builder *b, const wf_feed *feeds, int n_feeds)
         const wf_node *n = feeds[i].output.node;
         if (!same_graph(b->g, n))
             return wf__status(WF_INVALID_ARGUMENT, "feed %d names a node that is not in this graph", i);
-        if (strcmp(n->op->name, "Placeholder") != 0)
+        bool with_default = !strcmp(n->op->name, "PlaceholderWithDefault");
+        if (strcmp(n->op->name, "Placeholder") != 0 && !with_default)
             return wf__status(WF_INVALID_ARGUMENT,
                               "cannot feed node '%s' (%s): only Placeholder nodes can be fed", n->name,
                               n->op->name);
@@ -49,7 +50,8 @@ static wf_status *check_feeds(builder *b, const wf_feed *feeds, int n_feeds)
         if (t->dtype != want->dtype)
             return wf__status(WF_INVALID_ARGUMENT, "feed for placeholder '%s' has dtype %s, expected %s",
                               n->name, wf_dtype_name(t->dtype), wf_dtype_name(want->dtype));
-        bool ok = want->rank < 0 || want->rank == t->rank;
+        /* A default's shape is only an example: the fed value's shape is checked by re-inference. */
+        bool ok = with_default || want->rank < 0 || want->rank == t->rank;
         for (int d = 0; ok && want->rank > 0 && d < want->rank; d++)
             ok = want->dims[d] < 0 || want->dims[d] == t->dims[d];
         if (!ok)
@@ -74,6 +76,7 @@ static wf_status *mark_live(builder *b, const wf_output *fetches, int n_fetches)
     }
     while (top) {
         const wf_node *n = b->g->nodes[stack[--top]];
+        if (b->feed_of[n->id] >= 0) continue; /* a fed PlaceholderWithDefault does not need its input */
         for (int i = 0; i < n->n_in; i++) {
             const wf_node *src = n->in[i].node;
             if (src && !b->live[src->id]) {
@@ -369,7 +372,8 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         }
         if (fu[id].act_node >= 0) pn->out_info[0] = b->info[fu[id].act_node][0];
         else if (fu[id].bias_node >= 0) pn->out_info[0] = b->info[fu[id].bias_node][0];
-        for (int i = 0; i < n->n_in; i++)
+        if (pn->feed >= 0) pn->n_in = 0; /* fed: its default input is not computed */
+        for (int i = 0; i < pn->n_in && i < n->n_in; i++)
             pn->in_slot[i] = n->in[i].node ? b->slot[n->in[i].node->id][n->in[i].index] : -1;
         wf__str names = {0};
         if (extra) {
@@ -401,7 +405,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             goto out;
         }
         for (int i = 0; i < n->n_in; i++) {
-            if (n->in[i].node) {
+            if (n->in[i].node && b->info[n->in[i].node->id]) {
                 ((wf__tinfo *)ini)[i] = b->info[n->in[i].node->id][n->in[i].index];
             } else {
                 ((wf__tinfo *)ini)[i].dtype = WF_DTYPE_INVALID;

@@ -6,5 +6,7 @@
 
 int cli_fail(wf_status *s); /* prints and frees s; returns the exit code 1 */
 int cmd_demo(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 #endif

@@ -14,6 +14,11 @@ static void usage(FILE *f)
             "commands:\n"
             "  version              print the library version\n"
             "  devices              list the devices weft can use\n"
+            "  run MODEL.onnx [--input NAME=FILE.npy|.pb]... [--random-inputs] [--output-dir DIR]\n"
+            "                 [--iterations N] [--threads N]\n"
+            "                       import an ONNX model, run it, print and save its outputs, time it\n"
+            "  inspect MODEL.onnx   IR and opset versions, inputs, outputs, op histogram, parameters,\n"
+            "                       unsupported ops\n"
             "  demo [--batch N] [--iterations N] [--threads N]\n"
             "                       build the TensorFlow tutorial model (Flatten 784 -> Dense 128 relu ->\n"
             "                       Dense 10 softmax, random weights) and time its forward pass\n");
@@ -59,6 +64,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "devices")) return cmd_devices(argc - 2, argv + 2);
     if (!strcmp(cmd, "demo")) return cmd_demo(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
+    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         usage(stdout);
         return 0;
