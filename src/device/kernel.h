@@ -59,6 +59,10 @@ int wf__kctx_threads(const wf__kctx *k);
  * concurrent large kernels do not oversubscribe the cores. */
 int wf__intra_begin(wf__kctx *k);
 void wf__intra_end(wf__kctx *k, int token);
+/* Brackets the creation of such a library's primitive: always the full intra-op thread count, since
+ * oneDNN sizes per-thread scratch buffers at creation and must never execute with more threads than
+ * that. Returns a token for wf__intra_end. */
+int wf__intra_begin_create(wf__kctx *k);
 
 typedef wf_status *(*wf__kernel_fn)(wf__kctx *k);
 

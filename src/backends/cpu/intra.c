@@ -49,6 +49,12 @@ int wf__intra_begin(wf__kctx *k)
     return 0;
 }
 
+int wf__intra_begin_create(wf__kctx *k)
+{
+    omp_set_num_threads(k && k->intra && k->intra->threads > 0 ? k->intra->threads : 1);
+    return 0;
+}
+
 void wf__intra_end(wf__kctx *k, int token)
 {
     omp_set_num_threads(1);

@@ -36,6 +36,7 @@ typedef struct dn_prim {
     dnnl_primitive_t wreorder; /* Conv2D: user weights to the primitive's layout; NULL when equal */
     size_t wbytes;             /* size of the reordered weights */
     dnnl_memory_desc_t md[5];
+    dnnl_memory_desc_t scratch, wscratch; /* scratchpads of prim and wreorder (size 0: none) */
 } dn_prim;
 typedef wf_status *(*dn_build_fn)(wf__kctx *k, void *arg, dnnl_engine_t eng, dn_prim *p);
 
@@ -104,8 +105,9 @@ static wf_status *dn_acquire(wf__kctx *k, const int64_t *key, int nkey, dn_build
     }
     p->nkey = nkey;
     memcpy(p->key, key, sizeof(int64_t) * (size_t)nkey);
-    /* oneDNN picks its implementation for the thread count in effect when the primitive is created */
-    int tok = wf__intra_begin(k);
+    /* oneDNN picks its implementation and sizes its scratchpad for the thread count in effect at
+     * creation; execution may use fewer threads (the intra-op gate) but never more. */
+    int tok = wf__intra_begin_create(k);
     s = build(k, arg, eng, p);
     wf__intra_end(k, tok);
     if (s) {
@@ -135,7 +137,7 @@ static void dn_release(wf__kctx *k, dn_prim *p)
 }
 
 static wf_status *dn_exec(wf__kctx *k, dnnl_primitive_t prim, int n, const int *ids,
-                       const dnnl_memory_desc_t *const *mds, void *const *ptrs)
+                       const dnnl_memory_desc_t *const *mds, void *const *ptrs, const dnnl_memory_desc_t *scratch)
 {
     dnnl_engine_t eng = NULL;
     WF__TRY(dn_engine(k, &eng));
@@ -144,6 +146,19 @@ static wf_status *dn_exec(wf__kctx *k, dnnl_primitive_t prim, int n, const int *
     dnnl_stream_t stream = NULL;
     wf_status *s = NULL;
     dnnl_status_t st;
+    size_t sbytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
+    void *sbuf = NULL;
+    if (sbytes) {
+        if (!(sbuf = wf__aligned_alloc(sbytes, WF__ALIGN)))
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes of oneDNN scratchpad on CPU:0",
+                                 sbytes);
+        if ((st = dnnl_memory_create(&mem[n], scratch, eng, sbuf)) != dnnl_success) {
+            s = dn_fail(k, st, "scratchpad creation");
+            goto done;
+        }
+        args[n].arg = DNNL_ARG_SCRATCHPAD;
+        args[n].memory = mem[n];
+    }
     for (int i = 0; i < n; i++) {
         if ((st = dnnl_memory_create(&mem[i], mds[i], eng, ptrs[i])) != dnnl_success) {
             s = dn_fail(k, st, "memory creation");
@@ -157,35 +172,42 @@ static wf_status *dn_exec(wf__kctx *k, dnnl_primitive_t prim, int n, const int *
         goto done;
     }
     int tok = wf__intra_begin(k);
-    st = dnnl_primitive_execute(prim, stream, n, args);
+    st = dnnl_primitive_execute(prim, stream, n + (sbytes != 0), args);
     if (st == dnnl_success) st = dnnl_stream_wait(stream);
     wf__intra_end(k, tok);
     if (st != dnnl_success) s = dn_fail(k, st, "execution");
 done:
     if (stream) dnnl_stream_destroy(stream);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i <= n; i++)
         if (mem[i]) dnnl_memory_destroy(mem[i]);
+    wf__aligned_free(sbuf);
     return s;
 }
 
+/* Primitive attributes: the activation post-op, and a user-managed scratchpad. oneDNN's default
+ * scratchpad is one global buffer shared by all primitives, which is wrong as soon as two nodes run
+ * concurrently on different inter-op threads; with user mode each execution brings its own. */
 static dnnl_status_t dn_act_attr(int act, double alpha, dnnl_primitive_attr_t *out)
 {
     *out = NULL;
-    dnnl_alg_kind_t alg;
+    dnnl_alg_kind_t alg = dnnl_eltwise_relu;
     float a = 0;
     switch (act) {
     case WF__ACT_RELU: alg = dnnl_eltwise_relu; break;
     case WF__ACT_LEAKY_RELU: alg = dnnl_eltwise_relu, a = (float)alpha; break;
     case WF__ACT_SIGMOID: alg = dnnl_eltwise_logistic; break;
     case WF__ACT_TANH: alg = dnnl_eltwise_tanh; break;
-    default: return dnnl_success;
+    default: act = WF__ACT_NONE; break;
     }
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_attr_t attr = NULL;
-    dnnl_status_t st = dnnl_post_ops_create(&po);
-    if (st == dnnl_success) st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, a, 0.0f);
-    if (st == dnnl_success) st = dnnl_primitive_attr_create(&attr);
-    if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    dnnl_status_t st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+    if (st == dnnl_success && act != WF__ACT_NONE) {
+        st = dnnl_post_ops_create(&po);
+        if (st == dnnl_success) st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, a, 0.0f);
+        if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
+    }
     if (po) dnnl_post_ops_destroy(po);
     if (st != dnnl_success) {
         if (attr) dnnl_primitive_attr_destroy(attr);
@@ -422,6 +444,7 @@ static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, dn_prim *p
     if ((st = dn_act_attr(ba->act, ba->alpha, &attr))) goto fail;
     what = "matmul primitive descriptor";
     if ((st = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))) goto fail;
+    p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     what = "matmul primitive";
     st = dnnl_primitive_create(&p->prim, pd);
 fail:
@@ -455,7 +478,7 @@ static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, co
     const dnnl_memory_desc_t *mds[4] = {&p->md[DN_SRC], &p->md[DN_WEI], &p->md[DN_DST],
                                         &p->md[DN_BIAS]};
     void *ptrs[4] = {(void *)a, (void *)b, c, (void *)bias};
-    wf_status *s = dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs);
+    wf_status *s = dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch);
     dn_release(k, p);
     return s;
 }
@@ -836,7 +859,7 @@ static wf_status *conv_build(wf__kctx *k, void *arg, dnnl_engine_t eng, dn_prim 
     dnnl_dims_t pl = {g->win.pb[0], g->win.pb[1]}, pr = {g->win.pe[0], g->win.pe[1]};
     dnnl_memory_desc_t wany;
     dnnl_convolution_desc_t cd;
-    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_attr_t attr = NULL, rattr = NULL;
     dnnl_primitive_desc_t pd = NULL, rpd = NULL;
     dnnl_status_t st;
     const char *what = "convolution memory descriptor";
@@ -855,12 +878,16 @@ static wf_status *conv_build(wf__kctx *k, void *arg, dnnl_engine_t eng, dn_prim 
     if ((st = dn_act_attr(ca->act, ca->alpha, &attr))) goto fail;
     what = "convolution primitive descriptor";
     if ((st = dnnl_primitive_desc_create(&pd, &cd, attr, eng, NULL))) goto fail;
+    p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     p->md[DN_WEI_PRIM] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     if (!dnnl_memory_desc_equal(&p->md[DN_WEI_PRIM], &p->md[DN_WEI])) {
         what = "weight reorder";
-        if ((st = dnnl_reorder_primitive_desc_create(&rpd, &p->md[DN_WEI], eng, &p->md[DN_WEI_PRIM], eng, NULL)) ||
+        /* the reorder gets its own attributes: user scratchpad, but never the activation */
+        if ((st = dn_act_attr(WF__ACT_NONE, 0, &rattr)) ||
+            (st = dnnl_reorder_primitive_desc_create(&rpd, &p->md[DN_WEI], eng, &p->md[DN_WEI_PRIM], eng, rattr)) ||
             (st = dnnl_primitive_create(&p->wreorder, rpd)))
             goto fail;
+        p->wscratch = *dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0);
         p->wbytes = dnnl_memory_desc_get_size(&p->md[DN_WEI_PRIM]);
     }
     what = "convolution primitive";
@@ -869,6 +896,7 @@ fail:
     if (rpd) dnnl_primitive_desc_destroy(rpd);
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
+    if (rattr) dnnl_primitive_attr_destroy(rattr);
     return st == dnnl_success ? NULL : dn_fail(k, st, what);
 }
 
@@ -903,13 +931,13 @@ static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt
         int rids[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
         const dnnl_memory_desc_t *rmds[2] = {&p->md[DN_WEI], &p->md[DN_WEI_PRIM]};
         void *rptrs[2] = {(void *)w, wbuf};
-        if ((s = dn_exec(k, p->wreorder, 2, rids, rmds, rptrs))) goto done;
+        if ((s = dn_exec(k, p->wreorder, 2, rids, rmds, rptrs, &p->wscratch))) goto done;
     }
     int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
     const dnnl_memory_desc_t *mds[4] = {&p->md[DN_SRC], &p->md[wbuf ? DN_WEI_PRIM : DN_WEI], &p->md[DN_DST],
                                         &p->md[DN_BIAS]};
     void *ptrs[4] = {(void *)x, wbuf ? wbuf : (void *)w, y, (void *)bias};
-    s = dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs);
+    s = dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch);
 done:
     wf__aligned_free(wbuf);
     dn_release(k, p);
