@@ -290,6 +290,69 @@ static void test_matmul_vectors(void)
     for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
 }
 
+/* Independent convolution branches run at the same time on two inter-op threads (as in ResNet's
+ * downsample path). Each run must equal a one-thread run: a shared oneDNN scratchpad breaks this. */
+static void test_concurrent_branches(void)
+{
+    enum { BR = 6 };
+    wf_context *c1 = NULL, *c2 = NULL;
+    wf_context_options o;
+    wf_context_options_init(&o);
+    o.inter_op_threads = o.intra_op_threads = 1;
+    CHECK_OK(wf_context_new(&o, &c1));
+    o.inter_op_threads = o.intra_op_threads = 2;
+    CHECK_OK(wf_context_new(&o, &c2));
+    wf_graph *g;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t xd[4] = {1, 16, 14, 14}, wd[4] = {32, 16, 3, 3};
+    wf_output x, outs[BR];
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, xd, &x));
+    for (int b = 0; b < BR; b++) {
+        wf_tensor *w;
+        CHECK_OK(wf_tensor_new(WF_F32, 4, wd, NULL, &w));
+        float *wp = wf_tensor_data(w);
+        for (int i = 0; i < 32 * 16 * 9; i++) wp[i] = (float)((i * (b + 3)) % 17 - 8) / 16.0f;
+        wf_output wc;
+        CHECK_OK(wf_const(g, NULL, w, &wc));
+        wf_tensor_free(w);
+        int64_t pads[4] = {1, 1, 1, 1};
+        wf_attr a = wf_attr_ints("pads", pads, 4);
+        wf_output in[2] = {x, wc};
+        wf_node *n;
+        CHECK_OK(wf_op(g, "Conv2D", NULL, in, 2, &a, 1, &n));
+        outs[b] = wf_out(n, 0);
+    }
+    wf_tensor *xt;
+    CHECK_OK(wf_tensor_new(WF_F32, 4, xd, NULL, &xt));
+    float *xp = wf_tensor_data(xt);
+    for (int i = 0; i < 16 * 14 * 14; i++) xp[i] = (float)(i % 13) / 13.0f - 0.5f;
+    wf_session *s1, *s2;
+    CHECK_OK(wf_session_new(c1, g, NULL, &s1));
+    CHECK_OK(wf_session_new(c2, g, NULL, &s2));
+    wf_feed f = {x, xt};
+    wf_tensor *ref[BR] = {0}, *got[BR] = {0};
+    CHECK_OK(wf_session_run(s1, &f, 1, outs, BR, ref, NULL));
+    int bad = 0;
+    for (int r = 0; r < 20 && ref[0]; r++) {
+        CHECK_OK(wf_session_run(s2, &f, 1, outs, BR, got, NULL));
+        for (int b = 0; b < BR; b++) {
+            if (!got[b]) { bad++; continue; }
+            const float *p = wf_tensor_data(got[b]), *q = wf_tensor_data(ref[b]);
+            for (int64_t i = 0; i < wf_tensor_size(got[b]); i++) bad += fabsf(p[i] - q[i]) > 1e-4f * (1 + fabsf(q[i]));
+            wf_tensor_free(got[b]);
+            got[b] = NULL;
+        }
+    }
+    CHECK_INT(bad, 0);
+    for (int b = 0; b < BR; b++) wf_tensor_free(ref[b]);
+    wf_tensor_free(xt);
+    wf_session_free(s1);
+    wf_session_free(s2);
+    wf_graph_free(g);
+    wf_context_free(c1);
+    wf_context_free(c2);
+}
+
 int main(void)
 {
     RUN_TEST(test_matmul_fused);
@@ -297,5 +360,6 @@ int main(void)
     RUN_TEST(test_conv_fused);
     RUN_TEST(test_primitive_cache);
     RUN_TEST(test_matmul_vectors);
+    RUN_TEST(test_concurrent_branches);
     return check_summary();
 }
