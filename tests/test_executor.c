@@ -192,6 +192,50 @@ static void inplace_safety(wf_context *ctx)
     wf_graph_free(g);
 }
 
+/* A dying value used twice by one node must not be overwritten before its second read:
+ * Sum(a, y, a) with a = x + 1 computed here and dying at the Sum. */
+static void inplace_repeated_input(wf_context *ctx)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t d[1] = {256};
+    wf_output x, y, one, a, sum;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, d, &x));
+    CHECK_OK(wf_placeholder(g, "y", WF_F32, 1, d, &y));
+    CHECK_OK(wf_const_scalar(g, "one", WF_F32, 1, &one));
+    CHECK_OK(wf_add(g, "a", x, one, &a));
+    wf_output in3[3] = {a, y, a};
+    wf_node *sn;
+    CHECK_OK(wf_op(g, "Sum", "sum", in3, 3, NULL, 0, &sn));
+    sum = wf_out(sn, 0);
+    wf_output in2[2] = {a, a};
+    wf_node *an;
+    wf_output twice;
+    CHECK_OK(wf_op(g, "Add", "twice", in2, 2, NULL, 0, &an));
+    twice = wf_out(an, 0);
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    wf_tensor *xt = NULL, *yt = NULL, *out = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 1, d, NULL, &xt));
+    CHECK_OK(wf_tensor_new(WF_F32, 1, d, NULL, &yt));
+    for (int i = 0; i < 256; i++) {
+        ((float *)wf_tensor_data(xt))[i] = (float)i;
+        ((float *)wf_tensor_data(yt))[i] = 1000.0f;
+    }
+    wf_feed f[2] = {{x, xt}, {y, yt}};
+    CHECK_OK(wf_session_run(s, f, 2, &sum, 1, &out, NULL));
+    if (out) CHECK(((float *)wf_tensor_data(out))[10] == 11 + 1000 + 11);
+    wf_tensor_free(out);
+    out = NULL;
+    CHECK_OK(wf_session_run(s, f, 2, &twice, 1, &out, NULL));
+    if (out) CHECK(((float *)wf_tensor_data(out))[10] == 22);
+    wf_tensor_free(out);
+    wf_tensor_free(xt);
+    wf_tensor_free(yt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
 /* Split with an unused output: the value nobody reads is released at once. */
 static void unused_outputs(wf_context *ctx)
 {
@@ -224,21 +268,21 @@ static void unused_outputs(wf_context *ctx)
 static void test_one_thread(void)
 {
     wf_context *c = make_ctx(1);
-    chain(c); fanout(c); lattice(c); cancellation(c); inplace_safety(c); unused_outputs(c);
+    chain(c); fanout(c); lattice(c); cancellation(c); inplace_safety(c); inplace_repeated_input(c); unused_outputs(c);
     wf_context_free(c);
 }
 
 static void test_two_threads(void)
 {
     wf_context *c = make_ctx(2);
-    chain(c); fanout(c); lattice(c); cancellation(c); inplace_safety(c); unused_outputs(c);
+    chain(c); fanout(c); lattice(c); cancellation(c); inplace_safety(c); inplace_repeated_input(c); unused_outputs(c);
     wf_context_free(c);
 }
 
 static void test_four_threads(void)
 {
     wf_context *c = make_ctx(4);
-    chain(c); fanout(c); lattice(c); cancellation(c); inplace_safety(c); unused_outputs(c);
+    chain(c); fanout(c); lattice(c); cancellation(c); inplace_safety(c); inplace_repeated_input(c); unused_outputs(c);
     wf_context_free(c);
 }
 

@@ -51,7 +51,10 @@ wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtyp
     wf_tensor *in = in_idx >= 0 && in_idx < k->n_in ? k->in[in_idx] : NULL;
     /* Only when this node holds the last use of the slot and nobody else (a feed, a Const attribute,
      * a view) shares the tensor: then writing into it is invisible to everyone else. */
-    if (in && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
+    /* A tensor that is also another input of this node is read after the output is written. */
+    bool twice = false;
+    for (int i = 0; in && i < k->n_in && !twice; i++) twice = i != in_idx && k->in[i] == in;
+    if (in && !twice && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
         in->dtype == dtype && in->rank == rank &&
         (rank == 0 || !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank))) {
         WF__TRY(set_output(k, idx, wf_tensor_ref(in)));

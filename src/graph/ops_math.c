@@ -267,6 +267,9 @@ const wf__op_def wf__ops_math[] = {
     {.name = "Swish", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {ATTR_F("alpha", 1.0)},
      .infer = infer_un_float, .cost = cost_transcendental, .flags = WF__OP_CHEAP},
     BIN_("PRelu", infer_prelu),
+    /* BitShift follows opset 28, which added the signed types: u8 shifts logically, i8..i64 shift
+     * left through the sign bit and right arithmetically, and an amount < 0 or >= the width gives the
+     * sign fill (-1 for RIGHT of a negative x, else 0). weft has no u16/u32/u64. */
     {.name = "BitShift", .min_in = 2, .max_in = 2, .n_out = 1,
      .attrs = {{"direction", WF_ATTR_STRING, .required = true}}, .infer = infer_bitshift, .flags = WF__OP_CHEAP},
     BIN_("BitwiseAnd", infer_bitwise),

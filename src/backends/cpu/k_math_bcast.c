@@ -17,12 +17,13 @@
 typedef void (*mb_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n);
 
 /* One loop per stride pattern, so that the frequent ones (same shapes, a scalar side) carry no index
- * arithmetic and vectorise. U is an unsigned type as wide as T, for wrapping arithmetic and shifts. */
+ * arithmetic and vectorise. U is an unsigned type for wrapping arithmetic and shifts. */
 #define MB_LOOP(name, T, U, EXPR)                                                                 \
     WF__VEC static void name(const void *av, int64_t sa, const void *bv, int64_t sb, void *ov,   \
                              int64_t n)                                                          \
     {                                                                                            \
         typedef U U_ __attribute__((unused));                                                    \
+        typedef T T_ __attribute__((unused));                                                    \
         const T *a = av, *b = bv;                                                                \
         T *o = ov;                                                                               \
         if (sa && sb) {                                                                          \
@@ -40,10 +41,11 @@ typedef void (*mb_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void
         }                                                                                        \
     }
 
+/* U is at least unsigned int wide: narrower unsigned types promote to int, where a product overflows. */
 #define MB_INTS(base, EXPR)                                                                       \
-    MB_LOOP(base##_i8, int8_t, uint8_t, EXPR)                                                    \
-    MB_LOOP(base##_u8, uint8_t, uint8_t, EXPR)                                                   \
-    MB_LOOP(base##_i16, int16_t, uint16_t, EXPR)                                                 \
+    MB_LOOP(base##_i8, int8_t, uint32_t, EXPR)                                                   \
+    MB_LOOP(base##_u8, uint8_t, uint32_t, EXPR)                                                  \
+    MB_LOOP(base##_i16, int16_t, uint32_t, EXPR)                                                 \
     MB_LOOP(base##_i32, int32_t, uint32_t, EXPR)                                                 \
     MB_LOOP(base##_i64, int64_t, uint64_t, EXPR)
 #define MB_FLTS(base, EXPR)                                                                       \
@@ -71,7 +73,7 @@ static const mb_op op_min = {{FLT_FNS(min), INT_FNS(min)}};
 
 /* np.where(x > 0, x, x * slope): NaN takes the product and stays NaN; integers wrap. */
 MB_FLTS(prelu, x > 0 ? x : x * y)
-MB_INTS(prelu, x > 0 ? x : (U_)x * (U_)y)
+MB_INTS(prelu, x > 0 ? x : (T_)((U_)x * (U_)y))
 static const mb_op op_prelu = {{FLT_FNS(prelu), INT_FNS(prelu)}};
 
 /* Bitwise logic only sees bit patterns: one loop per element size. */
@@ -102,8 +104,8 @@ MB_INTS(shl, (U_)y >= BITS_(x) ? 0 : (U_)((U_)x << (U_)y))
 MB_LOOP(shr_u8, uint8_t, uint8_t, y >= 8 ? 0 : x >> y)
 #define SHR_S_(name, T, U)                                                                        \
     MB_LOOP(name, T, U, (U_)y >= BITS_(x) ? (x < 0 ? -1 : 0) : x >> y)
-SHR_S_(shr_i8, int8_t, uint8_t)
-SHR_S_(shr_i16, int16_t, uint16_t)
+SHR_S_(shr_i8, int8_t, uint32_t)
+SHR_S_(shr_i16, int16_t, uint32_t)
 SHR_S_(shr_i32, int32_t, uint32_t)
 SHR_S_(shr_i64, int64_t, uint64_t)
 static const mb_op op_shl = {{INT_FNS(shl)}};
@@ -276,6 +278,18 @@ static wf_status *to_f32(wf__kctx *k, const wf_tensor *t, float **out)
     return NULL;
 }
 
+/* Mean's last step: a division by n, as ONNX's reference does, rather than a multiply by a rounded 1/n. */
+WF__VEC static void div_f32(float *o, int64_t n, float c)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) o[i] /= c;
+}
+WF__VEC static void div_f64(double *o, int64_t n, double c)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) o[i] /= c;
+}
+
 /* Folds fn over all inputs, left to right: out = fn(...fn(fn(in0, in1), in2)..., inN). mean divides by
  * the count at the end. xshape: PRelu's rule that the output has input 0's shape. */
 static wf_status *fold(wf__kctx *k, const mb_op *op, bool mean, bool xshape)
@@ -301,12 +315,17 @@ static wf_status *fold(wf__kctx *k, const mb_op *op, bool mean, bool xshape)
     mb_shape os = {rank, dims};
 
     if (!half) {
-        /* In place into input 0 or 1 only: a later input must still be intact when its step reads it. */
+        /* In place into input 0 or 1 only, which the first step reads element by element as it writes;
+         * and not when the same tensor is also a later input (Sum(a, b, a)), which must still be
+         * intact when its step reads it. */
         int reuse = -1;
-        for (int i = 0; i < 2 && i < k->n_in && reuse < 0; i++)
-            if ((k->in_owned & (1u << i)) && k->in[i]->rank == rank &&
+        for (int i = 0; i < 2 && i < k->n_in && reuse < 0; i++) {
+            bool later = false;
+            for (int j = 2; j < k->n_in; j++) later |= k->in[j]->data == k->in[i]->data;
+            if (!later && (k->in_owned & (1u << i)) && k->in[i]->rank == rank &&
                 !memcmp(k->in[i]->dims, dims, sizeof(int64_t) * (size_t)rank))
                 reuse = i;
+        }
         wf_tensor *out;
         bool reused = false;
         WF__TRY(wf__kctx_output_reuse(k, 0, reuse, t, rank, dims, &out, &reused));
@@ -319,14 +338,11 @@ static wf_status *fold(wf__kctx *k, const mb_op *op, bool mean, bool xshape)
             for (int i = 2; i < k->n_in; i++)
                 apply(k, fn, out->data, os, k->in[i]->data, shape_of(k->in[i]), out->data, rank, dims, es);
         }
-        if (mean && k->n_in > 1 && n) {
-            if (t == WF_F32) {
-                float *o = out->data, c = (float)k->n_in;
-                for (int64_t i = 0; i < n; i++) o[i] /= c;
-            } else {
-                double *o = out->data, c = (double)k->n_in;
-                for (int64_t i = 0; i < n; i++) o[i] /= c;
-            }
+        if (mean && k->n_in > 1) {
+            if (t == WF_F32)
+                div_f32(out->data, n, (float)k->n_in);
+            else
+                div_f64(out->data, n, (double)k->n_in);
         }
         return NULL;
     }
@@ -353,8 +369,7 @@ static wf_status *fold(wf__kctx *k, const mb_op *op, bool mean, bool xshape)
             apply(k, fn, acc, os, xi, shape_of(k->in[i]), acc, rank, dims, sizeof(float));
         }
     }
-    if (mean && k->n_in > 1)
-        for (int64_t i = 0; i < n; i++) acc[i] /= (float)k->n_in;
+    if (mean && k->n_in > 1) div_f32(acc, n, (float)k->n_in);
     wf__ew_f32_to_half(acc, out->data, n, t);
 done:
     wf__free(x0);
