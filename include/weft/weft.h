@@ -150,11 +150,26 @@ typedef struct wf_device_info {
     int compute_units;       /* cores or SMs */
     int threads;             /* threads weft uses on it */
     uint64_t memory_bytes;   /* memory available to the device */
+    const char *backend;     /* "builtin" for the CPU, else the plugin's name ("opencl", "cuda") */
 } wf_device_info;
 
 WF_API int wf_context_num_devices(const wf_context *ctx);
 /* Strings in *out are owned by the context. */
 WF_API wf_status *wf_context_device(const wf_context *ctx, int index, wf_device_info *out);
+
+/* Backend plugins (libweft-opencl.so, libweft-cuda.so, ...) are looked for in WEFT_PLUGIN_PATH
+ * (colon-separated folders), the running program's folder and the install folder when a context is
+ * created. Each one found or missing is reported here; none of them failing is an error. */
+typedef struct wf_plugin_info {
+    const char *name;    /* "opencl" */
+    const char *path;    /* the library, or the folders searched when not found */
+    const char *status;  /* "loaded", "not found", "failed" */
+    const char *reason;  /* why it failed or has no device, e.g. "libcuda.so.1 not found" */
+    int n_devices;
+} wf_plugin_info;
+
+WF_API int wf_context_num_plugins(const wf_context *ctx);
+WF_API wf_status *wf_context_plugin(const wf_context *ctx, int index, wf_plugin_info *out);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Graphs                                                                                           */

@@ -121,11 +121,19 @@ struct wf_tensor {
     void *data;     /* 64-byte aligned */
     wf_tensor *base; /* when not NULL, data belongs to base (a view: reshape, identity) */
     bool small;      /* block comes from the small-tensor cache (tensor.c) */
+    /* Device memory (data == NULL): a backend's chunk and the offset inside it, and who takes it back. */
+    void *dev_chunk;
+    size_t dev_offset;
+    void *dev_priv;  /* the device allocator's record of the block */
+    const struct wf__device *device; /* NULL: host memory */
+    void (*dev_release)(wf_tensor *t);
 };
 
 /* Allocates an uninitialised tensor (header and data in one block). OOM status names `what`. */
 wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const char *what,
                             wf_tensor **out);
+/* A header without host data, for device memory that the caller attaches (dev_* fields). */
+wf_status *wf__tensor_alloc_header(wf_dtype dtype, int rank, const int64_t *dims, wf_tensor **out);
 /* A new header sharing base's data with another shape of the same element count. */
 wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_tensor **out);
 /* Frees the calling thread's cache of small tensor blocks (tests, before switching allocators). */

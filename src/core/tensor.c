@@ -106,6 +106,32 @@ wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const
     t->bytes = bytes;
     t->data = (char *)t + HDR_BYTES;
     t->base = NULL;
+    t->dev_chunk = t->dev_priv = NULL;
+    t->dev_offset = 0;
+    t->device = NULL;
+    t->dev_release = NULL;
+    *out = t;
+    return NULL;
+}
+
+wf_status *wf__tensor_alloc_header(wf_dtype dtype, int rank, const int64_t *dims, wf_tensor **out)
+{
+    int64_t zero = 0;
+    wf_tensor *t;
+    /* a header with no data: allocate as an empty tensor, then give it the real shape */
+    WF__TRY(wf__tensor_alloc(dtype, 1, &zero, "a device tensor", &t));
+    int64_t n;
+    wf_status *s = check_shape(dtype, rank, dims, &n);
+    if (s) {
+        wf_tensor_free(t);
+        return s;
+    }
+    t->rank = rank;
+    memset(t->dims, 0, sizeof t->dims);
+    if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    t->size = n;
+    t->bytes = (size_t)n * wf_dtype_size(dtype);
+    t->data = NULL;
     *out = t;
     return NULL;
 }
@@ -159,6 +185,7 @@ void wf_tensor_free(wf_tensor *t)
     while (t) {
         if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
         wf_tensor *base = t->base;
+        if (t->dev_release && !base) t->dev_release(t);
         block_free(t, t->small);
         t = base; /* drop the view's reference without recursion */
     }

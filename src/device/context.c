@@ -56,6 +56,7 @@ wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
     d->name = wf__strdup("/job:localhost/replica:0/task:0/device:CPU:0");
     d->short_name = wf__strdup("CPU:0");
     d->type = "CPU";
+    d->backend = "builtin";
     d->description = cpu_model();
     d->compute_units = cores;
     d->threads = c->intra.threads;
@@ -66,6 +67,7 @@ wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
         goto fail;
     }
     if ((s = wf__pool_new(c->inter_op_threads, &c->pool))) goto fail;
+    if ((s = wf__plugins_load(c))) goto fail;
     *out = c;
     return NULL;
 fail:
@@ -78,11 +80,15 @@ void wf_context_free(wf_context *c)
     if (!c) return;
     wf__pool_free(c->pool);
     for (int i = 0; c->devices && i < c->n_devices; i++) {
+        struct wf__device *d = &c->devices[i];
+        wf__bfc_free(d->bfc);
+        if (d->vt && d->dev) d->vt->device_close(d->dev);
         wf__free(c->devices[i].name);
         wf__free(c->devices[i].short_name);
         wf__free(c->devices[i].description);
     }
     wf__free(c->devices);
+    wf__plugins_unload(c);
     wf__free(c);
 }
 
@@ -100,5 +106,21 @@ wf_status *wf_context_device(const wf_context *c, int i, wf_device_info *out)
     out->compute_units = d->compute_units;
     out->threads = d->threads;
     out->memory_bytes = d->memory_bytes;
+    out->backend = d->backend;
+    return NULL;
+}
+
+int wf_context_num_plugins(const wf_context *c) { return c ? c->n_plugins : 0; }
+
+wf_status *wf_context_plugin(const wf_context *c, int i, wf_plugin_info *out)
+{
+    if (!c || i < 0 || i >= c->n_plugins)
+        return wf__status(WF_NOT_FOUND, "plugin index %d is out of range (the context has %d)", i, c ? c->n_plugins : 0);
+    const wf__plugin *p = &c->plugins[i];
+    out->name = p->name;
+    out->path = p->path;
+    out->status = p->status;
+    out->reason = p->reason;
+    out->n_devices = p->n_devices;
     return NULL;
 }

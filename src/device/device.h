@@ -6,18 +6,38 @@
 #ifndef WF_DEVICE_DEVICE_H
 #define WF_DEVICE_DEVICE_H
 
-#include "core/core.h"
+#include "device/bfc.h"
+#include "device/device_impl.h"
 
 typedef struct wf__pool wf__pool;
+
+/* A loaded (or failed) backend plugin, kept for `weft devices --verbose`. */
+typedef struct wf__plugin {
+    char *name;          /* "opencl" */
+    char *path;          /* where it was found, or the places searched */
+    char *status;        /* "loaded", "not found", "failed" */
+    char *reason;        /* why it failed or found no device */
+    void *handle;        /* dlopen handle */
+    const wf_backend_vtable *vt;
+    void *backend;
+    int n_devices;
+} wf__plugin;
 
 struct wf__device {
     char *name;          /* /job:localhost/replica:0/task:0/device:CPU:0 */
     char *short_name;    /* CPU:0 */
-    const char *type;    /* "CPU" */
+    const char *type;    /* "CPU", "OPENCL", ... (points into info.type for backends) */
     char *description;
+    const char *backend; /* "builtin", "opencl", ... */
     int compute_units;
     int threads;
     uint64_t memory_bytes;
+    /* backend devices (vt == NULL for the built-in CPU) */
+    const wf_backend_vtable *vt;
+    void *dev;
+    wf_backend_device_info info;
+    wf__bfc *bfc;        /* device memory */
+    uint64_t limit;      /* 0: none */
 };
 
 /* Intra-op parallelism: at most one parallel region at a time on the cores (others run inline), so
@@ -30,12 +50,19 @@ struct wf__intra {
 struct wf_context {
     int n_devices;
     struct wf__device *devices;
+    int n_plugins;
+    wf__plugin *plugins;
     struct wf__intra intra;
     wf__pool *pool;           /* inter-op threads */
     int inter_op_threads;
 };
 
 wf_status *wf__pool_new(int threads, wf__pool **out);
+/* Finds and loads the backend plugins, appending their devices to c (plugins.c). Only running out of
+ * memory is an error; everything else becomes a plugin diagnostic. */
+wf_status *wf__plugins_load(wf_context *c);
+void wf__plugins_unload(wf_context *c);
+extern const wf_host_api wf__host_api;
 void wf__pool_free(wf__pool *p);
 
 #endif

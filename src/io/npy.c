@@ -119,8 +119,8 @@ wf_status *wf_npy_read(const char *path, wf_tensor **out)
         goto done;
     }
     header[hlen] = 0;
-    wf_dtype dtype;
-    int rank;
+    wf_dtype dtype = WF_DTYPE_INVALID;
+    int rank = 0;
     int64_t dims[WF_MAX_RANK];
     if ((s = parse_header(path, header, &dtype, &rank, dims))) goto done;
     if ((s = wf__tensor_alloc(dtype, rank, dims, path, &t))) {
