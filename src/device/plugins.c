@@ -210,7 +210,7 @@ wf_status *wf__plugins_load(wf_context *c)
         char path[PATH_MAX * 2];
         bool found = false;
         for (int i = 0; i < nd && !found; i++) {
-            snprintf(path, sizeof path, "%s/libweft-%s.so", dirs[i], g_known[k]);
+            snprintf(path, sizeof path, "%.4095s/libweft-%s.so", dirs[i], g_known[k]);
             if (exists(path)) {
                 found = true;
                 WF__TRY(load_one(c, g_known[k], path));
@@ -247,7 +247,7 @@ wf_status *wf__plugins_load(wf_context *c)
             for (size_t k = 0; k < sizeof g_known / sizeof g_known[0]; k++) known |= !strcmp(name, g_known[k]);
             if (known) continue;
             char path[PATH_MAX * 2 + 300];
-            snprintf(path, sizeof path, "%s/%s", dirs[i], nm);
+            snprintf(path, sizeof path, "%.4095s/%.255s", dirs[i], nm);
             wf_status *s = load_one(c, name, path);
             if (s) {
                 closedir(d);

@@ -242,11 +242,9 @@ static wf_status *infer_d2s(wf__infer_ctx *c)
     bool d2s = !strcmp(c->op->name, "DepthToSpace");
     int64_t bs = WF__IC_I(c, "blocksize");
     if (bs < 1) return wf__infer_fail(c, WF_INVALID_ARGUMENT, "blocksize must be >= 1, got %lld", (long long)bs);
-    if (d2s) {
-        const char *m = WF__IC_S(c, "mode");
-        if (strcmp(m, "DCR") && strcmp(m, "CRD"))
-            return wf__infer_fail(c, WF_INVALID_ARGUMENT, "mode '%s' is not DCR or CRD", m);
-    }
+    const char *m = WF__IC_S(c, "mode");
+    if (strcmp(m, "DCR") && strcmp(m, "CRD"))
+        return wf__infer_fail(c, WF_INVALID_ARGUMENT, "mode '%s' is not DCR or CRD", m);
     c->out[0] = *x;
     if (x->rank < 0) return NULL;
     if (x->rank != 4) return wf__infer_fail(c, WF_INVALID_ARGUMENT, "input %s must be 4-D (N, C, H, W)", tstr(x, b));
@@ -469,10 +467,10 @@ static wf_status *infer_global_max_pool(wf__infer_ctx *c)
 
 static wf_status *infer_nonzero(wf__infer_ctx *c)
 {
-    /* A scalar counts as one coordinate, as in onnxruntime and the ONNX reference (np.nonzero). */
+    /* A scalar has no coordinates: [0, nnz], as the ONNX reference. */
     unknown_shape(&c->out[0], 2);
     c->out[0].dtype = WF_I64;
-    if (c->in[0].rank >= 0) c->out[0].dims[0] = c->in[0].rank ? c->in[0].rank : 1;
+    if (c->in[0].rank >= 0) c->out[0].dims[0] = c->in[0].rank;
     return NULL;
 }
 
@@ -643,6 +641,11 @@ bool wf__einsum_parse(const char *eq, int n_in, const int *ranks, const int64_t 
         while (*p == ' ') p++;
         if (*p) {
             snprintf(err, errlen, "unexpected '%s' after the output term", p);
+            return false;
+        }
+        if (n_ell && !has_ell) {
+            /* numpy (the ONNX reference) refuses to sum broadcast dims away implicitly */
+            snprintf(err, errlen, "the inputs have '...' dims but the output term of '%s' has no '...'", eq);
             return false;
         }
         for (int t = 0; t < n; t++) {
@@ -871,7 +874,8 @@ const wf__op_def wf__ops_misc[] = {
      .attrs = {{"blocksize", WF_ATTR_INT, .required = true}, {"mode", WF_ATTR_STRING, .s = "DCR"}},
      .infer = infer_d2s},
     {.name = "SpaceToDepth", .min_in = 1, .max_in = 1, .n_out = 1,
-     .attrs = {{"blocksize", WF_ATTR_INT, .required = true}}, .infer = infer_d2s},
+     .attrs = {{"blocksize", WF_ATTR_INT, .required = true}, {"mode", WF_ATTR_STRING, .s = "DCR"}},
+     .infer = infer_d2s},
     {.name = "InstanceNormalization", .min_in = 3, .max_in = 3, .n_out = 1,
      .attrs = {{"epsilon", WF_ATTR_FLOAT, .f = 1e-5}}, .infer = infer_instancenorm},
     {.name = "GroupNormalization", .min_in = 3, .max_in = 3, .n_out = 1,

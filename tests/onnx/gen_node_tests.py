@@ -11,8 +11,9 @@ script runs them and writes, per case:
                                          "io DTYPE" per input/output dtype, for the runner's categories
     OUTDIR/node/<name>/skip.txt          instead of the data sets, when an input or output is not a
                                          tensor (sequence, map, optional): "non-tensor: ..."
-OUTDIR/skipped.txt lists the skipped cases. OUTDIR/.stamp records the onnx version and this script's
-hash; when both match, nothing is regenerated (collecting the cases alone takes ~15 s).
+OUTDIR/selftest/ holds copies of a few cases with deliberately wrong expected outputs, to test the
+runner itself. OUTDIR/skipped.txt lists the skipped cases. OUTDIR/.stamp records the onnx version and
+this script's hash; when both match, nothing is regenerated (collecting the cases takes ~15 s).
 """
 import hashlib
 import importlib.metadata
@@ -128,6 +129,52 @@ def write_case(case, case_dir):
     return None
 
 
+def write_selftests(node_dir, out_dir):
+    """Copies of real cases whose expected outputs were altered, so the runner's comparison is itself
+    tested: selftest_pass_* must pass and selftest_fail_* must fail (scripts/conformance.sh --check)."""
+    import numpy as np
+    from onnx import TensorProto, numpy_helper
+
+    def altered(base, name, change):
+        src = os.path.join(node_dir, base)
+        if not os.path.isdir(os.path.join(src, "test_data_set_0")):
+            return
+        dst = os.path.join(out_dir, name)
+        shutil.copytree(src, dst)
+        path = os.path.join(dst, "test_data_set_0", "output_0.pb")
+        proto = TensorProto()
+        with open(path, "rb") as f:
+            proto.ParseFromString(f.read())
+        value = change(numpy_helper.to_array(proto).copy())
+        with open(path, "wb") as f:
+            f.write(numpy_helper.from_array(value, proto.name).SerializeToString())
+
+    def nudge(factor, at=None):
+        def change(a):
+            # Relative to the case's rtol (1e-3): within tolerance for factor < 1.
+            if at is None:
+                return (a * (1 + 1e-3 * factor)).astype(a.dtype)
+            a.flat[at] = a.flat[at] * (1 + 1e-3 * factor) + 1e-3 * factor
+            return a
+        return change
+
+    def set_nan(a):
+        a.flat[1] = np.nan
+        return a
+
+    def plus_one(a):
+        a.flat[-1] += 1
+        return a
+
+    altered("test_add", "selftest_pass_within_tolerance", nudge(0.5))
+    altered("test_add", "selftest_fail_beyond_tolerance", nudge(10, at=7))
+    altered("test_add", "selftest_fail_dtype", lambda a: a.astype(np.float64))
+    altered("test_add", "selftest_fail_shape", lambda a: a.reshape(a.shape[0], -1))
+    altered("test_add", "selftest_fail_nan_expected", set_nan)
+    altered("test_argmax_default_axis_example", "selftest_fail_int64_off_by_one", plus_one)
+    altered("test_equal", "selftest_fail_bool_flipped", lambda a: np.logical_not(a))
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--force"]
     if len(args) != 1:
@@ -160,6 +207,7 @@ def main():
         reason = write_case(case, os.path.join(tmp, "node", case.name))
         if reason:
             skipped.append((case.name, reason))
+    write_selftests(os.path.join(tmp, "node"), os.path.join(tmp, "selftest"))
     with open(os.path.join(tmp, "skipped.txt"), "w") as f:
         for name, reason in skipped:
             f.write("%s %s\n" % (name, reason))
