@@ -1,0 +1,538 @@
+/*
+ * CPU kernels of the misc group that compute along axes: InstanceNormalization, GroupNormalization,
+ * LRN, MeanVarianceNormalization, RMSNormalization, Reduce{L1,SumSquare,LogSum,LogSumExp},
+ * GlobalMaxPool, CumSum/CumProd and TopK. Each widens its input to f64 or i64 (k_misc.h), so results are
+ * as accurate as numpy's float64 reference and integer arithmetic wraps like numpy's.
+ */
+#include "backends/cpu/k_misc.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define SB WF__KM_SB
+
+/* Narrows buf (f64, or i64 when is_int) into a new output 0 of dtype dt and shape. */
+static wf_status *emit(wf__kctx *k, const void *buf, bool is_int, wf_dtype dt, int rank, const int64_t *dims)
+{
+    wf_tensor *y;
+    WF__TRY(wf__kctx_output(k, 0, dt, rank, dims, &y));
+    wf__convert(buf, is_int ? WF_I64 : WF_F64, y->data, dt, y->size);
+    return NULL;
+}
+
+/* ---- contiguous-group normalisation --------------------------------------------------------------- */
+
+typedef struct {
+    double *x;
+    int64_t len;     /* elements per group */
+    double eps;
+    bool rms;        /* divide by the root mean square instead of centring by the variance */
+} group_job;
+
+static void group_range(void *arg, int64_t b, int64_t e)
+{
+    const group_job *j = arg;
+    for (int64_t g = b; g < e; g++) {
+        double *p = j->x + g * j->len, m = 0, v = 0;
+        if (!j->rms) {
+            for (int64_t i = 0; i < j->len; i++) m += p[i];
+            m /= (double)j->len;
+        }
+        for (int64_t i = 0; i < j->len; i++) v += (p[i] - m) * (p[i] - m);
+        double inv = 1.0 / sqrt(v / (double)j->len + j->eps);
+        for (int64_t i = 0; i < j->len; i++) p[i] = (p[i] - m) * inv;
+    }
+}
+
+static void norm_groups(wf__kctx *k, double *x, int64_t n, int64_t len, double eps, bool rms)
+{
+    group_job j = {.x = x, .len = len, .eps = eps, .rms = rms};
+    if (n <= 0 || len <= 0) return;
+    int64_t grain = WF__KM_GRAIN / len;
+    wf__parallel_for(k, n / len, grain > 0 ? grain : 1, group_range, &j);
+}
+
+/* Checks that input idx is 1-D with n (or n2) values; returns the values as f64 in *v (caller frees). */
+static wf_status *channel_vec(wf__kctx *k, int idx, const char *what, int64_t n, int64_t n2, double **v)
+{
+    const wf_tensor *p = k->in[idx], *x = k->in[0];
+    char b0[SB], b1[SB];
+    if (p->rank != 1 || (p->dims[0] != n && p->dims[0] != n2) || p->dtype != x->dtype)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s%s must be 1-D with %" PRId64 " values of input %s%s", what,
+                             wf_dtype_name(p->dtype), wf__shape_str(p->rank, p->dims, b1), n, wf_dtype_name(x->dtype),
+                             wf__shape_str(x->rank, x->dims, b0));
+    return wf__km_widen(k, p, false, (void **)v);
+}
+
+/* y = x * scale[c] + bias[c] with c the channel (dim 1) of each element; per = elements per channel. */
+static void affine(double *x, int64_t n, int64_t C, int64_t per, const double *scale, const double *bias)
+{
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = (i / per) % C;
+        x[i] = x[i] * scale[c] + bias[c];
+    }
+}
+
+static wf_status *norm_common(wf__kctx *k, bool group)
+{
+    const wf_tensor *x = k->in[0];
+    char b[SB];
+    int min_rank = group ? 2 : 3;
+    if (x->rank < min_rank)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must have rank >= %d", wf__shape_str(x->rank, x->dims, b), min_rank);
+    int64_t C = x->dims[1], S = wf__numel(x->rank - 2, x->dims + 2), N = x->dims[0];
+    int64_t G = group ? wf__attr_i(k->op, k->attrs, "num_groups") : C;
+    if (G < 1 || C % G)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "num_groups %" PRId64 " must divide the channels of input %s", G,
+                             wf__shape_str(x->rank, x->dims, b));
+    double *xd = NULL, *sc = NULL, *bi = NULL;
+    wf_status *s = channel_vec(k, 1, "scale", C, group ? G : C, &sc);
+    if (!s) s = channel_vec(k, 2, group ? "bias" : "B", k->in[1]->dims[0], k->in[1]->dims[0], &bi);
+    if (!s) s = wf__km_widen(k, x, false, (void **)&xd);
+    if (!s) {
+        double eps = wf__attr_f(k->op, k->attrs, "epsilon");
+        norm_groups(k, xd, N * C * S, (C / G) * S, eps, false);
+        /* Opset 18 GroupNormalization: one scale and bias per group. */
+        bool per_group = k->in[1]->dims[0] != C;
+        affine(xd, x->size, per_group ? G : C, per_group ? (C / G) * S : S, sc, bi);
+        s = emit(k, xd, false, x->dtype, x->rank, x->dims);
+    }
+    wf__free(xd);
+    wf__free(sc);
+    wf__free(bi);
+    return s;
+}
+
+wf_status *wf__k_instancenorm(wf__kctx *k) { return norm_common(k, false); }
+wf_status *wf__k_groupnorm(wf__kctx *k) { return norm_common(k, true); }
+
+wf_status *wf__k_rmsnorm(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0], *p = k->in[1];
+    char b0[SB], b1[SB];
+    int64_t axis = wf__attr_i(k->op, k->attrs, "axis");
+    int a;
+    if (!wf__norm_axis(axis, x->rank, &a))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for input %s", axis,
+                             wf__shape_str(x->rank, x->dims, b0));
+    int nr = x->rank - a;
+    bool ok = p->rank <= nr && p->dtype == x->dtype;
+    for (int d = 0; ok && d < p->rank; d++)
+        if (p->dims[p->rank - 1 - d] != 1 && p->dims[p->rank - 1 - d] != x->dims[x->rank - 1 - d]) ok = false;
+    if (!ok)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "scale %s does not broadcast to the normalised dims of X %s",
+                             wf__shape_str(p->rank, p->dims, b1), wf__shape_str(x->rank, x->dims, b0));
+    int64_t M = wf__numel(nr, x->dims + a);
+    double *xd = NULL, *pd = NULL, *full = NULL;
+    wf_status *s = wf__km_widen(k, x, false, (void **)&xd);
+    if (!s) s = wf__km_widen(k, p, false, (void **)&pd);
+    if (!s) s = wf__km_alloc8(k, M, "the broadcast scale", (void **)&full);
+    if (!s) {
+        /* Expand scale over the normalised block once. */
+        int64_t pst[WF_MAX_RANK];
+        wf__strides(p->rank, p->dims, pst);
+        for (int64_t i = 0; i < M; i++) {
+            int64_t r = i, off = 0;
+            for (int d = 0; d < nr; d++) {
+                int xd_i = x->rank - 1 - d, pd_i = p->rank - 1 - d;
+                int64_t c = r % x->dims[xd_i];
+                r /= x->dims[xd_i];
+                if (pd_i >= 0 && p->dims[pd_i] != 1) off += c * pst[pd_i];
+            }
+            full[i] = pd[off];
+        }
+        norm_groups(k, xd, x->size, M, wf__attr_f(k->op, k->attrs, "epsilon"), true);
+        for (int64_t i = 0; i < x->size; i++) xd[i] *= full[i % M];
+        s = emit(k, xd, false, x->dtype, x->rank, x->dims);
+    }
+    wf__free(xd);
+    wf__free(pd);
+    wf__free(full);
+    return s;
+}
+
+wf_status *wf__k_lrn(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[SB];
+    if (x->rank < 3)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must have rank >= 3", wf__shape_str(x->rank, x->dims, b));
+    int64_t size = wf__attr_i(k->op, k->attrs, "size");
+    double alpha = wf__attr_f(k->op, k->attrs, "alpha"), beta = wf__attr_f(k->op, k->attrs, "beta"),
+           bias = wf__attr_f(k->op, k->attrs, "bias");
+    int64_t N = x->dims[0], C = x->dims[1], S = wf__numel(x->rank - 2, x->dims + 2);
+    int64_t lo = (size - 1) / 2, hi = size / 2; /* floor and ceil of (size - 1) / 2 */
+    double *xd = NULL, *yd = NULL;
+    wf_status *s = wf__km_widen(k, x, false, (void **)&xd);
+    if (!s) s = wf__km_alloc8(k, x->size, "the LRN output", (void **)&yd);
+    if (!s) {
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t i = 0; i < S; i++) {
+                    double sq = 0;
+                    for (int64_t q = c - lo; q <= c + hi; q++)
+                        if (q >= 0 && q < C) {
+                            double v = xd[(n * C + q) * S + i];
+                            sq += v * v;
+                        }
+                    int64_t o = (n * C + c) * S + i;
+                    yd[o] = xd[o] / pow(bias + alpha / (double)size * sq, beta);
+                }
+        s = emit(k, yd, false, x->dtype, x->rank, x->dims);
+    }
+    wf__free(xd);
+    wf__free(yd);
+    return s;
+}
+
+/* Normalised axes mask from an INTS attribute, or def when it is empty. */
+static wf_status *mask_from(wf__kctx *k, const int64_t *v, int n, int rank, unsigned *mask)
+{
+    *mask = 0;
+    for (int i = 0; i < n; i++) {
+        int a;
+        if (!wf__norm_axis(v[i], rank, &a) || (*mask & (1u << a)))
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for rank %d", v[i], rank);
+        *mask |= 1u << a;
+    }
+    return NULL;
+}
+
+wf_status *wf__k_mvn(wf__kctx *k)
+{
+    static const int64_t def[3] = {0, 2, 3};
+    const wf_tensor *x = k->in[0];
+    const wf__attr *ax = wf__attr_get(k->op, k->attrs, "axes");
+    unsigned mask;
+    WF__TRY(mask_from(k, ax->n ? ax->ints : def, ax->n ? ax->n : 3, x->rank, &mask));
+    unsigned all = x->rank ? (1u << x->rank) - 1 : 0;
+    int64_t *ro = NULL, *ko = NULL, nr, nk;
+    double *xd = NULL;
+    wf_status *s = wf__km_offsets(k, x->rank, x->dims, mask, &ro, &nr);
+    if (!s) s = wf__km_offsets(k, x->rank, x->dims, all & ~mask, &ko, &nk);
+    if (!s) s = wf__km_widen(k, x, false, (void **)&xd);
+    if (!s && x->size) {
+        for (int64_t q = 0; q < nk; q++) {
+            double *p = xd + ko[q], m = 0, v = 0;
+            for (int64_t i = 0; i < nr; i++) m += p[ro[i]];
+            m /= (double)nr;
+            for (int64_t i = 0; i < nr; i++) v += (p[ro[i]] - m) * (p[ro[i]] - m);
+            /* ONNX's function body: (X - mean) / (sqrt(var) + 1e-9) */
+            double den = sqrt(v / (double)nr) + 1e-9;
+            for (int64_t i = 0; i < nr; i++) p[ro[i]] = (p[ro[i]] - m) / den;
+        }
+    }
+    if (!s) s = emit(k, xd, false, x->dtype, x->rank, x->dims);
+    wf__free(ro);
+    wf__free(ko);
+    wf__free(xd);
+    return s;
+}
+
+/* ---- Reduce{L1,SumSquare,LogSum,LogSumExp} --------------------------------------------------------- */
+
+enum { R_L1, R_SUMSQ, R_LOGSUM, R_LOGSUMEXP };
+
+wf_status *wf__k_reduce_misc(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[SB];
+    const char *nm = k->op->name;
+    int op = !strcmp(nm, "ReduceL1") ? R_L1 : !strcmp(nm, "ReduceSumSquare") ? R_SUMSQ
+           : !strcmp(nm, "ReduceLogSum") ? R_LOGSUM : R_LOGSUMEXP;
+    const wf__attr *aa = wf__attr_get(k->op, k->attrs, "axes");
+    int64_t axes[WF_MAX_RANK];
+    int n = 0;
+    if (aa->set) {
+        n = aa->n;
+        memcpy(axes, aa->ints, sizeof(int64_t) * (size_t)n);
+    } else if (wf__km_has(k, 1)) {
+        const wf_tensor *t = k->in[1];
+        if ((t->dtype != WF_I64 && t->dtype != WF_I32) || t->rank > 1 || t->size > WF_MAX_RANK)
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axes input must be 1-D i64 or i32 with at most %d values", WF_MAX_RANK);
+        n = (int)t->size;
+        for (int i = 0; i < n; i++) axes[i] = wf__load_i64(t->data, t->dtype, i);
+    }
+    bool keep = wf__attr_i(k->op, k->attrs, "keepdims") != 0;
+    unsigned mask = 0, all = x->rank ? (1u << x->rank) - 1 : 0;
+    for (int i = 0; i < n; i++) {
+        int a;
+        if (!wf__norm_axis(axes[i], x->rank, &a) || (mask & (1u << a)))
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for input %s",
+                                 axes[i], wf__shape_str(x->rank, x->dims, b));
+        mask |= 1u << a;
+    }
+    if (!n) {
+        if (wf__attr_i(k->op, k->attrs, "noop_with_empty_axes")) mask = 0;
+        else mask = all;
+    }
+    int64_t yd[WF_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (!(mask & (1u << d))) yd[r++] = x->dims[d];
+        else if (keep) yd[r++] = 1;
+    }
+    bool is_int = !wf__dtype_is_float(x->dtype);
+    int64_t *ro = NULL, *ko = NULL, nr, nk;
+    void *xb = NULL, *out = NULL;
+    wf_status *s = wf__km_offsets(k, x->rank, x->dims, mask, &ro, &nr);
+    if (!s) s = wf__km_offsets(k, x->rank, x->dims, all & ~mask, &ko, &nk);
+    if (!s) s = wf__km_widen(k, x, is_int && op <= R_SUMSQ, &xb);
+    if (!s) s = wf__km_alloc8(k, nk, "the reduction output", &out);
+    if (!s) {
+        if (is_int && op <= R_SUMSQ) {
+            const int64_t *xi = xb;
+            for (int64_t q = 0; q < nk; q++) {
+                uint64_t acc = 0;
+                for (int64_t i = 0; i < nr; i++) {
+                    uint64_t v = (uint64_t)xi[ko[q] + ro[i]];
+                    acc += op == R_L1 ? (xi[ko[q] + ro[i]] < 0 ? 0 - v : v) : v * v;
+                }
+                ((int64_t *)out)[q] = (int64_t)acc;
+            }
+        } else {
+            const double *xf = xb;
+            for (int64_t q = 0; q < nk; q++) {
+                const double *p = xf + (x->size ? ko[q] : 0);
+                double acc = 0, m = -INFINITY;
+                if (op == R_LOGSUMEXP) {
+                    for (int64_t i = 0; i < nr; i++) m = (p[ro[i]] > m || p[ro[i]] != p[ro[i]]) ? p[ro[i]] : m;
+                    if (isinf(m) || isnan(m)) {
+                        ((double *)out)[q] = m; /* all -inf, empty, +inf or NaN: the max is the answer */
+                        continue;
+                    }
+                }
+                for (int64_t i = 0; i < nr; i++) {
+                    double v = p[ro[i]];
+                    acc += op == R_L1 ? fabs(v) : op == R_SUMSQ ? v * v : op == R_LOGSUM ? v : exp(v - m);
+                }
+                ((double *)out)[q] = op == R_LOGSUM ? log(acc) : op == R_LOGSUMEXP ? log(acc) + m : acc;
+            }
+        }
+        s = emit(k, out, is_int && op <= R_SUMSQ, x->dtype, r, yd);
+    }
+    wf__free(ro);
+    wf__free(ko);
+    wf__free(xb);
+    wf__free(out);
+    return s;
+}
+
+wf_status *wf__k_global_max_pool(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[SB];
+    if (x->rank < 3)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must have rank >= 3", wf__shape_str(x->rank, x->dims, b));
+    int64_t yd[WF_MAX_RANK], S = wf__numel(x->rank - 2, x->dims + 2), NC = x->dims[0] * x->dims[1];
+    for (int d = 0; d < x->rank; d++) yd[d] = d < 2 ? x->dims[d] : 1;
+    double *xd = NULL, *out = NULL;
+    wf_status *s = wf__km_widen(k, x, false, (void **)&xd);
+    if (!s) s = wf__km_alloc8(k, NC, "the pooled output", (void **)&out);
+    if (!s) {
+        for (int64_t q = 0; q < NC; q++) {
+            double m = -INFINITY;
+            for (int64_t i = 0; i < S; i++) m = (xd[q * S + i] > m || xd[q * S + i] != xd[q * S + i]) ? xd[q * S + i] : m;
+            out[q] = m;
+        }
+        s = emit(k, out, false, x->dtype, x->rank, yd);
+    }
+    wf__free(xd);
+    wf__free(out);
+    return s;
+}
+
+/* ---- CumSum / CumProd ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    void *buf;         /* widened input, becomes the inclusive scan */
+    void *out;         /* widened output */
+    bool is_int, prod, excl, rev;
+    int64_t D, inner;
+} cum_job;
+
+static void cum_range(void *arg, int64_t b, int64_t e)
+{
+    const cum_job *j = arg;
+    for (int64_t o = b; o < e; o++) {
+        int64_t base = o * j->D * j->inner;
+        for (int64_t i = 0; i < j->inner; i++) {
+            /* Walk the axis in scan order; exclusive shifts the inclusive scan by one. */
+            if (j->is_int) {
+                int64_t *x = (int64_t *)j->buf + base + i, *y = (int64_t *)j->out + base + i;
+                uint64_t acc = j->prod ? 1 : 0;
+                for (int64_t t = 0; t < j->D; t++) {
+                    int64_t p = (j->rev ? j->D - 1 - t : t) * j->inner;
+                    uint64_t v = (uint64_t)x[p];
+                    if (j->excl) y[p] = (int64_t)acc;
+                    acc = j->prod ? acc * v : acc + v;
+                    if (!j->excl) y[p] = (int64_t)acc;
+                }
+            } else {
+                double *x = (double *)j->buf + base + i, *y = (double *)j->out + base + i;
+                double acc = j->prod ? 1 : 0;
+                for (int64_t t = 0; t < j->D; t++) {
+                    int64_t p = (j->rev ? j->D - 1 - t : t) * j->inner;
+                    double v = x[p];
+                    if (j->excl) y[p] = acc;
+                    acc = j->prod ? acc * v : acc + v;
+                    if (!j->excl) y[p] = acc;
+                }
+            }
+        }
+    }
+}
+
+wf_status *wf__k_cumsum(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[SB];
+    int64_t axis;
+    int a;
+    WF__TRY(wf__km_scalar_int(k, 1, "axis", &axis));
+    if (!wf__norm_axis(axis, x->rank, &a))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for input %s", axis,
+                             wf__shape_str(x->rank, x->dims, b));
+    cum_job j = {.is_int = !wf__dtype_is_float(x->dtype), .prod = !strcmp(k->op->name, "CumProd"),
+                 .excl = wf__attr_i(k->op, k->attrs, "exclusive") != 0,
+                 .rev = wf__attr_i(k->op, k->attrs, "reverse") != 0, .D = x->dims[a],
+                 .inner = wf__numel(x->rank - a - 1, x->dims + a + 1)};
+    wf_status *s = wf__km_widen(k, x, j.is_int, &j.buf);
+    if (!s) s = wf__km_alloc8(k, x->size, "the scan", &j.out);
+    if (!s) {
+        int64_t outer = wf__numel(a, x->dims), per = j.D * j.inner;
+        if (x->size) {
+            int64_t grain = WF__KM_GRAIN / (per ? per : 1);
+            wf__parallel_for(k, outer, grain > 0 ? grain : 1, cum_range, &j);
+        }
+        s = emit(k, j.out, j.is_int, x->dtype, x->rank, x->dims);
+    }
+    wf__free(j.buf);
+    wf__free(j.out);
+    return s;
+}
+
+/* ---- TopK ---------------------------------------------------------------------------------------------- */
+
+typedef struct {
+    union {
+        double d;
+        int64_t i;
+    } v;
+    int64_t idx;
+} kv_t;
+
+/* Orders for "largest first" and "smallest first"; NaN counts as the largest value and equal values
+ * keep the lower index first, as the ONNX reference (a stable lexsort). */
+static int cmp_f_large(const void *pa, const void *pb)
+{
+    const kv_t *a = pa, *b = pb;
+    bool an = a->v.d != a->v.d, bn = b->v.d != b->v.d;
+    if (an != bn) return an ? -1 : 1;
+    if (!an && a->v.d != b->v.d) return a->v.d > b->v.d ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int cmp_f_small(const void *pa, const void *pb)
+{
+    const kv_t *a = pa, *b = pb;
+    bool an = a->v.d != a->v.d, bn = b->v.d != b->v.d;
+    if (an != bn) return an ? 1 : -1;
+    if (!an && a->v.d != b->v.d) return a->v.d < b->v.d ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int cmp_i_large(const void *pa, const void *pb)
+{
+    const kv_t *a = pa, *b = pb;
+    if (a->v.i != b->v.i) return a->v.i > b->v.i ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int cmp_i_small(const void *pa, const void *pb)
+{
+    const kv_t *a = pa, *b = pb;
+    if (a->v.i != b->v.i) return a->v.i < b->v.i ? -1 : 1;
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+typedef struct {
+    const void *x;        /* widened */
+    void *vals;           /* widened output values [outer, K, inner] */
+    int64_t *idx;
+    bool is_int;
+    int (*cmp)(const void *, const void *);
+    int64_t D, K, inner;
+    atomic_bool oom;
+} topk_job;
+
+static void topk_range(void *arg, int64_t b, int64_t e)
+{
+    topk_job *j = arg;
+    kv_t *tmp = wf__malloc(sizeof(kv_t) * (size_t)j->D);
+    if (!tmp) {
+        atomic_store(&j->oom, true);
+        return;
+    }
+    for (int64_t line = b; line < e; line++) {
+        int64_t o = line / j->inner, i = line % j->inner;
+        const char *src = (const char *)j->x + (size_t)(o * j->D * j->inner + i) * 8;
+        for (int64_t t = 0; t < j->D; t++) {
+            memcpy(&tmp[t].v, src + (size_t)(t * j->inner) * 8, 8);
+            tmp[t].idx = t;
+        }
+        qsort(tmp, (size_t)j->D, sizeof(kv_t), j->cmp);
+        for (int64_t t = 0; t < j->K; t++) {
+            int64_t p = (o * j->K + t) * j->inner + i;
+            memcpy((char *)j->vals + (size_t)p * 8, &tmp[t].v, 8);
+            j->idx[p] = tmp[t].idx;
+        }
+    }
+    wf__free(tmp);
+}
+
+wf_status *wf__k_topk(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[SB];
+    int64_t axis = wf__attr_i(k->op, k->attrs, "axis"), K;
+    int a;
+    if (!wf__norm_axis(axis, x->rank, &a))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for input %s", axis,
+                             wf__shape_str(x->rank, x->dims, b));
+    WF__TRY(wf__km_scalar_int(k, 1, "K", &K));
+    if (K < 0 || K > x->dims[a])
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "K = %" PRId64 " is out of range for axis %d of input %s", K, a,
+                             wf__shape_str(x->rank, x->dims, b));
+    bool largest = wf__attr_i(k->op, k->attrs, "largest") != 0;
+    topk_job j = {.is_int = !wf__dtype_is_float(x->dtype), .D = x->dims[a], .K = K,
+                  .inner = wf__numel(x->rank - a - 1, x->dims + a + 1)};
+    j.cmp = j.is_int ? (largest ? cmp_i_large : cmp_i_small) : (largest ? cmp_f_large : cmp_f_small);
+    atomic_init(&j.oom, false);
+    int64_t yd[WF_MAX_RANK];
+    memcpy(yd, x->dims, sizeof(int64_t) * (size_t)x->rank);
+    yd[a] = K;
+    int64_t ny = wf__numel(x->rank, yd);
+    wf_tensor *yi;
+    void *xb = NULL;
+    wf_status *s = wf__km_widen(k, x, j.is_int, &xb);
+    j.x = xb;
+    if (!s) s = wf__km_alloc8(k, ny, "TopK values", &j.vals);
+    if (!s) s = wf__kctx_output(k, 1, WF_I64, x->rank, yd, &yi);
+    if (!s) {
+        j.idx = yi->data;
+        int64_t lines = wf__numel(a, x->dims) * j.inner;
+        if (ny) {
+            int64_t grain = WF__KM_GRAIN / (j.D ? j.D : 1);
+            wf__parallel_for(k, lines, grain > 0 ? grain : 1, topk_range, &j);
+        }
+        if (atomic_load(&j.oom)) s = wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory sorting %" PRId64 " values", j.D);
+    }
+    if (!s) s = emit(k, j.vals, j.is_int, x->dtype, x->rank, yd);
+    wf__free(xb);
+    wf__free(j.vals);
+    return s;
+}
