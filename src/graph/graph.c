@@ -374,6 +374,8 @@ void wf__graph_pop(wf_graph *g)
 
 wf_status *wf_graph_set_device(wf_graph *g, const char *spec)
 {
+    wf_device_spec parsed;
+    WF__TRY(wf_device_spec_parse(spec, &parsed)); /* a malformed spec fails here, not at run time */
     char *d = NULL;
     if (spec && *spec && !(d = wf__strdup(spec))) return wf__oom("a device spec", strlen(spec));
     wf__free(g->device_scope);
