@@ -15,6 +15,8 @@ struct wf_session {
     pthread_mutex_t mu;
     wf__plan **plans;
     int n_plans, cap_plans;
+    wf__place_opts place;
+    char *device;
 };
 
 void wf_session_options_init(wf_session_options *o) { memset(o, 0, sizeof *o); }
@@ -38,6 +40,32 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
         }
         s->ctx = s->own_ctx;
     }
+    if (opts && opts->device && *opts->device) {
+        /* a device that does not exist is an error now, listing the ones that do */
+        wf_device_spec spec;
+        wf_status *st = wf_device_spec_parse(opts->device, &spec);
+        int matched = 0;
+        for (int d = 0; !st && d < s->ctx->n_devices; d++) {
+            wf_device_spec ds;
+            if (!(st = wf_device_spec_parse(s->ctx->devices[d].name, &ds))) matched += wf_device_spec_matches(&spec, &ds);
+        }
+        if (!st && !matched) {
+            wf__str devs = {0};
+            for (int d = 0; d < s->ctx->n_devices; d++)
+                wf__str_appendf(&devs, "%s  %s (%s)\n", d ? "" : "", s->ctx->devices[d].name, s->ctx->devices[d].description);
+            st = wf__status(WF_NOT_FOUND, "device spec '%s' matches no device; the devices are:\n%s", opts->device,
+                            devs.p ? devs.p : "");
+            wf__str_free(&devs);
+        }
+        if (!st && !(s->device = wf__strdup(opts->device))) st = wf__oom("a session", strlen(opts->device));
+        if (st) {
+            wf_context_free(s->own_ctx);
+            wf__free(s);
+            return st;
+        }
+    }
+    s->place.device = s->device;
+    s->place.strict = opts && opts->strict_placement;
     pthread_mutex_init(&s->mu, NULL);
     *out = s;
     return NULL;
@@ -50,6 +78,7 @@ void wf_session_free(wf_session *s)
     wf__free(s->plans);
     pthread_mutex_destroy(&s->mu);
     wf_context_free(s->own_ctx);
+    wf__free(s->device);
     wf__free(s);
 }
 
@@ -64,7 +93,7 @@ static wf_status *get_plan(wf_session *s, const wf_feed *feeds, int n_feeds, con
             return NULL;
         }
     wf__plan *p = NULL;
-    wf_status *st = wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &p);
+    wf_status *st = wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &s->place, &p);
     if (!st && s->n_plans == s->cap_plans) {
         int cap = s->cap_plans ? s->cap_plans * 2 : 4;
         wf__plan **pl = wf__realloc(s->plans, sizeof *pl * (size_t)s->cap_plans, sizeof *pl * (size_t)cap);
@@ -102,7 +131,7 @@ wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds
     wf__str out = {0};
     for (int i = 0; i < p->n_nodes; i++) {
         const wf__pnode *pn = &p->nodes[i];
-        wf__str_appendf(&out, "%s: (%s%s%s): %s  # %s\n", pn->gn->name, pn->gn->op->name,
+        wf__str_appendf(&out, "%s: (%s%s%s): %s  # %s\n", pn->name, pn->op->name,
                         pn->fused_names ? "+" : "", pn->fused_names ? pn->fused_names : "",
                         s->ctx->devices[pn->device].name, pn->reason);
     }

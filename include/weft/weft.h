@@ -227,6 +227,23 @@ typedef struct wf_plugin_info {
     int n_devices;
 } wf_plugin_info;
 
+/* Caps the device memory weft may take on every device that `device_spec` matches (0: no limit). Out
+ * of memory is then a status naming the device and the size; the run's memory is freed and the next
+ * run works. The CPU uses host memory and has no limit (UNIMPLEMENTED). */
+WF_API wf_status *wf_context_set_memory_limit(wf_context *ctx, const char *device_spec, uint64_t bytes);
+
+typedef struct wf_memory_stats {
+    uint64_t in_use;      /* bytes in live tensors */
+    uint64_t peak;        /* highest in_use so far */
+    uint64_t reserved;    /* bytes taken from the device */
+    uint64_t limit;       /* 0: none */
+    int64_t n_allocs;     /* live allocations */
+    int64_t total_allocs;
+} wf_memory_stats;
+
+/* Statistics of an accelerator device's allocator (UNIMPLEMENTED for the CPU). */
+WF_API wf_status *wf_context_memory_stats(const wf_context *ctx, int device_index, wf_memory_stats *out);
+
 WF_API int wf_context_num_plugins(const wf_context *ctx);
 WF_API wf_status *wf_context_plugin(const wf_context *ctx, int index, wf_plugin_info *out);
 
@@ -349,6 +366,11 @@ typedef struct wf_session wf_session;
 typedef struct wf_session_options {
     int inter_op_threads; /* 0 = the context's */
     int intra_op_threads; /* 0 = the context's */
+    const char *device;   /* run every node on this device spec (e.g. "OPENCL:0"); NULL: each node's own
+                             request (wf_graph_set_device), else the CPU. A spec matching no device makes
+                             wf_session_new fail with the list of devices. Copied. */
+    int strict_placement; /* an unsatisfiable request is an error (TensorFlow's message) instead of a
+                             fallback to the CPU with the reason recorded */
 } wf_session_options;
 
 WF_API void wf_session_options_init(wf_session_options *o);

@@ -249,3 +249,12 @@ wf__bfc_stats wf__bfc_get_stats(wf__bfc *a)
     pthread_mutex_unlock(&a->mu);
     return s;
 }
+
+void wf__bfc_set_limit(wf__bfc *a, size_t limit)
+{
+    pthread_mutex_lock(&a->mu);
+    a->limit = limit;
+    a->st.limit = limit;
+    if (limit) trim_locked(a); /* give back what is not in use, so the new limit can be honoured */
+    pthread_mutex_unlock(&a->mu);
+}

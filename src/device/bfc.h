@@ -43,6 +43,8 @@ void wf__bfc_free(wf__bfc *a);
 wf_status *wf__bfc_alloc(wf__bfc *a, size_t bytes, wf__bfc_block *out);
 void wf__bfc_release(wf__bfc *a, const wf__bfc_block *b);
 wf__bfc_stats wf__bfc_get_stats(wf__bfc *a);
+/* 0: none. Lowering it below what is in use only affects later allocations. */
+void wf__bfc_set_limit(wf__bfc *a, size_t limit);
 /* Returns empty chunks to the device (e.g. before retrying a failed allocation). */
 void wf__bfc_trim(wf__bfc *a);
 

@@ -124,3 +124,43 @@ wf_status *wf_context_plugin(const wf_context *c, int i, wf_plugin_info *out)
     out->n_devices = p->n_devices;
     return NULL;
 }
+
+wf_status *wf_context_set_memory_limit(wf_context *c, const char *device_spec, uint64_t bytes)
+{
+    if (!c) return wf__status(WF_INVALID_ARGUMENT, "wf_context_set_memory_limit: context is NULL");
+    wf_device_spec spec;
+    WF__TRY(wf_device_spec_parse(device_spec, &spec));
+    int matched = 0;
+    for (int i = 0; i < c->n_devices; i++) {
+        wf_device_spec ds;
+        WF__TRY(wf_device_spec_parse(c->devices[i].name, &ds));
+        if (!wf_device_spec_matches(&spec, &ds)) continue;
+        matched++;
+        if (!c->devices[i].bfc)
+            return wf__status(WF_UNIMPLEMENTED, "%s uses host memory; memory limits apply to accelerator devices",
+                              c->devices[i].short_name);
+        c->devices[i].limit = bytes;
+        wf__bfc_set_limit(c->devices[i].bfc, (size_t)bytes);
+    }
+    if (!matched) return wf__status(WF_NOT_FOUND, "memory limit: device spec '%s' matches no device", device_spec);
+    return NULL;
+}
+
+wf_status *wf_context_memory_stats(const wf_context *c, int i, wf_memory_stats *out)
+{
+    if (!c || i < 0 || i >= c->n_devices)
+        return wf__status(WF_NOT_FOUND, "device index %d is out of range (the context has %d devices)", i,
+                          c ? c->n_devices : 0);
+    memset(out, 0, sizeof *out);
+    if (!c->devices[i].bfc)
+        return wf__status(WF_UNIMPLEMENTED, "%s uses host memory, which weft does not account per device yet",
+                          c->devices[i].short_name);
+    wf__bfc_stats st = wf__bfc_get_stats(c->devices[i].bfc);
+    out->in_use = st.in_use;
+    out->peak = st.peak_in_use;
+    out->reserved = st.reserved;
+    out->limit = st.limit;
+    out->n_allocs = st.n_allocs;
+    out->total_allocs = st.total_allocs;
+    return NULL;
+}

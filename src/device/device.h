@@ -63,6 +63,9 @@ wf_status *wf__pool_new(int threads, wf__pool **out);
 wf_status *wf__plugins_load(wf_context *c);
 void wf__plugins_unload(wf_context *c);
 extern const wf_host_api wf__host_api;
+/* A tensor in device d's memory (exec/device_kernels.c). OUT_OF_MEMORY names the device. */
+wf_status *wf__device_tensor_alloc(const struct wf__device *d, wf_dtype dtype, int rank, const int64_t *dims,
+                                   wf_tensor **out);
 void wf__pool_free(wf__pool *p);
 
 #endif

@@ -34,6 +34,7 @@ struct wf__kctx {
     int fused_bias;              /* index into in[] of a 1-D bias over the last (MatMul) or channel dim */
     int fused_act;               /* WF__ACT_* */
     double fused_alpha;          /* LeakyRelu slope */
+    const struct wf__device *device; /* where outputs are allocated; NULL: host memory (the CPU) */
 };
 
 enum { WF__ACT_NONE = 0, WF__ACT_RELU = 1, WF__ACT_LEAKY_RELU = 2, WF__ACT_SIGMOID = 3, WF__ACT_TANH = 4 };

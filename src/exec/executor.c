@@ -73,13 +73,14 @@ static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_te
         .n_out = pn->n_out, .out = out, .out_info = pn->out_info, .in_owned = owned,
         .state = (void **)&pn->state, .state_lock = (void *)&pn->state_lock, .intra = &r->ctx->intra,
         .fused_bias = pn->fused_bias, .fused_act = pn->fused_act, .fused_alpha = pn->fused_alpha,
+        .device = r->ctx->devices[pn->device].vt ? &r->ctx->devices[pn->device] : NULL,
     };
     wf_status *s = pn->kernel->compute(&k);
     if (s) return s;
     for (int j = 0; j < pn->n_out; j++)
         if (!out[j])
-            return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->gn->name,
-                              pn->gn->op->name, j);
+            return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->name,
+                              pn->op->name, j);
     return NULL;
 }
 
@@ -127,7 +128,7 @@ static void exec_node(wf__run *r, int idx, lstack *ls)
         if (pn->n_out > INLINE_ARGS) out = wf__calloc((size_t)pn->n_out, sizeof *out);
         if (!in || !out) {
             s = wf__status(WF_OUT_OF_MEMORY, "node '%s' (%s): out of memory for its argument list",
-                           pn->gn->name, pn->gn->op->name);
+                           pn->name, pn->op->name);
         } else {
             memset(out, 0, sizeof *out * (size_t)pn->n_out);
             s = compute(r, pn, in, out);
@@ -213,7 +214,7 @@ static wf_trace *make_trace(const wf__run *r)
     size_t chars = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         const wf__pnode *pn = &p->nodes[i];
-        chars += strlen(pn->gn->name) + strlen(pn->gn->op->name) + 2 + (pn->fused_names ? strlen(pn->fused_names) + 1 : 0);
+        chars += strlen(pn->name) + strlen(pn->op->name) + 2 + (pn->fused_names ? strlen(pn->fused_names) + 1 : 0);
         chars += strlen(r->ctx->devices[pn->device].name) + 1;
     }
     wf_trace *t = wf__calloc(1, sizeof *t);
@@ -229,9 +230,9 @@ static wf_trace *make_trace(const wf__run *r)
         const wf__pnode *pn = &p->nodes[i];
         wf_trace_event *e = &t->ev[t->n++];
         e->node = s;
-        s += sprintf(s, "%s", pn->gn->name) + 1;
+        s += sprintf(s, "%s", pn->name) + 1;
         e->op = s;
-        s += sprintf(s, "%s%s%s", pn->gn->op->name, pn->fused_names ? "+" : "",
+        s += sprintf(s, "%s%s%s", pn->op->name, pn->fused_names ? "+" : "",
                      pn->fused_names ? pn->fused_names : "") + 1;
         e->device = s;
         s += sprintf(s, "%s", r->ctx->devices[pn->device].name) + 1;

@@ -3,7 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "device/kernel.h"
+#include "device/device.h"
 
 wf_status *wf__kctx_fail(const wf__kctx *k, wf_code code, const char *fmt, ...)
 {
@@ -30,6 +30,13 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
                            wf_tensor **out)
 {
     wf_tensor *t;
+    if (k->device) {
+        wf_status *s = wf__device_tensor_alloc(k->device, dtype, rank, dims, &t);
+        if (s) return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
+        WF__TRY(set_output(k, idx, t));
+        if (out) *out = t;
+        return NULL;
+    }
     wf_status *s = wf__tensor_alloc(dtype, rank, dims, "a kernel output", &t);
     if (s) {
         if (wf_status_code(s) == WF_OUT_OF_MEMORY) {

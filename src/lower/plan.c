@@ -22,6 +22,9 @@ typedef struct builder {
     int *fetched;           /* per graph node: how many fetches name output 0 */
     int *pidx;              /* graph node -> plan node index, -1 */
     int *fuse_into;         /* fused-away node -> the graph node that absorbs it */
+    int *dev_of;            /* graph node -> device index */
+    char **reason_of;       /* graph node -> why it runs there */
+    const wf__place_opts *po;
 } builder;
 
 static bool same_graph(const wf_graph *g, const wf_node *n)
@@ -158,7 +161,7 @@ static const wf_node *sole_consumer(builder *b, int id)
         if (!b->live[c]) continue;
         const wf_node *n = b->g->nodes[c];
         for (int i = 0; i < n->n_in; i++)
-            if (n->in[i].node == src && n->in[i].index == 0) return n;
+            if (n->in[i].node == src && n->in[i].index == 0) return b->dev_of[c] == b->dev_of[id] ? n : NULL;
     }
     return NULL;
 }
@@ -188,6 +191,7 @@ static void plan_fusion(builder *b, fusion *fu)
         if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0) continue;
         bool mm = !strcmp(n->op->name, "MatMul"), conv = !strcmp(n->op->name, "Conv2D");
         if (!mm && !conv) continue;
+        if (b->dev_of[id] != 0) continue; /* epilogues are a CPU kernel feature for now */
         wf_dtype dt = b->info[id][0].dtype;
         if (dt != WF_F32) continue;
         /* Conv2D with its own bias input takes only an activation. */
@@ -216,21 +220,139 @@ static void plan_fusion(builder *b, fusion *fu)
     }
 }
 
-static wf_status *place_node(builder *b, const wf_node *n, wf__pnode *pn)
+/* ---- placement ------------------------------------------------------------------------------------ */
+
+/* The planned input types of graph node n (omitted inputs invalid). buf holds 16; larger lists are
+ * allocated into *heap, which the caller frees. */
+static const wf__tinfo *node_in_info(builder *b, const wf_node *n, wf__tinfo *buf, wf__tinfo **heap)
 {
-    const char *req = n->device;
-    const wf__device *dev = &b->ctx->devices[0];
-    char buf[512];
-    pn->device = 0;
-    if (!req || !*req)
-        snprintf(buf, sizeof buf, "only device with a kernel (%s)", dev->short_name);
-    else if (strstr(req, "CPU") || strstr(req, "cpu"))
-        snprintf(buf, sizeof buf, "requested '%s'", req);
-    else
-        snprintf(buf, sizeof buf, "soft placement: requested '%s' matches no device; %s is the only one",
-                 req, dev->short_name);
-    pn->reason = wf__strdup(buf);
-    return pn->reason ? NULL : wf__oom("planning", strlen(buf));
+    wf__tinfo *in = buf;
+    *heap = NULL;
+    if (n->n_in > 16 && !(in = *heap = wf__calloc((size_t)n->n_in, sizeof *in))) return NULL;
+    for (int i = 0; i < n->n_in; i++) {
+        if (n->in[i].node && b->info[n->in[i].node->id]) {
+            in[i] = b->info[n->in[i].node->id][n->in[i].index];
+        } else {
+            in[i].dtype = WF_DTYPE_INVALID;
+            in[i].rank = -1;
+        }
+    }
+    return in;
+}
+
+static const wf__kernel_def *kernel_on(builder *b, int dev, const wf_node *n, const wf__tinfo *in)
+{
+    const struct wf__device *d = &b->ctx->devices[dev];
+    if (!d->vt) return wf__kernel_find(n->op->name, "CPU", in, n->n_in, b->info[n->id]);
+    if (!strcmp(n->op->name, "Const")) return &wf__device_const_kernel;
+    return d->vt->find_kernel(d->dev, n->op->name, in, n->n_in, b->info[n->id]);
+}
+
+static void device_list(wf_context *c, wf__str *out)
+{
+    for (int i = 0; i < c->n_devices; i++) wf__str_appendf(out, "%s%s", i ? ", " : "", c->devices[i].name);
+}
+
+static wf_status *set_reason(builder *b, int id, const char *fmt, ...) WF__PRINTF(3, 4);
+static wf_status *set_reason(builder *b, int id, const char *fmt, ...)
+{
+    char buf[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    wf__free(b->reason_of[id]);
+    b->reason_of[id] = wf__strdup(buf);
+    return b->reason_of[id] ? NULL : wf__oom("planning", strlen(buf));
+}
+
+/* Decides the device of every live node: the session's device or the node's request when a matching
+ * device has a kernel; otherwise (soft placement) the CPU with the reason recorded, or (strict) an
+ * error in TensorFlow's words. Feeds live on the host; a Const goes where its consumers are. */
+static wf_status *place_all(builder *b)
+{
+    wf_context *c = b->ctx;
+    const wf_graph *g = b->g;
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id]) continue;
+        const wf_node *n = g->nodes[id];
+        b->dev_of[id] = 0;
+        if (b->feed_of[id] >= 0) {
+            WF__TRY(set_reason(b, id, "fed from host memory"));
+            continue;
+        }
+        if (!strcmp(n->op->name, "Const")) continue; /* decided below, after its consumers */
+        const char *req = b->po && b->po->device && *b->po->device ? b->po->device : n->device;
+        wf__tinfo buf[16], *heap;
+        const wf__tinfo *in = node_in_info(b, n, buf, &heap);
+        if (!in) return wf__oom("planning", sizeof(wf__tinfo) * (size_t)n->n_in);
+        wf_status *s = NULL;
+        if (!req || !*req) {
+            s = set_reason(b, id, "no device requested: %s", c->devices[0].short_name);
+        } else {
+            wf_device_spec spec;
+            s = wf_device_spec_parse(req, &spec);
+            int matched = 0, chosen = -1;
+            for (int d = 0; !s && d < c->n_devices && chosen < 0; d++) {
+                wf_device_spec ds;
+                if ((s = wf_device_spec_parse(c->devices[d].name, &ds))) break;
+                if (!wf_device_spec_matches(&spec, &ds)) continue;
+                matched++;
+                if (kernel_on(b, d, n, in)) chosen = d;
+            }
+            if (!s && chosen >= 0) {
+                b->dev_of[id] = chosen;
+                s = set_reason(b, id, "requested '%s'", req);
+            } else if (!s) {
+                wf__str devs = {0};
+                device_list(c, &devs);
+                wf_dtype kd = n->n_in && in[0].dtype ? in[0].dtype : b->info[id][0].dtype;
+                if (b->po && b->po->strict) {
+                    if (!matched)
+                        s = wf__status(WF_INVALID_ARGUMENT,
+                                       "Cannot assign a device for operation %s: %s was explicitly assigned to %s but "
+                                       "available devices are [ %s ]. Make sure the device specification refers to a "
+                                       "valid device.", n->name, n->name, req, devs.p ? devs.p : "");
+                    else
+                        s = wf__status(WF_INVALID_ARGUMENT,
+                                       "Cannot assign a device for operation %s: Could not satisfy explicit device "
+                                       "specification '%s' because no supported kernel for %s devices is available "
+                                       "(op %s, dtype %s)", n->name, req, spec.has_type ? spec.type : "the requested",
+                                       n->op->name, wf_dtype_name(kd));
+                } else if (!matched) {
+                    s = set_reason(b, id, "soft placement: requested '%s' matches no device (devices: %s); %s", req,
+                                   devs.p ? devs.p : "", c->devices[0].short_name);
+                } else {
+                    s = set_reason(b, id, "soft placement: no %s kernel for %s (%s) on the devices matching '%s'; %s",
+                                   spec.has_type ? spec.type : "", n->op->name, wf_dtype_name(kd), req,
+                                   c->devices[0].short_name);
+                }
+                wf__str_free(&devs);
+            }
+        }
+        wf__free(heap);
+        if (s) return s;
+    }
+    /* Consts live with their first consumer, when it is not on the host. */
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || strcmp(g->nodes[id]->op->name, "Const") != 0) continue;
+        int dev = 0;
+        const char *by = NULL;
+        for (int cid = id + 1; cid < b->n && !by; cid++) {
+            if (!b->live[cid]) continue;
+            const wf_node *cn = g->nodes[cid];
+            for (int i = 0; i < cn->n_in; i++)
+                if (cn->in[i].node == g->nodes[id] && b->feed_of[cid] < 0) {
+                    dev = b->dev_of[cid];
+                    by = cn->name;
+                    break;
+                }
+        }
+        b->dev_of[id] = dev;
+        WF__TRY(by && dev ? set_reason(b, id, "colocated with its consumer %s", by)
+                          : set_reason(b, id, "a constant on %s", c->devices[0].short_name));
+    }
+    return NULL;
 }
 
 static wf_status *no_kernel(const wf_node *n, const wf__tinfo *in, const wf__tinfo *out)
@@ -290,6 +412,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     for (int i = 0; i < n_fetches; i++)
         if (fetches[i].index == 0) b->fetched[fetches[i].node->id]++;
 
+    WF__TRY(place_all(b));
     fusion *fu = wf__calloc((size_t)(b->n ? b->n : 1), sizeof *fu);
     if (!fu) return wf__oom("planning", sizeof *fu * (size_t)b->n);
     plan_fusion(b, fu);
@@ -311,6 +434,63 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         b->pidx[id] = n_nodes++;
         for (int j = 0; j < n->n_out; j++) b->slot[id][j] = n_slots++;
     }
+    /* Partition: one copy node per (value, destination device), shared by every consumer there. */
+    if (b->ctx->n_devices > 64) {
+        wf__free(fu);
+        return wf__status(WF_UNIMPLEMENTED, "planning: more than 64 devices");
+    }
+    int n_graph_nodes = n_nodes, n_graph_slots = n_slots, n_copies = 0;
+    int *slot_dev = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    int *slot_gid = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    int *slot_out = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    int *copy_base = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    uint64_t *copy_mask = wf__calloc((size_t)(n_slots ? n_slots : 1), sizeof(uint64_t));
+    if (!slot_dev || !slot_gid || !slot_out || !copy_base || !copy_mask) {
+        wf__free(slot_dev);
+        wf__free(slot_gid);
+        wf__free(slot_out);
+        wf__free(copy_base);
+        wf__free(copy_mask);
+        wf__free(fu);
+        return wf__oom("planning", sizeof(int) * (size_t)n_slots * 5);
+    }
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || b->fused_away[id]) continue;
+        for (int j = 0; j < g->nodes[id]->n_out; j++) {
+            slot_dev[b->slot[id][j]] = b->dev_of[id];
+            slot_gid[b->slot[id][j]] = id;
+            slot_out[b->slot[id][j]] = j;
+        }
+    }
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0) continue;
+        const wf_node *n = g->nodes[id];
+        int dest = b->dev_of[id];
+        for (int i = 0; i < n->n_in; i++) {
+            if (!n->in[i].node) continue;
+            int sl = b->slot[n->in[i].node->id][n->in[i].index];
+            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+        }
+        if (fu[id].bias_node >= 0) {
+            const wf_node *ba = g->nodes[fu[id].bias_node];
+            int sl = b->slot[ba->in[1].node->id][ba->in[1].index];
+            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+        }
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        int sl = b->slot[fetches[i].node->id][fetches[i].index];
+        if (slot_dev[sl] != 0) copy_mask[sl] |= 1;
+    }
+    for (int sl = 0; sl < n_graph_slots; sl++) {
+        copy_base[sl] = n_copies;
+        n_copies += __builtin_popcountll(copy_mask[sl]);
+    }
+    n_nodes += n_copies;
+    n_slots += n_copies;
+#define ROUTE(sl, dest)                                                                                          \
+    ((sl) >= 0 && slot_dev[(sl)] != (dest)                                                                       \
+         ? n_graph_slots + copy_base[(sl)] + __builtin_popcountll(copy_mask[(sl)] & ((1ull << (dest)) - 1))    \
+         : (sl))
     p->n_nodes = n_nodes;
     p->n_slots = n_slots;
     p->nodes = wf__calloc((size_t)(n_nodes ? n_nodes : 1), sizeof *p->nodes);
@@ -329,6 +509,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     for (int id = 0; id < b->n; id++)
         if (b->live[id] && !b->fused_away[id])
             io_total += (size_t)g->nodes[id]->n_in + 1 + (size_t)g->nodes[id]->n_out;
+    io_total += 2 * (size_t)n_copies;
     int *io_next = p->arena_io = wf__malloc(sizeof(int) * (io_total ? io_total : 1));
     if (!p->arena_io) {
         s = wf__oom("planning", sizeof(int) * io_total);
@@ -373,12 +554,13 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         if (fu[id].act_node >= 0) pn->out_info[0] = b->info[fu[id].act_node][0];
         else if (fu[id].bias_node >= 0) pn->out_info[0] = b->info[fu[id].bias_node][0];
         if (pn->feed >= 0) pn->n_in = 0; /* fed: its default input is not computed */
+        int dest = b->dev_of[id];
         for (int i = 0; i < pn->n_in && i < n->n_in; i++)
-            pn->in_slot[i] = n->in[i].node ? b->slot[n->in[i].node->id][n->in[i].index] : -1;
+            pn->in_slot[i] = n->in[i].node ? ROUTE(b->slot[n->in[i].node->id][n->in[i].index], dest) : -1;
         wf__str names = {0};
         if (extra) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
-            pn->in_slot[n->n_in] = b->slot[ba->in[1].node->id][ba->in[1].index];
+            pn->in_slot[n->n_in] = ROUTE(b->slot[ba->in[1].node->id][ba->in[1].index], dest);
             pn->fused_bias = n->n_in;
             wf__str_appendf(&names, "%s", ba->op->name);
         }
@@ -395,7 +577,9 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         }
         pn->fused_names = names.p;
         pn->cheap = (n->op->flags & WF__OP_CHEAP) != 0;
-        if ((s = place_node(b, n, pn))) goto out;
+        pn->device = dest;
+        pn->reason = b->reason_of[id];
+        b->reason_of[id] = NULL;
         /* cost and kernel */
         wf__tinfo in_info[16];
         const wf__tinfo *ini = in_info;
@@ -420,11 +604,48 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             default_cost(n, ini, b->info[id], &pn->flops, &pn->bytes);
         }
         if (pn->feed < 0) {
-            pn->kernel = wf__kernel_find(n->op->name, "CPU", ini, n->n_in, b->info[id]);
+            pn->kernel = kernel_on(b, dest, n, ini);
             if (!pn->kernel) s = no_kernel(n, ini, b->info[id]);
         }
         wf__free(heap_in);
         if (s) goto out;
+    }
+    /* the copy nodes */
+    for (int sl = 0; sl < n_graph_slots; sl++) {
+        uint64_t m = copy_mask[sl];
+        for (int d = 0, k = 0; m >> d; d++) {
+            if (!(m >> d & 1)) continue;
+            int idx = n_graph_nodes + copy_base[sl] + k, cs = n_graph_slots + copy_base[sl] + k;
+            k++;
+            wf__pnode *pn = &p->nodes[idx];
+            const wf_node *src = g->nodes[slot_gid[sl]];
+            const struct wf__device *dv = &b->ctx->devices[d];
+            char nm[600];
+            snprintf(nm, sizeof nm, "%s:%d/Copy_to_%s", src->name, slot_out[sl], dv->short_name);
+            pn->own_name = wf__strdup(nm);
+            snprintf(nm, sizeof nm, "copy of %s:%d from %s", src->name, slot_out[sl],
+                     b->ctx->devices[slot_dev[sl]].short_name);
+            pn->reason = wf__strdup(nm);
+            pn->out_info = wf__malloc(sizeof(wf__tinfo));
+            if (!pn->own_name || !pn->reason || !pn->out_info) {
+                s = wf__oom("planning", sizeof nm);
+                goto out;
+            }
+            pn->name = pn->own_name;
+            pn->op = &wf__copy_op;
+            pn->kernel = &wf__copy_kernel;
+            pn->device = d;
+            pn->n_in = 1;
+            pn->in_slot = io_next++;
+            pn->in_slot[0] = sl;
+            pn->n_out = 1;
+            pn->out_slot = io_next++;
+            pn->out_slot[0] = cs;
+            pn->out_info[0] = b->info[slot_gid[sl]][slot_out[sl]];
+            producer[cs] = idx;
+            int64_t e = wf__numel(pn->out_info[0].rank, pn->out_info[0].dims);
+            pn->bytes = e > 0 ? (double)e * (double)wf_dtype_size(pn->out_info[0].dtype) : 0;
+        }
     }
     /* uses, producers, successors */
     for (int v = 0; v < n_nodes; v++) {
@@ -475,7 +696,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         goto out;
     }
     for (int i = 0; i < n_fetches; i++) {
-        p->fetch_slot[i] = b->slot[fetches[i].node->id][fetches[i].index];
+        p->fetch_slot[i] = ROUTE(b->slot[fetches[i].node->id][fetches[i].index], 0);
         p->slot_uses[p->fetch_slot[i]]++;
         p->key_fetch[i] = fetches[i];
     }
@@ -490,6 +711,12 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     for (int v = 0; v < n_nodes; v++)
         if (p->nodes[v].pending0 == 0) p->roots[p->n_roots++] = v;
 out:
+#undef ROUTE
+    wf__free(slot_dev);
+    wf__free(slot_gid);
+    wf__free(slot_out);
+    wf__free(copy_base);
+    wf__free(copy_mask);
     wf__free(producer);
     wf__free(seen);
     wf__free(n_succ);
@@ -498,11 +725,11 @@ out:
 }
 
 wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *feeds, int n_feeds,
-                          const wf_output *fetches, int n_fetches, wf__plan **out)
+                          const wf_output *fetches, int n_fetches, const wf__place_opts *opts, wf__plan **out)
 {
     if (n_feeds < 0 || n_fetches < 0 || (n_feeds && !feeds) || (n_fetches && !fetches))
         return wf__status(WF_INVALID_ARGUMENT, "run: invalid feed or fetch arrays");
-    builder b = {.ctx = ctx, .g = g, .n = g->n};
+    builder b = {.ctx = ctx, .g = g, .n = g->n, .po = opts};
     size_t n = (size_t)(g->n ? g->n : 1);
     b.live = wf__calloc(n, sizeof *b.live);
     b.fused_away = wf__calloc(n, sizeof *b.fused_away);
@@ -514,10 +741,12 @@ wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *fee
     b.fetched = wf__calloc(n, sizeof *b.fetched);
     b.pidx = wf__malloc(n * sizeof *b.pidx);
     b.fuse_into = wf__malloc(n * sizeof *b.fuse_into);
+    b.dev_of = wf__calloc(n, sizeof *b.dev_of);
+    b.reason_of = wf__calloc(n, sizeof *b.reason_of);
     wf__plan *p = wf__calloc(1, sizeof *p);
     wf_status *s = NULL;
     if (!b.live || !b.fused_away || !b.feed_of || !b.info || !b.value || !b.slot || !b.consumers ||
-        !b.fetched || !b.pidx || !b.fuse_into || !p) {
+        !b.fetched || !b.pidx || !b.fuse_into || !b.dev_of || !b.reason_of || !p) {
         s = wf__oom("planning", n * 64);
     } else {
         for (size_t i = 0; i < n; i++) b.feed_of[i] = b.pidx[i] = b.fuse_into[i] = -1;
@@ -529,7 +758,10 @@ wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *fee
         if (b.value) wf__free(b.value[id]);
         if (b.info) wf__free(b.info[id]);
         if (b.slot) wf__free(b.slot[id]);
+        if (b.reason_of) wf__free(b.reason_of[id]);
     }
+    wf__free(b.dev_of);
+    wf__free(b.reason_of);
     wf__free(b.live);
     wf__free(b.fused_away);
     wf__free(b.feed_of);
@@ -558,6 +790,7 @@ void wf__plan_free(wf__plan *p)
         wf__free(pn->out_info);
         wf__free(pn->reason);
         wf__free((void *)pn->fused_names);
+        wf__free(pn->own_name);
     }
     wf__free(p->nodes);
     wf__free(p->arena_io);

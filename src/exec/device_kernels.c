@@ -1,0 +1,105 @@
+/*
+ * Kernels the core provides on every device: Copy between host and device memory (or between two
+ * devices through the host), and Const uploaded to a device once per plan. Also the device half of
+ * output allocation: tensors in a backend's memory, carved from its chunks by the BFC allocator.
+ */
+#include <stdio.h>
+
+#include "device/device.h"
+#include "lower/plan.h"
+
+static void device_release(wf_tensor *t)
+{
+    wf__bfc_block b = {t->dev_chunk, t->dev_offset, 0, t->dev_priv};
+    wf__bfc_release(t->device->bfc, &b);
+}
+
+wf_status *wf__device_tensor_alloc(const struct wf__device *d, wf_dtype dtype, int rank, const int64_t *dims,
+                                   wf_tensor **out)
+{
+    wf_tensor *t;
+    WF__TRY(wf__tensor_alloc_header(dtype, rank, dims, &t));
+    wf__bfc_block b;
+    wf_status *s = wf__bfc_alloc(d->bfc, t->bytes, &b);
+    if (s) {
+        wf_tensor_free(t);
+        return s;
+    }
+    t->dev_chunk = b.chunk;
+    t->dev_offset = b.offset;
+    t->dev_priv = b.priv;
+    t->device = d;
+    t->dev_release = device_release;
+    *out = t;
+    return NULL;
+}
+
+static wf_status *to_host(const wf_tensor *src, void *dst)
+{
+    const struct wf__device *d = src->device;
+    return d->vt->copy_to_host(d->dev, dst, src->dev_chunk, src->dev_offset, src->bytes);
+}
+
+static wf_status *k_copy(wf__kctx *k)
+{
+    const wf_tensor *src = k->in[0];
+    wf_tensor *dst;
+    WF__TRY(wf__kctx_output(k, 0, src->dtype, src->rank, src->dims, &dst));
+    if (!src->bytes) return NULL;
+    wf_status *s = NULL;
+    if (!src->device && dst->device) {
+        s = dst->device->vt->copy_to_device(dst->device->dev, dst->dev_chunk, dst->dev_offset, src->data, src->bytes);
+    } else if (src->device && !dst->device) {
+        s = to_host(src, dst->data);
+    } else if (src->device && dst->device) {
+        if (src->device == dst->device && src->device->vt->copy_on_device) {
+            s = src->device->vt->copy_on_device(src->device->dev, dst->dev_chunk, dst->dev_offset, src->dev_chunk,
+                                                 src->dev_offset, src->bytes);
+        } else {
+            /* between two devices: through a host buffer */
+            void *tmp = wf__aligned_alloc(src->bytes, WF__ALIGN);
+            if (!tmp) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory staging %zu bytes on the host", src->bytes);
+            s = to_host(src, tmp);
+            if (!s)
+                s = dst->device->vt->copy_to_device(dst->device->dev, dst->dev_chunk, dst->dev_offset, tmp, src->bytes);
+            wf__aligned_free(tmp);
+        }
+    } else {
+        memcpy(dst->data, src->data, src->bytes);
+    }
+    return s ? wf__status_wrap(s, "node '%s' (Copy)", k->node) : NULL;
+}
+
+static wf_status *infer_copy(wf__infer_ctx *ic) { return wf__infer_same_as_input0(ic); }
+
+const wf__op_def wf__copy_op = {.name = "Copy", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_copy};
+const wf__kernel_def wf__copy_kernel = {"Copy", "*", WF__DT_ALL, 0, k_copy};
+
+/* The constant's device copy lives in the plan node's state: uploaded by the first run. */
+static wf_status *k_const_device(wf__kctx *k)
+{
+    wf__kctx_lock_state(k);
+    wf_tensor *t = *k->state;
+    wf_status *s = NULL;
+    if (!t) {
+        const wf__attr *v = wf__attr_get(k->op, k->attrs, "value");
+        s = wf__device_tensor_alloc(k->device, v->t->dtype, v->t->rank, v->t->dims, &t);
+        if (!s && v->t->bytes)
+            s = k->device->vt->copy_to_device(k->device->dev, t->dev_chunk, t->dev_offset, v->t->data, v->t->bytes);
+        if (s) {
+            wf_tensor_free(t);
+            t = NULL;
+        } else {
+            *k->state = t;
+        }
+    }
+    wf__kctx_unlock_state(k);
+    if (s) return wf__status_wrap(s, "node '%s' (Const)", k->node);
+    wf_tensor_free(k->out[0]);
+    k->out[0] = wf_tensor_ref(t);
+    return NULL;
+}
+
+static void free_tensor_state(void *state) { wf_tensor_free(state); }
+
+const wf__kernel_def wf__device_const_kernel = {"Const", "*", WF__DT_ALL, -1, k_const_device, free_tensor_state};
