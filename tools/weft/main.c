@@ -13,7 +13,9 @@ static void usage(FILE *f)
             "\n"
             "commands:\n"
             "  version              print the library version\n"
-            "  devices              list the devices weft can use\n"
+            "  devices [--json] [--match SPEC] [--verbose]\n"
+            "                       list the devices weft can use (--verbose: each backend plugin's path,\n"
+            "                       status and reason)\n"
             "  run MODEL.onnx [--input NAME=FILE.npy|.pb]... [--random-inputs] [--output-dir DIR]\n"
             "                 [--iterations N] [--threads N]\n"
             "                       import an ONNX model, run it, print and save its outputs, time it\n"
@@ -31,23 +33,100 @@ int cli_fail(wf_status *s)
     return 1;
 }
 
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\') printf("\\%c", *s);
+        else if ((unsigned char)*s < 0x20) printf("\\u%04x", *s);
+        else putchar(*s);
+    }
+    putchar('"');
+}
+
 static int cmd_devices(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    wf_context *ctx;
-    wf_status *s = wf_context_new(NULL, &ctx);
+    int json = 0, verbose = 0;
+    const char *match = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = 1;
+        else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) verbose = 1;
+        else if (!strcmp(argv[i], "--match") && i + 1 < argc) match = argv[++i];
+        else {
+            fprintf(stderr, "usage: weft devices [--json] [--match SPEC] [--verbose]\n");
+            return 2;
+        }
+    }
+    wf_device_spec spec;
+    wf_status *s = wf_device_spec_parse(match ? match : "", &spec);
+    if (s && match && !strchr(match, '/') && !strchr(match, ':')) {
+        /* a bare type ("cpu", "OPENCL") means every device of that type */
+        char buf[128];
+        snprintf(buf, sizeof buf, "/device:%s", match);
+        wf_status_free(s);
+        s = wf_device_spec_parse(buf, &spec);
+    }
     if (s) return cli_fail(s);
+    wf_context *ctx;
+    if ((s = wf_context_new(NULL, &ctx))) return cli_fail(s);
+    int shown = 0;
+    if (json) printf("{\"devices\": [");
     for (int i = 0; i < wf_context_num_devices(ctx); i++) {
         wf_device_info d;
-        if ((s = wf_context_device(ctx, i, &d))) {
+        wf_device_spec ds;
+        if ((s = wf_context_device(ctx, i, &d)) || (s = wf_device_spec_parse(d.name, &ds))) {
             wf_context_free(ctx);
             return cli_fail(s);
         }
-        printf("%s  type=%s  cores=%d  threads=%d  memory=%.1f GiB  (%s)\n", d.name, d.type, d.compute_units,
-               d.threads, (double)d.memory_bytes / (1024.0 * 1024 * 1024), d.description);
+        if (!wf_device_spec_matches(&spec, &ds)) continue;
+        if (json) {
+            printf("%s\n  {\"name\": ", shown ? "," : "");
+            json_str(d.name);
+            printf(", \"type\": ");
+            json_str(d.type);
+            printf(", \"backend\": ");
+            json_str(d.backend);
+            printf(", \"hardware\": ");
+            json_str(d.description);
+            printf(", \"memory_bytes\": %llu, \"compute_units\": %d, \"threads\": %d}",
+                   (unsigned long long)d.memory_bytes, d.compute_units, d.threads);
+        } else {
+            printf("%s  type=%s  backend=%s  hardware=\"%s\"  memory=%.1f GiB  compute_units=%d  threads=%d\n", d.name,
+                   d.type, d.backend, d.description, (double)d.memory_bytes / (1024.0 * 1024 * 1024), d.compute_units,
+                   d.threads);
+        }
+        shown++;
     }
+    if (json) printf("%s]", shown ? "\n" : "");
+    if (verbose || json) {
+        if (json) printf(", \"plugins\": [");
+        else printf("\nplugins:\n");
+        for (int i = 0; i < wf_context_num_plugins(ctx); i++) {
+            wf_plugin_info p;
+            if (wf_context_plugin(ctx, i, &p)) continue;
+            if (json) {
+                printf("%s\n  {\"name\": ", i ? "," : "");
+                json_str(p.name);
+                printf(", \"path\": ");
+                json_str(p.path);
+                printf(", \"status\": ");
+                json_str(p.status);
+                printf(", \"reason\": ");
+                json_str(p.reason);
+                printf(", \"devices\": %d}", p.n_devices);
+            } else {
+                printf("  %-8s %-9s %d device%s  %s%s%s\n", p.name, p.status, p.n_devices, p.n_devices == 1 ? " " : "s",
+                       p.path, *p.reason ? "\n           reason: " : "", p.reason);
+            }
+        }
+        if (json) printf("%s]", wf_context_num_plugins(ctx) ? "\n" : "");
+    }
+    if (json) printf("}\n");
     wf_context_free(ctx);
+    if (match && !shown && !json) {
+        fprintf(stderr, "weft devices: no device matches '%s'\n", match);
+        return 1;
+    }
     return 0;
 }
 

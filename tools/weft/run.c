@@ -113,7 +113,27 @@ static void safe_name(const char *name, char *out, size_t n)
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: weft run MODEL.onnx [--input NAME=FILE.npy|FILE.pb]... [--random-inputs]\n"
-               "                [--output-dir DIR] [--iterations N] [--threads N]\n");
+               "                [--output-dir DIR] [--iterations N] [--threads N] [--device SPEC]\n"
+               "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n");
+}
+
+/* "512M", "2G", "1048576" */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0) return -1;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return -1;
+    *out = (uint64_t)(v * mul);
+    return 0;
 }
 
 static void list_inputs(const wf_onnx_model *m, FILE *f)
@@ -130,27 +150,38 @@ static void list_inputs(const wf_onnx_model *m, FILE *f)
 
 int cmd_run(int argc, char **argv)
 {
-    const char *model_path = NULL, *out_dir = NULL;
-    int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0;
+    const char *model_path = NULL, *out_dir = NULL, *device = NULL;
+    int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0, strict = 0, log_placement = 0, n_limits = 0;
     const char **specs = calloc((size_t)argc + 1, sizeof *specs);
-    if (!specs) return 1;
+    const char **limits = calloc((size_t)argc + 1, sizeof *limits);
+    if (!specs || !limits) {
+        free(specs);
+        free(limits);
+        return 1;
+    }
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--input") && i + 1 < argc) specs[n_specs++] = argv[++i];
         else if (!strcmp(argv[i], "--random-inputs")) random_inputs = 1;
         else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) out_dir = argv[++i];
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
+        else if (!strcmp(argv[i], "--strict-placement")) strict = 1;
+        else if (!strcmp(argv[i], "--log-device-placement")) log_placement = 1;
+        else if (!strcmp(argv[i], "--memory-limit") && i + 1 < argc) limits[n_limits++] = argv[++i];
         else if (argv[i][0] != '-' && !model_path) model_path = argv[i];
         else {
             fprintf(stderr, "weft run: unknown option '%s'\n", argv[i]);
             run_usage(stderr);
             free(specs);
+            free(limits);
             return 2;
         }
     }
     if (!model_path || iterations < 1 || threads < 0) {
         run_usage(stderr);
         free(specs);
+        free(limits);
         return 2;
     }
     wf_context_options co;
@@ -166,6 +197,18 @@ int cmd_run(int argc, char **argv)
     double *times = NULL;
     int n_feeds = 0, n_out = 0, rc = 1;
     wf_status *s = wf_context_new(&co, &ctx);
+    for (int k = 0; !s && k < n_limits; k++) {
+        const char *eq = strrchr(limits[k], '=');
+        uint64_t bytes;
+        if (!eq || parse_size(eq + 1, &bytes)) {
+            fprintf(stderr, "weft run: --memory-limit wants SPEC=SIZE (e.g. OPENCL:0=256M), got '%s'\n", limits[k]);
+            rc = 2;
+            goto out;
+        }
+        char spec[256];
+        snprintf(spec, sizeof spec, "%.*s", (int)(eq - limits[k]), limits[k]);
+        s = wf_context_set_memory_limit(ctx, spec, bytes);
+    }
     if (!s) s = wf_graph_new(&g);
     if (!s) s = wf_onnx_load(model_path, g, &m);
     if (s) goto out;
@@ -239,7 +282,24 @@ int cmd_run(int argc, char **argv)
         n_feeds++;
     }
     for (int j = 0; j < n_out; j++) fetches[j] = wf_onnx_output(m, j)->output;
-    if ((s = wf_session_new(ctx, g, NULL, &sess))) goto out;
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = device;
+    so.strict_placement = strict;
+    if ((s = wf_session_new(ctx, g, &so, &sess))) goto out;
+    if (log_placement) {
+        char *text = NULL;
+        if ((s = wf_session_placement(sess, feeds, n_feeds, fetches, n_out, &text))) goto out;
+        /* TensorFlow's format on stderr: name: (Op): device — without our reasons */
+        for (char *line = text; line && *line;) {
+            char *nl = strchr(line, '\n');
+            char *hash = strstr(line, "  # ");
+            int len = (int)(hash && (!nl || hash < nl) ? hash - line : nl ? nl - line : (long)strlen(line));
+            fprintf(stderr, "%.*s\n", len, line);
+            line = nl ? nl + 1 : NULL;
+        }
+        wf_free(text);
+    }
     double t_first = 0;
     for (int it = 0; it <= iterations; it++) {
         for (int j = 0; j < n_out; j++) {
@@ -282,6 +342,7 @@ out:
     free(outs);
     free(times);
     free(specs);
+    free(limits);
     wf_session_free(sess);
     wf_onnx_model_free(m);
     wf_graph_free(g);
