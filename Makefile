@@ -6,7 +6,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all build setup test test-fast test-asan test-tsan demo bench clean
+.PHONY: all build setup test test-fast test-asan test-tsan demo bench conformance fuzz clean
 
 all: build
 
@@ -36,6 +36,11 @@ test-tsan: setup
 
 bench: setup build
 	@sh scripts/run-bench.sh $(BUILD)
+
+# ONNX backend node tests (generators from onnx on PyPI, via build/venv): per device passed/failed/
+# unsupported/excluded and coverage; failing and unsupported tests in build/conformance-failures.txt.
+conformance: setup
+	@sh scripts/conformance.sh
 
 clean:
 	rm -rf build build-asan build-tsan

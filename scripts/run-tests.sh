@@ -68,6 +68,8 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
     note "release build"
     if configure_build build -DCMAKE_BUILD_TYPE=Release && gen_cases; then
         suite release build
+        note "ONNX node tests that passed when this list was made (tests/onnx/node_tests_pass.txt)"
+        sh scripts/conformance.sh --check build; result "release:onnx-node-tests" $?
         example
     else
         result "release:build" 1

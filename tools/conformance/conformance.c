@@ -597,7 +597,8 @@ static void run_isolated(const char *dir, const options *o, result *r)
         else
             set_reason(r, R_FAIL, "crashed: signal %d (%s)", sig, strsignal(sig));
     } else if (n == 0 || buf[0] < '0' || buf[0] >= '0' + R_COUNT) {
-        set_reason(r, R_FAIL, "the test process exited with status %d without a result",
+        set_reason(r, R_FAIL,
+                   "the test process exited with status %d without a result (a sanitizer report on stderr?)",
                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else {
         r->kind = (result_kind)(buf[0] - '0');

@@ -1,0 +1,80 @@
+/*
+ * The OpenCL backend's internals, shared by its files: per-device state, program building with a
+ * per-device and on-disk cache, kernel launches, and the kernel tables of each op family. The backend
+ * is a plugin (libweft-opencl.so): it calls the core only through the host table `ocl_host`.
+ */
+#ifndef WF_OCL_H
+#define WF_OCL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <pthread.h>
+
+#include "device/device.h"
+
+extern const wf_host_api *ocl_host;
+
+typedef struct ocl_prog ocl_prog;
+
+typedef struct ocl_dev {
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context ctx;
+    cl_command_queue q;       /* one in-order queue: kernels run in enqueue order, so a buffer released
+                                 by the core may be reused by a later kernel without a wait */
+    char name[160];
+    char version[160];        /* driver version, part of the binary cache key */
+    bool fp16, fp64;
+    size_t max_wg;
+    cl_uint mem_align;        /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes */
+    pthread_mutex_t mu;       /* program cache and kernel argument setting */
+    ocl_prog *progs;
+} ocl_dev;
+
+/* The device state of a kernel's context. */
+static inline ocl_dev *ocl_of(const wf__kctx *k) { return (ocl_dev *)k->device->dev; }
+/* A device tensor's buffer, and its offset in elements of its dtype. */
+static inline cl_mem ocl_mem(const wf_tensor *t) { return (cl_mem)t->dev_chunk; }
+static inline size_t ocl_size(wf_dtype t)
+{
+    /* the plugin links nothing of libweft, so no wf_dtype_size */
+    switch (t) {
+    case WF_F64: case WF_I64: return 8;
+    case WF_F32: case WF_I32: return 4;
+    case WF_F16: case WF_BF16: case WF_I16: return 2;
+    default: return 1;
+    }
+}
+static inline cl_ulong ocl_off(const wf_tensor *t) { return (cl_ulong)(t->dev_offset / ocl_size(t->dtype)); }
+
+const char *ocl_err(cl_int e);
+/* "node 'X' (Op): OpenCL <what> failed: CL_..." */
+wf_status *ocl_fail(const wf__kctx *k, cl_int e, const char *what);
+
+/* The kernel `kernel` of program `prog_name` (source src, build options opts) on k's device, built on
+ * first use and cached per device and on disk. Not thread-safe to set arguments on: use ocl_launch. */
+wf_status *ocl_kernel(wf__kctx *k, const char *prog_name, const char *src, const char *opts, const char *kernel,
+                      cl_kernel *out);
+
+typedef struct ocl_arg {
+    size_t size;
+    const void *value;
+} ocl_arg;
+#define OCL_ARG(v) ((ocl_arg){sizeof(v), &(v)})
+
+/* Sets the arguments and enqueues over a global size (1-3 dims; local NULL lets the driver choose). */
+wf_status *ocl_launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims, const size_t *global,
+                      const size_t *local);
+
+/* The OpenCL type name of a dtype inside kernel source ("float", "half", "int", "uchar" for bool...). */
+const char *ocl_type(wf_dtype t);
+
+/* Kernel tables of the op families (terminated by op == NULL); each file exports one. */
+extern const wf__kernel_def ocl_kernels_elementwise[]; /* ocl_elementwise.c */
+extern const wf__kernel_def ocl_kernels_shape[];       /* ocl_shape.c */
+extern const wf__kernel_def ocl_kernels_nn[];          /* ocl_nn.c: MatMul/Gemm (CLBlast), conv, pools */
+extern const wf__kernel_def ocl_kernels_reduce[];      /* ocl_reduce.c: reductions, softmax, norms */
+
+#endif

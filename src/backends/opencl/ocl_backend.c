@@ -1,0 +1,425 @@
+/*
+ * The OpenCL backend plugin: every device of every OpenCL platform becomes an OPENCL device. Memory
+ * is cl_mem chunks that the core carves up; copies are blocking reads and writes on the device's one
+ * in-order queue; programs are built from source on first use and cached per device and on disk
+ * (keyed by source, options, device and driver), so a second process skips the compiler.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backends/opencl/ocl.h"
+
+const wf_host_api *ocl_host;
+
+struct ocl_prog {
+    ocl_prog *next;
+    uint64_t key;
+    cl_program prog;
+    int n_kernels;
+    struct {
+        char *name;
+        cl_kernel k;
+    } kernels[32];
+};
+
+typedef struct ocl_backend {
+    int n;
+    cl_platform_id plat[16];
+    cl_device_id dev[64];
+    cl_platform_id dev_plat[64];
+} ocl_backend;
+
+const char *ocl_err(cl_int e)
+{
+    switch (e) {
+    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
+    case CL_BUILD_PROGRAM_FAILURE: return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
+    case CL_INVALID_KERNEL_ARGS: return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_ARG_SIZE: return "CL_INVALID_ARG_SIZE";
+    case CL_INVALID_ARG_INDEX: return "CL_INVALID_ARG_INDEX";
+    case CL_INVALID_WORK_GROUP_SIZE: return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE: return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
+    case CL_INVALID_KERNEL_NAME: return "CL_INVALID_KERNEL_NAME";
+    case CL_MISALIGNED_SUB_BUFFER_OFFSET: return "CL_MISALIGNED_SUB_BUFFER_OFFSET";
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR (no OpenCL platform installed)";
+    default: return "an OpenCL error";
+    }
+}
+
+wf_status *ocl_fail(const wf__kctx *k, cl_int e, const char *what)
+{
+    return ocl_host->kctx_fail(k, WF_INTERNAL, "OpenCL %s failed on %s: %s (%d)", what, k->device->short_name, ocl_err(e),
+                               (int)e);
+}
+
+const char *ocl_type(wf_dtype t)
+{
+    switch (t) {
+    case WF_F32: return "float";
+    case WF_F64: return "double";
+    case WF_F16: return "half";
+    case WF_BF16: return "ushort";
+    case WF_I8: return "char";
+    case WF_U8: return "uchar";
+    case WF_I16: return "short";
+    case WF_I32: return "int";
+    case WF_I64: return "long";
+    case WF_BOOL: return "uchar";
+    default: return "void";
+    }
+}
+
+/* ---- program cache ---------------------------------------------------------------------------------- */
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    while (s && *s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+static void cache_path(char *buf, size_t n, uint64_t key)
+{
+    const char *dir = getenv("WEFT_CACHE_DIR");
+    char def[512];
+    if (!dir || !*dir) {
+        const char *home = getenv("HOME");
+        snprintf(def, sizeof def, "%s/.cache/weft", home && *home ? home : "/tmp");
+        dir = def;
+    }
+    mkdir(dir, 0777);
+    snprintf(buf, n, "%s/opencl-%016llx.bin", dir, (unsigned long long)key);
+}
+
+/* A binary from the disk cache, or NULL. */
+static cl_program load_cached(ocl_dev *d, uint64_t key, const char *opts)
+{
+    char path[1024];
+    cache_path(path, sizeof path, key);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bin = len > 0 ? ocl_host->malloc((size_t)len) : NULL;
+    cl_program p = NULL;
+    if (bin && fread(bin, 1, (size_t)len, f) == (size_t)len) {
+        size_t blen = (size_t)len;
+        const unsigned char *bp = bin;
+        cl_int st, bst;
+        p = clCreateProgramWithBinary(d->ctx, 1, &d->id, &blen, &bp, &bst, &st);
+        if (p && (st != CL_SUCCESS || bst != CL_SUCCESS || clBuildProgram(p, 1, &d->id, opts, NULL, NULL) != CL_SUCCESS)) {
+            clReleaseProgram(p);
+            p = NULL; /* a stale or foreign binary: rebuild from source */
+        }
+    }
+    fclose(f);
+    ocl_host->free(bin);
+    return p;
+}
+
+static void store_cached(ocl_dev *d, uint64_t key, cl_program p)
+{
+    size_t len = 0;
+    if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || !len) return;
+    unsigned char *bin = ocl_host->malloc(len);
+    if (!bin) return;
+    if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) {
+        char path[1024], tmp[1100];
+        cache_path(path, sizeof path, key);
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            bool ok = fwrite(bin, 1, len, f) == len;
+            if (fclose(f) == 0 && ok) rename(tmp, path); /* atomic: concurrent processes never see half a file */
+            else remove(tmp);
+        }
+    }
+    ocl_host->free(bin);
+}
+
+wf_status *ocl_kernel(wf__kctx *k, const char *prog_name, const char *src, const char *opts, const char *kernel,
+                      cl_kernel *out)
+{
+    ocl_dev *d = ocl_of(k);
+    uint64_t key = fnv(fnv(fnv(fnv(1469598103934665603ull, src), opts), d->name), d->version);
+    wf_status *s = NULL;
+    pthread_mutex_lock(&d->mu);
+    ocl_prog *p;
+    for (p = d->progs; p && p->key != key; p = p->next) {}
+    if (!p) {
+        cl_program prog = load_cached(d, key, opts);
+        if (!prog) {
+            cl_int st;
+            prog = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &st);
+            if (!prog) {
+                s = ocl_fail(k, st, "program creation");
+                goto done;
+            }
+            st = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
+            if (st != CL_SUCCESS) {
+                char log[2048] = "";
+                clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+                clReleaseProgram(prog);
+                s = ocl_host->kctx_fail(k, WF_INTERNAL, "OpenCL program '%s' failed to build on %s: %.1500s", prog_name,
+                                        k->device->short_name, log);
+                goto done;
+            }
+            store_cached(d, key, prog);
+        }
+        p = ocl_host->malloc(sizeof *p);
+        if (!p) {
+            clReleaseProgram(prog);
+            s = ocl_host->status(WF_OUT_OF_MEMORY, "out of memory caching an OpenCL program");
+            goto done;
+        }
+        memset(p, 0, sizeof *p);
+        p->key = key;
+        p->prog = prog;
+        p->next = d->progs;
+        d->progs = p;
+    }
+    for (int i = 0; i < p->n_kernels; i++)
+        if (!strcmp(p->kernels[i].name, kernel)) {
+            *out = p->kernels[i].k;
+            goto done;
+        }
+    if (p->n_kernels == 32) {
+        s = ocl_host->kctx_fail(k, WF_INTERNAL, "OpenCL program '%s' has too many kernels", prog_name);
+        goto done;
+    }
+    cl_int st;
+    cl_kernel kk = clCreateKernel(p->prog, kernel, &st);
+    if (!kk) {
+        s = ocl_fail(k, st, kernel);
+        goto done;
+    }
+    size_t nl = strlen(kernel) + 1;
+    char *nm = ocl_host->malloc(nl);
+    if (!nm) {
+        clReleaseKernel(kk);
+        s = ocl_host->status(WF_OUT_OF_MEMORY, "out of memory caching an OpenCL kernel");
+        goto done;
+    }
+    memcpy(nm, kernel, nl);
+    p->kernels[p->n_kernels].name = nm;
+    p->kernels[p->n_kernels].k = kk;
+    p->n_kernels++;
+    *out = kk;
+done:
+    pthread_mutex_unlock(&d->mu);
+    return s;
+}
+
+wf_status *ocl_launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims, const size_t *global,
+                      const size_t *local)
+{
+    ocl_dev *d = ocl_of(k);
+    for (int i = 0; i < dims; i++)
+        if (global[i] == 0) return NULL; /* nothing to do */
+    cl_int st = CL_SUCCESS;
+    /* arguments live in the cl_kernel object: set and enqueue together */
+    pthread_mutex_lock(&d->mu);
+    for (int i = 0; i < n_args && st == CL_SUCCESS; i++) st = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].value);
+    if (st == CL_SUCCESS) st = clEnqueueNDRangeKernel(d->q, kern, (cl_uint)dims, NULL, global, local, 0, NULL, NULL);
+    pthread_mutex_unlock(&d->mu);
+    return st == CL_SUCCESS ? NULL : ocl_fail(k, st, "kernel launch");
+}
+
+/* ---- the vtable ------------------------------------------------------------------------------------- */
+
+static int device_count(void *b) { return ((ocl_backend *)b)->n; }
+
+static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
+{
+    ocl_backend *be = b;
+    cl_device_id id = be->dev[i];
+    char name[128] = "", vendor[64] = "";
+    cl_uint cu = 0, mhz = 0, align = 0;
+    cl_ulong mem = 0;
+    clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_VENDOR, sizeof vendor - 1, vendor, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof mhz, &mhz, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align, &align, NULL);
+    memset(out, 0, sizeof *out);
+    snprintf(out->type, sizeof out->type, "OPENCL");
+    snprintf(out->description, sizeof out->description, "%s (%s)", name, vendor);
+    out->compute_units = (int)cu;
+    out->memory_bytes = mem;
+    /* rough defaults until calibration measures them: 8 f32 FMA lanes per unit */
+    out->peak_gflops = cu * (mhz ? mhz : 1000) * 16.0 / 1e3;
+    out->mem_gbps = 20;
+    out->link_gbps = 10;
+    out->link_latency_us = 20;
+    out->alignment = align >= 8 * 128 ? align / 8 : 128;
+    return NULL;
+}
+
+static wf_status *device_open(void *b, int i, void **out)
+{
+    ocl_backend *be = b;
+    ocl_dev *d = ocl_host->malloc(sizeof *d);
+    if (!d) return ocl_host->status(WF_OUT_OF_MEMORY, "out of memory opening an OpenCL device");
+    memset(d, 0, sizeof *d);
+    d->id = be->dev[i];
+    d->platform = be->dev_plat[i];
+    cl_int st;
+    d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &st);
+    if (d->ctx) d->q = clCreateCommandQueue(d->ctx, d->id, 0, &st);
+    if (!d->ctx || !d->q) {
+        if (d->ctx) clReleaseContext(d->ctx);
+        ocl_host->free(d);
+        return ocl_host->status(WF_UNAVAILABLE, "OpenCL device %d: context or queue creation failed: %s", i, ocl_err(st));
+    }
+    clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof d->name - 1, d->name, NULL);
+    clGetDeviceInfo(d->id, CL_DRIVER_VERSION, sizeof d->version - 1, d->version, NULL);
+    char ext[8192] = "";
+    clGetDeviceInfo(d->id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+    d->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+    d->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+    clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof d->max_wg, &d->max_wg, NULL);
+    clGetDeviceInfo(d->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof d->mem_align, &d->mem_align, NULL);
+    d->mem_align /= 8;
+    pthread_mutex_init(&d->mu, NULL);
+    *out = d;
+    return NULL;
+}
+
+static void device_close(void *dev)
+{
+    ocl_dev *d = dev;
+    clFinish(d->q);
+    for (ocl_prog *p = d->progs, *pn; p; p = pn) {
+        pn = p->next;
+        for (int i = 0; i < p->n_kernels; i++) {
+            clReleaseKernel(p->kernels[i].k);
+            ocl_host->free(p->kernels[i].name);
+        }
+        clReleaseProgram(p->prog);
+        ocl_host->free(p);
+    }
+    clReleaseCommandQueue(d->q);
+    clReleaseContext(d->ctx);
+    pthread_mutex_destroy(&d->mu);
+    ocl_host->free(d);
+}
+
+static void *chunk_alloc(void *dev, size_t bytes)
+{
+    ocl_dev *d = dev;
+    cl_int st;
+    cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes, NULL, &st);
+    return st == CL_SUCCESS ? m : NULL;
+}
+
+static void chunk_free(void *dev, void *chunk)
+{
+    ocl_dev *d = dev;
+    clFinish(d->q); /* no queued kernel may still use it */
+    clReleaseMemObject((cl_mem)chunk);
+}
+
+static wf_status *copy_to_device(void *dev, void *chunk, size_t off, const void *src, size_t n)
+{
+    ocl_dev *d = dev;
+    cl_int st = clEnqueueWriteBuffer(d->q, (cl_mem)chunk, CL_TRUE, off, n, src, 0, NULL, NULL);
+    return st == CL_SUCCESS ? NULL
+                            : ocl_host->status(WF_INTERNAL, "OpenCL write of %zu bytes to %s failed: %s", n, d->name, ocl_err(st));
+}
+
+static wf_status *copy_to_host(void *dev, void *dst, const void *chunk, size_t off, size_t n)
+{
+    ocl_dev *d = dev;
+    cl_int st = clEnqueueReadBuffer(d->q, (cl_mem)chunk, CL_TRUE, off, n, dst, 0, NULL, NULL);
+    return st == CL_SUCCESS ? NULL
+                            : ocl_host->status(WF_INTERNAL, "OpenCL read of %zu bytes from %s failed: %s", n, d->name, ocl_err(st));
+}
+
+static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *src, size_t soff, size_t n)
+{
+    ocl_dev *d = dev;
+    cl_int st = clEnqueueCopyBuffer(d->q, (cl_mem)src, (cl_mem)dst, soff, doff, n, 0, NULL, NULL);
+    return st == CL_SUCCESS ? NULL
+                            : ocl_host->status(WF_INTERNAL, "OpenCL copy of %zu bytes on %s failed: %s", n, d->name, ocl_err(st));
+}
+
+static const wf__kernel_def *const g_tables[] = {ocl_kernels_elementwise, ocl_kernels_shape, ocl_kernels_nn,
+                                                 ocl_kernels_reduce};
+
+static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
+{
+    ocl_dev *d = dev;
+    for (size_t t = 0; t < sizeof g_tables / sizeof g_tables[0]; t++)
+        for (const wf__kernel_def *k = g_tables[t]; k->op; k++) {
+            if (strcmp(k->op, op) != 0) continue;
+            wf_dtype key = k->key_input >= 0 ? (k->key_input < n_in ? in[k->key_input].dtype : WF_DTYPE_INVALID)
+                                             : out[0].dtype;
+            if (!key || !(k->dtypes & WF__DT_BIT(key))) continue;
+            /* half and double only where the device has them, for every input and output */
+            bool ok = true;
+            for (int i = 0; i < n_in && ok; i++)
+                ok = !((in[i].dtype == WF_F16 && !d->fp16) || (in[i].dtype == WF_F64 && !d->fp64));
+            if (ok && ((out[0].dtype == WF_F16 && !d->fp16) || (out[0].dtype == WF_F64 && !d->fp64))) ok = false;
+            if (ok) return k;
+        }
+    return NULL;
+}
+
+static wf_status *synchronize(void *dev)
+{
+    ocl_dev *d = dev;
+    cl_int st = clFinish(d->q);
+    return st == CL_SUCCESS ? NULL : ocl_host->status(WF_INTERNAL, "OpenCL finish on %s failed: %s", d->name, ocl_err(st));
+}
+
+static void destroy(void *b) { ocl_host->free(b); }
+
+static const wf_backend_vtable g_vt = {
+    .abi_version = WF_BACKEND_ABI_VERSION, .size = sizeof(wf_backend_vtable), .name = "opencl",
+    .device_count = device_count, .device_info = device_info, .device_open = device_open,
+    .device_close = device_close, .chunk_alloc = chunk_alloc, .chunk_free = chunk_free,
+    .copy_to_device = copy_to_device, .copy_to_host = copy_to_host, .copy_on_device = copy_on_device,
+    .find_kernel = find_kernel, .synchronize = synchronize, .destroy = destroy,
+};
+
+__attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host_api *host, const wf_backend_vtable **vt,
+                                                                  void **backend)
+{
+    if (host->abi_version != WF_BACKEND_ABI_VERSION || host->size < sizeof(wf_host_api))
+        return host->status(WF_UNAVAILABLE, "the OpenCL backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
+    ocl_host = host;
+    ocl_backend *be = host->malloc(sizeof *be);
+    if (!be) return host->status(WF_OUT_OF_MEMORY, "out of memory loading the OpenCL backend");
+    memset(be, 0, sizeof *be);
+    cl_uint np = 0;
+    cl_int st = clGetPlatformIDs(16, be->plat, &np);
+    if (st != CL_SUCCESS || np == 0) {
+        host->free(be);
+        return host->status(WF_UNAVAILABLE, "no OpenCL platform (is an ICD such as pocl-opencl-icd installed?): %s",
+                            st == CL_SUCCESS ? "none found" : ocl_err(st));
+    }
+    for (cl_uint p = 0; p < np && p < 16; p++) {
+        cl_uint nd = 0;
+        cl_device_id ids[16];
+        if (clGetDeviceIDs(be->plat[p], CL_DEVICE_TYPE_ALL, 16, ids, &nd) != CL_SUCCESS) continue;
+        for (cl_uint i = 0; i < nd && be->n < 64; i++) {
+            be->dev[be->n] = ids[i];
+            be->dev_plat[be->n] = be->plat[p];
+            be->n++;
+        }
+    }
+    *vt = &g_vt;
+    *backend = be;
+    return NULL;
+}
