@@ -71,6 +71,9 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         note "ONNX node tests that passed when this list was made (tests/onnx/node_tests_pass.txt)"
         sh scripts/conformance.sh --check build; result "release:onnx-node-tests" $?
         example
+        note "models: PyTorch-exported ONNX through weft run"
+        timeout 600 $PY tests/models/run_models.py --build build >build/models.log 2>&1
+        rc=$?; grep -E '^(PASS|FAIL)| passed' build/models.log; result "release:models" $rc
     else
         result "release:build" 1
     fi
