@@ -98,5 +98,7 @@ extern const wf__kernel_def wf__cpu_kernels_nn[];          /* k_dnnl.c */
 extern const wf__kernel_def wf__cpu_kernels_reduce[];      /* k_reduce.c */
 extern const wf__kernel_def wf__cpu_kernels_math[];        /* k_math.c */
 extern const wf__kernel_def wf__cpu_kernels_misc[];        /* k_misc.c */
+extern const wf__kernel_def wf__cpu_kernels_onnx[];        /* k_onnx.c */
+extern const wf__kernel_def wf__cpu_kernels_onnx2[];       /* k_onnx2.c */
 
 #endif

@@ -108,5 +108,7 @@ extern const wf__op_def wf__ops_nn[];          /* ops_nn.c: MatMul, Gemm, BiasAd
 extern const wf__op_def wf__ops_reduce[];      /* ops_reduce.c: reductions, softmax, norms */
 extern const wf__op_def wf__ops_math[];        /* ops_math.c: more unary math and activations */
 extern const wf__op_def wf__ops_misc[];        /* ops_misc.c: ops the ONNX suite asks for (TopK, CumSum, ...) */
+extern const wf__op_def wf__ops_onnx[];        /* ops_onnx.c: losses, attention, quantization, ... */
+extern const wf__op_def wf__ops_onnx2[];       /* ops_onnx2.c: recurrent, signal, detection ops */
 
 #endif
