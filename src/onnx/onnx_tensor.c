@@ -152,7 +152,7 @@ wf_status *wf__onnx_tensor(const Onnx__TensorProto *t, const char *dir, const ch
             s = wf__status(WF_INVALID_ARGUMENT, "%s: %s declares shape %s of %s (%zu bytes) but its raw_data holds %zu bytes",
                            file, what, wf__shape_str(x->rank, x->dims, (char[160]){0}), wf_dtype_name(dt), x->bytes,
                            t->raw_data.len);
-        else
+        else if (x->bytes)
             memcpy(x->data, t->raw_data.data, x->bytes);
         if (!s && dt == WF_BOOL)
             for (int64_t i = 0; i < n; i++) ((uint8_t *)x->data)[i] = ((uint8_t *)x->data)[i] != 0;
@@ -160,15 +160,15 @@ wf_status *wf__onnx_tensor(const Onnx__TensorProto *t, const char *dir, const ch
         switch (dt) {
         case WF_F32:
             if ((int64_t)t->n_float_data != n) s = typed_count(file, what, t->n_float_data, n, "float_data");
-            else memcpy(x->data, t->float_data, x->bytes);
+            else if (x->bytes) memcpy(x->data, t->float_data, x->bytes);
             break;
         case WF_F64:
             if ((int64_t)t->n_double_data != n) s = typed_count(file, what, t->n_double_data, n, "double_data");
-            else memcpy(x->data, t->double_data, x->bytes);
+            else if (x->bytes) memcpy(x->data, t->double_data, x->bytes);
             break;
         case WF_I64:
             if ((int64_t)t->n_int64_data != n) s = typed_count(file, what, t->n_int64_data, n, "int64_data");
-            else memcpy(x->data, t->int64_data, x->bytes);
+            else if (x->bytes) memcpy(x->data, t->int64_data, x->bytes);
             break;
         default: /* int32_data carries i32, i16, i8, u8, bool, and the bits of f16 / bf16 */
             if ((int64_t)t->n_int32_data != n) {

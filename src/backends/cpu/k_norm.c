@@ -38,8 +38,9 @@ wf_status *wf__k_dropout(wf__kctx *k);
  * ~2 ulp. Below -87 the result is 0 so masked (-inf) logits get exactly zero weight. */
 static inline float exp_f32(float x)
 {
-    float xc = x < -87.0f ? -87.0f : x;
-    xc = xc > 88.0f ? 88.0f : xc;
+    /* written so that NaN also lands in range: (int32_t)NaN below would be undefined */
+    float xc = x > -87.0f ? x : -87.0f;
+    xc = xc < 88.0f ? xc : 88.0f;
     float t = xc * 1.44269504088896341f;
     float n = (t + 12582912.0f) - 12582912.0f; /* round to nearest: 1.5 * 2^23 */
     float r = xc - n * 0.693359375f;
@@ -54,7 +55,7 @@ static inline float exp_f32(float x)
     int32_t bits = ((int32_t)n + 127) * (1 << 23);
     float s;
     memcpy(&s, &bits, sizeof s);
-    return x < -87.0f ? 0.0f : p * s;
+    return x < -87.0f ? 0.0f : x != x ? x : p * s;
 }
 
 /* ---- widening f16/bf16 -------------------------------------------------------------------------- */
