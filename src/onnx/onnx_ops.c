@@ -26,7 +26,9 @@ static wf_status *fail(const onnx_node *nc, wf_code code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return wf__status(code, "%s: node '%s' (%s): %s", nc->c->path, nc->n->name ? nc->n->name : "", nc->n->op_type, msg);
+    /* an unnamed ONNX node is shown by the name weft gave it (from its first output) */
+    return wf__status(code, "%s: node '%s' (%s): %s", nc->c->path, nc->n->name && *nc->n->name ? nc->n->name : nc->name,
+                      nc->n->op_type, msg);
 }
 
 /* A weft node of this ONNX node: the first takes the node's name, helpers get "<name>/<k>". */
@@ -203,13 +205,62 @@ static wf_status *map_greater_equal(onnx_node *nc) { return map_renamed(nc, "Gre
 static wf_status *map_less_equal(onnx_node *nc) { return map_renamed(nc, "LessEqual"); }
 static wf_status *map_gap(onnx_node *nc) { return map_renamed(nc, "GlobalAvgPool"); }
 
-/* Conv, ConvTranspose and the pools map onto weft's 2-D ops. */
+static wf_status *unsqueeze_h(onnx_node *nc, wf_output x, const char *op, wf_output *out)
+{
+    int64_t axis = 2;
+    wf_output in[2] = {x};
+    WF__TRY(const_i64(nc, &axis, 1, &in[1]));
+    wf_node *n;
+    WF__TRY(add(nc, op, in, 2, NULL, 0, &n));
+    *out = wf_out(n, 0);
+    return NULL;
+}
+
+/* A 1-D Conv/ConvTranspose/pool runs as the 2-D op over a height of 1: inputs get a unit H axis, the
+ * per-axis attributes get an H entry (kernel 1, stride 1, dilation 1, padding 0), the output loses it. */
+static wf_status *map_1d_as_2d(onnx_node *nc, const char *op, bool weight)
+{
+    static const char *const names[] = {"kernel_shape", "strides", "dilations", "pads", "output_padding",
+                                        "output_shape", NULL};
+    wf_output in[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}};
+    WF__TRY(unsqueeze_h(nc, nc->in[0], "Unsqueeze", &in[0]));
+    if (weight && nc->n_in > 1 && nc->in[1].node) WF__TRY(unsqueeze_h(nc, nc->in[1], "Unsqueeze", &in[1]));
+    for (int i = weight ? 2 : 1; i < nc->n_in && i < 3; i++) in[i] = nc->in[i];
+    int64_t vals[6][4];
+    wf_attr extra[6];
+    int n_extra = 0;
+    for (int k = 0; names[k]; k++) {
+        const Onnx__AttributeProto *a = attr(nc, names[k]);
+        if (!a) continue;
+        int64_t *v = vals[n_extra];
+        if (!strcmp(names[k], "pads")) {
+            if (a->n_ints != 2) return fail(nc, WF_INVALID_ARGUMENT, "1-D pads must have 2 values, not %zu", a->n_ints);
+            v[0] = 0, v[1] = a->ints[0], v[2] = 0, v[3] = a->ints[1];
+            extra[n_extra] = wf_attr_ints("pads", v, 4);
+        } else {
+            if (a->n_ints != 1) return fail(nc, WF_INVALID_ARGUMENT, "1-D %s must have 1 value, not %zu", names[k], a->n_ints);
+            bool zero_h = !strcmp(names[k], "output_padding");
+            v[0] = zero_h ? 0 : 1, v[1] = a->ints[0];
+            extra[n_extra] = wf_attr_ints(names[k], v, 2);
+        }
+        n_extra++;
+    }
+    wf_node *node;
+    WF__TRY(emit(nc, op, in, nc->n_in < 3 ? nc->n_in : 3, NULL, extra, n_extra, &node));
+    wf_output y;
+    WF__TRY(unsqueeze_h(nc, wf_out(node, 0), "Squeeze", &y));
+    nc->out[0] = y;
+    return NULL;
+}
+
+/* Conv, ConvTranspose and the pools map onto weft's 2-D ops (1-D through a unit height). */
 static wf_status *map_2d(onnx_node *nc, const char *op, int spatial_input)
 {
     int64_t dims[WF_MAX_RANK];
     int r = nc->in[spatial_input].node ? wf_output_shape(nc->in[spatial_input], dims) : -1;
+    if (r == 3) return map_1d_as_2d(nc, op, spatial_input == 1);
     if (r != 4)
-        return fail(nc, WF_UNIMPLEMENTED, "only 2-D %s is supported (input %d has rank %d)", nc->n->op_type,
+        return fail(nc, WF_UNIMPLEMENTED, "only 1-D and 2-D %s are supported (input %d has rank %d)", nc->n->op_type,
                     spatial_input, r);
     return map_renamed(nc, op);
 }
