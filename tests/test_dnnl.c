@@ -353,6 +353,149 @@ static void test_concurrent_branches(void)
     wf_context_free(c2);
 }
 
+/* Direct f64 convolution, stride 1, symmetric padding pad, group 1: the reference for the cache test. */
+static double conv_ref_at(const wf_tensor *x, const wf_tensor *w, int64_t pad, int64_t n, int64_t o, int64_t i,
+                          int64_t j)
+{
+    const float *xp = x->data, *wp = w->data;
+    int64_t c = x->dims[1], h = x->dims[2], wd = x->dims[3], kh = w->dims[2], kw = w->dims[3];
+    double acc = 0;
+    for (int64_t q = 0; q < c; q++)
+        for (int64_t a = 0; a < kh; a++)
+            for (int64_t b = 0; b < kw; b++) {
+                int64_t ih = i - pad + a, iw = j - pad + b;
+                if (ih >= 0 && ih < h && iw >= 0 && iw < wd)
+                    acc += (double)xp[((n * c + q) * h + ih) * wd + iw] * wp[((o * c + q) * kh + a) * kw + b];
+            }
+    return acc;
+}
+
+static int conv_mismatches(const wf_tensor *y, const wf_tensor *x, const wf_tensor *w, int64_t pad)
+{
+    int bad = 0;
+    if (!y) return 1;
+    for (int64_t n = 0; n < y->dims[0]; n++)
+        for (int64_t o = 0; o < y->dims[1]; o++)
+            for (int64_t i = 0; i < y->dims[2]; i++)
+                for (int64_t j = 0; j < y->dims[3]; j++) {
+                    double want = conv_ref_at(x, w, pad, n, o, i, j);
+                    double got = ((float *)y->data)[((n * y->dims[1] + o) * y->dims[2] + i) * y->dims[3] + j];
+                    bad += !(fabs(got - want) <= 1e-4 * (1 + fabs(want)));
+                }
+    return bad;
+}
+
+/* The reordered weights are kept across runs while the weight bytes stay equal; weights changed in place
+ * (same pointer, as a variable would) must be reordered again, and so must other weights of equal shape. */
+static void test_conv_weight_cache(void)
+{
+    unsigned seed = 6;
+    int64_t dx[4] = {2, 16, 9, 9}, dw[4] = {24, 16, 3, 3}, pads[4] = {1, 1, 1, 1};
+    wf_tensor *in[2] = {randn(WF_F32, 4, dx, &seed), randn(WF_F32, 4, dw, &seed)};
+    wf_tensor *w2 = randn(WF_F32, 4, dw, &seed);
+    kc c;
+    kc_init(&c, "Conv2D", WF_F32, in, 2);
+    kc_set_ints(&c, "pads", pads, 4);
+    wf_tensor *y1 = kc_run(&c), *y2 = kc_run(&c);
+    CHECK_INT(conv_mismatches(y1, in[0], in[1], 1), 0);
+    CHECK(y1 && y2 && !memcmp(y1->data, y2->data, y1->bytes));
+    float *wp = in[1]->data;
+    for (int64_t i = 0; i < in[1]->size; i += 7) wp[i] = -wp[i] + 0.25f;
+    wf_tensor *y3 = kc_run(&c);
+    CHECK_INT(conv_mismatches(y3, in[0], in[1], 1), 0);
+    wf_tensor *other[2] = {in[0], w2};
+    c.k.in = other;
+    wf_tensor *y4 = kc_run(&c);
+    CHECK_INT(conv_mismatches(y4, in[0], w2, 1), 0);
+    c.k.in = in;
+    wf_tensor *y5 = kc_run(&c);
+    CHECK(y3 && y5 && !memcmp(y3->data, y5->data, y3->bytes));
+    wf_tensor_free(y1);
+    wf_tensor_free(y2);
+    wf_tensor_free(y3);
+    wf_tensor_free(y4);
+    wf_tensor_free(y5);
+    kc_done(&c);
+    wf_tensor_free(w2);
+    for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+}
+
+/* One session runs the same Conv2D and MaxPool2D nodes concurrently from two threads with different
+ * inputs: the node's shared weight cache and pooling primitive must give each run its own right answer. */
+typedef struct conc_arg {
+    wf_session *s;
+    wf_output x, y;
+    wf_tensor *in, *want;
+    int bad;
+} conc_arg;
+
+static void *conc_run(void *arg)
+{
+    conc_arg *a = arg;
+    for (int r = 0; r < 10; r++) {
+        wf_feed f = {a->x, a->in};
+        wf_tensor *got = NULL;
+        wf_status *st = wf_session_run(a->s, &f, 1, &a->y, 1, &got, NULL);
+        if (st) {
+            wf_status_free(st);
+            a->bad++;
+            continue;
+        }
+        a->bad += memcmp(wf_tensor_data(got), wf_tensor_data(a->want), wf_tensor_bytes(got)) != 0;
+        wf_tensor_free(got);
+    }
+    return NULL;
+}
+
+static void test_concurrent_same_node(void)
+{
+    wf_context *ctx = NULL;
+    wf_context_options o;
+    wf_context_options_init(&o);
+    o.inter_op_threads = o.intra_op_threads = 2;
+    CHECK_OK(wf_context_new(&o, &ctx));
+    wf_graph *g;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t xd[4] = {1, 8, 12, 12}, wd[4] = {16, 8, 3, 3};
+    unsigned seed = 7;
+    wf_tensor *w = randn(WF_F32, 4, wd, &seed);
+    wf_output x, wc, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, xd, &x));
+    CHECK_OK(wf_const(g, "w", w, &wc));
+    int64_t pads[4] = {1, 1, 1, 1}, k3[2] = {3, 3}, st2[2] = {2, 2};
+    wf_attr ca = wf_attr_ints("pads", pads, 4);
+    wf_output cin[2] = {x, wc};
+    wf_node *n;
+    CHECK_OK(wf_op(g, "Conv2D", "conv", cin, 2, &ca, 1, &n));
+    wf_attr pa[4] = {wf_attr_ints("kernel_shape", k3, 2), wf_attr_ints("strides", st2, 2), wf_attr_ints("pads", pads, 4),
+                     wf_attr_int("ceil_mode", 1)};
+    wf_output pin = wf_out(n, 0);
+    CHECK_OK(wf_op(g, "MaxPool2D", "pool", &pin, 1, pa, 4, &n));
+    y = wf_out(n, 0);
+    wf_session *s1;
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s1));
+    conc_arg a[2] = {{s1, x, y, randn(WF_F32, 4, xd, &seed), NULL, 0}, {s1, x, y, randn(WF_F32, 4, xd, &seed), NULL, 0}};
+    for (int i = 0; i < 2; i++) {
+        wf_feed f = {x, a[i].in};
+        CHECK_OK(wf_session_run(a[i].s, &f, 1, &y, 1, &a[i].want, NULL));
+    }
+    if (a[0].want && a[1].want) {
+        CHECK(memcmp(wf_tensor_data(a[0].want), wf_tensor_data(a[1].want), wf_tensor_bytes(a[0].want)) != 0);
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, conc_run, &a[i]);
+        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        CHECK_INT(a[0].bad + a[1].bad, 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        wf_tensor_free(a[i].in);
+        wf_tensor_free(a[i].want);
+    }
+    wf_tensor_free(w);
+    wf_session_free(s1);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
 int main(void)
 {
     RUN_TEST(test_matmul_fused);
@@ -361,5 +504,7 @@ int main(void)
     RUN_TEST(test_primitive_cache);
     RUN_TEST(test_matmul_vectors);
     RUN_TEST(test_concurrent_branches);
+    RUN_TEST(test_conv_weight_cache);
+    RUN_TEST(test_concurrent_same_node);
     return check_summary();
 }

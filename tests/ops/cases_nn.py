@@ -416,6 +416,18 @@ def pool_cases(rng):
         ("same_lower", (1, 2, 7, 6), {"kernel_shape": [3, 2], "strides": [2, 2], "auto_pad": "SAME_LOWER"}),
         ("valid", (1, 2, 7, 6), {"kernel_shape": [3, 3], "auto_pad": "VALID"}),
         ("dilation", (1, 2, 9, 9), {"kernel_shape": [2, 3], "dilations": [2, 2], "pads": [1, 1, 1, 1]}),
+        # combinations that go through oneDNN pooling: the ceil overhang becomes extra end padding (max and
+        # exclude-pad avg), include-pad avg only without an overhang
+        ("ceil_dilation", (1, 3, 10, 11), {"kernel_shape": [3, 2], "strides": [2, 3], "dilations": [2, 3],
+                                           "pads": [1, 2, 0, 1], "ceil_mode": 1}),
+        ("ceil_no_overhang", (2, 3, 9, 9), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+        ("ceil_pads_no_overhang", (1, 4, 8, 8), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                                                 "ceil_mode": 1}),
+        ("ceil_asym", (1, 2, 8, 10), {"kernel_shape": [2, 4], "strides": [3, 3], "pads": [0, 1, 1, 0],
+                                      "ceil_mode": 1}),
+        ("resnet_stem", (2, 16, 28, 28), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ("dilation_stride", (2, 5, 13, 12), {"kernel_shape": [3, 3], "strides": [2, 1], "dilations": [3, 2],
+                                             "pads": [2, 1, 1, 2]}),
     ]
     for kind, op in (("max", "MaxPool2D"), ("avg", "AvgPool2D")):
         for name, sx, at in configs:
@@ -439,6 +451,14 @@ def pool_cases(rng):
         xb = bf16_round(x)
         yield Case("%s_bf16" % op.lower(), op, [xb], [bf16_round(ref_pool(xb, kind, (3, 3), **kw))], attrs=at,
                    feed_dtype={0: "bf16"}, rtol=1e-2, atol=1e-2)
+        # NaN propagates through a window as in numpy (and the ONNX reference)
+        xn = f(1, 2, 6, 6)
+        xn[0, 0, 1, 1] = np.nan
+        xn[0, 1, 5, 4] = np.nan
+        atn = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}
+        with np.errstate(invalid="ignore"):
+            yn = ref_pool(xn, kind, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1), ceil_mode=1)
+        yield Case("%s_f32_nan" % op.lower(), op, [xn], [yn.astype(np.float32)], attrs=atn, **F32_TOL)
         xl = f(2, 8, 150, 150)
         yield Case("%s_f32_large" % op.lower(), op, [xl], [ref_pool(xl, kind, (2, 2), strides=(2, 2)).astype(np.float32)],
                    attrs={"kernel_shape": [2, 2], "strides": [2, 2]}, **F32_TOL)
@@ -459,7 +479,8 @@ def pool_cases(rng):
 
 
 def global_avg_pool_cases(rng):
-    for name, shape in (("4d", (2, 3, 5, 4)), ("3d", (2, 3, 7)), ("5d", (1, 2, 3, 4, 2)), ("large", (4, 64, 40, 40))):
+    for name, shape in (("4d", (2, 3, 5, 4)), ("3d", (2, 3, 7)), ("5d", (1, 2, 3, 4, 2)), ("large", (4, 64, 40, 40)),
+                        ("resnet", (2, 512, 7, 7)), ("1x1", (3, 5, 1, 1))):
         x = rng.standard_normal(shape).astype(np.float32)
         y = x.astype(np.float64).mean(axis=tuple(range(2, x.ndim)), keepdims=True)
         yield Case("global_avg_pool_f32_" + name, "GlobalAvgPool", [x], [y.astype(np.float32)], **F32_TOL)

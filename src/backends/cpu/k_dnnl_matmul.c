@@ -1,0 +1,394 @@
+/*
+ * MatMul and Gemm on the CPU: f32 and bf16 through a cached oneDNN matmul primitive with the bias and
+ * activation as post-ops (f16 converts through f32); f64 and integers through a plain C loop.
+ */
+#include "k_dnnl.h"
+
+/* ---- MatMul -------------------------------------------------------------------------------------- */
+
+#define MM_MAXND (WF_MAX_RANK + 2)
+
+typedef struct mm_geom {
+    int64_t m, n, kdim;
+    int nb;                          /* broadcast batch rank */
+    int64_t bat[WF_MAX_RANK], abat[WF_MAX_RANK], bbat[WF_MAX_RANK];
+    int64_t batch;                   /* product of bat */
+    int ta, tb;
+    int out_rank;
+    int64_t out_dims[WF_MAX_RANK];
+} mm_geom;
+
+/* Resolves numpy matmul shapes of the actual inputs (they may differ from the planned ones). */
+static wf_status *mm_plan(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, int ta, int tb, mm_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    char sa[160], sb[160];
+    if (a->rank == 0 || b->rank == 0)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "operands must have rank >= 1, got A %s%s and B %s%s",
+                             wf_dtype_name(a->dtype), wf__shape_str(a->rank, a->dims, sa),
+                             wf_dtype_name(b->dtype), wf__shape_str(b->rank, b->dims, sb));
+    g->ta = a->rank > 1 && ta;
+    g->tb = b->rank > 1 && tb;
+    int64_t ka, kb;
+    if (a->rank == 1) g->m = 1, ka = a->dims[0];
+    else g->m = a->dims[a->rank - (g->ta ? 1 : 2)], ka = a->dims[a->rank - (g->ta ? 2 : 1)];
+    if (b->rank == 1) kb = b->dims[0], g->n = 1;
+    else kb = b->dims[b->rank - (g->tb ? 1 : 2)], g->n = b->dims[b->rank - (g->tb ? 2 : 1)];
+    if (ka != kb)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "A %s%s and B %s%s have incompatible inner dims %lld and %lld",
+                             wf_dtype_name(a->dtype), wf__shape_str(a->rank, a->dims, sa), wf_dtype_name(b->dtype),
+                             wf__shape_str(b->rank, b->dims, sb), (long long)ka, (long long)kb);
+    g->kdim = ka;
+    int ra = a->rank > 2 ? a->rank - 2 : 0, rb = b->rank > 2 ? b->rank - 2 : 0;
+    g->nb = ra > rb ? ra : rb;
+    g->batch = 1;
+    for (int i = 0; i < g->nb; i++) {
+        int ia = i - (g->nb - ra), ib = i - (g->nb - rb);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "A %s%s and B %s%s have batch dims that do not broadcast",
+                                 wf_dtype_name(a->dtype), wf__shape_str(a->rank, a->dims, sa),
+                                 wf_dtype_name(b->dtype), wf__shape_str(b->rank, b->dims, sb));
+        g->abat[i] = da;
+        g->bbat[i] = db;
+        g->bat[i] = da == 1 ? db : da;
+        g->batch *= g->bat[i];
+    }
+    g->out_rank = 0;
+    for (int i = 0; i < g->nb; i++) g->out_dims[g->out_rank++] = g->bat[i];
+    if (a->rank > 1) g->out_dims[g->out_rank++] = g->m;
+    if (b->rank > 1) g->out_dims[g->out_rank++] = g->n;
+    return NULL;
+}
+
+typedef struct mm_desc {
+    int nd;
+    int64_t ad[MM_MAXND], as[MM_MAXND], bd[MM_MAXND], bs[MM_MAXND], cd[MM_MAXND], cs[MM_MAXND];
+} mm_desc;
+
+static void rowmajor(int nd, const int64_t *d, int64_t *s)
+{
+    int64_t acc = 1;
+    for (int i = nd - 1; i >= 0; i--) {
+        s[i] = acc;
+        acc *= d[i] > 0 ? d[i] : 1;
+    }
+}
+
+/* oneDNN dims and strides for A, B and C. When B has no batch and A needs no transpose, A's batch folds
+ * into M: one large GEMM instead of many small ones. */
+static void mm_describe(const mm_geom *g, mm_desc *d)
+{
+    int64_t bb = 1;
+    for (int i = 0; i < g->nb; i++) bb *= g->bbat[i];
+    bool fold = bb == 1 && !g->ta && g->nb > 0;
+    int nb = fold ? 0 : g->nb;
+    int64_t m = fold ? g->m * g->batch : g->m;
+    d->nd = nb + 2;
+    for (int i = 0; i < nb; i++) d->ad[i] = g->abat[i], d->bd[i] = g->bbat[i], d->cd[i] = g->bat[i];
+    d->ad[nb] = m, d->ad[nb + 1] = g->kdim;
+    d->bd[nb] = g->kdim, d->bd[nb + 1] = g->n;
+    d->cd[nb] = m, d->cd[nb + 1] = g->n;
+    /* strides of the stored layout: transposed operands are (.., K, M) and (.., N, K) in memory */
+    int64_t st[MM_MAXND] = {0}, tmp[MM_MAXND] = {0};
+    memcpy(tmp, d->ad, sizeof tmp);
+    if (g->ta) tmp[nb] = g->kdim, tmp[nb + 1] = m;
+    rowmajor(d->nd, tmp, st);
+    memcpy(d->as, st, sizeof st);
+    if (g->ta) d->as[nb] = 1, d->as[nb + 1] = m;
+    memcpy(tmp, d->bd, sizeof tmp);
+    if (g->tb) tmp[nb] = g->n, tmp[nb + 1] = g->kdim;
+    rowmajor(d->nd, tmp, st);
+    memcpy(d->bs, st, sizeof st);
+    if (g->tb) d->bs[nb] = 1, d->bs[nb + 1] = g->kdim;
+    rowmajor(d->nd, d->cd, d->cs);
+}
+
+typedef struct mm_build_arg {
+    const mm_desc *d;
+    dnnl_data_type_t dt, bias_dt; /* bias_dt undef: no bias */
+    int act;
+    double alpha;
+} mm_build_arg;
+
+static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
+{
+    const mm_build_arg *ba = arg;
+    const mm_desc *d = ba->d;
+    dnnl_dims_t ad, as, bd, bs, cd, cs, biasd, biass;
+    for (int i = 0; i < d->nd; i++) {
+        ad[i] = d->ad[i], as[i] = d->as[i], bd[i] = d->bd[i], bs[i] = d->bs[i], cd[i] = d->cd[i], cs[i] = d->cs[i];
+        biasd[i] = i == d->nd - 1 ? d->cd[i] : 1;
+    }
+    int64_t bst[MM_MAXND];
+    int64_t bdims[MM_MAXND];
+    for (int i = 0; i < d->nd; i++) bdims[i] = biasd[i];
+    rowmajor(d->nd, bdims, bst);
+    for (int i = 0; i < d->nd; i++) biass[i] = bst[i];
+    dnnl_status_t st;
+    const char *what = "matmul memory descriptor";
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_matmul_desc_t md;
+    bool bias = ba->bias_dt != dnnl_data_type_undef;
+    if ((st = dnnl_memory_desc_init_by_strides(&p->md[WF__DN_SRC], d->nd, ad, ba->dt, as)) ||
+        (st = dnnl_memory_desc_init_by_strides(&p->md[WF__DN_WEI], d->nd, bd, ba->dt, bs)) ||
+        (st = dnnl_memory_desc_init_by_strides(&p->md[WF__DN_DST], d->nd, cd, ba->dt, cs)) ||
+        (bias && (st = dnnl_memory_desc_init_by_strides(&p->md[WF__DN_BIAS], d->nd, biasd, ba->bias_dt, biass))))
+        goto fail;
+    what = "matmul descriptor";
+    if ((st = dnnl_matmul_desc_init(&md, &p->md[WF__DN_SRC], &p->md[WF__DN_WEI], bias ? &p->md[WF__DN_BIAS] : NULL,
+                                    &p->md[WF__DN_DST])))
+        goto fail;
+    what = "matmul post-op";
+    if ((st = wf__dn_attr(ba->act, ba->alpha, &attr))) goto fail;
+    what = "matmul primitive descriptor";
+    if ((st = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))) goto fail;
+    p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    what = "matmul primitive";
+    st = dnnl_primitive_create(&p->prim, pd);
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
+}
+
+/* C = A @ B (+ bias over N, then act) through oneDNN; all pointers are of dnnl type dt (bias: bias_dt). */
+static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, const void *a, const void *b,
+                          void *c, const void *bias, dnnl_data_type_t bias_dt, int act, double alpha)
+{
+    mm_desc d;
+    mm_describe(g, &d);
+    mm_build_arg ba = {&d, dt, bias ? bias_dt : dnnl_data_type_undef, act, alpha};
+    int64_t key[WF__DN_KEY_MAX];
+    int nk = 0;
+    key[nk++] = 'M';
+    key[nk++] = dt;
+    key[nk++] = ba.bias_dt;
+    key[nk++] = act;
+    memcpy(&key[nk++], &alpha, sizeof alpha);
+    key[nk++] = d.nd;
+    for (int i = 0; i < d.nd; i++) {
+        key[nk++] = d.ad[i], key[nk++] = d.as[i], key[nk++] = d.bd[i], key[nk++] = d.bs[i];
+        key[nk++] = d.cd[i];
+    }
+    wf__dn_prim *p;
+    WF__TRY(wf__dn_acquire(k, key, nk, mm_build, &ba, &p));
+    int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
+    const dnnl_memory_desc_t *mds[4] = {&p->md[WF__DN_SRC], &p->md[WF__DN_WEI], &p->md[WF__DN_DST],
+                                        &p->md[WF__DN_BIAS]};
+    void *ptrs[4] = {(void *)a, (void *)b, c, (void *)bias};
+    wf_status *s = wf__dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch);
+    wf__dn_release(k, p);
+    return s;
+}
+
+/* Plain C fallback for f64 and integers, parallel over output rows. Integers accumulate in uint64 so
+ * overflow wraps like numpy's fixed-width arithmetic instead of being undefined. */
+typedef struct mm_ref_arg {
+    const mm_geom *g;
+    const void *a, *b;
+    void *c;
+    int64_t a_bs[WF_MAX_RANK], b_bs[WF_MAX_RANK]; /* element strides of each batch dim, 0 where broadcast */
+    int64_t sam, sak, sbk, sbn;
+} mm_ref_arg;
+
+static void mm_offsets(const mm_ref_arg *r, int64_t bi, int64_t *ao, int64_t *bo)
+{
+    int64_t oa = 0, ob = 0;
+    for (int i = r->g->nb - 1; i >= 0; i--) {
+        int64_t idx = bi % r->g->bat[i];
+        bi /= r->g->bat[i];
+        oa += idx * r->a_bs[i];
+        ob += idx * r->b_bs[i];
+    }
+    *ao = oa;
+    *bo = ob;
+}
+
+#define MM_REF(NAME, T, ACC)                                                                              \
+    static void NAME(void *arg, int64_t r0, int64_t r1)                                                   \
+    {                                                                                                     \
+        const mm_ref_arg *r = arg;                                                                        \
+        const T *a = r->a, *b = r->b;                                                                     \
+        T *c = r->c;                                                                                      \
+        int64_t m = r->g->m, n = r->g->n, kd = r->g->kdim;                                                \
+        for (int64_t row = r0; row < r1; row++) {                                                         \
+            int64_t ao, bo, i = row % m;                                                                  \
+            mm_offsets(r, row / m, &ao, &bo);                                                             \
+            const T *ap = a + ao + i * r->sam;                                                            \
+            const T *bp = b + bo;                                                                         \
+            for (int64_t j = 0; j < n; j++) {                                                             \
+                ACC acc = 0;                                                                              \
+                for (int64_t q = 0; q < kd; q++) acc += (ACC)ap[q * r->sak] * (ACC)bp[q * r->sbk + j * r->sbn]; \
+                c[row * n + j] = (T)acc;                                                                  \
+            }                                                                                             \
+        }                                                                                                 \
+    }
+
+MM_REF(mm_ref_f64, double, double)
+MM_REF(mm_ref_i32, int32_t, uint64_t)
+MM_REF(mm_ref_i64, int64_t, uint64_t)
+
+static void mm_ref(wf__kctx *k, const mm_geom *g, wf_dtype t, const void *a, const void *b, void *c)
+{
+    mm_ref_arg r = {.g = g, .a = a, .b = b, .c = c};
+    int64_t amat = g->m * g->kdim, bmat = g->kdim * g->n, sa = amat, sb = bmat;
+    for (int i = g->nb - 1; i >= 0; i--) {
+        r.a_bs[i] = g->abat[i] == 1 ? 0 : sa;
+        r.b_bs[i] = g->bbat[i] == 1 ? 0 : sb;
+        sa *= g->abat[i];
+        sb *= g->bbat[i];
+    }
+    r.sam = g->ta ? 1 : g->kdim;
+    r.sak = g->ta ? g->m : 1;
+    r.sbk = g->tb ? 1 : g->n;
+    r.sbn = g->tb ? g->kdim : 1;
+    int64_t rows = g->batch * g->m, work = g->n * g->kdim;
+    int64_t grain = work > 0 ? 32768 / work + 1 : 1024;
+    wf__range_fn fn = t == WF_F64 ? mm_ref_f64 : t == WF_I32 ? mm_ref_i32 : mm_ref_i64;
+    wf__parallel_for(k, rows, grain, fn, &r);
+}
+
+/* Matrix product of a and b into a new output 0 of a's dtype, honouring a fused bias/activation. */
+static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, int ta, int tb,
+                              const wf_tensor *bias, int act, double alpha, mm_geom *g, wf_tensor **outp)
+{
+    WF__TRY(mm_plan(k, a, b, ta, tb, g));
+    wf_dtype t = a->dtype;
+    if (b->dtype != t) {
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "A is %s but B is %s", wf_dtype_name(t), wf_dtype_name(b->dtype));
+    }
+    if (bias && (bias->dtype != t || bias->rank != 1 || bias->dims[0] != g->n))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "fused bias %s[%lld] does not match the output's %lld columns",
+                             wf_dtype_name(bias->dtype), (long long)(bias->rank ? bias->dims[0] : 0), (long long)g->n);
+    wf_tensor *o;
+    WF__TRY(wf__kctx_output(k, 0, t, g->out_rank, g->out_dims, &o));
+    *outp = o;
+    int64_t rows = g->batch * g->m;
+    if (rows == 0 || g->n == 0) return NULL;
+    const void *bp = bias ? bias->data : NULL;
+    if (g->kdim == 0) {
+        memset(o->data, 0, o->bytes);
+        wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha);
+        return NULL;
+    }
+    if (t == WF_F64 || t == WF_I32 || t == WF_I64) {
+        mm_ref(k, g, t, a->data, b->data, o->data);
+        wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha);
+        return NULL;
+    }
+    if (t == WF_F32) return mm_dnnl(k, g, dnnl_f32, a->data, b->data, o->data, bp, dnnl_f32, act, alpha);
+    if (t == WF_BF16) {
+        wf_status *s = mm_dnnl(k, g, dnnl_bf16, a->data, b->data, o->data, bp, dnnl_bf16, act, alpha);
+        /* a CPU without bf16 support in oneDNN falls through to the f32 route below */
+        if (!s || wf_status_code(s) != WF_UNIMPLEMENTED) return s;
+        wf_status_free(s);
+    }
+    /* f16 (and bf16 without native support): convert through f32 and round once at the end */
+    float *fa = NULL, *fb = NULL, *fbias = NULL, *fc = NULL;
+    wf_status *s;
+    if (!(s = wf__dn_to_f32(k, a->data, t, a->size, &fa)) && !(s = wf__dn_to_f32(k, b->data, t, b->size, &fb)) &&
+        !(s = wf__dn_to_f32(k, bp, t, g->n, &fbias)) && !(s = wf__dn_alloc_f32(k, o->size, &fc)) &&
+        !(s = mm_dnnl(k, g, dnnl_f32, fa, fb, fc, fbias, dnnl_f32, act, alpha)))
+        wf__convert(fc, WF_F32, o->data, t, o->size);
+    wf__aligned_free(fa);
+    wf__aligned_free(fb);
+    wf__aligned_free(fbias);
+    wf__aligned_free(fc);
+    return s;
+}
+
+wf_status *wf__dn_k_matmul(wf__kctx *k)
+{
+    mm_geom g;
+    wf_tensor *o;
+    return matmul_core(k, k->in[0], k->in[1], (int)wf__attr_i(k->op, k->attrs, "transpose_a"),
+                       (int)wf__attr_i(k->op, k->attrs, "transpose_b"), wf__dn_fused_bias(k), k->fused_act, k->fused_alpha,
+                       &g, &o);
+}
+
+/* ---- Gemm: the product through the MatMul path, then alpha, beta*C, bias and act in one pass ------- */
+
+wf_status *wf__dn_k_gemm(wf__kctx *k)
+{
+    /* a fused bias may sit at index 2 when C is absent */
+    const wf_tensor *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 && k->fused_bias != 2 ? k->in[2] : NULL;
+    char sa[160], sb[160];
+    if (a->rank != 2 || b->rank != 2)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s must both be 2-D", wf__shape_str(a->rank, a->dims, sa),
+                             wf__shape_str(b->rank, b->dims, sb));
+    double alpha = wf__attr_f(k->op, k->attrs, "alpha"), beta = wf__attr_f(k->op, k->attrs, "beta");
+    const wf_tensor *bias = wf__dn_fused_bias(k);
+    wf_dtype t = a->dtype;
+    bool lowp = t == WF_F16 || t == WF_BF16;
+    /* f16/bf16 go through f32 end to end so alpha, beta*C and the bias round only once */
+    wf_tensor *fa = NULL, *fb = NULL;
+    wf_status *s = NULL;
+    if (lowp) {
+        if ((s = wf__tensor_alloc(WF_F32, 2, a->dims, "a Gemm f32 copy", &fa)) ||
+            (s = wf__tensor_alloc(WF_F32, 2, b->dims, "a Gemm f32 copy", &fb)))
+            goto done;
+        wf__convert(a->data, t, fa->data, WF_F32, a->size);
+        wf__convert(b->data, t, fb->data, WF_F32, b->size);
+    }
+    mm_geom g;
+    wf_tensor *o;
+    if ((s = matmul_core(k, lowp ? fa : a, lowp ? fb : b, (int)wf__attr_i(k->op, k->attrs, "transA"),
+                         (int)wf__attr_i(k->op, k->attrs, "transB"), NULL, WF__ACT_NONE, 0, &g, &o)))
+        goto done;
+    int64_t m = g.m, n = g.n;
+    if (c && !(c->rank <= 2 && (c->rank < 1 || c->dims[c->rank - 1] == n || c->dims[c->rank - 1] == 1) &&
+               (c->rank < 2 || c->dims[0] == m || c->dims[0] == 1))) {
+        s = wf__kctx_fail(k, WF_INVALID_ARGUMENT, "C %s does not broadcast to the output [%lld,%lld]",
+                          wf__shape_str(c->rank, c->dims, sa), (long long)m, (long long)n);
+        goto done;
+    }
+    if (bias && (bias->rank != 1 || bias->dims[0] != n)) {
+        s = wf__kctx_fail(k, WF_INVALID_ARGUMENT, "fused bias does not match the output's %lld columns", (long long)n);
+        goto done;
+    }
+    int64_t cs0 = c && c->rank == 2 && c->dims[0] != 1 ? c->dims[1] : 0;
+    int64_t cs1 = c && c->rank >= 1 && c->dims[c->rank - 1] != 1 ? 1 : 0;
+    wf_dtype ot = o->dtype;
+    if (ot == WF_F32 && (!c || c->dtype == WF_F32) && (!bias || bias->dtype == WF_F32)) {
+        float *y = o->data;
+        const float *cp = c ? c->data : NULL, *bp = bias ? bias->data : NULL;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                float v = (float)alpha * y[i * n + j];
+                if (cp) v += (float)beta * cp[i * cs0 + j * cs1];
+                if (bp) v += bp[j];
+                y[i * n + j] = wf__dn_act_f(k->fused_act, (float)k->fused_alpha, v);
+            }
+    } else {
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t idx = i * n + j;
+                if (wf__dtype_is_int(ot)) {
+                    int64_t v = (int64_t)((double)wf__load_i64(o->data, ot, idx) * alpha);
+                    if (c) v += (int64_t)(beta * (double)wf__load_i64(c->data, c->dtype, i * cs0 + j * cs1));
+                    if (bias) v += wf__load_i64(bias->data, bias->dtype, j);
+                    if (k->fused_act == WF__ACT_RELU && v < 0) v = 0;
+                    if (ot == WF_I32) ((int32_t *)o->data)[idx] = (int32_t)v;
+                    else ((int64_t *)o->data)[idx] = v;
+                    continue;
+                }
+                double v = alpha * wf__load_f64(o->data, ot, idx);
+                if (c) v += beta * wf__load_f64(c->data, c->dtype, i * cs0 + j * cs1);
+                if (bias) v += wf__load_f64(bias->data, bias->dtype, j);
+                wf__store_f64(o->data, ot, idx, wf__dn_act_d(k->fused_act, k->fused_alpha, v));
+            }
+    }
+    if (lowp) {
+        /* o is the f32 result matmul_core left in output 0; replace it by the node's dtype */
+        wf_tensor *y, *f = wf_tensor_ref(o);
+        if (!(s = wf__kctx_output(k, 0, t, 2, f->dims, &y))) wf__convert(f->data, WF_F32, y->data, t, f->size);
+        wf_tensor_free(f);
+    }
+done:
+    wf_tensor_free(fa);
+    wf_tensor_free(fb);
+    return s;
+}
+

@@ -1,0 +1,306 @@
+/*
+ * MaxPool2D, AvgPool2D and GlobalAvgPool on the CPU. f32 (and bf16 where oneDNN has it) goes through a
+ * cached oneDNN pooling primitive whenever its algorithm computes exactly ONNX's windows and divisors; the
+ * remaining case (count_include_pad with a ceil_mode overhang) and the other dtypes are direct C loops.
+ */
+#include "k_dnnl.h"
+
+#include <math.h>
+
+/* ---- direct loops ----------------------------------------------------------------------------------- */
+
+typedef struct pool_arg {
+    const wf__nn_window *wn;
+    int64_t h, w;
+    const void *x;
+    void *y;
+    bool is_max, include_pad;
+} pool_arg;
+
+#define POOL_LOOP(NAME, T)                                                                                 \
+    WF__VEC static void NAME(void *arg, int64_t p0, int64_t p1)                                            \
+    {                                                                                                      \
+        const pool_arg *r = arg;                                                                           \
+        const wf__nn_window *wn = r->wn;                                                                   \
+        int64_t oh = wn->out[0], ow = wn->out[1], H = r->h, W = r->w;                                      \
+        for (int64_t p = p0; p < p1; p++) {                                                                \
+            const T *x = (const T *)r->x + p * H * W;                                                      \
+            T *y = (T *)r->y + p * oh * ow;                                                                \
+            for (int64_t yh = 0; yh < oh; yh++)                                                            \
+                for (int64_t yw = 0; yw < ow; yw++) {                                                      \
+                    double acc = r->is_max ? -INFINITY : 0.0;                                              \
+                    int64_t n_valid = 0, n_pad = 0;                                                        \
+                    for (int64_t a = 0; a < wn->k[0]; a++) {                                               \
+                        int64_t ih = yh * wn->s[0] - wn->pb[0] + a * wn->d[0];                             \
+                        if (ih < -wn->pb[0] || ih >= H + wn->pe[0]) continue;                              \
+                        for (int64_t b = 0; b < wn->k[1]; b++) {                                           \
+                            int64_t iw = yw * wn->s[1] - wn->pb[1] + b * wn->d[1];                         \
+                            if (iw < -wn->pb[1] || iw >= W + wn->pe[1]) continue;                          \
+                            n_pad++;                                                                       \
+                            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;                          \
+                            n_valid++;                                                                     \
+                            double v = (double)x[ih * W + iw];                                             \
+                            if (r->is_max) {                                                               \
+                                if (v > acc || isnan(v)) acc = isnan(acc) ? acc : v;                       \
+                            } else {                                                                       \
+                                acc += v;                                                                  \
+                            }                                                                              \
+                        }                                                                                  \
+                    }                                                                                      \
+                    if (!r->is_max) {                                                                      \
+                        int64_t div = r->include_pad ? n_pad : n_valid;                                    \
+                        acc = div ? acc / (double)div : NAN;                                               \
+                    }                                                                                      \
+                    y[yh * ow + yw] = (T)acc;                                                              \
+                }                                                                                          \
+        }                                                                                                  \
+    }
+POOL_LOOP(pool_f32, float)
+POOL_LOOP(pool_f64, double)
+
+/* ---- oneDNN pooling ------------------------------------------------------------------------------------
+ * ONNX's ceil_mode adds output positions whose windows run past the end padding. Giving oneDNN that
+ * overhang as extra end padding is exact for max (padding never wins) and for avg_exclude_padding
+ * (padding is never counted), but avg_include_padding would count it while ONNX's count_include_pad does
+ * not: that one combination stays in C. Results are computed in f32 rather than the loops' double. */
+
+typedef struct pool_geom {
+    int64_t n, c, h, w;          /* the source as 4-D NCHW */
+    int64_t k[2], s[2], d[2];    /* d: oneDNN dilation (ONNX's minus 1) */
+    int64_t pb[2], pe[2];        /* pe includes the ceil overhang */
+    int64_t oh, ow;
+    dnnl_alg_kind_t alg;
+    dnnl_data_type_t dt;
+    bool blocked;                /* pool on a channel-blocked copy (see pool_build) */
+} pool_geom;
+
+/* oneDNN's jit pooling works on channel-blocked layouts only (on plain NCHW it takes a scalar loop that
+ * is slower than ours), so the source is reordered to nChw8c (nChw16c with AVX-512) and the result back. */
+static wf_status *pool_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
+{
+    const pool_geom *g = arg;
+    dnnl_dims_t sd = {g->n, g->c, g->h, g->w}, dd = {g->n, g->c, g->oh, g->ow};
+    dnnl_dims_t ks = {g->k[0], g->k[1]}, st = {g->s[0], g->s[1]}, dl = {g->d[0], g->d[1]};
+    dnnl_dims_t pl = {g->pb[0], g->pb[1]}, pr = {g->pe[0], g->pe[1]};
+    dnnl_format_tag_t blk = dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core ? dnnl_aBcd16b : dnnl_aBcd8b;
+    dnnl_memory_desc_t dany;
+    dnnl_pooling_v2_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t rc;
+    const char *what = "pooling memory descriptor";
+    if ((rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, g->dt, dnnl_abcd)) ||
+        (rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_DST], 4, dd, g->dt, dnnl_abcd)) ||
+        (rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC_PRIM], 4, sd, g->dt, g->blocked ? blk : dnnl_abcd)) ||
+        (rc = dnnl_memory_desc_init_by_tag(&dany, 4, dd, g->dt, g->blocked ? dnnl_format_tag_any : dnnl_abcd)))
+        goto fail;
+    what = "pooling descriptor";
+    if ((rc = dnnl_pooling_v2_forward_desc_init(&desc, dnnl_forward_inference, g->alg, &p->md[WF__DN_SRC_PRIM], &dany,
+                                                st, ks, dl, pl, pr)))
+        goto fail;
+    what = "pooling attributes";
+    if ((rc = wf__dn_attr(WF__ACT_NONE, 0, &attr))) goto fail;
+    what = "pooling primitive descriptor";
+    if ((rc = dnnl_primitive_desc_create(&pd, &desc, attr, eng, NULL))) goto fail;
+    p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    p->md[WF__DN_DST_PRIM] = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    what = "pooling source reorder";
+    if (!dnnl_memory_desc_equal(&p->md[WF__DN_SRC_PRIM], &p->md[WF__DN_SRC]) &&
+        (rc = wf__dn_reorder_create(eng, &p->md[WF__DN_SRC], &p->md[WF__DN_SRC_PRIM], &p->sreorder, &p->sscratch)))
+        goto fail;
+    what = "pooling destination reorder";
+    if (!dnnl_memory_desc_equal(&p->md[WF__DN_DST_PRIM], &p->md[WF__DN_DST]) &&
+        (rc = wf__dn_reorder_create(eng, &p->md[WF__DN_DST_PRIM], &p->md[WF__DN_DST], &p->dreorder, &p->dscratch)))
+        goto fail;
+    what = "pooling primitive";
+    rc = dnnl_primitive_create(&p->prim, pd);
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    /* no oneDNN implementation (bf16 without AVX-512, say): cache the entry without a primitive, so the
+     * node takes the C loop without asking oneDNN again on every run */
+    if (rc == dnnl_unimplemented) {
+        if (p->sreorder) dnnl_primitive_destroy(p->sreorder);
+        if (p->dreorder) dnnl_primitive_destroy(p->dreorder);
+        p->sreorder = p->dreorder = NULL;
+        return NULL;
+    }
+    return rc == dnnl_success ? NULL : wf__dn_fail(k, rc, what);
+}
+
+/* Runs the pooling g through oneDNN; *done is false when oneDNN has no implementation for it. */
+static wf_status *pool_dnnl(wf__kctx *k, const pool_geom *g, const void *x, void *y, bool *done)
+{
+    *done = false;
+    int64_t key[WF__DN_KEY_MAX];
+    int nk = 0;
+    const int64_t fields[] = {'P', g->alg, g->dt, g->blocked, g->n, g->c, g->h, g->w, g->k[0], g->k[1], g->s[0],
+                              g->s[1], g->d[0], g->d[1], g->pb[0], g->pb[1], g->pe[0], g->pe[1], g->oh, g->ow};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) key[nk++] = fields[i];
+    wf__dn_prim *p;
+    WF__TRY(wf__dn_acquire(k, key, nk, pool_build, (void *)g, &p));
+    wf_status *s = NULL;
+    void *abuf = NULL, *sbuf = NULL, *dbuf = NULL;
+    bool kept = false;
+    if (!p->prim) goto done;
+    *done = true;
+    size_t sb = p->sreorder ? (dnnl_memory_desc_get_size(&p->md[WF__DN_SRC_PRIM]) + WF__ALIGN - 1) / WF__ALIGN * WF__ALIGN
+                            : 0;
+    size_t db = p->dreorder ? dnnl_memory_desc_get_size(&p->md[WF__DN_DST_PRIM]) : 0;
+    if (sb + db) {
+        if ((s = wf__dn_abuf_get(k, p, sb + db, &abuf, &kept))) goto done;
+        sbuf = p->sreorder ? abuf : NULL;
+        dbuf = p->dreorder ? (char *)abuf + sb : NULL;
+    }
+    if (sbuf &&
+        (s = wf__dn_reorder(k, p->sreorder, &p->md[WF__DN_SRC], x, &p->md[WF__DN_SRC_PRIM], sbuf, &p->sscratch)))
+        goto done;
+    int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
+    const dnnl_memory_desc_t *mds[2] = {&p->md[sbuf ? WF__DN_SRC_PRIM : WF__DN_SRC],
+                                        &p->md[dbuf ? WF__DN_DST_PRIM : WF__DN_DST]};
+    void *ptrs[2] = {sbuf ? sbuf : (void *)x, dbuf ? dbuf : y};
+    if ((s = wf__dn_exec(k, p->prim, 2, ids, mds, ptrs, &p->scratch))) goto done;
+    if (dbuf) s = wf__dn_reorder(k, p->dreorder, &p->md[WF__DN_DST_PRIM], dbuf, &p->md[WF__DN_DST], y, &p->dscratch);
+done:
+    if (abuf) wf__dn_abuf_put(p, abuf, kept);
+    wf__dn_release(k, p);
+    return s;
+}
+
+/* oneDNN's max pooling drops NaNs where ONNX (numpy's max) propagates them, so an input holding a NaN
+ * takes the C loop. The scan reads the input once in blocks that vectorise; it stops at the first NaN. */
+WF__VEC static bool has_nan(const void *p, wf_dtype t, int64_t n)
+{
+    for (int64_t i0 = 0; i0 < n; i0 += 4096) {
+        int64_t i1 = n - i0 < 4096 ? n : i0 + 4096;
+        int bad = 0;
+        if (t == WF_F32) {
+            const float *x = p;
+            for (int64_t i = i0; i < i1; i++) bad |= x[i] != x[i];
+        } else {
+            const uint16_t *x = p;
+            for (int64_t i = i0; i < i1; i++) bad |= (x[i] & 0x7fff) > 0x7f80;
+        }
+        if (bad) return true;
+    }
+    return false;
+}
+
+/* Maps an ONNX pool onto oneDNN; false when no algorithm matches it exactly. */
+static bool pool_map(const wf_tensor *x, const wf__nn_window *wn, bool is_max, bool include_pad, pool_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    g->dt = wf__dn_dtype(x->dtype);
+    if (x->dtype != WF_F32 && x->dtype != WF_BF16) return false;
+    g->n = x->dims[0], g->c = x->dims[1], g->h = x->dims[2], g->w = x->dims[3];
+    g->oh = wn->out[0], g->ow = wn->out[1];
+    bool overhang = false;
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->dims[2 + i], eff = (wn->k[i] - 1) * wn->d[i] + 1;
+        /* the end padding the last window needs; less than pe when the floor drops part of it */
+        int64_t need = (wn->out[i] - 1) * wn->s[i] + eff - in - wn->pb[i];
+        int64_t pe = need > wn->pe[i] ? need : wn->pe[i];
+        overhang |= need > wn->pe[i];
+        g->k[i] = wn->k[i], g->s[i] = wn->s[i], g->d[i] = wn->d[i] - 1, g->pb[i] = wn->pb[i], g->pe[i] = pe;
+        /* oneDNN's own output size rule must land on ONNX's */
+        if ((in + wn->pb[i] + pe - eff) / wn->s[i] + 1 != wn->out[i]) return false;
+    }
+    g->blocked = true;
+    if (is_max) g->alg = dnnl_pooling_max;
+    else if (!include_pad) g->alg = dnnl_pooling_avg_exclude_padding;
+    else if (!overhang) g->alg = dnnl_pooling_avg_include_padding;
+    else return false;
+    return true;
+}
+
+wf_status *wf__dn_k_pool(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char sx[160], err[256];
+    if (x->rank != 4) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "X %s must be 4-D", wf__shape_str(x->rank, x->dims, sx));
+    wf__nn_window wn;
+    int64_t in_hw[2] = {x->dims[2], x->dims[3]};
+    if (wf__nn_window_resolve(k->op, k->attrs, WF__WIN_POOL, in_hw, NULL, &wn, err, sizeof err))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "X %s: %s", wf__shape_str(x->rank, x->dims, sx), err);
+    int64_t od[4] = {x->dims[0], x->dims[1], wn.out[0], wn.out[1]};
+    wf_tensor *y;
+    WF__TRY(wf__kctx_output(k, 0, x->dtype, 4, od, &y));
+    if (!y->size) return NULL;
+    pool_arg r = {&wn, x->dims[2], x->dims[3], x->data, y->data, !strcmp(k->op->name, "MaxPool2D"), false};
+    if (!r.is_max) r.include_pad = wf__attr_i(k->op, k->attrs, "count_include_pad") != 0;
+    pool_geom pg;
+    if (pool_map(x, &wn, r.is_max, r.include_pad, &pg) && !(r.is_max && has_nan(x->data, x->dtype, x->size))) {
+        bool done;
+        WF__TRY(pool_dnnl(k, &pg, x->data, y->data, &done));
+        if (done) return NULL;
+    }
+    int64_t planes = od[0] * od[1], per = od[2] * od[3] * wn.k[0] * wn.k[1];
+    int64_t grain = 32768 / (per + 1) + 1;
+    if (x->dtype == WF_F32 || x->dtype == WF_F64) {
+        wf__parallel_for(k, planes, grain, x->dtype == WF_F32 ? pool_f32 : pool_f64, &r);
+        return NULL;
+    }
+    float *fx = NULL, *fy = NULL;
+    wf_status *s;
+    if (!(s = wf__dn_to_f32(k, x->data, x->dtype, x->size, &fx)) && !(s = wf__dn_alloc_f32(k, y->size, &fy))) {
+        r.x = fx;
+        r.y = fy;
+        wf__parallel_for(k, planes, grain, pool_f32, &r);
+        wf__convert(fy, WF_F32, y->data, x->dtype, y->size);
+    }
+    wf__aligned_free(fx);
+    wf__aligned_free(fy);
+    return s;
+}
+
+/* ---- GlobalAvgPool: oneDNN average pooling over the whole (flattened) spatial extent, else a C loop -- */
+
+typedef struct gap_arg {
+    const void *x;
+    void *y;
+    int64_t inner;
+    wf_dtype t;
+} gap_arg;
+
+static void gap_range(void *arg, int64_t p0, int64_t p1)
+{
+    const gap_arg *r = arg;
+    for (int64_t p = p0; p < p1; p++) {
+        double acc = 0;
+        if (r->t == WF_F32) {
+            const float *x = (const float *)r->x + p * r->inner;
+            for (int64_t i = 0; i < r->inner; i++) acc += x[i];
+        } else {
+            for (int64_t i = 0; i < r->inner; i++) acc += wf__load_f64(r->x, r->t, p * r->inner + i);
+        }
+        wf__store_f64(r->y, r->t, p, r->inner ? acc / (double)r->inner : NAN);
+    }
+}
+
+wf_status *wf__dn_k_global_avg_pool(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char sx[160];
+    if (x->rank < 3)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "X %s must have rank >= 3", wf__shape_str(x->rank, x->dims, sx));
+    int64_t od[WF_MAX_RANK], inner = 1;
+    for (int i = 0; i < x->rank; i++) {
+        od[i] = i < 2 ? x->dims[i] : 1;
+        if (i >= 2) inner *= x->dims[i];
+    }
+    wf_tensor *y;
+    WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, od, &y));
+    if (!y->size) return NULL;
+    if ((x->dtype == WF_F32 || x->dtype == WF_BF16) && inner > 0) {
+        /* any rank as (N, C, 1, S) with one window over S: the same elements in the same memory order */
+        pool_geom g = {.n = x->dims[0], .c = x->dims[1], .h = 1, .w = inner, .k = {1, inner}, .s = {1, 1},
+                       .oh = 1, .ow = 1, .alg = dnnl_pooling_avg_exclude_padding, .dt = wf__dn_dtype(x->dtype),
+                       .blocked = true};
+        bool done;
+        WF__TRY(pool_dnnl(k, &g, x->data, y->data, &done));
+        if (done) return NULL;
+    }
+    gap_arg r = {x->data, y->data, inner, x->dtype};
+    wf__parallel_for(k, y->size, 32768 / (inner + 1) + 1, gap_range, &r);
+    return NULL;
+}
