@@ -42,5 +42,9 @@ bench: setup build
 conformance: setup
 	@sh scripts/conformance.sh
 
+# libFuzzer on the ONNX loader for FUZZ_SECONDS (default 600), clang + ASan/UBSan.
+fuzz: setup
+	@sh scripts/fuzz.sh long
+
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

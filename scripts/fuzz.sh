@@ -100,13 +100,17 @@ long)
         -max_total_time="${FUZZ_SECONDS:-600}" "$OUT/corpus" "$OUT/seeds" >"$OUT/long.log" 2>&1
     grep -E '^#[0-9]+: cov' "$OUT/long.log" | tail -n 1
     new=$(find "$OUT/crashes" -type f -newer "$OUT/long.start" | sort)
-    # one line per crash: the first frame in weft's sources, so duplicates stand out
+    # one line per kind of crash (first frame in weft's sources and the report, paths and numbers
+    # blanked), with a count and one reproducer
     for f in $new; do
         "$OUT/fuzz_onnx" $FLAGS "$f" >"$OUT/repro.log" 2>&1
-        where=$(grep -E -m1 'runtime error|bad error|left [0-9]+ nodes|out-of-memory|ERROR: AddressSanitizer' "$OUT/repro.log" | cut -c1-150)
-        frame=$(grep -E -m1 '#[0-9]+ 0x[0-9a-f]+ in [a-z_]+ .*/src/' "$OUT/repro.log" | sed -E 's/.* in ([a-z_0-9]+) .*\/(src\/[^ ]+).*/\1 \2/')
-        echo "$f: $frame: $where"
-    done
+        what=$(grep -a -E -m1 'runtime error|bad error|left [0-9]+ nodes|out-of-memory|ERROR: AddressSanitizer' "$OUT/repro.log" |
+               sed -E "s/.*(runtime error|bad error message|ERROR: AddressSanitizer|libFuzzer)/\\1/; s#'[^ ]*/model.onnx#'model.onnx#; s/'[^']*'/''/g; s/0x[0-9a-f]+|[0-9]+/N/g" | cut -c1-120)
+        frame=$(grep -a -E -m1 '#[0-9]+ 0x[0-9a-f]+ in [a-z_0-9]+ .*/src/' "$OUT/repro.log" |
+                sed -E 's/.* in ([a-z_0-9]+) .*\/(src\/[^ :]+:[0-9]+).*/\1 \2/')
+        echo "$frame | $what	$f"
+    done | sort | awk -F'\t' '{ if ($1 != last) { if (n) printf "%5d  %s  e.g. %s\n", n, last, ex; last = $1; ex = $2; n = 0 } n++ }
+                               END { if (n) printf "%5d  %s  e.g. %s\n", n, last, ex }'
     result fuzz:long "$(echo "$new" | grep -c crash || true)"
     ;;
 *)

@@ -68,6 +68,10 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
     note "release build"
     if configure_build build -DCMAKE_BUILD_TYPE=Release && gen_cases; then
         suite release build
+        note "CLI on bad ONNX input"
+        sh tests/cli/test_cli.sh build/weft >build/test_cli.log 2>&1; rc=$?
+        tail -n 1 build/test_cli.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_cli.log | head -30
+        result release:test_cli $rc
         note "ONNX node tests that passed when this list was made (tests/onnx/node_tests_pass.txt)"
         sh scripts/conformance.sh --check build; result "release:onnx-node-tests" $?
         example
@@ -84,6 +88,10 @@ if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
     if configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address -DWEFT_BENCH=OFF && gen_cases; then
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 suite asan build-asan
+        ASAN_OPTIONS=detect_leaks=1 sh tests/cli/test_cli.sh build-asan/weft >build-asan/test_cli.log 2>&1; rc=$?
+        tail -n 1 build-asan/test_cli.log; result asan:test_cli $rc
+        note "libFuzzer: the ONNX loader (short run, fixed seeds)"
+        sh scripts/fuzz.sh short >build-fuzz.log 2>&1; rc=$?; tail -n 3 build-fuzz.log; result fuzz:short $rc
     else
         result "asan:build" 1
     fi

@@ -63,7 +63,9 @@ static wf_status *get_reduce_axes(wf__infer_ctx *ctx, reduce_axes *ra)
 
 static wf_status *infer_reduce(wf__infer_ctx *ctx)
 {
-    WF__TRY(wf__infer_check_dtype(ctx, 0, WF__DT_NUMERIC));
+    /* ReduceMax / ReduceMin of bool are any / all (ONNX opset 20) */
+    bool minmax = !strcmp(ctx->op->name, "ReduceMax") || !strcmp(ctx->op->name, "ReduceMin");
+    WF__TRY(wf__infer_check_dtype(ctx, 0, minmax ? WF__DT_ALL : WF__DT_NUMERIC));
     const wf__tinfo *x = &ctx->in[0];
     wf__tinfo *y = &ctx->out[0];
     char b0[160];

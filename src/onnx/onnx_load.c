@@ -120,7 +120,10 @@ static wf_status *check_ops(wf__onnx_ctx *c, const Onnx__GraphProto *gp)
     const Onnx__NodeProto *first = NULL;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
-        bool ok = is_default_domain(n->domain) && n->op_type && wf__onnx_supported(n->op_type);
+        if (!n->op_type || !*n->op_type)
+            return wf__status(WF_INVALID_ARGUMENT, "%s: node %zu ('%s') has no op_type", c->path, i,
+                              n->name ? n->name : "");
+        bool ok = is_default_domain(n->domain) && wf__onnx_supported(n->op_type);
         if (ok) continue;
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++) {
@@ -200,8 +203,11 @@ static wf_status *import_graph(wf__onnx_ctx *c, const Onnx__ModelProto *mp, wf_o
     /* nodes, in the file's (topological) order */
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
+        if (!n->op_type || !*n->op_type)
+            return wf__status(WF_INVALID_ARGUMENT, "%s: node %zu ('%s') has no op_type", c->path, i,
+                              n->name ? n->name : "");
         onnx_node nc = {.c = c, .n = n, .n_in = (int)n->n_input, .n_out = (int)n->n_output};
-        wf_output in_buf[32], out_buf[32];
+        wf_output in_buf[32] = {{0}}, out_buf[32] = {{0}};
         nc.in = n->n_input <= 32 ? in_buf : wf__calloc(n->n_input, sizeof *nc.in);
         nc.out = n->n_output <= 32 ? out_buf : wf__calloc(n->n_output, sizeof *nc.out);
         wf_status *s = NULL;
@@ -379,11 +385,12 @@ wf_status *wf_onnx_inspect(const char *path, char **text)
     long long params = 0, bytes = 0;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
-        long long n = 1;
-        for (size_t d = 0; d < t->n_dims; d++) n *= t->dims[d];
-        params += n;
+        double n = 1; /* a lying file may declare dims whose product overflows */
+        for (size_t d = 0; d < t->n_dims; d++) n *= (double)(t->dims[d] > 0 ? t->dims[d] : 0);
         wf_dtype dt = wf__onnx_dtype(t->data_type);
-        bytes += n * (long long)(dt ? wf_dtype_size(dt) : 0);
+        if (n > 9e18 / 8) n = 9e18 / 8;
+        params += (long long)n;
+        bytes += (long long)n * (long long)(dt ? wf_dtype_size(dt) : 0);
     }
     wf__str_appendf(&o, "parameters: %lld in %zu initializers, %lld bytes (%.2f MB)\n", params, gp->n_initializer, bytes,
                     bytes / 1e6);
@@ -404,9 +411,15 @@ wf_status *wf_onnx_inspect(const char *path, char **text)
     int bad = 0;
     for (int k = 0; h && k < nh; k++)
         if (!wf__onnx_supported(h[k].op)) wf__str_appendf(&o, "%s %s", bad++ ? "," : "", h[k].op);
-    for (size_t i = 0; i < gp->n_node; i++)
-        if (!is_default_domain(gp->node[i]->domain))
-            wf__str_appendf(&o, "%s %s.%s", bad++ ? "," : "", gp->node[i]->domain, gp->node[i]->op_type);
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *n = gp->node[i];
+        if (is_default_domain(n->domain)) continue;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = !is_default_domain(gp->node[j]->domain) && !strcmp(gp->node[j]->domain, n->domain) &&
+                   gp->node[j]->op_type && n->op_type && !strcmp(gp->node[j]->op_type, n->op_type);
+        if (!seen) wf__str_appendf(&o, "%s %s.%s", bad++ ? "," : "", n->domain, n->op_type ? n->op_type : "?");
+    }
     wf__str_append(&o, bad ? "\n" : " none\n");
     wf__free(h);
     onnx__model_proto__free_unpacked(mp, &wf__onnx_pb_alloc);

@@ -18,6 +18,9 @@ static const Onnx__AttributeProto *attr(const onnx_node *nc, const char *name)
     return NULL;
 }
 
+/* Is input i given (present in the node and not the empty name of an omitted optional input)? */
+static bool has_in(const onnx_node *nc, int i) { return i < nc->n_in && nc->in[i].node; }
+
 static wf_status *fail(const onnx_node *nc, wf_code code, const char *fmt, ...) WF__PRINTF(3, 4);
 static wf_status *fail(const onnx_node *nc, wf_code code, const char *fmt, ...)
 {
@@ -27,7 +30,7 @@ static wf_status *fail(const onnx_node *nc, wf_code code, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     /* an unnamed ONNX node is shown by the name weft gave it (from its first output) */
-    return wf__status(code, "%s: node '%s' (%s): %s", nc->c->path, nc->n->name && *nc->n->name ? nc->n->name : nc->name,
+    return wf__status(code, "node '%s' (%s): %s", nc->n->name && *nc->n->name ? nc->n->name : nc->name,
                       nc->n->op_type, msg);
 }
 
@@ -104,7 +107,7 @@ static wf_status *convert_attr(onnx_node *nc, const Onnx__AttributeProto *a, wf_
             wf_tensor *t;
             int64_t n = (int64_t)a->s.len + 1;
             WF__TRY(wf_tensor_new(WF_U8, 1, &n, NULL, &t));
-            memcpy(t->data, a->s.data, a->s.len);
+            if (a->s.len) memcpy(t->data, a->s.data, a->s.len);
             *owned = t;
             *out = wf_attr_string(nm, t->data);
             return NULL;
@@ -136,6 +139,7 @@ static wf_status *convert_attr(onnx_node *nc, const Onnx__AttributeProto *a, wf_
 /* Attributes ONNX defines that weft ignores when they hold their default (or always, for hints). */
 static bool ignorable(const char *op, const Onnx__AttributeProto *a)
 {
+    if (!a->name) return false;
     static const struct { const char *op, *attr; int64_t only_if; bool any; } table[] = {
         {"MaxPool", "storage_order", 0, false}, {"BatchNormalization", "spatial", 1, false},
         {"BatchNormalization", "momentum", 0, true}, {"BatchNormalization", "is_test", 0, true},
@@ -169,6 +173,10 @@ static wf_status *emit(onnx_node *nc, const char *op, const wf_output *in, int n
     if (!attrs || !owned) s = wf__oom("attributes", na * sizeof *attrs);
     for (size_t i = 0; !s && i < na; i++) {
         const Onnx__AttributeProto *a = nc->n->attribute[i];
+        if (!a->name || !*a->name) {
+            s = fail(nc, WF_INVALID_ARGUMENT, "attribute %zu has no name", i);
+            break;
+        }
         bool skipped = false;
         for (int k = 0; skip && skip[k] && !skipped; k++) skipped = !strcmp(skip[k], a->name);
         for (int k = 0; k < n_extra && !skipped; k++) skipped = !strcmp(extra[k].name, a->name);
@@ -304,7 +312,7 @@ static wf_status *map_constant(onnx_node *nc)
 
 static wf_status *map_castlike(onnx_node *nc)
 {
-    if (nc->n_in < 2 || !nc->in[1].node) return fail(nc, WF_INVALID_ARGUMENT, "CastLike needs 2 inputs");
+    if (!has_in(nc, 1)) return fail(nc, WF_INVALID_ARGUMENT, "CastLike needs 2 inputs");
     wf_attr to = wf_attr_dtype("to", wf_output_dtype(nc->in[1]));
     static const char *const skip[] = {"saturate", "round_mode", NULL};
     return emit(nc, "Cast", nc->in, 1, skip, &to, 1, NULL);
@@ -478,5 +486,9 @@ bool wf__onnx_supported(const char *op_type)
 wf_status *wf__onnx_map_node(onnx_node *nc)
 {
     onnx_map_fn fn = wf__onnx_handler(nc->n->op_type);
+    /* every handler but Constant's reads input 0 (and the 2-D ops' weight input 1) before weft's own
+     * validation of the node could say it is missing */
+    if (fn && fn != map_constant && !has_in(nc, 0)) return fail(nc, WF_INVALID_ARGUMENT, "input 0 is missing");
+    if ((fn == map_conv || fn == map_convt) && !has_in(nc, 1)) return fail(nc, WF_INVALID_ARGUMENT, "input 1 (the weights) is missing");
     return fn ? fn(nc) : emit_same(nc);
 }

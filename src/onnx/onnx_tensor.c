@@ -141,6 +141,26 @@ wf_status *wf__onnx_tensor(const Onnx__TensorProto *t, const char *dir, const ch
             return wf__status(WF_INVALID_ARGUMENT, "%s: %s has a negative dim %lld", file, what, (long long)t->dims[i]);
         dims[i] = t->dims[i];
     }
+    /* Check what the file declares against what it holds before allocating: a 100-byte file must not
+     * make us ask for gigabytes. */
+    double want = 1;
+    for (size_t i = 0; i < t->n_dims; i++) want *= (double)dims[i];
+    double want_bytes = want * (double)wf_dtype_size(dt);
+    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (want_bytes > 1e17)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares %.0f elements: too large", file, what, want);
+    if (!external && t->has_raw_data && (double)t->raw_data.len != want_bytes) {
+        char sh[160];
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares shape %s of %s (%.0f bytes) but its raw_data holds %zu bytes",
+                          file, what, wf__shape_str((int)t->n_dims, dims, sh), wf_dtype_name(dt), want_bytes,
+                          t->raw_data.len);
+    }
+    if (!external && !t->has_raw_data) {
+        size_t have = dt == WF_F32 ? t->n_float_data : dt == WF_F64 ? t->n_double_data
+                    : dt == WF_I64 ? t->n_int64_data : t->n_int32_data;
+        const char *field = dt == WF_F32 ? "float_data" : dt == WF_F64 ? "double_data" : dt == WF_I64 ? "int64_data" : "int32_data";
+        if ((double)have != want) return typed_count(file, what, have, (int64_t)want, field);
+    }
     wf_tensor *x;
     wf_status *s = wf__tensor_alloc(dt, (int)t->n_dims, dims, what, &x);
     if (s) return wf__status_wrap(s, "%s: %s", file, what);

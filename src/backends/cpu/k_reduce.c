@@ -629,8 +629,31 @@ static wf_status *reduce_kernel(wf__kctx *k, int op)
 
 static wf_status *k_reduce_sum(wf__kctx *k) { return reduce_kernel(k, R_SUM); }
 static wf_status *k_reduce_mean(wf__kctx *k) { return reduce_kernel(k, R_MEAN); }
-static wf_status *k_reduce_max(wf__kctx *k) { return reduce_kernel(k, R_MAX); }
-static wf_status *k_reduce_min(wf__kctx *k) { return reduce_kernel(k, R_MIN); }
+/* bool max / min are any / all: reduce the bytes as u8 (the input as a u8 view, never written), then
+ * call the result bool again; over an empty set min gives u8's 255, so squash to 0/1. */
+static wf_status *reduce_bool(wf__kctx *k, int op)
+{
+    wf_tensor xu = *k->in[0];
+    xu.dtype = WF_U8;
+    wf_tensor *in[2] = {&xu, k->n_in > 1 ? k->in[1] : NULL};
+    wf__kctx k2 = *k;
+    k2.in = in;
+    k2.in_owned = 0;
+    WF__TRY(reduce_kernel(&k2, op));
+    wf_tensor *y = k->out[0];
+    y->dtype = WF_BOOL;
+    for (int64_t i = 0; i < y->size; i++) ((uint8_t *)y->data)[i] = ((uint8_t *)y->data)[i] != 0;
+    return NULL;
+}
+
+static wf_status *k_reduce_max(wf__kctx *k)
+{
+    return k->in[0]->dtype == WF_BOOL ? reduce_bool(k, R_MAX) : reduce_kernel(k, R_MAX);
+}
+static wf_status *k_reduce_min(wf__kctx *k)
+{
+    return k->in[0]->dtype == WF_BOOL ? reduce_bool(k, R_MIN) : reduce_kernel(k, R_MIN);
+}
 static wf_status *k_reduce_prod(wf__kctx *k) { return reduce_kernel(k, R_PROD); }
 static wf_status *k_reduce_l2(wf__kctx *k) { return reduce_kernel(k, R_L2); }
 
@@ -767,8 +790,8 @@ static wf_status *k_argmin(wf__kctx *k) { return arg_kernel(k, false); }
 const wf__kernel_def wf__cpu_kernels_reduce[] = {
     {"ReduceSum", "CPU", WF__DT_NUMERIC, 0, k_reduce_sum},
     {"ReduceMean", "CPU", WF__DT_NUMERIC, 0, k_reduce_mean},
-    {"ReduceMax", "CPU", WF__DT_NUMERIC, 0, k_reduce_max},
-    {"ReduceMin", "CPU", WF__DT_NUMERIC, 0, k_reduce_min},
+    {"ReduceMax", "CPU", WF__DT_ALL, 0, k_reduce_max},
+    {"ReduceMin", "CPU", WF__DT_ALL, 0, k_reduce_min},
     {"ReduceProd", "CPU", WF__DT_NUMERIC, 0, k_reduce_prod},
     {"ReduceL2", "CPU", WF__DT_NUMERIC, 0, k_reduce_l2},
     {"ArgMax", "CPU", WF__DT_NUMERIC, 0, k_argmax},

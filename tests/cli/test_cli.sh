@@ -1,0 +1,90 @@
+#!/bin/sh
+# `weft run` and `weft inspect` on bad input: each case must exit non-zero (never by a signal), print
+# one error line that names the file and the problem, and nothing from a sanitizer. One good run is
+# checked against numpy. Usage: tests/cli/test_cli.sh [path/to/weft] (default build/weft).
+# The models come from tests/onnx/make_bad_models.py. Ends with the line "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.."
+WEFT=${1:-build/weft}
+PY=/usr/bin/python3
+PASS=0
+FAIL=0
+D=$(mktemp -d "${TMPDIR:-/tmp}/weft-cli-XXXXXX")
+trap 'rm -rf "$D"' EXIT
+
+if [ ! -x "$WEFT" ]; then echo "test_cli: $WEFT not found"; echo "0 passed, 1 failed"; exit 1; fi
+$PY tests/onnx/make_bad_models.py "$D" || { echo "test_cli: make_bad_models.py failed"; echo "0 passed, 1 failed"; exit 1; }
+
+ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL $1: $2"; sed 's/^/       | /' "$D/err" | head -20; }
+
+# expect NAME LINES TEXT... -- weft ARGS: non-zero exit below 128, no sanitizer report, the first stderr
+# line holds every TEXT; LINES: 1 = stderr is that one line, any = more may follow (lists of inputs).
+expect() {
+    name=$1 lines=$2
+    shift 2
+    texts=""
+    while [ "$1" != "--" ]; do texts="$texts
+$1"; shift; done
+    shift
+    "$WEFT" "$@" >"$D/out" 2>"$D/err"
+    rc=$?
+    if [ $rc -eq 0 ]; then bad "$name" "exit 0, expected an error"; return; fi
+    if [ $rc -ge 124 ]; then bad "$name" "exit $rc (a crash, signal or timeout)"; return; fi
+    if grep -qE 'Sanitizer|runtime error|LeakSanitizer' "$D/err"; then bad "$name" "sanitizer report"; return; fi
+    first=$(head -n 1 "$D/err")
+    n=$(wc -l <"$D/err")
+    if [ "$lines" = 1 ] && [ "$n" -ne 1 ]; then bad "$name" "$n lines on stderr, expected 1"; return; fi
+    echo "$texts" | while IFS= read -r t; do
+        [ -z "$t" ] && continue
+        case "$first" in *"$t"*) ;; *) echo "missing: $t" ;; esac
+    done >"$D/missing"
+    if [ -s "$D/missing" ]; then bad "$name" "$(cat "$D/missing" | tr '\n' ' ')"; return; fi
+    ok "$name"
+}
+
+R="run --iterations 1"
+X="--input x=$D/x.npy"
+expect missing_file 1 "$D/nope.onnx" "No such file" -- $R "$D/nope.onnx" $X
+expect empty_file 1 "$D/empty.onnx" "empty file" -- $R "$D/empty.onnx" $X
+expect truncated 1 "$D/truncated.onnx" "truncated or corrupt" -- $R "$D/truncated.onnx" $X
+expect random_bytes 1 "$D/random.onnx" -- $R "$D/random.onnx" $X
+expect raw_short 1 "$D/raw_short.onnx" "initializer 'w'" "raw_data holds 20 bytes" -- $R "$D/raw_short.onnx" $X
+expect raw_long 1 "$D/raw_long.onnx" "initializer 'w'" "raw_data holds 28 bytes" -- $R "$D/raw_long.onnx" $X
+expect ext_parent 1 "$D/sub/ext_up.onnx" "'../secret.bin' leaves the model's folder" "refused" -- \
+    $R "$D/sub/ext_up.onnx" $X
+expect ext_absolute 1 "$D/sub/ext_abs.onnx" "$D/secret.bin' leaves the model's folder" "refused" -- \
+    $R "$D/sub/ext_abs.onnx" $X
+expect ext_missing 1 "$D/sub/ext_missing.onnx" "external data file" "missing.bin" -- $R "$D/sub/ext_missing.onnx" $X
+expect unsupported_ops 1 "$D/unsupported.onnx" "NoSuchOpA" "com.example.Custom" -- $R "$D/unsupported.onnx" $X
+expect dangling_input 1 "$D/dangling.onnx" "node 'late'" "input 'nobody' is not produced" -- $R "$D/dangling.onnx" $X
+expect ir_version_2 1 "$D/ir2.onnx" "IR version 2" -- $R "$D/ir2.onnx" $X
+expect opset_6 1 "$D/opset6.onnx" "opset 6" -- $R "$D/opset6.onnx" $X
+# bad inputs to a good model
+expect input_dtype 1 "$D/x_i32.npy" "input 'x' has dtype i32" "expects f32" -- $R "$D/good.onnx" --input "x=$D/x_i32.npy"
+expect input_shape 1 "$D/x_shape.npy" "input 'x' has shape [3,2]" "expects [2,3]" -- \
+    $R "$D/good.onnx" --input "x=$D/x_shape.npy"
+expect input_unknown_name any "$D/good.onnx" "no input named 'nosuch'" -- $R "$D/good.onnx" --input "nosuch=$D/x.npy"
+expect input_missing_file 1 "$D/none.npy" -- $R "$D/good.onnx" --input "x=$D/none.npy"
+expect input_not_npy 1 "$D/not_npy.npy" -- $R "$D/good.onnx" --input "x=$D/not_npy.npy"
+expect input_not_given any "$D/good.onnx" "input 'x' was not given" -- $R "$D/good.onnx"
+expect input_no_equals 1 "--input wants NAME=FILE" -- $R "$D/good.onnx" --input "$D/x.npy"
+# inspect
+expect inspect_missing 1 "$D/nope.onnx" -- inspect "$D/nope.onnx"
+expect inspect_truncated 1 "$D/truncated.onnx" "truncated or corrupt" -- inspect "$D/truncated.onnx"
+expect inspect_ir2 1 "$D/ir2.onnx" "IR version 2" -- inspect "$D/ir2.onnx"
+
+# inspect reads a model it cannot import and names what is missing
+if "$WEFT" inspect "$D/unsupported.onnx" >"$D/out" 2>"$D/err" && grep -q "unsupported ops:.*NoSuchOpA" "$D/out" &&
+    grep -q "com.example.Custom" "$D/out"; then ok inspect_unsupported; else cp "$D/out" "$D/err"; bad inspect_unsupported "no list"; fi
+
+# the good model runs, from raw data and from external data, and matches numpy
+for m in good.onnx sub/ext_good.onnx; do
+    rm -rf "$D/o"
+    if "$WEFT" run "$D/$m" $X --iterations 1 --output-dir "$D/o" >"$D/out" 2>"$D/err" &&
+        $PY -c "import numpy as np, sys; a = np.load(sys.argv[1]); b = np.load(sys.argv[2]); sys.exit(0 if a.shape == b.shape and np.allclose(a, b) else 1)" \
+            "$D/o/y.npy" "$D/y_ref.npy" 2>>"$D/err"; then ok "good_run:$m"; else bad "good_run:$m" "run failed or differs from numpy"; fi
+done
+
+echo "$PASS passed, $FAIL failed"
+[ "$FAIL" -eq 0 ]

@@ -1,0 +1,79 @@
+"""Writes the ONNX loader fuzzer's seed corpus: a few small, valid models that between them reach
+initializers (raw, typed and external data), graph inputs with defaults, attributes of every kind,
+the ops with opset-specific handlers, and an unsupported op. Run: python3 make_seeds.py OUT_DIR."""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, ir=7):
+    g = helper.make_graph(nodes, "seed", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir
+    return m
+
+
+def vi(name, dtype, shape):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    f32 = TensorProto.FLOAT
+    seeds = {}
+    # Add + Relu with a raw-data initializer that is also an input (a PlaceholderWithDefault)
+    w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    seeds["add_relu"] = model(
+        [helper.make_node("Add", ["x", "w"], ["s"], name="add"), helper.make_node("Relu", ["s"], ["y"], name="relu")],
+        [vi("x", f32, ["N", 3]), vi("w", f32, [2, 3])], [vi("y", f32, None)], [w])
+    # typed-field initializers of several dtypes, Cast, Gemm with float/int attributes
+    b = helper.make_tensor("b", f32, [2], [0.5, -1.0])
+    wi = helper.make_tensor("wi", TensorProto.INT64, [2, 2], [1, 2, 3, 4])
+    seeds["gemm_cast"] = model(
+        [helper.make_node("Cast", ["wi"], ["wf"], to=f32),
+         helper.make_node("Gemm", ["x", "wf", "b"], ["y"], alpha=0.5, beta=2.0, transB=1)],
+        [vi("x", f32, [1, 2])], [vi("y", f32, [1, 2])], [b, wi])
+    # opset 9: attributes that later became inputs (Reshape via opset>=5 form, Slice, Unsqueeze, Pad, Clip)
+    seeds["opset9"] = model(
+        [helper.make_node("Slice", ["x"], ["a"], starts=[0], ends=[2], axes=[1]),
+         helper.make_node("Unsqueeze", ["a"], ["b"], axes=[0]),
+         helper.make_node("Pad", ["b"], ["c"], pads=[0, 0, 0, 0, 0, 1], value=1.5),
+         helper.make_node("Clip", ["c"], ["d"], min=-1.0, max=1.0),
+         helper.make_node("Softmax", ["d"], ["y"], axis=1)],
+        [vi("x", f32, [2, 4])], [vi("y", f32, None)], opset=9, ir=4)
+    # Conv + MaxPool + Flatten, Constant node with a tensor value, string attribute
+    k = numpy_helper.from_array(np.ones((2, 1, 3, 3), np.float32), "k")
+    seeds["conv"] = model(
+        [helper.make_node("Conv", ["x", "k"], ["c"], pads=[1, 1, 1, 1], strides=[1, 1]),
+         helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2], auto_pad="NOTSET"),
+         helper.make_node("Constant", [], ["shp"], value=helper.make_tensor("v", TensorProto.INT64, [2], [1, -1])),
+         helper.make_node("Reshape", ["p", "shp"], ["y"])],
+        [vi("x", f32, [1, 1, 4, 4])], [vi("y", f32, None)], [k])
+    # external data beside the model (the fuzzer writes 'data.bin' of 4096 bytes in its folder)
+    e = helper.make_tensor("e", f32, [4], [0, 0, 0, 0])
+    e.ClearField("float_data")
+    e.data_location = TensorProto.EXTERNAL
+    for key, val in (("location", "data.bin"), ("offset", "16"), ("length", "16")):
+        entry = e.external_data.add()
+        entry.key, entry.value = key, val
+    seeds["external"] = model([helper.make_node("Mul", ["x", "e"], ["y"])], [vi("x", f32, [4])], [vi("y", f32, [4])], [e])
+    # Split with two outputs, Squeeze, Concat
+    seeds["split"] = model(
+        [helper.make_node("Split", ["x"], ["a", "b"], axis=1),
+         helper.make_node("Concat", ["b", "a"], ["y"], axis=1)],
+        [vi("x", f32, [2, 4])], [vi("y", f32, [2, 4])], opset=11, ir=6)
+    # an unsupported op and a custom domain: the error path that lists them
+    seeds["unsupported"] = model(
+        [helper.make_node("NonMaxSuppression", ["x"], ["a"]), helper.make_node("Foo", ["a"], ["y"], domain="com.x")],
+        [vi("x", f32, [1])], [vi("y", f32, [1])])
+    for name, m in seeds.items():
+        with open(os.path.join(out, name + ".onnx"), "wb") as f:
+            f.write(m.SerializeToString())
+    print(f"{len(seeds)} seeds in {out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "seeds")

@@ -1,0 +1,86 @@
+"""Writes the inputs of tests/cli/test_cli.sh into OUT_DIR: one good model with its inputs and the
+numpy reference output, and a set of broken models and inputs, each wrong in exactly one way.
+Run: /usr/bin/python3 make_bad_models.py OUT_DIR (Debian's onnx 1.12 and numpy)."""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+F32 = TensorProto.FLOAT
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13, ir=7):
+    g = helper.make_graph(nodes, "cli", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir
+    return m
+
+
+def vi(name, shape, dtype=F32):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+W = np.array([[0.5, -1.0, 2.0], [-0.25, 3.0, -4.0]], np.float32)
+
+
+def good(inits=None, extra_nodes=(), **kw):
+    """y = Relu(x + w), x: f32[2,3]."""
+    nodes = [helper.make_node("Add", ["x", "w"], ["s"], name="add"),
+             helper.make_node("Relu", ["s"], ["y"], name="relu")] + list(extra_nodes)
+    outs = [vi(nodes[-1].output[0], None)]
+    return model(nodes, [vi("x", [2, 3])], outs, inits if inits is not None else [numpy_helper.from_array(W, "w")], **kw)
+
+
+def external(location):
+    t = helper.make_tensor("w", F32, [2, 3], [0.0] * 6)
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    for key, val in (("location", location), ("offset", "0")):
+        e = t.external_data.add()
+        e.key, e.value = key, val
+    return t
+
+
+def raw(n_bytes):
+    t = numpy_helper.from_array(W, "w")
+    t.raw_data = (W.tobytes() + b"\0" * 8)[:n_bytes]
+    return t
+
+
+def main(out):
+    os.makedirs(os.path.join(out, "sub"), exist_ok=True)
+    files = {}
+    g = good().SerializeToString()
+    files["good.onnx"] = g
+    files["empty.onnx"] = b""
+    files["truncated.onnx"] = g[: len(g) // 2]
+    files["random.onnx"] = np.random.default_rng(7).integers(0, 256, 300, dtype=np.uint8).tobytes()
+    files["raw_short.onnx"] = good([raw(20)]).SerializeToString()
+    files["raw_long.onnx"] = good([raw(28)]).SerializeToString()
+    files["sub/ext_up.onnx"] = good([external("../secret.bin")]).SerializeToString()
+    files["sub/ext_abs.onnx"] = good([external(os.path.abspath(os.path.join(out, "secret.bin")))]).SerializeToString()
+    files["sub/ext_missing.onnx"] = good([external("missing.bin")]).SerializeToString()
+    files["sub/ext_good.onnx"] = good([external("w.bin")]).SerializeToString()
+    files["secret.bin"] = W.tobytes()
+    files["sub/w.bin"] = W.tobytes()
+    files["unsupported.onnx"] = good(extra_nodes=[
+        helper.make_node("NoSuchOpA", ["y"], ["u"], name="bad1"),
+        helper.make_node("Custom", ["u"], ["v"], name="bad2", domain="com.example")]).SerializeToString()
+    files["dangling.onnx"] = good(extra_nodes=[helper.make_node("Relu", ["nobody"], ["u"], name="late")]).SerializeToString()
+    files["ir2.onnx"] = good(ir=2).SerializeToString()
+    files["opset6.onnx"] = good(opset=6).SerializeToString()
+    for name, data in files.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    np.save(os.path.join(out, "x.npy"), x)
+    np.save(os.path.join(out, "x_i32.npy"), x.astype(np.int32))
+    np.save(os.path.join(out, "x_shape.npy"), x.reshape(3, 2))
+    np.save(os.path.join(out, "y_ref.npy"), np.maximum(x + W, 0))
+    with open(os.path.join(out, "not_npy.npy"), "wb") as f:
+        f.write(b"this is not a numpy file")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
