@@ -368,6 +368,7 @@ static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__ti
             if (!key || !(k->dtypes & WF__DT_BIT(key))) continue;
             /* half and double only where the device has them, for every input and output */
             bool ok = true;
+            if (k->flags & WF__K_NO_EXTENSIONS) return k;
             for (int i = 0; i < n_in && ok; i++)
                 ok = !((in[i].dtype == WF_F16 && !d->fp16) || (in[i].dtype == WF_F64 && !d->fp64));
             if (ok && ((out[0].dtype == WF_F16 && !d->fp16) || (out[0].dtype == WF_F64 && !d->fp64))) ok = false;
