@@ -103,6 +103,24 @@ static wf_status *convert_attr(onnx_node *nc, const Onnx__AttributeProto *a, wf_
         }
         break;
     case WF_ATTR_STRING:
+        if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS) {
+            /* weft has no list-of-strings attribute: ops that take one (RNN's activations) take the
+             * entries joined by commas */
+            size_t len = 1;
+            for (size_t i = 0; i < a->n_strings; i++) len += a->strings[i].len + 1;
+            wf_tensor *t;
+            int64_t n = (int64_t)len;
+            WF__TRY(wf_tensor_new(WF_U8, 1, &n, NULL, &t));
+            char *p = t->data;
+            for (size_t i = 0; i < a->n_strings; i++) {
+                if (i) *p++ = ',';
+                if (a->strings[i].len) memcpy(p, a->strings[i].data, a->strings[i].len);
+                p += a->strings[i].len;
+            }
+            *owned = t;
+            *out = wf_attr_string(nm, t->data);
+            return NULL;
+        }
         if (a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING) {
             wf_tensor *t;
             int64_t n = (int64_t)a->s.len + 1;
@@ -445,10 +463,26 @@ static wf_status *map_softmax_like(onnx_node *nc)
     return NULL;
 }
 
+/* DFT's axis was an attribute defaulting to 1 before opset 20 (an input defaulting to -2 since). */
+static wf_status *map_dft(onnx_node *nc)
+{
+    if (nc->c->opset < 20 && !attr(nc, "axis") && wf__op_lookup("DFT")) {
+        const wf__op_def *def = wf__op_lookup("DFT");
+        bool has_axis_attr = false;
+        for (int k = 0; k < WF__MAX_ATTRS && def->attrs[k].name; k++) has_axis_attr |= !strcmp(def->attrs[k].name, "axis");
+        if (has_axis_attr) {
+            wf_attr axis = wf_attr_int("axis", 1);
+            return emit(nc, "DFT", nc->in, nc->n_in, NULL, &axis, 1, NULL);
+        }
+    }
+    return emit_same(nc);
+}
+
 static const struct {
     const char *op;
     onnx_map_fn fn;
 } g_handlers[] = {
+    {"DFT", map_dft},
     {"Constant", map_constant},       {"CastLike", map_castlike},       {"Pow", map_pow},
     {"Conv", map_conv},               {"ConvTranspose", map_convt},     {"MaxPool", map_maxpool},
     {"AveragePool", map_avgpool},     {"GlobalAveragePool", map_gap},   {"GreaterOrEqual", map_greater_equal},
@@ -477,7 +511,7 @@ static bool weft_only(const char *op)
 bool wf__onnx_supported(const char *op_type)
 {
     if (wf__onnx_handler(op_type)) {
-        if (!strcmp(op_type, "Hardmax")) return wf__op_lookup("Hardmax") != NULL;
+        if (!strcmp(op_type, "Hardmax") || !strcmp(op_type, "DFT")) return wf__op_lookup(op_type) != NULL;
         return true;
     }
     return !weft_only(op_type) && wf__op_lookup(op_type) != NULL;

@@ -180,7 +180,16 @@ def reduce_cases(rng):
                         const=[1]))
         out.append(Case(op + "_err_both_axes", op, [x, axes_in([1])], attrs={"axes": [1]},
                         error=("INVALID_ARGUMENT", "both"), const=[1]))
-        out.append(Case(op + "_err_bool", op, [np.ones((2, 2), np.bool_)], error=("INVALID_ARGUMENT", "bool")))
+        if op in ("ReduceMax", "ReduceMin"):
+            # bool max / min are any / all (ONNX opset 20), including over an empty set
+            b = rng.random((3, 4)) < 0.5
+            f = np.any if op == "ReduceMax" else np.all
+            out.append(Case(op + "_bool_axis1", op, [b], [f(b, axis=1, keepdims=True)], attrs={"axes": [1]}))
+            out.append(Case(op + "_bool_all", op, [b], [f(b, keepdims=True)]))
+            e = np.zeros((2, 0), np.bool_)
+            out.append(Case(op + "_bool_empty", op, [e], [f(e, axis=1, keepdims=False)], attrs={"axes": [1], "keepdims": 0}))
+        else:
+            out.append(Case(op + "_err_bool", op, [np.ones((2, 2), np.bool_)], error=("INVALID_ARGUMENT", "bool")))
         out.append(Case(op + "_err_axes_dtype", op, [x, np.array([1.0], np.float32)],
                         error=("INVALID_ARGUMENT", "axes"), const=[1]))
         out.append(Case(op + "_err_fed_axis_range", op, [x, axes_in([5])],
