@@ -69,10 +69,7 @@ typedef wf_status *(*wf__kernel_fn)(wf__kctx *k);
 
 enum {
     WF__K_INPLACE = 1u << 0, /* documents that the kernel may reuse an input (wf__kctx_output_reuse) */
-    WF__K_EPILOGUE = 1u << 1, /* supports fused_bias / fused_act */
-    /* a device kernel that needs no optional device feature for half or double data (it moves bytes or
-     * converts itself), so a backend may pick it where the device lacks fp16/fp64 arithmetic */
-    WF__K_NO_EXTENSIONS = 1u << 2
+    WF__K_EPILOGUE = 1u << 1 /* supports fused_bias / fused_act */
 };
 
 typedef struct wf__kernel_def {

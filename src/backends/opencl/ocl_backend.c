@@ -366,12 +366,11 @@ static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__ti
             wf_dtype key = k->key_input >= 0 ? (k->key_input < n_in ? in[k->key_input].dtype : WF_DTYPE_INVALID)
                                              : out[0].dtype;
             if (!key || !(k->dtypes & WF__DT_BIT(key))) continue;
-            /* half and double only where the device has them, for every input and output */
+            /* double only where the device has it; half needs nothing: every kernel stores f16 as ushort
+             * and converts with vload_half / vstore_half_rte, which OpenCL 1.2 has without cl_khr_fp16 */
             bool ok = true;
-            if (k->flags & WF__K_NO_EXTENSIONS) return k;
-            for (int i = 0; i < n_in && ok; i++)
-                ok = !((in[i].dtype == WF_F16 && !d->fp16) || (in[i].dtype == WF_F64 && !d->fp64));
-            if (ok && ((out[0].dtype == WF_F16 && !d->fp16) || (out[0].dtype == WF_F64 && !d->fp64))) ok = false;
+            for (int i = 0; i < n_in && ok; i++) ok = !(in[i].dtype == WF_F64 && !d->fp64);
+            if (ok && out[0].dtype == WF_F64 && !d->fp64) ok = false;
             if (ok) return k;
         }
     return NULL;
