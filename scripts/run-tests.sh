@@ -78,6 +78,19 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         note "models: PyTorch-exported ONNX through weft run"
         timeout 600 $PY tests/models/run_models.py --build build >build/models.log 2>&1
         rc=$?; grep -E '^(PASS|FAIL)| passed' build/models.log; result "release:models" $rc
+        if build/weft devices --match OPENCL:0 >/dev/null 2>&1; then
+            # PoCL compiles each OpenCL program on first use (minutes when cold): caches in the build folder
+            export POCL_CACHE_DIR="$PWD/build/pocl-cache" WEFT_CACHE_DIR="$PWD/build/cl-cache"
+            note "every op case on OPENCL:0 (strict placement; ops without an OpenCL kernel counted apart)"
+            WEFT_PLUGIN_PATH="$PWD/build" timeout 2400 build/tests/test_ops --device OPENCL:0 build/opcases >build/test_ops_opencl.log 2>&1
+            rc=$?; tail -n 1 build/test_ops_opencl.log; [ $rc -ne 0 ] && grep FAIL build/test_ops_opencl.log | head -20
+            result "release:test_ops:OPENCL:0" $rc
+            note "models on OPENCL:0"
+            timeout 1200 $PY tests/models/run_models.py --build build --device OPENCL:0 >build/models_opencl.log 2>&1
+            rc=$?; grep -E '^(PASS|FAIL)| passed' build/models_opencl.log; result "release:models:OPENCL:0" $rc
+        else
+            echo "no OPENCL:0 device (weft devices --verbose says why): OpenCL checks skipped"
+        fi
     else
         result "release:build" 1
     fi

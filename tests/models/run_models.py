@@ -61,9 +61,9 @@ def compare(got, want, rtol, atol):
     return ok, msg
 
 
-def run_model(weft, folder, name, rtol, atol):
+def run_model(weft, folder, name, rtol, atol, device=None):
     inputs, outputs = read_info(folder)
-    out_dir = os.path.join(folder, "weft-out")
+    out_dir = os.path.join(folder, "weft-out" + ("-" + device.replace(":", "_") if device else ""))
     os.makedirs(out_dir, exist_ok=True)
     for f in os.listdir(out_dir):
         os.remove(os.path.join(out_dir, f))
@@ -72,6 +72,9 @@ def run_model(weft, folder, name, rtol, atol):
         cmd += ["--input", "%s=%s" % (i, os.path.join(folder, "input.npy"))]
     # Two timed runs after the first: the compared output comes from a run on the cached plan.
     cmd += ["--output-dir", out_dir, "--iterations", "2"]
+    if device:
+        # the whole model on that device; ops it has no kernel for fall back to the CPU with copies
+        cmd += ["--device", device]
     t0 = time.time()
     if not os.access(weft, os.X_OK):
         return False, "no executable %s (build weft first)" % weft
@@ -103,6 +106,7 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--device", default=None, help="run on this device spec, e.g. OPENCL:0")
     args = ap.parse_args()
     models = args.models or os.path.join(args.build, "models")
     weft = os.path.abspath(os.path.join(args.build, "weft"))
@@ -110,7 +114,7 @@ def main():
     export = [sys.executable, os.path.join(HERE, "export_models.py"), models]
     if args.only:
         export += ["--only", args.only]
-    r = subprocess.run(export)
+    r = subprocess.run(export, stdout=subprocess.DEVNULL if args.device else None)
     if r.returncode != 0:
         print("FAIL export (exit %d)" % r.returncode)
         print("0 passed, 1 failed")
@@ -120,8 +124,9 @@ def main():
 
     passed = failed = 0
     for name in names:
-        ok, msg = run_model(weft, os.path.join(models, name), name, args.rtol, args.atol)
-        print("%s %s: %s" % ("PASS" if ok else "FAIL", name, msg), flush=True)
+        ok, msg = run_model(weft, os.path.join(models, name), name, args.rtol, args.atol, args.device)
+        print("%s %s%s: %s" % ("PASS" if ok else "FAIL", name, " on " + args.device if args.device else "", msg),
+              flush=True)
         if ok:
             passed += 1
         else:
