@@ -1,0 +1,141 @@
+#!/bin/sh
+# The checks that need an NVIDIA GPU, as one command for a machine lent with one (about 8 minutes on 16
+# cores, from a fresh clone): installs what is missing (scripts/setup.sh), builds with CUDA into
+# build-gpu/, lists the devices, then runs on GPU:0 test_cuda, every numpy op case (test_ops --device),
+# the ONNX node tests (tools/conformance --device), a GEMM and a ResNet-18 through `weft run --device`
+# (CPU timings beside them, plus bench/bench_matmul), and last the CPU suite (scripts/run-tests.sh
+# release) in the time that is left. Logs and summary.txt go to $OUT (default build-gpu/out).
+# Exits 0 when every step passed, 1 when one failed, 2 when the machine has no usable GPU (the summary
+# then says why, from `weft devices --verbose`).
+#   GPU_CHECK_BUDGET  seconds for the whole run (default 470); each step's timeout is cut to fit
+#   GPU_CHECK_CPU_SUITE=0  skips the CPU suite
+#   GPU_CHECK_NODE_TESTS  a folder of generated ONNX node tests, for machines that cannot reach PyPI
+set -u
+cd "$(dirname "$0")/.." || exit 1
+B=build-gpu
+mkdir -p "$B"
+OUT=${OUT:-$PWD/$B/out}
+mkdir -p "$OUT"
+SUM=$OUT/summary.txt
+: >"$SUM"
+PY=/usr/bin/python3
+JOBS=$(nproc)
+START=$(date +%s)
+DEADLINE=$((START + ${GPU_CHECK_BUDGET:-470}))
+PASS=0
+FAIL=0
+SKIP=0
+
+say() { echo "$*" | tee -a "$SUM"; }
+skip() { SKIP=$((SKIP + 1)); say "$(printf '%-20s %-9s        %s' "$1" SKIP "$2")"; }
+
+# step NAME TIMEOUT CMD...: output to $OUT/NAME.log; one summary line with the result, the seconds taken
+# and the log's last line. The timeout is cut so that the run ends by the deadline.
+step() {
+    name=$1; to=$2; shift 2
+    left=$((DEADLINE - $(date +%s)))
+    if [ "$left" -lt 10 ]; then skip "$name" "no time left in the budget"; return 125; fi
+    [ "$to" -gt "$left" ] && to=$left
+    t=$(date +%s)
+    timeout "$to" "$@" >"$OUT/$name.log" 2>&1
+    rc=$?
+    dt=$(($(date +%s) - t))
+    last=$(grep -v '^[[:space:]]*$' "$OUT/$name.log" | tail -n 1 | cut -c1-150)
+    if [ $rc -eq 0 ]; then st=PASS; PASS=$((PASS + 1))
+    elif [ $rc -eq 124 ]; then st=TIMEOUT; FAIL=$((FAIL + 1))
+    else st="FAIL($rc)"; FAIL=$((FAIL + 1)); fi
+    say "$(printf '%-20s %-9s %4ss  %s' "$name" "$st" "$dt" "$last")"
+    return $rc
+}
+
+finish() {
+    say ""
+    say "gpu-check: $PASS passed, $FAIL failed, $SKIP skipped in $(($(date +%s) - START)) s; logs in $OUT"
+    exit "$1"
+}
+
+# the median time and, given the FLOPs of one run, the rate, from a `weft run` log
+rate() { # log gflop
+    sed -n 's/^time: first \([0-9.]*\) ms, median \([0-9.]*\) ms over \([0-9]*\) runs$/\2 \1 \3/p' "$1" |
+        awk -v g="$2" '{ printf "median %.3f ms (first %.1f ms, %d runs)", $1, $2, $3; if (g > 0) printf ", %.0f GFLOP/s", g / ($1 / 1e3) }'
+}
+
+say "gpu-check on $(hostname) at $(date -u '+%Y-%m-%d %H:%M:%S') UTC, $JOBS cores"
+step setup 240 sh scripts/setup.sh
+if command -v nvidia-smi >/dev/null 2>&1; then
+    step nvidia-smi 30 nvidia-smi
+else
+    skip nvidia-smi "nvidia-smi is not installed"
+fi
+step configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DWEFT_BENCH=ON || finish 1
+grep -E '^-- (CUDA backend|nvcc or the CUDA)' "$OUT/configure.log" | sed 's/^/    /' | tee -a "$SUM"
+step build 420 cmake --build "$B" -j"$JOBS" || { grep -E 'error' "$OUT/build.log" | head -20 | tee -a "$SUM"; finish 1; }
+if [ ! -f "$B/libweft-cuda.so" ]; then
+    say "FATAL: $B/libweft-cuda.so was not built: nvcc or the CUDA toolkit was not found (see $OUT/configure.log)"
+    FAIL=$((FAIL + 1))
+    finish 1
+fi
+
+step devices 60 "$B/weft" devices --verbose
+sed -n '/^plugins:/,$p' "$OUT/devices.log" | sed 's/^/    /' | tee -a "$SUM"
+if ! grep -q 'device:GPU:0' "$OUT/devices.log"; then
+    why=$(sed -n '/^ *cuda /,/reason:/s/^ *reason: //p' "$OUT/devices.log" | head -n 1)
+    say "NO GPU: weft found no CUDA device${why:+: $why}; the GPU checks cannot run here"
+    finish 2
+fi
+
+step test_cuda 120 "$B/tests/test_cuda"
+
+if step gen_opcases 180 "$PY" tests/ops/gen_cases.py "$B/opcases"; then
+    step test_ops_gpu 300 "$B/tests/test_ops" --device GPU:0 "$B/opcases"
+    grep '^FAIL' "$OUT/test_ops_gpu.log" | head -n 40 | sed 's/^/    /' | tee -a "$SUM"
+fi
+
+# The ONNX node tests need onnx >= 1.16 from PyPI (scripts/venv.sh): skipped when it cannot be had,
+# unless GPU_CHECK_NODE_TESTS names a folder already generated (holding node/).
+if [ -n "${GPU_CHECK_NODE_TESTS:-}" ] && [ -d "$GPU_CHECK_NODE_TESTS/node" ]; then
+    step conformance_gpu 300 "$B/conformance" --quiet --device GPU:0 "$GPU_CHECK_NODE_TESTS/node"
+elif VPY=$(sh scripts/venv.sh 2>"$OUT/venv.log"); then
+    if step gen_node_tests 240 "$VPY" tests/onnx/gen_node_tests.py "$B/onnx-node-tests"; then
+        step conformance_gpu 300 "$B/conformance" --quiet --device GPU:0 "$B/onnx-node-tests/node"
+    fi
+else
+    skip conformance_gpu "no Python venv with onnx >= 1.16 (is PyPI reachable? see venv.log)"
+fi
+
+# GEMM: one f32 MatMul 4096^3 (137 GFLOP), inputs random; the times include the host-device copies.
+mkdir -p "$B/models/gemm"
+if step gen_gemm 60 "$PY" -c "
+import onnx
+from onnx import helper as h, TensorProto as T
+n = 4096
+g = h.make_graph([h.make_node('MatMul', ['A', 'B'], ['Y'])], 'gemm',
+                 [h.make_tensor_value_info('A', T.FLOAT, [n, n]), h.make_tensor_value_info('B', T.FLOAT, [n, n])],
+                 [h.make_tensor_value_info('Y', T.FLOAT, [n, n])])
+onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '$B/models/gemm/model.onnx')
+"; then
+    step gemm_gpu 120 "$B/weft" run "$B/models/gemm/model.onnx" --random-inputs --device GPU:0 --iterations 20 \
+        --log-device-placement && say "    GPU GEMM 4096: $(rate "$OUT/gemm_gpu.log" 137.4)"
+    step gemm_cpu 120 "$B/weft" run "$B/models/gemm/model.onnx" --random-inputs --iterations 5 &&
+        say "    CPU GEMM 4096: $(rate "$OUT/gemm_cpu.log" 137.4)"
+fi
+step bench_matmul 120 "$B/bench_matmul" --size 1024 --runs 10
+
+# ResNet-18 (torchvision, random weights, batch 8): nodes without a CUDA kernel (convolutions, pools)
+# fall back to the CPU; the placement log says which.
+if step export_resnet18 180 "$PY" tests/models/export_models.py "$B/models" --only resnet18 --batch 8; then
+    M=$B/models/resnet18/model.onnx
+    step resnet18_gpu 180 "$B/weft" run "$M" --random-inputs --device GPU:0 --iterations 10 --log-device-placement &&
+        say "    GPU ResNet-18 batch 8: $(rate "$OUT/resnet18_gpu.log" 0); nodes on GPU: $(grep -c 'device:GPU:0' "$OUT/resnet18_gpu.log"), on CPU: $(grep -c 'device:CPU:0' "$OUT/resnet18_gpu.log")"
+    step resnet18_cpu 180 "$B/weft" run "$M" --random-inputs --iterations 5 &&
+        say "    CPU ResNet-18 batch 8: $(rate "$OUT/resnet18_cpu.log" 0)"
+fi
+
+if [ "${GPU_CHECK_CPU_SUITE:-1}" != 0 ]; then
+    step cpu_suite 900 sh scripts/run-tests.sh release
+else
+    skip cpu_suite "GPU_CHECK_CPU_SUITE=0"
+fi
+
+[ "$FAIL" -eq 0 ] && finish 0
+finish 1

@@ -1,0 +1,74 @@
+/*
+ * The CUDA backend's internals, shared by its host files: per-device state (one compute stream, one copy
+ * stream, a cuBLAS handle), device pointers of tensors, read-back of small operands, error statuses, and
+ * the kernel tables of each op family. The backend is a plugin (libweft-cuda.so): it calls the core only
+ * through the host table `cu_host`; the device code lives in cuda_kernels.cu behind cuda_kern.h.
+ */
+#ifndef WF_CUDA_H
+#define WF_CUDA_H
+
+#include <pthread.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/cuda_kern.h"
+#include "device/device.h"
+
+extern const wf_host_api *cu_host;
+
+typedef struct cu_dev {
+    int ordinal;
+    cudaStream_t compute;    /* every kernel, in enqueue order: a block the core frees may be reused by a
+                                later kernel without a wait */
+    cudaStream_t copy;       /* host <-> device transfers, ordered after compute through `done` */
+    cudaEvent_t done;        /* recorded on compute before each transfer (under copy_mu) */
+    pthread_mutex_t copy_mu;
+    cublasHandle_t blas;     /* bound to `compute`; calls serialised by blas_mu */
+    pthread_mutex_t blas_mu;
+    char name[160];
+    int cc_major, cc_minor;
+} cu_dev;
+
+static inline cu_dev *cu_of(const wf__kctx *k) { return (cu_dev *)k->device->dev; }
+/* A device tensor's address: its chunk is a cudaMalloc'ed pointer. */
+static inline void *cu_ptr(const wf_tensor *t) { return (char *)t->dev_chunk + t->dev_offset; }
+static inline size_t cu_size(wf_dtype t)
+{
+    /* the plugin links nothing of libweft, so no wf_dtype_size */
+    switch (t) {
+    case WF_F64: case WF_I64: return 8;
+    case WF_F32: case WF_I32: return 4;
+    case WF_F16: case WF_BF16: case WF_I16: return 2;
+    default: return 1;
+    }
+}
+static inline bool cu_is_float(wf_dtype t) { return t == WF_F32 || t == WF_F64 || t == WF_F16 || t == WF_BF16; }
+static inline bool cu_is_int(wf_dtype t) { return t >= WF_I8 && t <= WF_I64; }
+const char *cu_dtype_name(wf_dtype t);
+/* "f32[2,3]"; buf holds 160 bytes. */
+const char *cu_tstr(const wf_tensor *t, char *buf);
+
+/* "node 'X' (Op): CUDA <what> failed on GPU:0: <cudaGetErrorString> (code)"; NULL when rc is 0. */
+wf_status *cu_check(const wf__kctx *k, int rc, const char *what);
+/* Makes the kernel's device current on the calling thread (executor threads serve every device). */
+wf_status *cu_enter(const wf__kctx *k);
+/* Copies a device tensor's first `bytes` bytes to host memory, after the kernels queued before it. */
+wf_status *cu_read(wf__kctx *k, const wf_tensor *t, void *dst, size_t bytes);
+/* Element i of a host buffer of an integer dtype as an int64. */
+int64_t cu_int_at(const void *p, wf_dtype t, int64_t i);
+/* Reads an integer tensor (i32/i64, at most `max` values) from the device into vals. */
+wf_status *cu_read_ints(wf__kctx *k, const wf_tensor *t, int64_t *vals, int max, int *n, const char *what);
+
+/* A walk over the numpy broadcast of n (<= 3) input shapes to the output shape; dims coalesced. */
+void cu_walk_bcast(cuk_walk *w, int n, const int *ranks, const int64_t *const *dims, int orank, const int64_t *odims);
+/* numpy broadcasting of n shapes (inference has checked them). */
+void cu_bcast_shape(int n, const int *ranks, const int64_t *const *dims, int *rank, int64_t *out);
+
+/* Kernel tables of the op families (terminated by op == NULL); each file exports one. */
+extern const wf__kernel_def cu_kernels_elementwise[]; /* cuda_elementwise.c */
+extern const wf__kernel_def cu_kernels_reduce[];      /* cuda_reduce.c: reductions, softmax */
+extern const wf__kernel_def cu_kernels_nn[];          /* cuda_nn.c: MatMul/Gemm (cuBLAS), BiasAdd */
+extern const wf__kernel_def cu_kernels_shape[];       /* cuda_shape.c: views, Transpose, Concat, Slice, Gather */
+
+#endif

@@ -1,0 +1,233 @@
+/*
+ * Host side of the CUDA elementwise ops: broadcasting binary arithmetic and comparisons, logic, Where,
+ * the unary math and activations, Cast, and the kernel table. Semantics follow src/backends/cpu/
+ * k_elementwise*.c; integer division by zero and negative integer exponents are found on the host
+ * before launching, since a kernel cannot fail per element.
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "backends/cuda/cuda.h"
+
+/* ---- binary ------------------------------------------------------------------------------------------ */
+
+enum { CHECK_NONE, CHECK_ZERO, CHECK_NEG };
+
+static wf_status *check_b(wf__kctx *k, int check, const wf_tensor *b)
+{
+    if (check == CHECK_NONE || !cu_is_int(b->dtype) || (check == CHECK_NEG && b->dtype == WF_U8) || !b->size) return NULL;
+    size_t bytes = (size_t)b->size * cu_size(b->dtype);
+    void *buf = cu_host->malloc(bytes);
+    if (!buf) return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading back %zu bytes", bytes);
+    wf_status *s = cu_read(k, b, buf, bytes);
+    for (int64_t i = 0; i < b->size && !s; i++) {
+        int64_t v = cu_int_at(buf, b->dtype, i);
+        if (check == CHECK_ZERO && v == 0)
+            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "integer division by zero (%s divisor, element %lld)",
+                                   cu_dtype_name(b->dtype), (long long)i);
+        else if (check == CHECK_NEG && v < 0)
+            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "integers to negative integer powers are not allowed (exponent %lld at element %lld)",
+                                   (long long)v, (long long)i);
+    }
+    cu_host->free(buf);
+    return s;
+}
+
+static wf_status *binary(wf__kctx *k, int op, bool out_bool, int check)
+{
+    const wf_tensor *a = k->in[0], *b = k->in[1];
+    wf_dtype t = a->dtype;
+    if (b->dtype != t)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input dtypes differ (%s and %s)", cu_dtype_name(t),
+                                  cu_dtype_name(b->dtype));
+    wf_status *s = cu_enter(k);
+    if (s || (s = check_b(k, check, b))) return s;
+    int ranks[2] = {a->rank, b->rank};
+    const int64_t *dims[2] = {a->dims, b->dims};
+    int rank;
+    int64_t od[WF_MAX_RANK];
+    cu_bcast_shape(2, ranks, dims, &rank, od);
+    wf_tensor *y;
+    if ((s = cu_host->kctx_output(k, 0, out_bool ? WF_BOOL : t, rank, od, &y)) || !y->size) return s;
+    cuk_walk w;
+    cu_walk_bcast(&w, 2, ranks, dims, rank, od);
+    return cu_check(k, cuk_binary(cu_of(k)->compute, t, op, cu_ptr(a), cu_ptr(b), cu_ptr(y), &w, y->size), "binary kernel");
+}
+
+#define BINK_(Op, code, out_bool, check)                                                                           \
+    static wf_status *k_##Op(wf__kctx *k) { return binary(k, code, out_bool, check); }
+BINK_(Add, CUK_ADD, false, CHECK_NONE)
+BINK_(Sub, CUK_SUB, false, CHECK_NONE)
+BINK_(Mul, CUK_MUL, false, CHECK_NONE)
+BINK_(Div, CUK_DIV, false, CHECK_ZERO)
+BINK_(Pow, CUK_POW, false, CHECK_NEG)
+BINK_(Maximum, CUK_MAX, false, CHECK_NONE)
+BINK_(Minimum, CUK_MIN, false, CHECK_NONE)
+BINK_(Equal, CUK_EQ, true, CHECK_NONE)
+BINK_(NotEqual, CUK_NE, true, CHECK_NONE)
+BINK_(Less, CUK_LT, true, CHECK_NONE)
+BINK_(LessEqual, CUK_LE, true, CHECK_NONE)
+BINK_(Greater, CUK_GT, true, CHECK_NONE)
+BINK_(GreaterEqual, CUK_GE, true, CHECK_NONE)
+BINK_(And, CUK_AND, false, CHECK_NONE)
+BINK_(Or, CUK_OR, false, CHECK_NONE)
+BINK_(Xor, CUK_XOR, false, CHECK_NONE)
+#undef BINK_
+
+static wf_status *k_Mod(wf__kctx *k)
+{
+    const wf__attr *a = cu_host->attr_get(k->op, k->attrs, "fmod");
+    return binary(k, a && a->i ? CUK_FMOD : CUK_MOD, false, CHECK_ZERO);
+}
+
+/* ---- Where ----------------------------------------------------------------------------------------- */
+
+static wf_status *k_Where(wf__kctx *k)
+{
+    const wf_tensor *c = k->in[0], *x = k->in[1], *yv = k->in[2];
+    if (c->dtype != WF_BOOL || x->dtype != yv->dtype)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "expects (bool, T, T) inputs, got (%s, %s, %s)",
+                                  cu_dtype_name(c->dtype), cu_dtype_name(x->dtype), cu_dtype_name(yv->dtype));
+    wf_status *s = cu_enter(k);
+    if (s) return s;
+    int ranks[3] = {c->rank, x->rank, yv->rank};
+    const int64_t *dims[3] = {c->dims, x->dims, yv->dims};
+    int rank;
+    int64_t od[WF_MAX_RANK];
+    cu_bcast_shape(3, ranks, dims, &rank, od);
+    wf_tensor *z;
+    if ((s = cu_host->kctx_output(k, 0, x->dtype, rank, od, &z)) || !z->size) return s;
+    cuk_walk w;
+    cu_walk_bcast(&w, 3, ranks, dims, rank, od);
+    return cu_check(k, cuk_where(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(c), cu_ptr(x), cu_ptr(yv), cu_ptr(z), &w,
+                                 z->size),
+                    "Where kernel");
+}
+
+/* ---- unary ------------------------------------------------------------------------------------------ */
+
+static wf_status *unary(wf__kctx *k, int op, double pa, double pb, int64_t ia, int64_t ib)
+{
+    const wf_tensor *x = k->in[0];
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
+    return cu_check(k, cuk_unary(cu_of(k)->compute, x->dtype, op, cu_ptr(x), cu_ptr(y), y->size, pa, pb, ia, ib),
+                    "unary kernel");
+}
+
+#define UNK_(Op, code)                                                                                             \
+    static wf_status *k_##Op(wf__kctx *k) { return unary(k, code, 0, 0, 0, 0); }
+UNK_(Neg, CUK_NEG)
+UNK_(Abs, CUK_ABS)
+UNK_(Sign, CUK_SIGN)
+UNK_(Square, CUK_SQUARE)
+UNK_(Relu, CUK_RELU)
+UNK_(Not, CUK_NOT)
+UNK_(Exp, CUK_EXP)
+UNK_(Log, CUK_LOG)
+UNK_(Sqrt, CUK_SQRT)
+UNK_(Rsqrt, CUK_RSQRT)
+UNK_(Reciprocal, CUK_RECIP)
+UNK_(Tanh, CUK_TANH)
+UNK_(Sigmoid, CUK_SIGMOID)
+UNK_(Erf, CUK_ERF)
+UNK_(Softplus, CUK_SOFTPLUS)
+UNK_(Floor, CUK_FLOOR)
+UNK_(Ceil, CUK_CEIL)
+UNK_(Round, CUK_ROUND)
+UNK_(Sin, CUK_SIN)
+UNK_(Cos, CUK_COS)
+#undef UNK_
+
+static double attr_f(wf__kctx *k, const char *name)
+{
+    const wf__attr *a = cu_host->attr_get(k->op, k->attrs, name);
+    return a ? a->f : 0;
+}
+
+static wf_status *k_LeakyRelu(wf__kctx *k) { return unary(k, CUK_LEAKY, attr_f(k, "alpha"), 0, 0, 0); }
+static wf_status *k_Elu(wf__kctx *k) { return unary(k, CUK_ELU, attr_f(k, "alpha"), 0, 0, 0); }
+
+static wf_status *k_Gelu(wf__kctx *k)
+{
+    const wf__attr *a = cu_host->attr_get(k->op, k->attrs, "approximate");
+    bool tanh_form = a && a->s && !strcmp(a->s, "tanh");
+    return unary(k, tanh_form ? CUK_GELU_TANH : CUK_GELU, 0, 0, 0, 0);
+}
+
+/* Clip's bounds: optional scalar inputs 1 and 2 (read back), else the dtype's whole range. */
+static wf_status *k_Clip(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    wf_dtype t = x->dtype;
+    double lo = -INFINITY, hi = INFINITY;
+    int64_t ilo = INT64_MIN, ihi = INT64_MAX;
+    wf_status *s = cu_enter(k);
+    if (s) return s;
+    for (int i = 1; i < 3 && i < k->n_in; i++) {
+        const wf_tensor *b = k->in[i];
+        if (!b) continue;
+        char sb[160];
+        if (b->dtype != t || b->size != 1)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s must be a scalar of the input's dtype %s",
+                                      i == 1 ? "min" : "max", cu_tstr(b, sb), cu_dtype_name(t));
+        uint64_t raw = 0;
+        if ((s = cu_read(k, b, &raw, cu_size(t)))) return s;
+        double v;
+        int64_t iv = cu_int_at(&raw, t, 0);
+        switch (t) {
+        case WF_F32: { float f; memcpy(&f, &raw, 4); v = f; break; }
+        case WF_F64: memcpy(&v, &raw, 8); break;
+        case WF_BF16: { uint32_t u = (uint32_t)(uint16_t)raw << 16; float f; memcpy(&f, &u, 4); v = f; break; }
+        case WF_F16: {
+            uint32_t h = (uint16_t)raw, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+            v = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp((double)(m | 0x400u), (int)e - 25);
+            if (h & 0x8000u) v = -v;
+            break;
+        }
+        default: v = (double)iv; break;
+        }
+        if (i == 1) lo = v, ilo = iv;
+        else hi = v, ihi = iv;
+    }
+    return unary(k, CUK_CLIP, lo, hi, ilo, ihi);
+}
+
+/* ---- Cast ------------------------------------------------------------------------------------------------ */
+
+static wf_status *k_Cast(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    const wf__attr *a = cu_host->attr_get(k->op, k->attrs, "to");
+    wf_dtype to = a ? (wf_dtype)a->i : WF_DTYPE_INVALID;
+    if (to < WF_F32 || to > WF_BOOL)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot cast %s to dtype %d", cu_dtype_name(x->dtype), (int)to);
+    if (to == x->dtype) return cu_host->kctx_output_view(k, 0, 0, x->rank, x->dims);
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, to, x->rank, x->dims, &y)) || !y->size) return s;
+    return cu_check(k, cuk_cast(cu_of(k)->compute, x->dtype, to, cu_ptr(x), cu_ptr(y), y->size), "Cast kernel");
+}
+
+/* ---- table ---------------------------------------------------------------------------------------------- */
+
+#define K_(Op, mask) {#Op, "GPU", mask, 0, k_##Op, NULL, 0},
+#define FLT WF__DT_FLOATS
+#define NUM WF__DT_NUMERIC
+#define BOOL_ WF__DT_BIT(WF_BOOL)
+
+const wf__kernel_def cu_kernels_elementwise[] = {
+    K_(Add, NUM) K_(Sub, NUM) K_(Mul, NUM) K_(Div, NUM) K_(Pow, NUM) K_(Maximum, NUM) K_(Minimum, NUM) K_(Mod, NUM)
+    K_(Equal, WF__DT_ALL) K_(NotEqual, WF__DT_ALL) K_(Less, WF__DT_ALL) K_(LessEqual, WF__DT_ALL)
+    K_(Greater, WF__DT_ALL) K_(GreaterEqual, WF__DT_ALL)
+    K_(And, BOOL_) K_(Or, BOOL_) K_(Xor, BOOL_) K_(Not, BOOL_)
+    {"Where", "GPU", WF__DT_ALL, 1, k_Where, NULL, 0},
+    K_(Cast, WF__DT_ALL)
+    K_(Neg, NUM) K_(Abs, NUM) K_(Sign, NUM) K_(Square, NUM) K_(Relu, NUM) K_(Clip, NUM)
+    K_(Exp, FLT) K_(Log, FLT) K_(Sqrt, FLT) K_(Rsqrt, FLT) K_(Reciprocal, FLT) K_(Tanh, FLT) K_(Sigmoid, FLT)
+    K_(LeakyRelu, FLT) K_(Elu, FLT) K_(Gelu, FLT) K_(Erf, FLT) K_(Softplus, FLT) K_(Floor, FLT) K_(Ceil, FLT)
+    K_(Round, FLT) K_(Sin, FLT) K_(Cos, FLT)
+    {0},
+};

@@ -1,0 +1,714 @@
+/*
+ * The CUDA backend's device code: elementwise, Cast, Where, BiasAdd, strided copy, Gather, softmax and
+ * reductions, one kernel template per storage type with the op chosen at run time (one compiled kernel
+ * serves every op of a family, which keeps the build short). Semantics follow src/backends/cpu/ and the
+ * OpenCL kernels: f16/bf16 compute in f32, integers wrap, NaN propagates through Max/Min.
+ */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "cuda_kern.h"
+
+namespace {
+
+/* bf16 and bool as their own storage types, so that overloads and traits can tell them from u16/u8. */
+struct bf16s {
+    uint16_t v;
+};
+struct bools {
+    uint8_t v;
+};
+
+enum { K_FLT, K_SINT, K_UINT, K_BOOL };
+
+template <typename S> struct tr;
+#define TR_PLAIN_(T, KIND)                                                                                         \
+    template <> struct tr<T> {                                                                                     \
+        typedef T C;                                                                                               \
+        static const int kind = KIND;                                                                              \
+        static __device__ __forceinline__ C ld(const T *p, int64_t i) { return p[i]; }                             \
+        static __device__ __forceinline__ void st(T *p, int64_t i, C v) { p[i] = v; }                              \
+    };
+TR_PLAIN_(float, K_FLT)
+TR_PLAIN_(double, K_FLT)
+TR_PLAIN_(int8_t, K_SINT)
+TR_PLAIN_(int16_t, K_SINT)
+TR_PLAIN_(int32_t, K_SINT)
+TR_PLAIN_(int64_t, K_SINT)
+TR_PLAIN_(uint8_t, K_UINT)
+#undef TR_PLAIN_
+
+template <> struct tr<__half> {
+    typedef float C;
+    static const int kind = K_FLT;
+    static __device__ __forceinline__ float ld(const __half *p, int64_t i) { return __half2float(p[i]); }
+    static __device__ __forceinline__ void st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+};
+
+/* the CPU's rounding: nearest-even, NaN kept quiet with its sign */
+__device__ __forceinline__ uint16_t bf_round(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
+                                           : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+template <> struct tr<bf16s> {
+    typedef float C;
+    static const int kind = K_FLT;
+    static __device__ __forceinline__ float ld(const bf16s *p, int64_t i) { return __uint_as_float((uint32_t)p[i].v << 16); }
+    static __device__ __forceinline__ void st(bf16s *p, int64_t i, float v) { p[i].v = bf_round(v); }
+};
+
+template <> struct tr<bools> {
+    typedef uint8_t C;
+    static const int kind = K_BOOL;
+    static __device__ __forceinline__ uint8_t ld(const bools *p, int64_t i) { return p[i].v; }
+    static __device__ __forceinline__ void st(bools *p, int64_t i, uint8_t v) { p[i].v = v != 0; }
+};
+
+/* integer limits as plain constants: std::numeric_limits is host-only in device code */
+template <typename T> struct lim;
+#define LIM_(T, LO, HI)                                                                                            \
+    template <> struct lim<T> {                                                                                    \
+        static constexpr T lo = LO, hi = HI;                                                                       \
+    };
+LIM_(int8_t, INT8_MIN, INT8_MAX)
+LIM_(uint8_t, 0, UINT8_MAX)
+LIM_(int16_t, INT16_MIN, INT16_MAX)
+LIM_(int32_t, INT32_MIN, INT32_MAX)
+LIM_(int64_t, INT64_MIN, INT64_MAX)
+#undef LIM_
+
+const int THREADS = 256;
+
+unsigned blocks_for(int64_t n)
+{
+    int64_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b < 1 ? 1 : b > (1 << 20) ? (1 << 20) : b); /* grid-stride loops cover the rest */
+}
+
+#define GRID_LOOP(i, n)                                                                                            \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)blockDim.x * gridDim.x)
+
+/* Element offsets of linear output index i in the first `n` operands of walk w. */
+__device__ __forceinline__ void walk_offs(const cuk_walk &w, int64_t i, int n, int64_t *o)
+{
+    o[0] = o[1] = o[2] = 0;
+    if (w.rank == 1) {
+        for (int k = 0; k < n; k++) o[k] = i * w.st[k][0];
+        return;
+    }
+    if (w.small) {
+        uint32_t r = (uint32_t)i;
+        for (int d = w.rank - 1; d >= 0; d--) {
+            uint32_t nd = (uint32_t)w.dims[d], c = r % nd;
+            r /= nd;
+            for (int k = 0; k < n; k++) o[k] += (int64_t)c * w.st[k][d];
+        }
+    } else {
+        uint64_t r = (uint64_t)i;
+        for (int d = w.rank - 1; d >= 0; d--) {
+            uint64_t nd = (uint64_t)w.dims[d], c = r % nd;
+            r /= nd;
+            for (int k = 0; k < n; k++) o[k] += (int64_t)c * w.st[k][d];
+        }
+    }
+}
+
+template <typename C> __device__ __forceinline__ bool is_nan(C v) { return v != v; }
+
+/* ---- binary ------------------------------------------------------------------------------------------- */
+
+__device__ __forceinline__ uint64_t ipow(uint64_t b, uint64_t e)
+{
+    uint64_t r = 1;
+    while (e) {
+        if (e & 1) r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return r;
+}
+
+template <typename S> __device__ __forceinline__ typename tr<S>::C bin_op(int op, typename tr<S>::C x, typename tr<S>::C y)
+{
+    typedef typename tr<S>::C C;
+    if constexpr (tr<S>::kind == K_FLT) {
+        switch (op) {
+        case CUK_ADD: return x + y;
+        case CUK_SUB: return x - y;
+        case CUK_MUL: return x * y;
+        case CUK_DIV: return x / y;
+        case CUK_POW: return pow(x, y);
+        /* NaN wins, as numpy.maximum / minimum */
+        case CUK_MAX: return (x >= y || is_nan(x)) ? x : y;
+        case CUK_MIN: return (x <= y || is_nan(x)) ? x : y;
+        case CUK_MOD: { /* Python's %: the result takes the divisor's sign */
+            C r = fmod(x, y);
+            return r != 0 ? (((r < 0) != (y < 0)) ? r + y : r) : copysign((C)0, y);
+        }
+        case CUK_FMOD: return fmod(x, y);
+        default: return 0;
+        }
+    } else if constexpr (tr<S>::kind == K_BOOL) {
+        switch (op) {
+        case CUK_AND: return (x != 0) & (y != 0);
+        case CUK_OR: return (x != 0) | (y != 0);
+        case CUK_XOR: return (x != 0) ^ (y != 0);
+        default: return 0;
+        }
+    } else {
+        /* wrapping arithmetic in 64-bit unsigned; the host has rejected zero divisors and negative
+         * exponents, and -1 divisors take their own path so that MIN / -1 cannot trap */
+        uint64_t ux = (uint64_t)(int64_t)x, uy = (uint64_t)(int64_t)y;
+        switch (op) {
+        case CUK_ADD: return (C)(ux + uy);
+        case CUK_SUB: return (C)(ux - uy);
+        case CUK_MUL: return (C)(ux * uy);
+        case CUK_POW: return (C)ipow(ux, uy);
+        case CUK_MAX: return x > y ? x : y;
+        case CUK_MIN: return x < y ? x : y;
+        default: break;
+        }
+        if constexpr (tr<S>::kind == K_SINT) {
+            if (y == -1) return op == CUK_DIV ? (C)(0 - ux) : (C)0;
+            switch (op) {
+            case CUK_DIV: return x / y;
+            case CUK_MOD: {
+                C r = x % y;
+                return (r != 0 && ((r < 0) != (y < 0))) ? (C)(r + y) : r;
+            }
+            case CUK_FMOD: return x % y;
+            default: return 0;
+            }
+        } else {
+            switch (op) {
+            case CUK_DIV: return x / y;
+            case CUK_MOD: case CUK_FMOD: return x % y;
+            default: return 0;
+            }
+        }
+    }
+}
+
+template <typename S> __global__ void k_binary(int op, const S *a, const S *b, void *yv, cuk_walk w, int64_t n)
+{
+    typedef typename tr<S>::C C;
+    bool cmp = op >= CUK_EQ && op <= CUK_GE;
+    GRID_LOOP(i, n) {
+        int64_t o[3];
+        walk_offs(w, i, 2, o);
+        C x = tr<S>::ld(a, o[0]), y = tr<S>::ld(b, o[1]);
+        if (cmp) {
+            bool r;
+            switch (op) {
+            case CUK_EQ: r = x == y; break;
+            case CUK_NE: r = x != y; break;
+            case CUK_LT: r = x < y; break;
+            case CUK_LE: r = x <= y; break;
+            case CUK_GT: r = x > y; break;
+            default: r = x >= y; break;
+            }
+            ((uint8_t *)yv)[i] = r;
+        } else {
+            tr<S>::st((S *)yv, i, bin_op<S>(op, x, y));
+        }
+    }
+}
+
+/* ---- unary -------------------------------------------------------------------------------------------- */
+
+template <typename S>
+__global__ void k_unary(int op, const S *x, S *y, int64_t n, double pa, double pb, int64_t ia, int64_t ib)
+{
+    typedef typename tr<S>::C C;
+    GRID_LOOP(i, n) {
+        C v = tr<S>::ld(x, i), r = 0;
+        if constexpr (tr<S>::kind == K_FLT) {
+            C a = (C)pa, b = (C)pb;
+            switch (op) {
+            case CUK_NEG: r = -v; break;
+            case CUK_ABS: r = fabs(v); break;
+            case CUK_SIGN: r = v > 0 ? (C)1 : v < 0 ? (C)-1 : v; break;
+            case CUK_SQUARE: r = v * v; break;
+            case CUK_RELU: r = v < 0 ? (C)0 : v; break; /* NaN passes */
+            case CUK_CLIP: { /* numpy.clip: max with lo, then min with hi; NaN passes */
+                C t = v < a ? a : v;
+                r = t > b ? b : t;
+                break;
+            }
+            case CUK_EXP: r = exp(v); break;
+            case CUK_LOG: r = log(v); break;
+            case CUK_SQRT: r = sqrt(v); break;
+            case CUK_RSQRT: r = (C)1 / sqrt(v); break;
+            case CUK_RECIP: r = (C)1 / v; break;
+            case CUK_TANH: r = tanh(v); break;
+            case CUK_SIGMOID: r = (C)1 / ((C)1 + exp(-v)); break;
+            case CUK_LEAKY: r = v < 0 ? a * v : v; break;
+            case CUK_ELU: r = v < 0 ? a * expm1(v) : v; break;
+            /* erfc keeps precision for large negative x, where 1 + erf cancels */
+            case CUK_GELU: r = (C)0.5 * v * erfc(-v * (C)0.70710678118654752); break;
+            case CUK_GELU_TANH:
+                r = v / ((C)1 + exp((C)-2 * ((C)0.7978845608028654 * (v + (C)0.044715 * v * v * v))));
+                break;
+            case CUK_ERF: r = erf(v); break;
+            case CUK_SOFTPLUS: r = (v > 0 ? v : (C)0) + log1p(exp(-fabs(v))); break;
+            case CUK_FLOOR: r = floor(v); break;
+            case CUK_CEIL: r = ceil(v); break;
+            case CUK_ROUND: r = rint(v); break; /* ties to even, like numpy.round */
+            case CUK_SIN: r = sin(v); break;
+            case CUK_COS: r = cos(v); break;
+            default: break;
+            }
+        } else if constexpr (tr<S>::kind == K_BOOL) {
+            r = op == CUK_NOT ? (C)(v == 0) : v;
+        } else {
+            uint64_t u = (uint64_t)(int64_t)v;
+            switch (op) {
+            case CUK_NEG: r = (C)(0 - u); break;
+            case CUK_ABS: r = (tr<S>::kind == K_SINT && (int64_t)v < 0) ? (C)(0 - u) : v; break;
+            case CUK_SIGN: r = (C)((v > 0) - (tr<S>::kind == K_SINT && (int64_t)v < 0)); break;
+            case CUK_SQUARE: r = (C)(u * u); break;
+            case CUK_RELU: r = (tr<S>::kind == K_SINT && (int64_t)v < 0) ? (C)0 : v; break;
+            case CUK_CLIP: {
+                int64_t t = (int64_t)v < ia ? ia : (int64_t)v;
+                r = (C)(t > ib ? ib : t);
+                break;
+            }
+            default: break;
+            }
+        }
+        tr<S>::st(y, i, r);
+    }
+}
+
+/* ---- Cast ---------------------------------------------------------------------------------------------- */
+
+/* float to integer: NaN gives 0, the rest truncates toward zero and saturates (the CPU's rule) */
+template <typename T, typename C> __device__ __forceinline__ T to_int(C v)
+{
+    const C mn = (C)lim<T>::lo, mx = (C)lim<T>::hi;
+    return v != v ? (T)0 : v <= mn ? lim<T>::lo : v >= mx ? lim<T>::hi : (T)v;
+}
+
+template <typename S> __global__ void k_cast(const S *x, int to, void *y, int64_t n)
+{
+    GRID_LOOP(i, n) {
+        if constexpr (tr<S>::kind == K_FLT) {
+            typename tr<S>::C v = tr<S>::ld(x, i);
+            switch (to) {
+            case 1: ((float *)y)[i] = (float)v; break;
+            case 2: ((double *)y)[i] = (double)v; break;
+            case 3: ((__half *)y)[i] = __float2half_rn((float)v); break; /* through f32, as the CPU */
+            case 4: ((uint16_t *)y)[i] = bf_round((float)v); break;
+            case 5: ((int8_t *)y)[i] = to_int<int8_t>(v); break;
+            case 6: ((uint8_t *)y)[i] = to_int<uint8_t>(v); break;
+            case 7: ((int16_t *)y)[i] = to_int<int16_t>(v); break;
+            case 8: ((int32_t *)y)[i] = to_int<int32_t>(v); break;
+            case 9: ((int64_t *)y)[i] = to_int<int64_t>(v); break;
+            default: ((uint8_t *)y)[i] = v != 0; break;
+            }
+        } else {
+            int64_t v = (int64_t)tr<S>::ld(x, i);
+            switch (to) { /* integers wrap */
+            case 1: ((float *)y)[i] = (float)v; break;
+            case 2: ((double *)y)[i] = (double)v; break;
+            case 3: ((__half *)y)[i] = __float2half_rn((float)v); break;
+            case 4: ((uint16_t *)y)[i] = bf_round((float)v); break;
+            case 5: ((int8_t *)y)[i] = (int8_t)v; break;
+            case 6: ((uint8_t *)y)[i] = (uint8_t)v; break;
+            case 7: ((int16_t *)y)[i] = (int16_t)v; break;
+            case 8: ((int32_t *)y)[i] = (int32_t)v; break;
+            case 9: ((int64_t *)y)[i] = v; break;
+            default: ((uint8_t *)y)[i] = v != 0; break;
+            }
+        }
+    }
+}
+
+/* ---- data movement -------------------------------------------------------------------------------------- */
+
+template <typename E> __global__ void k_where(const uint8_t *c, const E *x, const E *y, E *z, cuk_walk w, int64_t n)
+{
+    GRID_LOOP(i, n) {
+        int64_t o[3];
+        walk_offs(w, i, 3, o);
+        z[i] = c[o[0]] ? x[o[1]] : y[o[2]];
+    }
+}
+
+template <typename E> __global__ void k_copy(const E *x, E *y, cuk_walk w, int64_t n)
+{
+    GRID_LOOP(i, n) {
+        int64_t o[3];
+        walk_offs(w, i, 2, o);
+        y[o[0]] = x[o[1]];
+    }
+}
+
+template <typename E>
+__global__ void k_gather(const E *x, const void *idx, int idx_i64, E *y, int64_t n, int64_t n_idx, int64_t inner,
+                         int64_t axis_len)
+{
+    GRID_LOOP(i, n) {
+        int64_t in = i % inner, t = i / inner, j = t % n_idx, o = t / n_idx;
+        int64_t ix = idx_i64 ? ((const int64_t *)idx)[j] : (int64_t)((const int32_t *)idx)[j];
+        if (ix < 0) ix += axis_len;
+        y[i] = x[(o * axis_len + ix) * inner + in];
+    }
+}
+
+template <typename S> __global__ void k_bias_add(const S *x, const S *b, S *y, int64_t n, int64_t C, int64_t inner)
+{
+    GRID_LOOP(i, n) {
+        tr<S>::st(y, i, bin_op<S>(CUK_ADD, tr<S>::ld(x, i), tr<S>::ld(b, (i / inner) % C)));
+    }
+}
+
+template <typename S>
+__global__ void k_gemm_fill(S *y, const S *c, int64_t m, int64_t n, int64_t cs0, int64_t cs1, double scale)
+{
+    typedef typename tr<S>::C C;
+    GRID_LOOP(i, m * n) {
+        int64_t r = i / n, col = i % n;
+        tr<S>::st(y, i, (C)scale * tr<S>::ld(c, r * cs0 + col * cs1));
+    }
+}
+
+/* ---- softmax and reductions ------------------------------------------------------------------------------- */
+
+/* Tree reduction of one value per thread of the block; every thread gets the result. */
+template <typename A, typename F> __device__ A block_reduce(A v, F combine)
+{
+    __shared__ A buf[THREADS];
+    buf[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) buf[threadIdx.x] = combine(buf[threadIdx.x], buf[threadIdx.x + s]);
+        __syncthreads();
+    }
+    A r = buf[0];
+    __syncthreads(); /* buf is reused by the next call */
+    return r;
+}
+
+/* max with NaN winning, as the CPU */
+template <typename C> __device__ __forceinline__ C max_nan(C a, C b) { return (b > a || is_nan(b)) ? b : a; }
+template <typename C> __device__ __forceinline__ C min_nan(C a, C b) { return (b < a || is_nan(b)) ? b : a; }
+
+/* One block per vector of R contiguous elements (the last-axis case): the sum of exp in double, as the CPU. */
+template <typename S> __global__ void k_softmax_rows(const S *x, S *y, int64_t rows, int64_t R, int is_log)
+{
+    typedef typename tr<S>::C C;
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        const S *px = x + row * R;
+        S *py = y + row * R;
+        C m = -INFINITY;
+        for (int64_t r = threadIdx.x; r < R; r += blockDim.x) m = max_nan(m, tr<S>::ld(px, r));
+        m = block_reduce(m, [](C a, C b) { return max_nan(a, b); });
+        double s = 0;
+        for (int64_t r = threadIdx.x; r < R; r += blockDim.x) s += (double)exp(tr<S>::ld(px, r) - m);
+        s = block_reduce(s, [](double a, double b) { return a + b; });
+        if (is_log) {
+            C ls = (C)log(s);
+            for (int64_t r = threadIdx.x; r < R; r += blockDim.x) tr<S>::st(py, r, (tr<S>::ld(px, r) - m) - ls);
+        } else {
+            C inv = (C)(1 / s);
+            for (int64_t r = threadIdx.x; r < R; r += blockDim.x) tr<S>::st(py, r, exp(tr<S>::ld(px, r) - m) * inv);
+        }
+    }
+}
+
+/* One thread per vector of R elements `inner` apart (softmax over an inner axis). */
+template <typename S>
+__global__ void k_softmax_strided(const S *x, S *y, int64_t outer, int64_t R, int64_t inner, int is_log)
+{
+    typedef typename tr<S>::C C;
+    GRID_LOOP(g, outer * inner) {
+        int64_t o = g / inner, in = g % inner, base = o * R * inner + in;
+        const S *px = x + base;
+        S *py = y + base;
+        C m = -INFINITY;
+        for (int64_t r = 0; r < R; r++) m = max_nan(m, tr<S>::ld(px, r * inner));
+        double s = 0;
+        for (int64_t r = 0; r < R; r++) s += (double)exp(tr<S>::ld(px, r * inner) - m);
+        if (is_log) {
+            C ls = (C)log(s);
+            for (int64_t r = 0; r < R; r++) tr<S>::st(py, r * inner, (tr<S>::ld(px, r * inner) - m) - ls);
+        } else {
+            C inv = (C)(1 / s);
+            for (int64_t r = 0; r < R; r++) tr<S>::st(py, r * inner, exp(tr<S>::ld(px, r * inner) - m) * inv);
+        }
+    }
+}
+
+struct red_geom {
+    int64_t kd[CUK_MAX_RANK], ks[CUK_MAX_RANK], rd[CUK_MAX_RANK], rs[CUK_MAX_RANK];
+    int nk, nr;
+    int64_t count;
+};
+
+__device__ __forceinline__ int64_t geom_off(int64_t i, int n, const int64_t *d, const int64_t *st)
+{
+    int64_t off = 0;
+    for (int k = n - 1; k >= 0; k--) {
+        off += (i % d[k]) * st[k];
+        i /= d[k];
+    }
+    return off;
+}
+
+/* The accumulator of a reduction: double for floats (max/min in the compute type), wrapping u64 for
+ * integer sums and products, i64 for integer max/min. */
+template <typename S, int OP> struct racc {
+    typedef typename tr<S>::C C;
+    static const bool flt = tr<S>::kind == K_FLT;
+    typedef typename std::conditional<OP == CUK_RMAX || OP == CUK_RMIN, typename std::conditional<flt, C, int64_t>::type,
+                                      typename std::conditional<flt, double, uint64_t>::type>::type A;
+    static __device__ __forceinline__ A init()
+    {
+        if constexpr (OP == CUK_RMAX) {
+            if constexpr (flt) return (A)-INFINITY;
+            else return lim<int64_t>::lo;
+        } else if constexpr (OP == CUK_RMIN) {
+            if constexpr (flt) return (A)INFINITY;
+            else return lim<int64_t>::hi;
+        } else if constexpr (OP == CUK_RPROD) {
+            return (A)1;
+        } else {
+            return (A)0;
+        }
+    }
+    static __device__ __forceinline__ A add(A a, C v)
+    {
+        if constexpr (OP == CUK_RMAX) return max_nan(a, (A)v);
+        else if constexpr (OP == CUK_RMIN) return min_nan(a, (A)v);
+        else if constexpr (OP == CUK_RPROD) return flt ? a * (A)v : (A)(a * (uint64_t)(int64_t)v);
+        else if constexpr (flt) return a + (A)v;
+        else return a + (uint64_t)(int64_t)v;
+    }
+    static __device__ __forceinline__ A combine(A a, A b)
+    {
+        if constexpr (OP == CUK_RMAX) return max_nan(a, b);
+        else if constexpr (OP == CUK_RMIN) return min_nan(a, b);
+        else if constexpr (OP == CUK_RPROD) return a * b;
+        else return a + b;
+    }
+    static __device__ __forceinline__ void fin(S *y, int64_t i, A a, int64_t count)
+    {
+        if constexpr (flt) {
+            if constexpr (OP == CUK_RMEAN) tr<S>::st(y, i, (C)((double)a / (double)count));
+            else tr<S>::st(y, i, (C)a);
+        } else if constexpr (OP == CUK_RMEAN) {
+            tr<S>::st(y, i, (C)(count ? (int64_t)a / count : 0));
+        } else if constexpr (OP == CUK_RMAX || OP == CUK_RMIN) {
+            C edge = OP == CUK_RMAX ? lim<C>::lo : lim<C>::hi;
+            tr<S>::st(y, i, count ? (C)a : edge);
+        } else {
+            tr<S>::st(y, i, (C)a);
+        }
+    }
+};
+
+template <typename S, int OP> __global__ void k_reduce_thread(const S *x, S *y, int64_t n_out, red_geom g)
+{
+    typedef racc<S, OP> R;
+    GRID_LOOP(o, n_out) {
+        const S *p = x + geom_off(o, g.nk, g.kd, g.ks);
+        typename R::A a = R::init();
+        for (int64_t r = 0; r < g.count; r++) a = R::add(a, tr<S>::ld(p, geom_off(r, g.nr, g.rd, g.rs)));
+        R::fin(y, o, a, g.count);
+    }
+}
+
+template <typename S, int OP> __global__ void k_reduce_block(const S *x, S *y, int64_t n_out, red_geom g)
+{
+    typedef racc<S, OP> R;
+    for (int64_t o = blockIdx.x; o < n_out; o += gridDim.x) {
+        const S *p = x + geom_off(o, g.nk, g.kd, g.ks);
+        typename R::A a = R::init();
+        if (g.nr == 1 && g.rs[0] == 1)
+            for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) a = R::add(a, tr<S>::ld(p, r));
+        else
+            for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) a = R::add(a, tr<S>::ld(p, geom_off(r, g.nr, g.rd, g.rs)));
+        a = block_reduce(a, [](typename R::A u, typename R::A v) { return R::combine(u, v); });
+        if (threadIdx.x == 0) R::fin(y, o, a, g.count);
+    }
+}
+
+int last_error() { return (int)cudaGetLastError(); }
+
+/* Calls F<T>() with T the storage type of dtype dt; unknown dtypes give cudaErrorInvalidValue. */
+#define DISPATCH(dt, CALL)                                                                                         \
+    switch (dt) {                                                                                                  \
+    case 1: { typedef float T; CALL; } break;                                                                      \
+    case 2: { typedef double T; CALL; } break;                                                                     \
+    case 3: { typedef __half T; CALL; } break;                                                                     \
+    case 4: { typedef bf16s T; CALL; } break;                                                                      \
+    case 5: { typedef int8_t T; CALL; } break;                                                                     \
+    case 6: { typedef uint8_t T; CALL; } break;                                                                    \
+    case 7: { typedef int16_t T; CALL; } break;                                                                    \
+    case 8: { typedef int32_t T; CALL; } break;                                                                    \
+    case 9: { typedef int64_t T; CALL; } break;                                                                    \
+    case 10: { typedef bools T; CALL; } break;                                                                     \
+    default: return (int)cudaErrorInvalidValue;                                                                    \
+    }
+
+#define DISPATCH_FLT(dt, CALL)                                                                                     \
+    switch (dt) {                                                                                                  \
+    case 1: { typedef float T; CALL; } break;                                                                      \
+    case 2: { typedef double T; CALL; } break;                                                                     \
+    case 3: { typedef __half T; CALL; } break;                                                                     \
+    case 4: { typedef bf16s T; CALL; } break;                                                                      \
+    default: return (int)cudaErrorInvalidValue;                                                                    \
+    }
+
+#define DISPATCH_SIZE(es, CALL)                                                                                    \
+    switch (es) {                                                                                                  \
+    case 1: { typedef uint8_t T; CALL; } break;                                                                    \
+    case 2: { typedef uint16_t T; CALL; } break;                                                                   \
+    case 4: { typedef uint32_t T; CALL; } break;                                                                   \
+    case 8: { typedef uint64_t T; CALL; } break;                                                                   \
+    default: return (int)cudaErrorInvalidValue;                                                                    \
+    }
+
+template <typename S, int OP>
+void reduce_launch(cudaStream_t s, const void *x, void *y, int64_t n_out, const red_geom &g)
+{
+    /* a block per output when each output folds many values, else a thread per output */
+    if (g.count >= 128)
+        k_reduce_block<S, OP><<<(unsigned)(n_out < (1 << 20) ? n_out : (1 << 20)), THREADS, 0, s>>>((const S *)x, (S *)y,
+                                                                                                   n_out, g);
+    else
+        k_reduce_thread<S, OP><<<blocks_for(n_out), THREADS, 0, s>>>((const S *)x, (S *)y, n_out, g);
+}
+
+template <typename S> int reduce_op(cudaStream_t s, int op, const void *x, void *y, int64_t n_out, const red_geom &g)
+{
+    switch (op) {
+    case CUK_RSUM: reduce_launch<S, CUK_RSUM>(s, x, y, n_out, g); break;
+    case CUK_RMEAN: reduce_launch<S, CUK_RMEAN>(s, x, y, n_out, g); break;
+    case CUK_RMAX: reduce_launch<S, CUK_RMAX>(s, x, y, n_out, g); break;
+    case CUK_RMIN: reduce_launch<S, CUK_RMIN>(s, x, y, n_out, g); break;
+    case CUK_RPROD: reduce_launch<S, CUK_RPROD>(s, x, y, n_out, g); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return 0;
+}
+
+} // namespace
+
+extern "C" {
+
+int cuk_binary(cudaStream_t s, int dtype, int op, const void *a, const void *b, void *y, const cuk_walk *w, int64_t n)
+{
+    if (n <= 0) return 0;
+    DISPATCH(dtype, (k_binary<T><<<blocks_for(n), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, y, *w, n)));
+    return last_error();
+}
+
+int cuk_unary(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n, double pa, double pb, int64_t ia,
+              int64_t ib)
+{
+    if (n <= 0) return 0;
+    DISPATCH(dtype, (k_unary<T><<<blocks_for(n), THREADS, 0, s>>>(op, (const T *)x, (T *)y, n, pa, pb, ia, ib)));
+    return last_error();
+}
+
+int cuk_cast(cudaStream_t s, int from, int to, const void *x, void *y, int64_t n)
+{
+    if (n <= 0) return 0;
+    if (to < 1 || to > 10) return (int)cudaErrorInvalidValue;
+    DISPATCH(from, (k_cast<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, to, y, n)));
+    return last_error();
+}
+
+int cuk_where(cudaStream_t s, int esize, const uint8_t *c, const void *x, const void *y, void *z, const cuk_walk *w,
+              int64_t n)
+{
+    if (n <= 0) return 0;
+    DISPATCH_SIZE(esize, (k_where<T><<<blocks_for(n), THREADS, 0, s>>>(c, (const T *)x, (const T *)y, (T *)z, *w, n)));
+    return last_error();
+}
+
+int cuk_bias_add(cudaStream_t s, int dtype, const void *x, const void *b, void *y, int64_t n, int64_t C, int64_t inner)
+{
+    if (n <= 0) return 0;
+    DISPATCH(dtype, (k_bias_add<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (const T *)b, (T *)y, n, C, inner)));
+    return last_error();
+}
+
+int cuk_gemm_fill(cudaStream_t s, int dtype, void *y, const void *c, int64_t m, int64_t n, int64_t cs0, int64_t cs1,
+                  double scale)
+{
+    if (m * n <= 0) return 0;
+    DISPATCH_FLT(dtype, (k_gemm_fill<T><<<blocks_for(m * n), THREADS, 0, s>>>((T *)y, (const T *)c, m, n, cs0, cs1, scale)));
+    return last_error();
+}
+
+int cuk_copy(cudaStream_t s, int esize, const void *x, void *y, const cuk_walk *w, int64_t n)
+{
+    if (n <= 0) return 0;
+    DISPATCH_SIZE(esize, (k_copy<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (T *)y, *w, n)));
+    return last_error();
+}
+
+int cuk_gather(cudaStream_t s, int esize, const void *x, const void *idx, int idx_i64, void *y, int64_t outer,
+               int64_t n_idx, int64_t inner, int64_t axis_len)
+{
+    int64_t n = outer * n_idx * inner;
+    if (n <= 0) return 0;
+    DISPATCH_SIZE(esize, (k_gather<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, idx, idx_i64, (T *)y, n, n_idx,
+                                                                        inner, axis_len)));
+    return last_error();
+}
+
+int cuk_softmax(cudaStream_t s, int dtype, const void *x, void *y, int64_t outer, int64_t R, int64_t inner, int is_log)
+{
+    if (outer * R * inner <= 0) return 0;
+    if (inner == 1 && R >= 64) { /* a block per row pays off once a row spans a few warps */
+        unsigned grid = (unsigned)(outer < (1 << 20) ? outer : (1 << 20));
+        DISPATCH_FLT(dtype, (k_softmax_rows<T><<<grid, THREADS, 0, s>>>((const T *)x, (T *)y, outer, R, is_log)));
+    } else {
+        DISPATCH_FLT(dtype, (k_softmax_strided<T><<<blocks_for(outer * inner), THREADS, 0, s>>>((const T *)x, (T *)y,
+                                                                                                 outer, R, inner, is_log)));
+    }
+    return last_error();
+}
+
+int cuk_reduce(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n_out, int nk, const int64_t *kd,
+               const int64_t *ks, int nr, const int64_t *rd, const int64_t *rs, int64_t count)
+{
+    if (n_out <= 0) return 0;
+    if (nk > CUK_MAX_RANK || nr > CUK_MAX_RANK) return (int)cudaErrorInvalidValue;
+    red_geom g;
+    g.nk = nk;
+    g.nr = nr;
+    g.count = count;
+    for (int i = 0; i < CUK_MAX_RANK; i++) {
+        g.kd[i] = i < nk ? kd[i] : 1;
+        g.ks[i] = i < nk ? ks[i] : 0;
+        g.rd[i] = i < nr ? rd[i] : 1;
+        g.rs[i] = i < nr ? rs[i] : 0;
+    }
+    int rc = 0;
+    switch (dtype) {
+    case 1: rc = reduce_op<float>(s, op, x, y, n_out, g); break;
+    case 2: rc = reduce_op<double>(s, op, x, y, n_out, g); break;
+    case 3: rc = reduce_op<__half>(s, op, x, y, n_out, g); break;
+    case 4: rc = reduce_op<bf16s>(s, op, x, y, n_out, g); break;
+    case 5: rc = reduce_op<int8_t>(s, op, x, y, n_out, g); break;
+    case 6: rc = reduce_op<uint8_t>(s, op, x, y, n_out, g); break;
+    case 7: rc = reduce_op<int16_t>(s, op, x, y, n_out, g); break;
+    case 8: rc = reduce_op<int32_t>(s, op, x, y, n_out, g); break;
+    case 9: rc = reduce_op<int64_t>(s, op, x, y, n_out, g); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return rc ? rc : last_error();
+}
+
+} // extern "C"

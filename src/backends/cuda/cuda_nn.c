@@ -1,0 +1,218 @@
+/*
+ * Host side of the CUDA NN ops: MatMul (numpy batch broadcasting, optional transposes) and Gemm through
+ * cuBLAS (f32 and f64 natively, f16 and bf16 with f32 accumulation, as the CPU computes them), and
+ * BiasAdd. Convolutions and pools are left to the CPU for now (no kernel here: placement falls back).
+ */
+#include <limits.h>
+#include <stdio.h>
+
+#include "backends/cuda/cuda.h"
+
+typedef struct mm_geom {
+    int64_t m, n, kdim;
+    int nb;
+    int64_t bat[WF_MAX_RANK], abat[WF_MAX_RANK], bbat[WF_MAX_RANK];
+    int64_t batch;
+    int ta, tb;
+    int out_rank;
+    int64_t out_dims[WF_MAX_RANK];
+} mm_geom;
+
+static wf_status *mm_plan(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, int ta, int tb, mm_geom *g)
+{
+    memset(g, 0, sizeof *g);
+    char sa[160], sb[160];
+    if (a->rank == 0 || b->rank == 0)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "operands must have rank >= 1, got A %s and B %s", cu_tstr(a, sa),
+                                  cu_tstr(b, sb));
+    if (a->dtype != b->dtype)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s have different dtypes", cu_tstr(a, sa),
+                                  cu_tstr(b, sb));
+    g->ta = a->rank > 1 && ta;
+    g->tb = b->rank > 1 && tb;
+    int64_t ka, kb;
+    if (a->rank == 1) g->m = 1, ka = a->dims[0];
+    else g->m = a->dims[a->rank - (g->ta ? 1 : 2)], ka = a->dims[a->rank - (g->ta ? 2 : 1)];
+    if (b->rank == 1) kb = b->dims[0], g->n = 1;
+    else kb = b->dims[b->rank - (g->tb ? 1 : 2)], g->n = b->dims[b->rank - (g->tb ? 2 : 1)];
+    if (ka != kb)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s have incompatible inner dims %lld and %lld",
+                                  cu_tstr(a, sa), cu_tstr(b, sb), (long long)ka, (long long)kb);
+    g->kdim = ka;
+    int ra = a->rank > 2 ? a->rank - 2 : 0, rb = b->rank > 2 ? b->rank - 2 : 0;
+    g->nb = ra > rb ? ra : rb;
+    g->batch = 1;
+    for (int i = 0; i < g->nb; i++) {
+        int ia = i - (g->nb - ra), ib = i - (g->nb - rb);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da != db && da != 1 && db != 1)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s have batch dims that do not broadcast",
+                                      cu_tstr(a, sa), cu_tstr(b, sb));
+        g->abat[i] = da;
+        g->bbat[i] = db;
+        g->bat[i] = da == 1 ? db : da;
+        g->batch *= g->bat[i];
+    }
+    for (int i = 0; i < g->nb; i++) g->out_dims[g->out_rank++] = g->bat[i];
+    if (a->rank > 1) g->out_dims[g->out_rank++] = g->m;
+    if (b->rank > 1) g->out_dims[g->out_rank++] = g->n;
+    if (g->m > INT_MAX || g->n > INT_MAX || g->kdim > INT_MAX || g->batch > INT_MAX)
+        return cu_host->kctx_fail(k, WF_UNIMPLEMENTED, "A %s and B %s exceed cuBLAS's 32-bit dims", cu_tstr(a, sa),
+                                  cu_tstr(b, sb));
+    return NULL;
+}
+
+/* Element stride between batch entries of one operand whose batch dims are the full broadcast batch or
+ * all 1 (0: shared); -1 when they mix (the caller loops over the batch). */
+static int64_t batch_stride(const mm_geom *g, const int64_t *obat, int64_t mat)
+{
+    bool full = true, none = true;
+    for (int i = 0; i < g->nb; i++) {
+        full &= obat[i] == g->bat[i];
+        none &= obat[i] == 1;
+    }
+    return none ? 0 : full ? mat : -1;
+}
+
+static void batch_offsets(const mm_geom *g, int64_t bi, int64_t *ao, int64_t *bo)
+{
+    int64_t sa = g->m * g->kdim, sb = g->kdim * g->n, oa = 0, ob = 0;
+    for (int i = g->nb - 1; i >= 0; i--) {
+        int64_t idx = bi % g->bat[i];
+        bi /= g->bat[i];
+        if (g->abat[i] != 1) oa += idx * sa;
+        if (g->bbat[i] != 1) ob += idx * sb;
+        sa *= g->abat[i];
+        sb *= g->bbat[i];
+    }
+    *ao = oa;
+    *bo = ob;
+}
+
+/* `count` row-major products C = alpha op(A) op(B) + beta C, element offsets and batch strides given.
+ * cuBLAS is column-major: the row-major C is the column-major C^T = op(B)^T op(A)^T, so B goes first. */
+static wf_status *gemm(wf__kctx *k, wf_dtype t, const mm_geom *g, int64_t m, int64_t count, const char *a, int64_t abs,
+                       const char *b, int64_t bbs, char *c, double alpha, double beta)
+{
+    cu_dev *d = cu_of(k);
+    cudaDataType dt = t == WF_F64 ? CUDA_R_64F : t == WF_F16 ? CUDA_R_16F : t == WF_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+    cublasComputeType_t ct = t == WF_F64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+    float fa = (float)alpha, fb = (float)beta;
+    const void *pa = t == WF_F64 ? (const void *)&alpha : &fa, *pb = t == WF_F64 ? (const void *)&beta : &fb;
+    int n = (int)g->n, kd = (int)g->kdim, mm = (int)m;
+    int lda = g->ta ? mm : kd, ldb = g->tb ? kd : n;
+    pthread_mutex_lock(&d->blas_mu);
+    cublasStatus_t st = cublasGemmStridedBatchedEx(d->blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                   n, mm, kd, pa, b, dt, ldb, bbs, a, dt, lda, abs, pb, c, dt, n,
+                                                   (long long)m * n, (int)count, ct, CUBLAS_GEMM_DEFAULT);
+    pthread_mutex_unlock(&d->blas_mu);
+    if (st == CUBLAS_STATUS_SUCCESS) return NULL;
+    return cu_host->kctx_fail(k, st == CUBLAS_STATUS_ALLOC_FAILED ? WF_OUT_OF_MEMORY : WF_INTERNAL,
+                              "cuBLAS GemmStridedBatchedEx (%s, m=%d n=%d k=%d batch=%lld) failed on %s: %s",
+                              cu_dtype_name(t), mm, n, kd, (long long)count, k->device->short_name,
+                              cublasGetStatusString(st));
+}
+
+/* The product of a and b into y (which Gemm has pre-filled with C when beta != 0). */
+static wf_status *matmul_run(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, const mm_geom *g, const wf_tensor *y,
+                             double alpha, double beta)
+{
+    wf_dtype t = a->dtype;
+    size_t es = cu_size(t);
+    const char *ap = cu_ptr(a), *bp = cu_ptr(b);
+    char *yp = cu_ptr(y);
+    int64_t amat = g->m * g->kdim, bmat = g->kdim * g->n, cmat = g->m * g->n;
+    int64_t abs = batch_stride(g, g->abat, amat), bbs = batch_stride(g, g->bbat, bmat);
+    if (g->nb > 0 && bbs == 0 && !g->ta) /* B shared and A not transposed: A's batch folds into M */
+        return gemm(k, t, g, g->batch * g->m, 1, ap, 0, bp, 0, yp, alpha, beta);
+    if (abs >= 0 && bbs >= 0) return gemm(k, t, g, g->m, g->batch, ap, abs, bp, bbs, yp, alpha, beta);
+    for (int64_t bi = 0; bi < g->batch; bi++) {
+        int64_t ao, bo;
+        batch_offsets(g, bi, &ao, &bo);
+        wf_status *s = gemm(k, t, g, g->m, 1, ap + ao * es, 0, bp + bo * es, 0, yp + bi * cmat * es, alpha, beta);
+        if (s) return s;
+    }
+    return NULL;
+}
+
+static wf_status *zero(wf__kctx *k, const wf_tensor *y)
+{
+    return cu_check(k, (int)cudaMemsetAsync(cu_ptr(y), 0, (size_t)y->size * cu_size(y->dtype), cu_of(k)->compute),
+                    "memset");
+}
+
+static wf_status *k_matmul(wf__kctx *k)
+{
+    const wf_tensor *a = k->in[0], *b = k->in[1];
+    mm_geom g;
+    wf_status *s = cu_enter(k);
+    if (s || (s = mm_plan(k, a, b, (int)cu_host->attr_get(k->op, k->attrs, "transpose_a")->i,
+                          (int)cu_host->attr_get(k->op, k->attrs, "transpose_b")->i, &g)))
+        return s;
+    wf_tensor *y;
+    if ((s = cu_host->kctx_output(k, 0, a->dtype, g.out_rank, g.out_dims, &y)) || !y->size) return s;
+    if (g.kdim == 0) return zero(k, y);
+    return matmul_run(k, a, b, &g, y, 1, 0);
+}
+
+static wf_status *k_gemm(wf__kctx *k)
+{
+    const wf_tensor *a = k->in[0], *b = k->in[1], *c = k->n_in > 2 ? k->in[2] : NULL;
+    char sa[160], sb[160];
+    if (a->rank != 2 || b->rank != 2)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s must both be 2-D", cu_tstr(a, sa), cu_tstr(b, sb));
+    if (c && c->dtype != a->dtype)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "C %s has a different dtype than A %s", cu_tstr(c, sb),
+                                  cu_tstr(a, sa));
+    mm_geom g;
+    wf_status *s = cu_enter(k);
+    if (s || (s = mm_plan(k, a, b, (int)cu_host->attr_get(k->op, k->attrs, "transA")->i,
+                          (int)cu_host->attr_get(k->op, k->attrs, "transB")->i, &g)))
+        return s;
+    int64_t m = g.m, n = g.n;
+    if (c && !(c->rank <= 2 && (c->rank < 1 || c->dims[c->rank - 1] == n || c->dims[c->rank - 1] == 1) &&
+               (c->rank < 2 || c->dims[0] == m || c->dims[0] == 1)))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "C %s does not broadcast to the output [%lld,%lld]", cu_tstr(c, sa),
+                                  (long long)m, (long long)n);
+    double alpha = cu_host->attr_get(k->op, k->attrs, "alpha")->f, beta = cu_host->attr_get(k->op, k->attrs, "beta")->f;
+    wf_tensor *y;
+    if ((s = cu_host->kctx_output(k, 0, a->dtype, 2, g.out_dims, &y)) || !y->size) return s;
+    if (c) {
+        int64_t cs0 = c->rank == 2 && c->dims[0] != 1 ? c->dims[1] : 0;
+        int64_t cs1 = c->rank >= 1 && c->dims[c->rank - 1] != 1 ? 1 : 0;
+        /* with an empty inner dim the product is zero and y is beta * C alone */
+        s = cu_check(k, cuk_gemm_fill(cu_of(k)->compute, a->dtype, cu_ptr(y), cu_ptr(c), m, n, cs0, cs1,
+                                      g.kdim ? 1.0 : beta),
+                     "Gemm C kernel");
+        if (s || !g.kdim) return s;
+    } else if (!g.kdim) {
+        return zero(k, y);
+    }
+    return matmul_run(k, a, b, &g, y, alpha, c ? beta : 0);
+}
+
+static wf_status *k_bias_add(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0], *b = k->in[1];
+    bool nchw = !strcmp(cu_host->attr_get(k->op, k->attrs, "data_format")->s, "NCHW");
+    int ax = nchw ? 1 : x->rank - 1;
+    char sx[160], sb[160];
+    if (x->rank < (nchw ? 2 : 1) || b->rank != 1 || x->dims[ax] != b->dims[0] || b->dtype != x->dtype)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "bias %s does not match channel dim %d of x %s", cu_tstr(b, sb), ax,
+                                  cu_tstr(x, sx));
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
+    int64_t inner = 1;
+    for (int i = ax + 1; i < x->rank; i++) inner *= x->dims[i];
+    return cu_check(k, cuk_bias_add(cu_of(k)->compute, x->dtype, cu_ptr(x), cu_ptr(b), cu_ptr(y), y->size, b->dims[0],
+                                    inner),
+                    "BiasAdd kernel");
+}
+
+const wf__kernel_def cu_kernels_nn[] = {
+    {"MatMul", "GPU", WF__DT_FLOATS, 0, k_matmul, NULL, 0},
+    {"Gemm", "GPU", WF__DT_FLOATS, 0, k_gemm, NULL, 0},
+    {"BiasAdd", "GPU", WF__DT_NUMERIC, 0, k_bias_add, NULL, 0},
+    {0},
+};
