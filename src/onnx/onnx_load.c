@@ -120,9 +120,11 @@ static wf_status *check_ops(wf__onnx_ctx *c, const Onnx__GraphProto *gp)
     const Onnx__NodeProto *first = NULL;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
-        if (!n->op_type || !*n->op_type)
+        if (!n->op_type || !*n->op_type) {
+            wf__str_free(&list);
             return wf__status(WF_INVALID_ARGUMENT, "%s: node %zu ('%s') has no op_type", c->path, i,
                               n->name ? n->name : "");
+        }
         bool ok = is_default_domain(n->domain) && wf__onnx_supported(n->op_type);
         if (ok) continue;
         bool seen = false;
