@@ -6,4 +6,5 @@ B=${1:-build}
 echo "== executor overhead"; "$B/bench/bench_exec"
 echo; echo "== MatMul 1024^3 f32: weft vs oneDNN called directly"; "$B/bench/bench_matmul"
 echo; echo "== demo model forward pass"; "$B/bench/bench_demo"
+echo; echo "== Conv2D layers: weft vs oneDNN (plain NCHW and its chosen layout)"; "$B/bench/bench_conv"
 echo; echo "== real models (ONNX from PyTorch): weft run vs PyTorch"; /usr/bin/python3 bench/bench_models.py "$B"
