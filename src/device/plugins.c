@@ -119,6 +119,9 @@ static wf_status *add_devices(wf_context *c, wf__plugin *p)
             return wf__oom("the device list", sizeof *d);
         }
         c->devices = d;
+        /* a backend device's type points into its own info, which the realloc may have moved */
+        for (int k = 0; k < c->n_devices; k++)
+            if (d[k].vt) d[k].type = d[k].info.type;
         struct wf__device *dv = &d[c->n_devices];
         memset(dv, 0, sizeof *dv);
         dv->info = info;
