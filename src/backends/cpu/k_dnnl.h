@@ -12,15 +12,9 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-/* The window geometry of Conv2D, ConvTranspose2D and the pools, resolved by the op registry
- * (src/graph/ops_nn.c) so inference and kernels agree on shapes and pads. */
-typedef struct wf__nn_window {
-    int64_t k[2], s[2], d[2];
-    int64_t pb[2], pe[2];
-    int64_t opad[2];
-    int64_t out[2];
-} wf__nn_window;
-enum { WF__WIN_CONV = 0, WF__WIN_POOL = 1, WF__WIN_CONVT = 2 };
+/* The window geometry of Conv2D, ConvTranspose2D and the pools (rules in graph/nn_window.h), resolved
+ * through the op registry's attribute getter so inference and kernels agree on shapes and pads. */
+#include "graph/nn_window.h"
 int wf__nn_window_resolve(const wf__op_def *op, const wf__attr *attrs, int kind, const int64_t *in_hw,
                           const int64_t *wk, wf__nn_window *w, char *err, size_t en);
 

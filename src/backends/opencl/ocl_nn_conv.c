@@ -1,161 +1,18 @@
 /*
  * OpenCL Conv2D, ConvTranspose2D, MaxPool2D, AvgPool2D and GlobalAvgPool as direct kernels, one output
- * element per work-item (a gather, so no two work-items write the same element). The window geometry is
- * resolved from the same attributes and by the same rules as the registry's wf__nn_window_resolve
- * (src/graph/ops_nn.c), which the plugin cannot link.
+ * element per work-item (a gather, so no two work-items write the same element). The window geometry
+ * comes from graph/nn_window.h, the header the registry's shape inference uses too.
  */
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
+#include "graph/nn_window.h"
 
-/* ---- window geometry ----------------------------------------------------------------------------------- */
-
-typedef struct win {
-    int64_t k[2], s[2], d[2];
-    int64_t pb[2], pe[2];
-    int64_t opad[2];
-    int64_t out[2];
-} win;
-
-enum { WIN_CONV, WIN_POOL, WIN_CONVT };
-
-static bool has_attr(const wf__op_def *op, const char *name)
+/* The window geometry: the same header the registry's shape inference uses, read through the host table. */
+static int window_resolve(const wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, wf__nn_window *w,
+                          char *err, size_t en)
 {
-    for (int a = 0; a < WF__MAX_ATTRS && op->attrs[a].name; a++)
-        if (!strcmp(op->attrs[a].name, name)) return true;
-    return false;
-}
-
-static int get_pair(const wf__attr *a, const char *name, int64_t def, int64_t lo, int64_t *v, char *err, size_t en)
-{
-    if (!a->n) {
-        v[0] = v[1] = def;
-        return 0;
-    }
-    if (a->n != 2) {
-        snprintf(err, en, "%s has %d values; expected 2", name, a->n);
-        return -1;
-    }
-    for (int i = 0; i < 2; i++) {
-        if (a->ints[i] < lo) {
-            snprintf(err, en, "%s[%d] is %lld; must be >= %lld", name, i, (long long)a->ints[i], (long long)lo);
-            return -1;
-        }
-        v[i] = a->ints[i];
-    }
-    return 0;
-}
-
-/* Kernel, strides, dilations, pads (auto_pad included) and output size of the spatial dims in_hw; wk is
- * the weights' kernel size (NULL for pools). 0, or -1 with a message in err. */
-static int window_resolve(const wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, win *w, char *err,
-                          size_t en)
-{
-    const wf__op_def *op = k->op;
-    const wf__attr *attrs = k->attrs;
-    memset(w, 0, sizeof *w);
-    const wf__attr *ks = ocl_host->attr_get(op, attrs, "kernel_shape");
-    if (kind == WIN_POOL && ks->n == 0) {
-        snprintf(err, en, "kernel_shape is required");
-        return -1;
-    }
-    if (get_pair(ks, "kernel_shape", -1, 1, w->k, err, en)) return -1;
-    for (int i = 0; i < 2 && wk; i++) {
-        if (w->k[i] < 0) w->k[i] = wk[i];
-        else if (wk[i] != w->k[i]) {
-            snprintf(err, en, "kernel_shape [%lld,%lld] does not match the weights' spatial dims [%lld,%lld]",
-                     (long long)w->k[0], (long long)w->k[1], (long long)wk[0], (long long)wk[1]);
-            return -1;
-        }
-    }
-    if (get_pair(ocl_host->attr_get(op, attrs, "strides"), "strides", 1, 1, w->s, err, en)) return -1;
-    w->d[0] = w->d[1] = 1;
-    if (has_attr(op, "dilations") &&
-        get_pair(ocl_host->attr_get(op, attrs, "dilations"), "dilations", 1, 1, w->d, err, en))
-        return -1;
-    const wf__attr *pads = ocl_host->attr_get(op, attrs, "pads");
-    if (pads->n != 0 && pads->n != 4) {
-        snprintf(err, en, "pads has %d values; expected 4 [top,left,bottom,right]", pads->n);
-        return -1;
-    }
-    for (int i = 0; i < 4 && pads->n; i++)
-        if (pads->ints[i] < 0) {
-            snprintf(err, en, "pads[%d] is %lld; must be >= 0", i, (long long)pads->ints[i]);
-            return -1;
-        }
-    const char *ap = ocl_host->attr_get(op, attrs, "auto_pad")->s;
-    int mode; /* 0 NOTSET, 1 SAME_UPPER, 2 SAME_LOWER, 3 VALID */
-    if (!ap || !*ap || !strcmp(ap, "NOTSET")) mode = 0;
-    else if (!strcmp(ap, "SAME_UPPER")) mode = 1;
-    else if (!strcmp(ap, "SAME_LOWER")) mode = 2;
-    else if (!strcmp(ap, "VALID")) mode = 3;
-    else {
-        snprintf(err, en, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
-        return -1;
-    }
-    int ceil_mode = kind == WIN_POOL ? (int)ocl_host->attr_get(op, attrs, "ceil_mode")->i : 0;
-    const wf__attr *oshape = NULL;
-    if (kind == WIN_CONVT) {
-        if (get_pair(ocl_host->attr_get(op, attrs, "output_padding"), "output_padding", 0, 0, w->opad, err, en))
-            return -1;
-        for (int i = 0; i < 2; i++)
-            if (w->opad[i] >= w->s[i] && w->opad[i] >= w->d[i]) {
-                snprintf(err, en, "output_padding[%d] = %lld must be smaller than the stride or the dilation", i,
-                         (long long)w->opad[i]);
-                return -1;
-            }
-        oshape = ocl_host->attr_get(op, attrs, "output_shape");
-        if (oshape->n != 0 && oshape->n != 2 && oshape->n != 4) {
-            snprintf(err, en, "output_shape has %d values; expected 2 (or 4 with N and C)", oshape->n);
-            return -1;
-        }
-        if (!oshape->n) oshape = NULL;
-    }
-    for (int i = 0; i < 2; i++) {
-        int64_t eff = (w->k[i] - 1) * w->d[i] + 1, in = in_hw[i], s = w->s[i];
-        w->pb[i] = pads->n ? pads->ints[i] : 0;
-        w->pe[i] = pads->n ? pads->ints[i + 2] : 0;
-        if (kind == WIN_CONVT) {
-            int64_t want = -1;
-            if (oshape) want = oshape->ints[oshape->n - 2 + i];
-            else if (mode == 1 || mode == 2) want = in * s;
-            if (mode == 3) w->pb[i] = w->pe[i] = 0;
-            if (want >= 0) {
-                int64_t total = s * (in - 1) + w->opad[i] + eff - want;
-                /* floor division when output_shape asks for more than the natural size */
-                int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
-                if (mode == 1) w->pb[i] = half, w->pe[i] = total - half;
-                else w->pb[i] = total - half, w->pe[i] = half;
-            }
-            w->out[i] = s * (in - 1) + w->opad[i] + eff - w->pb[i] - w->pe[i];
-            if (w->out[i] < 0) {
-                snprintf(err, en, "output size %lld along spatial dim %d is negative", (long long)w->out[i], i);
-                return -1;
-            }
-            continue;
-        }
-        if (mode == 3) w->pb[i] = w->pe[i] = 0;
-        if (mode == 1 || mode == 2) {
-            int64_t out = (in + s - 1) / s;
-            int64_t total = (out - 1) * s + eff - in;
-            if (total < 0) total = 0;
-            if (mode == 1) w->pb[i] = total / 2, w->pe[i] = total - total / 2;
-            else w->pb[i] = total - total / 2, w->pe[i] = total / 2;
-            w->out[i] = out;
-            continue;
-        }
-        int64_t span = in + w->pb[i] + w->pe[i] - eff;
-        if (span < 0) {
-            snprintf(err, en, "kernel extent %lld along spatial dim %d exceeds the padded input %lld", (long long)eff, i,
-                     (long long)(in + w->pb[i] + w->pe[i]));
-            return -1;
-        }
-        int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-        /* a window that would start inside the end padding is dropped (ONNX, PyTorch) */
-        if (ceil_mode && (out - 1) * s >= in + w->pb[i]) out--;
-        w->out[i] = out;
-    }
-    return 0;
+    return wf__nn_window_resolve_with(ocl_host->attr_get, k->op, k->attrs, kind, in_hw, wk, w, err, en);
 }
 
 /* ---- kernels ----------------------------------------------------------------------------------------- */
@@ -276,10 +133,10 @@ static wf_status *conv_common(wf__kctx *k, bool transposed)
                                    ocl_nnr_tstr(w, sw), (long long)g);
     if (b && (b->rank != 1 || b->dims[0] != oc))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "B must be 1-D with %lld elements", (long long)oc);
-    win wn;
+    wf__nn_window wn;
     char err[256];
     int64_t in_hw[2] = {x->dims[2], x->dims[3]}, wk[2] = {w->dims[2], w->dims[3]};
-    if (window_resolve(k, transposed ? WIN_CONVT : WIN_CONV, in_hw, wk, &wn, err, sizeof err))
+    if (window_resolve(k, transposed ? WF__WIN_CONVT : WF__WIN_CONV, in_hw, wk, &wn, err, sizeof err))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "X %s, W %s: %s", ocl_nnr_tstr(x, sx), ocl_nnr_tstr(w, sw), err);
     int64_t od[4] = {n, oc, wn.out[0], wn.out[1]};
     wf_tensor *y;
@@ -310,9 +167,9 @@ wf_status *ocl_nn_k_pool(wf__kctx *k)
     const wf_tensor *x = k->in[0];
     char sx[160], err[256];
     if (x->rank != 4) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "X %s must be 4-D", ocl_nnr_tstr(x, sx));
-    win wn;
+    wf__nn_window wn;
     int64_t in_hw[2] = {x->dims[2], x->dims[3]};
-    if (window_resolve(k, WIN_POOL, in_hw, NULL, &wn, err, sizeof err))
+    if (window_resolve(k, WF__WIN_POOL, in_hw, NULL, &wn, err, sizeof err))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "X %s: %s", ocl_nnr_tstr(x, sx), err);
     int64_t od[4] = {x->dims[0], x->dims[1], wn.out[0], wn.out[1]};
     wf_tensor *y;

@@ -1,0 +1,168 @@
+/*
+ * Window geometry of Conv2D, ConvTranspose2D and the 2-D pools: kernel, strides, dilations, pads
+ * (auto_pad included) and output size, from the op's attributes. Header-only because shape
+ * inference, the CPU kernels and the device plugins (which cannot link libweft) must all resolve it by
+ * the same rules; `get` is wf__attr_get in the core and the host table's attr_get in a plugin.
+ */
+#ifndef WF_GRAPH_NN_WINDOW_H
+#define WF_GRAPH_NN_WINDOW_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/op.h"
+
+typedef const wf__attr *(*wf__nn_attr_get_fn)(const wf__op_def *op, const wf__attr *attrs, const char *name);
+
+
+typedef struct wf__nn_window {
+    int64_t k[2], s[2], d[2];
+    int64_t pb[2], pe[2];  /* padding at the begin and end of H and W (may be negative for ConvTranspose) */
+    int64_t opad[2];       /* ConvTranspose output_padding */
+    int64_t out[2];        /* output H and W; -1 when the input's are unknown */
+} wf__nn_window;
+
+enum { WF__WIN_CONV = 0, WF__WIN_POOL = 1, WF__WIN_CONVT = 2 };
+
+static inline int wf__nn_get_pair(const wf__attr *a, const char *name, int64_t def, int64_t lo, int64_t *v, char *err,
+                    size_t en)
+{
+    if (!a->n) {
+        v[0] = v[1] = def;
+        return 0;
+    }
+    if (a->n != 2) {
+        snprintf(err, en, "%s has %d values; expected 2", name, a->n);
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (a->ints[i] < lo) {
+            snprintf(err, en, "%s[%d] is %lld; must be >= %lld", name, i, (long long)a->ints[i], (long long)lo);
+            return -1;
+        }
+        v[i] = a->ints[i];
+    }
+    return 0;
+}
+
+/* Resolves kernel, strides, dilations, pads (auto_pad included) and the output size for the spatial
+ * dims in_hw. wk: the kernel size from the weights (-1 when unknown or a pool). Returns 0, or -1
+ * with a message in err. */
+static inline int wf__nn_window_resolve_with(wf__nn_attr_get_fn get, const wf__op_def *op, const wf__attr *attrs,
+                                             int kind, const int64_t *in_hw, const int64_t *wk, wf__nn_window *w,
+                                             char *err, size_t en)
+{
+    memset(w, 0, sizeof *w);
+    const wf__attr *ks = get(op, attrs, "kernel_shape");
+    if (kind == WF__WIN_POOL && ks->n == 0) {
+        snprintf(err, en, "kernel_shape is required");
+        return -1;
+    }
+    if (wf__nn_get_pair(ks, "kernel_shape", -1, 1, w->k, err, en)) return -1;
+    for (int i = 0; i < 2 && wk; i++) {
+        if (w->k[i] < 0) w->k[i] = wk[i];
+        else if (wk[i] >= 0 && wk[i] != w->k[i]) {
+            snprintf(err, en, "kernel_shape [%lld,%lld] does not match the weights' spatial dims [%lld,%lld]",
+                     (long long)w->k[0], (long long)w->k[1], (long long)wk[0], (long long)wk[1]);
+            return -1;
+        }
+    }
+    if (wf__nn_get_pair(get(op, attrs, "strides"), "strides", 1, 1, w->s, err, en)) return -1;
+    bool has_dil = false;
+    for (int a = 0; a < WF__MAX_ATTRS && op->attrs[a].name; a++)
+        if (!strcmp(op->attrs[a].name, "dilations")) has_dil = true;
+    w->d[0] = w->d[1] = 1;
+    if (has_dil && wf__nn_get_pair(get(op, attrs, "dilations"), "dilations", 1, 1, w->d, err, en)) return -1;
+    const wf__attr *pads = get(op, attrs, "pads");
+    if (pads->n != 0 && pads->n != 4) {
+        snprintf(err, en, "pads has %d values; expected 4 [top,left,bottom,right]", pads->n);
+        return -1;
+    }
+    for (int i = 0; i < 4 && pads->n; i++)
+        if (pads->ints[i] < 0) {
+            snprintf(err, en, "pads[%d] is %lld; must be >= 0", i, (long long)pads->ints[i]);
+            return -1;
+        }
+    const char *ap = get(op, attrs, "auto_pad")->s;
+    if (!ap) ap = "";
+    int mode; /* 0 NOTSET, 1 SAME_UPPER, 2 SAME_LOWER, 3 VALID */
+    if (!strcmp(ap, "NOTSET") || !*ap) mode = 0;
+    else if (!strcmp(ap, "SAME_UPPER")) mode = 1;
+    else if (!strcmp(ap, "SAME_LOWER")) mode = 2;
+    else if (!strcmp(ap, "VALID")) mode = 3;
+    else {
+        snprintf(err, en, "auto_pad '%s' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+        return -1;
+    }
+    int ceil_mode = kind == WF__WIN_POOL ? (int)get(op, attrs, "ceil_mode")->i : 0;
+    const wf__attr *oshape = NULL;
+    if (kind == WF__WIN_CONVT) {
+        if (wf__nn_get_pair(get(op, attrs, "output_padding"), "output_padding", 0, 0, w->opad, err, en))
+            return -1;
+        for (int i = 0; i < 2; i++)
+            if (w->opad[i] >= w->s[i] && w->opad[i] >= w->d[i]) {
+                snprintf(err, en, "output_padding[%d] = %lld must be smaller than the stride or the dilation", i,
+                         (long long)w->opad[i]);
+                return -1;
+            }
+        oshape = get(op, attrs, "output_shape");
+        if (oshape->n != 0 && oshape->n != 2 && oshape->n != 4) {
+            snprintf(err, en, "output_shape has %d values; expected 2 (or 4 with N and C)", oshape->n);
+            return -1;
+        }
+        if (!oshape->n) oshape = NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        int64_t eff = w->k[i] < 0 ? -1 : (w->k[i] - 1) * w->d[i] + 1, in = in_hw[i], s = w->s[i];
+        w->pb[i] = pads->n ? pads->ints[i] : 0;
+        w->pe[i] = pads->n ? pads->ints[i + 2] : 0;
+        w->out[i] = -1;
+        if (kind == WF__WIN_CONVT) {
+            int64_t want = -1;
+            if (oshape) want = oshape->ints[oshape->n - 2 + i];
+            else if (mode == 1 || mode == 2) want = in < 0 ? -1 : in * s;
+            if (mode == 3) w->pb[i] = w->pe[i] = 0;
+            if (want >= 0 || oshape || mode == 1 || mode == 2) {
+                if (in < 0 || eff < 0) continue;
+                int64_t total = s * (in - 1) + w->opad[i] + eff - want;
+                /* floor division, as ONNX's reference does, when output_shape asks for more than the
+                 * natural size (negative total padding) */
+                int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+                if (mode == 1) w->pb[i] = half, w->pe[i] = total - half;
+                else w->pb[i] = total - half, w->pe[i] = half;
+            }
+            if (in >= 0 && eff >= 0) {
+                w->out[i] = s * (in - 1) + w->opad[i] + eff - w->pb[i] - w->pe[i];
+                if (w->out[i] < 0) {
+                    snprintf(err, en, "output size %lld along spatial dim %d is negative", (long long)w->out[i], i);
+                    return -1;
+                }
+            }
+            continue;
+        }
+        if (mode == 3) w->pb[i] = w->pe[i] = 0;
+        if (in < 0 || eff < 0) continue;
+        if (mode == 1 || mode == 2) {
+            int64_t out = (in + s - 1) / s;
+            int64_t total = (out - 1) * s + eff - in;
+            if (total < 0) total = 0;
+            if (mode == 1) w->pb[i] = total / 2, w->pe[i] = total - total / 2;
+            else w->pb[i] = total - total / 2, w->pe[i] = total / 2;
+            w->out[i] = out;
+            continue;
+        }
+        int64_t span = in + w->pb[i] + w->pe[i] - eff;
+        if (span < 0) {
+            snprintf(err, en, "kernel extent %lld along spatial dim %d exceeds the padded input %lld", (long long)eff,
+                     i, (long long)(in + w->pb[i] + w->pe[i]));
+            return -1;
+        }
+        int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+        /* a window that would start inside the end padding is dropped (ONNX, PyTorch) */
+        if (ceil_mode && (out - 1) * s >= in + w->pb[i]) out--;
+        w->out[i] = out;
+    }
+    return 0;
+}
+
+#endif
