@@ -163,8 +163,53 @@ static void test_memory_limit(void)
     wf_session_free(s);
     CHECK_OK(wf_context_memory_stats(ctx, 2, &ms));
     CHECK_INT(ms.in_use, 0);
-    CHECK_ERR(wf_context_set_memory_limit(ctx, "CPU:0", 1 << 20), WF_UNIMPLEMENTED, "CPU:0 uses host memory");
     CHECK_ERR(wf_context_set_memory_limit(ctx, "GPU:3", 1 << 20), WF_NOT_FOUND, "'GPU:3' matches no device");
+    wf_tensor_free(xt);
+}
+
+/* The CPU device counts the host tensors its kernels produce: a limit gives an out-of-memory status
+ * naming CPU:0, the failed run frees what it held, and the counts fall back to zero. */
+static void test_cpu_memory_limit(void)
+{
+    wf_session *s;
+    CHECK_OK(wf_context_set_memory_limit(ctx, "CPU:0", 16));
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    wf_tensor *xt = input(), *out = NULL;
+    wf_feed f = {x, xt};
+    wf_status *st = wf_session_run(s, &f, 1, &probs, 1, &out, NULL);
+    CHECK_INT(wf_status_code(st), WF_OUT_OF_MEMORY);
+    CHECK_STR_CONTAINS(wf_status_message(st), "on CPU:0");
+    CHECK_STR_CONTAINS(wf_status_message(st), "16-byte limit");
+    wf_status_free(st);
+    CHECK(out == NULL);
+    wf_memory_stats ms;
+    CHECK_OK(wf_context_memory_stats(ctx, 0, &ms));
+    CHECK_INT(ms.in_use, 0);
+    CHECK_INT(ms.n_allocs, 0);
+    CHECK_INT(ms.limit, 16);
+    CHECK_OK(wf_context_set_memory_limit(ctx, "CPU:0", 0));
+    CHECK_OK(wf_session_run(s, &f, 1, &probs, 1, &out, NULL));
+    CHECK_OK(wf_context_memory_stats(ctx, 0, &ms));
+    /* the fetched result is still counted until the caller frees it */
+    CHECK(ms.in_use >= wf_tensor_bytes(out));
+    CHECK_INT(ms.n_allocs, 1);
+    CHECK(ms.peak >= ms.in_use && ms.total_allocs > 1);
+    wf_tensor_free(out);
+    wf_session_free(s);
+    CHECK_OK(wf_context_memory_stats(ctx, 0, &ms));
+    CHECK_INT(ms.in_use, 0);
+    CHECK_INT(ms.n_allocs, 0);
+    CHECK_INT(ms.limit, 0);
+
+    /* a result may outlive its context */
+    wf_context *c2;
+    CHECK_OK(wf_context_new(NULL, &c2));
+    CHECK_OK(wf_session_new(c2, g, NULL, &s));
+    CHECK_OK(wf_session_run(s, &f, 1, &probs, 1, &out, NULL));
+    wf_session_free(s);
+    wf_context_free(c2);
+    CHECK(((float *)wf_tensor_data(out))[0] >= 0.0f);
+    wf_tensor_free(out);
     wf_tensor_free(xt);
 }
 
@@ -176,6 +221,7 @@ int main(void)
     RUN_TEST(test_same_results_as_cpu);
     RUN_TEST(test_strict_and_unknown);
     RUN_TEST(test_memory_limit);
+    RUN_TEST(test_cpu_memory_limit);
     wf_graph_free(g);
     wf_context_free(ctx);
     return check_summary();

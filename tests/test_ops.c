@@ -166,6 +166,7 @@ static int run_case(wf_context *ctx, ocase *c)
     if (g_device && s && strstr(wf_status_message(s), "Cannot assign a device for operation node")) {
         /* no kernel for this op and dtype on the device: not a failure of the device, a gap */
         g_unsupported++;
+        fprintf(stderr, "  UNSUPPORTED %s %s %s\n", c->op, c->n_in ? wf_dtype_name(c->in[0]->dtype) : "-", c->name);
         wf_status_free(s);
         wf_session_free(sess);
         wf_graph_free(g);

@@ -229,7 +229,9 @@ typedef struct wf_plugin_info {
 
 /* Caps the device memory weft may take on every device that `device_spec` matches (0: no limit). Out
  * of memory is then a status naming the device and the size; the run's memory is freed and the next
- * run works. The CPU uses host memory and has no limit (UNIMPLEMENTED). */
+ * run works. On the CPU the limit and the statistics count the host tensors its kernels produce
+ * (intermediates, and fetched results until the caller frees them), not the graph's constants, the
+ * feeds or kernels' scratch memory. */
 WF_API wf_status *wf_context_set_memory_limit(wf_context *ctx, const char *device_spec, uint64_t bytes);
 
 typedef struct wf_memory_stats {
@@ -241,7 +243,7 @@ typedef struct wf_memory_stats {
     int64_t total_allocs;
 } wf_memory_stats;
 
-/* Statistics of an accelerator device's allocator (UNIMPLEMENTED for the CPU). */
+/* Statistics of a device's allocator (for the CPU: of the tensors counted as above). */
 WF_API wf_status *wf_context_memory_stats(const wf_context *ctx, int device_index, wf_memory_stats *out);
 
 WF_API int wf_context_num_plugins(const wf_context *ctx);

@@ -62,7 +62,8 @@ wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
     d->threads = c->intra.threads;
     struct sysinfo si;
     d->memory_bytes = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
-    if (!d->name || !d->short_name || !d->description) {
+    d->host_acct = wf__memacct_new();
+    if (!d->name || !d->short_name || !d->description || !d->host_acct) {
         s = wf__oom("a context", 256);
         goto fail;
     }
@@ -86,6 +87,7 @@ void wf_context_free(wf_context *c)
         wf__free(c->devices[i].name);
         wf__free(c->devices[i].short_name);
         wf__free(c->devices[i].description);
+        if (d->host_acct) wf__memacct_unref(d->host_acct);
     }
     wf__free(c->devices);
     wf__plugins_unload(c);
@@ -136,11 +138,9 @@ wf_status *wf_context_set_memory_limit(wf_context *c, const char *device_spec, u
         WF__TRY(wf_device_spec_parse(c->devices[i].name, &ds));
         if (!wf_device_spec_matches(&spec, &ds)) continue;
         matched++;
-        if (!c->devices[i].bfc)
-            return wf__status(WF_UNIMPLEMENTED, "%s uses host memory; memory limits apply to accelerator devices",
-                              c->devices[i].short_name);
         c->devices[i].limit = bytes;
-        wf__bfc_set_limit(c->devices[i].bfc, (size_t)bytes);
+        if (c->devices[i].bfc) wf__bfc_set_limit(c->devices[i].bfc, (size_t)bytes);
+        if (c->devices[i].host_acct) atomic_store(&c->devices[i].host_acct->limit, bytes);
     }
     if (!matched) return wf__status(WF_NOT_FOUND, "memory limit: device spec '%s' matches no device", device_spec);
     return NULL;
@@ -152,9 +152,18 @@ wf_status *wf_context_memory_stats(const wf_context *c, int i, wf_memory_stats *
         return wf__status(WF_NOT_FOUND, "device index %d is out of range (the context has %d devices)", i,
                           c ? c->n_devices : 0);
     memset(out, 0, sizeof *out);
+    const wf__memacct *a = c->devices[i].host_acct;
+    if (a) {
+        /* host memory goes back to the allocator at once, so what is reserved is what is in use */
+        out->in_use = out->reserved = atomic_load(&a->in_use);
+        out->peak = atomic_load(&a->peak);
+        out->limit = atomic_load(&a->limit);
+        out->n_allocs = atomic_load(&a->n_allocs);
+        out->total_allocs = atomic_load(&a->total);
+        return NULL;
+    }
     if (!c->devices[i].bfc)
-        return wf__status(WF_UNIMPLEMENTED, "%s uses host memory, which weft does not account per device yet",
-                          c->devices[i].short_name);
+        return wf__status(WF_UNIMPLEMENTED, "%s has no memory statistics", c->devices[i].short_name);
     wf__bfc_stats st = wf__bfc_get_stats(c->devices[i].bfc);
     out->in_use = st.in_use;
     out->peak = st.peak_in_use;
@@ -163,4 +172,42 @@ wf_status *wf_context_memory_stats(const wf_context *c, int i, wf_memory_stats *
     out->n_allocs = st.n_allocs;
     out->total_allocs = st.total_allocs;
     return NULL;
+}
+
+wf__memacct *wf__memacct_new(void)
+{
+    wf__memacct *a = wf__calloc(1, sizeof *a);
+    if (a) atomic_init(&a->refs, 1);
+    return a;
+}
+
+void wf__memacct_unref(wf__memacct *a)
+{
+    if (atomic_fetch_sub(&a->refs, 1) == 1) wf__free(a);
+}
+
+bool wf__memacct_reserve(wf__memacct *a, uint64_t bytes)
+{
+    uint64_t limit = atomic_load_explicit(&a->limit, memory_order_relaxed);
+    uint64_t cur = atomic_load_explicit(&a->in_use, memory_order_relaxed), next;
+    do {
+        next = cur + bytes;
+        if (limit && next > limit) return false;
+    } while (!atomic_compare_exchange_weak_explicit(&a->in_use, &cur, next, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    uint64_t pk = atomic_load_explicit(&a->peak, memory_order_relaxed);
+    while (pk < next &&
+           !atomic_compare_exchange_weak_explicit(&a->peak, &pk, next, memory_order_relaxed, memory_order_relaxed))
+        ;
+    atomic_fetch_add_explicit(&a->n_allocs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->total, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+    return true;
+}
+
+void wf__memacct_release(wf__memacct *a, uint64_t bytes)
+{
+    atomic_fetch_sub_explicit(&a->in_use, bytes, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&a->n_allocs, 1, memory_order_relaxed);
+    wf__memacct_unref(a);
 }

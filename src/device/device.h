@@ -23,6 +23,22 @@ typedef struct wf__plugin {
     int n_devices;
 } wf__plugin;
 
+/* Accounting of the host memory the CPU device's kernels produce (outputs, intermediates and fetched
+ * results until freed): a limit, and the same statistics as an accelerator's allocator. The data
+ * itself comes from the tensor allocator; only the bytes are counted here. */
+typedef struct wf__memacct {
+    _Atomic uint64_t in_use, peak, limit;
+    _Atomic int64_t n_allocs, total;
+    _Atomic int64_t refs; /* the context's one plus one per live tensor: a fetched result may outlive
+                             the context, and the last of them frees this */
+} wf__memacct;
+
+wf__memacct *wf__memacct_new(void);
+void wf__memacct_unref(wf__memacct *a);
+/* Counts `bytes` against the limit: false (nothing counted) when they do not fit. */
+bool wf__memacct_reserve(wf__memacct *a, uint64_t bytes);
+void wf__memacct_release(wf__memacct *a, uint64_t bytes);
+
 struct wf__device {
     char *name;          /* /job:localhost/replica:0/task:0/device:CPU:0 */
     char *short_name;    /* CPU:0 */
@@ -38,6 +54,7 @@ struct wf__device {
     wf_backend_device_info info;
     wf__bfc *bfc;        /* device memory */
     uint64_t limit;      /* 0: none */
+    wf__memacct *host_acct; /* the CPU device's host memory accounting (NULL for backend devices) */
 };
 
 /* Intra-op parallelism: at most one parallel region at a time on the cores (others run inline), so

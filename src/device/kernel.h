@@ -35,6 +35,8 @@ struct wf__kctx {
     int fused_act;               /* WF__ACT_* */
     double fused_alpha;          /* LeakyRelu slope */
     const struct wf__device *device; /* where outputs are allocated; NULL: host memory (the CPU) */
+    struct wf__memacct *host_acct;   /* the CPU device's accounting of host outputs (core only; plugins
+                                        never see host outputs) */
 };
 
 enum { WF__ACT_NONE = 0, WF__ACT_RELU = 1, WF__ACT_LEAKY_RELU = 2, WF__ACT_SIGMOID = 3, WF__ACT_TANH = 4 };

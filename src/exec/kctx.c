@@ -26,6 +26,9 @@ static wf_status *set_output(wf__kctx *k, int idx, wf_tensor *t)
     return NULL;
 }
 
+/* A counted host output going back: its bytes leave the CPU device's accounting. */
+static void host_release(wf_tensor *t) { wf__memacct_release(t->dev_priv, t->bytes); }
+
 wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const int64_t *dims,
                            wf_tensor **out)
 {
@@ -38,6 +41,22 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
         return NULL;
     }
     wf_status *s = wf__tensor_alloc(dtype, rank, dims, "a kernel output", &t);
+    if (!s && k->host_acct) {
+        wf__memacct *a = k->host_acct;
+        if (!wf__memacct_reserve(a, t->bytes)) {
+            char sh[160];
+            size_t bytes = t->bytes;
+            wf_tensor_free(t);
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
+                                 "out of memory allocating output %d (%s%s, %zu bytes) on CPU:0: %llu bytes in "
+                                 "use of its %llu-byte limit",
+                                 idx, wf_dtype_name(dtype), wf__shape_str(rank, dims, sh), bytes,
+                                 (unsigned long long)atomic_load(&a->in_use),
+                                 (unsigned long long)atomic_load(&a->limit));
+        }
+        t->dev_priv = a;
+        t->dev_release = host_release;
+    }
     if (s) {
         if (wf_status_code(s) == WF_OUT_OF_MEMORY) {
             char sh[160];

@@ -69,6 +69,10 @@ expect input_missing_file 1 "$D/none.npy" -- $R "$D/good.onnx" --input "x=$D/non
 expect input_not_npy 1 "$D/not_npy.npy" -- $R "$D/good.onnx" --input "x=$D/not_npy.npy"
 expect input_not_given any "$D/good.onnx" "input 'x' was not given" -- $R "$D/good.onnx"
 expect input_no_equals 1 "--input wants NAME=FILE" -- $R "$D/good.onnx" --input "$D/x.npy"
+# device memory limits: a limit too small for the run names the device, the size and the limit
+expect memory_limit_cpu any "out of memory" "on CPU:0" "8-byte limit" -- $R "$D/good.onnx" $X --memory-limit CPU:0=8
+expect memory_limit_no_device 1 "'GPU:7' matches no device" -- $R "$D/good.onnx" $X --memory-limit GPU:7=1M
+expect memory_limit_bad_size 1 "--memory-limit wants SPEC=SIZE" -- $R "$D/good.onnx" $X --memory-limit CPU:0
 # inspect
 expect inspect_missing 1 "$D/nope.onnx" -- inspect "$D/nope.onnx"
 expect inspect_truncated 1 "$D/truncated.onnx" "truncated or corrupt" -- inspect "$D/truncated.onnx"

@@ -28,23 +28,37 @@ typedef struct cuk_walk {
 enum {
     CUK_ADD, CUK_SUB, CUK_MUL, CUK_DIV, CUK_POW, CUK_MAX, CUK_MIN, CUK_MOD, CUK_FMOD,
     CUK_EQ, CUK_NE, CUK_LT, CUK_LE, CUK_GT, CUK_GE, /* bool output */
-    CUK_AND, CUK_OR, CUK_XOR                          /* bool inputs */
+    CUK_AND, CUK_OR, CUK_XOR,                         /* bool inputs */
+    CUK_PRELU, CUK_BAND, CUK_BOR, CUK_BXOR, CUK_SHL, CUK_SHR /* bitwise and shifts: integers only */
 };
 
 enum {
     CUK_NEG, CUK_ABS, CUK_SIGN, CUK_SQUARE, CUK_RELU, CUK_CLIP, CUK_NOT, /* numeric (NOT: bool) */
     CUK_EXP, CUK_LOG, CUK_SQRT, CUK_RSQRT, CUK_RECIP, CUK_TANH, CUK_SIGMOID, CUK_LEAKY, CUK_ELU,
-    CUK_GELU, CUK_GELU_TANH, CUK_ERF, CUK_SOFTPLUS, CUK_FLOOR, CUK_CEIL, CUK_ROUND, CUK_SIN, CUK_COS
+    CUK_GELU, CUK_GELU_TANH, CUK_ERF, CUK_SOFTPLUS, CUK_FLOOR, CUK_CEIL, CUK_ROUND, CUK_SIN, CUK_COS,
+    CUK_TAN, CUK_ASIN, CUK_ACOS, CUK_ATAN, CUK_SINH, CUK_COSH, CUK_ASINH, CUK_ACOSH, CUK_ATANH,
+    CUK_HSIG, CUK_HSWISH, CUK_SELU, CUK_CELU, CUK_MISH, CUK_SOFTSIGN, CUK_THRELU, CUK_SWISH,
+    CUK_SHRINK, /* floats: a = lambd, b = bias; integers: i[0..3] as the host splits them */
+    CUK_BNOT,   /* integers */
+    CUK_MDIV,   /* v / a (Mean's final step) */
+    CUK_ISNAN, CUK_ISINF /* bool output (cuk_unary_bool); ISINF: i[0] detect +inf, i[1] detect -inf */
 };
+
+/* An op's parameters: float ones (LeakyRelu alpha, Clip bounds, Selu gamma and gamma*alpha, ...) and
+ * integer ones (Clip bounds of integer types, integer Shrink). */
+typedef struct cuk_upar {
+    double a, b;
+    int64_t i[4];
+} cuk_upar;
 
 enum { CUK_RSUM, CUK_RMEAN, CUK_RMAX, CUK_RMIN, CUK_RPROD };
 
 /* y = op(a, b) over walk w (operands 0 and 1); comparisons write bool (one byte). */
 int cuk_binary(cudaStream_t s, int dtype, int op, const void *a, const void *b, void *y, const cuk_walk *w, int64_t n);
-/* y = op(x) elementwise; pa, pb are the op's float parameters (LeakyRelu alpha, Clip bounds, ...), ia, ib
- * its integer ones (Clip bounds of integer types). */
-int cuk_unary(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n, double pa, double pb, int64_t ia,
-              int64_t ib);
+/* y = op(x) elementwise with parameters p (NULL: all zero). */
+int cuk_unary(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n, const cuk_upar *p);
+/* y = op(x) with a bool output (IsNaN, IsInf) for float x. */
+int cuk_unary_bool(cudaStream_t s, int dtype, int op, const void *x, uint8_t *y, int64_t n, const cuk_upar *p);
 /* y = Cast(x) to dtype `to`. */
 int cuk_cast(cudaStream_t s, int from, int to, const void *x, void *y, int64_t n);
 /* z = c ? x : y over walk w (operands c, x, y), for elements of `esize` bytes. */
@@ -68,6 +82,39 @@ int cuk_softmax(cudaStream_t s, int dtype, const void *x, void *y, int64_t outer
  * x) and reduced dims rd (nr, strides rs); count = product of reduced dims. */
 int cuk_reduce(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n_out, int nk, const int64_t *kd,
                const int64_t *ks, int nr, const int64_t *rd, const int64_t *rs, int64_t count);
+
+/* ---- cuda_kernels_nn.cu ---- */
+
+/* Conv2D / ConvTranspose2D geometry in the order of the OpenCL kernels: n c h w oc g kh kw oh ow sh sw dh
+ * dw ph pw (begin pads; a transposed conv's pads may be negative). */
+typedef struct cuk_conv {
+    int64_t n, c, h, w, oc, g, kh, kw, oh, ow, sh, sw, dh, dw, ph, pw;
+} cuk_conv;
+/* Direct convolution, one output element per thread (the fallback when cuDNN is absent or cannot take
+ * the geometry); b may be NULL. */
+int cuk_conv2d(cudaStream_t s, int dtype, int transposed, const void *x, const void *w, const void *b, void *y,
+               const cuk_conv *g);
+/* Max (is_max) or average pooling over the output [N*C, oh, ow]; g's oc and g are unused, pe_h / pe_w the
+ * end pads; include_pad: count_include_pad. */
+int cuk_pool2d(cudaStream_t s, int dtype, const void *x, void *y, const cuk_conv *g, int64_t pe_h, int64_t pe_w,
+               int is_max, int include_pad);
+/* y[p] = mean of x[p * inner ... + inner) (GlobalAvgPool), for `planes` outputs. */
+int cuk_gap(cudaStream_t s, int dtype, const void *x, void *y, int64_t planes, int64_t inner);
+/* y = (x - mean) / sqrt(var + eps) * scale + bias per channel (i / S) % C. */
+int cuk_batchnorm(cudaStream_t s, int dtype, const void *x, void *y, const void *scale, const void *bias,
+                  const void *mean, const void *var, int64_t n, int64_t C, int64_t S, double eps);
+/* LayerNormalization over rows of D; scale and bias broadcast over the normalised dims nd (nr of them,
+ * element strides ss / bs, 0 where broadcast). mean / inv_std (f32, may be NULL) get each row's stats. */
+int cuk_layernorm(cudaStream_t s, int dtype, const void *x, void *y, const void *scale, const void *bias, float *mean,
+                  float *inv_std, int64_t rows, int64_t D, double eps, int nr, const int64_t *nd, const int64_t *ss,
+                  const int64_t *bs);
+/* ArgMax / ArgMin over R elements `inner` apart, i64 output of outer * inner; NaN wins. */
+int cuk_argext(cudaStream_t s, int dtype, const void *x, int64_t *y, int64_t outer, int64_t R, int64_t inner,
+               int is_max, int last);
+/* Pad (mode 0 constant with the element bytes in pat, 1 reflect, 2 edge, 3 wrap) of x (dims idims, element
+ * strides ist) into the contiguous y (dims od) with begin pads pb. Tile is wrap with no begin pads. */
+int cuk_pad(cudaStream_t s, int esize, const void *x, void *y, int64_t n, int rank, const int64_t *od,
+            const int64_t *idims, const int64_t *pb, const int64_t *ist, int mode, uint64_t pat);
 
 #ifdef __cplusplus
 }

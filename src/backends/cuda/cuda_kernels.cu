@@ -4,122 +4,9 @@
  * serves every op of a family, which keeps the build short). Semantics follow src/backends/cpu/ and the
  * OpenCL kernels: f16/bf16 compute in f32, integers wrap, NaN propagates through Max/Min.
  */
-#include <cuda_fp16.h>
-#include <math.h>
-#include <stdint.h>
-
-#include <type_traits>
-
-#include "cuda_kern.h"
+#include "cuda_dev.cuh"
 
 namespace {
-
-/* bf16 and bool as their own storage types, so that overloads and traits can tell them from u16/u8. */
-struct bf16s {
-    uint16_t v;
-};
-struct bools {
-    uint8_t v;
-};
-
-enum { K_FLT, K_SINT, K_UINT, K_BOOL };
-
-template <typename S> struct tr;
-#define TR_PLAIN_(T, KIND)                                                                                         \
-    template <> struct tr<T> {                                                                                     \
-        typedef T C;                                                                                               \
-        static const int kind = KIND;                                                                              \
-        static __device__ __forceinline__ C ld(const T *p, int64_t i) { return p[i]; }                             \
-        static __device__ __forceinline__ void st(T *p, int64_t i, C v) { p[i] = v; }                              \
-    };
-TR_PLAIN_(float, K_FLT)
-TR_PLAIN_(double, K_FLT)
-TR_PLAIN_(int8_t, K_SINT)
-TR_PLAIN_(int16_t, K_SINT)
-TR_PLAIN_(int32_t, K_SINT)
-TR_PLAIN_(int64_t, K_SINT)
-TR_PLAIN_(uint8_t, K_UINT)
-#undef TR_PLAIN_
-
-template <> struct tr<__half> {
-    typedef float C;
-    static const int kind = K_FLT;
-    static __device__ __forceinline__ float ld(const __half *p, int64_t i) { return __half2float(p[i]); }
-    static __device__ __forceinline__ void st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
-};
-
-/* the CPU's rounding: nearest-even, NaN kept quiet with its sign */
-__device__ __forceinline__ uint16_t bf_round(float f)
-{
-    uint32_t u = __float_as_uint(f);
-    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u)
-                                           : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-template <> struct tr<bf16s> {
-    typedef float C;
-    static const int kind = K_FLT;
-    static __device__ __forceinline__ float ld(const bf16s *p, int64_t i) { return __uint_as_float((uint32_t)p[i].v << 16); }
-    static __device__ __forceinline__ void st(bf16s *p, int64_t i, float v) { p[i].v = bf_round(v); }
-};
-
-template <> struct tr<bools> {
-    typedef uint8_t C;
-    static const int kind = K_BOOL;
-    static __device__ __forceinline__ uint8_t ld(const bools *p, int64_t i) { return p[i].v; }
-    static __device__ __forceinline__ void st(bools *p, int64_t i, uint8_t v) { p[i].v = v != 0; }
-};
-
-/* integer limits as plain constants: std::numeric_limits is host-only in device code */
-template <typename T> struct lim;
-#define LIM_(T, LO, HI)                                                                                            \
-    template <> struct lim<T> {                                                                                    \
-        static constexpr T lo = LO, hi = HI;                                                                       \
-    };
-LIM_(int8_t, INT8_MIN, INT8_MAX)
-LIM_(uint8_t, 0, UINT8_MAX)
-LIM_(int16_t, INT16_MIN, INT16_MAX)
-LIM_(int32_t, INT32_MIN, INT32_MAX)
-LIM_(int64_t, INT64_MIN, INT64_MAX)
-#undef LIM_
-
-const int THREADS = 256;
-
-unsigned blocks_for(int64_t n)
-{
-    int64_t b = (n + THREADS - 1) / THREADS;
-    return (unsigned)(b < 1 ? 1 : b > (1 << 20) ? (1 << 20) : b); /* grid-stride loops cover the rest */
-}
-
-#define GRID_LOOP(i, n)                                                                                            \
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)blockDim.x * gridDim.x)
-
-/* Element offsets of linear output index i in the first `n` operands of walk w. */
-__device__ __forceinline__ void walk_offs(const cuk_walk &w, int64_t i, int n, int64_t *o)
-{
-    o[0] = o[1] = o[2] = 0;
-    if (w.rank == 1) {
-        for (int k = 0; k < n; k++) o[k] = i * w.st[k][0];
-        return;
-    }
-    if (w.small) {
-        uint32_t r = (uint32_t)i;
-        for (int d = w.rank - 1; d >= 0; d--) {
-            uint32_t nd = (uint32_t)w.dims[d], c = r % nd;
-            r /= nd;
-            for (int k = 0; k < n; k++) o[k] += (int64_t)c * w.st[k][d];
-        }
-    } else {
-        uint64_t r = (uint64_t)i;
-        for (int d = w.rank - 1; d >= 0; d--) {
-            uint64_t nd = (uint64_t)w.dims[d], c = r % nd;
-            r /= nd;
-            for (int k = 0; k < n; k++) o[k] += (int64_t)c * w.st[k][d];
-        }
-    }
-}
-
-template <typename C> __device__ __forceinline__ bool is_nan(C v) { return v != v; }
 
 /* ---- binary ------------------------------------------------------------------------------------------- */
 
@@ -152,6 +39,7 @@ template <typename S> __device__ __forceinline__ typename tr<S>::C bin_op(int op
             return r != 0 ? (((r < 0) != (y < 0)) ? r + y : r) : copysign((C)0, y);
         }
         case CUK_FMOD: return fmod(x, y);
+        case CUK_PRELU: return x > 0 ? x : x * y;
         default: return 0;
         }
     } else if constexpr (tr<S>::kind == K_BOOL) {
@@ -172,6 +60,15 @@ template <typename S> __device__ __forceinline__ typename tr<S>::C bin_op(int op
         case CUK_POW: return (C)ipow(ux, uy);
         case CUK_MAX: return x > y ? x : y;
         case CUK_MIN: return x < y ? x : y;
+        case CUK_PRELU: return x > 0 ? x : (C)(ux * uy);
+        case CUK_BAND: return (C)(ux & uy);
+        case CUK_BOR: return (C)(ux | uy);
+        case CUK_BXOR: return (C)(ux ^ uy);
+        /* BitShift: an amount < 0 or >= the width leaves only the sign fill (the CPU's rule) */
+        case CUK_SHL: return uy >= sizeof(S) * 8 ? (C)0 : (C)(ux << uy);
+        case CUK_SHR:
+            if (uy >= sizeof(S) * 8) return (tr<S>::kind == K_SINT && (int64_t)x < 0) ? (C)-1 : (C)0;
+            return (C)(x >> y); /* arithmetic for signed types */
         default: break;
         }
         if constexpr (tr<S>::kind == K_SINT) {
@@ -222,10 +119,34 @@ template <typename S> __global__ void k_binary(int op, const S *a, const S *b, v
 
 /* ---- unary -------------------------------------------------------------------------------------------- */
 
-template <typename S>
-__global__ void k_unary(int op, const S *x, S *y, int64_t n, double pa, double pb, int64_t ia, int64_t ib)
+/* a clamp as selects, so that NaN passes (HardSigmoid, HardSwish) */
+template <typename C> __device__ __forceinline__ C clamp01(C t)
+{
+    t = t > (C)1 ? (C)1 : t;
+    return t < (C)0 ? (C)0 : t;
+}
+
+/* Integer Shrink: trunc(v - b) exactly, with b = bi + f split on the host into its integer part and the
+ * sign s of its fraction (the OpenCL kernel's method); saturating like the CPU's conversion. */
+__device__ __forceinline__ int64_t sub_sat(int64_t v, int64_t b)
+{
+    if (b < 0 && v > INT64_MAX + b) return INT64_MAX;
+    if (b > 0 && v < INT64_MIN + b) return INT64_MIN;
+    return v - b;
+}
+__device__ __forceinline__ int64_t sub_frac(int64_t v, int64_t bi, int64_t s)
+{
+    int64_t w = sub_sat(v, bi);
+    if (s > 0 && w > 0) w -= 1;
+    if (s < 0 && w < 0) w += 1;
+    return w;
+}
+
+template <typename S> __global__ void k_unary(int op, const S *x, S *y, int64_t n, cuk_upar p)
 {
     typedef typename tr<S>::C C;
+    const double pa = p.a, pb = p.b;
+    const int64_t ia = p.i[0], ib = p.i[1];
     GRID_LOOP(i, n) {
         C v = tr<S>::ld(x, i), r = 0;
         if constexpr (tr<S>::kind == K_FLT) {
@@ -262,6 +183,25 @@ __global__ void k_unary(int op, const S *x, S *y, int64_t n, double pa, double p
             case CUK_ROUND: r = rint(v); break; /* ties to even, like numpy.round */
             case CUK_SIN: r = sin(v); break;
             case CUK_COS: r = cos(v); break;
+            case CUK_TAN: r = tan(v); break;
+            case CUK_ASIN: r = asin(v); break;
+            case CUK_ACOS: r = acos(v); break;
+            case CUK_ATAN: r = atan(v); break;
+            case CUK_SINH: r = sinh(v); break;
+            case CUK_COSH: r = cosh(v); break;
+            case CUK_ASINH: r = asinh(v); break;
+            case CUK_ACOSH: r = acosh(v); break;
+            case CUK_ATANH: r = atanh(v); break;
+            case CUK_HSIG: r = clamp01(a * v + b); break;
+            case CUK_HSWISH: r = v * clamp01(v * ((C)1 / (C)6) + (C)0.5); break;
+            case CUK_SELU: r = v > 0 ? a * v : b * expm1(v); break; /* a = gamma, b = gamma * alpha */
+            case CUK_CELU: r = v > 0 ? v : a * expm1(v / a); break;
+            case CUK_MISH: r = v * tanh((v > 0 ? v : (C)0) + log1p(exp(-fabs(v)))); break;
+            case CUK_SOFTSIGN: r = v / ((C)1 + fabs(v)); break;
+            case CUK_THRELU: r = v > a ? v : (C)0; break; /* NaN fails the comparison and gives 0 */
+            case CUK_SWISH: r = v / ((C)1 + exp(-a * v)); break;
+            case CUK_SHRINK: r = v < -a ? v + b : v > a ? v - b : (C)0; break;
+            case CUK_MDIV: r = v / a; break;
             default: break;
             }
         } else if constexpr (tr<S>::kind == K_BOOL) {
@@ -279,10 +219,27 @@ __global__ void k_unary(int op, const S *x, S *y, int64_t n, double pa, double p
                 r = (C)(t > ib ? ib : t);
                 break;
             }
+            case CUK_BNOT: r = (C)~u; break;
+            case CUK_SHRINK: { /* i[0]: v < -lambd iff v < i[0]; i[1]: v > lambd iff v > i[1] */
+                int64_t sv = (int64_t)v;
+                int64_t w = sv < p.i[0] ? sub_frac(sv, -p.i[2], -p.i[3]) : sv > p.i[1] ? sub_frac(sv, p.i[2], p.i[3]) : 0;
+                r = (C)(w < (int64_t)lim<C>::lo ? (int64_t)lim<C>::lo : w > (int64_t)lim<C>::hi ? (int64_t)lim<C>::hi : w);
+                break;
+            }
             default: break;
             }
         }
         tr<S>::st(y, i, r);
+    }
+}
+
+template <typename S> __global__ void k_unary_bool(int op, const S *x, uint8_t *y, int64_t n, cuk_upar p)
+{
+    typedef typename tr<S>::C C;
+    GRID_LOOP(i, n) {
+        C v = tr<S>::ld(x, i);
+        if (op == CUK_ISNAN) y[i] = v != v;
+        else y[i] = (p.i[0] && v == (C)INFINITY) || (p.i[1] && v == -(C)INFINITY);
     }
 }
 
@@ -381,24 +338,6 @@ __global__ void k_gemm_fill(S *y, const S *c, int64_t m, int64_t n, int64_t cs0,
 
 /* ---- softmax and reductions ------------------------------------------------------------------------------- */
 
-/* Tree reduction of one value per thread of the block; every thread gets the result. */
-template <typename A, typename F> __device__ A block_reduce(A v, F combine)
-{
-    __shared__ A buf[THREADS];
-    buf[threadIdx.x] = v;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if ((int)threadIdx.x < s) buf[threadIdx.x] = combine(buf[threadIdx.x], buf[threadIdx.x + s]);
-        __syncthreads();
-    }
-    A r = buf[0];
-    __syncthreads(); /* buf is reused by the next call */
-    return r;
-}
-
-/* max with NaN winning, as the CPU */
-template <typename C> __device__ __forceinline__ C max_nan(C a, C b) { return (b > a || is_nan(b)) ? b : a; }
-template <typename C> __device__ __forceinline__ C min_nan(C a, C b) { return (b < a || is_nan(b)) ? b : a; }
 
 /* One block per vector of R contiguous elements (the last-axis case): the sum of exp in double, as the CPU. */
 template <typename S> __global__ void k_softmax_rows(const S *x, S *y, int64_t rows, int64_t R, int is_log)
@@ -540,41 +479,6 @@ template <typename S, int OP> __global__ void k_reduce_block(const S *x, S *y, i
     }
 }
 
-int last_error() { return (int)cudaGetLastError(); }
-
-/* Calls F<T>() with T the storage type of dtype dt; unknown dtypes give cudaErrorInvalidValue. */
-#define DISPATCH(dt, CALL)                                                                                         \
-    switch (dt) {                                                                                                  \
-    case 1: { typedef float T; CALL; } break;                                                                      \
-    case 2: { typedef double T; CALL; } break;                                                                     \
-    case 3: { typedef __half T; CALL; } break;                                                                     \
-    case 4: { typedef bf16s T; CALL; } break;                                                                      \
-    case 5: { typedef int8_t T; CALL; } break;                                                                     \
-    case 6: { typedef uint8_t T; CALL; } break;                                                                    \
-    case 7: { typedef int16_t T; CALL; } break;                                                                    \
-    case 8: { typedef int32_t T; CALL; } break;                                                                    \
-    case 9: { typedef int64_t T; CALL; } break;                                                                    \
-    case 10: { typedef bools T; CALL; } break;                                                                     \
-    default: return (int)cudaErrorInvalidValue;                                                                    \
-    }
-
-#define DISPATCH_FLT(dt, CALL)                                                                                     \
-    switch (dt) {                                                                                                  \
-    case 1: { typedef float T; CALL; } break;                                                                      \
-    case 2: { typedef double T; CALL; } break;                                                                     \
-    case 3: { typedef __half T; CALL; } break;                                                                     \
-    case 4: { typedef bf16s T; CALL; } break;                                                                      \
-    default: return (int)cudaErrorInvalidValue;                                                                    \
-    }
-
-#define DISPATCH_SIZE(es, CALL)                                                                                    \
-    switch (es) {                                                                                                  \
-    case 1: { typedef uint8_t T; CALL; } break;                                                                    \
-    case 2: { typedef uint16_t T; CALL; } break;                                                                   \
-    case 4: { typedef uint32_t T; CALL; } break;                                                                   \
-    case 8: { typedef uint64_t T; CALL; } break;                                                                   \
-    default: return (int)cudaErrorInvalidValue;                                                                    \
-    }
 
 template <typename S, int OP>
 void reduce_launch(cudaStream_t s, const void *x, void *y, int64_t n_out, const red_geom &g)
@@ -611,11 +515,21 @@ int cuk_binary(cudaStream_t s, int dtype, int op, const void *a, const void *b, 
     return last_error();
 }
 
-int cuk_unary(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n, double pa, double pb, int64_t ia,
-              int64_t ib)
+int cuk_unary(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n, const cuk_upar *p)
 {
     if (n <= 0) return 0;
-    DISPATCH(dtype, (k_unary<T><<<blocks_for(n), THREADS, 0, s>>>(op, (const T *)x, (T *)y, n, pa, pb, ia, ib)));
+    cuk_upar par = {0, 0, {0, 0, 0, 0}};
+    if (p) par = *p;
+    DISPATCH(dtype, (k_unary<T><<<blocks_for(n), THREADS, 0, s>>>(op, (const T *)x, (T *)y, n, par)));
+    return last_error();
+}
+
+int cuk_unary_bool(cudaStream_t s, int dtype, int op, const void *x, uint8_t *y, int64_t n, const cuk_upar *p)
+{
+    if (n <= 0) return 0;
+    cuk_upar par = {0, 0, {0, 0, 0, 0}};
+    if (p) par = *p;
+    DISPATCH_FLT(dtype, (k_unary_bool<T><<<blocks_for(n), THREADS, 0, s>>>(op, (const T *)x, y, n, par)));
     return last_error();
 }
 

@@ -76,5 +76,8 @@ extern const wf__kernel_def ocl_kernels_elementwise[]; /* ocl_elementwise.c */
 extern const wf__kernel_def ocl_kernels_shape[];       /* ocl_shape.c */
 extern const wf__kernel_def ocl_kernels_nn[];          /* ocl_nn.c: MatMul/Gemm (CLBlast), conv, pools */
 extern const wf__kernel_def ocl_kernels_reduce[];      /* ocl_reduce.c: reductions, softmax, norms */
+extern const wf__kernel_def ocl_kernels_norm[];        /* ocl_norm.c: more reductions, norms, losses, TopK */
+extern const wf__kernel_def ocl_kernels_image[];       /* ocl_image.c: Resize, sampling, signal, quantisation */
+extern const wf__kernel_def ocl_kernels_seq[];         /* ocl_seq.c: Einsum, data-dependent ops, RNNs, Attention */
 
 #endif
