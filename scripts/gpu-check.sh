@@ -121,8 +121,9 @@ onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '$B/models/ge
 fi
 step bench_matmul 120 "$B/bench_matmul" --size 1024 --runs 10
 
-# ResNet-18 (torchvision, random weights, batch 8): nodes without a CUDA kernel (convolutions, pools)
-# fall back to the CPU; the placement log says which.
+# ResNet-18 (torchvision, random weights, batch 8): convolutions run through cuDNN when libcudnn.so.9 is
+# found (else direct kernels; the device line of devices.log says which), pools as CUDA kernels; any node
+# without a CUDA kernel falls back to the CPU, and the placement log says which.
 if step export_resnet18 180 "$PY" tests/models/export_models.py "$B/models" --only resnet18 --batch 8; then
     M=$B/models/resnet18/model.onnx
     step resnet18_gpu 180 "$B/weft" run "$M" --random-inputs --device GPU:0 --iterations 10 --log-device-placement &&

@@ -1,6 +1,6 @@
 /*
  * The CUDA backend's internals, shared by its host files: per-device state (one compute stream, one copy
- * stream, a cuBLAS handle), device pointers of tensors, read-back of small operands, error statuses, and
+ * stream with pinned staging, a cuBLAS handle, a lazily created cuDNN handle), device pointers of tensors, read-back of small operands, error statuses, and
  * the kernel tables of each op family. The backend is a plugin (libweft-cuda.so): it calls the core only
  * through the host table `cu_host`; the device code lives in cuda_kernels.cu behind cuda_kern.h.
  */
@@ -24,8 +24,19 @@ typedef struct cu_dev {
     cudaStream_t copy;       /* host <-> device transfers, ordered after compute through `done` */
     cudaEvent_t done;        /* recorded on compute before each transfer (under copy_mu) */
     pthread_mutex_t copy_mu;
+    /* Pinned staging for transfers (under copy_mu), two halves used in turn so that a memcpy into one
+     * overlaps the DMA of the other; stage[0] NULL when pinning failed (pageable copies then). */
+    void *stage[2];
+    size_t stage_size;       /* bytes of each half */
+    bool stage_tried;
+    cudaEvent_t stage_free[2]; /* recorded on copy after the DMA that uses stage[i] */
+    cudaEvent_t copied;      /* recorded on copy after an upload; compute waits for it */
     cublasHandle_t blas;     /* bound to `compute`; calls serialised by blas_mu */
     pthread_mutex_t blas_mu;
+    void *dnn;               /* cudnnHandle_t, created on first use (cuda_conv.c); calls under dnn_mu */
+    void *ws;                /* cuDNN workspace (cudaMalloc), grown on demand, under dnn_mu */
+    size_t ws_size;
+    pthread_mutex_t dnn_mu;
     char name[160];
     int cc_major, cc_minor;
 } cu_dev;
@@ -69,6 +80,12 @@ void cu_bcast_shape(int n, const int *ranks, const int64_t *const *dims, int *ra
 extern const wf__kernel_def cu_kernels_elementwise[]; /* cuda_elementwise.c */
 extern const wf__kernel_def cu_kernels_reduce[];      /* cuda_reduce.c: reductions, softmax */
 extern const wf__kernel_def cu_kernels_nn[];          /* cuda_nn.c: MatMul/Gemm (cuBLAS), BiasAdd */
-extern const wf__kernel_def cu_kernels_shape[];       /* cuda_shape.c: views, Transpose, Concat, Slice, Gather */
+extern const wf__kernel_def cu_kernels_shape[];       /* cuda_shape.c: views, Transpose, Concat, Slice, Gather, Pad.. */
+extern const wf__kernel_def cu_kernels_conv[];        /* cuda_conv.c: Conv2D (cuDNN), ConvTranspose2D, pools */
+
+/* cuDNN (cuda_conv.c): "cuDNN 9.x.y" or why it is unusable, for the device description (loads it once);
+ * and the release of a device's cuDNN handle and workspace. */
+const char *cu_cudnn_describe(char *buf, size_t n);
+void cu_cudnn_release(cu_dev *d);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * The CUDA backend plugin: every CUDA device becomes a GPU device. The CUDA runtime is linked statically
  * and loads the driver (libcuda.so.1) itself, so the plugin loads on any machine and reports a missing
- * driver or device as a diagnostic. Memory is cudaMalloc chunks that the core carves up; kernels and
- * cuBLAS run on one compute stream per device, transfers on a copy stream that waits for it.
+ * driver or device as a diagnostic. Memory is cudaMalloc chunks that the core carves up; kernels, cuBLAS
+ * and cuDNN run on one compute stream per device, transfers on a copy stream through pinned staging
+ * buffers, ordered against compute with events both ways.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -170,8 +171,13 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
     cudaDriverGetVersion(&drv);
     memset(out, 0, sizeof *out);
     snprintf(out->type, sizeof out->type, "GPU");
-    snprintf(out->description, sizeof out->description, "%.100s (sm_%d%d, CUDA driver %d.%d)", p.name, p.major, p.minor,
-             drv / 1000, drv % 1000 / 10);
+    char dnn[120], desc[400];
+    snprintf(desc, sizeof desc, "%.100s (sm_%d%d, CUDA driver %d.%d, %s)", p.name, p.major, p.minor, drv / 1000,
+             drv % 1000 / 10, cu_cudnn_describe(dnn, sizeof dnn));
+    size_t dl = strlen(desc);
+    if (dl >= sizeof out->description) dl = sizeof out->description - 1; /* cut, not refused */
+    memcpy(out->description, desc, dl);
+    out->description[dl] = 0;
     out->compute_units = p.multiProcessorCount;
     out->memory_bytes = p.totalGlobalMem;
     out->peak_gflops = p.multiProcessorCount * cores_per_sm(p.major, p.minor) * 2.0 * (clock_khz ? clock_khz : 1500000) / 1e6;
@@ -184,6 +190,12 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
 
 static void dev_release(cu_dev *d)
 {
+    cu_cudnn_release(d);
+    for (int i = 0; i < 2; i++) {
+        if (d->stage_free[i]) cudaEventDestroy(d->stage_free[i]);
+        if (d->stage[i]) cudaFreeHost(d->stage[i]);
+    }
+    if (d->copied) cudaEventDestroy(d->copied);
     if (d->blas) cublasDestroy(d->blas);
     if (d->done) cudaEventDestroy(d->done);
     if (d->copy) cudaStreamDestroy(d->copy);
@@ -205,6 +217,9 @@ static wf_status *device_open(void *b, int i, void **out)
     if ((e = cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking)) != cudaSuccess) goto fail;
     what = "event creation";
     if ((e = cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming)) != cudaSuccess) goto fail;
+    if ((e = cudaEventCreateWithFlags(&d->copied, cudaEventDisableTiming)) != cudaSuccess) goto fail;
+    for (int j = 0; j < 2; j++)
+        if ((e = cudaEventCreateWithFlags(&d->stage_free[j], cudaEventDisableTiming)) != cudaSuccess) goto fail;
     cublasStatus_t bs = cublasCreate(&d->blas);
     if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(d->blas, d->compute);
     if (bs != CUBLAS_STATUS_SUCCESS) {
@@ -221,6 +236,7 @@ static wf_status *device_open(void *b, int i, void **out)
     }
     pthread_mutex_init(&d->copy_mu, NULL);
     pthread_mutex_init(&d->blas_mu, NULL);
+    pthread_mutex_init(&d->dnn_mu, NULL);
     *out = d;
     return NULL;
 fail:;
@@ -237,6 +253,7 @@ static void device_close(void *dev)
     cudaStreamSynchronize(d->copy);
     pthread_mutex_destroy(&d->copy_mu);
     pthread_mutex_destroy(&d->blas_mu);
+    pthread_mutex_destroy(&d->dnn_mu);
     dev_release(d);
 }
 
@@ -255,13 +272,87 @@ static void chunk_free(void *dev, void *chunk)
 {
     cu_dev *d = dev;
     cudaSetDevice(d->ordinal);
-    cudaStreamSynchronize(d->compute); /* no queued kernel may still use it */
+    /* no queued kernel or upload may still use it (compute waits for uploads, but say so plainly) */
+    cudaStreamSynchronize(d->compute);
+    cudaStreamSynchronize(d->copy);
     cudaFree(chunk);
 }
 
+/* Each half of the pinned staging buffer: large enough to keep the DMA engine busy, small enough that
+ * two per device cost little locked memory. */
+#define CU_STAGE_BYTES ((size_t)8 << 20)
+
+/* Pins the staging halves on first use (under copy_mu); false when pinning fails, and it is not retried. */
+static bool stage_ready(cu_dev *d)
+{
+    if (d->stage_tried) return d->stage[0] != NULL;
+    d->stage_tried = true;
+    for (int i = 0; i < 2; i++)
+        if (cudaHostAlloc(&d->stage[i], CU_STAGE_BYTES, cudaHostAllocDefault) != cudaSuccess) {
+            cudaGetLastError(); /* not the next kernel's error */
+            d->stage[i] = NULL;
+        }
+    if (!d->stage[0] || !d->stage[1]) {
+        for (int i = 0; i < 2; i++) {
+            if (d->stage[i]) cudaFreeHost(d->stage[i]);
+            d->stage[i] = NULL;
+        }
+        return false;
+    }
+    d->stage_size = CU_STAGE_BYTES;
+    return true;
+}
+
+/* Upload through the pinned halves: each chunk is copied into a half whose previous DMA has finished,
+ * then sent on the copy stream. Returns once the data is staged, not delivered: the compute stream waits
+ * for `copied`, so every later kernel, read-back or chunk_free sees the data; the caller's buffer is
+ * free at return. */
+static cudaError_t upload_staged(cu_dev *d, char *dst, const char *src, size_t n)
+{
+    cudaError_t e = cudaSuccess;
+    for (size_t off = 0, j = 0; off < n && e == cudaSuccess; j++) {
+        int i = (int)(j & 1);
+        size_t len = n - off < d->stage_size ? n - off : d->stage_size;
+        e = cudaEventSynchronize(d->stage_free[i]); /* returns at once if never recorded */
+        if (e != cudaSuccess) break;
+        memcpy(d->stage[i], src + off, len);
+        e = cudaMemcpyAsync(dst + off, d->stage[i], len, cudaMemcpyHostToDevice, d->copy);
+        if (e == cudaSuccess) e = cudaEventRecord(d->stage_free[i], d->copy);
+        off += len;
+    }
+    if (e == cudaSuccess) e = cudaEventRecord(d->copied, d->copy);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(d->compute, d->copied, 0);
+    return e;
+}
+
+/* Download through the pinned halves: chunk j's DMA runs while chunk j-1 is copied out to the caller. */
+static cudaError_t download_staged(cu_dev *d, char *dst, const char *src, size_t n)
+{
+    cudaError_t e = cudaSuccess;
+    size_t prev_off = 0, prev_len = 0;
+    int prev = -1;
+    for (size_t off = 0, j = 0; off < n && e == cudaSuccess; j++) {
+        int i = (int)(j & 1);
+        size_t len = n - off < d->stage_size ? n - off : d->stage_size;
+        /* half i last held chunk j-2, already copied out in the previous round */
+        e = cudaMemcpyAsync(d->stage[i], src + off, len, cudaMemcpyDeviceToHost, d->copy);
+        if (e == cudaSuccess) e = cudaEventRecord(d->stage_free[i], d->copy);
+        if (e == cudaSuccess && prev >= 0 && (e = cudaEventSynchronize(d->stage_free[prev])) == cudaSuccess)
+            memcpy(dst + prev_off, d->stage[prev], prev_len);
+        prev = i;
+        prev_off = off;
+        prev_len = len;
+        off += len;
+    }
+    if (e == cudaSuccess && prev >= 0 && (e = cudaEventSynchronize(d->stage_free[prev])) == cudaSuccess)
+        memcpy(dst + prev_off, d->stage[prev], prev_len);
+    return e;
+}
+
 /* One transfer on the copy stream, after everything queued on compute so far (the kernels that produce
- * a value being read, or that still read a block being overwritten), and finished before returning:
- * the host buffer belongs to the caller. */
+ * a value being read, or that still read a block being overwritten). Downloads finish before returning;
+ * staged uploads only need the caller's buffer until they return. Without pinned memory, both are plain
+ * pageable copies finished before returning. */
 static wf_status *transfer(cu_dev *d, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind)
 {
     if (!n) return NULL;
@@ -269,8 +360,12 @@ static wf_status *transfer(cu_dev *d, void *dst, const void *src, size_t n, enum
     pthread_mutex_lock(&d->copy_mu);
     if (e == cudaSuccess) e = cudaEventRecord(d->done, d->compute);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(d->copy, d->done, 0);
-    if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, n, kind, d->copy);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(d->copy);
+    if (e == cudaSuccess && stage_ready(d)) {
+        e = kind == cudaMemcpyHostToDevice ? upload_staged(d, dst, src, n) : download_staged(d, dst, src, n);
+    } else if (e == cudaSuccess) {
+        e = cudaMemcpyAsync(dst, src, n, kind, d->copy);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(d->copy);
+    }
     pthread_mutex_unlock(&d->copy_mu);
     if (e == cudaSuccess) return NULL;
     return cu_host->status(e == cudaErrorMemoryAllocation ? WF_OUT_OF_MEMORY : WF_INTERNAL,
@@ -299,7 +394,7 @@ static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *
 }
 
 static const wf__kernel_def *const g_tables[] = {cu_kernels_elementwise, cu_kernels_reduce, cu_kernels_nn,
-                                                 cu_kernels_shape};
+                                                 cu_kernels_shape, cu_kernels_conv};
 
 static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
 {

@@ -73,7 +73,68 @@ BINK_(GreaterEqual, CUK_GE, true, CHECK_NONE)
 BINK_(And, CUK_AND, false, CHECK_NONE)
 BINK_(Or, CUK_OR, false, CHECK_NONE)
 BINK_(Xor, CUK_XOR, false, CHECK_NONE)
+BINK_(PRelu, CUK_PRELU, false, CHECK_NONE)
+BINK_(BitwiseAnd, CUK_BAND, false, CHECK_NONE)
+BINK_(BitwiseOr, CUK_BOR, false, CHECK_NONE)
+BINK_(BitwiseXor, CUK_BXOR, false, CHECK_NONE)
 #undef BINK_
+
+static wf_status *k_BitShift(wf__kctx *k)
+{
+    const wf__attr *a = cu_host->attr_get(k->op, k->attrs, "direction");
+    return binary(k, a && a->s && !strcmp(a->s, "LEFT") ? CUK_SHL : CUK_SHR, false, CHECK_NONE);
+}
+
+/* ---- variadic Sum, Mean, Max, Min -------------------------------------------------------------------- */
+
+/* Folds op over the inputs left to right into the output; Mean then divides by the count. Reading and
+ * writing the output in one step is safe: each thread reads its own element before writing it. Only
+ * dtypes whose pairwise fold equals the CPU's are registered (no f16/bf16 Sum: the CPU adds in f32). */
+static wf_status *fold(wf__kctx *k, int op, bool mean)
+{
+    wf_dtype t = k->in[0]->dtype;
+    int n_in = k->n_in;
+    if (n_in > 64) return cu_host->kctx_fail(k, WF_UNIMPLEMENTED, "more than 64 inputs on CUDA");
+    int ranks[64];
+    const int64_t *dims[64];
+    for (int i = 0; i < n_in; i++) {
+        if (k->in[i]->dtype != t)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input dtypes differ: %s and %s (inputs 0 and %d)",
+                                      cu_dtype_name(t), cu_dtype_name(k->in[i]->dtype), i);
+        ranks[i] = k->in[i]->rank;
+        dims[i] = k->in[i]->dims;
+    }
+    int rank;
+    int64_t od[WF_MAX_RANK];
+    cu_bcast_shape(n_in, ranks, dims, &rank, od);
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, t, rank, od, &y)) || !y->size) return s;
+    cudaStream_t st = cu_of(k)->compute;
+    cuk_walk w;
+    if (n_in == 1) { /* a broadcast of one input is the input itself: same shape */
+        return cu_check(k, (int)cudaMemcpyAsync(cu_ptr(y), cu_ptr(k->in[0]), (size_t)y->size * cu_size(t),
+                                                cudaMemcpyDeviceToDevice, st),
+                        "device copy");
+    }
+    for (int i = 1; i < n_in && !s; i++) {
+        /* the first step reads input 0, later ones the running result, which has the output's shape */
+        int r2[2] = {i == 1 ? ranks[0] : rank, ranks[i]};
+        const int64_t *d2[2] = {i == 1 ? dims[0] : od, dims[i]};
+        cu_walk_bcast(&w, 2, r2, d2, rank, od);
+        s = cu_check(k, cuk_binary(st, t, op, i == 1 ? cu_ptr(k->in[0]) : cu_ptr(y), cu_ptr(k->in[i]), cu_ptr(y), &w,
+                                   y->size),
+                     "fold kernel");
+    }
+    if (s || !mean) return s;
+    cuk_upar p = {(double)n_in, 0, {0, 0, 0, 0}};
+    return cu_check(k, cuk_unary(st, t, CUK_MDIV, cu_ptr(y), cu_ptr(y), y->size, &p), "Mean kernel");
+}
+
+static wf_status *k_Sum(wf__kctx *k) { return fold(k, CUK_ADD, false); }
+static wf_status *k_Mean(wf__kctx *k) { return fold(k, CUK_ADD, true); }
+static wf_status *k_Max(wf__kctx *k) { return fold(k, CUK_MAX, false); }
+static wf_status *k_Min(wf__kctx *k) { return fold(k, CUK_MIN, false); }
 
 static wf_status *k_Mod(wf__kctx *k)
 {
@@ -107,14 +168,19 @@ static wf_status *k_Where(wf__kctx *k)
 
 /* ---- unary ------------------------------------------------------------------------------------------ */
 
-static wf_status *unary(wf__kctx *k, int op, double pa, double pb, int64_t ia, int64_t ib)
+static wf_status *unary_p(wf__kctx *k, int op, const cuk_upar *p)
 {
     const wf_tensor *x = k->in[0];
     wf_status *s = cu_enter(k);
     wf_tensor *y;
     if (s || (s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
-    return cu_check(k, cuk_unary(cu_of(k)->compute, x->dtype, op, cu_ptr(x), cu_ptr(y), y->size, pa, pb, ia, ib),
-                    "unary kernel");
+    return cu_check(k, cuk_unary(cu_of(k)->compute, x->dtype, op, cu_ptr(x), cu_ptr(y), y->size, p), "unary kernel");
+}
+
+static wf_status *unary(wf__kctx *k, int op, double pa, double pb, int64_t ia, int64_t ib)
+{
+    cuk_upar p = {pa, pb, {ia, ib, 0, 0}};
+    return unary_p(k, op, &p);
 }
 
 #define UNK_(Op, code)                                                                                             \
@@ -139,6 +205,19 @@ UNK_(Ceil, CUK_CEIL)
 UNK_(Round, CUK_ROUND)
 UNK_(Sin, CUK_SIN)
 UNK_(Cos, CUK_COS)
+UNK_(Tan, CUK_TAN)
+UNK_(Asin, CUK_ASIN)
+UNK_(Acos, CUK_ACOS)
+UNK_(Atan, CUK_ATAN)
+UNK_(Sinh, CUK_SINH)
+UNK_(Cosh, CUK_COSH)
+UNK_(Asinh, CUK_ASINH)
+UNK_(Acosh, CUK_ACOSH)
+UNK_(Atanh, CUK_ATANH)
+UNK_(HardSwish, CUK_HSWISH)
+UNK_(Mish, CUK_MISH)
+UNK_(Softsign, CUK_SOFTSIGN)
+UNK_(BitwiseNot, CUK_BNOT)
 #undef UNK_
 
 static double attr_f(wf__kctx *k, const char *name)
@@ -147,8 +226,71 @@ static double attr_f(wf__kctx *k, const char *name)
     return a ? a->f : 0;
 }
 
+static int64_t attr_i(wf__kctx *k, const char *name)
+{
+    const wf__attr *a = cu_host->attr_get(k->op, k->attrs, name);
+    return a ? a->i : 0;
+}
+
 static wf_status *k_LeakyRelu(wf__kctx *k) { return unary(k, CUK_LEAKY, attr_f(k, "alpha"), 0, 0, 0); }
 static wf_status *k_Elu(wf__kctx *k) { return unary(k, CUK_ELU, attr_f(k, "alpha"), 0, 0, 0); }
+static wf_status *k_Celu(wf__kctx *k) { return unary(k, CUK_CELU, attr_f(k, "alpha"), 0, 0, 0); }
+static wf_status *k_ThresholdedRelu(wf__kctx *k) { return unary(k, CUK_THRELU, attr_f(k, "alpha"), 0, 0, 0); }
+static wf_status *k_Swish(wf__kctx *k) { return unary(k, CUK_SWISH, attr_f(k, "alpha"), 0, 0, 0); }
+static wf_status *k_HardSigmoid(wf__kctx *k) { return unary(k, CUK_HSIG, attr_f(k, "alpha"), attr_f(k, "beta"), 0, 0); }
+
+static wf_status *k_Selu(wf__kctx *k)
+{
+    /* gamma * alpha rounded once, in double, as on the CPU */
+    double alpha = attr_f(k, "alpha"), gamma = attr_f(k, "gamma");
+    return unary(k, CUK_SELU, gamma, gamma * alpha, 0, 0);
+}
+
+/* A double to int64, saturating; NaN never reaches here. */
+static int64_t sat_i64(double v)
+{
+    return v <= -9.2233720368547758e18 ? INT64_MIN : v >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)v;
+}
+
+static wf_status *k_Shrink(wf__kctx *k)
+{
+    double l = attr_f(k, "lambd"), b = attr_f(k, "bias");
+    cuk_upar p = {l, b, {0, 0, 0, 0}};
+    if (cu_is_int(k->in[0]->dtype)) {
+        if (l != l || b != b) {
+            /* NaN: the CPU's comparisons all fail (l) or its conversions give 0 (b): every result is 0 */
+            p.i[0] = INT64_MIN;
+            p.i[1] = INT64_MAX;
+        } else {
+            /* for an integer v: v < -l iff v < ceil(-l), and v > l iff v > floor(l); b = bi + a fraction of
+             * sign i[3] */
+            p.i[0] = sat_i64(ceil(-l));
+            p.i[1] = sat_i64(floor(l));
+            double bi = trunc(b);
+            p.i[2] = bi <= -9.2233720368547758e18 ? -INT64_MAX : sat_i64(bi);
+            p.i[3] = b > bi ? 1 : b < bi ? -1 : 0;
+        }
+    }
+    return unary_p(k, CUK_SHRINK, &p);
+}
+
+static wf_status *unary_bool(wf__kctx *k, int op, const cuk_upar *p)
+{
+    const wf_tensor *x = k->in[0];
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, WF_BOOL, x->rank, x->dims, &y)) || !y->size) return s;
+    return cu_check(k, cuk_unary_bool(cu_of(k)->compute, x->dtype, op, cu_ptr(x), cu_ptr(y), y->size, p),
+                    "unary kernel");
+}
+
+static wf_status *k_IsNaN(wf__kctx *k) { return unary_bool(k, CUK_ISNAN, NULL); }
+
+static wf_status *k_IsInf(wf__kctx *k)
+{
+    cuk_upar p = {0, 0, {attr_i(k, "detect_positive") != 0, attr_i(k, "detect_negative") != 0, 0, 0}};
+    return unary_bool(k, CUK_ISINF, &p);
+}
 
 static wf_status *k_Gelu(wf__kctx *k)
 {
@@ -217,6 +359,7 @@ static wf_status *k_Cast(wf__kctx *k)
 #define FLT WF__DT_FLOATS
 #define NUM WF__DT_NUMERIC
 #define BOOL_ WF__DT_BIT(WF_BOOL)
+#define F32_64 (WF__DT_BIT(WF_F32) | WF__DT_BIT(WF_F64))
 
 const wf__kernel_def cu_kernels_elementwise[] = {
     K_(Add, NUM) K_(Sub, NUM) K_(Mul, NUM) K_(Div, NUM) K_(Pow, NUM) K_(Maximum, NUM) K_(Minimum, NUM) K_(Mod, NUM)
@@ -229,5 +372,12 @@ const wf__kernel_def cu_kernels_elementwise[] = {
     K_(Exp, FLT) K_(Log, FLT) K_(Sqrt, FLT) K_(Rsqrt, FLT) K_(Reciprocal, FLT) K_(Tanh, FLT) K_(Sigmoid, FLT)
     K_(LeakyRelu, FLT) K_(Elu, FLT) K_(Gelu, FLT) K_(Erf, FLT) K_(Softplus, FLT) K_(Floor, FLT) K_(Ceil, FLT)
     K_(Round, FLT) K_(Sin, FLT) K_(Cos, FLT)
+    K_(Tan, FLT) K_(Asin, FLT) K_(Acos, FLT) K_(Atan, FLT) K_(Sinh, FLT) K_(Cosh, FLT) K_(Asinh, FLT)
+    K_(Acosh, FLT) K_(Atanh, FLT) K_(IsNaN, FLT) K_(IsInf, FLT) K_(HardSigmoid, FLT) K_(HardSwish, FLT)
+    K_(Selu, FLT) K_(Celu, FLT) K_(Mish, FLT) K_(Softsign, FLT) K_(ThresholdedRelu, FLT) K_(Shrink, NUM)
+    K_(Swish, FLT) K_(BitwiseNot, WF__DT_INTS)
+    K_(PRelu, NUM) K_(BitShift, WF__DT_INTS) K_(BitwiseAnd, WF__DT_INTS) K_(BitwiseOr, WF__DT_INTS)
+    K_(BitwiseXor, WF__DT_INTS)
+    K_(Sum, F32_64) K_(Mean, F32_64) K_(Max, NUM) K_(Min, NUM)
     {0},
 };

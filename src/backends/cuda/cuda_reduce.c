@@ -1,6 +1,7 @@
 /*
  * Host side of the CUDA reductions (ReduceSum/Mean/Max/Min/Prod over any axes, given as an attribute or
- * as input 1) and of Softmax / LogSoftmax over any axis. Semantics follow src/backends/cpu/k_reduce.c:
+ * as input 1), Softmax / LogSoftmax over any axis, ArgMax/ArgMin, BatchNormalization (inference),
+ * LayerNormalization and inference-mode Dropout. Semantics follow src/backends/cpu/k_reduce.c:
  * float sums accumulate in double, NaN wins Max/Min, integer sums wrap.
  */
 #include <stdio.h>
@@ -133,6 +134,151 @@ static wf_status *k_softmax(wf__kctx *k)
                     "softmax kernel");
 }
 
+/* ---- ArgMax / ArgMin ------------------------------------------------------------------------------------ */
+
+static wf_status *k_arg(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b0[160];
+    int a;
+    int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
+    if (!norm_axis(axis, x->rank, &a))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
+                                  cu_tstr(x, b0));
+    bool keepdims = cu_host->attr_get(k->op, k->attrs, "keepdims")->i != 0;
+    int last = cu_host->attr_get(k->op, k->attrs, "select_last_index")->i != 0;
+    int is_max = !strcmp(k->op->name, "ArgMax");
+    int64_t ydims[WF_MAX_RANK], outer = 1, inner = 1, R = x->dims[a];
+    int yr = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (i < a) outer *= x->dims[i];
+        if (i > a) inner *= x->dims[i];
+        if (i != a) ydims[yr++] = x->dims[i];
+        else if (keepdims) ydims[yr++] = 1;
+    }
+    if (R == 0 && outer * inner > 0)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot take %s over the empty axis %d of input %s", k->op->name,
+                                  a, cu_tstr(x, b0));
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, WF_I64, yr, ydims, &y)) || !y->size) return s;
+    return cu_check(k, cuk_argext(cu_of(k)->compute, x->dtype, cu_ptr(x), cu_ptr(y), outer, R, inner, is_max, last),
+                    "ArgMax/ArgMin kernel");
+}
+
+/* ---- BatchNormalization (inference) ------------------------------------------------------------------------ */
+
+static wf_status *k_batchnorm(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b0[160], b1[160];
+    static const char *const pname[5] = {"X", "scale", "B", "input_mean", "input_var"};
+    if (x->rank < 2)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input X %s must have rank >= 2 (N, C, ...)", cu_tstr(x, b0));
+    if (k->n_in < 5)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "needs 5 inputs (X, scale, B, mean, var), got %d", k->n_in);
+    int64_t C = x->dims[1];
+    for (int i = 1; i < 5; i++) {
+        const wf_tensor *p = k->in[i];
+        if (!p || p->dtype != x->dtype || p->rank != 1 || p->dims[0] != C)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s must be 1-D of length %lld with X's dtype %s", pname[i],
+                                      p ? cu_tstr(p, b1) : "(missing)", (long long)C, cu_dtype_name(x->dtype));
+    }
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
+    int64_t S = x->size / (x->dims[0] * C);
+    double eps = cu_host->attr_get(k->op, k->attrs, "epsilon")->f;
+    return cu_check(k, cuk_batchnorm(cu_of(k)->compute, x->dtype, cu_ptr(x), cu_ptr(y), cu_ptr(k->in[1]),
+                                     cu_ptr(k->in[2]), cu_ptr(k->in[3]), cu_ptr(k->in[4]), y->size, C, S, eps),
+                    "BatchNormalization kernel");
+}
+
+/* ---- LayerNormalization ---------------------------------------------------------------------------------- */
+
+static bool param_fits(const wf_tensor *p, const wf_tensor *x, int a)
+{
+    int nr = x->rank - a;
+    if (p->rank > nr) return false;
+    for (int d = 0; d < p->rank; d++) {
+        int64_t pd = p->dims[p->rank - 1 - d], xd = x->dims[x->rank - 1 - d];
+        if (pd != xd && pd != 1) return false;
+    }
+    return true;
+}
+
+/* A parameter's element strides over the normalised dims x.dims[a:] (0 where it broadcasts). */
+static void param_strides(const wf_tensor *p, const wf_tensor *x, int a, int64_t *st)
+{
+    int nr = x->rank - a;
+    int64_t acc = 1, ps[WF_MAX_RANK];
+    for (int i = p->rank - 1; i >= 0; i--) {
+        ps[i] = acc;
+        acc *= p->dims[i];
+    }
+    for (int i = 0; i < nr; i++) {
+        int pi = i - (nr - p->rank);
+        st[i] = pi >= 0 && p->dims[pi] != 1 ? ps[pi] : 0;
+    }
+}
+
+static wf_status *k_layernorm(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0], *sc = k->in[1], *bi = k->n_in > 2 ? k->in[2] : NULL;
+    char b0[160], b1[160];
+    int a;
+    int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
+    if (!norm_axis(axis, x->rank, &a))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
+                                  cu_tstr(x, b0));
+    for (int i = 0; i < 2; i++) {
+        const wf_tensor *p = i ? bi : sc;
+        if (p && (p->dtype != x->dtype || !param_fits(p, x, a)))
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s does not match X %s from axis %d", i ? "B" : "Scale",
+                                      cu_tstr(p, b1), cu_tstr(x, b0), a);
+    }
+    int64_t rows = 1, D = 1, mdims[WF_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) {
+        if (i < a) rows *= x->dims[i];
+        else D *= x->dims[i];
+        mdims[i] = i < a ? x->dims[i] : 1;
+    }
+    wf_status *s = cu_enter(k);
+    wf_tensor *y, *mt = NULL, *it = NULL;
+    if (!s) s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y);
+    if (!s && k->n_out > 1) s = cu_host->kctx_output(k, 1, WF_F32, x->rank, mdims, &mt);
+    if (!s && k->n_out > 2) s = cu_host->kctx_output(k, 2, WF_F32, x->rank, mdims, &it);
+    if (s || rows == 0) return s;
+    int nr = x->rank - a;
+    int64_t nd[WF_MAX_RANK], ss[WF_MAX_RANK], bs[WF_MAX_RANK] = {0};
+    for (int i = 0; i < nr; i++) nd[i] = x->dims[a + i];
+    param_strides(sc, x, a, ss);
+    if (bi) param_strides(bi, x, a, bs);
+    /* D == 0: no elements to normalise, and the statistics of an empty set are NaN (0/0 in the kernel) */
+    double eps = cu_host->attr_get(k->op, k->attrs, "epsilon")->f;
+    return cu_check(k, cuk_layernorm(cu_of(k)->compute, x->dtype, cu_ptr(x), cu_ptr(y), cu_ptr(sc), bi ? cu_ptr(bi) : NULL,
+                                     mt ? cu_ptr(mt) : NULL, it ? cu_ptr(it) : NULL, rows, D, eps, nr, nd, ss, bs),
+                    "LayerNormalization kernel");
+}
+
+/* ---- Dropout (inference) --------------------------------------------------------------------------------- */
+
+static wf_status *k_dropout(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0], *tm = k->n_in > 2 ? k->in[2] : NULL;
+    wf_status *s = cu_enter(k);
+    if (s) return s;
+    if (tm && tm->size >= 1) {
+        unsigned char on = 0;
+        if ((s = cu_read(k, tm, &on, 1))) return s;
+        if (on) return cu_host->kctx_fail(k, WF_UNIMPLEMENTED, "training mode not supported yet");
+    }
+    if ((s = cu_host->kctx_output_view(k, 0, 0, x->rank, x->dims)) || k->n_out < 2) return s;
+    wf_tensor *mask;
+    if ((s = cu_host->kctx_output(k, 1, WF_BOOL, x->rank, x->dims, &mask)) || !mask->size) return s;
+    return cu_check(k, (int)cudaMemsetAsync(cu_ptr(mask), 1, (size_t)mask->size, cu_of(k)->compute), "mask fill");
+}
+
 #define RED_DT (WF__DT_NUMERIC)
 
 const wf__kernel_def cu_kernels_reduce[] = {
@@ -143,5 +289,10 @@ const wf__kernel_def cu_kernels_reduce[] = {
     {"ReduceProd", "GPU", RED_DT, 0, k_reduce, NULL, 0},
     {"Softmax", "GPU", WF__DT_FLOATS, 0, k_softmax, NULL, 0},
     {"LogSoftmax", "GPU", WF__DT_FLOATS, 0, k_softmax, NULL, 0},
+    {"ArgMax", "GPU", WF__DT_NUMERIC, 0, k_arg, NULL, 0},
+    {"ArgMin", "GPU", WF__DT_NUMERIC, 0, k_arg, NULL, 0},
+    {"BatchNormalization", "GPU", WF__DT_FLOATS, 0, k_batchnorm, NULL, 0},
+    {"LayerNormalization", "GPU", WF__DT_FLOATS, 0, k_layernorm, NULL, 0},
+    {"Dropout", "GPU", WF__DT_NUMERIC, 0, k_dropout, NULL, 0},
     {0},
 };

@@ -1,7 +1,7 @@
 /*
  * Host side of the CUDA shape ops: zero-copy views (Identity, Reshape, Flatten, Squeeze, Unsqueeze) and
- * the data movers Transpose, Concat, Slice and Gather, which all run as one generic strided-copy kernel
- * (Gather as an indexed copy). Shape arguments given as tensors are read back from the device; the rules
+ * the data movers Transpose, Concat, Split, Slice, Expand, DepthToSpace/SpaceToDepth and Gather, which run
+ * as one generic strided-copy kernel (Gather as an indexed copy), and Pad / Tile (one padding kernel). Shape arguments given as tensors are read back from the device; the rules
  * follow src/backends/cpu/k_shape.c and src/graph/ops_shape.c.
  */
 #include <stdio.h>
@@ -340,6 +340,235 @@ static wf_status *k_gather(wf__kctx *k)
                     "Gather kernel");
 }
 
+static bool has_in(const wf__kctx *k, int i) { return i < k->n_in && k->in[i] != NULL; }
+
+static wf_status *k_split(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[160];
+    int ax, n = k->n_out;
+    int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
+    if (!norm_axis(axis, x->rank, &ax))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
+                                  cu_tstr(x, b));
+    int64_t *sizes = cu_host->malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!sizes) return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for %d outputs", n);
+    wf_status *s = cu_enter(k);
+    int64_t dim = x->dims[ax];
+    if (!s && has_in(k, 1)) {
+        const wf_tensor *sp = k->in[1];
+        char b1[160];
+        if ((sp->dtype != WF_I32 && sp->dtype != WF_I64) || sp->rank > 1 || sp->size != n) {
+            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input 'split' %s must hold %d i32/i64 sizes", cu_tstr(sp, b1), n);
+        } else {
+            void *raw = cu_host->malloc((size_t)(n + 1) * 8);
+            if (!raw) s = cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading %d split sizes", n);
+            else s = cu_read(k, sp, raw, (size_t)n * cu_size(sp->dtype));
+            int64_t sum = 0;
+            bool neg = false;
+            for (int i = 0; i < n && !s; i++) {
+                sizes[i] = cu_int_at(raw, sp->dtype, i);
+                neg = neg || sizes[i] < 0;
+                sum += sizes[i];
+            }
+            cu_host->free(raw);
+            if (!s && (neg || sum != dim))
+                s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                       "split sizes must be %d non-negative sizes summing to %lld, axis %d of input %s", n,
+                                       (long long)dim, ax, cu_tstr(x, b));
+        }
+    } else if (!s) {
+        int64_t chunk = (dim + n - 1) / n, last = dim - chunk * (n - 1);
+        if (last < 0)
+            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot split axis %d of input %s into %d outputs", ax,
+                                   cu_tstr(x, b), n);
+        for (int i = 0; i < n && !s; i++) sizes[i] = i == n - 1 ? last : chunk;
+    }
+    int64_t xst[WF_MAX_RANK], at = 0;
+    size_t es = cu_size(x->dtype);
+    contiguous(x->rank, x->dims, xst);
+    for (int i = 0; i < n && !s; i++) {
+        int64_t d[WF_MAX_RANK], yst[WF_MAX_RANK];
+        memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->rank);
+        d[ax] = sizes[i];
+        wf_tensor *y;
+        if ((s = cu_host->kctx_output(k, i, x->dtype, x->rank, d, &y))) break;
+        contiguous(x->rank, d, yst);
+        if (y->size)
+            s = strided_copy(k, es, (const char *)cu_ptr(x) + (size_t)(at * xst[ax]) * es, cu_ptr(y), x->rank, d, yst, xst);
+        at += sizes[i];
+    }
+    cu_host->free(sizes);
+    return s;
+}
+
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
+
+static wf_status *pad_launch(wf__kctx *k, const wf_tensor *x, const wf_tensor *y, const int64_t *pb, int mode,
+                             uint64_t pat)
+{
+    int64_t ist[WF_MAX_RANK];
+    contiguous(x->rank, x->dims, ist);
+    return cu_check(k, cuk_pad(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(y), y->size, x->rank, y->dims,
+                               x->dims, pb, ist, mode, pat),
+                    "Pad kernel");
+}
+
+static wf_status *k_pad(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b1[160], b2[160];
+    const char *ms = cu_host->attr_get(k->op, k->attrs, "mode")->s;
+    if (!ms) ms = "constant";
+    int mode = !strcmp(ms, "reflect") ? PAD_REFLECT : !strcmp(ms, "edge") ? PAD_EDGE : !strcmp(ms, "wrap") ? PAD_WRAP
+             : PAD_CONSTANT;
+    int r = x->rank, np_, na;
+    int64_t p[2 * WF_MAX_RANK], ax[WF_MAX_RANK];
+    wf_status *s = cu_enter(k);
+    if (s || (s = cu_read_ints(k, k->in[1], p, 2 * WF_MAX_RANK, &np_, "pads"))) return s;
+    if (has_in(k, 3)) {
+        if ((s = cu_read_ints(k, k->in[3], ax, WF_MAX_RANK, &na, "axes"))) return s;
+    } else {
+        na = r;
+        for (int i = 0; i < r; i++) ax[i] = i;
+    }
+    if (np_ != 2 * na)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "pads has %d values; data %s with %d padded axes needs %d", np_,
+                                  cu_tstr(x, b1), na, 2 * na);
+    uint64_t pat = 0;
+    size_t es = cu_size(x->dtype);
+    if (has_in(k, 2) && mode == PAD_CONSTANT) {
+        const wf_tensor *cv = k->in[2];
+        if (cv->dtype != x->dtype || cv->size > 1)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "constant_value %s must be a scalar of data's dtype %s",
+                                      cu_tstr(cv, b1), cu_dtype_name(x->dtype));
+        /* little-endian: the element's bytes are the low bytes of pat */
+        if (cv->size && (s = cu_read(k, cv, &pat, es))) return s;
+    }
+    bool touched[WF_MAX_RANK] = {0};
+    int64_t d[WF_MAX_RANK], pb[WF_MAX_RANK] = {0};
+    memcpy(d, x->dims, sizeof(int64_t) * (size_t)r);
+    for (int i = 0; i < na; i++) {
+        int a;
+        if (!norm_axis(ax[i], r, &a) || touched[a])
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for data %s",
+                                      (long long)ax[i], cu_tstr(x, b1));
+        touched[a] = true;
+        d[a] = x->dims[a] + p[i] + p[i + na];
+        pb[a] = p[i];
+        if (d[a] < 0)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "pads crop axis %d of data %s below zero", a, cu_tstr(x, b1));
+        if (mode != PAD_CONSTANT && x->dims[a] == 0 && d[a] > 0)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, a,
+                                      cu_tstr(x, b2));
+    }
+    wf_tensor *y;
+    if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
+    return pad_launch(k, x, y, pb, mode, pat);
+}
+
+static wf_status *k_tile(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[160];
+    int64_t rep[WF_MAX_RANK];
+    int n, r = x->rank;
+    wf_status *s = cu_enter(k);
+    if (s || (s = cu_read_ints(k, k->in[1], rep, WF_MAX_RANK, &n, "repeats"))) return s;
+    if (n != r)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has %d values but data %s has rank %d", n, cu_tstr(x, b),
+                                  r);
+    int64_t d[WF_MAX_RANK], pb[WF_MAX_RANK] = {0};
+    for (int i = 0; i < r; i++) {
+        if (rep[i] < 0)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has a negative value (%lld at %d)", (long long)rep[i],
+                                      i);
+        d[i] = x->dims[i] * rep[i];
+    }
+    wf_tensor *y;
+    if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
+    /* output coordinate c reads source coordinate c % dim: a wrap-mode pad with no begin padding */
+    return pad_launch(k, x, y, pb, PAD_WRAP, 0);
+}
+
+static wf_status *k_expand(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b1[160];
+    int64_t v[WF_MAX_RANK];
+    int n;
+    wf_status *s = cu_enter(k);
+    if (s || (s = cu_read_ints(k, k->in[1], v, WF_MAX_RANK, &n, "shape"))) return s;
+    int r = n > x->rank ? n : x->rank;
+    int64_t d[WF_MAX_RANK];
+    bool same = r == x->rank;
+    for (int i = 0; i < r; i++) {
+        int xi = i - (r - x->rank), si = i - (r - n);
+        int64_t a = xi >= 0 ? x->dims[xi] : 1, e = si >= 0 ? v[si] : 1;
+        if (e < 0 || (a != e && a != 1 && e != 1))
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot broadcast input %s to a shape of %d dims (dim %d is %lld)",
+                                      cu_tstr(x, b1), n, i, (long long)e);
+        d[i] = a == 1 ? e : a;
+        if (d[i] != a) same = false;
+    }
+    if (same) return cu_host->kctx_output_view(k, 0, 0, r, d);
+    wf_tensor *y;
+    if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
+    /* operand 0 the output itself (its full shape), operand 1 the broadcast input */
+    int ranks[2] = {r, x->rank};
+    const int64_t *dims[2] = {d, x->dims};
+    cuk_walk w;
+    cu_walk_bcast(&w, 2, ranks, dims, r, d);
+    return cu_check(k, cuk_copy(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(y), &w, y->size),
+                    "Expand kernel");
+}
+
+/* DepthToSpace / SpaceToDepth as one 6-D transposing copy (the OpenCL backend's decomposition). */
+static wf_status *k_d2s(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0];
+    char b[160];
+    bool d2s = !strcmp(k->op->name, "DepthToSpace");
+    int64_t bs = cu_host->attr_get(k->op, k->attrs, "blocksize")->i;
+    if (x->rank != 4) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must be 4-D", cu_tstr(x, b));
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    if (bs < 1 || (d2s && C % (bs * bs)) || (!d2s && (H % bs || W % bs)))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not divide into blocks of %lld", cu_tstr(x, b),
+                                  (long long)bs);
+    const wf__attr *ma = cu_host->attr_get(k->op, k->attrs, "mode");
+    bool dcr = !ma || !ma->s || !strcmp(ma->s, "DCR");
+    int64_t sd[6], yd[4];
+    int perm[6];
+    if (d2s) {
+        int64_t c2 = C / (bs * bs);
+        int64_t s_dcr[6] = {N, bs, bs, c2, H, W}, s_crd[6] = {N, c2, bs, bs, H, W};
+        int p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
+        memcpy(sd, dcr ? s_dcr : s_crd, sizeof sd);
+        memcpy(perm, dcr ? p_dcr : p_crd, sizeof perm);
+        int64_t o[4] = {N, c2, H * bs, W * bs};
+        memcpy(yd, o, sizeof yd);
+    } else {
+        int64_t s6[6] = {N, C, H / bs, bs, W / bs, bs};
+        /* DCR puts the block offset outermost in the new channel dim, CRD innermost */
+        int pd[6] = {0, 3, 5, 1, 2, 4}, pc[6] = {0, 1, 3, 5, 2, 4};
+        memcpy(sd, s6, sizeof sd);
+        memcpy(perm, dcr ? pd : pc, sizeof perm);
+        int64_t o[4] = {N, C * bs * bs, H / bs, W / bs};
+        memcpy(yd, o, sizeof yd);
+    }
+    int64_t sst[6], od[6], st[6], yst[6];
+    contiguous(6, sd, sst);
+    for (int i = 0; i < 6; i++) {
+        od[i] = sd[perm[i]];
+        st[i] = sst[perm[i]];
+    }
+    contiguous(6, od, yst);
+    wf_status *s = cu_enter(k);
+    wf_tensor *y;
+    if (s || (s = cu_host->kctx_output(k, 0, x->dtype, 4, yd, &y)) || !y->size) return s;
+    return strided_copy(k, cu_size(x->dtype), cu_ptr(x), cu_ptr(y), 6, od, yst, st);
+}
+
 const wf__kernel_def cu_kernels_shape[] = {
     {"Identity", "GPU", WF__DT_ALL, 0, k_identity, NULL, 0},
     {"Reshape", "GPU", WF__DT_ALL, 0, k_reshape, NULL, 0},
@@ -350,5 +579,11 @@ const wf__kernel_def cu_kernels_shape[] = {
     {"Concat", "GPU", WF__DT_ALL, 0, k_concat, NULL, 0},
     {"Slice", "GPU", WF__DT_ALL, 0, k_slice, NULL, 0},
     {"Gather", "GPU", WF__DT_ALL, 0, k_gather, NULL, 0},
+    {"Split", "GPU", WF__DT_ALL, 0, k_split, NULL, 0},
+    {"Pad", "GPU", WF__DT_ALL, 0, k_pad, NULL, 0},
+    {"Tile", "GPU", WF__DT_ALL, 0, k_tile, NULL, 0},
+    {"Expand", "GPU", WF__DT_ALL, 0, k_expand, NULL, 0},
+    {"DepthToSpace", "GPU", WF__DT_ALL, 0, k_d2s, NULL, 0},
+    {"SpaceToDepth", "GPU", WF__DT_ALL, 0, k_d2s, NULL, 0},
     {0},
 };
