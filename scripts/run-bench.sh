@@ -8,3 +8,4 @@ echo; echo "== MatMul 1024^3 f32: weft vs oneDNN called directly"; "$B/bench/ben
 echo; echo "== demo model forward pass"; "$B/bench/bench_demo"
 echo; echo "== Conv2D layers: weft vs oneDNN (plain NCHW and its chosen layout)"; "$B/bench/bench_conv"
 echo; echo "== real models (ONNX from PyTorch): weft run vs PyTorch"; /usr/bin/python3 bench/bench_models.py "$B"
+echo; echo "== every device against the CPU: GEMM and ResNet-18 through weft run --device"; /usr/bin/python3 bench/bench_devices.py "$B"
