@@ -246,6 +246,24 @@ typedef struct wf_memory_stats {
 /* Statistics of a device's allocator (for the CPU: of the tensors counted as above). */
 WF_API wf_status *wf_context_memory_stats(const wf_context *ctx, int device_index, wf_memory_stats *out);
 
+/* What the placer assumes of a device. Defaults come from its properties (the CPU's from /proc/cpuinfo,
+ * a backend's from its driver); calibration (wf_context_calibrate) replaces them with measurements, and
+ * wf_context_set_device_perf with declared figures (tests, or a user who knows better). */
+typedef struct wf_device_perf {
+    double dense_gflops;    /* matmul and convolution (ops with at least 4 flops per byte moved) */
+    double vector_gflops;   /* every other op */
+    double mem_gbps;        /* memory traffic of an op */
+    double launch_us;       /* fixed cost of running one node */
+    double link_gbps;       /* copies to and from host memory (unused for the CPU) */
+    double link_latency_us; /* fixed cost of one copy */
+    int measured;           /* 1: from calibration; 0: defaults or declared */
+} wf_device_perf;
+
+WF_API wf_status *wf_context_device_perf(const wf_context *ctx, int device_index, wf_device_perf *out);
+/* Sets the figures of every device `device_spec` matches. Every value must be > 0 (link figures of the
+ * CPU are ignored). Plans built afterwards use them. */
+WF_API wf_status *wf_context_set_device_perf(wf_context *ctx, const char *device_spec, const wf_device_perf *perf);
+
 WF_API int wf_context_num_plugins(const wf_context *ctx);
 WF_API wf_status *wf_context_plugin(const wf_context *ctx, int index, wf_plugin_info *out);
 
@@ -316,6 +334,13 @@ WF_API wf_status *wf_op(wf_graph *g, const char *op_type, const char *name, cons
 /* Requests a device for nodes created from now on (a partial device spec such as "/device:CPU:0",
  * "GPU:1", "/job:localhost"); NULL or "" clears it. Placement honours requests, see wf_session_*. */
 WF_API wf_status *wf_graph_set_device(wf_graph *g, const char *spec);
+
+/* Requests a device for one node (what `weft run --place` does); NULL or "" clears the request. */
+WF_API wf_status *wf_node_set_device(wf_node *n, const char *spec);
+/* Puts a node in a colocation group: every node of a group runs on one device (a variable with the
+ * nodes that read and update it). NULL or "" leaves the group. */
+WF_API wf_status *wf_node_set_colocation(wf_node *n, const char *group);
+WF_API const char *wf_node_colocation(const wf_node *n); /* NULL when none */
 
 WF_API int wf_graph_num_nodes(const wf_graph *g);
 WF_API wf_node *wf_graph_node(const wf_graph *g, int index);

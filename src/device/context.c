@@ -1,5 +1,6 @@
 /* The context: its devices (the CPU for now) and thread pools. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/sysinfo.h>
 
 #include "device/device.h"
@@ -63,6 +64,7 @@ wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
     struct sysinfo si;
     d->memory_bytes = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     d->host_acct = wf__memacct_new();
+    wf__perf_default_cpu(d);
     if (!d->name || !d->short_name || !d->description || !d->host_acct) {
         s = wf__oom("a context", 256);
         goto fail;
@@ -210,4 +212,73 @@ void wf__memacct_release(wf__memacct *a, uint64_t bytes)
     atomic_fetch_sub_explicit(&a->in_use, bytes, memory_order_relaxed);
     atomic_fetch_sub_explicit(&a->n_allocs, 1, memory_order_relaxed);
     wf__memacct_unref(a);
+}
+
+/* fp32 peak of the cores from /proc/cpuinfo: two FMA pipes, 16 lanes with AVX-512, 8 with AVX2, 4
+ * without, at the clock the kernel reports. Dense ops reach most of it through oneDNN; other ops are
+ * memory or latency bound and reach about a tenth. */
+void wf__perf_default_cpu(struct wf__device *d)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    double mhz = 0;
+    int lanes = 4;
+    while (f && fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "cpu MHz", 7) && mhz == 0) {
+            const char *c = strchr(line, ':');
+            if (c) mhz = atof(c + 1);
+        } else if (!strncmp(line, "flags", 5)) {
+            if (strstr(line, " avx512f")) lanes = 16;
+            else if (strstr(line, " avx2") && lanes < 8) lanes = 8;
+        }
+    }
+    if (f) fclose(f);
+    if (mhz <= 0) mhz = 2000;
+    double peak = d->compute_units * mhz / 1e3 * 2 * 2 * lanes;
+    d->perf = (wf_device_perf){.dense_gflops = peak * 0.8, .vector_gflops = peak * 0.1, .mem_gbps = 20,
+                               .launch_us = 2, .link_gbps = 0, .link_latency_us = 0, .measured = 0};
+}
+
+void wf__perf_default_backend(struct wf__device *d)
+{
+    const wf_backend_device_info *i = &d->info;
+    double peak = i->peak_gflops > 0 ? i->peak_gflops : 10;
+    d->perf = (wf_device_perf){.dense_gflops = peak * 0.5, .vector_gflops = peak * 0.1,
+                               .mem_gbps = i->mem_gbps > 0 ? i->mem_gbps : 10, .launch_us = 10,
+                               .link_gbps = i->link_gbps > 0 ? i->link_gbps : 5,
+                               .link_latency_us = i->link_latency_us > 0 ? i->link_latency_us : 20, .measured = 0};
+}
+
+wf_status *wf_context_device_perf(const wf_context *c, int i, wf_device_perf *out)
+{
+    if (!c || !out || i < 0 || i >= c->n_devices)
+        return wf__status(WF_NOT_FOUND, "device index %d is out of range (the context has %d devices)", i,
+                          c ? c->n_devices : 0);
+    *out = c->devices[i].perf;
+    return NULL;
+}
+
+wf_status *wf_context_set_device_perf(wf_context *c, const char *device_spec, const wf_device_perf *perf)
+{
+    if (!c || !perf) return wf__status(WF_INVALID_ARGUMENT, "wf_context_set_device_perf: NULL argument");
+    if (!(perf->dense_gflops > 0) || !(perf->vector_gflops > 0) || !(perf->mem_gbps > 0) || !(perf->launch_us >= 0) ||
+        !(perf->link_gbps >= 0) || !(perf->link_latency_us >= 0))
+        return wf__status(WF_INVALID_ARGUMENT,
+                          "device performance for '%s': rates must be > 0 and times >= 0 (dense %g, vector %g, "
+                          "memory %g GB/s, launch %g us, link %g GB/s, latency %g us)",
+                          device_spec ? device_spec : "", perf->dense_gflops, perf->vector_gflops, perf->mem_gbps,
+                          perf->launch_us, perf->link_gbps, perf->link_latency_us);
+    wf_device_spec spec;
+    WF__TRY(wf_device_spec_parse(device_spec, &spec));
+    int matched = 0;
+    for (int i = 0; i < c->n_devices; i++) {
+        wf_device_spec ds;
+        WF__TRY(wf_device_spec_parse(c->devices[i].name, &ds));
+        if (!wf_device_spec_matches(&spec, &ds)) continue;
+        matched++;
+        c->devices[i].perf = *perf;
+        if (c->devices[i].vt && !(perf->link_gbps > 0)) c->devices[i].perf.link_gbps = 5;
+    }
+    if (!matched) return wf__status(WF_NOT_FOUND, "device performance: spec '%s' matches no device", device_spec);
+    return NULL;
 }

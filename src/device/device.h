@@ -55,7 +55,12 @@ struct wf__device {
     wf__bfc *bfc;        /* device memory */
     uint64_t limit;      /* 0: none */
     wf__memacct *host_acct; /* the CPU device's host memory accounting (NULL for backend devices) */
+    wf_device_perf perf;    /* the placer's cost model of this device */
 };
+
+/* Default figures of the CPU device (from /proc/cpuinfo) and of a backend device (from its info). */
+void wf__perf_default_cpu(struct wf__device *d);
+void wf__perf_default_backend(struct wf__device *d);
 
 /* Intra-op parallelism: at most one parallel region at a time on the cores (others run inline), so
  * our loops and oneDNN's OpenMP threads never oversubscribe the machine. */

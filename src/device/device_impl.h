@@ -45,6 +45,8 @@ typedef struct wf_backend_device_info {
     double link_gbps;         /* host <-> device */
     double link_latency_us;
     size_t alignment;         /* of sub-allocations inside a chunk */
+    int shares_host_cores;    /* 1: the device computes on the host's CPU cores (an OpenCL CPU device),
+                                 so it cannot run at the same time as CPU:0 without slowing it */
 } wf_backend_device_info;
 
 typedef struct wf_backend_vtable {

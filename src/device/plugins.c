@@ -140,6 +140,7 @@ static wf_status *add_devices(wf_context *c, wf__plugin *p)
         dv->compute_units = info.compute_units;
         dv->threads = 1;
         dv->memory_bytes = info.memory_bytes;
+        wf__perf_default_backend(dv);
         dv->vt = p->vt;
         dv->dev = dev;
         c->n_devices++; /* counted now so that context teardown closes it whatever happens next */

@@ -87,6 +87,7 @@ static void node_free(wf_node *n)
     wf__free(n->in);
     wf__free(n->name);
     wf__free(n->device);
+    wf__free(n->coloc);
     wf__free(n);
 }
 
@@ -382,6 +383,30 @@ wf_status *wf_graph_set_device(wf_graph *g, const char *spec)
     g->device_scope = d;
     return NULL;
 }
+
+wf_status *wf_node_set_device(wf_node *n, const char *spec)
+{
+    if (!n) return wf__status(WF_INVALID_ARGUMENT, "wf_node_set_device: node is NULL");
+    wf_device_spec parsed;
+    WF__TRY(wf_device_spec_parse(spec, &parsed));
+    char *d = wf__strdup(spec ? spec : "");
+    if (!d) return wf__oom("a device spec", spec ? strlen(spec) : 0);
+    wf__free(n->device);
+    n->device = d;
+    return NULL;
+}
+
+wf_status *wf_node_set_colocation(wf_node *n, const char *group)
+{
+    if (!n) return wf__status(WF_INVALID_ARGUMENT, "wf_node_set_colocation: node is NULL");
+    char *c = NULL;
+    if (group && *group && !(c = wf__strdup(group))) return wf__oom("a colocation group", strlen(group));
+    wf__free(n->coloc);
+    n->coloc = c;
+    return NULL;
+}
+
+const char *wf_node_colocation(const wf_node *n) { return n ? n->coloc : NULL; }
 
 int wf_graph_num_nodes(const wf_graph *g) { return g ? g->n : 0; }
 wf_node *wf_graph_node(const wf_graph *g, int i) { return g && i >= 0 && i < g->n ? g->nodes[i] : NULL; }

@@ -16,6 +16,7 @@ struct wf_node {
     wf_tensor **out_value;   /* values known at build time (Const, folded shapes), else NULL */
     wf__attr attrs[WF__MAX_ATTRS];
     char *device;            /* requested device spec, "" if none */
+    char *coloc;             /* colocation group, NULL if none */
 };
 
 struct wf_graph {

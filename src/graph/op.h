@@ -72,6 +72,9 @@ struct wf__op_def {
     /* Optional, for n_out == -1. */
     int (*num_outputs)(const wf__attr *attrs, int n_in);
     unsigned flags;
+    /* Inputs that kernels read on the host (shapes, axes, sizes: bit i for input i). The placer keeps
+     * the nodes that only compute such arguments on the CPU, next to the host. */
+    uint32_t host_in;
 };
 
 /* "node 'NAME' (OP): message" with the given code. */

@@ -257,11 +257,17 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
     snprintf(out->description, sizeof out->description, "%s (%s)", name, vendor);
     out->compute_units = (int)cu;
     out->memory_bytes = mem;
-    /* rough defaults until calibration measures them: 8 f32 FMA lanes per unit */
-    out->peak_gflops = cu * (mhz ? mhz : 1000) * 16.0 / 1e3;
-    out->mem_gbps = 20;
-    out->link_gbps = 10;
+    cl_device_type type = 0;
+    clGetDeviceInfo(id, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    /* Rough defaults until calibration measures them. A GPU: 64 f32 FMA lanes per compute unit. A CPU
+     * device (PoCL) shares the cores of CPU:0, whose oneDNN kernels are several times faster than our
+     * OpenCL ones there: a quarter of 8 lanes per unit, so the cost model prefers CPU:0. */
+    bool gpu = (type & CL_DEVICE_TYPE_GPU) != 0;
+    out->peak_gflops = cu * (mhz ? mhz : 1000) * 2.0 * (gpu ? 64 : 8 * 0.25) / 1e3;
+    out->mem_gbps = gpu ? 200 : 10;
+    out->link_gbps = gpu ? 12 : 10;
     out->link_latency_us = 20;
+    out->shares_host_cores = (type & CL_DEVICE_TYPE_CPU) != 0;
     out->alignment = align >= 8 * 128 ? align / 8 : 128;
     return NULL;
 }
