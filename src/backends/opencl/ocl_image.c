@@ -86,6 +86,7 @@ static int64_t numel(int rank, const int64_t *d)
 
 static const char *g_src =
     OCLIMG_PRELUDE
+    "#ifdef DT\n"
     /* Resize: widen to ACC, one separable pass per resized axis over host-built tap tables, narrow. */
     "__kernel void k_widen(__global const ST *x, ulong xo, __global ACC *y) {\n"
     "  ulong i = get_global_id(0); y[i] = LDA(x, xo + i);\n"
@@ -106,7 +107,170 @@ static const char *g_src =
     "    acc += wt * src[(o * in_len + idx[p * n + t]) * inner + i];\n"
     "  }\n"
     "  dst[g] = acc;\n"
-    "}\n";
+    "}\n"
+    /* Shape parameters of the gather kernels, passed by value (longs only: no padding). */
+    "typedef struct { long a[8], b[8], c[8], d[8], e[8], f[8]; } p6_t;\n"
+    /* BT moves bits: f16 cannot be dereferenced without cl_khr_fp16 */
+    "#if DT == 3 || DT == 4\n#define BT ushort\n#else\n#define BT ST\n#endif\n"
+    /* GridSample: one work item per output element; the grid is pre-widened to ACC. */
+    "ACC gs_reflect(ACC x, ACC lo, ACC hi) {\n"
+    "  ACC rng = hi - lo;\n"
+    "  if (rng <= 0) return lo;\n"
+    "  if (x < lo) { ACC dx = lo - x; long n = (long)(dx / rng); ACC r = dx - (ACC)n * rng; return n % 2 == 0 ? lo + r : hi - r; }\n"
+    "  if (x > hi) { ACC dx = x - hi; long n = (long)(dx / rng); ACC r = dx - (ACC)n * rng; return n % 2 == 0 ? hi - r : lo + r; }\n"
+    "  return x;\n"
+    "}\n"
+    "void gs_cubic(ACC t, ACC *w) {\n"
+    "  const ACC a = -0.75; ACC x = t + 1;\n"
+    "  w[0] = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; x = t;\n"
+    "  w[1] = ((a + 2) * x - (a + 3)) * x * x + 1; x = 1 - t;\n"
+    "  w[2] = ((a + 2) * x - (a + 3)) * x * x + 1; x = 2 - t;\n"
+    "  w[3] = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;\n"
+    "}\n"
+    "__kernel void k_grid_sample(__global const ST *x, ulong xo, __global const ACC *gr, __global ST *y, ulong yo,\n"
+    "    long C, long npts, int nsp, long d0, long d1, long d2, int md, int pad, int ac, int single) {\n"
+    "  ulong g = get_global_id(0);\n"
+    "  long p = (long)(g % (ulong)npts), nc = (long)(g / (ulong)npts), n = nc / C;\n"
+    "  long dims[3] = {d0, d1, d2}, st[3], plane = 1, base[3];\n"
+    "  ACC lo[3], hi[3], w[3][4];\n"
+    "  for (int i = nsp - 1; i >= 0; i--) { st[i] = plane; plane *= dims[i]; }\n"
+    "  __global const ACC *gp = gr + (n * npts + p) * nsp;\n"
+    "  for (int i = 0; i < nsp; i++) {\n"
+    "    ACC v = gp[nsp - 1 - i], len = (ACC)dims[i], c;\n"
+    "    lo[i] = ac ? (ACC)0 : (ACC)-0.5; hi[i] = ac ? len - 1 : len - (ACC)0.5;\n"
+    "    if (single) { float f = (float)v; c = ac ? (ACC)((f + 1.0f) / 2.0f * (float)(len - 1)) : (ACC)(((f + 1.0f) * (float)len - 1.0f) / 2.0f); }\n"
+    "    else c = ac ? (v + 1) / 2 * (len - 1) : ((v + 1) * len - 1) / 2;\n"
+    "    if (md == 0) c = rint(c);\n"
+    "    if (c < lo[i] || c > hi[i]) {\n"
+    "      if (pad == 1) c = c < 0 ? (ACC)0 : c > len - 1 ? len - 1 : c;\n"
+    "      else if (pad == 2) c = gs_reflect(c, lo[i], hi[i]);\n"
+    "    }\n"
+    "    if (md == 0) { base[i] = (long)c; w[i][0] = 1; }\n"
+    "    else { ACC f = floor(c), t = c - f; base[i] = (long)f - (md == 2 ? 1 : 0);\n"
+    "      if (md == 1) { w[i][0] = 1 - t; w[i][1] = t; } else gs_cubic(t, w[i]); }\n"
+    "  }\n"
+    "  int taps = md == 0 ? 1 : md == 1 ? 2 : 4, ncorner = 1;\n"
+    "  for (int i = 0; i < nsp; i++) ncorner *= taps;\n"
+    "  ulong po = xo + (ulong)(nc * plane);\n"
+    "  ACC acc = 0;\n"
+    "  for (int cn = 0; cn < ncorner; cn++) {\n"
+    "    ACC wt = 1; int q = cn; long off = 0; bool zero = false;\n"
+    "    for (int i = nsp - 1; i >= 0; i--) {\n"
+    "      int o = q % taps; q /= taps;\n"
+    "      long v = base[i] + o, d = dims[i];\n"
+    "      wt *= w[i][o];\n"
+    "      if (v < 0 || v >= d) {\n"
+    "        if (pad == 0) zero = true;\n"
+    "        if (pad == 2) v = (long)gs_reflect((ACC)v, lo[i], hi[i]);\n"
+    "        v = v < 0 ? 0 : v >= d ? d - 1 : v;\n"
+    "      }\n"
+    "      off += v * st[i];\n"
+    "    }\n"
+    "    if (wt != 0) acc += wt * (zero ? (ACC)0 : LDA(x, po + (ulong)off));\n"
+    "  }\n"
+    "  STA(y, yo + g, acc);\n"
+    "}\n"
+    /* AffineGrid: one work item per output value (point, row). */
+    "__kernel void k_affine_grid(__global const ST *th, ulong to, __global ST *y, ulong yo, long npts, int nsp,\n"
+    "    long s0, long s1, long s2, int ac) {\n"
+    "  ulong g = get_global_id(0);\n"
+    "  long r = (long)(g % (ulong)nsp), pt = (long)(g / (ulong)nsp), p = pt % npts, bn = pt / npts;\n"
+    "  long sz[3] = {s0, s1, s2}, q = p;\n"
+    "  ACC h[4];\n"
+    "  for (int i = nsp - 1; i >= 0; i--) {\n"
+    "    long len = sz[i], v = q % len; q /= len;\n"
+    "    h[nsp - 1 - i] = ac ? (len > 1 ? (ACC)-1.0 + (ACC)2.0 * (ACC)v / (ACC)(len - 1) : (ACC)-1.0)\n"
+    "                        : (ACC)-1.0 + ((ACC)2.0 * (ACC)v + (ACC)1.0) / (ACC)len;\n"
+    "  }\n"
+    "  h[nsp] = 1;\n"
+    "  ulong t0 = to + (ulong)(bn * nsp * (nsp + 1) + r * (nsp + 1));\n"
+    "  ACC acc = 0;\n"
+    "  for (int j = 0; j <= nsp; j++) acc += LDA(th, t0 + j) * h[j];\n"
+    "  STA(y, yo + g, acc);\n"
+    "}\n"
+    /* RoiAlign: one work item per output element (roi, channel, ph, pw). */
+    "__kernel void k_roi_align(__global const ST *x, ulong xo, __global const ST *ro, ulong roo,\n"
+    "    __global const long *bi, __global ST *y, ulong yo, long C, long H, long W, long oh, long ow, long sr,\n"
+    "    ACC scale, int hpx, int is_max) {\n"
+    "  ulong g = get_global_id(0);\n"
+    "  long pw = (long)(g % (ulong)ow), t = (long)(g / (ulong)ow), ph = t % oh; t /= oh;\n"
+    "  long c = t % C, r = t / C, bn = bi[r];\n"
+    "  ACC off = hpx ? (ACC)0.5 : (ACC)0;\n"
+    "  ACC x0 = LDA(ro, roo + r * 4) * scale - off, y0 = LDA(ro, roo + r * 4 + 1) * scale - off;\n"
+    "  ACC rw = LDA(ro, roo + r * 4 + 2) * scale - off - x0, rh = LDA(ro, roo + r * 4 + 3) * scale - off - y0;\n"
+    "  if (!hpx) { rw = rw > 1 ? rw : (ACC)1; rh = rh > 1 ? rh : (ACC)1; }\n"
+    "  ACC bh = rh / (ACC)oh, bw = rw / (ACC)ow;\n"
+    "  long gh = sr > 0 ? sr : (long)ceil(rh / (ACC)oh), gw = sr > 0 ? sr : (long)ceil(rw / (ACC)ow);\n"
+    "  ACC count = (ACC)(gh * gw > 1 ? gh * gw : 1);\n"
+    "  ulong pl = xo + (ulong)((bn * C + c) * H * W);\n"
+    "  ACC acc = 0; bool first = true;\n"
+    "  for (long iy = 0; iy < gh; iy++)\n"
+    "    for (long ix = 0; ix < gw; ix++) {\n"
+    "      ACC yy = y0 + (ACC)ph * bh + ((ACC)iy + (ACC)0.5) * bh / (ACC)gh;\n"
+    "      ACC xx = x0 + (ACC)pw * bw + ((ACC)ix + (ACC)0.5) * bw / (ACC)gw;\n"
+    "      ACC v[4] = {0, 0, 0, 0};\n"
+    "      if (!(yy < -1 || yy > (ACC)H || xx < -1 || xx > (ACC)W)) {\n"
+    "        yy = yy > 0 ? yy : (ACC)0; xx = xx > 0 ? xx : (ACC)0;\n"
+    "        long yl = (long)yy, xl = (long)xx, yh, xh;\n"
+    "        if (yl >= H - 1) { yh = yl = H - 1; yy = (ACC)yl; } else yh = yl + 1;\n"
+    "        if (xl >= W - 1) { xh = xl = W - 1; xx = (ACC)xl; } else xh = xl + 1;\n"
+    "        ACC ly = yy - (ACC)yl, lx = xx - (ACC)xl, hy = 1 - ly, hx = 1 - lx;\n"
+    "        v[0] = hy * hx * LDA(x, pl + yl * W + xl); v[1] = hy * lx * LDA(x, pl + yl * W + xh);\n"
+    "        v[2] = ly * hx * LDA(x, pl + yh * W + xl); v[3] = ly * lx * LDA(x, pl + yh * W + xh);\n"
+    "      }\n"
+    "      if (is_max) {\n"
+    "        ACC m = v[0];\n"
+    "        for (int q = 1; q < 4; q++) m = v[q] > m ? v[q] : m;\n"
+    "        acc = first || m > acc ? m : acc;\n"
+    "      } else acc += v[0] + v[1] + v[2] + v[3];\n"
+    "      first = false;\n"
+    "    }\n"
+    "  STA(y, yo + g, is_max ? acc : acc / count);\n"
+    "}\n"
+    /* Col2Im as a gather: each image element sums, kernel offset by kernel offset (the CPU's order),
+     * the one block position per offset that lands on it. a: image, b: block, c: blocks per dim,
+     * d: strides, e: leading pads, f: dilations. */
+    "__kernel void k_col2im(__global const ST *x, ulong xo, __global ST *y, ulong yo, p6_t P, int n, long isz,\n"
+    "    long bsz, long L) {\n"
+    "  ulong g = get_global_id(0);\n"
+    "  long nc = (long)(g / (ulong)isz), pix = (long)(g % (ulong)isz), pos[8], q = pix;\n"
+    "  for (int i = n - 1; i >= 0; i--) { pos[i] = q % P.a[i]; q /= P.a[i]; }\n"
+    "  ACC acc = 0;\n"
+    "  for (long kb = 0; kb < bsz; kb++) {\n"
+    "    long r = kb, l = 0, lm = 1; bool ok = true;\n"
+    "    for (int i = n - 1; i >= 0 && ok; i--) {\n"
+    "      long kof = r % P.b[i]; r /= P.b[i];\n"
+    "      long t = pos[i] + P.e[i] - kof * P.f[i];\n"
+    "      if (t < 0 || t % P.d[i]) { ok = false; break; }\n"
+    "      long li = t / P.d[i];\n"
+    "      if (li >= P.c[i]) { ok = false; break; }\n"
+    "      l += li * lm; lm *= P.c[i];\n"
+    "    }\n"
+    "    if (ok) acc += LDA(x, xo + (ulong)((nc * bsz + kb) * L + l));\n"
+    "  }\n"
+    "  STA(y, yo + g, acc);\n"
+    "}\n"
+    /* MaxUnpool: scatter by host-validated indices into the zero-filled output. a: unpooled dims,
+     * b: their strides, c: output strides. */
+    "__kernel void k_max_unpool(__global const BT *x, ulong xo, __global const long *ix, __global BT *y, ulong yo,\n"
+    "    p6_t P, int rank) {\n"
+    "  ulong e = get_global_id(0);\n"
+    "  long v = ix[e], off = 0;\n"
+    "  for (int i = 0; i < rank; i++) off += (v / P.b[i]) % P.a[i] * P.c[i];\n"
+    "  y[yo + (ulong)off] = x[xo + e];\n"
+    "}\n"
+    /* CenterCropPad: a: output dims, b: input dims, c: input strides, d: shift (input = output + shift). */
+    "__kernel void k_ccp(__global const BT *x, ulong xo, __global BT *y, ulong yo, p6_t P, int rank) {\n"
+    "  ulong g = get_global_id(0);\n"
+    "  long r = (long)g, off = 0; bool inside = true;\n"
+    "  for (int d = rank - 1; d >= 0; d--) {\n"
+    "    long c = r % P.a[d] + P.d[d]; r /= P.a[d];\n"
+    "    if (c < 0 || c >= P.b[d]) inside = false;\n"
+    "    off += c * P.c[d];\n"
+    "  }\n"
+    "  y[yo + g] = inside ? x[xo + (ulong)off] : (BT)0;\n"
+    "}\n"
+    "#endif\n";
 
 /* ---- Resize ------------------------------------------------------------------------------------------- */
 
@@ -251,7 +415,7 @@ static wf_status *resize_shape(wf__kctx *k, int rank, const int64_t *x, const in
 }
 
 /* One pass over axis d: cur (dims cd) -> a new buffer with cd[d] = out_len. */
-static wf_status *resize_pass(wf__kctx *k, const rs_params *P, int rank, int64_t *cd, int d, int64_t out_len,
+static wf_status *resize_pass(wf__kctx *k, wf_dtype dt, const rs_params *P, int rank, int64_t *cd, int d, int64_t out_len,
                               double scale, double r0, double r1, cl_mem *cur)
 {
     bool f64 = ocl_of(k)->fp64;
@@ -275,7 +439,7 @@ static wf_status *resize_pass(wf__kctx *k, const rs_params *P, int rank, int64_t
     if (!s) s = oclimg_buffer(k, (size_t)out_len + 1, ext, &be);
     if (!s) s = oclimg_buffer(k, as * (size_t)total, NULL, &next);
     cl_kernel kern;
-    if (!s) s = oclimg_kernel(k, "image", g_src, WF_DTYPE_INVALID, "rs_pass", &kern);
+    if (!s) s = oclimg_kernel(k, "image", g_src, dt, "rs_pass", &kern);
     if (!s) {
         cl_long in_len = cd[d], ol = out_len, in = inner;
         cl_int nn = n;
@@ -371,7 +535,7 @@ static wf_status *k_Resize(wf__kctx *k)
     memcpy(cd, x->dims, sizeof(int64_t) * (size_t)rank);
     for (int d = 0; d < rank && !s; d++) {
         bool identity = yd[d] == x->dims[d] && fabs(scale[d] - 1.0) < 1e-12 && (!crop || (r0[d] == 0 && r1[d] == 1));
-        if (!identity) s = resize_pass(k, &P, rank, cd, d, yd[d], scale[d], r0[d], r1[d], &cur);
+        if (!identity) s = resize_pass(k, x->dtype, &P, rank, cd, d, yd[d], scale[d], r0[d], r1[d], &cur);
     }
     if (!s && !(s = oclimg_kernel(k, "image", g_src, x->dtype, "narrow", &kern))) {
         ocl_arg args[] = {OCL_ARG(cur), OCL_ARG(ym), OCL_ARG(yo)};
@@ -381,12 +545,313 @@ static wf_status *k_Resize(wf__kctx *k)
     return s;
 }
 
+/* ---- GridSample, AffineGrid ----------------------------------------------------------------------------- */
+
+/* Matches p6_t in the kernel source. */
+typedef struct {
+    cl_long a[8], b[8], c[8], d[8], e[8], f[8];
+} p6_t;
+
+wf_status *oclimg_widen(wf__kctx *k, const wf_tensor *t, cl_mem *out)
+{
+    cl_kernel kern;
+    wf_status *s = oclimg_buffer(k, oclimg_acc_size(k) * (size_t)t->size, NULL, out);
+    if (s) return s;
+    cl_mem tm = ocl_mem(t);
+    cl_ulong to = ocl_off(t);
+    if (!(s = oclimg_kernel(k, "image", g_src, t->dtype, "widen", &kern))) {
+        ocl_arg args[] = {OCL_ARG(tm), OCL_ARG(to), OCL_ARG(*out)};
+        s = oclimg_run(k, kern, 3, args, (size_t)t->size);
+    }
+    if (s) clReleaseMemObject(*out);
+    return s;
+}
+
+static wf_status *k_GridSample(wf__kctx *k)
+{
+    const wf_tensor *X = k->in[0], *G = k->in[1];
+    int nsp = X->rank - 2;
+    if (nsp < 1 || nsp > MAXSP || G->rank != X->rank || G->dims[0] != X->dims[0] || G->dims[G->rank - 1] != nsp ||
+        !oclew_is_float(G->dtype))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "grid must be float [N, out spatial..., %d] for X of rank %d (1 to 3 spatial dims)",
+                                   nsp, X->rank);
+    const char *mode = oclimg_attr_s(k, "mode"), *pad = oclimg_attr_s(k, "padding_mode");
+    cl_int md = !strcmp(mode, "nearest") ? 0 : (!strcmp(mode, "cubic") || !strcmp(mode, "bicubic")) ? 2 : 1;
+    cl_int pd = !strcmp(pad, "border") ? 1 : !strcmp(pad, "reflection") ? 2 : 0;
+    cl_int ac = oclimg_attr_i(k, "align_corners") != 0, single = G->dtype != WF_F64, ns = nsp;
+    int64_t odims[WF_MAX_RANK] = {X->dims[0], X->dims[1]};
+    cl_long d[3] = {1, 1, 1}, C = X->dims[1], npts = numel(nsp, G->dims + 1);
+    for (int i = 0; i < nsp; i++) odims[2 + i] = G->dims[1 + i], d[i] = X->dims[2 + i];
+    wf_tensor *y;
+    wf_status *s = ocl_host->kctx_output(k, 0, X->dtype, X->rank, odims, &y);
+    if (s || !y->size) return s;
+    cl_mem gm;
+    if ((s = oclimg_widen(k, G, &gm))) return s;
+    cl_kernel kern;
+    cl_mem xm = ocl_mem(X), ym = ocl_mem(y);
+    cl_ulong xo = ocl_off(X), yo = ocl_off(y);
+    if (!(s = oclimg_kernel(k, "image", g_src, X->dtype, "grid_sample", &kern))) {
+        ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo),   OCL_ARG(gm), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(C),
+                          OCL_ARG(npts), OCL_ARG(ns), OCL_ARG(d[0]), OCL_ARG(d[1]), OCL_ARG(d[2]), OCL_ARG(md),
+                          OCL_ARG(pd), OCL_ARG(ac), OCL_ARG(single)};
+        s = oclimg_run(k, kern, 15, args, (size_t)y->size);
+    }
+    clReleaseMemObject(gm);
+    return s;
+}
+
+static wf_status *k_AffineGrid(wf__kctx *k)
+{
+    const wf_tensor *T = k->in[0];
+    int64_t sz[5];
+    int n = 0;
+    wf_status *s = oclimg_ints(k, 1, "size", sz, 5, &n);
+    if (s) return s;
+    int nsp = n - 2;
+    if ((nsp != 2 && nsp != 3) || T->rank != 3 || T->dims[0] != sz[0] || T->dims[1] != nsp || T->dims[2] != nsp + 1)
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "theta must be [N, 2, 3] with a size of 4 values or [N, 3, 4] with 5 (got %d)", n);
+    for (int i = 0; i < n; i++)
+        if (sz[i] < 0) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "size holds a negative value %lld", (long long)sz[i]);
+    int64_t odims[5] = {sz[0]};
+    cl_long npts = 1, sp[3] = {1, 1, 1};
+    for (int i = 0; i < nsp; i++) odims[1 + i] = sz[2 + i], npts *= sz[2 + i], sp[i] = sz[2 + i];
+    odims[nsp + 1] = nsp;
+    wf_tensor *y;
+    if ((s = ocl_host->kctx_output(k, 0, T->dtype, nsp + 2, odims, &y)) || !y->size) return s;
+    cl_kernel kern;
+    if ((s = oclimg_kernel(k, "image", g_src, T->dtype, "affine_grid", &kern))) return s;
+    cl_mem tm = ocl_mem(T), ym = ocl_mem(y);
+    cl_ulong to = ocl_off(T), yo = ocl_off(y);
+    cl_int ns = nsp, ac = oclimg_attr_i(k, "align_corners") != 0;
+    ocl_arg args[] = {OCL_ARG(tm), OCL_ARG(to), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(npts), OCL_ARG(ns),
+                      OCL_ARG(sp[0]), OCL_ARG(sp[1]), OCL_ARG(sp[2]), OCL_ARG(ac)};
+    return oclimg_run(k, kern, 10, args, (size_t)y->size);
+}
+
+/* ---- RoiAlign ------------------------------------------------------------------------------------------- */
+
+static wf_status *k_RoiAlign(wf__kctx *k)
+{
+    const wf_tensor *X = k->in[0], *rois = k->in[1], *bi = k->in[2];
+    if (X->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 || bi->rank != 1 || bi->dims[0] != rois->dims[0] ||
+        rois->dtype != X->dtype || (bi->dtype != WF_I64 && bi->dtype != WF_I32))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "X, rois and batch_indices must be [N,C,H,W], [R,4] (X's dtype) and [R] (i32/i64)");
+    cl_long N = X->dims[0], C = X->dims[1], H = X->dims[2], W = X->dims[3], R = rois->dims[0];
+    cl_long oh = oclimg_attr_i(k, "output_height"), ow = oclimg_attr_i(k, "output_width");
+    cl_long sr = oclimg_attr_i(k, "sampling_ratio");
+    double scale = oclimg_attr_f(k, "spatial_scale");
+    cl_int half = !strcmp(oclimg_attr_s(k, "coordinate_transformation_mode"), "half_pixel");
+    cl_int is_max = !strcmp(oclimg_attr_s(k, "mode"), "max");
+    /* batch indices are read back to reject bad ones, as the CPU does, and go back as i64 */
+    void *buf;
+    wf_status *s = oclew_read(k, bi, &buf);
+    if (s) return s;
+    cl_long *b64 = ocl_host->malloc(sizeof(cl_long) * (size_t)(R + 1));
+    if (!b64) s = ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for batch_indices");
+    for (int64_t r = 0; r < R && !s; r++) {
+        b64[r] = oclew_load_i64(buf, bi->dtype, r);
+        if (b64[r] < 0 || b64[r] >= N)
+            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch_indices[%lld] = %lld is outside [0, %lld)",
+                                    (long long)r, (long long)b64[r], (long long)N);
+    }
+    ocl_host->free(buf);
+    int64_t odims[4] = {R, C, oh, ow};
+    wf_tensor *y = NULL;
+    cl_mem bm = NULL;
+    if (!s) s = ocl_host->kctx_output(k, 0, X->dtype, 4, odims, &y);
+    if (!s && y->size) s = oclimg_buffer(k, sizeof(cl_long) * (size_t)(R + 1), b64, &bm);
+    ocl_host->free(b64);
+    if (s || !y->size) return s;
+    cl_kernel kern;
+    if (!(s = oclimg_kernel(k, "image", g_src, X->dtype, "roi_align", &kern))) {
+        cl_mem xm = ocl_mem(X), rm = ocl_mem(rois), ym = ocl_mem(y);
+        cl_ulong xo = ocl_off(X), ro = ocl_off(rois), yo = ocl_off(y);
+        cl_double sd = scale;
+        cl_float sf = (cl_float)scale;
+        ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(rm), OCL_ARG(ro), OCL_ARG(bm), OCL_ARG(ym),
+                          OCL_ARG(yo), OCL_ARG(C),  OCL_ARG(H),  OCL_ARG(W),  OCL_ARG(oh), OCL_ARG(ow),
+                          OCL_ARG(sr), ocl_of(k)->fp64 ? OCL_ARG(sd) : OCL_ARG(sf), OCL_ARG(half), OCL_ARG(is_max)};
+        s = oclimg_run(k, kern, 16, args, (size_t)y->size);
+    }
+    clReleaseMemObject(bm);
+    return s;
+}
+
+/* ---- Col2Im --------------------------------------------------------------------------------------------- */
+
+static wf_status *k_Col2Im(wf__kctx *k)
+{
+    const wf_tensor *X = k->in[0];
+    int64_t img[WF_MAX_RANK], blk[WF_MAX_RANK];
+    int ni = 0, nb = 0;
+    wf_status *s;
+    if ((s = oclimg_ints(k, 1, "image_shape", img, WF_MAX_RANK - 2, &ni))) return s;
+    if ((s = oclimg_ints(k, 2, "block_shape", blk, WF_MAX_RANK - 2, &nb))) return s;
+    const wf__attr *da = ocl_host->attr_get(k->op, k->attrs, "dilations"),
+                   *pa = ocl_host->attr_get(k->op, k->attrs, "pads"),
+                   *sa = ocl_host->attr_get(k->op, k->attrs, "strides");
+    int n = ni;
+    if (ni != nb || ni < 1 || (da->n && da->n != n) || (sa->n && sa->n != n) || (pa->n && pa->n != 2 * n))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "image_shape (%d values), block_shape (%d), dilations (%d), strides (%d) and pads "
+                                   "(%d) disagree", ni, nb, da->n, sa->n, pa->n);
+    p6_t P;
+    memset(&P, 0, sizeof P);
+    cl_long bsz = 1, L = 1, isz = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t d = da->n ? da->ints[i] : 1, st = sa->n ? sa->ints[i] : 1;
+        int64_t p = pa->n ? pa->ints[i] + pa->ints[n + i] : 0;
+        if (blk[i] < 1 || d < 1 || st < 1 || img[i] < 0)
+            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "block_shape, dilations and strides must be positive");
+        P.a[i] = img[i], P.b[i] = blk[i], P.c[i] = (img[i] + p - d * (blk[i] - 1) - 1) / st + 1;
+        P.d[i] = st, P.e[i] = pa->n ? pa->ints[i] : 0, P.f[i] = d;
+        bsz *= blk[i], L *= P.c[i], isz *= img[i];
+    }
+    if (X->rank != 3 || X->dims[1] % bsz || X->dims[2] != L)
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "input must be [N, C * %lld, %lld] for these image and block shapes",
+                                   (long long)bsz, (long long)L);
+    int64_t odims[WF_MAX_RANK] = {X->dims[0], X->dims[1] / bsz};
+    for (int i = 0; i < n; i++) odims[2 + i] = img[i];
+    wf_tensor *y;
+    if ((s = ocl_host->kctx_output(k, 0, X->dtype, n + 2, odims, &y)) || !y->size) return s;
+    cl_kernel kern;
+    if ((s = oclimg_kernel(k, "image", g_src, X->dtype, "col2im", &kern))) return s;
+    cl_mem xm = ocl_mem(X), ym = ocl_mem(y);
+    cl_ulong xo = ocl_off(X), yo = ocl_off(y);
+    cl_int nn = n;
+    ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(P),
+                      OCL_ARG(nn), OCL_ARG(isz), OCL_ARG(bsz), OCL_ARG(L)};
+    return oclimg_run(k, kern, 9, args, (size_t)y->size);
+}
+
+/* ---- MaxUnpool ------------------------------------------------------------------------------------------ */
+
+/* Indices address the unpooled tensor of the default shape; with output_shape it sits at the start of
+ * each axis of the larger output (as the ONNX reference has it). */
+static wf_status *k_MaxUnpool(wf__kctx *k)
+{
+    const wf_tensor *X = k->in[0], *I = k->in[1];
+    const wf__attr *ks = ocl_host->attr_get(k->op, k->attrs, "kernel_shape"),
+                   *st = ocl_host->attr_get(k->op, k->attrs, "strides"),
+                   *pd = ocl_host->attr_get(k->op, k->attrs, "pads");
+    int nsp = ks->n, rank = nsp + 2;
+    if (X->rank != rank || I->rank != rank || memcmp(X->dims, I->dims, sizeof(int64_t) * (size_t)rank) ||
+        (I->dtype != WF_I64 && I->dtype != WF_I32))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "X and indices must have one shape of rank %d (indices i32 or i64)", rank);
+    int64_t inf[WF_MAX_RANK] = {X->dims[0], X->dims[1]}, out[WF_MAX_RANK];
+    for (int i = 0; i < nsp; i++)
+        inf[2 + i] = (X->dims[2 + i] - 1) * (st->n ? st->ints[i] : 1) + ks->ints[i] -
+                     (pd->n ? pd->ints[i] + pd->ints[nsp + i] : 0);
+    memcpy(out, inf, sizeof inf);
+    wf_status *s;
+    if (oclimg_has(k, 2)) {
+        int n = 0;
+        if ((s = oclimg_ints(k, 2, "output_shape", out, WF_MAX_RANK, &n))) return s;
+        bool ok = n == rank;
+        for (int i = 0; ok && i < rank; i++) ok = out[i] >= inf[i] && (i >= 2 || out[i] == inf[i]);
+        if (!ok)
+            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                       "output_shape must have rank %d and hold the unpooled shape", rank);
+    }
+    int64_t total = numel(rank, inf);
+    p6_t P;
+    memset(&P, 0, sizeof P);
+    int64_t so = 1, si = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        P.a[i] = inf[i], P.b[i] = si, P.c[i] = so;
+        si *= inf[i], so *= out[i];
+    }
+    void *buf;
+    if ((s = oclew_read(k, I, &buf))) return s;
+    cl_long *ix = ocl_host->malloc(sizeof(cl_long) * (size_t)(X->size + 1));
+    if (!ix) s = ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the indices");
+    for (int64_t e = 0; e < X->size && !s; e++) {
+        ix[e] = oclew_load_i64(buf, I->dtype, e);
+        if (ix[e] < 0 || ix[e] >= total)
+            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "index %lld is outside the %lld unpooled elements",
+                                    (long long)ix[e], (long long)total);
+    }
+    ocl_host->free(buf);
+    wf_tensor *y = NULL;
+    cl_mem im = NULL;
+    if (!s) s = ocl_host->kctx_output(k, 0, X->dtype, rank, out, &y);
+    if (!s && y->size) {
+        cl_uchar zero = 0;
+        cl_int e = clEnqueueFillBuffer(ocl_of(k)->q, ocl_mem(y), &zero, 1, y->dev_offset,
+                                       (size_t)y->size * ocl_size(y->dtype), 0, NULL, NULL);
+        if (e != CL_SUCCESS) s = ocl_fail(k, e, "output fill");
+    }
+    if (!s && X->size) s = oclimg_buffer(k, sizeof(cl_long) * (size_t)(X->size + 1), ix, &im);
+    ocl_host->free(ix);
+    if (s || !X->size) return s;
+    cl_kernel kern;
+    if (!(s = oclimg_kernel(k, "image", g_src, X->dtype, "max_unpool", &kern))) {
+        cl_mem xm = ocl_mem(X), ym = ocl_mem(y);
+        cl_ulong xo = ocl_off(X), yo = ocl_off(y);
+        cl_int r = rank;
+        ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(im), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(P), OCL_ARG(r)};
+        s = oclimg_run(k, kern, 7, args, (size_t)X->size);
+    }
+    clReleaseMemObject(im);
+    return s;
+}
+
+/* ---- CenterCropPad -------------------------------------------------------------------------------------- */
+
+static wf_status *k_CenterCropPad(wf__kctx *k)
+{
+    const wf_tensor *x = k->in[0], *sh = k->in[1];
+    const wf__attr *ax = ocl_host->attr_get(k->op, k->attrs, "axes");
+    int na = ax->n ? ax->n : x->rank, rank = x->rank;
+    if (sh->rank != 1 || sh->dims[0] != na)
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape must have one value per axis (%d)", na);
+    int64_t v[WF_MAX_RANK], yd[WF_MAX_RANK];
+    int nv = 0;
+    wf_status *s = oclimg_ints(k, 1, "shape", v, WF_MAX_RANK, &nv);
+    if (s) return s;
+    p6_t P;
+    memset(&P, 0, sizeof P);
+    for (int d = 0; d < rank; d++) yd[d] = x->dims[d];
+    for (int i = 0; i < na; i++) {
+        int64_t a = !ax->n ? i : ax->ints[i] < 0 ? ax->ints[i] + rank : ax->ints[i];
+        if (a < 0 || a >= rank)
+            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                                       (long long)(ax->n ? ax->ints[i] : i), rank);
+        if (v[i] < 0) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape value %lld must be >= 0", (long long)v[i]);
+        /* cropping takes the centre, padding centres the input; an odd difference goes to the end */
+        P.d[a] = v[i] <= x->dims[a] ? (x->dims[a] - v[i]) / 2 : -((v[i] - x->dims[a]) / 2);
+        yd[a] = v[i];
+    }
+    int64_t str = 1;
+    for (int d = rank - 1; d >= 0; d--) P.a[d] = yd[d], P.b[d] = x->dims[d], P.c[d] = str, str *= x->dims[d];
+    wf_tensor *y;
+    if ((s = ocl_host->kctx_output(k, 0, x->dtype, rank, yd, &y)) || !y->size) return s;
+    cl_kernel kern;
+    if ((s = oclimg_kernel(k, "image", g_src, x->dtype, "ccp", &kern))) return s;
+    cl_mem xm = ocl_mem(x), ym = ocl_mem(y);
+    cl_ulong xo = ocl_off(x), yo = ocl_off(y);
+    cl_int r = rank;
+    ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(P), OCL_ARG(r)};
+    return oclimg_run(k, kern, 6, args, (size_t)y->size);
+}
+
 /* ---- table -------------------------------------------------------------------------------------------- */
 
 #define KI_(Op, mask, key) {#Op, "OPENCL", mask, key, k_##Op, NULL, 0},
-#define KI2_(Op) {#Op, "OPENCL", 0, 0, oclimg_k_##Op, NULL, 0},
 
 const wf__kernel_def ocl_kernels_image[] = {
     KI_(Resize, WF__DT_NUMERIC, 0)
+    KI_(GridSample, WF__DT_FLOATS, 0)
+    KI_(AffineGrid, WF__DT_FLOATS, 0)
+    KI_(RoiAlign, WF__DT_FLOATS, 0)
+    KI_(Col2Im, WF__DT_NUMERIC, 0)
+    KI_(MaxUnpool, WF__DT_NUMERIC, 0)
+    KI_(CenterCropPad, WF__DT_ALL, 0)
+    OCLIMG2_OPS(OCLIMG2_DEF)
     {NULL},
 };

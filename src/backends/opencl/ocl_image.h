@@ -35,6 +35,8 @@ wf_status *oclimg_kernel(wf__kctx *k, const char *prog, const char *src, wf_dtyp
 wf_status *oclimg_buffer(wf__kctx *k, size_t n, const void *init, cl_mem *out);
 /* The element size of ACC on k's device. */
 static inline size_t oclimg_acc_size(const wf__kctx *k) { return ocl_of(k)->fp64 ? 8 : 4; }
+/* t widened to a fresh ACC buffer (release it after enqueueing its users). */
+wf_status *oclimg_widen(wf__kctx *k, const wf_tensor *t, cl_mem *out);
 /* Launch over n work items (nothing when n == 0). */
 wf_status *oclimg_run(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, size_t n);
 /* Up to max values of a small 1-D int or float input read back to the host (int64 / double). */
@@ -46,13 +48,25 @@ double oclimg_attr_f(const wf__kctx *k, const char *name);
 const char *oclimg_attr_s(const wf__kctx *k, const char *name);
 static inline bool oclimg_has(const wf__kctx *k, int i) { return i < k->n_in && k->in[i] != NULL; }
 
-/* Kernel entry points of ocl_image2.c, listed in the table of ocl_image.c. */
+/* Kernels of ocl_image2.c, listed in the table of ocl_image.c: X(Op, dtype mask, key input). */
+#define OCLIMG_QI (WF__DT_BIT(WF_U8) | WF__DT_BIT(WF_I8))
 #define OCLIMG2_OPS(X)                                                                                             \
-    X(DFT) X(HannWindow) X(HammingWindow) X(BlackmanWindow) X(QuantizeLinear) X(DequantizeLinear)                 \
-    X(DynamicQuantizeLinear) X(MatMulInteger) X(ConvInteger) X(QLinearMatMul) X(QLinearConv) X(BitCast)           \
-    X(RotaryEmbedding)
-#define OCLIMG2_DECL(Op) wf_status *oclimg_k_##Op(wf__kctx *k);
+    X(DFT, WF__DT_FLOATS, 0)                                                                                       \
+    X(HannWindow, WF__DT_NUMERIC, -1)                                                                              \
+    X(HammingWindow, WF__DT_NUMERIC, -1)                                                                           \
+    X(BlackmanWindow, WF__DT_NUMERIC, -1)                                                                          \
+    X(QuantizeLinear, WF__DT_FLOATS | WF__DT_BIT(WF_I32), 0)                                                       \
+    X(DequantizeLinear, OCLIMG_QI | WF__DT_BIT(WF_I16) | WF__DT_BIT(WF_I32), 0)                                    \
+    X(DynamicQuantizeLinear, WF__DT_BIT(WF_F32), 0)                                                                \
+    X(MatMulInteger, OCLIMG_QI, 0)                                                                                 \
+    X(QLinearMatMul, OCLIMG_QI, 0)                                                                                 \
+    X(ConvInteger, OCLIMG_QI, 0)                                                                                   \
+    X(QLinearConv, OCLIMG_QI, 0)                                                                                   \
+    X(BitCast, WF__DT_ALL, 0)                                                                                      \
+    X(RotaryEmbedding, WF__DT_FLOATS, 0)
+#define OCLIMG2_DECL(Op, mask, key) wf_status *oclimg_k_##Op(wf__kctx *k);
 OCLIMG2_OPS(OCLIMG2_DECL)
 #undef OCLIMG2_DECL
+#define OCLIMG2_DEF(Op, mask, key) {#Op, "OPENCL", mask, key, oclimg_k_##Op, NULL, 0},
 
 #endif
