@@ -585,9 +585,19 @@ static wf_status *place_all(builder *b)
         if (pc[id].why) wf__str_appendf(&r, "%s", pc[id].why);
         int k = group[v];
         char t1[32], t2[32], t3[32], t4[32];
+        uint64_t gm = ~(uint64_t)0;
+        const char *limiter = NULL;
+        for (int j = 0; k >= 0 && first_member[k] < 0 && j < b->n; j++)
+            if (b->live[j] && group[idx[j]] == k) {
+                if (!limiter && (allowed[v] & ~allowed[idx[j]])) limiter = g->nodes[j]->name;
+                gm &= allowed[idx[j]];
+            }
         if (k >= 0 && first_member[k] >= 0) {
             wf__str_appendf(&r, "%scolocated with %s (group '%s')", r.len ? "; " : "", g->nodes[first_member[k]]->name,
                             gname[k]);
+        } else if (limiter && !(gm & (gm - 1))) {
+            wf__str_appendf(&r, "%scolocation group '%s': %s runs only on %s", r.len ? "; " : "", gname[k], limiter,
+                            c->devices[__builtin_ctzll(gm)].short_name);
         } else if (ch->alt >= 0) {
             wf__str_appendf(&r, "%sest %s on %s", r.len ? "; " : "", ms(ch->est, t1), dn);
             if (ch->copy > 0) wf__str_appendf(&r, " + %s copy", ms(ch->copy, t2));
