@@ -12,6 +12,10 @@ JOBS=$(nproc)
 PASS=0
 FAIL=0
 FAILED=""
+# Caches (OpenCL programs, PoCL binaries, calibrated device figures) live in the build folder, so a
+# user's ~/.cache/weft/perf.txt never changes what the placer decides in a test.
+mkdir -p build
+export WEFT_CACHE_DIR="$PWD/build/cl-cache" POCL_CACHE_DIR="$PWD/build/pocl-cache"
 
 note() { printf '\n=== %s\n' "$*"; }
 

@@ -71,6 +71,8 @@ wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
     }
     if ((s = wf__pool_new(c->inter_op_threads, &c->pool))) goto fail;
     if ((s = wf__plugins_load(c))) goto fail;
+    /* measured figures from an earlier calibration; an unreadable cache leaves the defaults */
+    wf_status_free(wf_context_load_calibration(c, NULL));
     *out = c;
     return NULL;
 fail:

@@ -13,9 +13,10 @@ static void usage(FILE *f)
             "\n"
             "commands:\n"
             "  version              print the library version\n"
-            "  devices [--json] [--match SPEC] [--verbose]\n"
-            "                       list the devices weft can use (--verbose: each backend plugin's path,\n"
-            "                       status and reason)\n"
+            "  devices [--json] [--match SPEC] [--verbose] [--calibrate]\n"
+            "                       list the devices weft can use (--verbose: each device's performance\n"
+            "                       figures, each backend plugin's path, status and reason; --calibrate:\n"
+            "                       measure the figures first and save them for later runs)\n"
             "  run MODEL.onnx [--input NAME=FILE.npy|.pb]... [--random-inputs] [--output-dir DIR]\n"
             "                 [--iterations N] [--threads N]\n"
             "                       import an ONNX model, run it, print and save its outputs, time it\n"
@@ -44,16 +45,40 @@ static void json_str(const char *s)
     putchar('"');
 }
 
+/* The placer's figures of device i, on the line under the device (text) or as a "perf" member (JSON). */
+static void print_perf(wf_context *ctx, int i, const wf_device_info *d, int json)
+{
+    wf_device_perf p;
+    wf_status *s = wf_context_device_perf(ctx, i, &p);
+    if (s) {
+        wf_status_free(s);
+        return;
+    }
+    int link = strcmp(d->backend, "builtin") != 0; /* the CPU has no link to itself */
+    if (json) {
+        printf(", \"perf\": {\"dense_gflops\": %.4g, \"vector_gflops\": %.4g, \"mem_gbps\": %.4g, "
+               "\"launch_us\": %.4g, \"link_gbps\": %.4g, \"link_latency_us\": %.4g, \"measured\": %s}",
+               p.dense_gflops, p.vector_gflops, p.mem_gbps, p.launch_us, p.link_gbps, p.link_latency_us,
+               p.measured ? "true" : "false");
+        return;
+    }
+    printf("    %-9s dense %.4g GFLOP/s  vector %.4g GFLOP/s  memory %.4g GB/s  launch %.3g us",
+           p.measured ? "measured:" : "default:", p.dense_gflops, p.vector_gflops, p.mem_gbps, p.launch_us);
+    if (link) printf("  link %.4g GB/s, %.3g us latency", p.link_gbps, p.link_latency_us);
+    printf("\n");
+}
+
 static int cmd_devices(int argc, char **argv)
 {
-    int json = 0, verbose = 0;
+    int json = 0, verbose = 0, calibrate = 0;
     const char *match = NULL;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) verbose = 1;
+        else if (!strcmp(argv[i], "--calibrate")) calibrate = 1;
         else if (!strcmp(argv[i], "--match") && i + 1 < argc) match = argv[++i];
         else {
-            fprintf(stderr, "usage: weft devices [--json] [--match SPEC] [--verbose]\n");
+            fprintf(stderr, "usage: weft devices [--json] [--match SPEC] [--verbose] [--calibrate]\n");
             return 2;
         }
     }
@@ -69,6 +94,17 @@ static int cmd_devices(int argc, char **argv)
     if (s) return cli_fail(s);
     wf_context *ctx;
     if ((s = wf_context_new(NULL, &ctx))) return cli_fail(s);
+    int failed = 0;
+    if (calibrate) {
+        char canon[WF_DEVICE_SPEC_MAX];
+        wf_device_spec_format(&spec, canon, sizeof canon);
+        fprintf(stderr, "weft devices: calibrating %s (a few seconds per device)...\n", match ? canon : "every device");
+        if ((s = wf_context_calibrate(ctx, match ? canon : NULL, NULL))) {
+            fprintf(stderr, "weft: error: %s\n", wf_status_message(s));
+            wf_status_free(s);
+            failed = 1;
+        }
+    }
     int shown = 0;
     if (json) printf("{\"devices\": [");
     for (int i = 0; i < wf_context_num_devices(ctx); i++) {
@@ -88,12 +124,15 @@ static int cmd_devices(int argc, char **argv)
             json_str(d.backend);
             printf(", \"hardware\": ");
             json_str(d.description);
-            printf(", \"memory_bytes\": %llu, \"compute_units\": %d, \"threads\": %d}",
+            printf(", \"memory_bytes\": %llu, \"compute_units\": %d, \"threads\": %d",
                    (unsigned long long)d.memory_bytes, d.compute_units, d.threads);
+            if (verbose || calibrate) print_perf(ctx, i, &d, 1);
+            printf("}");
         } else {
             printf("%s  type=%s  backend=%s  hardware=\"%s\"  memory=%.1f GiB  compute_units=%d  threads=%d\n", d.name,
                    d.type, d.backend, d.description, (double)d.memory_bytes / (1024.0 * 1024 * 1024), d.compute_units,
                    d.threads);
+            if (verbose || calibrate) print_perf(ctx, i, &d, 0);
         }
         shown++;
     }
@@ -127,7 +166,7 @@ static int cmd_devices(int argc, char **argv)
         fprintf(stderr, "weft devices: no device matches '%s'\n", match);
         return 1;
     }
-    return 0;
+    return failed;
 }
 
 int main(int argc, char **argv)
