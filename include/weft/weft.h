@@ -264,6 +264,22 @@ WF_API wf_status *wf_context_device_perf(const wf_context *ctx, int device_index
  * CPU are ignored). Plans built afterwards use them. */
 WF_API wf_status *wf_context_set_device_perf(wf_context *ctx, const char *device_spec, const wf_device_perf *perf);
 
+/* Calibration: measures the figures above on every device `device_spec` matches (NULL: all) by running
+ * small graphs on it, forced there with strict placement: a chain of scalar Adds (launch_us), MatMul
+ * 512x512x512 (dense), Tanh and Add over 4M floats (vector, memory), and for a device other than the CPU
+ * copies of 1 scalar against several and of 1 float against 4M (link latency and bandwidth). Medians of
+ * runs after a warm-up that compiles the kernels; a few seconds per device. Sets them with measured = 1
+ * and stores them in the cache file `cache_path`, replacing those devices' lines and keeping the rest
+ * (NULL: $WEFT_CACHE_DIR/perf.txt, else $XDG_CACHE_HOME/weft/perf.txt, else ~/.cache/weft/perf.txt; the
+ * folder is created). NOT_FOUND names a spec that matches no device; IO_ERROR names a cache that cannot
+ * be written (checked before measuring anything). A device that fails keeps its figures, the others are
+ * still measured, and the first failure is returned, naming the device. */
+WF_API wf_status *wf_context_calibrate(wf_context *ctx, const char *device_spec, const char *cache_path);
+/* Sets the figures of the devices present from the cache `cache_path` (NULL: the default above), keyed
+ * by full name, hardware and backend, with measured = 1. A missing file is not an error; malformed
+ * lines are skipped. wf_context_new calls it with NULL. */
+WF_API wf_status *wf_context_load_calibration(wf_context *ctx, const char *cache_path);
+
 WF_API int wf_context_num_plugins(const wf_context *ctx);
 WF_API wf_status *wf_context_plugin(const wf_context *ctx, int index, wf_plugin_info *out);
 
@@ -413,14 +429,26 @@ typedef struct wf_feed {
     const wf_tensor *tensor;
 } wf_feed;
 
-/* One executed node, as recorded by a traced run. Strings are owned by the trace. */
+/* One executed node, as recorded by a traced run. Strings are owned by the trace.
+ * In a traced run every node on an accelerator is followed by a wait for its device (the backend's
+ * synchronize), so start/end cover the node's execution, not just its enqueueing; untraced runs never
+ * wait. A backend without a synchronize entry cannot be waited on: its nodes have enqueue_only = 1. */
 typedef struct wf_trace_event {
     const char *node;
     const char *op;
-    const char *device;
+    const char *device;  /* full name */
     int thread;          /* index of the executor thread that ran it */
     int64_t start_ns;    /* relative to the start of the run */
     int64_t end_ns;
+    /* appended fields */
+    const char *device_short; /* "CPU:0", "OPENCL:0" */
+    int device_index;         /* index into the context's devices (wf_context_device) */
+    const char *shapes;       /* output dtypes and shapes, "f32[1,64,56,56]", several joined by ", " */
+    int64_t bytes;            /* bytes moved: a copy's payload; for other nodes their inputs' and
+                                 outputs' bytes */
+    int is_copy;              /* 1: a Copy the planner inserted (device = its destination) */
+    const char *reason;       /* why the node runs on its device (as wf_session_placement says) */
+    int enqueue_only;         /* 1: start/end are the enqueue times of an accelerator node */
 } wf_trace_event;
 
 typedef struct wf_trace wf_trace;
@@ -445,7 +473,35 @@ WF_API wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int 
 
 WF_API int wf_trace_num_events(const wf_trace *t);
 WF_API wf_trace_event wf_trace_event_at(const wf_trace *t, int i);
+/* Wall time of the traced run, from its start to its last node's end. */
+WF_API int64_t wf_trace_wall_ns(const wf_trace *t);
 WF_API void wf_trace_free(wf_trace *t);
+
+/* Per device totals of a traced run. busy_ns is the union of its compute events (nodes running at
+ * once on several threads count once), so busy_ns <= wall_ns; copies are counted on their destination
+ * device. peak_memory is the device allocator's peak since the context was created (0 without ctx). */
+typedef struct wf_trace_device_summary {
+    const char *device;       /* short name, owned by the trace */
+    int device_index;
+    int n_nodes, n_copies;
+    int64_t busy_ns;
+    double utilisation;       /* busy_ns / wall_ns */
+    int64_t copy_bytes;
+    int64_t copy_ns;          /* union of its copy events */
+    uint64_t peak_memory;
+} wf_trace_device_summary;
+
+/* Fills out[0..cap) with one entry per device that has an event, in device order, and returns how
+ * many there are (may exceed cap). ctx, the context the session ran on, may be NULL. */
+WF_API int wf_trace_summary(const wf_trace *t, const wf_context *ctx, wf_trace_device_summary *out, int cap);
+/* The summary as text, one line per device plus the wall time. Caller frees *text with wf_free. */
+WF_API wf_status *wf_trace_summary_text(const wf_trace *t, const wf_context *ctx, char **text);
+/* Writes the trace as a Chrome trace (JSON object format: traceEvents, loadable in Perfetto and
+ * chrome://tracing): one process per device with a compute and a copy track (extra lanes when
+ * events overlap), one complete event per node and per copy with op, shapes, bytes and reason in its
+ * args, and the summary in otherData and as an instant event at the end of each device's track.
+ * Errors name the path. */
+WF_API wf_status *wf_trace_write_chrome(const wf_trace *t, const wf_context *ctx, const char *path);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Files and memory                                                                                 */
