@@ -26,6 +26,7 @@ typedef struct builder {
     int *dev_of;            /* graph node -> device index */
     char **reason_of;       /* graph node -> why it runs there */
     const wf__place_opts *po;
+    double est_makespan, est_lower_bound;
 } builder;
 
 static bool same_graph(const wf_graph *g, const wf_node *n)
@@ -306,6 +307,10 @@ static const char *mib(double bytes, char *buf)
     return buf;
 }
 
+typedef struct consumer_ref {
+    int node, input;
+} consumer_ref;
+
 /* Per live node: the constraints' verdict before costs decide. */
 typedef struct pconstr {
     uint64_t allowed;
@@ -402,6 +407,8 @@ static wf_status *place_all(builder *b)
         return wf__oom("planning", sizeof *pc * (size_t)b->n);
     }
     wf_status *s = NULL;
+    int *cons_start = NULL;
+    consumer_ref *cons = NULL;
     for (int id = 0; id < b->n; id++) idx[id] = b->live[id] ? nl++ : -1;
     /* per live node arrays of the problem, and the group names */
     int n_edges = 0;
@@ -464,26 +471,52 @@ static wf_status *place_all(builder *b)
     }
     if (s) goto out;
     in_start[nl] = e;
+    /* every live node's consumers (graph id and input index), in id order */
+    cons_start = wf__calloc((size_t)b->n + 1, sizeof(int));
+    cons = wf__malloc(sizeof *cons * (size_t)(n_edges ? n_edges : 1));
+    if (!cons_start || !cons) {
+        s = wf__oom("planning", sizeof *cons * (size_t)n_edges);
+        goto out;
+    }
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || b->feed_of[id] >= 0) continue;
+        const wf_node *n = g->nodes[id];
+        for (int i = 0; i < n->n_in; i++)
+            if (n->in[i].node && b->live[n->in[i].node->id]) cons_start[n->in[i].node->id + 1]++;
+    }
+    for (int id = 0; id < b->n; id++) cons_start[id + 1] += cons_start[id];
+    {
+        int *fill = wf__malloc(sizeof(int) * (size_t)(b->n ? b->n : 1));
+        if (!fill) {
+            s = wf__oom("planning", sizeof(int) * (size_t)b->n);
+            goto out;
+        }
+        memcpy(fill, cons_start, sizeof(int) * (size_t)b->n);
+        for (int id = 0; id < b->n; id++) {
+            if (!b->live[id] || b->feed_of[id] >= 0) continue;
+            const wf_node *n = g->nodes[id];
+            for (int i = 0; i < n->n_in; i++)
+                if (n->in[i].node && b->live[n->in[i].node->id])
+                    cons[fill[n->in[i].node->id]++] = (consumer_ref){id, i};
+        }
+        wf__free(fill);
+    }
     /* Host-memory arguments: a node whose every use is a host-memory input, or feeds only such nodes,
      * stays on the CPU unless it asked for a device. */
     for (int id = b->n - 1; id >= 0; id--) {
         if (!b->live[id] || b->feed_of[id] >= 0 || resident[idx[id]]) continue;
-        const wf_node *u = g->nodes[id];
         int uses = 0, host_uses = 0;
         const wf_node *first = NULL;
         int first_in = -1;
-        for (int cid = id + 1; cid < b->n; cid++) {
-            if (!b->live[cid] || b->feed_of[cid] >= 0) continue;
+        for (int k = cons_start[id]; k < cons_start[id + 1]; k++) {
+            int cid = cons[k].node, i = cons[k].input;
             const wf_node *cn = g->nodes[cid];
-            for (int i = 0; i < cn->n_in; i++) {
-                if (cn->in[i].node != u) continue;
-                uses++;
-                if ((cn->op->host_in >> i & 1) || host_bound[cid]) {
-                    host_uses++;
-                    if (!first) {
-                        first = cn;
-                        first_in = i;
-                    }
+            uses++;
+            if ((cn->op->host_in >> i & 1) || host_bound[cid]) {
+                host_uses++;
+                if (!first) {
+                    first = cn;
+                    first_in = i;
                 }
             }
         }
@@ -552,7 +585,31 @@ static wf_status *place_all(builder *b)
     wf__place_problem pr = {.n_nodes = nl, .n_dev = D, .in_start = in_start, .in_src = in_src, .flops = flops,
                             .bytes = bytes, .out_bytes = obytes, .allowed = allowed, .group = group,
                             .resident = resident, .pinned = pinned, .dev = dev, .link_lat = lat, .link_bw = bw};
-    if ((s = wf__place_heft(&pr, &res))) goto out;
+    int policy = b->po ? b->po->policy : WF__POLICY_HEFT;
+    if (policy == WF__POLICY_HEFT) {
+        if ((s = wf__place_heft(&pr, &res))) goto out;
+    } else {
+        int fastest = 0;
+        for (int d = 1; d < D; d++)
+            if (dev[d].dense_flops > dev[fastest].dense_flops) fastest = d;
+        int *fixed = wf__malloc(sizeof(int) * L);
+        if (!fixed) {
+            s = wf__oom("planning", sizeof(int) * L);
+            goto out;
+        }
+        for (int v = 0; v < nl; v++) {
+            uint64_t a = allowed[v];
+            int want = policy == WF__POLICY_CPU_ONLY ? 0 : policy == WF__POLICY_FASTEST ? fastest : -1;
+            if (want < 0) /* the first accelerator with a kernel, else the CPU */
+                want = a & ~(uint64_t)1 ? __builtin_ctzll(a & ~(uint64_t)1) : 0;
+            fixed[v] = a >> want & 1 ? want : __builtin_ctzll(a);
+        }
+        s = wf__place_evaluate(&pr, fixed, &res);
+        wf__free(fixed);
+        if (s) goto out;
+    }
+    b->est_makespan = res.makespan;
+    b->est_lower_bound = wf__place_lower_bound(&pr);
     /* devices and reasons */
     int *first_member = wf__malloc(sizeof(int) * (size_t)(n_groups ? n_groups : 1));
     if (!first_member) {
@@ -572,11 +629,8 @@ static wf_status *place_all(builder *b)
         }
         if (resident[v]) {
             const char *by = NULL;
-            for (int cid = id + 1; cid < b->n && !by; cid++) {
-                if (!b->live[cid] || b->feed_of[cid] >= 0 || b->dev_of[id] != res.node[idx[cid]].dev) continue;
-                for (int i = 0; i < g->nodes[cid]->n_in && !by; i++)
-                    if (g->nodes[cid]->in[i].node == g->nodes[id]) by = g->nodes[cid]->name;
-            }
+            for (int k = cons_start[id]; k < cons_start[id + 1] && !by; k++)
+                if (b->dev_of[id] == res.node[idx[cons[k].node]].dev) by = g->nodes[cons[k].node]->name;
             s = by ? set_reason(b, id, "a constant, colocated with its consumer %s", by)
                    : set_reason(b, id, "a constant on %s", dn);
             continue;
@@ -622,6 +676,8 @@ static wf_status *place_all(builder *b)
     }
     wf__free(first_member);
 out:
+    wf__free(cons_start);
+    wf__free(cons);
     for (int id = 0; id < b->n; id++) wf__free(pc[id].why);
     wf__free(pc);
     wf__free(idx);
@@ -973,6 +1029,8 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         }
     }
     p->n_fetches = n_fetches;
+    p->est_makespan = b->est_makespan;
+    p->est_lower_bound = b->est_lower_bound;
     p->fetch_slot = wf__malloc(sizeof(int) * (size_t)(n_fetches ? n_fetches : 1));
     p->roots = wf__malloc(sizeof(int) * (size_t)(n_nodes ? n_nodes : 1));
     p->key_fetch = wf__malloc(sizeof(wf_output) * (size_t)(n_fetches ? n_fetches : 1));

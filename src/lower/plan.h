@@ -44,7 +44,15 @@ typedef struct wf__pnode {
 typedef struct wf__place_opts {
     const char *device;           /* every node on this device spec (NULL: each node's own request) */
     bool strict;                  /* an unsatisfiable request is an error instead of a fallback */
+    int policy;                   /* WF__POLICY_*: benchmarks compare other rules under the same costs */
 } wf__place_opts;
+
+enum {
+    WF__POLICY_HEFT = 0,          /* weft's: earliest estimated finish, copies included */
+    WF__POLICY_CPU_ONLY = 1,      /* every node on CPU:0 where it has a kernel */
+    WF__POLICY_ACCEL_FIRST = 2,   /* TensorFlow's rule: an accelerator whenever it has a kernel */
+    WF__POLICY_FASTEST = 3        /* every node on the device with the highest dense rate, if it can */
+};
 
 typedef struct wf__plan {
     int n_nodes;
@@ -59,6 +67,8 @@ typedef struct wf__plan {
     int *roots;
     int *arena_io;                /* every node's in_slot and out_slot, in node order */
     int *arena_succ;              /* every node's succ, in node order */
+    double est_makespan;          /* the placer's estimate of one run, seconds */
+    double est_lower_bound;       /* critical path on each node's fastest device, no copies */
     /* cache key */
     wf_output *key_fetch;
     wf_output *key_feed;
