@@ -76,6 +76,10 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         sh tests/cli/test_cli.sh build/weft >build/test_cli.log 2>&1; rc=$?
         tail -n 1 build/test_cli.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_cli.log | head -30
         result release:test_cli $rc
+        note "CLI placement: --place, --explain, --profile, soft and strict requests"
+        sh tests/cli/test_placement.sh build/weft >build/test_placement.log 2>&1; rc=$?
+        tail -n 1 build/test_placement.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_placement.log | head -30
+        result release:test_placement $rc
         note "ONNX node tests that passed when this list was made (tests/onnx/node_tests_pass.txt)"
         sh scripts/conformance.sh --check build; result "release:onnx-node-tests" $?
         example
@@ -107,6 +111,8 @@ if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 suite asan build-asan
         ASAN_OPTIONS=detect_leaks=1 sh tests/cli/test_cli.sh build-asan/weft >build-asan/test_cli.log 2>&1; rc=$?
         tail -n 1 build-asan/test_cli.log; result asan:test_cli $rc
+        ASAN_OPTIONS=detect_leaks=1 sh tests/cli/test_placement.sh build-asan/weft >build-asan/test_placement.log 2>&1; rc=$?
+        tail -n 1 build-asan/test_placement.log; result asan:test_placement $rc
         note "libFuzzer: the ONNX loader (short run, fixed seeds)"
         sh scripts/fuzz.sh short >build-fuzz.log 2>&1; rc=$?; tail -n 3 build-fuzz.log; result fuzz:short $rc
     else

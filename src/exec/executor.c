@@ -3,7 +3,9 @@
  * so one plan serves concurrent runs. A thread that finishes a node runs the successors it made ready
  * itself (work-first: a chain never touches the queue) and hands half of its backlog to the pool only
  * when a worker is idle; a value is freed when its last consumer finishes, and a kernel may write in
- * place into an input whose last use it is.
+ * place into an input whose last use it is. A traced run also records each node's times, bytes and
+ * output shapes, and waits for an accelerator after each of its nodes so that times are execution
+ * times (the only place the executor ever waits for a device: untraced runs stay asynchronous).
  */
 #include <stdio.h>
 
@@ -18,6 +20,7 @@ struct wf_trace {
     int n;
     wf_trace_event *ev;
     char *strings;
+    int64_t wall_ns;
 };
 
 struct wf__run {
@@ -34,6 +37,10 @@ struct wf__run {
     int64_t t0;
     int64_t *t_start, *t_end;
     int *t_thread;
+    /* traced runs only: what each node moved and produced, and whether its times are enqueue times */
+    int64_t *t_bytes;
+    char **t_shapes;
+    unsigned char *t_enqueue;
 };
 
 static _Thread_local int tl_thread_id = -1;
@@ -43,6 +50,45 @@ static int thread_id(void)
 {
     if (tl_thread_id < 0) tl_thread_id = atomic_fetch_add(&g_thread_ids, 1);
     return tl_thread_id;
+}
+
+/* "f32[2,3], i64[4]" of a node's outputs, for the trace; NULL when out of memory (the event then
+ * shows no shapes rather than failing a run that worked). */
+static char *shapes_of(wf_tensor *const *out, int n)
+{
+    wf__str b = {0};
+    for (int j = 0; j < n; j++) {
+        const wf_tensor *t = out[j];
+        wf__str_appendf(&b, "%s%s[", j ? ", " : "", wf_dtype_name(t->dtype));
+        for (int d = 0; d < t->rank; d++) wf__str_appendf(&b, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+        wf__str_appendf(&b, "]");
+    }
+    if (b.failed) {
+        wf__str_free(&b);
+        return NULL;
+    }
+    return b.p;
+}
+
+/* After a traced node on an accelerator: its kernels are only enqueued (an in-order queue), so the
+ * trace waits for the device to make the end time that of the execution. Untraced runs never wait. */
+static wf_status *trace_node_done(wf__run *r, int idx, wf_tensor **in, wf_tensor **out)
+{
+    const wf__pnode *pn = &r->p->nodes[idx];
+    const struct wf__device *d = &r->ctx->devices[pn->device];
+    int64_t bytes = 0;
+    for (int i = 0; i < pn->n_in; i++)
+        if (in[i] && pn->op != &wf__copy_op) bytes += (int64_t)in[i]->bytes;
+    for (int j = 0; j < pn->n_out; j++) bytes += (int64_t)out[j]->bytes;
+    r->t_bytes[idx] = bytes;
+    r->t_shapes[idx] = shapes_of(out, pn->n_out);
+    if (!d->vt || pn->feed >= 0) return NULL;
+    if (!d->vt->synchronize) {
+        r->t_enqueue[idx] = 1;
+        return NULL;
+    }
+    wf_status *s = d->vt->synchronize(d->dev);
+    return s ? wf__status_wrap(s, "node '%s' (%s): waiting for %s", pn->name, pn->op->name, d->short_name) : NULL;
 }
 
 static void record_error(wf__run *r, wf_status *s)
@@ -133,6 +179,7 @@ static void exec_node(wf__run *r, int idx, lstack *ls)
         } else {
             memset(out, 0, sizeof *out * (size_t)pn->n_out);
             s = compute(r, pn, in, out);
+            if (!s && r->t_start) s = trace_node_done(r, idx, in, out);
         }
         if (s) {
             record_error(r, s);
@@ -217,6 +264,9 @@ static wf_trace *make_trace(const wf__run *r)
         const wf__pnode *pn = &p->nodes[i];
         chars += strlen(pn->name) + strlen(pn->op->name) + 2 + (pn->fused_names ? strlen(pn->fused_names) + 1 : 0);
         chars += strlen(r->ctx->devices[pn->device].name) + 1;
+        chars += strlen(r->ctx->devices[pn->device].short_name) + 1;
+        chars += (r->t_shapes[i] ? strlen(r->t_shapes[i]) : 0) + 1;
+        chars += (pn->reason ? strlen(pn->reason) : 0) + 1;
     }
     wf_trace *t = wf__calloc(1, sizeof *t);
     if (!t) return NULL;
@@ -240,6 +290,17 @@ static wf_trace *make_trace(const wf__run *r)
         e->thread = r->t_thread[i];
         e->start_ns = r->t_start[i];
         e->end_ns = r->t_end[i];
+        e->device_short = s;
+        s += sprintf(s, "%s", r->ctx->devices[pn->device].short_name) + 1;
+        e->device_index = pn->device;
+        e->shapes = s;
+        s += sprintf(s, "%s", r->t_shapes[i] ? r->t_shapes[i] : "") + 1;
+        e->reason = s;
+        s += sprintf(s, "%s", pn->reason ? pn->reason : "") + 1;
+        e->bytes = r->t_bytes[i];
+        e->is_copy = pn->op == &wf__copy_op;
+        e->enqueue_only = r->t_enqueue[i];
+        if (e->end_ns > t->wall_ns) t->wall_ns = e->end_ns;
     }
     return t;
 }
@@ -256,9 +317,13 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
         r.t_start = wf__calloc(n ? n : 1, sizeof *r.t_start);
         r.t_end = wf__calloc(n ? n : 1, sizeof *r.t_end);
         r.t_thread = wf__calloc(n ? n : 1, sizeof *r.t_thread);
+        r.t_bytes = wf__calloc(n ? n : 1, sizeof *r.t_bytes);
+        r.t_shapes = wf__calloc(n ? n : 1, sizeof *r.t_shapes);
+        r.t_enqueue = wf__calloc(n ? n : 1, sizeof *r.t_enqueue);
     }
     wf_status *s = NULL;
-    if (!r.slots || !r.uses || !r.pending || (trace && (!r.t_start || !r.t_end || !r.t_thread))) {
+    if (!r.slots || !r.uses || !r.pending ||
+        (trace && (!r.t_start || !r.t_end || !r.t_thread || !r.t_bytes || !r.t_shapes || !r.t_enqueue))) {
         s = wf__oom("the run's state", (n + ns) * 16);
         goto done;
     }
@@ -290,11 +355,17 @@ done:
     wf__free(r.t_start);
     wf__free(r.t_end);
     wf__free(r.t_thread);
+    wf__free(r.t_bytes);
+    if (r.t_shapes)
+        for (size_t i = 0; i < n; i++) wf__free(r.t_shapes[i]);
+    wf__free(r.t_shapes);
+    wf__free(r.t_enqueue);
     return s;
 }
 
 int wf_trace_num_events(const wf_trace *t) { return t ? t->n : 0; }
 wf_trace_event wf_trace_event_at(const wf_trace *t, int i) { return t->ev[i]; }
+int64_t wf_trace_wall_ns(const wf_trace *t) { return t ? t->wall_ns : 0; }
 
 void wf_trace_free(wf_trace *t)
 {

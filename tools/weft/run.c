@@ -1,9 +1,11 @@
 /*
  * `weft run MODEL.onnx`: import a model, feed inputs from .npy or ONNX TensorProto (.pb) files (or
- * random values), run it, print and save the outputs, and time repeated runs. `weft inspect` prints
- * what the model holds without importing it.
+ * random values), run it, print and save the outputs, and time repeated runs; --place, --explain and
+ * --profile request devices per node, show why each node runs where it does, and write a Chrome trace.
+ * `weft inspect` prints what the model holds without importing it.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -114,7 +116,55 @@ static void run_usage(FILE *f)
 {
     fprintf(f, "usage: weft run MODEL.onnx [--input NAME=FILE.npy|FILE.pb]... [--random-inputs]\n"
                "                [--output-dir DIR] [--iterations N] [--threads N] [--device SPEC]\n"
-               "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n");
+               "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
+               "                [--place PATTERN=SPEC]... [--explain] [--calibrate] [--profile FILE.json]\n"
+               "  --place: request device SPEC for the nodes whose name matches the glob PATTERN, or whose op\n"
+               "           type matches it when written op:TYPE; repeatable, the first matching --place wins\n");
+}
+
+/* --place PATTERN=SPEC: the first pattern that matches a node gives its device request. A pattern
+ * that matches no node at all is an error: a typo would otherwise silently place nothing. */
+static int apply_places(wf_graph *g, const char **places, int n_places, const char *model_path, wf_status **st)
+{
+    int *hits = calloc((size_t)n_places + 1, sizeof *hits);
+    if (!hits) {
+        fprintf(stderr, "weft run: out of memory\n");
+        return 1;
+    }
+    for (int k = 0; k < n_places; k++)
+        if (!strchr(places[k], '=') || places[k][0] == '=') {
+            fprintf(stderr, "weft run: --place wants PATTERN=SPEC (e.g. 'op:MatMul=OPENCL:0'), got '%s'\n", places[k]);
+            free(hits);
+            return 2;
+        }
+    for (int i = 0; i < wf_graph_num_nodes(g); i++) {
+        wf_node *n = wf_graph_node(g, i);
+        int won = -1;
+        for (int k = 0; k < n_places; k++) {
+            const char *eq = strrchr(places[k], '=');
+            char pat[1024];
+            snprintf(pat, sizeof pat, "%.*s", (int)(eq - places[k]), places[k]);
+            bool by_op = !strncmp(pat, "op:", 3);
+            if (fnmatch(by_op ? pat + 3 : pat, by_op ? wf_node_op(n) : wf_node_name(n), 0) != 0) continue;
+            hits[k]++;
+            if (won < 0) won = k;
+        }
+        if (won >= 0 && (*st = wf_node_set_device(n, strrchr(places[won], '=') + 1))) {
+            free(hits);
+            return 1;
+        }
+    }
+    for (int k = 0; k < n_places; k++)
+        if (!hits[k]) {
+            const char *eq = strrchr(places[k], '=');
+            fprintf(stderr, "weft run: %s: --place pattern '%.*s' matches no node%s\n", model_path,
+                    (int)(eq - places[k]), places[k],
+                    strncmp(places[k], "op:", 3) ? " name (write op:TYPE to match op types)" : "'s op type");
+            free(hits);
+            return 2;
+        }
+    free(hits);
+    return 0;
 }
 
 /* "512M", "2G", "1048576" */
@@ -151,12 +201,16 @@ static void list_inputs(const wf_onnx_model *m, FILE *f)
 int cmd_run(int argc, char **argv)
 {
     const char *model_path = NULL, *out_dir = NULL, *device = NULL;
+    const char *profile_path = NULL;
     int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0, strict = 0, log_placement = 0, n_limits = 0;
+    int n_places = 0, explain = 0, calibrate = 0;
     const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     const char **limits = calloc((size_t)argc + 1, sizeof *limits);
-    if (!specs || !limits) {
+    const char **places = calloc((size_t)argc + 1, sizeof *places);
+    if (!specs || !limits || !places) {
         free(specs);
         free(limits);
+        free(places);
         return 1;
     }
     for (int i = 0; i < argc; i++) {
@@ -169,12 +223,17 @@ int cmd_run(int argc, char **argv)
         else if (!strcmp(argv[i], "--strict-placement")) strict = 1;
         else if (!strcmp(argv[i], "--log-device-placement")) log_placement = 1;
         else if (!strcmp(argv[i], "--memory-limit") && i + 1 < argc) limits[n_limits++] = argv[++i];
+        else if (!strcmp(argv[i], "--place") && i + 1 < argc) places[n_places++] = argv[++i];
+        else if (!strcmp(argv[i], "--explain")) explain = 1;
+        else if (!strcmp(argv[i], "--calibrate")) calibrate = 1;
+        else if (!strcmp(argv[i], "--profile") && i + 1 < argc) profile_path = argv[++i];
         else if (argv[i][0] != '-' && !model_path) model_path = argv[i];
         else {
             fprintf(stderr, "weft run: unknown option '%s'\n", argv[i]);
             run_usage(stderr);
             free(specs);
             free(limits);
+            free(places);
             return 2;
         }
     }
@@ -182,6 +241,7 @@ int cmd_run(int argc, char **argv)
         run_usage(stderr);
         free(specs);
         free(limits);
+        free(places);
         return 2;
     }
     wf_context_options co;
@@ -194,9 +254,12 @@ int cmd_run(int argc, char **argv)
     wf_feed *feeds = NULL;
     wf_output *fetches = NULL;
     wf_tensor **outs = NULL;
+    wf_trace *trace = NULL;
     double *times = NULL;
     int n_feeds = 0, n_out = 0, rc = 1;
     wf_status *s = wf_context_new(&co, &ctx);
+    /* measured device figures for the placer, saved for later runs (weft devices --calibrate) */
+    if (!s && calibrate) s = wf_context_calibrate(ctx, NULL, NULL);
     for (int k = 0; !s && k < n_limits; k++) {
         const char *eq = strrchr(limits[k], '=');
         uint64_t bytes;
@@ -212,6 +275,8 @@ int cmd_run(int argc, char **argv)
     if (!s) s = wf_graph_new(&g);
     if (!s) s = wf_onnx_load(model_path, g, &m);
     if (s) goto out;
+    if (n_places && (rc = apply_places(g, places, n_places, model_path, &s)) != 0) goto out;
+    rc = 1;
     int n_in = wf_onnx_num_inputs(m);
     n_out = wf_onnx_num_outputs(m);
     feeds = calloc((size_t)n_in + 1, sizeof *feeds);
@@ -300,6 +365,13 @@ int cmd_run(int argc, char **argv)
         }
         wf_free(text);
     }
+    if (explain) {
+        /* every node with the reason it runs where it does, copies included: name: (Op): device  # why */
+        char *text = NULL;
+        if ((s = wf_session_placement(sess, feeds, n_feeds, fetches, n_out, &text))) goto out;
+        printf("placement:\n%s", text);
+        wf_free(text);
+    }
     double t_first = 0;
     for (int it = 0; it <= iterations; it++) {
         for (int j = 0; j < n_out; j++) {
@@ -329,6 +401,25 @@ int cmd_run(int argc, char **argv)
             if ((s = wf_npy_write(path, t))) goto out;
         }
     }
+    if (profile_path) {
+        /* One more run, traced: tracing waits for accelerators after each of their nodes, which would
+         * distort the timed runs above. */
+        wf_tensor **pouts = calloc((size_t)n_out + 1, sizeof *pouts);
+        wf_run_options ro = {&trace};
+        if (!pouts) {
+            fprintf(stderr, "weft run: out of memory\n");
+            goto out;
+        }
+        s = wf_session_run(sess, feeds, n_feeds, fetches, n_out, pouts, &ro);
+        for (int j = 0; j < n_out; j++) wf_tensor_free(pouts[j]);
+        free(pouts);
+        if (s) goto out;
+        if ((s = wf_trace_write_chrome(trace, ctx, profile_path))) goto out;
+        char *text = NULL;
+        if ((s = wf_trace_summary_text(trace, ctx, &text))) goto out;
+        fprintf(stderr, "%s(trace written to %s)\n", text, profile_path);
+        wf_free(text);
+    }
     int nt = iterations == 1 ? 1 : iterations;
     qsort(times, (size_t)nt, sizeof *times, cmp_double);
     printf("time: first %.3f ms, median %.3f ms over %d runs\n", t_first, times[nt / 2], nt);
@@ -343,6 +434,8 @@ out:
     free(times);
     free(specs);
     free(limits);
+    free(places);
+    wf_trace_free(trace);
     wf_session_free(sess);
     wf_onnx_model_free(m);
     wf_graph_free(g);

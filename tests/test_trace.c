@@ -1,0 +1,349 @@
+/*
+ * Traced runs and their Chrome trace: every plan node (copies included) has an event, the file is
+ * valid JSON with copies on their destination's copy track, the summary adds up (busy <= wall), and a
+ * bad path is an error naming it. Runs on the CPU, on the TESTDEV plugin (no synchronize entry: its
+ * times are enqueue times) and on OPENCL:0 when the OpenCL plugin finds a device.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static wf_context *ctx;
+
+/* ---- a minimal JSON checker: the whole text must be one value ---------------------------------- */
+
+static const char *ws(const char *p)
+{
+    while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+    return p;
+}
+
+static const char *value(const char *p, int depth);
+
+static const char *string(const char *p)
+{
+    if (*p != '"') return NULL;
+    for (p++; *p && *p != '"'; p++) {
+        if ((unsigned char)*p < 0x20) return NULL;
+        if (*p == '\\') {
+            p++;
+            if (*p == 'u') {
+                for (int i = 1; i <= 4; i++)
+                    if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i]) return NULL;
+                p += 4;
+            } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+                return NULL;
+            }
+        }
+    }
+    return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *number(const char *p)
+{
+    const char *s = p;
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (*p >= '0' && *p <= '9') p++;
+    else return NULL;
+    if (*p == '.') {
+        if (!(*++p >= '0' && *p <= '9')) return NULL;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return NULL;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return p > s ? p : NULL;
+}
+
+static const char *value(const char *p, int depth)
+{
+    if (depth > 64 || !(p = ws(p))) return NULL;
+    if (*p == '{' || *p == '[') {
+        char close = *p == '{' ? '}' : ']';
+        p = ws(p + 1);
+        if (*p == close) return p + 1;
+        for (;;) {
+            if (close == '}') {
+                if (!(p = string(ws(p)))) return NULL;
+                p = ws(p);
+                if (*p++ != ':') return NULL;
+            }
+            if (!(p = value(p, depth + 1))) return NULL;
+            p = ws(p);
+            if (*p == close) return p + 1;
+            if (*p++ != ',') return NULL;
+        }
+    }
+    if (*p == '"') return string(p);
+    if (!strncmp(p, "true", 4)) return p + 4;
+    if (!strncmp(p, "false", 5)) return p + 5;
+    if (!strncmp(p, "null", 4)) return p + 4;
+    return number(p);
+}
+
+static int json_valid(const char *text)
+{
+    const char *end = value(text, 0);
+    return end && !*ws(end);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* The integer after "key": inside the complete event of `node` (the writer prints name before pid/tid). */
+static long event_field(const char *json, const char *node, const char *key)
+{
+    char pat[512];
+    snprintf(pat, sizeof pat, "{\"ph\":\"X\",\"name\":\"%s\"", node);
+    const char *e = strstr(json, pat);
+    if (!e) return -1;
+    const char *end = strchr(e, '}');
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = strstr(e, pat);
+    return k && k < end ? strtol(k + strlen(pat), NULL, 10) : -1;
+}
+
+static double other_number(const char *json, const char *from, const char *key)
+{
+    const char *o = strstr(json, from);
+    if (!o) return -1;
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = strstr(o, pat);
+    return k ? strtod(k + strlen(pat), NULL) : -1;
+}
+
+static int find_device(const char *type_id)
+{
+    for (int d = 0; d < wf_context_num_devices(ctx); d++) {
+        wf_device_info di;
+        CHECK_OK(wf_context_device(ctx, d, &di));
+        size_t n = strlen(di.name), m = strlen(type_id);
+        if (n > m && !strcmp(di.name + n - m, type_id) && di.name[n - m - 1] == ':') return d;
+    }
+    return -1;
+}
+
+/* x[16,32] -> mm (MatMul w) -> relu -> add (+ sigmoid(x @ w)); mm on `mm_device` when given. Checks
+ * the values against a plain C reference, then the trace, the file and the summary. */
+static void traced_run(const char *mm_device, int expect_copies, int expect_enqueue)
+{
+    enum { M = 16, K = 32, N = 8 };
+    float xv[M * K], wv[K * N];
+    for (int i = 0; i < M * K; i++) xv[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    for (int i = 0; i < K * N; i++) wv[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+    wf_graph *g;
+    wf_tensor *xt, *wt, *out = NULL;
+    wf_output x, w, mm, relu, mm2, sig, add;
+    CHECK_OK(wf_graph_new(&g));
+    CHECK_OK(wf_tensor_new(WF_F32, 2, (int64_t[]){M, K}, xv, &xt));
+    CHECK_OK(wf_tensor_new(WF_F32, 2, (int64_t[]){K, N}, wv, &wt));
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){M, K}, &x));
+    CHECK_OK(wf_const(g, "w", wt, &w));
+    CHECK_OK(wf_matmul(g, "mm", x, w, 0, 0, &mm));
+    CHECK_OK(wf_relu(g, "relu", mm, &relu));
+    CHECK_OK(wf_matmul(g, "mm2", x, w, 0, 0, &mm2));
+    CHECK_OK(wf_unary(g, "Sigmoid", "sig", mm2, &sig));
+    CHECK_OK(wf_add(g, "add", relu, sig, &add));
+    if (mm_device) CHECK_OK(wf_node_set_device(mm.node, mm_device));
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.strict_placement = 1; /* a forced device that cannot take mm must fail the test, not fall back */
+    if (!mm_device) so.device = "CPU:0"; /* the cost model would otherwise use TESTDEV's fast device */
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    wf_feed f = {x, xt};
+    char *placement = NULL;
+    CHECK_OK(wf_session_placement(s, &f, 1, &add, 1, &placement));
+    wf_trace *trace = NULL;
+    wf_run_options ro = {&trace};
+    CHECK_OK(wf_session_run(s, &f, 1, &add, 1, &out, &ro));
+    if (!out || !trace || !placement) goto done;
+
+    /* the values */
+    int bad = 0;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++) acc += (double)xv[i * K + k] * wv[k * N + j];
+            double ref = (acc > 0 ? acc : 0) + 1 / (1 + exp(-acc));
+            if (fabs(((float *)wf_tensor_data(out))[i * N + j] - ref) > 1e-4) bad++;
+        }
+    CHECK_INT(bad, 0);
+
+    /* every plan node (each placement line) has exactly one event, with its device and reason */
+    int n_ev = wf_trace_num_events(trace), lines = 0, copies = 0, enq = 0, add_dev = -1;
+    for (const char *l = placement; *l; l = strchr(l, '\n') + 1) lines++;
+    CHECK_INT(n_ev, lines);
+    int64_t wall = wf_trace_wall_ns(trace);
+    CHECK(wall > 0);
+    for (int i = 0; i < n_ev; i++) {
+        wf_trace_event e = wf_trace_event_at(trace, i);
+        char want[1024];
+        snprintf(want, sizeof want, "%s: (%s): %s  # %s\n", e.node, e.op, e.device, e.reason);
+        CHECK_STR_CONTAINS(placement, want);
+        CHECK(e.start_ns >= 0 && e.end_ns >= e.start_ns && e.end_ns <= wall);
+        CHECK(e.shapes[0] == 'f' && strchr(e.shapes, '['));
+        CHECK(e.bytes > 0);
+        CHECK(strstr(e.device, e.device_short) != NULL);
+        if (e.is_copy) {
+            copies++;
+            CHECK_STR_CONTAINS(e.node, "/Copy_to_");
+            CHECK_STR_CONTAINS(e.node, e.device_short); /* on its destination */
+            long d0 = 0, d1 = 0;
+            CHECK(sscanf(e.shapes, "f32[%ld,%ld]", &d0, &d1) == 2);
+            CHECK_INT(e.bytes, d0 * d1 * 4);
+        }
+        /* only the backend without a synchronize entry is timed by enqueueing */
+        CHECK_INT(e.enqueue_only, !strncmp(e.device_short, "TESTDEV", 7));
+        enq += e.enqueue_only;
+        if (!strcmp(e.node, "add")) add_dev = e.device_index;
+        if (!strcmp(e.node, "mm")) {
+            CHECK_STR_CONTAINS(e.shapes, "f32[16,8]");
+            CHECK_INT(e.bytes, (M * K + K * N + M * N) * 4);
+            if (mm_device) CHECK_STR_CONTAINS(e.device, mm_device);
+        }
+    }
+    CHECK(expect_copies ? copies > 0 : copies == 0);
+    CHECK(!expect_enqueue || enq > 0);
+
+    /* the summary */
+    wf_trace_device_summary sm[8];
+    int nd = wf_trace_summary(trace, ctx, sm, 8);
+    CHECK(nd >= 1 && nd <= 8);
+    int counted = 0;
+    for (int k = 0; k < nd && k < 8; k++) {
+        CHECK(sm[k].busy_ns >= 0 && sm[k].busy_ns <= wall);
+        CHECK(sm[k].copy_ns >= 0 && sm[k].copy_ns <= wall);
+        CHECK(sm[k].utilisation >= 0 && sm[k].utilisation <= 1.0);
+        CHECK_NEAR(sm[k].utilisation, (double)sm[k].busy_ns / (double)wall, 1e-9);
+        CHECK(sm[k].n_copies == 0 || sm[k].copy_bytes > 0);
+        if (sm[k].device_index == add_dev) CHECK(sm[k].peak_memory > 0); /* it produced the result */
+        counted += sm[k].n_nodes + sm[k].n_copies;
+    }
+    CHECK_INT(counted, n_ev);
+    char *text = NULL;
+    CHECK_OK(wf_trace_summary_text(trace, ctx, &text));
+    CHECK_STR_CONTAINS(text, "profile: wall");
+    CHECK_STR_CONTAINS(text, "CPU:0:");
+    wf_free(text);
+
+    /* the Chrome trace */
+    char path[] = "/tmp/weft-trace-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    CHECK_OK(wf_trace_write_chrome(trace, ctx, path));
+    char *json = slurp(path);
+    unlink(path);
+    CHECK(json != NULL);
+    if (json) {
+        CHECK(json_valid(json));
+        CHECK_STR_CONTAINS(json, "\"traceEvents\":[");
+        CHECK_STR_CONTAINS(json, "\"otherData\":{");
+        CHECK_STR_CONTAINS(json, "{\"ph\":\"M\",\"name\":\"thread_name\"");
+        for (int i = 0; i < n_ev; i++) {
+            wf_trace_event e = wf_trace_event_at(trace, i);
+            long tid = event_field(json, e.node, "tid"), pid = event_field(json, e.node, "pid");
+            CHECK_INT(pid, e.device_index);
+            if (e.is_copy) CHECK(tid >= 1001);
+            else CHECK(tid >= 1 && tid < 1001);
+            CHECK_INT(event_field(json, e.node, "bytes"), e.bytes);
+        }
+        CHECK(!enq == !strstr(json, "\"timing\":\"enqueue\""));
+        double wall_us = other_number(json, "\"otherData\"", "wall_us");
+        CHECK_NEAR(wall_us, (double)wall / 1e3, 1e-3);
+        for (const char *o = strstr(json, "\"otherData\""); o && (o = strstr(o, "\"busy_us\":")); o++)
+            CHECK(strtod(o + 10, NULL) <= wall_us + 1e-3);
+        free(json);
+    }
+done:
+    wf_free(placement);
+    wf_trace_free(trace);
+    wf_tensor_free(out);
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_tensor_free(xt);
+    wf_tensor_free(wt);
+}
+
+static void test_cpu(void) { traced_run(NULL, 0, 0); }
+
+static void test_testdev(void)
+{
+    /* TESTDEV has no synchronize entry: its nodes can only be timed as enqueued */
+    CHECK(find_device("TESTDEV:0") >= 0);
+    traced_run("TESTDEV:0", 1, 1);
+}
+
+static void test_opencl(void)
+{
+    if (find_device("OPENCL:0") < 0) {
+        fprintf(stderr, "     (no OPENCL:0: skipped)\n");
+        return;
+    }
+    traced_run("OPENCL:0", 1, 0);
+}
+
+static void test_bad_path(void)
+{
+    wf_graph *g;
+    wf_output a, r;
+    wf_tensor *t, *out = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    CHECK_OK(wf_placeholder(g, "a", WF_F32, 1, (int64_t[]){4}, &a));
+    CHECK_OK(wf_relu(g, "r", a, &r));
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){4}, NULL, &t));
+    wf_session *s;
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    wf_trace *trace = NULL;
+    wf_run_options ro = {&trace};
+    wf_feed f = {a, t};
+    CHECK_OK(wf_session_run(s, &f, 1, &r, 1, &out, &ro));
+    CHECK_INT(wf_trace_num_events(trace), 2);
+    CHECK_ERR(wf_trace_write_chrome(trace, ctx, "/nonexistent-weft-dir/p.json"), WF_IO_ERROR,
+              "/nonexistent-weft-dir/p.json");
+    CHECK_ERR(wf_trace_write_chrome(NULL, ctx, "/tmp/x.json"), WF_INVALID_ARGUMENT, "NULL");
+    /* no context: the summary leaves memory out */
+    wf_trace_device_summary sm;
+    CHECK_INT(wf_trace_summary(trace, NULL, &sm, 1), 1);
+    CHECK_INT(sm.peak_memory, 0);
+    CHECK_INT(sm.n_nodes, 2);
+    wf_trace_free(trace);
+    wf_tensor_free(out);
+    wf_tensor_free(t);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+int main(void)
+{
+    /* the test backend, and the OpenCL plugin beside the weft binary two folders up */
+    setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR ":" WEFT_TEST_PLUGIN_DIR "/../..", 1);
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    RUN_TEST(test_cpu);
+    RUN_TEST(test_testdev);
+    RUN_TEST(test_opencl);
+    RUN_TEST(test_bad_path);
+    wf_context_free(ctx);
+    return check_summary();
+}
