@@ -228,8 +228,11 @@ static wf_status *schedule(const wf__place_problem *p, const int *fixed, wf__pla
         if (!fixed && p->pinned && p->pinned[v] && cand) cand &= ~cand + 1; /* lowest set bit */
         int best = -1, second = -1, over = -1;
         trial tb = {0}, ts = {0}, to = {0};
+        uint64_t extra = !fixed && p->fallback ? p->fallback[v] & ~cand : 0;
+        for (int pass = 0; pass < 2 && best < 0; pass++)
         for (int d = 0; d < D; d++) {
-            if (!(cand >> d & 1)) continue;
+            /* the second pass: soft placement's other devices, when no allowed one has the memory */
+            if (!((pass ? extra : cand) >> d & 1)) continue;
             trial t = try_device(p, &s, avail, v, d);
             double lim = p->dev[d].mem_limit;
             if (!fixed && lim > 0 && mem[d] + t.new_bytes > lim) {

@@ -33,6 +33,8 @@ typedef struct wf__place_problem {
     const double *flops, *bytes;   /* per node: the op's cost */
     const double *out_bytes;       /* per node: the bytes of its outputs */
     const uint64_t *allowed;       /* per node: devices it may run on (kernel, request); non-zero */
+    const uint64_t *fallback;      /* per node: devices to try when every allowed one would pass its
+                                      memory limit (soft placement: those with a kernel); NULL: none */
     const int *group;              /* per node: colocation group or -1; NULL: none */
     const unsigned char *resident; /* per node: a constant, uploaded once and kept for the session (no
                                       per-run copy; its bytes stay on every device that reads it);

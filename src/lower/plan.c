@@ -314,6 +314,7 @@ typedef struct consumer_ref {
 /* Per live node: the constraints' verdict before costs decide. */
 typedef struct pconstr {
     uint64_t allowed;
+    uint64_t kernels;  /* devices with a kernel for it */
     bool pinned;       /* fed, or no choice to make */
     char *why;         /* the constraint's reason, or NULL */
 } pconstr;
@@ -345,7 +346,7 @@ static wf_status *constrain(builder *b, const wf_node *n, pconstr *pc)
     wf_dtype kd = n->n_in && in[0].dtype ? in[0].dtype : b->info[n->id][0].dtype;
     wf__free(heap);
     /* no kernel anywhere: the CPU, where kernel selection reports it */
-    pc->allowed = kern ? kern : 1;
+    pc->allowed = pc->kernels = kern ? kern : 1;
     const char *req = b->po && b->po->device && *b->po->device ? b->po->device : n->device;
     if (!req || !*req) {
         if (kern && !(kern & (kern - 1)) && c->n_devices > 1)
@@ -418,7 +419,7 @@ static wf_status *place_all(builder *b)
     int *in_start = wf__malloc(sizeof(int) * (L + 1)), *in_src = wf__malloc(sizeof(int) * (size_t)(n_edges ? n_edges : 1));
     double *flops = wf__calloc(L, sizeof(double)), *bytes = wf__calloc(L, sizeof(double)),
            *obytes = wf__calloc(L, sizeof(double));
-    uint64_t *allowed = wf__calloc(L, sizeof(uint64_t));
+    uint64_t *allowed = wf__calloc(L, sizeof(uint64_t)), *fallback = wf__calloc(L, sizeof(uint64_t));
     int *group = wf__malloc(sizeof(int) * L);
     unsigned char *resident = wf__calloc(L, 1), *pinned = wf__calloc(L, 1);
     const char **gname = wf__calloc(L, sizeof(char *));
@@ -426,7 +427,7 @@ static wf_status *place_all(builder *b)
     wf__place_dev dev[WF__PLACE_MAX_DEV];
     double *lat = wf__calloc((size_t)D * (size_t)D, sizeof(double)), *bw = wf__calloc((size_t)D * (size_t)D, sizeof(double));
     wf__place_result res = {.node = wf__calloc(L, sizeof(wf__place_choice))};
-    if (!in_start || !in_src || !flops || !bytes || !obytes || !allowed || !group || !resident || !pinned ||
+    if (!in_start || !in_src || !flops || !bytes || !obytes || !allowed || !fallback || !group || !resident || !pinned ||
         !gname || !host_bound || !lat || !bw || !res.node) {
         s = wf__oom("planning", sizeof(double) * L * 8);
         goto out;
@@ -454,6 +455,7 @@ static wf_status *place_all(builder *b)
         }
         if ((s = constrain(b, n, &pc[id]))) break;
         allowed[v] = pc[id].allowed;
+        if (!(b->po && b->po->strict)) fallback[v] = pc[id].kernels;
         wf__tinfo buf[16], *heap;
         const wf__tinfo *in = node_in_info(b, n, buf, &heap);
         if (!in) {
@@ -583,7 +585,7 @@ static wf_status *place_all(builder *b)
             bw[a * D + z] = inv > 0 ? 1 / inv : 0;
         }
     wf__place_problem pr = {.n_nodes = nl, .n_dev = D, .in_start = in_start, .in_src = in_src, .flops = flops,
-                            .bytes = bytes, .out_bytes = obytes, .allowed = allowed, .group = group,
+                            .bytes = bytes, .out_bytes = obytes, .allowed = allowed, .fallback = fallback, .group = group,
                             .resident = resident, .pinned = pinned, .dev = dev, .link_lat = lat, .link_bw = bw};
     int policy = b->po ? b->po->policy : WF__POLICY_HEFT;
     if (policy == WF__POLICY_HEFT) {
@@ -637,6 +639,8 @@ static wf_status *place_all(builder *b)
         }
         wf__str r = {0};
         if (pc[id].why) wf__str_appendf(&r, "%s", pc[id].why);
+        if (ch->dev >= 0 && !(allowed[v] >> ch->dev & 1))
+            wf__str_appendf(&r, "%ssoft placement: moved to %s for memory", r.len ? "; " : "", dn);
         int k = group[v];
         char t1[32], t2[32], t3[32], t4[32];
         uint64_t gm = ~(uint64_t)0;
@@ -687,6 +691,7 @@ out:
     wf__free(bytes);
     wf__free(obytes);
     wf__free(allowed);
+    wf__free(fallback);
     wf__free(group);
     wf__free(resident);
     wf__free(pinned);

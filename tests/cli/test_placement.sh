@@ -152,6 +152,77 @@ else
     skip place_gpu "this machine has a GPU:0"
 fi
 
+# --- memory: a model that does not fit in OPENCL:0's limit is placed partly on the CPU -------------
+# and a trace of two branches on two devices shows copies overlapping compute
+if [ $HAVE_OCL = 1 ]; then
+    $PY - "$D" <<'EOF' 2>>"$D/err"
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+out = sys.argv[1]
+rng = np.random.default_rng(5)
+# mem.onnx: x[8,512] @ w1 (1 MiB) -> relu -> @ w2 (1 MiB); a 1.5 MiB limit holds only one weight
+w1 = (rng.standard_normal((512, 512)) * 0.05).astype(np.float32)
+w2 = (rng.standard_normal((512, 512)) * 0.05).astype(np.float32)
+x = rng.standard_normal((8, 512)).astype(np.float32)
+nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="mm1"), helper.make_node("Relu", ["h"], ["r"], name="relu"),
+         helper.make_node("MatMul", ["r", "w2"], ["y"], name="mm2")]
+g = helper.make_graph(nodes, "mem", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 512])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      initializer=[numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+open(out + "/mem.onnx", "wb").write(m.SerializeToString())
+np.save(out + "/memx.npy", x)
+np.save(out + "/memy_ref.npy", np.maximum(x @ w1, 0) @ w2)
+# branches.onnx: a long CPU chain (a_0..a_11: 512x512 MatMuls) beside a short branch (b_*) placed on
+# OPENCL:0; the short branch's copies in and out happen while the chain computes
+a = rng.standard_normal((512, 512)).astype(np.float32) / 23
+nodes, prev = [], "x"
+for i in range(12):
+    nodes.append(helper.make_node("MatMul", [prev, "wa"], ["a%d" % i], name="a_%d" % i))
+    prev = "a%d" % i
+nodes += [helper.make_node("Tanh", ["x"], ["bt"], name="b_tanh"), helper.make_node("Mul", ["bt", "bt"], ["bm"], name="b_mul"),
+          helper.make_node("Add", [prev, "bm"], ["y"], name="join")]
+g = helper.make_graph(nodes, "branches", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [512, 512])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      initializer=[numpy_helper.from_array(a, "wa")])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+open(out + "/branches.onnx", "wb").write(m.SerializeToString())
+xb = rng.standard_normal((512, 512)).astype(np.float32)
+np.save(out + "/bx.npy", xb)
+r = xb
+for i in range(12):
+    r = r @ a
+np.save(out + "/by_ref.npy", r + np.tanh(xb) ** 2)
+EOF
+    rm -rf "$D/o"
+    if "$WEFT" run "$D/mem.onnx" --input "x=$D/memx.npy" --iterations 1 --place '*=OPENCL:0' --memory-limit OPENCL:0=1.5M \
+        --explain --output-dir "$D/o" >"$D/out" 2>"$D/err" && ! sanitizer &&
+        grep -q '^mm1: (MatMul): .*device:OPENCL:0' "$D/out" &&
+        grep -q '^mm2: (MatMul): .*device:CPU:0 .*OPENCL:0 left out: the plan would pass its memory limit (1.5 MiB)' "$D/out" &&
+        $PY -c "import numpy as np, sys; a = np.load(sys.argv[1]); b = np.load(sys.argv[2]); sys.exit(0 if np.allclose(a, b, rtol=1e-4, atol=1e-4) else 'differs')" \
+            "$D/o/y.npy" "$D/memy_ref.npy" 2>>"$D/err"; then ok memory_limit_splits_placement
+    else cat "$D/out" >>"$D/err"; bad memory_limit_splits_placement "mm2 not moved to the CPU for memory, or wrong result"; fi
+    rm -rf "$D/o"
+    if "$WEFT" run "$D/branches.onnx" --input "x=$D/bx.npy" --iterations 2 --threads 2 --place 'b_*=OPENCL:0' \
+        --profile "$D/b.json" --output-dir "$D/o" >"$D/out" 2>"$D/err" && ! sanitizer &&
+        $PY - "$D/b.json" "$D/o/y.npy" "$D/by_ref.npy" <<'EOF' 2>>"$D/err"; then ok trace_copy_overlaps_compute
+import json, sys
+import numpy as np
+assert np.allclose(np.load(sys.argv[2]), np.load(sys.argv[3]), rtol=1e-3, atol=1e-3), "wrong result"
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+copies = [e for e in ev if e["cat"] == "copy"]
+compute = [e for e in ev if e["cat"] != "copy" and e["args"]["op"] == "MatMul"]
+assert copies and compute, "no copies or no MatMuls in the trace"
+def overlap(c, k):
+    return c["ts"] < k["ts"] + k["dur"] and k["ts"] < c["ts"] + c["dur"]
+assert any(overlap(c, k) for c in copies for k in compute), "no copy overlaps a MatMul"
+EOF
+    else bad trace_copy_overlaps_compute "no overlap of a copy with the CPU chain in the trace, or wrong result"; fi
+fi
+
 # --- patterns that match nothing -----------------------------------------------------------------
 for p in 'nosuch*=CPU:0' 'op:Conv=CPU:0'; do
     pat=${p%=*}
