@@ -205,10 +205,9 @@ EOF
         $PY -c "import numpy as np, sys; a = np.load(sys.argv[1]); b = np.load(sys.argv[2]); sys.exit(0 if np.allclose(a, b, rtol=1e-4, atol=1e-4) else 'differs')" \
             "$D/o/y.npy" "$D/memy_ref.npy" 2>>"$D/err"; then ok memory_limit_splits_placement
     else cat "$D/out" >>"$D/err"; bad memory_limit_splits_placement "mm2 not moved to the CPU for memory, or wrong result"; fi
-    rm -rf "$D/o"
-    if "$WEFT" run "$D/branches.onnx" --input "x=$D/bx.npy" --iterations 2 --threads 2 --place 'b_*=OPENCL:0' \
-        --profile "$D/b.json" --output-dir "$D/o" >"$D/out" 2>"$D/err" && ! sanitizer &&
-        $PY - "$D/b.json" "$D/o/y.npy" "$D/by_ref.npy" <<'EOF' 2>>"$D/err"; then ok trace_copy_overlaps_compute
+    # Whether the two executor threads take the branches at once is up to the scheduler and the load:
+    # up to three traced runs, one showing the overlap is enough.
+    cat >"$D/overlap.py" <<'EOF'
 import json, sys
 import numpy as np
 assert np.allclose(np.load(sys.argv[2]), np.load(sys.argv[3]), rtol=1e-3, atol=1e-3), "wrong result"
@@ -220,6 +219,14 @@ def overlap(c, k):
     return c["ts"] < k["ts"] + k["dur"] and k["ts"] < c["ts"] + c["dur"]
 assert any(overlap(c, k) for c in copies for k in compute), "no copy overlaps a MatMul"
 EOF
+    seen=0
+    for try in 1 2 3; do
+        rm -rf "$D/o"
+        if "$WEFT" run "$D/branches.onnx" --input "x=$D/bx.npy" --iterations 2 --threads 2 --place 'b_*=OPENCL:0' \
+            --profile "$D/b.json" --output-dir "$D/o" >"$D/out" 2>"$D/err" && ! sanitizer &&
+            $PY "$D/overlap.py" "$D/b.json" "$D/o/y.npy" "$D/by_ref.npy" 2>>"$D/err"; then seen=1; break; fi
+    done
+    if [ $seen = 1 ]; then ok trace_copy_overlaps_compute
     else bad trace_copy_overlaps_compute "no overlap of a copy with the CPU chain in the trace, or wrong result"; fi
 fi
 
