@@ -400,6 +400,15 @@ WF_API wf_status *wf_reshape(wf_graph *g, const char *name, wf_output x, int ran
                              const int64_t *dims, wf_output *out);
 WF_API wf_status *wf_flatten(wf_graph *g, const char *name, wf_output x, int axis, wf_output *out);
 
+/* ---- Gradients ---------------------------------------------------------------------------------- */
+/* Reverse-mode autodiff: adds to g the nodes computing, for each xs[i], the gradient of
+ * sum_k sum(grad_ys[k] * ys[k]) with respect to xs[i] (grad_ys NULL: ones of each ys' shape), and
+ * returns them in dxs[i]. dxs[i].node is NULL when xs[i] does not influence the ys (TensorFlow's None).
+ * The backward nodes are ordinary nodes: placement, copies and every device apply to them. An op on
+ * the path without a gradient is an error naming the node and the op; g is left unchanged on error. */
+WF_API wf_status *wf_gradients(wf_graph *g, const wf_output *ys, int n_ys, const wf_output *grad_ys,
+                               const wf_output *xs, int n_xs, wf_output *dxs);
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Sessions                                                                                         */
 /* ------------------------------------------------------------------------------------------------ */

@@ -59,6 +59,18 @@ enum {
     WF__OP_CHEAP = 1u << 2     /* tiny work per element: run inline by the executor */
 };
 
+/* What a gradient function sees: the forward node, the gradient flowing into each of its outputs
+ * (dy[j].node == NULL: none reaches that output, treat it as zero), and where to put the gradient of
+ * each input (leave dx[i].node NULL for none: integer inputs, shapes, indices). It adds the backward
+ * nodes to g through the ordinary builders, named under `prefix` ("gradients/<node>/"). */
+typedef struct wf__grad_ctx {
+    wf_graph *g;
+    const wf_node *node;
+    const wf_output *dy;     /* node->n_out entries */
+    wf_output *dx;           /* node->n_in entries, zeroed by the caller */
+    const char *prefix;
+} wf__grad_ctx;
+
 struct wf__op_def {
     const char *name;
     int min_in, max_in;      /* max_in -1: any number (Concat) */
@@ -75,6 +87,8 @@ struct wf__op_def {
     /* Inputs that kernels read on the host (shapes, axes, sizes: bit i for input i). The placer keeps
      * the nodes that only compute such arguments on the CPU, next to the host. */
     uint32_t host_in;
+    /* Optional: reverse-mode gradient (graph/grad.c builds the backward graph with it). */
+    wf_status *(*grad)(wf__grad_ctx *ctx);
 };
 
 /* "node 'NAME' (OP): message" with the given code. */
