@@ -9,3 +9,5 @@ echo; echo "== demo model forward pass"; "$B/bench/bench_demo"
 echo; echo "== Conv2D layers: weft vs oneDNN (plain NCHW and its chosen layout)"; "$B/bench/bench_conv"
 echo; echo "== real models (ONNX from PyTorch): weft run vs PyTorch"; /usr/bin/python3 bench/bench_models.py "$B"
 echo; echo "== every device against the CPU: GEMM and ResNet-18 through weft run --device"; /usr/bin/python3 bench/bench_devices.py "$B"
+echo; echo "== placement: HEFT against other rules (estimates), placement speed, ResNet-18 placed vs single devices"
+"$B/bench/bench_place" "$B/bench-devices/resnet18/model.onnx" input
