@@ -146,3 +146,70 @@ wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds
     *text = out.p;
     return NULL;
 }
+
+struct wf_placement {
+    int n;
+    wf_placement_entry *e;
+    char *strings; /* every entry's strings, NUL-separated */
+    double makespan_ms;
+};
+
+wf_status *wf_session_placement_get(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                    int n_fetches, wf_placement **out)
+{
+    if (!s || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_session_placement_get: NULL argument");
+    *out = NULL;
+    wf__plan *p;
+    WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
+    size_t chars = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        const wf__pnode *pn = &p->nodes[i];
+        chars += strlen(pn->name) + strlen(pn->op->name) + strlen(s->ctx->devices[pn->device].name) +
+                 strlen(pn->reason ? pn->reason : "") + (pn->fused_names ? strlen(pn->fused_names) : 0) + 5;
+    }
+    wf_placement *pl = wf__calloc(1, sizeof *pl);
+    if (pl) {
+        pl->e = wf__calloc((size_t)(p->n_nodes ? p->n_nodes : 1), sizeof *pl->e);
+        pl->strings = wf__malloc(chars ? chars : 1);
+    }
+    if (!pl || !pl->e || !pl->strings) {
+        wf_placement_free(pl);
+        return wf__oom("a placement", chars);
+    }
+    char *w = pl->strings;
+#define PUT(dst, src)                                                                                        \
+    do {                                                                                                     \
+        size_t l_ = strlen(src) + 1;                                                                         \
+        memcpy(w, (src), l_);                                                                                \
+        (dst) = w;                                                                                           \
+        w += l_;                                                                                             \
+    } while (0)
+    for (int i = 0; i < p->n_nodes; i++) {
+        const wf__pnode *pn = &p->nodes[i];
+        wf_placement_entry *e = &pl->e[pl->n++];
+        PUT(e->node, pn->name);
+        PUT(e->op, pn->op->name);
+        if (pn->fused_names) PUT(e->fused, pn->fused_names);
+        e->device_index = pn->device;
+        PUT(e->device, s->ctx->devices[pn->device].name);
+        PUT(e->reason, pn->reason ? pn->reason : "");
+        e->is_copy = pn->op == &wf__copy_op;
+        e->est_ms = pn->est >= 0 ? pn->est * 1e3 : -1;
+    }
+#undef PUT
+    pl->makespan_ms = p->est_makespan * 1e3;
+    *out = pl;
+    return NULL;
+}
+
+int wf_placement_num_entries(const wf_placement *p) { return p ? p->n : 0; }
+wf_placement_entry wf_placement_entry_at(const wf_placement *p, int i) { return p->e[i]; }
+double wf_placement_est_makespan_ms(const wf_placement *p) { return p ? p->makespan_ms : 0; }
+
+void wf_placement_free(wf_placement *p)
+{
+    if (!p) return;
+    wf__free(p->e);
+    wf__free(p->strings);
+    wf__free(p);
+}

@@ -317,6 +317,35 @@ static void test_session_costs(void)
         CHECK_INT(count_lines(t, "(Copy)"), 2);
     }
     wf_free(t);
+    /* the same placement as records */
+    {
+        wf_session *ss;
+        wf_placement *pl = NULL;
+        CHECK_OK(wf_session_new(ctx, g, NULL, &ss));
+        CHECK_OK(wf_session_placement_get(ss, &f, 1, &sm, 1, &pl));
+        int copies = 0, seen_mm = 0;
+        for (int i = 0; i < wf_placement_num_entries(pl); i++) {
+            wf_placement_entry e = wf_placement_entry_at(pl, i);
+            copies += e.is_copy;
+            if (e.is_copy) {
+                CHECK_STR_CONTAINS(e.op, "Copy");
+                CHECK(e.est_ms < 0);
+            }
+            if (!strcmp(e.node, "mm")) {
+                seen_mm = 1;
+                CHECK_STR_CONTAINS(e.device, "device:TESTDEV:0");
+                CHECK(e.est_ms > 0 && e.est_ms < 1);
+                CHECK_STR_CONTAINS(e.reason, "est ");
+                CHECK_STR_CONTAINS(e.op, "MatMul");
+            }
+        }
+        CHECK_INT(copies, 2);
+        CHECK(seen_mm);
+        CHECK(wf_placement_est_makespan_ms(pl) > 0);
+        wf_placement_free(pl);
+        CHECK_ERR(wf_session_placement_get(ss, &f, 1, &sm, 1, NULL), WF_INVALID_ARGUMENT, "NULL");
+        wf_session_free(ss);
+    }
     /* a tiny op next to its (host) data stays there */
     t = placement(g, NULL, NULL, 0, &tiny, NULL);
     if (t) CHECK_STR_CONTAINS(line_of(t, "tiny"), "device:CPU:0  # est ");

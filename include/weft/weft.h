@@ -480,6 +480,26 @@ WF_API wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feed
 WF_API wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds,
                                        const wf_output *fetches, int n_fetches, char **text);
 
+/* The same placement as records, one per plan node (copies included), for programs that read it. */
+typedef struct wf_placement_entry {
+    const char *node;      /* node name; a copy's is "<value>/Copy_to_<device>" */
+    const char *op;        /* op type; "Copy" for copies */
+    const char *fused;     /* ops fused into it ("BiasAdd+Relu"), or NULL */
+    int device_index;      /* into the context's devices */
+    const char *device;    /* full device name */
+    const char *reason;    /* why it runs there */
+    int is_copy;
+    double est_ms;         /* the placer's estimate of its run time there; -1 for copies and feeds */
+} wf_placement_entry;
+typedef struct wf_placement wf_placement;
+WF_API wf_status *wf_session_placement_get(wf_session *s, const wf_feed *feeds, int n_feeds,
+                                           const wf_output *fetches, int n_fetches, wf_placement **out);
+WF_API int wf_placement_num_entries(const wf_placement *p);
+WF_API wf_placement_entry wf_placement_entry_at(const wf_placement *p, int i);
+/* The placer's estimated makespan of one run of this plan, in ms. */
+WF_API double wf_placement_est_makespan_ms(const wf_placement *p);
+WF_API void wf_placement_free(wf_placement *p);
+
 WF_API int wf_trace_num_events(const wf_trace *t);
 WF_API wf_trace_event wf_trace_event_at(const wf_trace *t, int i);
 /* Wall time of the traced run, from its start to its last node's end. */
@@ -568,6 +588,93 @@ WF_API wf_status *wf_onnx_inspect(const char *path, char **text);
 
 /* Reads a serialized ONNX TensorProto (.pb, as in the ONNX test data). Caller owns *out. */
 WF_API wf_status *wf_onnx_read_tensor(const char *path, wf_tensor **out);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Datasets                                                                                         */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* Reads an IDX file (the MNIST format: magic 0 0 TYPE RANK, big-endian u32 dims, big-endian data of
+ * type 0x08 u8, 0x09 i8, 0x0B i16, 0x0C i32, 0x0D f32 or 0x0E f64), plain or gzip-compressed. Errors
+ * name the file and the problem: missing file (NOT_FOUND), bad magic, unknown type, truncated data,
+ * dims that do not match the data size, a truncated or corrupt gzip stream. Caller owns *out. */
+WF_API wf_status *wf_idx_read(const char *path, wf_tensor **out);
+
+/* A dataset: features with one sample per row of the first dim, and optional labels with the same
+ * first dim, visited in batches. Each epoch visits every sample exactly once, in stored order or, after
+ * wf_dataset_shuffle, in an order drawn from (seed, epoch) by weft's own generator: splitmix64 started
+ * at splitmix64(seed) + epoch, and Fisher-Yates with rejection sampling, so a seed gives the same
+ * orders on every machine. Batches are new tensors
+ * [batch, sample dims...] of the stored dtypes. Not thread-safe: one thread iterates a dataset. */
+typedef struct wf_dataset wf_dataset;
+
+typedef struct wf_dataset_options {
+    int scale;            /* wf_dataset_from_idx: 1 turns u8 features into f32 divided by 255 (inputs in
+                             [0, 1]); other dtypes are kept. 0 (default): features as stored */
+    wf_dtype label_dtype; /* wf_dataset_from_idx: converts the labels (e.g. WF_I64 for a loss);
+                             WF_DTYPE_INVALID (default) keeps the file's */
+} wf_dataset_options;
+
+WF_API void wf_dataset_options_init(wf_dataset_options *o);
+
+/* Over in-memory arrays: takes a reference to each (no copy; do not modify them while the dataset
+ * lives). labels may be NULL. Features need rank >= 1; labels a first dim equal to the features'.
+ * Both in host memory. Defaults: batch 32, remainder kept, stored order. Caller owns *out. */
+WF_API wf_status *wf_dataset_from_tensors(wf_tensor *features, wf_tensor *labels, wf_dataset **out);
+/* Over IDX files (see wf_idx_read), e.g. Fashion-MNIST's train-images-idx3-ubyte.gz and
+ * train-labels-idx1-ubyte.gz. labels_path may be NULL; opts NULL for the defaults. Images and labels
+ * with different sample counts are an error naming both files. On failure no dataset is made. */
+WF_API wf_status *wf_dataset_from_idx(const char *images_path, const char *labels_path,
+                                      const wf_dataset_options *opts, wf_dataset **out);
+WF_API void wf_dataset_free(wf_dataset *ds);
+
+WF_API int64_t wf_dataset_num_samples(const wf_dataset *ds);
+/* 0 for the first epoch; wf_dataset_reset adds 1. */
+WF_API int64_t wf_dataset_epoch(const wf_dataset *ds);
+
+/* Sets the batch size (>= 1). With drop_remainder, an epoch's last batch when smaller than batch_size
+ * is skipped; otherwise it comes out smaller. Applies from the next batch on. */
+WF_API wf_status *wf_dataset_batch(wf_dataset *ds, int64_t batch_size, int drop_remainder);
+/* Visits samples in a seeded random order from now on: restarts the current epoch in the order drawn
+ * from (seed, epoch); each later epoch gets its own. */
+WF_API void wf_dataset_shuffle(wf_dataset *ds, uint64_t seed);
+/* Starts the next epoch (reshuffled from (seed, epoch + 1) when shuffling). */
+WF_API void wf_dataset_reset(wf_dataset *ds);
+
+/* The epoch's next batch: *x the features, *y the labels (caller owns both; y may be NULL to skip
+ * labels, and *y is NULL for a dataset without labels). At the end of the epoch returns NULL with
+ * *x = NULL (and *y = NULL) until wf_dataset_reset:
+ *     while (!(s = wf_dataset_next_batch(ds, &x, &y)) && x) { ...; wf_tensor_free(x); wf_tensor_free(y); }
+ * A failure (out of memory) does not advance the epoch. */
+WF_API wf_status *wf_dataset_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor **y);
+/* Samples [start, start + count) in stored order (never shuffled), as one batch: for evaluation. */
+WF_API wf_status *wf_dataset_take(const wf_dataset *ds, int64_t start, int64_t count, wf_tensor **x,
+                                  wf_tensor **y);
+/* Splits off a validation set of round(n * val_fraction) samples, 0 < val_fraction < 1, both sets
+ * non-empty: the last samples of ds's current epoch order go to *val, the others to *train. So an
+ * unshuffled dataset gives its last samples (Keras's validation_split); after wf_dataset_shuffle(ds,
+ * seed) a random subset that the seed reproduces. The two share ds's arrays (ds may be freed first),
+ * take its batch settings, and start unshuffled at epoch 0. Caller owns both. */
+WF_API wf_status *wf_dataset_split(const wf_dataset *ds, double val_fraction, wf_dataset **train,
+                                   wf_dataset **val);
+
+/* ---- Checkpoints: safetensors files ------------------------------------------------------------ */
+/* Writes n named tensors (host memory; F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL) in the safetensors
+ * format, data in the order given. metadata_json, when not NULL, is a JSON object of string values
+ * stored as "__metadata__". The file is written to PATH.tmp.PID, flushed to disk and renamed over path,
+ * so a reader sees the old file or the new one, never a partial one. Duplicate names, the name
+ * "__metadata__" and unsupported dtypes are errors. */
+WF_API wf_status *wf_safetensors_write(const char *path, int n, const char *const *names,
+                                       wf_tensor *const *tensors, const char *metadata_json);
+/* Reads every tensor of a safetensors file, in the order of their data in the file. The file is
+ * untrusted: a header larger than the file, bad JSON, an unknown dtype (UNIMPLEMENTED), a size that
+ * does not match the shape, offsets that overlap or run past the end of the file (a truncated file)
+ * are errors naming the file and the tensor. On success the caller owns *names and *tensors, *n
+ * entries each: release them with wf_safetensors_free. */
+WF_API wf_status *wf_safetensors_read(const char *path, int *n, char ***names, wf_tensor ***tensors);
+WF_API void wf_safetensors_free(int n, char **names, wf_tensor **tensors);
+/* The file's "__metadata__" as compact JSON text, or *json = NULL when it has none. Caller frees *json
+ * with wf_free. */
+WF_API wf_status *wf_safetensors_metadata(const char *path, char **json);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ typedef struct builder {
     int *fuse_into;         /* fused-away node -> the graph node that absorbs it */
     int *dev_of;            /* graph node -> device index */
     char **reason_of;       /* graph node -> why it runs there */
+    double *est_of;         /* graph node -> the placer's run-time estimate, s (-1: none) */
     const wf__place_opts *po;
     double est_makespan, est_lower_bound;
 } builder;
@@ -624,6 +625,7 @@ static wf_status *place_all(builder *b)
         int v = idx[id];
         const wf__place_choice *ch = &res.node[v];
         b->dev_of[id] = ch->dev < 0 ? 0 : ch->dev;
+        b->est_of[id] = b->feed_of[id] >= 0 || resident[v] ? -1 : ch->est;
         const char *dn = c->devices[b->dev_of[id]].short_name;
         if (b->feed_of[id] >= 0) {
             s = set_reason(b, id, "fed from host memory");
@@ -926,6 +928,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         pn->fused_names = names.p;
         pn->cheap = (n->op->flags & WF__OP_CHEAP) != 0;
         pn->device = dest;
+        pn->est = b->est_of[id];
         pn->reason = b->reason_of[id];
         b->reason_of[id] = NULL;
         /* cost and kernel */
@@ -981,6 +984,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             }
             pn->name = pn->own_name;
             pn->op = &wf__copy_op;
+            pn->est = -1;
             pn->kernel = &wf__copy_kernel;
             pn->device = d;
             pn->n_in = 1;
@@ -1093,10 +1097,11 @@ wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *fee
     b.fuse_into = wf__malloc(n * sizeof *b.fuse_into);
     b.dev_of = wf__calloc(n, sizeof *b.dev_of);
     b.reason_of = wf__calloc(n, sizeof *b.reason_of);
+    b.est_of = wf__calloc(n, sizeof *b.est_of);
     wf__plan *p = wf__calloc(1, sizeof *p);
     wf_status *s = NULL;
     if (!b.live || !b.fused_away || !b.feed_of || !b.info || !b.value || !b.slot || !b.consumers ||
-        !b.fetched || !b.pidx || !b.fuse_into || !b.dev_of || !b.reason_of || !p) {
+        !b.fetched || !b.pidx || !b.fuse_into || !b.dev_of || !b.reason_of || !b.est_of || !p) {
         s = wf__oom("planning", n * 64);
     } else {
         for (size_t i = 0; i < n; i++) b.feed_of[i] = b.pidx[i] = b.fuse_into[i] = -1;
@@ -1112,6 +1117,7 @@ wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *fee
     }
     wf__free(b.dev_of);
     wf__free(b.reason_of);
+    wf__free(b.est_of);
     wf__free(b.live);
     wf__free(b.fused_away);
     wf__free(b.feed_of);

@@ -37,6 +37,7 @@ typedef struct wf__pnode {
     void *state;
     pthread_mutex_t state_lock;
     double flops, bytes;          /* cost estimate */
+    double est;                   /* the placer's run-time estimate on its device, s; -1: none */
     char *own_name;               /* a copy node's name (gn == NULL) */
 } wf__pnode;
 
