@@ -3,7 +3,8 @@
  * node built by `build` over placeholders with the given input values, the scalar
  * L = sum(out * w) (w a fixed pseudo-random weight of out's shape) is differentiated with
  * wf_gradients, and every element of every floating input's gradient is compared with
- * (L(x + h) - L(x - h)) / 2h. Runs on `device` (NULL: the CPU) with strict placement.
+ * (L(x + h) - L(x - h)) / 2h. Runs on `device` (NULL: the CPU) with strict placement. The input
+ * tensors are perturbed in place and restored.
  */
 #ifndef WF_TEST_GRADCHECK_H
 #define WF_TEST_GRADCHECK_H
@@ -23,6 +24,7 @@ typedef struct gc_opts {
     double h;            /* step, default 1e-6 */
     double rtol, atol;   /* defaults 1e-5, 1e-7 */
     unsigned skip_mask;  /* bit i: do not check input i (indices, shapes, non-differentiable inputs) */
+    wf_context *ctx;     /* NULL: a context of its own (creating one per case loads every plugin) */
 } gc_opts;
 
 static double gc_get(const wf_tensor *t, int64_t i)
@@ -61,7 +63,8 @@ static int gradcheck(const char *name, gc_build_fn build, void *arg, int n_in, w
     wf_tensor *wt = NULL, *grads[GC_MAX_IN] = {0}, *fwd = NULL;
     wf_output in[GC_MAX_IN], out, wph, prod, loss, dx[GC_MAX_IN];
     wf_feed feeds[GC_MAX_IN + 1];
-    CHECK_OK(wf_context_new(NULL, &ctx));
+    if (o.ctx) ctx = o.ctx;
+    else CHECK_OK(wf_context_new(NULL, &ctx));
     CHECK_OK(wf_graph_new(&g));
     if (!ctx || !g || n_in > GC_MAX_IN) goto done;
     for (int i = 0; i < n_in; i++) {
@@ -163,7 +166,7 @@ done:
     wf_tensor_free(wt);
     wf_session_free(s);
     wf_graph_free(g);
-    wf_context_free(ctx);
+    if (ctx != o.ctx) wf_context_free(ctx);
     return bad;
 }
 

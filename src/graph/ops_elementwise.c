@@ -3,6 +3,7 @@
  * ops, comparisons, logic, Where, the unary ops and Cast. Their CPU kernels are in
  * backends/cpu/k_elementwise*.c.
  */
+#include "graph/grad.h"
 #include "graph/op.h"
 
 #include <stdio.h>
@@ -192,16 +193,22 @@ static void cost_transcendental(const wf__infer_ctx *c, double *flops, double *b
 #define UNX_(nm, fn)                                                                              \
     {.name = nm, .min_in = 1, .max_in = 1, .n_out = 1, .infer = fn, .cost = cost_transcendental,  \
      .flags = WF__OP_CHEAP}
+/* The same with a gradient function. */
+#define BING_(nm, fn, gr) {.name = nm, .min_in = 2, .max_in = 2, .n_out = 1, .infer = fn, .flags = WF__OP_CHEAP, .grad = gr}
+#define UNG_(nm, fn) {.name = nm, .min_in = 1, .max_in = 1, .n_out = 1, .infer = fn, .flags = WF__OP_CHEAP, .grad = wf__grad_unary}
+#define UNXG_(nm, fn)                                                                             \
+    {.name = nm, .min_in = 1, .max_in = 1, .n_out = 1, .infer = fn, .cost = cost_transcendental,  \
+     .flags = WF__OP_CHEAP, .grad = wf__grad_unary}
 
 const wf__op_def wf__ops_elementwise[] = {
-    BIN_("Add", infer_arith),
-    BIN_("Sub", infer_arith),
-    BIN_("Mul", infer_arith),
-    BIN_("Div", infer_arith),
+    BING_("Add", infer_arith, wf__grad_add),
+    BING_("Sub", infer_arith, wf__grad_sub),
+    BING_("Mul", infer_arith, wf__grad_mul),
+    BING_("Div", infer_arith, wf__grad_div),
     {.name = "Pow", .min_in = 2, .max_in = 2, .n_out = 1, .infer = infer_arith, .cost = cost_transcendental,
-     .flags = WF__OP_CHEAP},
-    BIN_("Maximum", infer_arith),
-    BIN_("Minimum", infer_arith),
+     .flags = WF__OP_CHEAP, .grad = wf__grad_pow},
+    BING_("Maximum", infer_arith, wf__grad_maximum),
+    BING_("Minimum", infer_arith, wf__grad_minimum),
     {.name = "Mod", .min_in = 2, .max_in = 2, .n_out = 1, .attrs = {{"fmod", WF_ATTR_INT, .i = 0}},
      .infer = infer_mod, .flags = WF__OP_CHEAP},
     BIN_("Equal", infer_compare),
@@ -214,33 +221,39 @@ const wf__op_def wf__ops_elementwise[] = {
     BIN_("Or", infer_logic),
     BIN_("Xor", infer_logic),
     UN_("Not", infer_un_bool),
-    {.name = "Where", .min_in = 3, .max_in = 3, .n_out = 1, .infer = infer_where, .flags = WF__OP_CHEAP},
-    UN_("Neg", infer_un_numeric),
-    UN_("Abs", infer_un_numeric),
-    UN_("Sign", infer_un_numeric),
-    UN_("Square", infer_un_numeric),
-    UN_("Relu", infer_un_numeric),
-    UNX_("Exp", infer_un_float),
-    UNX_("Log", infer_un_float),
-    UNX_("Sqrt", infer_un_float),
-    UNX_("Rsqrt", infer_un_float),
-    UN_("Reciprocal", infer_un_float),
-    UNX_("Tanh", infer_un_float),
-    UNX_("Sigmoid", infer_un_float),
+    {.name = "Where", .min_in = 3, .max_in = 3, .n_out = 1, .infer = infer_where, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_where},
+    UNG_("Neg", infer_un_numeric),
+    UNG_("Abs", infer_un_numeric),
+    {.name = "Sign", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_un_numeric, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_none},
+    UNG_("Square", infer_un_numeric),
+    UNG_("Relu", infer_un_numeric),
+    UNXG_("Exp", infer_un_float),
+    UNXG_("Log", infer_un_float),
+    UNXG_("Sqrt", infer_un_float),
+    UNXG_("Rsqrt", infer_un_float),
+    UNG_("Reciprocal", infer_un_float),
+    UNXG_("Tanh", infer_un_float),
+    UNXG_("Sigmoid", infer_un_float),
     {.name = "LeakyRelu", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"alpha", WF_ATTR_FLOAT, .f = 0.01}},
-     .infer = infer_un_float, .flags = WF__OP_CHEAP},
+     .infer = infer_un_float, .flags = WF__OP_CHEAP, .grad = wf__grad_unary},
     {.name = "Elu", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"alpha", WF_ATTR_FLOAT, .f = 1.0}},
-     .infer = infer_un_float, .cost = cost_transcendental, .flags = WF__OP_CHEAP},
+     .infer = infer_un_float, .cost = cost_transcendental, .flags = WF__OP_CHEAP, .grad = wf__grad_unary},
     {.name = "Gelu", .min_in = 1, .max_in = 1, .n_out = 1,
      .attrs = {{"approximate", WF_ATTR_STRING, .s = "none"}}, .infer = infer_gelu,
-     .cost = cost_transcendental, .flags = WF__OP_CHEAP},
-    UNX_("Erf", infer_un_float),
-    UNX_("Softplus", infer_un_float),
-    UN_("Floor", infer_un_float),
-    UN_("Ceil", infer_un_float),
-    UN_("Round", infer_un_float),
-    {.name = "Clip", .min_in = 1, .max_in = 3, .n_out = 1, .infer = infer_clip, .flags = WF__OP_CHEAP},
+     .cost = cost_transcendental, .flags = WF__OP_CHEAP, .grad = wf__grad_unary},
+    UNXG_("Erf", infer_un_float),
+    UNXG_("Softplus", infer_un_float),
+    {.name = "Floor", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_un_float, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_none},
+    {.name = "Ceil", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_un_float, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_none},
+    {.name = "Round", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_un_float, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_none},
+    {.name = "Clip", .min_in = 1, .max_in = 3, .n_out = 1, .infer = infer_clip, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_clip},
     {.name = "Cast", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"to", WF_ATTR_DTYPE, .required = true}},
-     .infer = infer_cast, .flags = WF__OP_CHEAP},
+     .infer = infer_cast, .flags = WF__OP_CHEAP, .grad = wf__grad_cast},
     {0},
 };

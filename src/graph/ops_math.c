@@ -3,6 +3,7 @@
  * functions, IsNaN/IsInf, the extra activations, PRelu, bitwise ops, Hardmax, LpNormalization, the
  * variadic Sum/Mean/Max/Min and Det. Their CPU kernels are in backends/cpu/k_math*.c.
  */
+#include "graph/grad.h"
 #include "graph/op.h"
 
 #include <stdio.h>
@@ -231,42 +232,49 @@ static void cost_det(const wf__infer_ctx *c, double *flops, double *bytes)
      .flags = WF__OP_CHEAP}
 #define ATTR_F(nm, v) {nm, WF_ATTR_FLOAT, .f = v}
 #define BIN_(nm, fn) {.name = nm, .min_in = 2, .max_in = 2, .n_out = 1, .infer = fn, .flags = WF__OP_CHEAP}
-#define VAR_(nm, fn) {.name = nm, .min_in = 1, .max_in = -1, .n_out = 1, .infer = fn, .flags = WF__OP_CHEAP}
+#define VAR_(nm, fn) {.name = nm, .min_in = 1, .max_in = -1, .n_out = 1, .infer = fn, .flags = WF__OP_CHEAP, \
+                      .grad = wf__grad_variadic}
+#define UNXG_(nm, fn)                                                                             \
+    {.name = nm, .min_in = 1, .max_in = 1, .n_out = 1, .infer = fn, .cost = cost_transcendental,  \
+     .flags = WF__OP_CHEAP, .grad = wf__grad_unary}
 
 const wf__op_def wf__ops_math[] = {
-    UNX_("Sin", infer_un_float),
-    UNX_("Cos", infer_un_float),
-    UNX_("Tan", infer_un_float),
-    UNX_("Asin", infer_un_float),
-    UNX_("Acos", infer_un_float),
-    UNX_("Atan", infer_un_float),
-    UNX_("Sinh", infer_un_float),
-    UNX_("Cosh", infer_un_float),
-    UNX_("Asinh", infer_un_float),
-    UNX_("Acosh", infer_un_float),
-    UNX_("Atanh", infer_un_float),
+    UNXG_("Sin", infer_un_float),
+    UNXG_("Cos", infer_un_float),
+    UNXG_("Tan", infer_un_float),
+    UNXG_("Asin", infer_un_float),
+    UNXG_("Acos", infer_un_float),
+    UNXG_("Atan", infer_un_float),
+    UNXG_("Sinh", infer_un_float),
+    UNXG_("Cosh", infer_un_float),
+    UNXG_("Asinh", infer_un_float),
+    UNXG_("Acosh", infer_un_float),
+    UNXG_("Atanh", infer_un_float),
     UN_("IsNaN", infer_isnan),
     {.name = "IsInf", .min_in = 1, .max_in = 1, .n_out = 1,
      .attrs = {{"detect_negative", WF_ATTR_INT, .i = 1}, {"detect_positive", WF_ATTR_INT, .i = 1}},
      .infer = infer_isinf, .flags = WF__OP_CHEAP},
     {.name = "HardSigmoid", .min_in = 1, .max_in = 1, .n_out = 1,
-     .attrs = {ATTR_F("alpha", 0.2), ATTR_F("beta", 0.5)}, .infer = infer_un_float, .flags = WF__OP_CHEAP},
+     .attrs = {ATTR_F("alpha", 0.2), ATTR_F("beta", 0.5)}, .infer = infer_un_float, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_unary},
     UN_("HardSwish", infer_un_float),
     /* ONNX's defaults, which are the f32 values of the constants in the SELU paper. */
     {.name = "Selu", .min_in = 1, .max_in = 1, .n_out = 1,
      .attrs = {ATTR_F("alpha", 1.67326319217681884765625), ATTR_F("gamma", 1.05070102214813232421875)},
-     .infer = infer_un_float, .cost = cost_transcendental, .flags = WF__OP_CHEAP},
+     .infer = infer_un_float, .cost = cost_transcendental, .flags = WF__OP_CHEAP, .grad = wf__grad_unary},
     {.name = "Celu", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {ATTR_F("alpha", 1.0)}, .infer = infer_celu,
-     .cost = cost_transcendental, .flags = WF__OP_CHEAP},
+     .cost = cost_transcendental, .flags = WF__OP_CHEAP, .grad = wf__grad_unary},
     UNX_("Mish", infer_un_float),
-    UN_("Softsign", infer_un_float),
+    {.name = "Softsign", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_un_float, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_unary},
     {.name = "ThresholdedRelu", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {ATTR_F("alpha", 1.0)},
-     .infer = infer_un_float, .flags = WF__OP_CHEAP},
+     .infer = infer_un_float, .flags = WF__OP_CHEAP, .grad = wf__grad_unary},
     {.name = "Shrink", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {ATTR_F("bias", 0.0), ATTR_F("lambd", 0.5)},
      .infer = infer_un_numeric, .flags = WF__OP_CHEAP},
     {.name = "Swish", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {ATTR_F("alpha", 1.0)},
-     .infer = infer_un_float, .cost = cost_transcendental, .flags = WF__OP_CHEAP},
-    BIN_("PRelu", infer_prelu),
+     .infer = infer_un_float, .cost = cost_transcendental, .flags = WF__OP_CHEAP, .grad = wf__grad_unary},
+    {.name = "PRelu", .min_in = 2, .max_in = 2, .n_out = 1, .infer = infer_prelu, .flags = WF__OP_CHEAP,
+     .grad = wf__grad_prelu},
     /* BitShift follows opset 28, which added the signed types: u8 shifts logically, i8..i64 shift
      * left through the sign bit and right arithmetically, and an amount < 0 or >= the width gives the
      * sign fill (-1 for RIGHT of a negative x, else 0). weft has no u16/u32/u64. */

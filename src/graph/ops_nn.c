@@ -3,8 +3,10 @@
  * MaxPool2D, AvgPool2D, GlobalAvgPool. Shape inference follows numpy (MatMul) and ONNX (the rest);
  * the window geometry helper here is shared with the CPU kernels so both compute the same shapes.
  */
+#include "graph/grad.h"
 #include "graph/op.h"
 #include "graph/nn_window.h"
+#include "graph/ops_nn_grad.h"
 
 #include <stdio.h>
 
@@ -329,30 +331,30 @@ static void cost_global_avg_pool(const wf__infer_ctx *ctx, double *flops, double
 const wf__op_def wf__ops_nn[] = {
     {.name = "MatMul", .min_in = 2, .max_in = 2, .n_out = 1,
      .attrs = {{"transpose_a", WF_ATTR_INT, .i = 0}, {"transpose_b", WF_ATTR_INT, .i = 0}},
-     .infer = infer_matmul, .cost = cost_matmul},
+     .infer = infer_matmul, .cost = cost_matmul, .grad = wf__grad_matmul},
     {.name = "Gemm", .min_in = 2, .max_in = 3, .n_out = 1,
      .attrs = {{"alpha", WF_ATTR_FLOAT, .f = 1.0}, {"beta", WF_ATTR_FLOAT, .f = 1.0},
                {"transA", WF_ATTR_INT, .i = 0}, {"transB", WF_ATTR_INT, .i = 0}},
-     .infer = infer_gemm, .cost = cost_gemm},
+     .infer = infer_gemm, .cost = cost_gemm, .grad = wf__grad_gemm},
     {.name = "BiasAdd", .min_in = 2, .max_in = 2, .n_out = 1,
      .attrs = {{"data_format", WF_ATTR_STRING, .s = "NHWC"}},
-     .infer = infer_bias_add},
+     .infer = infer_bias_add, .grad = wf__grad_bias_add},
     {.name = "Conv2D", .min_in = 2, .max_in = 3, .n_out = 1,
      .attrs = {WINDOW_ATTRS, {"dilations", WF_ATTR_INTS}, {"group", WF_ATTR_INT, .i = 1}},
-     .infer = infer_conv, .cost = cost_conv},
+     .infer = infer_conv, .cost = cost_conv, .grad = wf__grad_conv2d},
     {.name = "ConvTranspose2D", .min_in = 2, .max_in = 3, .n_out = 1,
      .attrs = {WINDOW_ATTRS, {"dilations", WF_ATTR_INTS}, {"group", WF_ATTR_INT, .i = 1},
                {"output_padding", WF_ATTR_INTS}, {"output_shape", WF_ATTR_INTS}},
-     .infer = infer_convt, .cost = cost_convt},
+     .infer = infer_convt, .cost = cost_convt, .grad = wf__grad_conv_transpose2d},
     {.name = "MaxPool2D", .min_in = 1, .max_in = 1, .n_out = 1,
      .attrs = {WINDOW_ATTRS, {"dilations", WF_ATTR_INTS}, {"ceil_mode", WF_ATTR_INT, .i = 0},
                {"storage_order", WF_ATTR_INT, .i = 0}},
-     .infer = infer_pool, .cost = cost_pool},
+     .infer = infer_pool, .cost = cost_pool, .grad = wf__grad_max_pool2d},
     {.name = "AvgPool2D", .min_in = 1, .max_in = 1, .n_out = 1,
      .attrs = {WINDOW_ATTRS, {"dilations", WF_ATTR_INTS}, {"ceil_mode", WF_ATTR_INT, .i = 0},
                {"count_include_pad", WF_ATTR_INT, .i = 0}},
-     .infer = infer_pool, .cost = cost_pool},
+     .infer = infer_pool, .cost = cost_pool, .grad = wf__grad_avg_pool2d},
     {.name = "GlobalAvgPool", .min_in = 1, .max_in = 1, .n_out = 1,
-     .infer = infer_global_avg_pool, .cost = cost_global_avg_pool},
+     .infer = infer_global_avg_pool, .cost = cost_global_avg_pool, .grad = wf__grad_global_avg_pool},
     {0},
 };

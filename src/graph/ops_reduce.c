@@ -3,6 +3,7 @@
  * (BatchNormalization, LayerNormalization) plus inference-only Dropout: signatures, ONNX attribute
  * defaults and shape/dtype inference. Kernels are in src/backends/cpu/k_reduce.c and k_norm.c.
  */
+#include "graph/grad.h"
 #include "graph/op.h"
 
 #include <stdio.h>
@@ -313,7 +314,7 @@ static void cost_dropout(const wf__infer_ctx *ctx, double *flops, double *bytes)
     {.name = NAME, .min_in = 1, .max_in = 2, .n_out = 1,                                                   \
      .attrs = {{"keepdims", WF_ATTR_INT, .i = 1}, {"noop_with_empty_axes", WF_ATTR_INT, .i = 0},            \
                {"axes", WF_ATTR_INTS}},                                                                   \
-     .infer = infer_reduce, .cost = cost_reduce}
+     .infer = infer_reduce, .cost = cost_reduce, .grad = wf__grad_reduce}
 
 #define ARG_OP(NAME)                                                                                       \
     {.name = NAME, .min_in = 1, .max_in = 1, .n_out = 1,                                                   \
@@ -331,18 +332,18 @@ const wf__op_def wf__ops_reduce[] = {
     ARG_OP("ArgMax"),
     ARG_OP("ArgMin"),
     {.name = "Softmax", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"axis", WF_ATTR_INT, .i = -1}},
-     .infer = infer_softmax, .cost = cost_softmax},
+     .infer = infer_softmax, .cost = cost_softmax, .grad = wf__grad_softmax},
     {.name = "LogSoftmax", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"axis", WF_ATTR_INT, .i = -1}},
-     .infer = infer_softmax, .cost = cost_softmax},
+     .infer = infer_softmax, .cost = cost_softmax, .grad = wf__grad_log_softmax},
     {.name = "BatchNormalization", .min_in = 5, .max_in = 5, .n_out = 1,
      .attrs = {{"epsilon", WF_ATTR_FLOAT, .f = 1e-5}, {"momentum", WF_ATTR_FLOAT, .f = 0.9},
                {"training_mode", WF_ATTR_INT, .i = 0}},
-     .infer = infer_batchnorm, .cost = cost_softmax},
+     .infer = infer_batchnorm, .cost = cost_softmax, .grad = wf__grad_batch_norm},
     {.name = "LayerNormalization", .min_in = 2, .max_in = 3, .n_out = 3,
      .attrs = {{"axis", WF_ATTR_INT, .i = -1}, {"epsilon", WF_ATTR_FLOAT, .f = 1e-5},
                {"stash_type", WF_ATTR_INT, .i = 1}},
-     .infer = infer_layernorm, .cost = cost_softmax},
+     .infer = infer_layernorm, .cost = cost_softmax, .grad = wf__grad_layer_norm},
     {.name = "Dropout", .min_in = 1, .max_in = 3, .n_out = 2, .attrs = {{"seed", WF_ATTR_INT, .i = 0}},
-     .infer = infer_dropout, .cost = cost_dropout, .flags = WF__OP_CHEAP},
+     .infer = infer_dropout, .cost = cost_dropout, .flags = WF__OP_CHEAP, .grad = wf__grad_dropout},
     {0},
 };

@@ -3,6 +3,7 @@
  * (Reshape's shape, Slice's starts/ends, Pad's pads...) are read here when they are constants; otherwise
  * the dims they decide stay unknown and the CPU kernels (k_shape*.c) work them out at run time.
  */
+#include "graph/grad.h"
 #include "graph/op.h"
 
 #include <inttypes.h>
@@ -905,31 +906,34 @@ static wf_status *infer_constant_of_shape(wf__infer_ctx *c)
 
 const wf__op_def wf__ops_shape[] = {
     {.name = "Reshape", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1, .attrs = {A_INT("allowzero", 0)},
-     .infer = infer_reshape, .cost = cost_view, .flags = WF__OP_CHEAP},
+     .infer = infer_reshape, .cost = cost_view, .flags = WF__OP_CHEAP, .grad = wf__grad_reshape_like},
     {.name = "Transpose", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {A_INTS("perm")},
-     .infer = infer_transpose, .cost = cost_move},
+     .infer = infer_transpose, .cost = cost_move, .grad = wf__grad_transpose},
     {.name = "Squeeze", .host_in = 1u << 1, .min_in = 1, .max_in = 2, .n_out = 1, .infer = infer_squeeze, .cost = cost_view,
-     .flags = WF__OP_CHEAP},
+     .flags = WF__OP_CHEAP, .grad = wf__grad_reshape_like},
     {.name = "Unsqueeze", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1, .infer = infer_unsqueeze, .cost = cost_view,
-     .flags = WF__OP_CHEAP},
+     .flags = WF__OP_CHEAP, .grad = wf__grad_reshape_like},
     {.name = "Flatten", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {A_INT("axis", 1)},
-     .infer = infer_flatten, .cost = cost_view, .flags = WF__OP_CHEAP},
+     .infer = infer_flatten, .cost = cost_view, .flags = WF__OP_CHEAP, .grad = wf__grad_reshape_like},
     {.name = "Concat", .min_in = 1, .max_in = -1, .n_out = 1, .attrs = {A_REQ_INT("axis")},
-     .infer = infer_concat, .cost = cost_move},
+     .infer = infer_concat, .cost = cost_move, .grad = wf__grad_concat},
     /* num_outputs is required: the output count must be known when the node is built. */
     {.name = "Split", .host_in = 1u << 1, .min_in = 1, .max_in = 2, .n_out = -1, .attrs = {A_INT("axis", 0), A_REQ_INT("num_outputs")},
-     .infer = infer_split, .cost = cost_move, .num_outputs = split_num_outputs},
-    {.name = "Slice", .host_in = 0x1eu, .min_in = 3, .max_in = 5, .n_out = 1, .infer = infer_slice, .cost = cost_move},
+     .infer = infer_split, .cost = cost_move, .num_outputs = split_num_outputs, .grad = wf__grad_split},
+    {.name = "Slice", .host_in = 0x1eu, .min_in = 3, .max_in = 5, .n_out = 1, .infer = infer_slice, .cost = cost_move,
+     .grad = wf__grad_slice},
     {.name = "Gather", .min_in = 2, .max_in = 2, .n_out = 1, .attrs = {A_INT("axis", 0)}, .infer = infer_gather,
-     .cost = cost_move},
+     .cost = cost_move, .grad = wf__grad_gather},
     {.name = "GatherND", .min_in = 2, .max_in = 2, .n_out = 1, .attrs = {A_INT("batch_dims", 0)},
      .infer = infer_gathernd, .cost = cost_move},
     {.name = "ScatterND", .min_in = 3, .max_in = 3, .n_out = 1, .attrs = {A_STR("reduction", "none")},
      .infer = infer_scatternd, .cost = cost_move},
     {.name = "Pad", .host_in = 0xau, .min_in = 2, .max_in = 4, .n_out = 1, .attrs = {A_STR("mode", "constant")}, .infer = infer_pad,
-     .cost = cost_move},
-    {.name = "Tile", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1, .infer = infer_tile, .cost = cost_move},
-    {.name = "Expand", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1, .infer = infer_expand, .cost = cost_move},
+     .cost = cost_move, .grad = wf__grad_pad},
+    {.name = "Tile", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1, .infer = infer_tile, .cost = cost_move,
+     .grad = wf__grad_tile},
+    {.name = "Expand", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1, .infer = infer_expand, .cost = cost_move,
+     .grad = wf__grad_expand},
     {.name = "OneHot", .host_in = 1u << 1, .min_in = 3, .max_in = 3, .n_out = 1, .attrs = {A_INT("axis", -1)}, .infer = infer_onehot,
      .cost = cost_move},
     {.name = "Range", .host_in = 0x7u, .min_in = 3, .max_in = 3, .n_out = 1, .infer = infer_range},

@@ -2,6 +2,7 @@
  * The op registry: the group tables, lookup by name, attribute getters, shared inference helpers, and
  * the core ops every graph needs (Const, Placeholder, Identity).
  */
+#include "graph/grad.h" /* wf__grad_identity */
 #include "graph/op.h"
 
 #include <assert.h>
@@ -9,7 +10,8 @@
 
 static const wf__op_def *const g_tables[] = {wf__ops_core, wf__ops_elementwise, wf__ops_shape,
                                              wf__ops_nn,   wf__ops_reduce,      wf__ops_math,
-                                             wf__ops_misc, wf__ops_onnx,        wf__ops_onnx2};
+                                             wf__ops_misc, wf__ops_onnx,        wf__ops_onnx2,
+                                             wf__ops_nn_grad};
 
 const wf__op_def *wf__op_lookup(const char *name)
 {
@@ -147,9 +149,9 @@ const wf__op_def wf__ops_core[] = {
      .attrs = {{"dtype", WF_ATTR_DTYPE, .required = true}, {"shape", WF_ATTR_INTS}},
      .infer = infer_placeholder, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP},
     {.name = "Identity", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
-     .cost = cost_free, .flags = WF__OP_CHEAP},
+     .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},
     /* A value that may be fed and otherwise is its input (ONNX graph inputs backed by initializers). */
     {.name = "PlaceholderWithDefault", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
-     .cost = cost_free, .flags = WF__OP_CHEAP},
+     .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},
     {0},
 };
