@@ -71,6 +71,9 @@ example() {
 if [ "$MODE" = release ] || [ "$MODE" = all ]; then
     note "release build"
     if configure_build build -DCMAKE_BUILD_TYPE=Release && gen_cases; then
+        # build/venv (onnx, safetensors from PyPI): test_data cross-checks checkpoints against the
+        # reference safetensors package, and the ONNX node tests below are generated with it
+        sh scripts/venv.sh >/dev/null || echo "no build/venv: the safetensors cross-check will skip"
         suite release build
         note "CLI on bad ONNX input"
         sh tests/cli/test_cli.sh build/weft >build/test_cli.log 2>&1; rc=$?
