@@ -17,6 +17,10 @@ struct wf_session {
     int n_plans, cap_plans;
     wf__place_opts place;
     char *device;
+    /* variables: the graph's Variable nodes seen so far and their current values (under mu) */
+    const wf_node **var_node;
+    wf_tensor **var_value;
+    int n_vars, cap_vars, scanned;
 };
 
 void wf_session_options_init(wf_session_options *o) { memset(o, 0, sizeof *o); }
@@ -75,6 +79,9 @@ void wf_session_free(wf_session *s)
 {
     if (!s) return;
     for (int i = 0; i < s->n_plans; i++) wf__plan_free(s->plans[i]);
+    for (int i = 0; i < s->n_vars; i++) wf_tensor_free(s->var_value[i]);
+    wf__free(s->var_node);
+    wf__free(s->var_value);
     wf__free(s->plans);
     pthread_mutex_destroy(&s->mu);
     wf_context_free(s->own_ctx);
@@ -113,14 +120,259 @@ static wf_status *get_plan(wf_session *s, const wf_feed *feeds, int n_feeds, con
     return st;
 }
 
+/* Picks up Variable nodes added to the graph since the last look (caller holds mu). */
+static wf_status *scan_variables(wf_session *s)
+{
+    for (; s->scanned < s->g->n; s->scanned++) {
+        const wf_node *n = s->g->nodes[s->scanned];
+        if (strcmp(n->op->name, "Variable") != 0) continue;
+        if (s->n_vars == s->cap_vars) {
+            int cap = s->cap_vars ? s->cap_vars * 2 : 16;
+            const wf_node **vn = wf__realloc(s->var_node, sizeof *vn * (size_t)s->cap_vars, sizeof *vn * (size_t)cap);
+            if (!vn) return wf__oom("the session's variables", sizeof *vn * (size_t)cap);
+            s->var_node = vn;
+            wf_tensor **vv = wf__realloc(s->var_value, sizeof *vv * (size_t)s->cap_vars, sizeof *vv * (size_t)cap);
+            if (!vv) return wf__oom("the session's variables", sizeof *vv * (size_t)cap);
+            s->var_value = vv;
+            s->cap_vars = cap;
+        }
+        /* the initial value is the graph's; runs never write into a fed tensor, so sharing it is safe */
+        s->var_node[s->n_vars] = n;
+        s->var_value[s->n_vars++] = wf_tensor_ref(wf__attr_get(n->op, n->attrs, "value")->t);
+    }
+    return NULL;
+}
+
+static int var_index(const wf_session *s, const char *name)
+{
+    for (int i = 0; i < s->n_vars; i++)
+        if (!strcmp(s->var_node[i]->name, name)) return i;
+    return -1;
+}
+
+/* The Assign nodes among the outputs' ancestors (the outputs included), in graph order. */
+static wf_status *find_assigns(const wf_graph *g, const wf_output *outs, int n_outs, int **ids, int *n_ids)
+{
+    *ids = NULL;
+    *n_ids = 0;
+    unsigned char *seen = wf__calloc((size_t)(g->n ? g->n : 1), 1);
+    int *stack = wf__malloc(sizeof(int) * (size_t)(g->n ? g->n : 1));
+    if (!seen || !stack) {
+        wf__free(seen);
+        wf__free(stack);
+        return wf__oom("a run", (size_t)g->n * 5);
+    }
+    int top = 0, n = 0;
+    for (int i = 0; i < n_outs; i++) {
+        const wf_node *nd = outs[i].node;
+        if (nd && nd->graph == g && nd->id < g->n && !seen[nd->id]) {
+            seen[nd->id] = 1;
+            stack[top++] = nd->id;
+        }
+    }
+    while (top) {
+        const wf_node *nd = g->nodes[stack[--top]];
+        if (!strcmp(nd->op->name, "Assign")) n++;
+        for (int i = 0; i < nd->n_in; i++)
+            if (nd->in[i].node && !seen[nd->in[i].node->id]) {
+                seen[nd->in[i].node->id] = 1;
+                stack[top++] = nd->in[i].node->id;
+            }
+    }
+    if (n) {
+        *ids = wf__malloc(sizeof(int) * (size_t)n);
+        if (!*ids) {
+            wf__free(seen);
+            wf__free(stack);
+            return wf__oom("a run", sizeof(int) * (size_t)n);
+        }
+        for (int id = 0; id < g->n; id++)
+            if (seen[id] && !strcmp(g->nodes[id]->op->name, "Assign")) (*ids)[(*n_ids)++] = id;
+    }
+    wf__free(seen);
+    wf__free(stack);
+    return NULL;
+}
+
 wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                           int n_fetches, wf_tensor **outputs, const wf_run_options *opts)
 {
     if (!s) return wf__status(WF_INVALID_ARGUMENT, "wf_session_run: session is NULL");
     if (n_fetches && !outputs) return wf__status(WF_INVALID_ARGUMENT, "wf_session_run: outputs is NULL");
+    int n_targets = opts && opts->targets ? opts->n_targets : 0;
+    pthread_mutex_lock(&s->mu);
+    wf_status *st = scan_variables(s);
+    int n_vars = s->n_vars;
+    pthread_mutex_unlock(&s->mu);
+    if (st) return st;
+    if (!n_vars && !n_targets) {
+        wf__plan *p;
+        WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
+        return wf__execute(s->ctx, p, feeds, outputs, opts ? opts->trace : NULL);
+    }
+    /* With state: feed every variable its current value (a snapshot: concurrent runs commit under mu),
+     * compute the fetches, the targets and the Assigns they need, then commit the Assigns. */
+    int *assign = NULL, n_assign = 0;
+    wf_output *all = wf__malloc(sizeof *all * (size_t)(n_fetches + n_targets + 1));
+    if (!all) return wf__oom("a run", sizeof *all * (size_t)(n_fetches + n_targets + 1));
+    for (int i = 0; i < n_fetches; i++) all[i] = fetches[i];
+    for (int i = 0; i < n_targets; i++) all[n_fetches + i] = opts->targets[i];
+    if ((st = find_assigns(s->g, all, n_fetches + n_targets, &assign, &n_assign))) {
+        wf__free(all);
+        return st;
+    }
+    int n_all = n_fetches + n_targets + n_assign;
+    wf_output *fx = wf__malloc(sizeof *fx * (size_t)(n_all ? n_all : 1));
+    wf_tensor **outs = wf__calloc((size_t)(n_all ? n_all : 1), sizeof *outs);
+    wf_feed *fd = wf__malloc(sizeof *fd * (size_t)(n_feeds + n_vars + 1));
+    wf_tensor **snap = wf__calloc((size_t)(n_vars ? n_vars : 1), sizeof *snap);
+    if (!fx || !outs || !fd || !snap) {
+        st = wf__oom("a run", sizeof *fd * (size_t)(n_feeds + n_vars));
+        goto out;
+    }
+    memcpy(fx, all, sizeof *fx * (size_t)(n_fetches + n_targets));
+    for (int i = 0; i < n_assign; i++) fx[n_fetches + n_targets + i] = wf_out(s->g->nodes[assign[i]], 0);
+    memcpy(fd, feeds, sizeof *fd * (size_t)n_feeds);
+    int nf = n_feeds;
+    pthread_mutex_lock(&s->mu);
+    for (int v = 0; v < n_vars; v++) {
+        bool fed = false; /* a variable the caller feeds reads the fed value in this run */
+        for (int i = 0; i < n_feeds && !fed; i++) fed = feeds[i].output.node == s->var_node[v];
+        if (fed) continue;
+        snap[v] = wf_tensor_ref(s->var_value[v]);
+        fd[nf++] = (wf_feed){wf_out((wf_node *)s->var_node[v], 0), snap[v]};
+    }
+    pthread_mutex_unlock(&s->mu);
     wf__plan *p;
-    WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
-    return wf__execute(s->ctx, p, feeds, outputs, opts ? opts->trace : NULL);
+    if ((st = get_plan(s, fd, nf, fx, n_all, &p))) goto out;
+    if ((st = wf__execute(s->ctx, p, fd, outs, opts ? opts->trace : NULL))) goto out;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < n_assign; i++) {
+        const wf_node *a = s->g->nodes[assign[i]];
+        int v = var_index(s, wf__attr_get(a->op, a->attrs, "variable")->s);
+        if (v < 0) continue; /* wf_assign checked it; a variable is never removed */
+        wf_tensor *nv = outs[n_fetches + n_targets + i];
+        outs[n_fetches + n_targets + i] = NULL;
+        wf_tensor_free(s->var_value[v]);
+        s->var_value[v] = nv;
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (int i = 0; i < n_fetches; i++) {
+        outputs[i] = outs[i];
+        outs[i] = NULL;
+    }
+out:
+    for (int i = 0; outs && i < n_all; i++) wf_tensor_free(outs[i]);
+    for (int v = 0; snap && v < n_vars; v++) wf_tensor_free(snap[v]);
+    wf__free(snap);
+    wf__free(fd);
+    wf__free(outs);
+    wf__free(fx);
+    wf__free(all);
+    wf__free(assign);
+    return st;
+}
+
+wf_status *wf_session_get_variable(wf_session *s, const char *name, wf_tensor **value)
+{
+    if (!s || !name || !value) return wf__status(WF_INVALID_ARGUMENT, "wf_session_get_variable: NULL argument");
+    pthread_mutex_lock(&s->mu);
+    wf_status *st = scan_variables(s);
+    int v = st ? -1 : var_index(s, name);
+    if (v >= 0) *value = wf_tensor_ref(s->var_value[v]);
+    pthread_mutex_unlock(&s->mu);
+    if (st) return st;
+    return v >= 0 ? NULL : wf__status(WF_NOT_FOUND, "the graph has no variable named '%s'", name);
+}
+
+/* Checks that t may be variable v's value. */
+static wf_status *fits_variable(const wf_session *s, int v, const wf_tensor *t, const char *what)
+{
+    const wf_tensor *cur = s->var_value[v];
+    char a[160], b[160];
+    if (t->dtype != cur->dtype || t->rank != cur->rank ||
+        (t->rank && memcmp(t->dims, cur->dims, sizeof(int64_t) * (size_t)t->rank)))
+        return wf__status(WF_INVALID_ARGUMENT, "%s: variable '%s' is %s%s but the value is %s%s", what,
+                          s->var_node[v]->name, wf_dtype_name(cur->dtype), wf__shape_str(cur->rank, cur->dims, a),
+                          wf_dtype_name(t->dtype), wf__shape_str(t->rank, t->dims, b));
+    return NULL;
+}
+
+wf_status *wf_session_set_variable(wf_session *s, const char *name, const wf_tensor *value)
+{
+    if (!s || !name || !value) return wf__status(WF_INVALID_ARGUMENT, "wf_session_set_variable: NULL argument");
+    wf_tensor *copy;
+    WF__TRY(wf_tensor_new(value->dtype, value->rank, value->dims, value->data, &copy));
+    pthread_mutex_lock(&s->mu);
+    wf_status *st = scan_variables(s);
+    int v = st ? -1 : var_index(s, name);
+    if (!st && v < 0) st = wf__status(WF_NOT_FOUND, "the graph has no variable named '%s'", name);
+    if (!st) st = fits_variable(s, v, copy, "wf_session_set_variable");
+    if (!st) {
+        wf_tensor_free(s->var_value[v]);
+        s->var_value[v] = copy;
+        copy = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    wf_tensor_free(copy);
+    return st;
+}
+
+wf_status *wf_session_save(wf_session *s, const char *path)
+{
+    if (!s || !path) return wf__status(WF_INVALID_ARGUMENT, "wf_session_save: NULL argument");
+    pthread_mutex_lock(&s->mu);
+    wf_status *st = scan_variables(s);
+    int n = s->n_vars, taken = 0;
+    const char **names = wf__malloc(sizeof *names * (size_t)(n ? n : 1));
+    wf_tensor **vals = wf__malloc(sizeof *vals * (size_t)(n ? n : 1));
+    if (!st && (!names || !vals)) st = wf__oom("a checkpoint", sizeof *vals * (size_t)n);
+    for (; !st && taken < n; taken++) {
+        names[taken] = s->var_node[taken]->name; /* nodes live as long as the graph */
+        vals[taken] = wf_tensor_ref(s->var_value[taken]);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!st) st = wf_safetensors_write(path, n, (const char *const *)names, vals, "{\"format\":\"weft variables\"}");
+    for (int i = 0; i < taken; i++) wf_tensor_free(vals[i]);
+    wf__free(names);
+    wf__free(vals);
+    return st;
+}
+
+wf_status *wf_session_restore(wf_session *s, const char *path)
+{
+    if (!s || !path) return wf__status(WF_INVALID_ARGUMENT, "wf_session_restore: NULL argument");
+    int n = 0;
+    char **names = NULL;
+    wf_tensor **vals = NULL;
+    WF__TRY(wf_safetensors_read(path, &n, &names, &vals));
+    pthread_mutex_lock(&s->mu);
+    wf_status *st = scan_variables(s);
+    int *map = wf__malloc(sizeof(int) * (size_t)(s->n_vars ? s->n_vars : 1));
+    if (!st && !map) st = wf__oom("a restore", sizeof(int) * (size_t)s->n_vars);
+    /* check everything first: all or nothing */
+    for (int v = 0; !st && v < s->n_vars; v++) {
+        map[v] = -1;
+        for (int i = 0; i < n && map[v] < 0; i++)
+            if (!strcmp(names[i], s->var_node[v]->name)) map[v] = i;
+        if (map[v] < 0)
+            st = wf__status(WF_NOT_FOUND, "%s: the checkpoint has no tensor for variable '%s'", path,
+                            s->var_node[v]->name);
+        else
+            st = fits_variable(s, v, vals[map[v]], path);
+    }
+    for (int i = 0; !st && i < n; i++)
+        if (var_index(s, names[i]) < 0)
+            st = wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' is not a variable of this graph", path, names[i]);
+    for (int v = 0; !st && v < s->n_vars; v++) {
+        wf_tensor_free(s->var_value[v]);
+        s->var_value[v] = vals[map[v]];
+        vals[map[v]] = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    wf__free(map);
+    wf_safetensors_free(n, names, vals);
+    return st;
 }
 
 wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,

@@ -409,6 +409,26 @@ WF_API wf_status *wf_flatten(wf_graph *g, const char *name, wf_output x, int axi
 WF_API wf_status *wf_gradients(wf_graph *g, const wf_output *ys, int n_ys, const wf_output *grad_ys,
                                const wf_output *xs, int n_xs, wf_output *dxs);
 
+/* ---- Variables ----------------------------------------------------------------------------------- */
+/* A variable is state a session keeps between runs, starting from `initial` (copied). Each session has
+ * its own values. A run reads the values from before it; the Assign nodes it computes (fetched, given
+ * as run targets, or feeding what is) become the new values when the run succeeds, all at once, and
+ * a failed run changes nothing. Two Assigns of one variable in one run: the later in the graph wins. */
+typedef struct wf_session wf_session;
+WF_API wf_status *wf_variable(wf_graph *g, const char *name, const wf_tensor *initial, wf_output *out);
+/* `value` (same dtype and shape as the variable) becomes the variable's value after the run. *out is
+ * the value, for chaining. */
+WF_API wf_status *wf_assign(wf_graph *g, const char *name, wf_output variable, wf_output value, wf_output *out);
+/* The session's current value of the variable named `name` (caller frees). NOT_FOUND names it. */
+WF_API wf_status *wf_session_get_variable(wf_session *s, const char *name, wf_tensor **value);
+/* Replaces a variable's value; the dtype and shape must match (INVALID_ARGUMENT names both). */
+WF_API wf_status *wf_session_set_variable(wf_session *s, const char *name, const wf_tensor *value);
+/* Every variable's value in a safetensors file, keyed by node name (written atomically). */
+WF_API wf_status *wf_session_save(wf_session *s, const char *path);
+/* Loads every variable of the graph from a safetensors file. A missing, extra, or differently shaped
+ * or typed tensor, or a damaged file, is an error naming it, and then no variable changes. */
+WF_API wf_status *wf_session_restore(wf_session *s, const char *path);
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Sessions                                                                                         */
 /* ------------------------------------------------------------------------------------------------ */
@@ -464,6 +484,9 @@ typedef struct wf_trace wf_trace;
 
 typedef struct wf_run_options {
     wf_trace **trace; /* when not NULL, receives a trace of the run; caller owns it */
+    /* Outputs to compute without returning them (the Assigns of a training step, say). */
+    const wf_output *targets;
+    int n_targets;
 } wf_run_options;
 
 /* Runs the graph: feeds placeholders, computes `fetches` and writes one new tensor per fetch into

@@ -113,3 +113,30 @@ wf_status *wf_reshape(wf_graph *g, const char *name, wf_output x, int rank, cons
     if (s) wf__graph_pop(g); /* leave the graph as it was */
     return s;
 }
+
+wf_status *wf_variable(wf_graph *g, const char *name, const wf_tensor *initial, wf_output *out)
+{
+    if (!initial) return wf__status(WF_INVALID_ARGUMENT, "variable '%s': the initial value is NULL", name ? name : "");
+    wf_attr a = wf_attr_tensor("value", initial);
+    return op1(g, "Variable", name, NULL, 0, &a, 1, out);
+}
+
+wf_status *wf_assign(wf_graph *g, const char *name, wf_output variable, wf_output value, wf_output *out)
+{
+    const wf_node *v = variable.node;
+    if (!v || strcmp(wf_node_op(v), "Variable") != 0)
+        return wf__status(WF_INVALID_ARGUMENT, "assign '%s': node '%s' is not a Variable", name ? name : "",
+                          v ? wf_node_name(v) : "(null)");
+    char a[160], b[160];
+    int64_t vd[WF_MAX_RANK], xd[WF_MAX_RANK];
+    int vr = wf_output_shape(variable, vd), xr = wf_output_shape(value, xd);
+    bool same = wf_output_dtype(variable) == wf_output_dtype(value) && (xr < 0 || xr == vr);
+    for (int d = 0; same && xr > 0 && d < xr; d++) same = xd[d] < 0 || xd[d] == vd[d];
+    if (!same)
+        return wf__status(WF_INVALID_ARGUMENT, "assign '%s': variable '%s' is %s%s but the value is %s%s",
+                          name ? name : "", wf_node_name(v), wf_dtype_name(wf_output_dtype(variable)),
+                          wf__shape_str(vr, vd, a), wf_dtype_name(wf_output_dtype(value)),
+                          xr < 0 ? "[?]" : wf__shape_str(xr, xd, b));
+    wf_attr at = wf_attr_string("variable", wf_node_name(v));
+    return op1(g, "Assign", name, &value, 1, &at, 1, out);
+}

@@ -106,6 +106,17 @@ static wf_status *infer_const(wf__infer_ctx *ctx)
     return NULL;
 }
 
+/* A variable's value changes between runs: its shape and dtype are known, its value never is (so
+ * nothing downstream is constant-folded). */
+static wf_status *infer_variable(wf__infer_ctx *ctx)
+{
+    const wf_tensor *t = WF__IC_A(ctx, "value")->t;
+    ctx->out[0].dtype = t->dtype;
+    ctx->out[0].rank = t->rank;
+    memcpy(ctx->out[0].dims, t->dims, sizeof t->dims);
+    return NULL;
+}
+
 static wf_status *infer_placeholder(wf__infer_ctx *ctx)
 {
     wf_dtype dt = (wf_dtype)WF__IC_I(ctx, "dtype");
@@ -150,6 +161,16 @@ const wf__op_def wf__ops_core[] = {
      .infer = infer_placeholder, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP},
     {.name = "Identity", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
      .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},
+    /* State kept by the session between runs: its initial value, replaced by the Assign nodes a run
+     * computes (session.c). Stateful: never folded, never deduplicated. */
+    {.name = "Variable", .min_in = 0, .max_in = 0, .n_out = 1,
+     .attrs = {{"value", WF_ATTR_TENSOR, .required = true}},
+     .infer = infer_variable, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_STATEFUL | WF__OP_CHEAP},
+    /* Assign(value), attribute "variable": the named Variable's next value, committed when the run that
+     * computes it ends; its output is the value. The variable is named, not an input, so the update
+     * does not wait for (or copy) the old value. Runs on any device (the kernel is Identity's). */
+    {.name = "Assign", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"variable", WF_ATTR_STRING, .required = true}},
+     .infer = infer_identity, .cost = cost_free, .flags = WF__OP_STATEFUL | WF__OP_CHEAP},
     /* A value that may be fed and otherwise is its input (ONNX graph inputs backed by initializers). */
     {.name = "PlaceholderWithDefault", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
      .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},

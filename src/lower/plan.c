@@ -43,7 +43,8 @@ static wf_status *check_feeds(builder *b, const wf_feed *feeds, int n_feeds)
         if (!same_graph(b->g, n))
             return wf__status(WF_INVALID_ARGUMENT, "feed %d names a node that is not in this graph", i);
         bool with_default = !strcmp(n->op->name, "PlaceholderWithDefault");
-        if (strcmp(n->op->name, "Placeholder") != 0 && !with_default)
+        bool variable = !strcmp(n->op->name, "Variable"); /* the session feeds a variable's value */
+        if (strcmp(n->op->name, "Placeholder") != 0 && !with_default && !variable)
             return wf__status(WF_INVALID_ARGUMENT,
                               "cannot feed node '%s' (%s): only Placeholder nodes can be fed", n->name,
                               n->op->name);
@@ -94,6 +95,9 @@ static wf_status *mark_live(builder *b, const wf_output *fetches, int n_fetches)
     wf__free(stack);
     for (int id = 0; id < b->n; id++) {
         const wf_node *n = b->g->nodes[id];
+        if (b->live[id] && !strcmp(n->op->name, "Variable") && b->feed_of[id] < 0)
+            return wf__status(WF_FAILED_PRECONDITION,
+                              "variable '%s' has no value here: variables are read through a session", n->name);
         if (b->live[id] && !strcmp(n->op->name, "Placeholder") && b->feed_of[id] < 0) {
             char sh[160];
             return wf__status(WF_FAILED_PRECONDITION,
@@ -246,6 +250,11 @@ static const wf__tinfo *node_in_info(builder *b, const wf_node *n, wf__tinfo *bu
 static const wf__kernel_def *kernel_on(builder *b, int dev, const wf_node *n, const wf__tinfo *in)
 {
     const struct wf__device *d = &b->ctx->devices[dev];
+    /* Assign passes its value through: Identity's kernel, on every device */
+    if (!strcmp(n->op->name, "Assign")) {
+        if (!d->vt) return wf__kernel_find("Identity", "CPU", in, 1, b->info[n->id]);
+        return d->vt->find_kernel(d->dev, "Identity", in, 1, b->info[n->id]);
+    }
     if (!d->vt) return wf__kernel_find(n->op->name, "CPU", in, n->n_in, b->info[n->id]);
     if (!strcmp(n->op->name, "Const")) return &wf__device_const_kernel;
     return d->vt->find_kernel(d->dev, n->op->name, in, n->n_in, b->info[n->id]);
