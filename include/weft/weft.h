@@ -699,6 +699,140 @@ WF_API void wf_safetensors_free(int n, char **names, wf_tensor **tensors);
  * with wf_free. */
 WF_API wf_status *wf_safetensors_metadata(const char *path, char **json);
 
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Training                                                                                         */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* ---- Initializers ------------------------------------------------------------------------------ */
+typedef enum wf_init_kind {
+    WF_INIT_ZEROS = 1,
+    WF_INIT_ONES = 2,
+    WF_INIT_CONSTANT = 3,         /* value */
+    WF_INIT_UNIFORM = 4,          /* [minval, maxval) (maxval reachable after rounding to the dtype) */
+    WF_INIT_NORMAL = 5,           /* mean, stddev */
+    WF_INIT_TRUNCATED_NORMAL = 6, /* mean, stddev; draws beyond 2 stddev are redrawn (TensorFlow) */
+    WF_INIT_GLOROT_UNIFORM = 7,   /* U(-l, l), l = sqrt(6 / (fan_in + fan_out)) */
+    WF_INIT_GLOROT_NORMAL = 8,    /* truncated normal, stddev = sqrt(2 / (fan_in + fan_out)) / 0.87962566 */
+    WF_INIT_HE_UNIFORM = 9,       /* U(-l, l), l = sqrt(6 / fan_in) */
+    WF_INIT_HE_NORMAL = 10        /* truncated normal, stddev = sqrt(2 / fan_in) / 0.87962566 */
+} wf_init_kind;
+
+/* What to fill a tensor with. The Glorot and He kinds follow Keras 3 (VarianceScaling; 0.87962566... is
+ * the stddev of a unit normal truncated at 2, so the values get the stated variance). Their fans come
+ * from the shape: rank 0: 1 and 1; rank 1 [n]: n and n; rank 2, a dense kernel [in, out]: in and out;
+ * rank >= 3, a convolution filter in weft's Conv2D layout OIHW [out, in, k1, k2, ...]: in * rf and
+ * out * rf with rf = k1 * k2 * ... (the fans Keras gives the same filter in its HWIO layout). */
+typedef struct wf_init {
+    wf_init_kind kind;
+    double value;          /* CONSTANT */
+    double minval, maxval; /* UNIFORM: minval <= maxval, both finite */
+    double mean, stddev;   /* NORMAL, TRUNCATED_NORMAL: finite, stddev >= 0 */
+    uint64_t seed;         /* the random kinds */
+} wf_init;
+
+/* A new tensor of `dtype` and shape dims[0..rank) filled as `spec` says. ZEROS, ONES and CONSTANT take
+ * any dtype; the random kinds f32, f64, f16 and bf16. Random values come from weft's own generator:
+ * splitmix64 started at splitmix64(seed), 53-bit uniforms, normals by Marsaglia's polar method, all in
+ * double (only +, -, *, /, sqrt and log), rounded to the dtype (f16 and bf16 through f32), in row-major
+ * order, so a seed gives the same tensor on every machine and different seeds give different tensors.
+ * A bad spec (an unknown kind, minval > maxval, a negative or non-finite stddev or bound, a random kind
+ * for an integer dtype, a negative dim) is INVALID_ARGUMENT naming the field. Caller owns *out. */
+WF_API wf_status *wf_init_tensor(const wf_init *spec, wf_dtype dtype, int rank, const int64_t *dims,
+                                 wf_tensor **out);
+
+/* ---- Losses -------------------------------------------------------------------------------------- */
+/* Graph builders: each adds the nodes computing a scalar loss, the mean over the batch, and sets *out
+ * to it. The helper nodes are named "<name>/..." and the loss itself `name` (not NULL). Every loss is
+ * differentiable with wf_gradients. Shapes or dtypes that do not fit are an error at build time naming
+ * both; on any error g is unchanged. */
+
+/* Softmax cross-entropy of logits [N, C] (f32, f64, f16, bf16). sparse = 1: labels are class indices
+ * [N] (i32 or i64) and the loss is one SoftmaxCrossEntropyLoss node (reduction "mean") computing the
+ * log-softmax with the log-sum-exp trick; a label outside [0, C) is a run-time error naming the node,
+ * the label and its position, checked on the host on every device. sparse = 0: labels are
+ * probabilities [N, C] of the logits' dtype (one-hot or soft) and loss = -mean_n sum_c labels *
+ * LogSoftmax(logits). Both stay finite for logits of any magnitude. */
+WF_API wf_status *wf_loss_softmax_cross_entropy(wf_graph *g, const char *name, wf_output logits,
+                                                wf_output labels, int sparse, wf_output *out);
+/* Binary cross-entropy, the mean over every element (for [N] or [N, K] targets: Keras's mean over K,
+ * then over N). from_logits = 1: x are logits and loss = max(x, 0) - x z + log(1 + exp(-|x|)), stable
+ * for any x (TensorFlow's sigmoid_cross_entropy_with_logits, whose gradient is sigmoid(x) - z
+ * everywhere, x = 0 included). from_logits = 0: x are probabilities, clipped to [1e-7, 1 - 1e-7] as
+ * Keras does, and loss = -(z log x + (1 - z) log(1 - x)). Targets z have x's shape and dtype. */
+WF_API wf_status *wf_loss_binary_cross_entropy(wf_graph *g, const char *name, wf_output logits_or_probs,
+                                               wf_output targets, int from_logits, wf_output *out);
+/* Mean squared error: the mean over every element of (predictions - targets)^2; equal shapes and
+ * dtypes. */
+WF_API wf_status *wf_loss_mse(wf_graph *g, const char *name, wf_output predictions, wf_output targets,
+                              wf_output *out);
+
+/* ---- Optimizers ---------------------------------------------------------------------------------- */
+typedef enum wf_optimizer_kind {
+    WF_OPT_SGD = 1,
+    WF_OPT_ADAM = 2,
+    WF_OPT_ADAMW = 3,
+    WF_OPT_RMSPROP = 4
+} wf_optimizer_kind;
+
+/* s counts the steps run before this one: 0 on the first step. */
+typedef enum wf_lr_schedule {
+    WF_LR_CONSTANT = 0,
+    WF_LR_STEP = 1,   /* lr gamma^floor(s / step_size) */
+    WF_LR_COSINE = 2  /* lr ((1 - alpha) 0.5 (1 + cos(pi min(s, decay_steps) / decay_steps)) + alpha) */
+} wf_lr_schedule;
+
+/* The update rules are Keras 3's, with g the gradient (after clipping), lr the scheduled learning rate
+ * and t = s + 1 (s: the variable "<name>/step", i64, the steps run so far):
+ *   SGD:      momentum 0: w -= lr g. Otherwise m = momentum m - lr g; then w += m, or with nesterov
+ *             w += momentum m - lr g (with the new m).
+ *   ADAM:     m += (g - m)(1 - beta1); v += (g^2 - v)(1 - beta2);
+ *             w -= m lr_t / (sqrt(v) + epsilon), lr_t = lr sqrt(1 - beta2^t) / (1 - beta1^t)
+ *             (the bias corrections folded into the step size; epsilon outside the square root).
+ *   ADAMW:    ADAM after the decoupled decay w -= w weight_decay lr (of the old w).
+ *   RMSPROP:  v = rho v + (1 - rho) g^2; inc = lr g / sqrt(v + epsilon) (epsilon inside, as Keras);
+ *             momentum 0: w -= inc; otherwise m = momentum m + inc; w -= m.
+ * weight_decay > 0 applies the same decoupled decay before the update of SGD and RMSPROP too (Keras 3).
+ * clip_global_norm > 0 first scales every gradient by clip min(1 / global_norm, 1 / clip), global_norm
+ * = sqrt(the sum of every gradient's squares) (tf.clip_by_global_norm, Keras's global_clipnorm).
+ * The schedule and the scalar factors are computed in f64 in the graph and cast once to each variable's
+ * dtype; everything per element runs in the variable's dtype. */
+typedef struct wf_optimizer_options {
+    wf_optimizer_kind kind;
+    double learning_rate;        /* > 0 */
+    double momentum;             /* SGD, RMSPROP: [0, 1) */
+    int nesterov;                /* SGD */
+    double beta1, beta2;         /* ADAM, ADAMW: [0, 1) */
+    double epsilon;              /* ADAM, ADAMW, RMSPROP: >= 0 */
+    double weight_decay;         /* >= 0 */
+    double rho;                  /* RMSPROP: [0, 1) */
+    double clip_global_norm;     /* 0: off; else > 0 */
+    wf_lr_schedule schedule;
+    int64_t step_size;           /* STEP: >= 1 */
+    double gamma;                /* STEP: > 0 */
+    int64_t decay_steps;         /* COSINE: >= 1 */
+    double alpha;                /* COSINE: the final fraction of lr, [0, 1] */
+} wf_optimizer_options;
+
+/* Fills o with Keras 3's defaults for `kind`: SGD lr 0.01, momentum 0; ADAM lr 0.001, beta1 0.9, beta2
+ * 0.999, epsilon 1e-7; ADAMW the same with weight_decay 0.004; RMSPROP lr 0.001, rho 0.9, momentum 0,
+ * epsilon 1e-7. A constant schedule (step_size 1, gamma 1, decay_steps 1, alpha 0), no clipping. */
+WF_API void wf_optimizer_options_init(wf_optimizer_options *o, wf_optimizer_kind kind);
+
+/* Adds one training step to g: the gradients of the scalar `loss` with respect to vars[0..n_vars)
+ * (float Variables; wf_gradients), the clipping, the schedule, the slot variables "<name>/<var>/m"
+ * (SGD and RMSPROP with momentum, ADAM, ADAMW) and "<name>/<var>/v" (ADAM, ADAMW, RMSPROP), zeros of
+ * the variable's shape and dtype, the step counter "<name>/step" (i64 scalar, 0), and one Assign per
+ * updated variable, slot and the counter. *targets receives those Assigns, *n_targets how many: pass
+ * them as wf_run_options.targets, and every run that computes them is one step. Free the array with
+ * wf_free. Slots and the counter are variables, so wf_session_save and wf_session_restore checkpoint
+ * the optimizer's state with the model. Errors (g unchanged): bad options (INVALID_ARGUMENT naming the
+ * field and value), a var that is not a float Variable or appears twice, a var the loss does not
+ * depend on (naming it), a loss that is not a float scalar, a name already taken. */
+WF_API wf_status *wf_optimizer_minimize(wf_graph *g, const char *name, const wf_optimizer_options *o,
+                                        wf_output loss, const wf_output *vars, int n_vars,
+                                        wf_output **targets, int *n_targets);
+
 #ifdef __cplusplus
 }
 #endif

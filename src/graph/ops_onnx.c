@@ -7,6 +7,7 @@
  * kernels are in src/backends/cpu/k_onnx*.c.
  */
 #include "graph/op.h"
+#include "train/train.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -550,8 +551,10 @@ static wf_status *infer_window(wf__infer_ctx *c)
      .infer = infer_window}
 
 const wf__op_def wf__ops_onnx[] = {
-    {.name = "NegativeLogLikelihoodLoss", .min_in = 2, .max_in = 3, .n_out = 1, .attrs = LOSS_ATTRS, .infer = infer_loss},
-    {.name = "SoftmaxCrossEntropyLoss", .min_in = 2, .max_in = 3, .n_out = 2, .attrs = LOSS_ATTRS, .infer = infer_loss},
+    {.name = "NegativeLogLikelihoodLoss", .min_in = 2, .max_in = 3, .n_out = 1, .attrs = LOSS_ATTRS, .infer = infer_loss,
+     .grad = wf__grad_class_loss},
+    {.name = "SoftmaxCrossEntropyLoss", .min_in = 2, .max_in = 3, .n_out = 2, .attrs = LOSS_ATTRS, .infer = infer_loss,
+     .grad = wf__grad_class_loss},
     {.name = "Attention", .min_in = 3, .max_in = 7, .n_out = 4,
      .attrs = {{"is_causal", WF_ATTR_INT, .i = 0}, {"kv_num_heads", WF_ATTR_INT, .i = 0},
                {"q_num_heads", WF_ATTR_INT, .i = 0}, {"qk_matmul_output_mode", WF_ATTR_INT, .i = 0},
