@@ -5,6 +5,7 @@
  * in src/backends/cpu/k_misc*.c.
  */
 #include "graph/ops_misc.h"
+#include "device/kutil_resize.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -725,56 +726,8 @@ bool wf__resize_shape(int rank, const int64_t *x, const int *axes, int n_axes, c
                       int n_scales, const int64_t *sizes, int n_sizes, const char *policy, int64_t *out,
                       double *scale, char *err, size_t errlen)
 {
-    int ax[WF_MAX_RANK], na = n_axes;
-    for (int i = 0; i < n_axes; i++) ax[i] = axes[i];
-    if (!n_axes) {
-        na = rank;
-        for (int i = 0; i < rank; i++) ax[i] = i;
-    }
-    for (int i = 0; i < rank; i++) {
-        out[i] = x[i];
-        scale[i] = 1.0;
-    }
-    if (n_scales) {
-        if (n_scales != na) {
-            snprintf(err, errlen, "scales has %d values for %d axes", n_scales, na);
-            return false;
-        }
-        for (int i = 0; i < na; i++) {
-            if (!(scales[i] > 0)) {
-                snprintf(err, errlen, "scale %g for axis %d must be > 0", scales[i], ax[i]);
-                return false;
-            }
-            scale[ax[i]] = scales[i];
-            out[ax[i]] = (int64_t)floor(scales[i] * (double)x[ax[i]]);
-        }
-        return true;
-    }
-    if (n_sizes != na) {
-        snprintf(err, errlen, "sizes has %d values for %d axes", n_sizes, na);
-        return false;
-    }
-    for (int i = 0; i < na; i++) {
-        if (sizes[i] < 0) {
-            snprintf(err, errlen, "size %lld for axis %d must be >= 0", (long long)sizes[i], ax[i]);
-            return false;
-        }
-        out[ax[i]] = sizes[i];
-        scale[ax[i]] = x[ax[i]] ? (double)sizes[i] / (double)x[ax[i]] : 1.0;
-    }
-    bool smaller = !strcmp(policy, "not_larger");
-    if (smaller || !strcmp(policy, "not_smaller")) {
-        double s = scale[ax[0]];
-        for (int i = 1; i < na; i++) s = smaller ? fmin(s, scale[ax[i]]) : fmax(s, scale[ax[i]]);
-        for (int i = 0; i < na; i++) {
-            scale[ax[i]] = s;
-            out[ax[i]] = (int64_t)(s * (double)x[ax[i]] + 0.5); /* round half up, as the ONNX reference */
-        }
-    } else if (strcmp(policy, "stretch")) {
-        snprintf(err, errlen, "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller", policy);
-        return false;
-    }
-    return true;
+    return wf__ku_resize_shape(rank, x, axes, n_axes, scales, n_scales, sizes, n_sizes, policy, out, scale, err,
+                               errlen);
 }
 
 static const char *const k_ctm[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",

@@ -5,6 +5,7 @@
  * element moves, so a bad index is a status and never a stray access.
  */
 #include "backends/cpu/k_misc.h"
+#include "device/kutil_shape.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -324,44 +325,13 @@ static wf_status *k_d2s(wf__kctx *k)
     bool d2s = !strcmp(k->op->name, "DepthToSpace");
     int64_t bs = wf__attr_i(k->op, k->attrs, "blocksize");
     if (x->rank != 4) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must be 4-D", wf__shape_str(x->rank, x->dims, b));
-    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if (bs < 1 || (d2s && C % (bs * bs)) || (!d2s && (H % bs || W % bs)))
+    bool dcr = !strcmp(wf__attr_s(k->op, k->attrs, "mode"), "DCR");
+    int64_t st[6], yd[4];
+    perm_job j = {.x = x->data, .es = wf_dtype_size(x->dtype)};
+    if (!wf__ku_d2s_plan(d2s, dcr, bs, x->dims, j.od, st, yd))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not divide into blocks of %" PRId64,
                              wf__shape_str(4, x->dims, b), bs);
-    perm_job j = {.x = x->data, .es = wf_dtype_size(x->dtype)};
-    int64_t sd[6], sst[6], yd[4];
-    int perm[6];
-    bool dcr = !strcmp(wf__attr_s(k->op, k->attrs, "mode"), "DCR");
-    if (d2s) {
-        int64_t c2 = C / (bs * bs);
-        if (dcr) {
-            int64_t s[6] = {N, bs, bs, c2, H, W};
-            int p[6] = {0, 3, 4, 1, 5, 2};
-            memcpy(sd, s, sizeof s);
-            memcpy(perm, p, sizeof p);
-        } else {
-            int64_t s[6] = {N, c2, bs, bs, H, W};
-            int p[6] = {0, 1, 4, 2, 5, 3};
-            memcpy(sd, s, sizeof s);
-            memcpy(perm, p, sizeof p);
-        }
-        int64_t o[4] = {N, c2, H * bs, W * bs};
-        memcpy(yd, o, sizeof o);
-    } else {
-        int64_t s[6] = {N, C, H / bs, bs, W / bs, bs};
-        /* DCR puts the block offset outermost in the new channel dim, CRD innermost. */
-        int pd[6] = {0, 3, 5, 1, 2, 4}, pc[6] = {0, 1, 3, 5, 2, 4};
-        const int *p = dcr ? pd : pc;
-        memcpy(sd, s, sizeof s);
-        memcpy(perm, p, sizeof perm);
-        int64_t o[4] = {N, C * bs * bs, H / bs, W / bs};
-        memcpy(yd, o, sizeof o);
-    }
-    wf__strides(6, sd, sst);
-    for (int d = 0; d < 6; d++) {
-        j.od[d] = sd[perm[d]];
-        j.st[d] = sst[perm[d]] * (int64_t)j.es;
-    }
+    for (int d = 0; d < 6; d++) j.st[d] = st[d] * (int64_t)j.es;
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x->dtype, 4, yd, &y));
     j.y = y->data;
@@ -416,14 +386,7 @@ static wf_status *k_compress(wf__kctx *k)
     int64_t nnz = 0;
     for (int64_t i = 0; i < cond->size; i++) nnz += cv[i] != 0;
     int64_t d[WF_MAX_RANK];
-    int r = 1;
-    if (ax >= 0) {
-        memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->rank);
-        d[ax] = nnz;
-        r = x->rank;
-    } else {
-        d[0] = nnz;
-    }
+    int r = wf__ku_compress_dims(x->rank, x->dims, ax, nnz, d);
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x->dtype, r, d, &y));
     size_t blk = (size_t)inner * wf_dtype_size(x->dtype);

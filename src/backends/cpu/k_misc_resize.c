@@ -5,6 +5,7 @@
  * reproduces the ONNX reference's neighbour choice (edge padding, ties to the left pixel).
  */
 #include "backends/cpu/k_misc.h"
+#include "device/kutil_resize.h"
 #include "graph/ops_misc.h"
 
 #include <inttypes.h>
@@ -19,107 +20,6 @@ typedef struct {
     double *w;        /* [out][n] */
     uint8_t *ext;     /* [out]: use the extrapolation value (tf_crop_and_resize outside the roi) */
 } taps;
-
-typedef struct {
-    const char *mode, *ctm, *nearest;
-    double cubic_a, extrap;
-    bool exclude, antialias;
-} rs_params;
-
-static double cubic_w(double x, double A)
-{
-    x = fabs(x);
-    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
-}
-
-static double source_coord(const rs_params *P, int64_t o, double scale, int64_t in_len, int64_t out_len,
-                           double r0, double r1, bool *ext)
-{
-    double x = (double)o, out_w = scale * (double)in_len;
-    const char *m = P->ctm;
-    *ext = false;
-    if (!strcmp(m, "align_corners")) return out_w == 1 ? 0.0 : x * (double)(in_len - 1) / (out_w - 1);
-    if (!strcmp(m, "asymmetric")) return x / scale;
-    if (!strcmp(m, "pytorch_half_pixel")) return out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    if (!strcmp(m, "half_pixel_symmetric")) {
-        double adj = (double)out_len / out_w, center = (double)in_len / 2;
-        return center * (1 - adj) + (x + 0.5) / scale - 0.5;
-    }
-    if (!strcmp(m, "tf_crop_and_resize")) {
-        double v = out_w == 1 ? (r1 - r0) * (double)(in_len - 1) / 2 : x * (r1 - r0) * (double)(in_len - 1) / (out_w - 1);
-        v += r0 * (double)(in_len - 1);
-        *ext = v < 0 || v > (double)(in_len - 1);
-        return v;
-    }
-    return (x + 0.5) / scale - 0.5; /* half_pixel */
-}
-
-/* Number of taps per position for this axis. */
-static int tap_count(const rs_params *P, double scale)
-{
-    if (!strcmp(P->mode, "nearest")) return 2;
-    double s = scale < 1 ? scale : 1;
-    if (!strcmp(P->mode, "linear")) return P->antialias ? 2 - 2 * (int)(floor(-1 / s) + 1) : 2;
-    return P->antialias ? 2 - 2 * (int)(floor(-2 / s) + 1) : 4;
-}
-
-static void axis_taps(const rs_params *P, taps *T, int64_t in_len, int64_t out_len, double scale, double r0, double r1)
-{
-    int n = T->n;
-    double s = scale < 1 ? scale : 1;
-    for (int64_t o = 0; o < out_len; o++) {
-        bool ext;
-        double x = source_coord(P, o, scale, in_len, out_len, r0, r1, &ext);
-        T->ext[o] = ext;
-        /* The left neighbour is ceil(x) - 1, so an integral x sits at ratio 1 (the reference prefers the
-         * pixel on the left). */
-        double base = ceil(x) - 1, ratio = x - base;
-        int start;
-        double *w = T->w + o * n;
-        if (!strcmp(P->mode, "nearest")) {
-            start = 0;
-            bool right;
-            const char *nm = P->nearest;
-            if (ratio == 1) right = true;
-            else if (!strcmp(nm, "round_prefer_floor")) right = ratio > 0.5;
-            else if (!strcmp(nm, "round_prefer_ceil")) right = ratio >= 0.5;
-            else right = !strcmp(nm, "ceil");
-            w[0] = right ? 0 : 1;
-            w[1] = right ? 1 : 0;
-        } else if (!strcmp(P->mode, "linear")) {
-            if (P->antialias) {
-                start = (int)(floor(-1 / s) + 1);
-                for (int t = 0; t < n; t++) {
-                    double a = fabs(((double)(start + t) - ratio) * s);
-                    w[t] = a < 1 ? 1 - a : 0;
-                }
-            } else {
-                start = 0;
-                w[0] = 1 - ratio;
-                w[1] = ratio;
-            }
-        } else {
-            if (P->antialias) {
-                start = (int)(floor(-2 / s) + 1);
-                for (int t = 0; t < n; t++) w[t] = cubic_w(s * ((double)(start + t) - ratio), P->cubic_a);
-            } else {
-                start = -1;
-                for (int t = 0; t < n; t++) w[t] = cubic_w((double)(start + t) - ratio, P->cubic_a);
-            }
-        }
-        double sum = 0;
-        for (int t = 0; t < n; t++) {
-            int64_t p = (int64_t)base + start + t;
-            if (P->exclude && (p < 0 || p >= in_len)) w[t] = 0;
-            sum += w[t];
-            T->idx[o * n + t] = p < 0 ? 0 : p >= in_len ? in_len - 1 : p;
-        }
-        if (P->antialias || P->exclude)
-            for (int t = 0; t < n && sum != 0; t++) w[t] /= sum;
-    }
-}
 
 typedef struct {
     const double *src;
@@ -164,12 +64,12 @@ wf_status *wf__k_resize(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
     char b[SB], err[256];
-    rs_params P = {.mode = wf__attr_s(k->op, k->attrs, "mode"),
-                   .ctm = wf__attr_s(k->op, k->attrs, "coordinate_transformation_mode"),
-                   .nearest = wf__attr_s(k->op, k->attrs, "nearest_mode"),
-                   .cubic_a = wf__attr_f(k->op, k->attrs, "cubic_coeff_a"),
-                   .extrap = wf__attr_f(k->op, k->attrs, "extrapolation_value"),
-                   .exclude = wf__attr_i(k->op, k->attrs, "exclude_outside") != 0};
+    wf__ku_rs_params P = {.mode = wf__attr_s(k->op, k->attrs, "mode"),
+                             .ctm = wf__attr_s(k->op, k->attrs, "coordinate_transformation_mode"),
+                             .nearest = wf__attr_s(k->op, k->attrs, "nearest_mode"),
+                             .cubic_a = wf__attr_f(k->op, k->attrs, "cubic_coeff_a"),
+                             .extrap = wf__attr_f(k->op, k->attrs, "extrapolation_value"),
+                             .exclude = wf__attr_i(k->op, k->attrs, "exclude_outside") != 0};
     P.antialias = wf__attr_i(k->op, k->attrs, "antialias") != 0 && strcmp(P.mode, "nearest");
     const wf__attr *axa = wf__attr_get(k->op, k->attrs, "axes");
     int axes[WF_MAX_RANK], na = axa->n;
@@ -224,7 +124,7 @@ wf_status *wf__k_resize(wf__kctx *k)
     for (int d = 0; d < x->rank && !s; d++) {
         bool identity = yd[d] == x->dims[d] && fabs(scale[d] - 1.0) < 1e-12 && (!crop || (r0[d] == 0 && r1[d] == 1));
         if (identity) continue;
-        taps T = {.n = tap_count(&P, scale[d])};
+        taps T = {.n = wf__ku_rs_tap_count(&P, scale[d])};
         int64_t outer = wf__numel(d, cd), inner = wf__numel(x->rank - d - 1, cd + d + 1);
         T.idx = wf__malloc(sizeof(int64_t) * (size_t)(yd[d] * T.n + 1));
         T.w = wf__malloc(sizeof(double) * (size_t)(yd[d] * T.n + 1));
@@ -232,7 +132,7 @@ wf_status *wf__k_resize(wf__kctx *k)
         if (!T.idx || !T.w || !T.ext) s = wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the resize taps of axis %d", d);
         if (!s) s = wf__km_alloc8(k, outer * yd[d] * inner, "a resize pass", (void **)&next);
         if (!s) {
-            axis_taps(&P, &T, x->dims[d], yd[d], scale[d], r0[d], r1[d]);
+            wf__ku_rs_axis_taps(&P, T.n, x->dims[d], yd[d], scale[d], r0[d], r1[d], T.idx, T.w, T.ext);
             pass_job j = {.src = cur, .dst = next, .T = &T, .in_len = cd[d], .out_len = yd[d], .inner = inner,
                           .extrap = P.extrap};
             int64_t work = inner * T.n, grain = WF__KM_GRAIN / (work > 0 ? work : 1);

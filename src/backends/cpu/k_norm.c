@@ -4,6 +4,7 @@
  * in place and narrowed back, so each loop exists for f32 and f64 only.
  */
 #include "device/kernel.h"
+#include "device/kutil_reduce.h"
 
 #include <math.h>
 
@@ -431,17 +432,6 @@ static void expand_param(const wf_tensor *p, int nr, const int64_t *nd, int64_t 
     }
 }
 
-static bool param_fits(const wf_tensor *p, const wf_tensor *x, int a)
-{
-    int nr = x->rank - a;
-    if (p->rank > nr) return false;
-    for (int d = 0; d < p->rank; d++) {
-        int64_t pd = p->dims[p->rank - 1 - d], xd = x->dims[x->rank - 1 - d];
-        if (pd != xd && pd != 1) return false;
-    }
-    return true;
-}
-
 wf_status *wf__k_layernorm(wf__kctx *k)
 {
     wf_tensor *x = k->in[0];
@@ -454,17 +444,13 @@ wf_status *wf__k_layernorm(wf__kctx *k)
                              wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0));
     for (int i = 0; i < 2; i++) {
         const wf_tensor *p = i ? bi : sc;
-        if (p && (p->dtype != x->dtype || !param_fits(p, x, a)))
+        if (p && (p->dtype != x->dtype || !wf__ku_ln_param_fits(p, x, a)))
             return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s%s does not match X %s%s from axis %d",
                                  i ? "B" : "Scale", wf_dtype_name(p->dtype), wf__shape_str(p->rank, p->dims, b1),
                                  wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0), a);
     }
-    int64_t rows = 1, D = 1, mdims[WF_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) {
-        if (i < a) rows *= x->dims[i];
-        else D *= x->dims[i];
-        mdims[i] = i < a ? x->dims[i] : 1;
-    }
+    int64_t rows, D, mdims[WF_MAX_RANK];
+    wf__ku_ln_split(x->rank, x->dims, a, &rows, &D, mdims);
     wf_tensor *y, *mt = NULL, *it = NULL;
     bool reused;
     WF__TRY(wf__kctx_output_reuse(k, 0, 0, x->dtype, x->rank, x->dims, &y, &reused));

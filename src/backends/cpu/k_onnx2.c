@@ -4,6 +4,7 @@
  * sequence_lens can stop each one at its own length.
  */
 #include "backends/cpu/k_onnx2.h"
+#include "device/kutil_rnn.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -54,90 +55,42 @@ wf_status *wf__ko2_ints(const wf__kctx *k, int idx, const char *what, int64_t *v
 
 /* ---- activations --------------------------------------------------------------------------------- */
 
-enum { A_RELU, A_TANH, A_SIGMOID, A_AFFINE, A_LEAKY, A_THRESH, A_STANH, A_HSIGMOID, A_ELU, A_SOFTSIGN, A_SOFTPLUS };
-
 typedef struct act {
-    int kind;
+    int kind; /* WF__KU_ACT_* */
     double alpha, beta;
 } act;
-
-static const struct {
-    const char *name;
-    int kind;
-    bool has_alpha, has_beta;
-    double alpha, beta;
-} k_acts[] = {
-    {"Relu", A_RELU, false, false, 0, 0},          {"Tanh", A_TANH, false, false, 0, 0},
-    {"Sigmoid", A_SIGMOID, false, false, 0, 0},    {"Affine", A_AFFINE, true, true, 1.0, 0.0},
-    {"LeakyRelu", A_LEAKY, true, false, 0.01, 0},  {"ThresholdedRelu", A_THRESH, true, false, 1.0, 0},
-    {"ScaledTanh", A_STANH, true, true, 1.0, 1.0}, {"HardSigmoid", A_HSIGMOID, true, true, 0.2, 0.5},
-    {"Elu", A_ELU, true, false, 1.0, 0},           {"Softsign", A_SOFTSIGN, false, false, 0, 0},
-    {"Softplus", A_SOFTPLUS, false, false, 0, 0},
-};
 
 static double act_apply(const act *a, double x)
 {
     switch (a->kind) {
-    case A_RELU: return x > 0 ? x : 0;
-    case A_TANH: return tanh(x);
-    case A_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
-    case A_AFFINE: return a->alpha * x + a->beta;
-    case A_LEAKY: return x >= 0 ? x : a->alpha * x;
-    case A_THRESH: return x > a->alpha ? x : 0;
-    case A_STANH: return a->alpha * tanh(a->beta * x);
-    case A_HSIGMOID: { double v = a->alpha * x + a->beta; return v < 0 ? 0 : v > 1 ? 1 : v; }
-    case A_ELU: return x >= 0 ? x : a->alpha * (exp(x) - 1);
-    case A_SOFTSIGN: return x / (1 + fabs(x));
+    case WF__KU_ACT_RELU: return x > 0 ? x : 0;
+    case WF__KU_ACT_TANH: return tanh(x);
+    case WF__KU_ACT_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+    case WF__KU_ACT_AFFINE: return a->alpha * x + a->beta;
+    case WF__KU_ACT_LEAKY: return x >= 0 ? x : a->alpha * x;
+    case WF__KU_ACT_THRESH: return x > a->alpha ? x : 0;
+    case WF__KU_ACT_STANH: return a->alpha * tanh(a->beta * x);
+    case WF__KU_ACT_HSIGMOID: { double v = a->alpha * x + a->beta; return v < 0 ? 0 : v > 1 ? 1 : v; }
+    case WF__KU_ACT_ELU: return x >= 0 ? x : a->alpha * (exp(x) - 1);
+    case WF__KU_ACT_SOFTSIGN: return x / (1 + fabs(x));
     default: return x > 30 ? x : log1p(exp(x));
     }
 }
 
-/*
- * weft has no list-of-strings attribute, so `activations` is one string with the names separated by
- * commas (or spaces). ONNX wants one set per direction; a single set is used for both. alpha and beta
- * are consumed in order by the activations that take them, as the spec describes.
- */
+/* `activations` and their alpha/beta, read as src/device/kutil_rnn.h describes. */
 static wf_status *parse_acts(const wf__kctx *k, int per_dir, int nd, const char *const *defaults, act *out)
 {
-    const char *s = wf__attr_s(k->op, k->attrs, "activations");
-    const wf__attr *al = wf__attr_get(k->op, k->attrs, "activation_alpha");
-    const wf__attr *be = wf__attr_get(k->op, k->attrs, "activation_beta");
-    char names[6][32];
-    int n = 0;
-    while (s && *s) {
-        while (*s == ',' || *s == ' ' || *s == ';') s++;
-        if (!*s) break;
-        size_t len = 0;
-        while (s[len] && s[len] != ',' && s[len] != ' ' && s[len] != ';') len++;
-        if (n == 6 || len >= sizeof names[0])
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "activations '%s' holds too many or too long names",
-                                 wf__attr_s(k->op, k->attrs, "activations"));
-        memcpy(names[n], s, len);
-        names[n++][len] = 0;
-        s += len;
-    }
-    if (n == 0)
-        for (; n < per_dir * nd; n++) snprintf(names[n], sizeof names[n], "%s", defaults[n % per_dir]);
-    if (n != per_dir && n != per_dir * nd)
-        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "activations lists %d functions; %s needs %d per direction", n,
-                             k->op->name, per_dir);
-    int ia = 0, ib = 0;
+    int kind[WF__KU_MAX_ACTS];
+    double al[WF__KU_MAX_ACTS], be[WF__KU_MAX_ACTS];
+    char err[256];
+    if (!wf__ku_rnn_acts(wf__attr_s(k->op, k->attrs, "activations"), wf__attr_get(k->op, k->attrs, "activation_alpha"),
+                         wf__attr_get(k->op, k->attrs, "activation_beta"), per_dir, nd, defaults, k->op->name, kind, al,
+                         be, err, sizeof err))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     for (int i = 0; i < per_dir * nd; i++) {
-        const char *nm = names[i % n];
-        size_t j;
-        for (j = 0; j < sizeof k_acts / sizeof k_acts[0] && strcasecmp(k_acts[j].name, nm); j++) {}
-        if (j == sizeof k_acts / sizeof k_acts[0])
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "activation '%s' is not one ONNX defines for %s", nm,
-                                 k->op->name);
-        out[i].kind = k_acts[j].kind;
-        out[i].alpha = k_acts[j].alpha;
-        out[i].beta = k_acts[j].beta;
-        if (i >= n) { /* the set repeated for the second direction reuses the first one's values */
-            out[i] = out[i - n];
-            continue;
-        }
-        if (k_acts[j].has_alpha && ia < al->n) out[i].alpha = al->floats[ia++];
-        if (k_acts[j].has_beta && ib < be->n) out[i].beta = be->floats[ib++];
+        out[i].kind = kind[i];
+        out[i].alpha = al[i];
+        out[i].beta = be[i];
     }
     return NULL;
 }

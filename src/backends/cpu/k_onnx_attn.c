@@ -5,6 +5,7 @@
  * results agree with the reference to the last bit or two.
  */
 #include "backends/cpu/k_onnx.h"
+#include "device/kutil_attn.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -104,35 +105,18 @@ static void attn_range(void *arg, int64_t begin, int64_t end)
     }
 }
 
-/* Heads, sequence and head size of a 3-D (B, S, H * D) or 4-D (B, H, S, D) input; element (b, h, s, d)
- * is at b * bs + h * hs + s * ss + d. */
-typedef struct {
-    int64_t B, H, S, D, bs, hs, ss;
-} attn_view;
-
-static wf_status *view_of(const wf__kctx *k, const wf_tensor *t, int64_t heads, const char *what, attn_view *v)
+static wf_status *view_of(const wf__kctx *k, const wf_tensor *t, int64_t heads, const char *what, wf__ku_attn_view *v)
 {
     char b[SB];
-    if (t->rank == 4) {
-        *v = (attn_view){t->dims[0], t->dims[1], t->dims[2], t->dims[3], 0, 0, 0};
-        v->ss = v->D;
-        v->hs = v->S * v->D;
-        v->bs = v->H * v->hs;
-        return NULL;
-    }
-    if (t->rank != 3 || heads <= 0 || t->dims[2] % heads)
+    if (!wf__ku_attn_view_of(t->rank, t->dims, heads, v))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s must be 4-D, or 3-D with a hidden size that %" PRId64
                              " heads divide", what, wf__shape_str(t->rank, t->dims, b), heads);
-    *v = (attn_view){t->dims[0], heads, t->dims[1], t->dims[2] / heads, 0, 0, 0};
-    v->hs = v->D;
-    v->ss = heads * v->D;
-    v->bs = v->S * v->ss;
     return NULL;
 }
 
 /* present (B, H, P + S, D) = past ++ cur along the sequence, written to out (dtype) and, scaled by
  * `scale` and rounded to dtype, to buf. */
-static void append_cache(const wf_tensor *past, const wf_tensor *cur, const attn_view *v, int64_t P, double scale,
+static void append_cache(const wf_tensor *past, const wf_tensor *cur, const wf__ku_attn_view *v, int64_t P, double scale,
                          wf_dtype dt, void *out, double *buf)
 {
     int64_t T = P + v->S, n = 0;
@@ -154,12 +138,11 @@ wf_status *wf__k_attention(wf__kctx *k)
     const wf_tensor *mask = wf__ko_has(k, 3) ? k->in[3] : NULL, *pk = wf__ko_has(k, 4) ? k->in[4] : NULL,
                     *pv = wf__ko_has(k, 5) ? k->in[5] : NULL, *np = wf__ko_has(k, 6) ? k->in[6] : NULL;
 #define A_I(nm) wf__attr_i(k->op, k->attrs, nm)
-    attn_view vq, vk, vv;
+    wf__ku_attn_view vq, vk, vv;
     WF__TRY(view_of(k, Q, A_I("q_num_heads"), "Q", &vq));
     WF__TRY(view_of(k, K, A_I("kv_num_heads"), "K", &vk));
     WF__TRY(view_of(k, V, A_I("kv_num_heads"), "V", &vv));
-    if (vk.H == 0 || Q->rank != K->rank || Q->rank != V->rank || vk.B != vq.B || vv.B != vq.B || vk.H != vv.H || vk.S != vv.S ||
-        vq.D != vk.D || vq.H % vk.H)
+    if (!wf__ku_attn_fit(Q->rank, K->rank, V->rank, &vq, &vk, &vv))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "Q %s, K %s and V do not fit (batch, heads, head sizes)",
                              wf__shape_str(Q->rank, Q->dims, b0), wf__shape_str(K->rank, K->dims, b1));
     attn_job j = {.B = vq.B, .Hq = vq.H, .Hkv = vk.H, .Sq = vq.S, .Skv = vk.S, .Dk = vk.D, .Dv = vv.D, .dt = Q->dtype,
@@ -205,12 +188,8 @@ wf_status *wf__k_attention(wf__kctx *k)
     /* The reference scales Q and K each by sqrt(scale), rounded to the input dtype. */
     double rs = wf__ko_round(sqrt(scale), j.dt);
     wf_tensor *y, *opk, *opv, *oqk;
-    int64_t yd[4], pkd[4] = {j.B, j.Hkv, j.T, j.Dk}, pvd[4] = {j.B, j.Hkv, j.T, j.Dv}, qkd[4] = {j.B, j.Hq, j.Sq, j.T};
-    if (Q->rank == 3) {
-        yd[0] = j.B, yd[1] = j.Sq, yd[2] = j.Hq * j.Dv;
-    } else {
-        yd[0] = j.B, yd[1] = j.Hq, yd[2] = j.Sq, yd[3] = j.Dv;
-    }
+    int64_t yd[4], pkd[4], pvd[4], qkd[4];
+    wf__ku_attn_out_dims(Q->rank, j.B, j.Hq, j.Hkv, j.Sq, j.T, j.Dk, j.Dv, yd, pkd, pvd, qkd);
     WF__TRY(wf__kctx_output(k, 0, j.dt, Q->rank, yd, &y));
     WF__TRY(wf__kctx_output(k, 1, j.dt, 4, pkd, &opk));
     WF__TRY(wf__kctx_output(k, 2, j.dt, 4, pvd, &opv));
@@ -262,7 +241,7 @@ wf_status *wf__k_rotary_embedding(wf__kctx *k)
 {
     char b0[SB], b1[SB];
     const wf_tensor *x = k->in[0], *cc = k->in[1], *sc = k->in[2], *pos = wf__ko_has(k, 3) ? k->in[3] : NULL;
-    attn_view v;
+    wf__ku_attn_view v;
     WF__TRY(view_of(k, x, wf__attr_i(k->op, k->attrs, "num_heads"), "input", &v));
     int64_t rd = wf__attr_i(k->op, k->attrs, "rotary_embedding_dim");
     if (rd == 0) rd = v.D;

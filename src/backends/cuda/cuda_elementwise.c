@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
+#include "device/kutil_elementwise.h"
 
 /* ---- binary ------------------------------------------------------------------------------------------ */
 
@@ -246,31 +247,11 @@ static wf_status *k_Selu(wf__kctx *k)
     return unary(k, CUK_SELU, gamma, gamma * alpha, 0, 0);
 }
 
-/* A double to int64, saturating; NaN never reaches here. */
-static int64_t sat_i64(double v)
-{
-    return v <= -9.2233720368547758e18 ? INT64_MIN : v >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)v;
-}
-
 static wf_status *k_Shrink(wf__kctx *k)
 {
     double l = attr_f(k, "lambd"), b = attr_f(k, "bias");
     cuk_upar p = {l, b, {0, 0, 0, 0}};
-    if (cu_is_int(k->in[0]->dtype)) {
-        if (l != l || b != b) {
-            /* NaN: the CPU's comparisons all fail (l) or its conversions give 0 (b): every result is 0 */
-            p.i[0] = INT64_MIN;
-            p.i[1] = INT64_MAX;
-        } else {
-            /* for an integer v: v < -l iff v < ceil(-l), and v > l iff v > floor(l); b = bi + a fraction of
-             * sign i[3] */
-            p.i[0] = sat_i64(ceil(-l));
-            p.i[1] = sat_i64(floor(l));
-            double bi = trunc(b);
-            p.i[2] = bi <= -9.2233720368547758e18 ? -INT64_MAX : sat_i64(bi);
-            p.i[3] = b > bi ? 1 : b < bi ? -1 : 0;
-        }
-    }
+    if (cu_is_int(k->in[0]->dtype)) wf__ku_shrink_int(l, b, p.i);
     return unary_p(k, CUK_SHRINK, &p);
 }
 

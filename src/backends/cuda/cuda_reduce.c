@@ -7,13 +7,7 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
-
-static bool norm_axis(int64_t axis, int rank, int *out)
-{
-    if (axis < -rank || axis >= rank) return false;
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
-}
+#include "device/kutil_reduce.h"
 
 /* The node's axes (attribute or input 1, read back from the device) as flags in red[]; *none when none
  * were given. */
@@ -24,26 +18,18 @@ static wf_status *read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *no
     int64_t axes[WF_MAX_RANK];
     int n = 0;
     char b0[160];
-    if (attr && attr->set && at)
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes given both as an attribute and as input 1; give one of them");
-    if (attr && attr->set) {
-        if (attr->n > WF_MAX_RANK) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "too many axes (%d)", attr->n);
-        n = attr->n;
-        memcpy(axes, attr->ints, (size_t)n * sizeof *axes);
-    } else if (at) {
+    if (!wf__ku_axes_attr(attr, at != NULL, axes, &n, b0, sizeof b0))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", b0);
+    if (!(attr && attr->set) && at) {
         wf_status *s = cu_read_ints(k, at, axes, WF_MAX_RANK, &n, "axes");
         if (s) return s;
     }
-    for (int i = 0; i < x->rank; i++) red[i] = false;
     *none = n == 0;
-    for (int i = 0; i < n; i++) {
-        int a;
-        if (!norm_axis(axes[i], x->rank, &a))
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axes[i],
-                                      cu_tstr(x, b0));
-        if (red[a]) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is repeated in axes", (long long)axes[i]);
-        red[a] = true;
-    }
+    int bad = 0, fault = wf__ku_axes_mark(axes, n, x->rank, red, &bad);
+    if (fault == WF__KU_AXES_RANGE)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axes[bad],
+                                  cu_tstr(x, b0));
+    if (fault) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is repeated in axes", (long long)axes[bad]);
     return NULL;
 }
 
@@ -59,45 +45,13 @@ static wf_status *k_reduce(wf__kctx *k)
         if (noop && noop->i) return cu_host->kctx_output_view(k, 0, 0, x->rank, x->dims);
         for (int i = 0; i < x->rank; i++) red[i] = true;
     }
-    int64_t ydims[WF_MAX_RANK], count = 1;
-    int yr = 0;
-    for (int i = 0; i < x->rank; i++) {
-        if (!red[i]) ydims[yr++] = x->dims[i];
-        else {
-            count *= x->dims[i];
-            if (keepdims) ydims[yr++] = 1;
-        }
-    }
+    int64_t ydims[WF_MAX_RANK], count;
+    int yr;
+    wf__ku_reduce_out(x->rank, x->dims, red, keepdims, ydims, &yr, &count);
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, yr, ydims, &y)) || !y->size) return s;
-    /* adjacent axes of the same role merge; size-1 axes play no part */
-    int64_t strides[WF_MAX_RANK], acc = 1;
-    for (int i = x->rank - 1; i >= 0; i--) {
-        strides[i] = acc;
-        acc *= x->dims[i];
-    }
-    int64_t kd[WF_MAX_RANK], ks[WF_MAX_RANK], rd[WF_MAX_RANK], rs[WF_MAX_RANK];
-    int nk = 0, nr = 0, last = -1;
-    for (int i = 0; i < x->rank; i++) {
-        if (x->dims[i] == 1) continue;
-        int role = red[i];
-        int64_t *dd = role ? rd : kd, *ss = role ? rs : ks;
-        int *cnt = role ? &nr : &nk;
-        if (last == role) {
-            dd[*cnt - 1] *= x->dims[i];
-            ss[*cnt - 1] = strides[i];
-        } else {
-            dd[*cnt] = x->dims[i];
-            ss[*cnt] = strides[i];
-            (*cnt)++;
-        }
-        last = role;
-    }
-    if (nr == 0) { /* only size-1 axes reduced: each output folds one element (still finalised) */
-        rd[0] = 1;
-        rs[0] = 1;
-        nr = 1;
-    }
+    wf__ku_red_plan p;
+    wf__ku_reduce_plan(x->rank, x->dims, red, &p);
     static const struct {
         const char *op;
         int code;
@@ -106,8 +60,8 @@ static wf_status *k_reduce(wf__kctx *k)
     int code = CUK_RSUM;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(k->op->name, ops[i].op)) code = ops[i].code;
-    return cu_check(k, cuk_reduce(cu_of(k)->compute, x->dtype, code, cu_ptr(x), cu_ptr(y), y->size, nk, kd, ks, nr, rd, rs,
-                                  count),
+    return cu_check(k, cuk_reduce(cu_of(k)->compute, x->dtype, code, cu_ptr(x), cu_ptr(y), y->size, p.nk, p.kd, p.ks,
+                                  p.nr, p.rd, p.rs, count),
                     "reduction kernel");
 }
 
@@ -117,15 +71,11 @@ static wf_status *k_softmax(wf__kctx *k)
     char b0[160];
     int a = 0;
     int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (x->rank > 0 && !norm_axis(axis, x->rank, &a))
+    if (x->rank > 0 && !wf__ku_norm_axis(axis, x->rank, &a))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                   cu_tstr(x, b0));
-    int64_t outer = 1, R = 1, inner = 1;
-    for (int i = 0; i < x->rank; i++) {
-        if (i < a) outer *= x->dims[i];
-        else if (i == a) R = x->dims[i];
-        else inner *= x->dims[i];
-    }
+    int64_t outer, R, inner;
+    wf__ku_axis_split(x->rank, x->dims, a, &outer, &R, &inner);
     wf_status *s = cu_enter(k);
     wf_tensor *y;
     if (s || (s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
@@ -142,20 +92,15 @@ static wf_status *k_arg(wf__kctx *k)
     char b0[160];
     int a;
     int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (!norm_axis(axis, x->rank, &a))
+    if (!wf__ku_norm_axis(axis, x->rank, &a))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                   cu_tstr(x, b0));
     bool keepdims = cu_host->attr_get(k->op, k->attrs, "keepdims")->i != 0;
     int last = cu_host->attr_get(k->op, k->attrs, "select_last_index")->i != 0;
     int is_max = !strcmp(k->op->name, "ArgMax");
-    int64_t ydims[WF_MAX_RANK], outer = 1, inner = 1, R = x->dims[a];
-    int yr = 0;
-    for (int i = 0; i < x->rank; i++) {
-        if (i < a) outer *= x->dims[i];
-        if (i > a) inner *= x->dims[i];
-        if (i != a) ydims[yr++] = x->dims[i];
-        else if (keepdims) ydims[yr++] = 1;
-    }
+    int64_t ydims[WF_MAX_RANK], outer, inner, R;
+    int yr;
+    wf__ku_arg_plan(x->rank, x->dims, a, keepdims, ydims, &yr, &outer, &R, &inner);
     if (R == 0 && outer * inner > 0)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot take %s over the empty axis %d of input %s", k->op->name,
                                   a, cu_tstr(x, b0));
@@ -196,53 +141,23 @@ static wf_status *k_batchnorm(wf__kctx *k)
 
 /* ---- LayerNormalization ---------------------------------------------------------------------------------- */
 
-static bool param_fits(const wf_tensor *p, const wf_tensor *x, int a)
-{
-    int nr = x->rank - a;
-    if (p->rank > nr) return false;
-    for (int d = 0; d < p->rank; d++) {
-        int64_t pd = p->dims[p->rank - 1 - d], xd = x->dims[x->rank - 1 - d];
-        if (pd != xd && pd != 1) return false;
-    }
-    return true;
-}
-
-/* A parameter's element strides over the normalised dims x.dims[a:] (0 where it broadcasts). */
-static void param_strides(const wf_tensor *p, const wf_tensor *x, int a, int64_t *st)
-{
-    int nr = x->rank - a;
-    int64_t acc = 1, ps[WF_MAX_RANK];
-    for (int i = p->rank - 1; i >= 0; i--) {
-        ps[i] = acc;
-        acc *= p->dims[i];
-    }
-    for (int i = 0; i < nr; i++) {
-        int pi = i - (nr - p->rank);
-        st[i] = pi >= 0 && p->dims[pi] != 1 ? ps[pi] : 0;
-    }
-}
-
 static wf_status *k_layernorm(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0], *sc = k->in[1], *bi = k->n_in > 2 ? k->in[2] : NULL;
     char b0[160], b1[160];
     int a;
     int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (!norm_axis(axis, x->rank, &a))
+    if (!wf__ku_norm_axis(axis, x->rank, &a))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                   cu_tstr(x, b0));
     for (int i = 0; i < 2; i++) {
         const wf_tensor *p = i ? bi : sc;
-        if (p && (p->dtype != x->dtype || !param_fits(p, x, a)))
+        if (p && (p->dtype != x->dtype || !wf__ku_ln_param_fits(p, x, a)))
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s does not match X %s from axis %d", i ? "B" : "Scale",
                                       cu_tstr(p, b1), cu_tstr(x, b0), a);
     }
-    int64_t rows = 1, D = 1, mdims[WF_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) {
-        if (i < a) rows *= x->dims[i];
-        else D *= x->dims[i];
-        mdims[i] = i < a ? x->dims[i] : 1;
-    }
+    int64_t rows, D, mdims[WF_MAX_RANK];
+    wf__ku_ln_split(x->rank, x->dims, a, &rows, &D, mdims);
     wf_status *s = cu_enter(k);
     wf_tensor *y, *mt = NULL, *it = NULL;
     if (!s) s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y);
@@ -252,8 +167,8 @@ static wf_status *k_layernorm(wf__kctx *k)
     int nr = x->rank - a;
     int64_t nd[WF_MAX_RANK], ss[WF_MAX_RANK], bs[WF_MAX_RANK] = {0};
     for (int i = 0; i < nr; i++) nd[i] = x->dims[a + i];
-    param_strides(sc, x, a, ss);
-    if (bi) param_strides(bi, x, a, bs);
+    wf__ku_ln_param_strides(sc, x, a, ss);
+    if (bi) wf__ku_ln_param_strides(bi, x, a, bs);
     /* D == 0: no elements to normalise, and the statistics of an empty set are NaN (0/0 in the kernel) */
     double eps = cu_host->attr_get(k->op, k->attrs, "epsilon")->f;
     return cu_check(k, cuk_layernorm(cu_of(k)->compute, x->dtype, cu_ptr(x), cu_ptr(y), cu_ptr(sc), bi ? cu_ptr(bi) : NULL,

@@ -7,13 +7,7 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
-
-static bool norm_axis(int64_t axis, int rank, int *out)
-{
-    if (axis < -rank || axis >= rank) return false;
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
-}
+#include "device/kutil_shape.h"
 
 static void contiguous(int rank, const int64_t *dims, int64_t *st)
 {
@@ -124,7 +118,7 @@ static wf_status *k_squeeze(wf__kctx *k)
         if (s || (s = cu_read_ints(k, k->in[1], axes, WF_MAX_RANK, &n, "axes"))) return s;
         for (int i = 0; i < n; i++) {
             int a;
-            if (!norm_axis(axes[i], x->rank, &a) || x->dims[a] != 1)
+            if (!wf__ku_norm_axis(axes[i], x->rank, &a) || x->dims[a] != 1)
                 return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot squeeze axis %lld of input %s",
                                           (long long)axes[i], cu_tstr(x, b));
             drop[a] = true;
@@ -154,7 +148,7 @@ static wf_status *k_unsqueeze(wf__kctx *k)
     bool ins[WF_MAX_RANK] = {0};
     for (int i = 0; i < n; i++) {
         int a;
-        if (!norm_axis(axes[i], r, &a) || ins[a])
+        if (!wf__ku_norm_axis(axes[i], r, &a) || ins[a])
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for output rank %d",
                                       (long long)axes[i], r);
         ins[a] = true;
@@ -180,7 +174,7 @@ static wf_status *k_transpose(wf__kctx *k)
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm has %d entries for input %s", pa->n, cu_tstr(x, b));
         for (int i = 0; i < r; i++) {
             int a;
-            if (!norm_axis(pa->ints[i], r, &a) || seen[a])
+            if (!wf__ku_norm_axis(pa->ints[i], r, &a) || seen[a])
                 return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm is not a permutation of the axes of input %s",
                                           cu_tstr(x, b));
             seen[a] = true;
@@ -203,7 +197,7 @@ static wf_status *k_concat(wf__kctx *k)
     const wf_tensor *x0 = k->in[0];
     int r = x0->rank, a;
     char b0[160], b1[160];
-    if (!norm_axis(cu_host->attr_get(k->op, k->attrs, "axis")->i, r, &a))
+    if (!wf__ku_norm_axis(cu_host->attr_get(k->op, k->attrs, "axis")->i, r, &a))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s",
                                   (long long)cu_host->attr_get(k->op, k->attrs, "axis")->i, cu_tstr(x0, b0));
     int64_t d[WF_MAX_RANK];
@@ -268,7 +262,7 @@ static wf_status *k_slice(wf__kctx *k)
     }
     for (int i = 0; i < ns; i++) {
         int a;
-        if (!norm_axis(ax[i], r, &a) || touched[a])
+        if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a])
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for input %s",
                                       (long long)ax[i], cu_tstr(x, b));
         touched[a] = true;
@@ -304,7 +298,7 @@ static wf_status *k_gather(wf__kctx *k)
     int a;
     if (idx->dtype != WF_I64 && idx->dtype != WF_I32)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices %s must be i32 or i64", cu_tstr(idx, b1));
-    if (!norm_axis(cu_host->attr_get(k->op, k->attrs, "axis")->i, x->rank, &a))
+    if (!wf__ku_norm_axis(cu_host->attr_get(k->op, k->attrs, "axis")->i, x->rank, &a))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s",
                                   (long long)cu_host->attr_get(k->op, k->attrs, "axis")->i, cu_tstr(x, b0));
     if (x->rank + idx->rank - 1 > WF_MAX_RANK)
@@ -348,7 +342,7 @@ static wf_status *k_split(wf__kctx *k)
     char b[160];
     int ax, n = k->n_out;
     int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (!norm_axis(axis, x->rank, &ax))
+    if (!wf__ku_norm_axis(axis, x->rank, &ax))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                   cu_tstr(x, b));
     int64_t *sizes = cu_host->malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -450,7 +444,7 @@ static wf_status *k_pad(wf__kctx *k)
     memcpy(d, x->dims, sizeof(int64_t) * (size_t)r);
     for (int i = 0; i < na; i++) {
         int a;
-        if (!norm_axis(ax[i], r, &a) || touched[a])
+        if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a])
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for data %s",
                                       (long long)ax[i], cu_tstr(x, b1));
         touched[a] = true;
@@ -531,37 +525,12 @@ static wf_status *k_d2s(wf__kctx *k)
     bool d2s = !strcmp(k->op->name, "DepthToSpace");
     int64_t bs = cu_host->attr_get(k->op, k->attrs, "blocksize")->i;
     if (x->rank != 4) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must be 4-D", cu_tstr(x, b));
-    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if (bs < 1 || (d2s && C % (bs * bs)) || (!d2s && (H % bs || W % bs)))
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not divide into blocks of %lld", cu_tstr(x, b),
-                                  (long long)bs);
     const wf__attr *ma = cu_host->attr_get(k->op, k->attrs, "mode");
     bool dcr = !ma || !ma->s || !strcmp(ma->s, "DCR");
-    int64_t sd[6], yd[4];
-    int perm[6];
-    if (d2s) {
-        int64_t c2 = C / (bs * bs);
-        int64_t s_dcr[6] = {N, bs, bs, c2, H, W}, s_crd[6] = {N, c2, bs, bs, H, W};
-        int p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
-        memcpy(sd, dcr ? s_dcr : s_crd, sizeof sd);
-        memcpy(perm, dcr ? p_dcr : p_crd, sizeof perm);
-        int64_t o[4] = {N, c2, H * bs, W * bs};
-        memcpy(yd, o, sizeof yd);
-    } else {
-        int64_t s6[6] = {N, C, H / bs, bs, W / bs, bs};
-        /* DCR puts the block offset outermost in the new channel dim, CRD innermost */
-        int pd[6] = {0, 3, 5, 1, 2, 4}, pc[6] = {0, 1, 3, 5, 2, 4};
-        memcpy(sd, s6, sizeof sd);
-        memcpy(perm, dcr ? pd : pc, sizeof perm);
-        int64_t o[4] = {N, C * bs * bs, H / bs, W / bs};
-        memcpy(yd, o, sizeof yd);
-    }
-    int64_t sst[6], od[6], st[6], yst[6];
-    contiguous(6, sd, sst);
-    for (int i = 0; i < 6; i++) {
-        od[i] = sd[perm[i]];
-        st[i] = sst[perm[i]];
-    }
+    int64_t od[6], st[6], yd[4], yst[6];
+    if (!wf__ku_d2s_plan(d2s, dcr, bs, x->dims, od, st, yd))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not divide into blocks of %lld", cu_tstr(x, b),
+                                  (long long)bs);
     contiguous(6, od, yst);
     wf_status *s = cu_enter(k);
     wf_tensor *y;

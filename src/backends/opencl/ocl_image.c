@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_image.h"
+#include "device/kutil_resize.h"
 
 #define MAXSP 3 /* spatial dims GridSample handles */
 
@@ -274,161 +275,32 @@ static const char *g_src =
 
 /* ---- Resize ------------------------------------------------------------------------------------------- */
 
-typedef struct {
-    const char *mode, *ctm, *nearest;
-    double cubic_a, extrap;
-    bool exclude, antialias;
-} rs_params;
-
-static double cubic_w(double x, double A)
-{
-    x = fabs(x);
-    if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
-    if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
-    return 0;
-}
-
-/* The source coordinate of output position o (ONNX coordinate_transformation_mode); *ext: outside the
- * crop box of tf_crop_and_resize. */
-static double source_coord(const rs_params *P, int64_t o, double scale, int64_t in_len, int64_t out_len, double r0,
-                           double r1, bool *ext)
-{
-    double x = (double)o, out_w = scale * (double)in_len;
-    const char *m = P->ctm;
-    *ext = false;
-    if (!strcmp(m, "align_corners")) return out_w == 1 ? 0.0 : x * (double)(in_len - 1) / (out_w - 1);
-    if (!strcmp(m, "asymmetric")) return x / scale;
-    if (!strcmp(m, "pytorch_half_pixel")) return out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    if (!strcmp(m, "half_pixel_symmetric")) {
-        double adj = (double)out_len / out_w, center = (double)in_len / 2;
-        return center * (1 - adj) + (x + 0.5) / scale - 0.5;
-    }
-    if (!strcmp(m, "tf_crop_and_resize")) {
-        double v = out_w == 1 ? (r1 - r0) * (double)(in_len - 1) / 2
-                              : x * (r1 - r0) * (double)(in_len - 1) / (out_w - 1);
-        v += r0 * (double)(in_len - 1);
-        *ext = v < 0 || v > (double)(in_len - 1);
-        return v;
-    }
-    return (x + 0.5) / scale - 0.5;
-}
-
-static int tap_count(const rs_params *P, double scale)
-{
-    if (!strcmp(P->mode, "nearest")) return 2;
-    double s = scale < 1 ? scale : 1;
-    if (!strcmp(P->mode, "linear")) return P->antialias ? 2 - 2 * (int)(floor(-1 / s) + 1) : 2;
-    return P->antialias ? 2 - 2 * (int)(floor(-2 / s) + 1) : 4;
-}
-
-/* Fills the tap table of one axis: n source positions (clamped) and weights per output position, with
- * the reference's neighbour choice (the left pixel is ceil(x) - 1, so integral x sits at ratio 1). */
-static void axis_taps(const rs_params *P, int n, int64_t in_len, int64_t out_len, double scale, double r0, double r1,
-                      cl_long *idx, double *w, cl_uchar *ext)
-{
-    double s = scale < 1 ? scale : 1;
-    for (int64_t o = 0; o < out_len; o++) {
-        bool e;
-        double x = source_coord(P, o, scale, in_len, out_len, r0, r1, &e);
-        ext[o] = e;
-        double base = ceil(x) - 1, ratio = x - base, *wo = w + o * n;
-        int start;
-        if (!strcmp(P->mode, "nearest")) {
-            start = 0;
-            bool right;
-            const char *nm = P->nearest;
-            if (ratio == 1) right = true;
-            else if (!strcmp(nm, "round_prefer_floor")) right = ratio > 0.5;
-            else if (!strcmp(nm, "round_prefer_ceil")) right = ratio >= 0.5;
-            else right = !strcmp(nm, "ceil");
-            wo[0] = right ? 0 : 1;
-            wo[1] = right ? 1 : 0;
-        } else if (!strcmp(P->mode, "linear")) {
-            if (P->antialias) {
-                start = (int)(floor(-1 / s) + 1);
-                for (int t = 0; t < n; t++) {
-                    double a = fabs(((double)(start + t) - ratio) * s);
-                    wo[t] = a < 1 ? 1 - a : 0;
-                }
-            } else {
-                start = 0;
-                wo[0] = 1 - ratio;
-                wo[1] = ratio;
-            }
-        } else if (P->antialias) {
-            start = (int)(floor(-2 / s) + 1);
-            for (int t = 0; t < n; t++) wo[t] = cubic_w(s * ((double)(start + t) - ratio), P->cubic_a);
-        } else {
-            start = -1;
-            for (int t = 0; t < n; t++) wo[t] = cubic_w((double)(start + t) - ratio, P->cubic_a);
-        }
-        double sum = 0;
-        for (int t = 0; t < n; t++) {
-            int64_t p = (int64_t)base + start + t;
-            if (P->exclude && (p < 0 || p >= in_len)) wo[t] = 0;
-            sum += wo[t];
-            idx[o * n + t] = p < 0 ? 0 : p >= in_len ? in_len - 1 : p;
-        }
-        if (P->antialias || P->exclude)
-            for (int t = 0; t < n && sum != 0; t++) wo[t] /= sum;
-    }
-}
-
-/* Output shape and per-axis scales from scales or sizes (ONNX Resize, keep_aspect_ratio_policy), as
- * wf__resize_shape in src/graph/ops_misc.c. */
+/* Output shape and per-axis scales from scales or sizes (ONNX Resize, keep_aspect_ratio_policy). */
 static wf_status *resize_shape(wf__kctx *k, int rank, const int64_t *x, const int *ax, int na, const double *sc,
                                int nsc, const int64_t *sz, int nsz, int64_t *out, double *scale)
 {
-    const char *policy = oclimg_attr_s(k, "keep_aspect_ratio_policy");
-    for (int i = 0; i < rank; i++) out[i] = x[i], scale[i] = 1.0;
-    if (nsc) {
-        if (nsc != na) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "scales has %d values for %d axes", nsc, na);
-        for (int i = 0; i < na; i++) {
-            if (!(sc[i] > 0))
-                return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "scale %g for axis %d must be > 0", sc[i], ax[i]);
-            scale[ax[i]] = sc[i];
-            out[ax[i]] = (int64_t)floor(sc[i] * (double)x[ax[i]]);
-        }
-        return NULL;
-    }
-    if (nsz != na) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "sizes has %d values for %d axes", nsz, na);
-    for (int i = 0; i < na; i++) {
-        if (sz[i] < 0)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "size %lld for axis %d must be >= 0", (long long)sz[i],
-                                       ax[i]);
-        out[ax[i]] = sz[i];
-        scale[ax[i]] = x[ax[i]] ? (double)sz[i] / (double)x[ax[i]] : 1.0;
-    }
-    bool smaller = !strcmp(policy, "not_larger");
-    if (smaller || !strcmp(policy, "not_smaller")) {
-        double s = scale[ax[0]];
-        for (int i = 1; i < na; i++) s = smaller ? fmin(s, scale[ax[i]]) : fmax(s, scale[ax[i]]);
-        for (int i = 0; i < na; i++) {
-            scale[ax[i]] = s;
-            out[ax[i]] = (int64_t)(s * (double)x[ax[i]] + 0.5); /* round half up, as the ONNX reference */
-        }
-    } else if (strcmp(policy, "stretch")) {
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                   "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller", policy);
-    }
+    char err[256];
+    if (!wf__ku_resize_shape(rank, x, ax, na, sc, nsc, sz, nsz, oclimg_attr_s(k, "keep_aspect_ratio_policy"), out, scale,
+                             err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     return NULL;
 }
 
 /* One pass over axis d: cur (dims cd) -> a new buffer with cd[d] = out_len. */
-static wf_status *resize_pass(wf__kctx *k, wf_dtype dt, const rs_params *P, int rank, int64_t *cd, int d, int64_t out_len,
-                              double scale, double r0, double r1, cl_mem *cur)
+static wf_status *resize_pass(wf__kctx *k, wf_dtype dt, const wf__ku_rs_params *P, int rank, int64_t *cd, int d,
+                              int64_t out_len, double scale, double r0, double r1, cl_mem *cur)
 {
     bool f64 = ocl_of(k)->fp64;
-    int n = tap_count(P, scale);
+    int n = wf__ku_rs_tap_count(P, scale);
     size_t nt = (size_t)(out_len * n + 1);
-    cl_long *idx = ocl_host->malloc(sizeof(cl_long) * nt);
+    int64_t *idx = ocl_host->malloc(sizeof(int64_t) * nt);
     double *w = ocl_host->malloc(sizeof(double) * nt);
-    cl_uchar *ext = ocl_host->malloc((size_t)out_len + 1);
+    uint8_t *ext = ocl_host->malloc((size_t)out_len + 1);
     wf_status *s = NULL;
     cl_mem bi = NULL, bw = NULL, be = NULL, next = NULL;
     if (!idx || !w || !ext) s = ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the taps of axis %d", d);
     if (!s) {
-        axis_taps(P, n, cd[d], out_len, scale, r0, r1, idx, w, ext);
+        wf__ku_rs_axis_taps(P, n, cd[d], out_len, scale, r0, r1, idx, w, ext);
         if (!f64)
             for (size_t i = 0; i < nt; i++) ((float *)w)[i] = (float)w[i];
     }
@@ -466,12 +338,12 @@ static wf_status *resize_pass(wf__kctx *k, wf_dtype dt, const rs_params *P, int 
 static wf_status *k_Resize(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
-    rs_params P = {.mode = oclimg_attr_s(k, "mode"),
-                   .ctm = oclimg_attr_s(k, "coordinate_transformation_mode"),
-                   .nearest = oclimg_attr_s(k, "nearest_mode"),
-                   .cubic_a = oclimg_attr_f(k, "cubic_coeff_a"),
-                   .extrap = oclimg_attr_f(k, "extrapolation_value"),
-                   .exclude = oclimg_attr_i(k, "exclude_outside") != 0};
+    wf__ku_rs_params P = {.mode = oclimg_attr_s(k, "mode"),
+                             .ctm = oclimg_attr_s(k, "coordinate_transformation_mode"),
+                             .nearest = oclimg_attr_s(k, "nearest_mode"),
+                             .cubic_a = oclimg_attr_f(k, "cubic_coeff_a"),
+                             .extrap = oclimg_attr_f(k, "extrapolation_value"),
+                             .exclude = oclimg_attr_i(k, "exclude_outside") != 0};
     P.antialias = oclimg_attr_i(k, "antialias") != 0 && strcmp(P.mode, "nearest");
     const wf__attr *axa = ocl_host->attr_get(k->op, k->attrs, "axes");
     int axes[WF_MAX_RANK], na = axa->n, rank = x->rank;

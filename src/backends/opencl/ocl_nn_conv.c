@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
+#include "device/kutil_conv.h"
 #include "graph/nn_window.h"
 
 /* The window geometry: the same header the registry's shape inference uses, read through the host table. */
@@ -120,15 +121,7 @@ static wf_status *conv_common(wf__kctx *k, bool transposed)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "X %s, W %s and B have different dtypes", ocl_nnr_tstr(x, sx),
                                    ocl_nnr_tstr(w, sw));
     int64_t n = x->dims[0], c = x->dims[1], g = ocl_host->attr_get(k->op, k->attrs, "group")->i, oc;
-    bool bad = g < 1 || c % g;
-    if (!transposed) {
-        oc = w->dims[0];
-        bad = bad || oc % g || w->dims[1] * g != c;
-    } else {
-        oc = w->dims[1] * g;
-        bad = bad || w->dims[0] != c;
-    }
-    if (bad)
+    if (!wf__ku_conv_channels(c, w->dims, g, transposed, &oc))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "X %s, W %s and group %lld do not match", ocl_nnr_tstr(x, sx),
                                    ocl_nnr_tstr(w, sw), (long long)g);
     if (b && (b->rank != 1 || b->dims[0] != oc))

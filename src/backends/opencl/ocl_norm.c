@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_norm.h"
+#include "device/kutil_reduce.h"
 
 /* ---- kernel source ------------------------------------------------------------------------------------- */
 
@@ -359,42 +360,20 @@ wf_status *ocl_norm_scratch(wf__kctx *k, size_t n, cl_mem *out)
 
 void ocl_norm_plan_make(const wf_tensor *x, unsigned mask, ocl_norm_plan *p)
 {
-    int64_t strides[WF_MAX_RANK], acc = 1;
-    for (int i = x->rank - 1; i >= 0; i--) {
-        strides[i] = acc;
-        acc *= x->dims[i];
-    }
+    bool red[WF_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) red[i] = (mask >> i) & 1u;
+    wf__ku_red_plan q;
+    wf__ku_reduce_plan(x->rank, x->dims, red, &q);
     memset(p, 0, sizeof *p);
-    p->count = 1;
-    int last = -1; /* role of the previous axis kept: 0 kept, 1 folded */
-    for (int i = 0; i < x->rank; i++) {
-        int role = (mask >> i) & 1u;
-        if (role) p->count *= (cl_ulong)x->dims[i];
-        if (x->dims[i] == 1) continue;
-        cl_ulong8 *dd = role ? &p->rd : &p->kd, *ss = role ? &p->rs : &p->ks;
-        cl_int *cnt = role ? &p->nr : &p->nk;
-        if (last == role) {
-            dd->s[*cnt - 1] *= (cl_ulong)x->dims[i];
-            ss->s[*cnt - 1] = (cl_ulong)strides[i];
-        } else {
-            dd->s[*cnt] = (cl_ulong)x->dims[i];
-            ss->s[*cnt] = (cl_ulong)strides[i];
-            (*cnt)++;
-        }
-        last = role;
+    p->count = (cl_ulong)q.count;
+    p->nk = q.nk;
+    p->nr = q.nr;
+    for (int i = 0; i < WF_MAX_RANK && i < 8; i++) {
+        p->kd.s[i] = (cl_ulong)q.kd[i];
+        p->ks.s[i] = (cl_ulong)q.ks[i];
+        p->rd.s[i] = (cl_ulong)q.rd[i];
+        p->rs.s[i] = (cl_ulong)q.rs[i];
     }
-    if (p->nr == 0) {
-        p->rd.s[0] = 1;
-        p->rs.s[0] = 1;
-        p->nr = 1;
-    }
-}
-
-static bool norm_axis(int64_t axis, int rank, int *out)
-{
-    if (axis < -rank || axis >= rank) return false;
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
 }
 
 /* ---- Reduce{L1,SumSquare,LogSum,LogSumExp}, bool ReduceMin/ReduceMax, GlobalMaxPool ------------------- */
@@ -408,13 +387,9 @@ static wf_status *reduce_mask(wf__kctx *k, const wf_tensor *x, unsigned *mask)
     int64_t axes[WF_MAX_RANK];
     int n = 0;
     char b0[160];
-    if (attr->set && at)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes given both as an attribute and as input 1; give one of them");
-    if (attr->set) {
-        if (attr->n > WF_MAX_RANK) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "too many axes (%d)", attr->n);
-        n = attr->n;
-        memcpy(axes, attr->ints, (size_t)n * sizeof *axes);
-    } else if (at) {
+    if (!wf__ku_axes_attr(attr, at != NULL, axes, &n, b0, sizeof b0))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", b0);
+    if (!attr->set && at) {
         if ((at->dtype != WF_I64 && at->dtype != WF_I32) || at->rank > 1 || at->size > WF_MAX_RANK)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
                                        "axes input must be 1-D i64 or i32 with at most %d values, got %s", WF_MAX_RANK,
@@ -425,14 +400,13 @@ static wf_status *reduce_mask(wf__kctx *k, const wf_tensor *x, unsigned *mask)
         if (s) return s;
         for (int i = 0; i < n; i++) axes[i] = ocl_nnr_int_at(raw, at->dtype, i);
     }
+    bool red[WF_MAX_RANK];
+    int bad = 0;
+    if (wf__ku_axes_mark(axes, n, x->rank, red, &bad))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for input %s",
+                                   (long long)axes[bad], ocl_nnr_tstr(x, b0));
     *mask = 0;
-    for (int i = 0; i < n; i++) {
-        int a;
-        if (!norm_axis(axes[i], x->rank, &a) || (*mask & (1u << a)))
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for input %s",
-                                       (long long)axes[i], ocl_nnr_tstr(x, b0));
-        *mask |= 1u << a;
-    }
+    for (int i = 0; i < x->rank; i++) *mask |= (unsigned)red[i] << i;
     if (!n && !ocl_host->attr_get(k->op, k->attrs, "noop_with_empty_axes")->i)
         *mask = x->rank ? (1u << x->rank) - 1 : 0;
     return NULL;
@@ -511,7 +485,7 @@ static wf_status *axis_split(wf__kctx *k, int64_t *outer, int64_t *n, int64_t *i
     const wf_tensor *x = k->in[0];
     int64_t a = ocl_host->attr_get(k->op, k->attrs, "axis")->i;
     int axis;
-    if (x->rank == 0 || !norm_axis(a, x->rank, &axis))
+    if (x->rank == 0 || !wf__ku_norm_axis(a, x->rank, &axis))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for rank %d", (long long)a, x->rank);
     *outer = *inner = 1;
     for (int d = 0; d < axis; d++) *outer *= x->dims[d];
@@ -548,7 +522,7 @@ static wf_status *k_topk(wf__kctx *k)
     char b[160];
     int64_t axis = ocl_host->attr_get(k->op, k->attrs, "axis")->i;
     int a;
-    if (!norm_axis(axis, x->rank, &a))
+    if (!wf__ku_norm_axis(axis, x->rank, &a))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                    ocl_nnr_tstr(x, b));
     if ((kt->dtype != WF_I64 && kt->dtype != WF_I32) || kt->size != 1)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
+#include "device/kutil_reduce.h"
 
 /* ---- kernels ----------------------------------------------------------------------------------------- */
 
@@ -168,11 +169,10 @@ static wf_status *get_kernel(wf__kctx *k, wf_dtype t, const char *name, cl_kerne
     return ocl_nnr_kernel(k, "reduce", g_src, t, name, out);
 }
 
-static bool norm_axis(int64_t axis, int rank, int *out)
+/* A plan's group array as the kernels' ulong8 (unused lanes 0). */
+static void ocl_reduce_u8(const int64_t *v, cl_ulong8 *out)
 {
-    if (axis < -rank || axis >= rank) return false;
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
+    for (int i = 0; i < 8; i++) out->s[i] = i < WF_MAX_RANK ? (cl_ulong)v[i] : 0;
 }
 
 /* ---- Reduce* ------------------------------------------------------------------------------------------ */
@@ -186,13 +186,9 @@ static wf_status *read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *no
     int n = 0;
     const wf_tensor *at = k->n_in > 1 ? k->in[1] : NULL;
     char b0[160];
-    if (attr->set && at)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes given both as an attribute and as input 1; give one of them");
-    if (attr->set) {
-        if (attr->n > WF_MAX_RANK) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "too many axes (%d)", attr->n);
-        n = attr->n;
-        memcpy(axes, attr->ints, (size_t)n * sizeof *axes);
-    } else if (at) {
+    if (!wf__ku_axes_attr(attr, at != NULL, axes, &n, b0, sizeof b0))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", b0);
+    if (!attr->set && at) {
         if ((at->dtype != WF_I64 && at->dtype != WF_I32) || at->rank > 1 || at->size > WF_MAX_RANK)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes must be a 1-D i64 tensor of at most %d values, got %s",
                                        WF_MAX_RANK, ocl_nnr_tstr(at, b0));
@@ -202,16 +198,12 @@ static wf_status *read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *no
         if (s) return s;
         for (int i = 0; i < n; i++) axes[i] = ocl_nnr_int_at(raw, at->dtype, i);
     }
-    for (int i = 0; i < x->rank; i++) red[i] = false;
     *none = n == 0;
-    for (int i = 0; i < n; i++) {
-        int a;
-        if (!norm_axis(axes[i], x->rank, &a))
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axes[i],
-                                       ocl_nnr_tstr(x, b0));
-        if (red[a]) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is repeated in axes", (long long)axes[i]);
-        red[a] = true;
-    }
+    int bad = 0, fault = wf__ku_axes_mark(axes, n, x->rank, red, &bad);
+    if (fault == WF__KU_AXES_RANGE)
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axes[bad],
+                                   ocl_nnr_tstr(x, b0));
+    if (fault) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is repeated in axes", (long long)axes[bad]);
     return NULL;
 }
 
@@ -227,50 +219,19 @@ static wf_status *k_reduce(wf__kctx *k)
             return ocl_host->kctx_output_view(k, 0, 0, x->rank, x->dims);
         for (int i = 0; i < x->rank; i++) red[i] = true;
     }
-    int64_t ydims[WF_MAX_RANK], count = 1;
-    int yr = 0;
-    for (int i = 0; i < x->rank; i++) {
-        if (!red[i]) ydims[yr++] = x->dims[i];
-        else {
-            count *= x->dims[i];
-            if (keepdims) ydims[yr++] = 1;
-        }
-    }
+    int64_t ydims[WF_MAX_RANK], count;
+    int yr;
+    wf__ku_reduce_out(x->rank, x->dims, red, keepdims, ydims, &yr, &count);
     wf_tensor *y;
     if ((s = ocl_host->kctx_output(k, 0, x->dtype, yr, ydims, &y)) || !y->size) return s;
-    /* merge adjacent axes of the same role; size-1 axes play no part */
-    int64_t strides[WF_MAX_RANK], acc = 1;
-    for (int i = x->rank - 1; i >= 0; i--) {
-        strides[i] = acc;
-        acc *= x->dims[i];
-    }
+    wf__ku_red_plan p;
+    wf__ku_reduce_plan(x->rank, x->dims, red, &p);
     cl_ulong8 kd, ks, rd, rs;
-    memset(&kd, 0, sizeof kd);
-    memset(&ks, 0, sizeof ks);
-    memset(&rd, 0, sizeof rd);
-    memset(&rs, 0, sizeof rs);
-    cl_int nk = 0, nr = 0;
-    int last = -1; /* role of the previous group: 0 kept, 1 reduced */
-    for (int i = 0; i < x->rank; i++) {
-        if (x->dims[i] == 1) continue;
-        int role = red[i];
-        cl_ulong8 *dd = role ? &rd : &kd, *ss = role ? &rs : &ks;
-        cl_int *cnt = role ? &nr : &nk;
-        if (last == role) {
-            dd->s[*cnt - 1] *= (cl_ulong)x->dims[i];
-            ss->s[*cnt - 1] = (cl_ulong)strides[i];
-        } else {
-            dd->s[*cnt] = (cl_ulong)x->dims[i];
-            ss->s[*cnt] = (cl_ulong)strides[i];
-            (*cnt)++;
-        }
-        last = role;
-    }
-    if (nr == 0) { /* only size-1 axes reduced: each output folds one element (still finalised) */
-        rd.s[0] = 1;
-        rs.s[0] = 1;
-        nr = 1;
-    }
+    cl_int nk = p.nk, nr = p.nr;
+    ocl_reduce_u8(p.kd, &kd);
+    ocl_reduce_u8(p.ks, &ks);
+    ocl_reduce_u8(p.rd, &rd);
+    ocl_reduce_u8(p.rs, &rs);
     static const char *const ops[][2] = {{"ReduceSum", "r_sum"},   {"ReduceMean", "r_mean"}, {"ReduceMax", "r_max"},
                                          {"ReduceMin", "r_min"},   {"ReduceProd", "r_prod"}, {"ReduceL2", "r_l2"}};
     const char *kname = "r_sum";
@@ -305,20 +266,15 @@ static wf_status *k_arg(wf__kctx *k)
     char b0[160];
     int a;
     int64_t axis = ocl_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (!norm_axis(axis, x->rank, &a))
+    if (!wf__ku_norm_axis(axis, x->rank, &a))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                    ocl_nnr_tstr(x, b0));
     bool keepdims = ocl_host->attr_get(k->op, k->attrs, "keepdims")->i != 0;
     cl_int last = ocl_host->attr_get(k->op, k->attrs, "select_last_index")->i != 0;
     cl_int is_max = !strcmp(k->op->name, "ArgMax");
-    int64_t ydims[WF_MAX_RANK], outer = 1, inner = 1, R = x->dims[a];
-    int yr = 0;
-    for (int i = 0; i < x->rank; i++) {
-        if (i < a) outer *= x->dims[i];
-        if (i > a) inner *= x->dims[i];
-        if (i != a) ydims[yr++] = x->dims[i];
-        else if (keepdims) ydims[yr++] = 1;
-    }
+    int64_t ydims[WF_MAX_RANK], outer, inner, R;
+    int yr;
+    wf__ku_arg_plan(x->rank, x->dims, a, keepdims, ydims, &yr, &outer, &R, &inner);
     if (R == 0 && outer * inner > 0)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot take %s over the empty axis %d of input %s", k->op->name,
                                    a, ocl_nnr_tstr(x, b0));
@@ -342,15 +298,11 @@ static wf_status *k_softmax(wf__kctx *k)
     char b0[160];
     int a = 0;
     int64_t axis = ocl_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (x->rank > 0 && !norm_axis(axis, x->rank, &a))
+    if (x->rank > 0 && !wf__ku_norm_axis(axis, x->rank, &a))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                    ocl_nnr_tstr(x, b0));
-    int64_t outer = 1, R = 1, inner = 1;
-    for (int i = 0; i < x->rank; i++) {
-        if (i < a) outer *= x->dims[i];
-        else if (i == a) R = x->dims[i];
-        else inner *= x->dims[i];
-    }
+    int64_t outer, R, inner;
+    wf__ku_axis_split(x->rank, x->dims, a, &outer, &R, &inner);
     wf_tensor *y;
     wf_status *s = ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y);
     if (s || !y->size) return s;
@@ -402,35 +354,12 @@ static wf_status *k_batchnorm(wf__kctx *k)
 
 /* ---- LayerNormalization ---------------------------------------------------------------------------------- */
 
-static bool param_fits(const wf_tensor *p, const wf_tensor *x, int a)
-{
-    int nr = x->rank - a;
-    if (p->rank > nr) return false;
-    for (int d = 0; d < p->rank; d++) {
-        int64_t pd = p->dims[p->rank - 1 - d], xd = x->dims[x->rank - 1 - d];
-        if (pd != xd && pd != 1) return false;
-    }
-    return true;
-}
-
-/* A parameter's element strides over the normalised dims x.dims[a:] (0 where it broadcasts); *direct when
- * it holds exactly those dims, so element d is at d. */
+/* A parameter's strides as the kernel's ulong8; *direct when it holds exactly the normalised dims. */
 static void param_strides(const wf_tensor *p, const wf_tensor *x, int a, cl_ulong8 *st, cl_int *direct)
 {
-    int nr = x->rank - a;
-    int64_t acc = 1, ps[WF_MAX_RANK];
-    for (int i = p->rank - 1; i >= 0; i--) {
-        ps[i] = acc;
-        acc *= p->dims[i];
-    }
-    memset(st, 0, sizeof *st);
-    bool same = true;
-    for (int i = 0; i < nr; i++) {
-        int pi = i - (nr - p->rank);
-        if (pi >= 0 && p->dims[pi] != 1) st->s[i] = (cl_ulong)ps[pi];
-        if (pi < 0 ? x->dims[a + i] != 1 : p->dims[pi] != x->dims[a + i]) same = false;
-    }
-    *direct = same;
+    int64_t v[WF_MAX_RANK] = {0};
+    *direct = wf__ku_ln_param_strides(p, x, a, v);
+    ocl_reduce_u8(v, st);
 }
 
 static wf_status *k_layernorm(wf__kctx *k)
@@ -439,21 +368,17 @@ static wf_status *k_layernorm(wf__kctx *k)
     char b0[160], b1[160];
     int a;
     int64_t axis = ocl_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (!norm_axis(axis, x->rank, &a))
+    if (!wf__ku_norm_axis(axis, x->rank, &a))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s", (long long)axis,
                                    ocl_nnr_tstr(x, b0));
     for (int i = 0; i < 2; i++) {
         const wf_tensor *p = i ? bi : sc;
-        if (p && (p->dtype != x->dtype || !param_fits(p, x, a)))
+        if (p && (p->dtype != x->dtype || !wf__ku_ln_param_fits(p, x, a)))
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s does not match X %s from axis %d", i ? "B" : "Scale",
                                        ocl_nnr_tstr(p, b1), ocl_nnr_tstr(x, b0), a);
     }
-    int64_t rows = 1, D = 1, mdims[WF_MAX_RANK];
-    for (int i = 0; i < x->rank; i++) {
-        if (i < a) rows *= x->dims[i];
-        else D *= x->dims[i];
-        mdims[i] = i < a ? x->dims[i] : 1;
-    }
+    int64_t rows, D, mdims[WF_MAX_RANK];
+    wf__ku_ln_split(x->rank, x->dims, a, &rows, &D, mdims);
     wf_tensor *y, *mt = NULL, *it = NULL;
     wf_status *s = ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y);
     if (!s && k->n_out > 1) s = ocl_host->kctx_output(k, 1, WF_F32, x->rank, mdims, &mt);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/opencl/ocl_seq.h"
+#include "device/kutil_shape.h"
 
 /* ---- kernel source (one program per dtype: -DDT=<wf_dtype>) ----------------------------------------- */
 
@@ -539,14 +540,7 @@ static wf_status *k_Compress(wf__kctx *k)
         if (cv[i]) sel[nnz++] = i;
     ocl_host->free(cv);
     int64_t d[WF_MAX_RANK];
-    int r = 1;
-    if (ax >= 0) {
-        memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->rank);
-        d[ax] = nnz;
-        r = x->rank;
-    } else {
-        d[0] = nnz;
-    }
+    int r = wf__ku_compress_dims(x->rank, x->dims, ax, nnz, d);
     wf_tensor *y;
     cl_mem sm = NULL;
     cl_kernel kern;

@@ -10,6 +10,8 @@
 #include <strings.h>
 
 #include "backends/opencl/ocl_seq.h"
+#include "device/kutil_attn.h"
+#include "device/kutil_rnn.h"
 
 /* ---- kernel source (one program per float dtype: -DDT=<wf_dtype>) -------------------------------------- */
 
@@ -251,64 +253,21 @@ typedef struct rnn_t {
     cl_float aa[6], ab[6];
 } rnn_t;
 
-enum { A_RELU, A_TANH, A_SIGMOID, A_AFFINE, A_LEAKY, A_THRESH, A_STANH, A_HSIGMOID, A_ELU, A_SOFTSIGN, A_SOFTPLUS };
-
-static const struct {
-    const char *name;
-    int kind;
-    bool has_alpha, has_beta;
-    float alpha, beta;
-} g_acts[] = {
-    {"Relu", A_RELU, false, false, 0, 0},           {"Tanh", A_TANH, false, false, 0, 0},
-    {"Sigmoid", A_SIGMOID, false, false, 0, 0},     {"Affine", A_AFFINE, true, true, 1.0f, 0.0f},
-    {"LeakyRelu", A_LEAKY, true, false, 0.01f, 0},  {"ThresholdedRelu", A_THRESH, true, false, 1.0f, 0},
-    {"ScaledTanh", A_STANH, true, true, 1.0f, 1.0f}, {"HardSigmoid", A_HSIGMOID, true, true, 0.2f, 0.5f},
-    {"Elu", A_ELU, true, false, 1.0f, 0},           {"Softsign", A_SOFTSIGN, false, false, 0, 0},
-    {"Softplus", A_SOFTPLUS, false, false, 0, 0},
-};
-
-/* `activations` as the CPU kernel reads it: one string of comma- or space-separated names, one set per
- * direction or one set for both; alpha and beta are consumed in order by the functions that take them. */
+/* `activations` and their alpha/beta into m, read as src/device/kutil_rnn.h describes. */
 static wf_status *parse_acts(wf__kctx *k, int per_dir, int nd, const char *const *defaults, rnn_t *m)
 {
     const wf__attr *sa = ocl_host->attr_get(k->op, k->attrs, "activations");
-    const wf__attr *al = ocl_host->attr_get(k->op, k->attrs, "activation_alpha");
-    const wf__attr *be = ocl_host->attr_get(k->op, k->attrs, "activation_beta");
-    const char *s = sa ? sa->s : NULL;
-    char names[6][32];
-    int n = 0;
-    while (s && *s) {
-        while (*s == ',' || *s == ' ' || *s == ';') s++;
-        if (!*s) break;
-        size_t len = 0;
-        while (s[len] && s[len] != ',' && s[len] != ' ' && s[len] != ';') len++;
-        if (n == 6 || len >= sizeof names[0])
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "activations '%s' holds too many or too long names", sa->s);
-        memcpy(names[n], s, len);
-        names[n++][len] = 0;
-        s += len;
-    }
-    if (n == 0)
-        for (; n < per_dir * nd; n++) snprintf(names[n], sizeof names[n], "%s", defaults[n % per_dir]);
-    if (n != per_dir && n != per_dir * nd)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "activations lists %d functions; %s needs %d per direction",
-                                   n, k->op->name, per_dir);
-    int ia = 0, ib = 0, na = al ? al->n : 0, nb = be ? be->n : 0;
+    int kind[WF__KU_MAX_ACTS];
+    double al[WF__KU_MAX_ACTS], be[WF__KU_MAX_ACTS];
+    char err[256];
+    if (!wf__ku_rnn_acts(sa ? sa->s : NULL, ocl_host->attr_get(k->op, k->attrs, "activation_alpha"),
+                         ocl_host->attr_get(k->op, k->attrs, "activation_beta"), per_dir, nd, defaults, k->op->name, kind,
+                         al, be, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     for (int i = 0; i < per_dir * nd; i++) {
-        if (i >= n) { /* the set repeated for the second direction reuses the first one's values */
-            m->ak[i] = m->ak[i - n], m->aa[i] = m->aa[i - n], m->ab[i] = m->ab[i - n];
-            continue;
-        }
-        size_t j;
-        for (j = 0; j < sizeof g_acts / sizeof g_acts[0] && strcasecmp(g_acts[j].name, names[i]); j++) {}
-        if (j == sizeof g_acts / sizeof g_acts[0])
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "activation '%s' is not one ONNX defines for %s",
-                                       names[i], k->op->name);
-        m->ak[i] = g_acts[j].kind;
-        m->aa[i] = g_acts[j].alpha;
-        m->ab[i] = g_acts[j].beta;
-        if (g_acts[j].has_alpha && ia < na) m->aa[i] = (cl_float)al->floats[ia++];
-        if (g_acts[j].has_beta && ib < nb) m->ab[i] = (cl_float)be->floats[ib++];
+        m->ak[i] = kind[i];
+        m->aa[i] = (cl_float)al[i];
+        m->ab[i] = (cl_float)be[i];
     }
     return NULL;
 }
@@ -469,33 +428,16 @@ typedef struct attn_t {
     cl_int causal, mode, sp, mask_t, has_mask, has_np, q4, pad;
 } attn_t;
 
-/* Heads, sequence and head size of a 3-D (B, S, H * D) or 4-D (B, H, S, D) input; element (b, h, s, d)
- * is at b * bs + h * hs + s * ss + d. */
-typedef struct {
-    int64_t B, H, S, D, bs, hs, ss;
-} attn_view;
-
-static wf_status *view_of(wf__kctx *k, const wf_tensor *t, int64_t heads, const char *what, attn_view *v)
+static wf_status *view_of(wf__kctx *k, const wf_tensor *t, int64_t heads, const char *what, wf__ku_attn_view *v)
 {
-    if (t->rank == 4) {
-        *v = (attn_view){t->dims[0], t->dims[1], t->dims[2], t->dims[3], 0, 0, 0};
-        v->ss = v->D;
-        v->hs = v->S * v->D;
-        v->bs = v->H * v->hs;
-        return NULL;
-    }
-    if (t->rank != 3 || heads <= 0 || t->dims[2] % heads)
+    if (!wf__ku_attn_view_of(t->rank, t->dims, heads, v))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
                                    "%s must be 4-D, or 3-D with a hidden size that %" PRId64 " heads divide", what,
                                    heads);
-    *v = (attn_view){t->dims[0], heads, t->dims[1], t->dims[2] / heads, 0, 0, 0};
-    v->hs = v->D;
-    v->ss = heads * v->D;
-    v->bs = v->S * v->ss;
     return NULL;
 }
 
-static wf_status *attn_cache(wf__kctx *k, const wf_tensor *past, const wf_tensor *cur, const attn_view *v, int64_t P,
+static wf_status *attn_cache(wf__kctx *k, const wf_tensor *past, const wf_tensor *cur, const wf__ku_attn_view *v, int64_t P,
                              wf_tensor *out)
 {
     if (!out->size) return NULL;
@@ -517,14 +459,13 @@ wf_status *oclseq_k_attention(wf__kctx *k)
     const wf_tensor *Q = k->in[0], *K = k->in[1], *V = k->in[2];
     const wf_tensor *mask = has_in(k, 3) ? k->in[3] : NULL, *pk = has_in(k, 4) ? k->in[4] : NULL,
                     *pv = has_in(k, 5) ? k->in[5] : NULL, *np = has_in(k, 6) ? k->in[6] : NULL;
-    attn_view vq, vk, vv;
+    wf__ku_attn_view vq, vk, vv;
     wf_status *s;
     if ((s = view_of(k, Q, attr_i(k, "q_num_heads", 0), "Q", &vq)) ||
         (s = view_of(k, K, attr_i(k, "kv_num_heads", 0), "K", &vk)) ||
         (s = view_of(k, V, attr_i(k, "kv_num_heads", 0), "V", &vv)))
         return s;
-    if (vk.H == 0 || Q->rank != K->rank || Q->rank != V->rank || vk.B != vq.B || vv.B != vq.B || vk.H != vv.H ||
-        vk.S != vv.S || vq.D != vk.D || vq.H % vk.H || K->dtype != Q->dtype || V->dtype != Q->dtype)
+    if (!wf__ku_attn_fit(Q->rank, K->rank, V->rank, &vq, &vk, &vv) || K->dtype != Q->dtype || V->dtype != Q->dtype)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "Q, K and V do not fit (batch, heads, head sizes, dtype)");
     attn_t a;
     memset(&a, 0, sizeof a);
@@ -589,12 +530,8 @@ wf_status *oclseq_k_attention(wf__kctx *k)
     const wf__attr *sc = ocl_host->attr_get(k->op, k->attrs, "softcap");
     double scale = sca && sca->set ? sca->f : 1.0 / sqrt((double)a.Dk), softcap = sc ? sc->f : 0;
     wf_tensor *y, *opk, *opv, *oqk;
-    int64_t yd[4], pkd[4] = {a.B, a.Hkv, a.T, a.Dk}, pvd[4] = {a.B, a.Hkv, a.T, a.Dv}, qkd[4] = {a.B, a.Hq, a.Sq, a.T};
-    if (Q->rank == 3) {
-        yd[0] = a.B, yd[1] = a.Sq, yd[2] = a.Hq * a.Dv;
-    } else {
-        yd[0] = a.B, yd[1] = a.Hq, yd[2] = a.Sq, yd[3] = a.Dv;
-    }
+    int64_t yd[4], pkd[4], pvd[4], qkd[4];
+    wf__ku_attn_out_dims(Q->rank, a.B, a.Hq, a.Hkv, a.Sq, a.T, a.Dk, a.Dv, yd, pkd, pvd, qkd);
     if ((s = ocl_host->kctx_output(k, 0, dt, Q->rank, yd, &y)) || (s = ocl_host->kctx_output(k, 1, dt, 4, pkd, &opk)) ||
         (s = ocl_host->kctx_output(k, 2, dt, 4, pvd, &opv)) || (s = ocl_host->kctx_output(k, 3, dt, 4, qkd, &oqk)))
         return s;

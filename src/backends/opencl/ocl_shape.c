@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "backends/opencl/ocl_shape.h"
+#include "device/kutil_shape.h"
 
 #define SB OCL_SB
 
@@ -816,37 +817,12 @@ static wf_status *k_d2s(wf__kctx *k)
     int64_t bs = ocl_host->attr_get(k->op, k->attrs, "blocksize")->i;
     if (x->rank != 4)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must be 4-D", ocl_shp_shape(x->rank, x->dims, b));
-    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
-    if (bs < 1 || (d2s && C % (bs * bs)) || (!d2s && (H % bs || W % bs)))
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not divide into blocks of %" PRId64,
-                                   ocl_shp_shape(4, x->dims, b), bs);
     const wf__attr *ma = ocl_host->attr_get(k->op, k->attrs, "mode");
     bool dcr = !ma->s || !strcmp(ma->s, "DCR");
-    int64_t sd[6], yd[4];
-    int perm[6];
-    if (d2s) {
-        int64_t c2 = C / (bs * bs);
-        int64_t s_dcr[6] = {N, bs, bs, c2, H, W}, s_crd[6] = {N, c2, bs, bs, H, W};
-        int p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
-        memcpy(sd, dcr ? s_dcr : s_crd, sizeof sd);
-        memcpy(perm, dcr ? p_dcr : p_crd, sizeof perm);
-        int64_t o[4] = {N, c2, H * bs, W * bs};
-        memcpy(yd, o, sizeof yd);
-    } else {
-        int64_t s[6] = {N, C, H / bs, bs, W / bs, bs};
-        /* DCR puts the block offset outermost in the new channel dim, CRD innermost */
-        int pd[6] = {0, 3, 5, 1, 2, 4}, pc[6] = {0, 1, 3, 5, 2, 4};
-        memcpy(sd, s, sizeof sd);
-        memcpy(perm, dcr ? pd : pc, sizeof perm);
-        int64_t o[4] = {N, C * bs * bs, H / bs, W / bs};
-        memcpy(yd, o, sizeof yd);
-    }
-    int64_t sst[6], od[6], st[6];
-    ocl_shp_strides(6, sd, sst);
-    for (int i = 0; i < 6; i++) {
-        od[i] = sd[perm[i]];
-        st[i] = sst[perm[i]];
-    }
+    int64_t od[6], st[6], yd[4];
+    if (!wf__ku_d2s_plan(d2s, dcr, bs, x->dims, od, st, yd))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not divide into blocks of %" PRId64,
+                                   ocl_shp_shape(4, x->dims, b), bs);
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, 4, yd, &y));
     if (!y->size) return NULL;
