@@ -145,10 +145,26 @@ static void test_memory_limit(void)
     wf_session_options_init(&o);
     o.device = "TESTDEV:1";
     CHECK_OK(wf_context_set_memory_limit(ctx, "TESTDEV:1", 64));
-    CHECK_OK(wf_session_new(ctx, g, &o, &s));
     wf_tensor *xt = input(), *out = NULL;
     wf_feed f = {x, xt};
-    wf_status *st = wf_session_run(s, &f, 1, &probs, 1, &out, NULL);
+    /* soft placement plans around the limit: what does not fit moves to the CPU, with the reason */
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    char *text = NULL;
+    CHECK_OK(wf_session_placement(s, &f, 1, &probs, 1, &text));
+    CHECK_STR_CONTAINS(text, "soft placement: moved to CPU:0 for memory");
+    CHECK_STR_CONTAINS(text, "TESTDEV:1 left out: the plan would pass its memory limit");
+    wf_free(text);
+    CHECK_OK(wf_session_run(s, &f, 1, &probs, 1, &out, NULL));
+    wf_tensor_free(out);
+    out = NULL;
+    wf_session_free(s);
+    /* strict placement keeps the request, and running out is a status naming the device (the fetch
+     * stops before the Softmax, which TESTDEV cannot run) */
+    o.strict_placement = 1;
+    wf_output added;
+    CHECK_OK(wf_graph_output(g, "add", &added));
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    wf_status *st = wf_session_run(s, &f, 1, &added, 1, &out, NULL);
     CHECK_INT(wf_status_code(st), WF_OUT_OF_MEMORY);
     CHECK_STR_CONTAINS(wf_status_message(st), "out of memory on TESTDEV:1: cannot allocate");
     wf_status_free(st);
@@ -158,7 +174,7 @@ static void test_memory_limit(void)
     CHECK_INT(ms.in_use, 0); /* the failed run freed what it held */
     CHECK_INT(ms.limit, 64);
     CHECK_OK(wf_context_set_memory_limit(ctx, "TESTDEV:1", 1 << 20));
-    CHECK_OK(wf_session_run(s, &f, 1, &probs, 1, &out, NULL));
+    CHECK_OK(wf_session_run(s, &f, 1, &added, 1, &out, NULL));
     wf_tensor_free(out);
     wf_session_free(s);
     CHECK_OK(wf_context_memory_stats(ctx, 2, &ms));

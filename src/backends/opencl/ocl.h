@@ -22,8 +22,19 @@ typedef struct ocl_dev {
     cl_platform_id platform;
     cl_device_id id;
     cl_context ctx;
-    cl_command_queue q;       /* one in-order queue: kernels run in enqueue order, so a buffer released
-                                 by the core may be reused by a later kernel without a wait */
+    cl_command_queue q;       /* the compute queue, in order: kernels run in enqueue order, so a buffer
+                                 released by the core may be reused by a later kernel without a wait.
+                                 Every upload leaves a barrier on it, so whatever is enqueued on it after
+                                 copy_to_device returns (kernels, CLBlast, fills, read-backs) sees the data */
+    cl_command_queue copy_q;  /* host<->device copies, in order, so they overlap compute on q; each one
+                                 first waits for a marker of q (see ocl_backend.c) */
+    pthread_mutex_t copy_mu;  /* copy_q's marker/transfer/barrier sequences and the staging slots */
+    int staging;              /* -1 undecided, 0 direct transfers, 1 through the pinned slots below */
+    size_t stage_bytes;
+    unsigned stage_next;      /* the next slot to use: consecutive transfers alternate */
+    cl_mem stage_mem[2];      /* CL_MEM_ALLOC_HOST_PTR buffers, mapped once at stage_ptr */
+    void *stage_ptr[2];
+    cl_event stage_ev[2];     /* the last transfer through each slot, NULL if none pending */
     char name[160];
     char version[160];        /* driver version, part of the binary cache key */
     bool fp16, fp64;
@@ -79,5 +90,6 @@ extern const wf__kernel_def ocl_kernels_reduce[];      /* ocl_reduce.c: reductio
 extern const wf__kernel_def ocl_kernels_norm[];        /* ocl_norm.c: more reductions, norms, losses, TopK */
 extern const wf__kernel_def ocl_kernels_image[];       /* ocl_image.c: Resize, sampling, signal, quantisation */
 extern const wf__kernel_def ocl_kernels_seq[];         /* ocl_seq.c: Einsum, data-dependent ops, RNNs, Attention */
+extern const wf__kernel_def ocl_kernels_nngrad[];      /* ocl_nngrad.c: conv and pool backward ops */
 
 #endif

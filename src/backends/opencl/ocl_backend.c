@@ -1,8 +1,9 @@
 /*
  * The OpenCL backend plugin: every device of every OpenCL platform becomes an OPENCL device. Memory
- * is cl_mem chunks that the core carves up; copies are blocking reads and writes on the device's one
- * in-order queue; programs are built from source on first use and cached per device and on disk
- * (keyed by source, options, device and driver), so a second process skips the compiler.
+ * is cl_mem chunks that the core carves up; kernels run on an in-order compute queue and host<->device
+ * copies on a second in-order queue (through pinned staging on discrete devices), so they overlap;
+ * programs are built from source on first use and cached per device and on disk (keyed by source,
+ * options, device and driver), so a second process skips the compiler.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -283,7 +284,9 @@ static wf_status *device_open(void *b, int i, void **out)
     cl_int st;
     d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &st);
     if (d->ctx) d->q = clCreateCommandQueue(d->ctx, d->id, 0, &st);
-    if (!d->ctx || !d->q) {
+    if (d->q) d->copy_q = clCreateCommandQueue(d->ctx, d->id, 0, &st);
+    if (!d->ctx || !d->q || !d->copy_q) {
+        if (d->q) clReleaseCommandQueue(d->q);
         if (d->ctx) clReleaseContext(d->ctx);
         ocl_host->free(d);
         return ocl_host->status(WF_UNAVAILABLE, "OpenCL device %d: context or queue creation failed: %s", i, ocl_err(st));
@@ -298,6 +301,8 @@ static wf_status *device_open(void *b, int i, void **out)
     clGetDeviceInfo(d->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof d->mem_align, &d->mem_align, NULL);
     d->mem_align /= 8;
     pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->copy_mu, NULL);
+    d->staging = -1;
     *out = d;
     return NULL;
 }
@@ -306,6 +311,14 @@ static void device_close(void *dev)
 {
     ocl_dev *d = dev;
     clFinish(d->q);
+    clFinish(d->copy_q);
+    for (int i = 0; i < 2; i++) {
+        if (d->stage_ev[i]) clReleaseEvent(d->stage_ev[i]);
+        if (d->stage_ptr[i]) clEnqueueUnmapMemObject(d->copy_q, d->stage_mem[i], d->stage_ptr[i], 0, NULL, NULL);
+    }
+    clFinish(d->copy_q);
+    for (int i = 0; i < 2; i++)
+        if (d->stage_mem[i]) clReleaseMemObject(d->stage_mem[i]);
     for (ocl_prog *p = d->progs, *pn; p; p = pn) {
         pn = p->next;
         for (int i = 0; i < p->n_kernels; i++) {
@@ -315,8 +328,10 @@ static void device_close(void *dev)
         clReleaseProgram(p->prog);
         ocl_host->free(p);
     }
+    clReleaseCommandQueue(d->copy_q);
     clReleaseCommandQueue(d->q);
     clReleaseContext(d->ctx);
+    pthread_mutex_destroy(&d->copy_mu);
     pthread_mutex_destroy(&d->mu);
     ocl_host->free(d);
 }
@@ -332,26 +347,168 @@ static void *chunk_alloc(void *dev, size_t bytes)
 static void chunk_free(void *dev, void *chunk)
 {
     ocl_dev *d = dev;
-    clFinish(d->q); /* no queued kernel may still use it */
+    /* no queued kernel or upload may still use it (kernels wait for uploads, but say so plainly) */
+    clFinish(d->q);
+    clFinish(d->copy_q);
     clReleaseMemObject((cl_mem)chunk);
+}
+
+/* ---- copies ----------------------------------------------------------------------------------------------
+ * Transfers run on copy_q, so a download overlaps kernels enqueued after it and an upload overlaps the
+ * host's work. Ordering with the compute queue q:
+ *  - each transfer first waits for a marker of q taken when it starts: a download must see every kernel
+ *    enqueued so far, and an upload may land in a block the core freed right after enqueueing the last
+ *    kernel that reads it (the allocator counts on in-order execution), so it must not overtake that kernel;
+ *  - each upload leaves a barrier on q waiting for its last write: every command enqueued on q after
+ *    copy_to_device returns waits for the data, whichever file enqueues it (ocl_launch, CLBlast, fills,
+ *    kernels' own read-backs) — cheaper and harder to miss than a wait before each enqueue.
+ * copy_mu keeps each marker-transfer-barrier sequence and the staging slots to one thread at a time;
+ * it is never held while taking d->mu, and nothing on q waits for copy_q except through those barriers.
+ *
+ * Staging: a discrete device DMAs only from page-locked memory, so a transfer from ordinary memory is
+ * copied into a driver buffer anyway (and a non-blocking upload would have to keep the caller's buffer).
+ * Two pinned slots (CL_MEM_ALLOC_HOST_PTR, mapped once) take the caller's bytes, 8 MiB at a time, one
+ * slot filling while the other's DMA runs; copy_to_device returns once the last piece is staged. On a
+ * device with host-unified memory (PoCL, integrated GPUs) the device reads host memory directly and a
+ * slot is only one more memcpy, so by default transfers there are direct and finish before returning.
+ * WEFT_OCL_STAGING=0/1 forces the choice (to test the staged path on PoCL, or to compare). */
+
+#define OCL_STAGE_BYTES ((size_t)8 << 20)
+
+/* Under copy_mu: whether transfers go through the slots, deciding (and mapping them) on first use. */
+static bool stage_ready(ocl_dev *d)
+{
+    if (d->staging >= 0) return d->staging == 1;
+    cl_bool unified = CL_FALSE;
+    clGetDeviceInfo(d->id, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    bool want = !unified;
+    const char *env = getenv("WEFT_OCL_STAGING");
+    if (env && *env) want = strcmp(env, "0") != 0;
+    d->staging = 0;
+    if (!want) return false;
+    bool ok = true;
+    for (int i = 0; i < 2 && ok; i++) {
+        cl_int st;
+        d->stage_mem[i] = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, OCL_STAGE_BYTES, NULL, &st);
+        if (d->stage_mem[i])
+            d->stage_ptr[i] = clEnqueueMapBuffer(d->copy_q, d->stage_mem[i], CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                                 OCL_STAGE_BYTES, 0, NULL, NULL, &st);
+        ok = d->stage_ptr[i] != NULL;
+    }
+    if (!ok) {
+        /* not fatal: direct transfers work everywhere, only slower */
+        for (int i = 0; i < 2; i++) {
+            if (d->stage_ptr[i]) clEnqueueUnmapMemObject(d->copy_q, d->stage_mem[i], d->stage_ptr[i], 0, NULL, NULL);
+            d->stage_ptr[i] = NULL;
+        }
+        clFinish(d->copy_q);
+        for (int i = 0; i < 2; i++) {
+            if (d->stage_mem[i]) clReleaseMemObject(d->stage_mem[i]);
+            d->stage_mem[i] = NULL;
+        }
+        return false;
+    }
+    d->stage_bytes = OCL_STAGE_BYTES;
+    d->staging = 1;
+    return true;
+}
+
+/* Under copy_mu: the slot for the next piece, once its previous transfer has finished. */
+static cl_int stage_take(ocl_dev *d, int *slot)
+{
+    int i = (int)(d->stage_next++ & 1);
+    cl_int st = CL_SUCCESS;
+    if (d->stage_ev[i]) {
+        st = clWaitForEvents(1, &d->stage_ev[i]);
+        clReleaseEvent(d->stage_ev[i]);
+        d->stage_ev[i] = NULL;
+    }
+    *slot = i;
+    return st;
+}
+
+/* A marker of everything enqueued on q so far, submitted so that copy_q can wait for it. */
+static cl_int compute_marker(ocl_dev *d, cl_event *m)
+{
+    cl_int st = clEnqueueMarkerWithWaitList(d->q, 0, NULL, m);
+    if (st == CL_SUCCESS) st = clFlush(d->q);
+    return st;
 }
 
 static wf_status *copy_to_device(void *dev, void *chunk, size_t off, const void *src, size_t n)
 {
     ocl_dev *d = dev;
-    cl_int st = clEnqueueWriteBuffer(d->q, (cl_mem)chunk, CL_TRUE, off, n, src, 0, NULL, NULL);
+    if (!n) return NULL;
+    cl_event m = NULL;
+    pthread_mutex_lock(&d->copy_mu);
+    cl_int st = compute_marker(d, &m);
+    if (st == CL_SUCCESS && stage_ready(d)) {
+        cl_event last = NULL;
+        for (size_t o = 0; o < n && st == CL_SUCCESS;) {
+            size_t len = n - o < d->stage_bytes ? n - o : d->stage_bytes;
+            int i;
+            if ((st = stage_take(d, &i)) != CL_SUCCESS) break;
+            memcpy(d->stage_ptr[i], (const char *)src + o, len);
+            /* copy_q is in order: only the first piece needs the marker */
+            st = clEnqueueWriteBuffer(d->copy_q, (cl_mem)chunk, CL_FALSE, off + o, len, d->stage_ptr[i], o ? 0 : 1,
+                                      o ? NULL : &m, &d->stage_ev[i]);
+            if (st == CL_SUCCESS) st = clFlush(d->copy_q); /* start the DMA now, and let a slot wait finish */
+            last = d->stage_ev[i];
+            o += len;
+        }
+        if (st == CL_SUCCESS) st = clEnqueueBarrierWithWaitList(d->q, 1, &last, NULL);
+    } else if (st == CL_SUCCESS) {
+        st = clEnqueueWriteBuffer(d->copy_q, (cl_mem)chunk, CL_TRUE, off, n, src, 1, &m, NULL);
+    }
+    if (m) clReleaseEvent(m);
+    pthread_mutex_unlock(&d->copy_mu);
     return st == CL_SUCCESS ? NULL
                             : ocl_host->status(WF_INTERNAL, "OpenCL write of %zu bytes to %s failed: %s", n, d->name, ocl_err(st));
+}
+
+/* Through the slots: piece j's DMA runs while piece j-1 is copied out to the caller. */
+static cl_int download_staged(ocl_dev *d, char *dst, cl_mem src, size_t off, size_t n, cl_event m)
+{
+    cl_int st = CL_SUCCESS;
+    int prev = -1;
+    size_t prev_o = 0, prev_len = 0;
+    for (size_t o = 0; o < n && st == CL_SUCCESS;) {
+        size_t len = n - o < d->stage_bytes ? n - o : d->stage_bytes;
+        int i;
+        if ((st = stage_take(d, &i)) != CL_SUCCESS) break;
+        st = clEnqueueReadBuffer(d->copy_q, src, CL_FALSE, off + o, len, d->stage_ptr[i], o ? 0 : 1, o ? NULL : &m,
+                                 &d->stage_ev[i]);
+        if (st == CL_SUCCESS) st = clFlush(d->copy_q);
+        if (st == CL_SUCCESS && prev >= 0 && (st = clWaitForEvents(1, &d->stage_ev[prev])) == CL_SUCCESS)
+            memcpy(dst + prev_o, d->stage_ptr[prev], prev_len);
+        prev = i;
+        prev_o = o;
+        prev_len = len;
+        o += len;
+    }
+    if (st == CL_SUCCESS && prev >= 0 && (st = clWaitForEvents(1, &d->stage_ev[prev])) == CL_SUCCESS)
+        memcpy(dst + prev_o, d->stage_ptr[prev], prev_len);
+    return st;
 }
 
 static wf_status *copy_to_host(void *dev, void *dst, const void *chunk, size_t off, size_t n)
 {
     ocl_dev *d = dev;
-    cl_int st = clEnqueueReadBuffer(d->q, (cl_mem)chunk, CL_TRUE, off, n, dst, 0, NULL, NULL);
+    if (!n) return NULL;
+    cl_event m = NULL;
+    pthread_mutex_lock(&d->copy_mu);
+    cl_int st = compute_marker(d, &m);
+    if (st == CL_SUCCESS && stage_ready(d))
+        st = download_staged(d, dst, (cl_mem)chunk, off, n, m);
+    else if (st == CL_SUCCESS)
+        st = clEnqueueReadBuffer(d->copy_q, (cl_mem)chunk, CL_TRUE, off, n, dst, 1, &m, NULL);
+    if (m) clReleaseEvent(m);
+    pthread_mutex_unlock(&d->copy_mu);
     return st == CL_SUCCESS ? NULL
                             : ocl_host->status(WF_INTERNAL, "OpenCL read of %zu bytes from %s failed: %s", n, d->name, ocl_err(st));
 }
 
+/* On the compute queue: after the kernels that produce src (in order) and the barriers of the uploads. */
 static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *src, size_t soff, size_t n)
 {
     ocl_dev *d = dev;
@@ -362,7 +519,7 @@ static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *
 
 static const wf__kernel_def *const g_tables[] = {ocl_kernels_elementwise, ocl_kernels_shape, ocl_kernels_nn,
                                                  ocl_kernels_reduce, ocl_kernels_norm, ocl_kernels_image,
-                                                 ocl_kernels_seq};
+                                                 ocl_kernels_seq, ocl_kernels_nngrad};
 
 static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
 {
@@ -387,6 +544,8 @@ static wf_status *synchronize(void *dev)
 {
     ocl_dev *d = dev;
     cl_int st = clFinish(d->q);
+    cl_int st2 = clFinish(d->copy_q);
+    if (st == CL_SUCCESS) st = st2;
     return st == CL_SUCCESS ? NULL : ocl_host->status(WF_INTERNAL, "OpenCL finish on %s failed: %s", d->name, ocl_err(st));
 }
 

@@ -223,11 +223,14 @@ static wf_status *mm_clblast(wf__kctx *k, wf_dtype t, int ta, int tb, const mm_c
     size_t m = (size_t)c->m, n = (size_t)c->n, kd = (size_t)c->kdim;
     size_t lda = ta ? m : kd, ldb = tb ? kd : n, ldc = n;
     CLBlastStatusCode st;
+    /* CLBlast's kernel database is not thread-safe on first use: one call per device at a time */
+    pthread_mutex_lock(&ocl_of(k)->mu);
     if (c->count == 1) {
         st = t == WF_F32 ? CLBlastSgemm(CLBlastLayoutRowMajor, tA, tB, m, n, kd, (float)alpha, a, (size_t)c->ao, lda, b,
                                         (size_t)c->bo, ldb, (float)beta, y, (size_t)c->co, ldc, q, NULL)
                          : CLBlastDgemm(CLBlastLayoutRowMajor, tA, tB, m, n, kd, alpha, a, (size_t)c->ao, lda, b,
                                         (size_t)c->bo, ldb, beta, y, (size_t)c->co, ldc, q, NULL);
+        pthread_mutex_unlock(&ocl_of(k)->mu);
         return st == CLBlastSuccess ? NULL : clblast_fail(k, st, t == WF_F32 ? "Sgemm" : "Dgemm");
     }
     st = t == WF_F32
@@ -237,6 +240,7 @@ static wf_status *mm_clblast(wf__kctx *k, wf_dtype t, int ta, int tb, const mm_c
              : CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, tA, tB, m, n, kd, alpha, a, (size_t)c->ao, lda,
                                           (size_t)c->abs, b, (size_t)c->bo, ldb, (size_t)c->bbs, beta, y,
                                           (size_t)c->co, ldc, (size_t)c->cbs, (size_t)c->count, q, NULL);
+    pthread_mutex_unlock(&ocl_of(k)->mu);
     return st == CLBlastSuccess ? NULL : clblast_fail(k, st, t == WF_F32 ? "SgemmStridedBatched" : "DgemmStridedBatched");
 }
 
