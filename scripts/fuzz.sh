@@ -58,7 +58,7 @@ build() {
             case "$s" in src/backends/*|src/exec/*|src/lower/*) cov="";; *) cov="-fsanitize=fuzzer-no-link";; esac
             '"$CC"' '"$CFLAGS $SAN"' $cov -w -c "$s" -o "$o" || { rm -f "$o"; exit 255; }' || return 1
     fi
-    $CC $SAN -fsanitize=fuzzer -fopenmp $objs -o "$OUT/fuzz_onnx" -ldnnl -lprotobuf-c -lpthread -lm -ldl ||
+    $CC $SAN -fsanitize=fuzzer -fopenmp $objs -o "$OUT/fuzz_onnx" -ldnnl -lprotobuf-c -lz -lpthread -lm -ldl ||
         return 1
     touch "$OUT/fuzz_onnx"
 }

@@ -230,9 +230,9 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
         st = wf__oom("a run", sizeof *fd * (size_t)(n_feeds + n_vars));
         goto out;
     }
-    memcpy(fx, all, sizeof *fx * (size_t)(n_fetches + n_targets));
+    if (n_fetches + n_targets) memcpy(fx, all, sizeof *fx * (size_t)(n_fetches + n_targets));
     for (int i = 0; i < n_assign; i++) fx[n_fetches + n_targets + i] = wf_out(s->g->nodes[assign[i]], 0);
-    memcpy(fd, feeds, sizeof *fd * (size_t)n_feeds);
+    if (n_feeds) memcpy(fd, feeds, sizeof *fd * (size_t)n_feeds);
     int nf = n_feeds;
     pthread_mutex_lock(&s->mu);
     for (int v = 0; v < n_vars; v++) {
