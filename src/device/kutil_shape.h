@@ -1,5 +1,6 @@
 /*
  * Host-side shape planning shared by the CPU kernels and the device plugins: axis normalisation,
+ * strides, Reshape / Squeeze / Unsqueeze / Expand output dims, Transpose perms, Slice and Split plans,
  * DepthToSpace / SpaceToDepth as one 6-D transposing copy, and Compress's output dims. Header-only and
  * free of libweft calls because the plugins cannot link libweft (the core has wf__norm_axis).
  */
@@ -15,6 +16,228 @@ static inline bool wf__ku_norm_axis(int64_t axis, int rank, int *out)
 {
     if (axis < -rank || axis >= rank) return false;
     *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+/* Row-major strides (in elements) of dims. */
+static inline void wf__ku_strides(int rank, const int64_t *dims, int64_t *st)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        st[i] = s;
+        s *= dims[i];
+    }
+}
+
+/* What wf__ku_reshape_dims found wrong, in the order the entries are checked. */
+enum {
+    WF__KU_RESHAPE_OK,
+    WF__KU_RESHAPE_TWO_NEG,   /* more than one -1 */
+    WF__KU_RESHAPE_NEG_DIM,   /* an entry below -1 */
+    WF__KU_RESHAPE_COPY_OOR,  /* a 0 copies input dim *bad, which does not exist */
+    WF__KU_RESHAPE_ZERO_NEG,  /* 0 and -1 together with allowzero */
+    WF__KU_RESHAPE_INFER,     /* -1 cannot be inferred */
+    WF__KU_RESHAPE_COUNT,     /* the element counts differ; *prod holds the shape's */
+};
+
+/* Reshape's output dims d from the n-entry shape v (ONNX: 0 copies the input dim unless allowzero, one
+ * -1 is inferred). Returns a WF__KU_RESHAPE_* code. */
+static inline int wf__ku_reshape_dims(int xrank, const int64_t *xdims, int64_t xsize, int n, const int64_t *v,
+                                      bool allowzero, int64_t *d, int64_t *prod, int *bad)
+{
+    int neg = -1;
+    bool zero = false;
+    *prod = 1;
+    for (int i = 0; i < n; i++) {
+        d[i] = v[i];
+        if (v[i] == -1) {
+            if (neg >= 0) return WF__KU_RESHAPE_TWO_NEG;
+            neg = i;
+            continue;
+        }
+        if (v[i] < -1) return WF__KU_RESHAPE_NEG_DIM;
+        if (v[i] == 0) {
+            zero = true;
+            if (!allowzero) {
+                if (i >= xrank) {
+                    *bad = i;
+                    return WF__KU_RESHAPE_COPY_OOR;
+                }
+                d[i] = xdims[i];
+            }
+        }
+        *prod *= d[i];
+    }
+    if (allowzero && zero && neg >= 0) return WF__KU_RESHAPE_ZERO_NEG;
+    if (neg >= 0) {
+        if (*prod == 0 || xsize % *prod) return WF__KU_RESHAPE_INFER;
+        d[neg] = xsize / *prod;
+    } else if (*prod != xsize) {
+        return WF__KU_RESHAPE_COUNT;
+    }
+    return WF__KU_RESHAPE_OK;
+}
+
+/* Squeeze's output dims: drop the n axes v (v NULL: every size-1 dim). Returns 0, 1 when the axes are out
+ * of range or repeated, 2 when axis *bad is not of size 1. */
+static inline int wf__ku_squeeze_dims(int xrank, const int64_t *xdims, int n, const int64_t *v, int64_t *d, int *rank,
+                                      int *bad)
+{
+    bool drop[64] = {0};
+    if (v) {
+        for (int i = 0; i < n; i++) {
+            int a;
+            if (!wf__ku_norm_axis(v[i], xrank, &a) || drop[a]) return 1;
+            if (xdims[a] != 1) {
+                *bad = a;
+                return 2;
+            }
+            drop[a] = true;
+        }
+    } else {
+        for (int i = 0; i < xrank; i++) drop[i] = xdims[i] == 1;
+    }
+    int r = 0;
+    for (int i = 0; i < xrank; i++)
+        if (!drop[i]) d[r++] = xdims[i];
+    *rank = r;
+    return 0;
+}
+
+/* Unsqueeze's output dims (rank xrank + n, which the caller has bounded): -1, or the index in v of an axis
+ * out of range or repeated. */
+static inline int wf__ku_unsqueeze_dims(int xrank, const int64_t *xdims, int n, const int64_t *v, int64_t *d)
+{
+    int r = xrank + n;
+    bool ins[64] = {0};
+    for (int i = 0; i < n; i++) {
+        int a;
+        if (!wf__ku_norm_axis(v[i], r, &a) || ins[a]) return i;
+        ins[a] = true;
+    }
+    for (int i = 0, j = 0; i < r; i++) d[i] = ins[i] ? 1 : xdims[j++];
+    return -1;
+}
+
+/* Transpose's perm from the n-entry attribute ints (n == 0: reversed axes). Returns 0, 1 when n is not r,
+ * 2 when ints is not a permutation. */
+static inline int wf__ku_perm(int n, const int64_t *ints, int r, int *perm)
+{
+    bool seen[64] = {0};
+    if (n == 0) {
+        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
+        return 0;
+    }
+    if (n != r) return 1;
+    for (int i = 0; i < r; i++) {
+        int a;
+        if (!wf__ku_norm_axis(ints[i], r, &a) || seen[a]) return 2;
+        seen[a] = true;
+        perm[i] = a;
+    }
+    return 0;
+}
+
+/* Expand's output dims d (rank returned) of x broadcast to the n-entry shape v, and the source stride st of
+ * each output axis (0 where it broadcasts) from x's strides xst in the caller's unit (xst NULL: no st).
+ * *same: the output has x's shape. Returns -1 when v does not broadcast with x. */
+static inline int wf__ku_expand_dims(int xrank, const int64_t *xdims, const int64_t *xst, int n, const int64_t *v,
+                                     int64_t *d, int64_t *st, bool *same)
+{
+    int r = n > xrank ? n : xrank;
+    *same = r == xrank;
+    for (int i = 0; i < r; i++) {
+        int xi = i - (r - xrank), si = i - (r - n);
+        int64_t a = xi >= 0 ? xdims[xi] : 1, s = si >= 0 ? v[si] : 1;
+        if (s < 0 || (a != s && a != 1 && s != 1)) return -1;
+        d[i] = a == 1 ? s : a;
+        if (xst) st[i] = (xi >= 0 && a != 1) ? xst[xi] : 0;
+        if (d[i] != a) *same = false;
+    }
+    return r;
+}
+
+/* Slice's omitted optional inputs: axes 0..ns-1 when !has_ax, steps of 1 when !has_sp (na / nsp then
+ * count ns). False when starts (ns), ends (ne), axes (*na) and steps (*nsp) differ in length. */
+static inline bool wf__ku_slice_defaults(int ns, int ne, bool has_ax, int64_t *ax, int *na, bool has_sp, int64_t *sp,
+                                         int *nsp)
+{
+    if (!has_ax) {
+        *na = ns;
+        for (int i = 0; i < ns; i++) ax[i] = i;
+    }
+    if (!has_sp) {
+        *nsp = ns;
+        for (int i = 0; i < ns; i++) sp[i] = 1;
+    }
+    return ne == ns && *na == ns && *nsp == ns;
+}
+
+/* Slice's output dims d and source walk: so holds x's strides (any unit) on entry and the stepped strides
+ * on return, *off the start offset in that unit. Returns 0, 1 when axis ax[*bad] is out of range or
+ * repeated, 2 when step *bad is 0. */
+static inline int wf__ku_slice_plan(int r, const int64_t *xdims, int ns, const int64_t *st, const int64_t *en,
+                                    const int64_t *ax, const int64_t *sp, int64_t *d, int64_t *so, int64_t *off,
+                                    int *bad)
+{
+    bool touched[64] = {0};
+    memcpy(d, xdims, sizeof(int64_t) * (size_t)r);
+    *off = 0;
+    for (int i = 0; i < ns; i++) {
+        int a;
+        *bad = i;
+        if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a]) return 1;
+        touched[a] = true;
+        int64_t dim = xdims[a], step = sp[i], s = st[i], e = en[i], sz;
+        if (step == 0) return 2;
+        if (s < 0) s += dim;
+        if (e < 0) e += dim;
+        if (step > 0) {
+            s = s < 0 ? 0 : s > dim ? dim : s;
+            e = e < 0 ? 0 : e > dim ? dim : e;
+            sz = e > s ? (e - s + step - 1) / step : 0;
+        } else {
+            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+            sz = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+        }
+        d[a] = sz;
+        if (sz > 0) *off += s * so[a];
+        so[a] *= step;
+    }
+    return 0;
+}
+
+/* Pad's output dims d and begin pads pb over x's dims from the 2*na pads p of axes ax. Returns 0, 1 when
+ * axis ax[*bad] is out of range or repeated, 2 when the pads crop axis *bad below zero, 3 when a mode
+ * other than constant would pad the empty axis *bad. */
+static inline int wf__ku_pad_plan(int r, const int64_t *xdims, int na, const int64_t *ax, const int64_t *p,
+                                  bool constant, int64_t *d, int64_t *pb, int *bad)
+{
+    bool touched[64] = {0};
+    memcpy(d, xdims, sizeof(int64_t) * (size_t)r);
+    for (int i = 0; i < r; i++) pb[i] = 0;
+    for (int i = 0; i < na; i++) {
+        int a;
+        *bad = i;
+        if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a]) return 1;
+        touched[a] = true;
+        d[a] = xdims[a] + p[i] + p[i + na];
+        pb[a] = p[i];
+        *bad = a;
+        if (d[a] < 0) return 2;
+        if (!constant && xdims[a] == 0 && d[a] > 0) return 3;
+    }
+    return 0;
+}
+
+/* Split's sizes without a 'split' input: n near-equal parts of dim, the last one smaller. False when dim
+ * cannot give n parts that way. */
+static inline bool wf__ku_split_even(int64_t dim, int n, int64_t *sizes)
+{
+    int64_t chunk = (dim + n - 1) / n, last = dim - chunk * (n - 1);
+    if (last < 0) return false;
+    for (int i = 0; i < n; i++) sizes[i] = i == n - 1 ? last : chunk;
     return true;
 }
 

@@ -3,20 +3,13 @@
  * activation as post-ops (f16 converts through f32); f64 and integers through a plain C loop.
  */
 #include "k_dnnl.h"
+#include "device/kutil_matmul.h"
 
 /* ---- MatMul -------------------------------------------------------------------------------------- */
 
 #define MM_MAXND (WF_MAX_RANK + 2)
 
-typedef struct mm_geom {
-    int64_t m, n, kdim;
-    int nb;                          /* broadcast batch rank */
-    int64_t bat[WF_MAX_RANK], abat[WF_MAX_RANK], bbat[WF_MAX_RANK];
-    int64_t batch;                   /* product of bat */
-    int ta, tb;
-    int out_rank;
-    int64_t out_dims[WF_MAX_RANK];
-} mm_geom;
+typedef wf__ku_mm mm_geom;
 
 /* Resolves numpy matmul shapes of the actual inputs (they may differ from the planned ones). */
 static wf_status *mm_plan(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, int ta, int tb, mm_geom *g)
@@ -27,37 +20,17 @@ static wf_status *mm_plan(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, i
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "operands must have rank >= 1, got A %s%s and B %s%s",
                              wf_dtype_name(a->dtype), wf__shape_str(a->rank, a->dims, sa),
                              wf_dtype_name(b->dtype), wf__shape_str(b->rank, b->dims, sb));
-    g->ta = a->rank > 1 && ta;
-    g->tb = b->rank > 1 && tb;
-    int64_t ka, kb;
-    if (a->rank == 1) g->m = 1, ka = a->dims[0];
-    else g->m = a->dims[a->rank - (g->ta ? 1 : 2)], ka = a->dims[a->rank - (g->ta ? 2 : 1)];
-    if (b->rank == 1) kb = b->dims[0], g->n = 1;
-    else kb = b->dims[b->rank - (g->tb ? 1 : 2)], g->n = b->dims[b->rank - (g->tb ? 2 : 1)];
-    if (ka != kb)
+    switch (wf__ku_mm_plan(a->rank, a->dims, b->rank, b->dims, ta, tb, g)) {
+    case WF__KU_MM_INNER:
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "A %s%s and B %s%s have incompatible inner dims %lld and %lld",
                              wf_dtype_name(a->dtype), wf__shape_str(a->rank, a->dims, sa), wf_dtype_name(b->dtype),
-                             wf__shape_str(b->rank, b->dims, sb), (long long)ka, (long long)kb);
-    g->kdim = ka;
-    int ra = a->rank > 2 ? a->rank - 2 : 0, rb = b->rank > 2 ? b->rank - 2 : 0;
-    g->nb = ra > rb ? ra : rb;
-    g->batch = 1;
-    for (int i = 0; i < g->nb; i++) {
-        int ia = i - (g->nb - ra), ib = i - (g->nb - rb);
-        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-        if (da != db && da != 1 && db != 1)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "A %s%s and B %s%s have batch dims that do not broadcast",
-                                 wf_dtype_name(a->dtype), wf__shape_str(a->rank, a->dims, sa),
-                                 wf_dtype_name(b->dtype), wf__shape_str(b->rank, b->dims, sb));
-        g->abat[i] = da;
-        g->bbat[i] = db;
-        g->bat[i] = da == 1 ? db : da;
-        g->batch *= g->bat[i];
+                             wf__shape_str(b->rank, b->dims, sb), (long long)g->ka, (long long)g->kb);
+    case WF__KU_MM_BATCH:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "A %s%s and B %s%s have batch dims that do not broadcast",
+                             wf_dtype_name(a->dtype), wf__shape_str(a->rank, a->dims, sa),
+                             wf_dtype_name(b->dtype), wf__shape_str(b->rank, b->dims, sb));
+    default: break;
     }
-    g->out_rank = 0;
-    for (int i = 0; i < g->nb; i++) g->out_dims[g->out_rank++] = g->bat[i];
-    if (a->rank > 1) g->out_dims[g->out_rank++] = g->m;
-    if (b->rank > 1) g->out_dims[g->out_rank++] = g->n;
     return NULL;
 }
 

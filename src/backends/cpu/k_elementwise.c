@@ -4,6 +4,7 @@
  * contiguous stretch with each input either advancing (stride 1) or held (stride 0).
  */
 #include "backends/cpu/k_elementwise.h"
+#include "device/kutil_elementwise.h"
 
 #include <math.h>
 
@@ -229,63 +230,18 @@ typedef struct bplan {
 /* numpy broadcasting of the actual input shapes; false when they are incompatible. */
 static bool bcast_shape(int nin, const wf_tensor *const *in, int *rank, int64_t *dims)
 {
-    int r = 0;
-    for (int i = 0; i < nin; i++)
-        if (in[i]->rank > r) r = in[i]->rank;
-    for (int d = 0; d < r; d++) {
-        int64_t out = 1;
-        for (int i = 0; i < nin; i++) {
-            int k = d - (r - in[i]->rank);
-            int64_t v = k >= 0 ? in[i]->dims[k] : 1;
-            if (v == 1) continue;
-            if (out != 1 && out != v) return false;
-            out = v;
-        }
-        dims[d] = out;
-    }
-    *rank = r;
-    return true;
+    int ranks[3];
+    const int64_t *d[3];
+    for (int i = 0; i < nin; i++) ranks[i] = in[i]->rank, d[i] = in[i]->dims;
+    return wf__ku_bcast_dims(nin, ranks, d, rank, dims);
 }
 
 static void bplan_make(bplan *p, int nin, const wf_tensor *const *in, int orank, const int64_t *odims)
 {
-    int64_t cst[3][WF_MAX_RANK]; /* each input's contiguous strides, aligned to the output's dims */
-    for (int i = 0; i < nin; i++) {
-        int64_t s = 1;
-        for (int d = orank - 1; d >= 0; d--) {
-            int k = d - (orank - in[i]->rank);
-            int64_t v = k >= 0 ? in[i]->dims[k] : 1;
-            cst[i][d] = v == 1 ? 0 : s;
-            s *= v;
-        }
-    }
-    /* From the innermost dim outwards, merging d into the current run when every input's stride
-     * continues it; built reversed, then flipped. */
-    int64_t dims[WF_MAX_RANK], st[3][WF_MAX_RANK];
-    int r = 0;
-    for (int d = orank - 1; d >= 0; d--) {
-        if (odims[d] == 1) continue;
-        bool merge = r > 0;
-        for (int i = 0; i < nin && merge; i++)
-            merge = cst[i][d] == st[i][r - 1] * dims[r - 1];
-        if (merge) {
-            dims[r - 1] *= odims[d];
-        } else {
-            dims[r] = odims[d];
-            for (int i = 0; i < nin; i++) st[i][r] = cst[i][d];
-            r++;
-        }
-    }
-    if (r == 0) {
-        dims[0] = 1;
-        for (int i = 0; i < nin; i++) st[i][0] = 0;
-        r = 1;
-    }
-    p->rank = r;
-    for (int d = 0; d < r; d++) {
-        p->dims[d] = dims[r - 1 - d];
-        for (int i = 0; i < nin; i++) p->st[i][d] = st[i][r - 1 - d];
-    }
+    int ranks[3];
+    const int64_t *d[3];
+    for (int i = 0; i < nin; i++) ranks[i] = in[i]->rank, d[i] = in[i]->dims;
+    p->rank = wf__ku_bcast_walk(nin, ranks, d, orank, odims, p->dims, p->st);
 }
 
 /* ---- execution ---------------------------------------------------------------------------------- */

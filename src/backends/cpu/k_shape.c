@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "backends/cpu/k_shape.h"
+#include "device/kutil_shape.h"
 
 #define SB 160
 #define MAXR (2 * WF_MAX_RANK)
@@ -247,42 +248,27 @@ static wf_status *k_reshape(wf__kctx *k)
     int n;
     WF__TRY(wf__k_read_ints(k, 1, "shape", v, WF_MAX_RANK, &n));
     bool allowzero = wf__attr_i(k->op, k->attrs, "allowzero") != 0;
-    int64_t d[WF_MAX_RANK], prod = 1;
-    int neg = -1;
-    bool zero = false;
-    for (int i = 0; i < n; i++) {
-        d[i] = v[i];
-        if (v[i] == -1) {
-            if (neg >= 0)
-                return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has more than one -1", wf__shape_str(n, v, b1));
-            neg = i;
-            continue;
-        }
-        if (v[i] < -1)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has a negative dim", wf__shape_str(n, v, b1));
-        if (v[i] == 0) {
-            zero = true;
-            if (!allowzero) {
-                if (i >= x->rank)
-                    return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s copies dim %d from input %s of rank %d",
-                                         wf__shape_str(n, v, b1), i, wf__shape_str(x->rank, x->dims, b2), x->rank);
-                d[i] = x->dims[i];
-            }
-        }
-        prod *= d[i];
-    }
-    if (allowzero && zero && neg >= 0)
+    int64_t d[WF_MAX_RANK], prod;
+    int bad = 0;
+    switch (wf__ku_reshape_dims(x->rank, x->dims, x->size, n, v, allowzero, d, &prod, &bad)) {
+    case WF__KU_RESHAPE_TWO_NEG:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has more than one -1", wf__shape_str(n, v, b1));
+    case WF__KU_RESHAPE_NEG_DIM:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has a negative dim", wf__shape_str(n, v, b1));
+    case WF__KU_RESHAPE_COPY_OOR:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s copies dim %d from input %s of rank %d",
+                             wf__shape_str(n, v, b1), bad, wf__shape_str(x->rank, x->dims, b2), x->rank);
+    case WF__KU_RESHAPE_ZERO_NEG:
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has both 0 and -1 with allowzero=1",
                              wf__shape_str(n, v, b1));
-    if (neg >= 0) {
-        if (prod == 0 || x->size % prod)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape %s (%" PRId64 " elements) to shape %s",
-                                 wf__shape_str(x->rank, x->dims, b1), x->size, wf__shape_str(n, v, b2));
-        d[neg] = x->size / prod;
-    } else if (prod != x->size) {
+    case WF__KU_RESHAPE_INFER:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape %s (%" PRId64 " elements) to shape %s",
+                             wf__shape_str(x->rank, x->dims, b1), x->size, wf__shape_str(n, v, b2));
+    case WF__KU_RESHAPE_COUNT:
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT,
                              "cannot reshape %s (%" PRId64 " elements) to shape %s (%" PRId64 " elements)",
                              wf__shape_str(x->rank, x->dims, b1), x->size, wf__shape_str(n, d, b2), prod);
+    default: break;
     }
     return wf__kctx_output_view(k, 0, 0, n, d);
 }
@@ -302,28 +288,18 @@ static wf_status *k_squeeze(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
     char b[SB], b2[SB];
-    bool drop[WF_MAX_RANK] = {0};
-    if (wf__k_has(k, 1)) {
-        int64_t v[WF_MAX_RANK];
-        int n;
-        WF__TRY(wf__k_read_ints(k, 1, "axes", v, WF_MAX_RANK, &n));
-        for (int i = 0; i < n; i++) {
-            int a;
-            if (!wf__norm_axis(v[i], x->rank, &a) || drop[a])
-                return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for input %s",
-                                     wf__shape_str(n, v, b), wf__shape_str(x->rank, x->dims, b2));
-            if (x->dims[a] != 1)
-                return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot squeeze axis %d of input %s: its size is not 1",
-                                     a, wf__shape_str(x->rank, x->dims, b));
-            drop[a] = true;
-        }
-    } else {
-        for (int i = 0; i < x->rank; i++) drop[i] = x->dims[i] == 1;
+    int64_t v[WF_MAX_RANK], d[WF_MAX_RANK];
+    int n = 0, r, bad = 0;
+    if (wf__k_has(k, 1)) WF__TRY(wf__k_read_ints(k, 1, "axes", v, WF_MAX_RANK, &n));
+    switch (wf__ku_squeeze_dims(x->rank, x->dims, n, wf__k_has(k, 1) ? v : NULL, d, &r, &bad)) {
+    case 1:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for input %s", wf__shape_str(n, v, b),
+                             wf__shape_str(x->rank, x->dims, b2));
+    case 2:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot squeeze axis %d of input %s: its size is not 1", bad,
+                             wf__shape_str(x->rank, x->dims, b));
+    default: break;
     }
-    int64_t d[WF_MAX_RANK];
-    int r = 0;
-    for (int i = 0; i < x->rank; i++)
-        if (!drop[i]) d[r++] = x->dims[i];
     return wf__kctx_output_view(k, 0, 0, r, d);
 }
 
@@ -338,16 +314,10 @@ static wf_status *k_unsqueeze(wf__kctx *k)
     if (r > WF_MAX_RANK)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "unsqueezing rank %d by %d axes exceeds rank %d", x->rank, n,
                              WF_MAX_RANK);
-    bool ins[WF_MAX_RANK] = {0};
-    for (int i = 0; i < n; i++) {
-        int a;
-        if (!wf__norm_axis(v[i], r, &a) || ins[a])
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for an output of rank %d",
-                                 wf__shape_str(n, v, b), r);
-        ins[a] = true;
-    }
     int64_t d[WF_MAX_RANK];
-    for (int i = 0, j = 0; i < r; i++) d[i] = ins[i] ? 1 : x->dims[j++];
+    if (wf__ku_unsqueeze_dims(x->rank, x->dims, n, v, d) >= 0)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for an output of rank %d",
+                             wf__shape_str(n, v, b), r);
     return wf__kctx_output_view(k, 0, 0, r, d);
 }
 
@@ -404,19 +374,10 @@ static wf_status *k_transpose(wf__kctx *k)
     const wf__attr *pa = wf__attr_get(k->op, k->attrs, "perm");
     int r = x->rank;
     int perm[WF_MAX_RANK];
-    bool seen[WF_MAX_RANK] = {0};
-    if (pa->n == 0) {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    } else {
-        if (pa->n != r)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "perm has %d entries for an input of rank %d", pa->n, r);
-        for (int i = 0; i < r; i++) {
-            int a;
-            if (!wf__norm_axis(pa->ints[i], r, &a) || seen[a])
-                return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "perm is not a permutation of 0..%d", r - 1);
-            seen[a] = true;
-            perm[i] = a;
-        }
+    switch (wf__ku_perm(pa->n, pa->ints, r, perm)) {
+    case 1: return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "perm has %d entries for an input of rank %d", pa->n, r);
+    case 2: return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "perm is not a permutation of 0..%d", r - 1);
+    default: break;
     }
     size_t eb = wf_dtype_size(x->dtype);
     int64_t in_st[WF_MAX_RANK], d[WF_MAX_RANK], st[WF_MAX_RANK];
@@ -571,13 +532,11 @@ static wf_status *k_split(wf__kctx *k)
             goto done;
         }
     } else {
-        int64_t chunk = (dim + n - 1) / n, last = dim - chunk * (n - 1);
-        if (last < 0) {
+        if (!wf__ku_split_even(dim, n, sizes)) {
             s = wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot split axis %d of input %s into %d outputs", ax,
                               wf__shape_str(x->rank, x->dims, b), n);
             goto done;
         }
-        for (int i = 0; i < n; i++) sizes[i] = i == n - 1 ? last : chunk;
     }
     size_t eb = wf_dtype_size(x->dtype);
     int64_t outer = wf__numel(ax, x->dims), inner = wf__numel(x->rank - ax - 1, x->dims + ax + 1);
@@ -610,55 +569,26 @@ static wf_status *k_slice(wf__kctx *k)
     char b[SB];
     int r = x->rank;
     int64_t st[WF_MAX_RANK], en[WF_MAX_RANK], ax[WF_MAX_RANK], sp[WF_MAX_RANK];
-    int ns, ne, na, nsp;
+    int ns, ne;
     WF__TRY(wf__k_read_ints(k, 1, "starts", st, WF_MAX_RANK, &ns));
     WF__TRY(wf__k_read_ints(k, 2, "ends", en, WF_MAX_RANK, &ne));
-    if (wf__k_has(k, 3)) {
-        WF__TRY(wf__k_read_ints(k, 3, "axes", ax, WF_MAX_RANK, &na));
-    } else {
-        na = ns;
-        for (int i = 0; i < na; i++) ax[i] = i;
-    }
-    if (wf__k_has(k, 4)) {
-        WF__TRY(wf__k_read_ints(k, 4, "steps", sp, WF_MAX_RANK, &nsp));
-    } else {
-        nsp = ns;
-        for (int i = 0; i < nsp; i++) sp[i] = 1;
-    }
-    if (ne != ns || na != ns || nsp != ns)
+    int na = 0, nsp = 0;
+    if (wf__k_has(k, 3)) WF__TRY(wf__k_read_ints(k, 3, "axes", ax, WF_MAX_RANK, &na));
+    if (wf__k_has(k, 4)) WF__TRY(wf__k_read_ints(k, 4, "steps", sp, WF_MAX_RANK, &nsp));
+    if (!wf__ku_slice_defaults(ns, ne, wf__k_has(k, 3), ax, &na, wf__k_has(k, 4), sp, &nsp))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "starts, ends, axes and steps have %d, %d, %d and %d values", ns,
                              ne, na, nsp);
-    int64_t d[WF_MAX_RANK], in_st[WF_MAX_RANK], so[WF_MAX_RANK];
-    bool touched[WF_MAX_RANK] = {0};
+    int64_t d[WF_MAX_RANK], so[WF_MAX_RANK], off;
     size_t eb = wf_dtype_size(x->dtype);
-    wf__strides(r, x->dims, in_st);
-    int64_t off = 0;
-    for (int i = 0; i < r; i++) {
-        d[i] = x->dims[i];
-        so[i] = in_st[i] * (int64_t)eb;
-    }
-    for (int i = 0; i < ns; i++) {
-        int a;
-        if (!wf__norm_axis(ax[i], r, &a) || touched[a])
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for input %s",
-                                 ax[i], wf__shape_str(r, x->dims, b));
-        touched[a] = true;
-        int64_t dim = x->dims[a], step = sp[i], s = st[i], e = en[i], sz;
-        if (step == 0) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "step %d is 0", i);
-        if (s < 0) s += dim;
-        if (e < 0) e += dim;
-        if (step > 0) {
-            s = s < 0 ? 0 : s > dim ? dim : s;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            sz = e > s ? (e - s + step - 1) / step : 0;
-        } else {
-            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            sz = s > e ? (s - e + (-step) - 1) / (-step) : 0;
-        }
-        d[a] = sz;
-        if (sz > 0) off += s * so[a];
-        so[a] *= step;
+    wf__strides(r, x->dims, so);
+    for (int i = 0; i < r; i++) so[i] *= (int64_t)eb;
+    int bad = 0;
+    switch (wf__ku_slice_plan(r, x->dims, ns, st, en, ax, sp, d, so, &off, &bad)) {
+    case 1:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for input %s",
+                             ax[bad], wf__shape_str(r, x->dims, b));
+    case 2: return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "step %d is 0", bad);
+    default: break;
     }
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x->dtype, r, d, &y));
@@ -704,21 +634,15 @@ static wf_status *k_expand(wf__kctx *k)
     int64_t v[WF_MAX_RANK];
     int n;
     WF__TRY(wf__k_read_ints(k, 1, "shape", v, WF_MAX_RANK, &n));
-    int r = n > x->rank ? n : x->rank;
     int64_t d[WF_MAX_RANK], st[WF_MAX_RANK], in_st[WF_MAX_RANK];
     size_t eb = wf_dtype_size(x->dtype);
     wf__strides(x->rank, x->dims, in_st);
-    bool same = r == x->rank;
-    for (int i = 0; i < r; i++) {
-        int xi = i - (r - x->rank), si = i - (r - n);
-        int64_t a = xi >= 0 ? x->dims[xi] : 1, s = si >= 0 ? v[si] : 1;
-        if (s < 0 || (a != s && a != 1 && s != 1))
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot broadcast input %s to shape %s",
-                                 wf__shape_str(x->rank, x->dims, b1), wf__shape_str(n, v, b2));
-        d[i] = a == 1 ? s : a;
-        st[i] = (xi >= 0 && a != 1) ? in_st[xi] * (int64_t)eb : 0;
-        if (d[i] != a) same = false;
-    }
+    for (int i = 0; i < x->rank; i++) in_st[i] *= (int64_t)eb;
+    bool same;
+    int r = wf__ku_expand_dims(x->rank, x->dims, in_st, n, v, d, st, &same);
+    if (r < 0)
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot broadcast input %s to shape %s",
+                             wf__shape_str(x->rank, x->dims, b1), wf__shape_str(n, v, b2));
     if (same) return wf__kctx_output_view(k, 0, 0, r, d);
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x->dtype, r, d, &y));

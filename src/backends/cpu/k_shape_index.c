@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "backends/cpu/k_shape.h"
+#include "device/kutil_shape.h"
 
 #define SB 160
 
@@ -392,30 +393,25 @@ wf_status *wf__k_pad(wf__kctx *k)
                                  wf_dtype_name(x->dtype));
         if (cv->size == 1) memcpy(j.pat, cv->data, j.eb);
     }
-    bool touched[WF_MAX_RANK] = {0};
     int64_t st[WF_MAX_RANK], d[WF_MAX_RANK];
     wf__strides(r, x->dims, st);
+    int bad = 0;
+    switch (wf__ku_pad_plan(r, x->dims, na, ax, p, mode == PAD_CONSTANT, d, j.pb, &bad)) {
+    case 1:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for data %s",
+                             ax[bad], wf__shape_str(r, x->dims, b1));
+    case 2:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "pads %s crop axis %d of data %s below zero",
+                             wf__shape_str(np_ <= WF_MAX_RANK ? np_ : WF_MAX_RANK, p, b1), bad,
+                             wf__shape_str(r, x->dims, b2));
+    case 3:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, bad,
+                             wf__shape_str(r, x->dims, b1));
+    default: break;
+    }
     for (int i = 0; i < r; i++) {
         j.id[i] = x->dims[i];
-        j.pb[i] = 0;
         j.ist[i] = st[i];
-        d[i] = x->dims[i];
-    }
-    for (int i = 0; i < na; i++) {
-        int a;
-        if (!wf__norm_axis(ax[i], r, &a) || touched[a])
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for data %s",
-                                 ax[i], wf__shape_str(r, x->dims, b1));
-        touched[a] = true;
-        d[a] = x->dims[a] + p[i] + p[i + na];
-        j.pb[a] = p[i];
-        if (d[a] < 0)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "pads %s crop axis %d of data %s below zero",
-                                 wf__shape_str(np_ <= WF_MAX_RANK ? np_ : WF_MAX_RANK, p, b1), a,
-                                 wf__shape_str(r, x->dims, b2));
-        if (mode != PAD_CONSTANT && x->dims[a] == 0 && d[a] > 0)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, a,
-                                 wf__shape_str(r, x->dims, b1));
     }
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x->dtype, r, d, &y));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "backends/cuda/cuda.h"
+#include "device/kutil_elementwise.h"
 
 const wf_host_api *cu_host;
 
@@ -56,14 +57,8 @@ wf_status *cu_read(wf__kctx *k, const wf_tensor *t, void *dst, size_t bytes)
 
 int64_t cu_int_at(const void *p, wf_dtype t, int64_t i)
 {
-    switch (t) {
-    case WF_I8: return ((const int8_t *)p)[i];
-    case WF_U8: case WF_BOOL: return ((const uint8_t *)p)[i];
-    case WF_I16: return ((const int16_t *)p)[i];
-    case WF_I32: return ((const int32_t *)p)[i];
-    case WF_I64: return ((const int64_t *)p)[i];
-    default: return 0;
-    }
+    int64_t v;
+    return wf__ku_load_int(p, t, i, &v) ? v : 0;
 }
 
 wf_status *cu_read_ints(wf__kctx *k, const wf_tensor *t, int64_t *vals, int max, int *n, const char *what)
@@ -82,61 +77,20 @@ wf_status *cu_read_ints(wf__kctx *k, const wf_tensor *t, int64_t *vals, int max,
 
 void cu_bcast_shape(int n, const int *ranks, const int64_t *const *dims, int *rank, int64_t *out)
 {
-    int r = 0;
-    for (int i = 0; i < n; i++)
-        if (ranks[i] > r) r = ranks[i];
-    for (int d = 0; d < r; d++) {
-        int64_t v = 1;
-        for (int i = 0; i < n; i++) {
-            int j = d - (r - ranks[i]);
-            int64_t e = j >= 0 ? dims[i][j] : 1;
-            if (e != 1) v = e;
-        }
-        out[d] = v;
-    }
-    *rank = r;
+    (void)wf__ku_bcast_dims(n, ranks, dims, rank, out); /* inference has checked the shapes */
 }
 
 void cu_walk_bcast(cuk_walk *w, int n, const int *ranks, const int64_t *const *idims, int orank, const int64_t *odims)
 {
-    int64_t cst[3][WF_MAX_RANK]; /* contiguous strides aligned to the output's dims; 0 where broadcast */
-    for (int i = 0; i < n; i++) {
-        int64_t s = 1;
-        for (int d = orank - 1; d >= 0; d--) {
-            int j = d - (orank - ranks[i]);
-            int64_t v = j >= 0 ? idims[i][j] : 1;
-            cst[i][d] = v == 1 ? 0 : s;
-            s *= v;
-        }
-    }
-    /* size-1 dims dropped and neighbours merged where every operand walks them as one stretch, so equal
-     * shapes and scalars become rank 1; built innermost first, then flipped */
     int64_t dims[WF_MAX_RANK], st[3][WF_MAX_RANK];
-    int r = 0;
-    for (int d = orank - 1; d >= 0; d--) {
-        if (odims[d] == 1) continue;
-        bool merge = r > 0;
-        for (int i = 0; i < n && merge; i++) merge = cst[i][d] == st[i][r - 1] * dims[r - 1];
-        if (merge) {
-            dims[r - 1] *= odims[d];
-        } else {
-            dims[r] = odims[d];
-            for (int i = 0; i < n; i++) st[i][r] = cst[i][d];
-            r++;
-        }
-    }
+    int r = wf__ku_bcast_walk(n, ranks, idims, orank, odims, dims, st);
     memset(w, 0, sizeof *w);
-    if (r == 0) {
-        dims[0] = 1;
-        for (int i = 0; i < n; i++) st[i][0] = 0;
-        r = 1;
-    }
     w->rank = r;
     int64_t total = 1;
     for (int d = 0; d < r; d++) {
-        w->dims[d] = dims[r - 1 - d];
-        total *= dims[r - 1 - d];
-        for (int i = 0; i < n; i++) w->st[i][d] = st[i][r - 1 - d];
+        w->dims[d] = dims[d];
+        total *= dims[d];
+        for (int i = 0; i < n; i++) w->st[i][d] = st[i][d];
     }
     w->small = total <= (int64_t)UINT32_MAX;
 }

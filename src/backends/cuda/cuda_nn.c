@@ -7,16 +7,9 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
+#include "device/kutil_matmul.h"
 
-typedef struct mm_geom {
-    int64_t m, n, kdim;
-    int nb;
-    int64_t bat[WF_MAX_RANK], abat[WF_MAX_RANK], bbat[WF_MAX_RANK];
-    int64_t batch;
-    int ta, tb;
-    int out_rank;
-    int64_t out_dims[WF_MAX_RANK];
-} mm_geom;
+typedef wf__ku_mm mm_geom;
 
 static wf_status *mm_plan(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, int ta, int tb, mm_geom *g)
 {
@@ -28,65 +21,19 @@ static wf_status *mm_plan(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, i
     if (a->dtype != b->dtype)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s have different dtypes", cu_tstr(a, sa),
                                   cu_tstr(b, sb));
-    g->ta = a->rank > 1 && ta;
-    g->tb = b->rank > 1 && tb;
-    int64_t ka, kb;
-    if (a->rank == 1) g->m = 1, ka = a->dims[0];
-    else g->m = a->dims[a->rank - (g->ta ? 1 : 2)], ka = a->dims[a->rank - (g->ta ? 2 : 1)];
-    if (b->rank == 1) kb = b->dims[0], g->n = 1;
-    else kb = b->dims[b->rank - (g->tb ? 1 : 2)], g->n = b->dims[b->rank - (g->tb ? 2 : 1)];
-    if (ka != kb)
+    switch (wf__ku_mm_plan(a->rank, a->dims, b->rank, b->dims, ta, tb, g)) {
+    case WF__KU_MM_INNER:
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s have incompatible inner dims %lld and %lld",
-                                  cu_tstr(a, sa), cu_tstr(b, sb), (long long)ka, (long long)kb);
-    g->kdim = ka;
-    int ra = a->rank > 2 ? a->rank - 2 : 0, rb = b->rank > 2 ? b->rank - 2 : 0;
-    g->nb = ra > rb ? ra : rb;
-    g->batch = 1;
-    for (int i = 0; i < g->nb; i++) {
-        int ia = i - (g->nb - ra), ib = i - (g->nb - rb);
-        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-        if (da != db && da != 1 && db != 1)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s have batch dims that do not broadcast",
-                                      cu_tstr(a, sa), cu_tstr(b, sb));
-        g->abat[i] = da;
-        g->bbat[i] = db;
-        g->bat[i] = da == 1 ? db : da;
-        g->batch *= g->bat[i];
+                                  cu_tstr(a, sa), cu_tstr(b, sb), (long long)g->ka, (long long)g->kb);
+    case WF__KU_MM_BATCH:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "A %s and B %s have batch dims that do not broadcast",
+                                  cu_tstr(a, sa), cu_tstr(b, sb));
+    default: break;
     }
-    for (int i = 0; i < g->nb; i++) g->out_dims[g->out_rank++] = g->bat[i];
-    if (a->rank > 1) g->out_dims[g->out_rank++] = g->m;
-    if (b->rank > 1) g->out_dims[g->out_rank++] = g->n;
     if (g->m > INT_MAX || g->n > INT_MAX || g->kdim > INT_MAX || g->batch > INT_MAX)
         return cu_host->kctx_fail(k, WF_UNIMPLEMENTED, "A %s and B %s exceed cuBLAS's 32-bit dims", cu_tstr(a, sa),
                                   cu_tstr(b, sb));
     return NULL;
-}
-
-/* Element stride between batch entries of one operand whose batch dims are the full broadcast batch or
- * all 1 (0: shared); -1 when they mix (the caller loops over the batch). */
-static int64_t batch_stride(const mm_geom *g, const int64_t *obat, int64_t mat)
-{
-    bool full = true, none = true;
-    for (int i = 0; i < g->nb; i++) {
-        full &= obat[i] == g->bat[i];
-        none &= obat[i] == 1;
-    }
-    return none ? 0 : full ? mat : -1;
-}
-
-static void batch_offsets(const mm_geom *g, int64_t bi, int64_t *ao, int64_t *bo)
-{
-    int64_t sa = g->m * g->kdim, sb = g->kdim * g->n, oa = 0, ob = 0;
-    for (int i = g->nb - 1; i >= 0; i--) {
-        int64_t idx = bi % g->bat[i];
-        bi /= g->bat[i];
-        if (g->abat[i] != 1) oa += idx * sa;
-        if (g->bbat[i] != 1) ob += idx * sb;
-        sa *= g->abat[i];
-        sb *= g->bbat[i];
-    }
-    *ao = oa;
-    *bo = ob;
 }
 
 /* `count` row-major products C = alpha op(A) op(B) + beta C, element offsets and batch strides given.
@@ -122,13 +69,13 @@ static wf_status *matmul_run(wf__kctx *k, const wf_tensor *a, const wf_tensor *b
     const char *ap = cu_ptr(a), *bp = cu_ptr(b);
     char *yp = cu_ptr(y);
     int64_t amat = g->m * g->kdim, bmat = g->kdim * g->n, cmat = g->m * g->n;
-    int64_t abs = batch_stride(g, g->abat, amat), bbs = batch_stride(g, g->bbat, bmat);
+    int64_t abs = wf__ku_mm_batch_stride(g, g->abat, amat), bbs = wf__ku_mm_batch_stride(g, g->bbat, bmat);
     if (g->nb > 0 && bbs == 0 && !g->ta) /* B shared and A not transposed: A's batch folds into M */
         return gemm(k, t, g, g->batch * g->m, 1, ap, 0, bp, 0, yp, alpha, beta);
     if (abs >= 0 && bbs >= 0) return gemm(k, t, g, g->m, g->batch, ap, abs, bp, bbs, yp, alpha, beta);
     for (int64_t bi = 0; bi < g->batch; bi++) {
         int64_t ao, bo;
-        batch_offsets(g, bi, &ao, &bo);
+        wf__ku_mm_batch_offsets(g, bi, &ao, &bo);
         wf_status *s = gemm(k, t, g, g->m, 1, ap + ao * es, 0, bp + bo * es, 0, yp + bi * cmat * es, alpha, beta);
         if (s) return s;
     }

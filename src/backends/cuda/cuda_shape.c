@@ -9,15 +9,6 @@
 #include "backends/cuda/cuda.h"
 #include "device/kutil_shape.h"
 
-static void contiguous(int rank, const int64_t *dims, int64_t *st)
-{
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        st[i] = s;
-        s *= dims[i];
-    }
-}
-
 /* dst[coord * dst_st] = src[coord * src_st] for every coord in dims (strides in elements). */
 static wf_status *strided_copy(wf__kctx *k, size_t es, const void *src, void *dst, int rank, const int64_t *dims,
                                const int64_t *dst_st, const int64_t *src_st)
@@ -76,60 +67,42 @@ static wf_status *k_reshape(wf__kctx *k)
     wf_status *s = cu_enter(k);
     if (s || (s = cu_read_ints(k, k->in[1], shape, WF_MAX_RANK, &n, "shape"))) return s;
     bool allowzero = cu_host->attr_get(k->op, k->attrs, "allowzero")->i != 0;
-    int neg = -1;
-    int64_t known = 1;
-    for (int i = 0; i < n; i++) {
-        if (shape[i] == 0 && !allowzero) {
-            if (i >= x->rank)
-                return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape entry %d is 0 but input %s has no dim %d", i,
-                                          cu_tstr(x, b), i);
-            shape[i] = x->dims[i];
-        }
-        if (shape[i] == -1) {
-            if (neg >= 0) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape has more than one -1");
-            neg = i;
-        } else if (shape[i] < 0) {
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape entry %d is %lld", i, (long long)shape[i]);
-        } else {
-            known *= shape[i];
-        }
-    }
-    if (neg >= 0) {
-        if (known == 0 || x->size % known)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape input %s: -1 cannot be inferred", cu_tstr(x, b));
-        shape[neg] = x->size / known;
-        known *= shape[neg];
-    }
-    if (known != x->size)
+    int64_t d[WF_MAX_RANK], known;
+    int bad = 0;
+    switch (wf__ku_reshape_dims(x->rank, x->dims, x->size, n, shape, allowzero, d, &known, &bad)) {
+    case WF__KU_RESHAPE_TWO_NEG: return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape has more than one -1");
+    case WF__KU_RESHAPE_NEG_DIM: return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape has an entry below -1");
+    case WF__KU_RESHAPE_COPY_OOR:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape entry %d is 0 but input %s has no dim %d", bad,
+                                  cu_tstr(x, b), bad);
+    case WF__KU_RESHAPE_ZERO_NEG:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape has both 0 and -1 with allowzero=1");
+    case WF__KU_RESHAPE_INFER:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape input %s: -1 cannot be inferred",
+                                  cu_tstr(x, b));
+    case WF__KU_RESHAPE_COUNT:
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape input %s of %lld elements to %d dims of %lld",
                                   cu_tstr(x, b), (long long)x->size, n, (long long)known);
-    return cu_host->kctx_output_view(k, 0, 0, n, shape);
+    default: break;
+    }
+    return cu_host->kctx_output_view(k, 0, 0, n, d);
 }
 
 static wf_status *k_squeeze(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
-    bool drop[WF_MAX_RANK] = {0};
     char b[160];
-    if (k->n_in > 1 && k->in[1]) {
-        int64_t axes[WF_MAX_RANK];
-        int n;
+    int64_t axes[WF_MAX_RANK], d[WF_MAX_RANK];
+    int n = 0, r, bad = 0;
+    bool has = k->n_in > 1 && k->in[1];
+    if (has) {
         wf_status *s = cu_enter(k);
         if (s || (s = cu_read_ints(k, k->in[1], axes, WF_MAX_RANK, &n, "axes"))) return s;
-        for (int i = 0; i < n; i++) {
-            int a;
-            if (!wf__ku_norm_axis(axes[i], x->rank, &a) || x->dims[a] != 1)
-                return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot squeeze axis %lld of input %s",
-                                          (long long)axes[i], cu_tstr(x, b));
-            drop[a] = true;
-        }
-    } else {
-        for (int i = 0; i < x->rank; i++) drop[i] = x->dims[i] == 1;
     }
-    int64_t d[WF_MAX_RANK];
-    int r = 0;
-    for (int i = 0; i < x->rank; i++)
-        if (!drop[i]) d[r++] = x->dims[i];
+    if (wf__ku_squeeze_dims(x->rank, x->dims, n, has ? axes : NULL, d, &r, &bad))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                  "cannot squeeze axes of input %s: out of range, repeated or not of size 1",
+                                  cu_tstr(x, b));
     return cu_host->kctx_output_view(k, 0, 0, r, d);
 }
 
@@ -145,16 +118,11 @@ static wf_status *k_unsqueeze(wf__kctx *k)
     if (r > WF_MAX_RANK)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "unsqueezing input %s by %d axes exceeds rank %d", cu_tstr(x, b), n,
                                   WF_MAX_RANK);
-    bool ins[WF_MAX_RANK] = {0};
-    for (int i = 0; i < n; i++) {
-        int a;
-        if (!wf__ku_norm_axis(axes[i], r, &a) || ins[a])
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for output rank %d",
-                                      (long long)axes[i], r);
-        ins[a] = true;
-    }
     int64_t d[WF_MAX_RANK];
-    for (int i = 0, j = 0; i < r; i++) d[i] = ins[i] ? 1 : x->dims[j++];
+    int bad = wf__ku_unsqueeze_dims(x->rank, x->dims, n, axes, d);
+    if (bad >= 0)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for output rank %d",
+                                  (long long)axes[bad], r);
     return cu_host->kctx_output_view(k, 0, 0, r, d);
 }
 
@@ -165,29 +133,21 @@ static wf_status *k_transpose(wf__kctx *k)
     const wf_tensor *x = k->in[0];
     const wf__attr *pa = cu_host->attr_get(k->op, k->attrs, "perm");
     int r = x->rank, perm[WF_MAX_RANK];
-    bool seen[WF_MAX_RANK] = {0};
     char b[160];
-    if (pa->n == 0) {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    } else {
-        if (pa->n != r)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm has %d entries for input %s", pa->n, cu_tstr(x, b));
-        for (int i = 0; i < r; i++) {
-            int a;
-            if (!wf__ku_norm_axis(pa->ints[i], r, &a) || seen[a])
-                return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm is not a permutation of the axes of input %s",
-                                          cu_tstr(x, b));
-            seen[a] = true;
-            perm[i] = a;
-        }
+    switch (wf__ku_perm(pa->n, pa->ints, r, perm)) {
+    case 1: return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm has %d entries for input %s", pa->n, cu_tstr(x, b));
+    case 2:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm is not a permutation of the axes of input %s",
+                                  cu_tstr(x, b));
+    default: break;
     }
     int64_t d[WF_MAX_RANK], xst[WF_MAX_RANK], yst[WF_MAX_RANK], sst[WF_MAX_RANK];
     for (int i = 0; i < r; i++) d[i] = x->dims[perm[i]];
     wf_status *s = cu_enter(k);
     wf_tensor *y;
     if (s || (s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
-    contiguous(r, x->dims, xst);
-    contiguous(r, d, yst);
+    wf__ku_strides(r, x->dims, xst);
+    wf__ku_strides(r, d, yst);
     for (int i = 0; i < r; i++) sst[i] = xst[perm[i]];
     return strided_copy(k, cu_size(x->dtype), cu_ptr(x), cu_ptr(y), r, d, yst, sst);
 }
@@ -217,10 +177,10 @@ static wf_status *k_concat(wf__kctx *k)
     if (s || (s = cu_host->kctx_output(k, 0, x0->dtype, r, d, &y)) || !y->size) return s;
     int64_t yst[WF_MAX_RANK], xst[WF_MAX_RANK], at = 0;
     size_t es = cu_size(x0->dtype);
-    contiguous(r, d, yst);
+    wf__ku_strides(r, d, yst);
     for (int i = 0; i < k->n_in && !s; i++) {
         const wf_tensor *x = k->in[i];
-        contiguous(r, x->dims, xst);
+        wf__ku_strides(r, x->dims, xst);
         s = strided_copy(k, es, cu_ptr(x), (char *)cu_ptr(y) + (size_t)(at * yst[a]) * es, r, x->dims, yst, xst);
         at += x->dims[a];
     }
@@ -232,61 +192,33 @@ static wf_status *k_slice(wf__kctx *k)
     const wf_tensor *x = k->in[0];
     int r = x->rank;
     int64_t st[WF_MAX_RANK], en[WF_MAX_RANK], ax[WF_MAX_RANK], sp[WF_MAX_RANK];
-    int ns, ne, na, nsp;
+    int ns, ne, na = 0, nsp = 0;
     char b[160];
     wf_status *s = cu_enter(k);
     if (s || (s = cu_read_ints(k, k->in[1], st, WF_MAX_RANK, &ns, "starts")) ||
         (s = cu_read_ints(k, k->in[2], en, WF_MAX_RANK, &ne, "ends")))
         return s;
-    if (k->n_in > 3 && k->in[3]) {
-        if ((s = cu_read_ints(k, k->in[3], ax, WF_MAX_RANK, &na, "axes"))) return s;
-    } else {
-        na = ns;
-        for (int i = 0; i < na; i++) ax[i] = i;
-    }
-    if (k->n_in > 4 && k->in[4]) {
-        if ((s = cu_read_ints(k, k->in[4], sp, WF_MAX_RANK, &nsp, "steps"))) return s;
-    } else {
-        nsp = ns;
-        for (int i = 0; i < nsp; i++) sp[i] = 1;
-    }
-    if (ne != ns || na != ns || nsp != ns)
+    bool has_ax = k->n_in > 3 && k->in[3], has_sp = k->n_in > 4 && k->in[4];
+    if ((has_ax && (s = cu_read_ints(k, k->in[3], ax, WF_MAX_RANK, &na, "axes"))) ||
+        (has_sp && (s = cu_read_ints(k, k->in[4], sp, WF_MAX_RANK, &nsp, "steps"))))
+        return s;
+    if (!wf__ku_slice_defaults(ns, ne, has_ax, ax, &na, has_sp, sp, &nsp))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "starts, ends, axes and steps have %d, %d, %d and %d values", ns,
                                   ne, na, nsp);
-    int64_t d[WF_MAX_RANK], xst[WF_MAX_RANK], sst[WF_MAX_RANK], off = 0;
-    bool touched[WF_MAX_RANK] = {0};
-    contiguous(r, x->dims, xst);
-    for (int i = 0; i < r; i++) {
-        d[i] = x->dims[i];
-        sst[i] = xst[i];
-    }
-    for (int i = 0; i < ns; i++) {
-        int a;
-        if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a])
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for input %s",
-                                      (long long)ax[i], cu_tstr(x, b));
-        touched[a] = true;
-        int64_t dim = x->dims[a], step = sp[i], s0 = st[i], e = en[i], sz;
-        if (step == 0) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "step %d is 0", i);
-        if (s0 < 0) s0 += dim;
-        if (e < 0) e += dim;
-        if (step > 0) {
-            s0 = s0 < 0 ? 0 : s0 > dim ? dim : s0;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            sz = e > s0 ? (e - s0 + step - 1) / step : 0;
-        } else {
-            s0 = s0 < 0 ? 0 : s0 > dim - 1 ? dim - 1 : s0;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            sz = s0 > e ? (s0 - e + (-step) - 1) / (-step) : 0;
-        }
-        d[a] = sz;
-        if (sz > 0) off += s0 * xst[a];
-        sst[a] = xst[a] * step;
+    int64_t d[WF_MAX_RANK], sst[WF_MAX_RANK], off;
+    int bad = 0;
+    wf__ku_strides(r, x->dims, sst);
+    switch (wf__ku_slice_plan(r, x->dims, ns, st, en, ax, sp, d, sst, &off, &bad)) {
+    case 1:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for input %s",
+                                  (long long)ax[bad], cu_tstr(x, b));
+    case 2: return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "step %d is 0", bad);
+    default: break;
     }
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
     int64_t yst[WF_MAX_RANK];
-    contiguous(r, d, yst);
+    wf__ku_strides(r, d, yst);
     size_t es = cu_size(x->dtype);
     return strided_copy(k, es, (const char *)cu_ptr(x) + (size_t)off * es, cu_ptr(y), r, d, yst, sst);
 }
@@ -372,22 +304,20 @@ static wf_status *k_split(wf__kctx *k)
                                        (long long)dim, ax, cu_tstr(x, b));
         }
     } else if (!s) {
-        int64_t chunk = (dim + n - 1) / n, last = dim - chunk * (n - 1);
-        if (last < 0)
+        if (!wf__ku_split_even(dim, n, sizes))
             s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot split axis %d of input %s into %d outputs", ax,
                                    cu_tstr(x, b), n);
-        for (int i = 0; i < n && !s; i++) sizes[i] = i == n - 1 ? last : chunk;
     }
     int64_t xst[WF_MAX_RANK], at = 0;
     size_t es = cu_size(x->dtype);
-    contiguous(x->rank, x->dims, xst);
+    wf__ku_strides(x->rank, x->dims, xst);
     for (int i = 0; i < n && !s; i++) {
         int64_t d[WF_MAX_RANK], yst[WF_MAX_RANK];
         memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->rank);
         d[ax] = sizes[i];
         wf_tensor *y;
         if ((s = cu_host->kctx_output(k, i, x->dtype, x->rank, d, &y))) break;
-        contiguous(x->rank, d, yst);
+        wf__ku_strides(x->rank, d, yst);
         if (y->size)
             s = strided_copy(k, es, (const char *)cu_ptr(x) + (size_t)(at * xst[ax]) * es, cu_ptr(y), x->rank, d, yst, xst);
         at += sizes[i];
@@ -402,7 +332,7 @@ static wf_status *pad_launch(wf__kctx *k, const wf_tensor *x, const wf_tensor *y
                              uint64_t pat)
 {
     int64_t ist[WF_MAX_RANK];
-    contiguous(x->rank, x->dims, ist);
+    wf__ku_strides(x->rank, x->dims, ist);
     return cu_check(k, cuk_pad(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(y), y->size, x->rank, y->dims,
                                x->dims, pb, ist, mode, pat),
                     "Pad kernel");
@@ -439,22 +369,18 @@ static wf_status *k_pad(wf__kctx *k)
         /* little-endian: the element's bytes are the low bytes of pat */
         if (cv->size && (s = cu_read(k, cv, &pat, es))) return s;
     }
-    bool touched[WF_MAX_RANK] = {0};
-    int64_t d[WF_MAX_RANK], pb[WF_MAX_RANK] = {0};
-    memcpy(d, x->dims, sizeof(int64_t) * (size_t)r);
-    for (int i = 0; i < na; i++) {
-        int a;
-        if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a])
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for data %s",
-                                      (long long)ax[i], cu_tstr(x, b1));
-        touched[a] = true;
-        d[a] = x->dims[a] + p[i] + p[i + na];
-        pb[a] = p[i];
-        if (d[a] < 0)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "pads crop axis %d of data %s below zero", a, cu_tstr(x, b1));
-        if (mode != PAD_CONSTANT && x->dims[a] == 0 && d[a] > 0)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, a,
-                                      cu_tstr(x, b2));
+    int64_t d[WF_MAX_RANK], pb[WF_MAX_RANK];
+    int bad = 0;
+    switch (wf__ku_pad_plan(r, x->dims, na, ax, p, mode == PAD_CONSTANT, d, pb, &bad)) {
+    case 1:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for data %s",
+                                  (long long)ax[bad], cu_tstr(x, b1));
+    case 2:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "pads crop axis %d of data %s below zero", bad, cu_tstr(x, b1));
+    case 3:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, bad,
+                                  cu_tstr(x, b2));
+    default: break;
     }
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
@@ -493,18 +419,12 @@ static wf_status *k_expand(wf__kctx *k)
     int n;
     wf_status *s = cu_enter(k);
     if (s || (s = cu_read_ints(k, k->in[1], v, WF_MAX_RANK, &n, "shape"))) return s;
-    int r = n > x->rank ? n : x->rank;
     int64_t d[WF_MAX_RANK];
-    bool same = r == x->rank;
-    for (int i = 0; i < r; i++) {
-        int xi = i - (r - x->rank), si = i - (r - n);
-        int64_t a = xi >= 0 ? x->dims[xi] : 1, e = si >= 0 ? v[si] : 1;
-        if (e < 0 || (a != e && a != 1 && e != 1))
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot broadcast input %s to a shape of %d dims (dim %d is %lld)",
-                                      cu_tstr(x, b1), n, i, (long long)e);
-        d[i] = a == 1 ? e : a;
-        if (d[i] != a) same = false;
-    }
+    bool same;
+    int r = wf__ku_expand_dims(x->rank, x->dims, NULL, n, v, d, NULL, &same);
+    if (r < 0)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot broadcast input %s to a shape of %d dims", cu_tstr(x, b1),
+                                  n);
     if (same) return cu_host->kctx_output_view(k, 0, 0, r, d);
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
@@ -531,7 +451,7 @@ static wf_status *k_d2s(wf__kctx *k)
     if (!wf__ku_d2s_plan(d2s, dcr, bs, x->dims, od, st, yd))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not divide into blocks of %lld", cu_tstr(x, b),
                                   (long long)bs);
-    contiguous(6, od, yst);
+    wf__ku_strides(6, od, yst);
     wf_status *s = cu_enter(k);
     wf_tensor *y;
     if (s || (s = cu_host->kctx_output(k, 0, x->dtype, 4, yd, &y)) || !y->size) return s;

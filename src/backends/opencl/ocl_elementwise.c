@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_elementwise.h"
+#include "device/kutil_elementwise.h"
 
 /* ---- kernel source -------------------------------------------------------------------------------- */
 
@@ -194,29 +195,20 @@ double oclew_load_f64(const void *p, wf_dtype t, int64_t i)
         memcpy(&f, &u, 4);
         return f;
     }
-    case WF_I8: return ((const int8_t *)p)[i];
-    case WF_U8: case WF_BOOL: return ((const uint8_t *)p)[i];
-    case WF_I16: return ((const int16_t *)p)[i];
-    case WF_I32: return ((const int32_t *)p)[i];
-    case WF_I64: return (double)((const int64_t *)p)[i];
-    default: return 0;
+    default: {
+        int64_t v;
+        return wf__ku_load_int(p, t, i, &v) ? (double)v : 0;
+    }
     }
 }
 
 int64_t oclew_load_i64(const void *p, wf_dtype t, int64_t i)
 {
-    switch (t) {
-    case WF_I8: return ((const int8_t *)p)[i];
-    case WF_U8: case WF_BOOL: return ((const uint8_t *)p)[i];
-    case WF_I16: return ((const int16_t *)p)[i];
-    case WF_I32: return ((const int32_t *)p)[i];
-    case WF_I64: return ((const int64_t *)p)[i];
-    default: {
-        double d = oclew_load_f64(p, t, i);
-        if (d != d) return 0;
-        return d <= -9.2233720368547758e18 ? INT64_MIN : d >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)d;
-    }
-    }
+    int64_t v;
+    if (wf__ku_load_int(p, t, i, &v)) return v;
+    double d = oclew_load_f64(p, t, i);
+    if (d != d) return 0;
+    return d <= -9.2233720368547758e18 ? INT64_MIN : d >= 9.2233720368547758e18 ? INT64_MAX : (int64_t)d;
 }
 
 const char *oclew_dtype_name(wf_dtype t)
@@ -246,62 +238,26 @@ static shape shape_of(const wf_tensor *t) { return (shape){t->rank, t->dims}; }
 /* numpy broadcasting of n shapes (inference has checked them already). */
 static void bcast_shape(int n, const shape *in, int *rank, int64_t *dims)
 {
-    int r = 0;
-    for (int i = 0; i < n; i++)
-        if (in[i].rank > r) r = in[i].rank;
-    for (int d = 0; d < r; d++) {
-        int64_t v = 1;
-        for (int i = 0; i < n; i++) {
-            int j = d - (r - in[i].rank);
-            int64_t e = j >= 0 ? in[i].dims[j] : 1;
-            if (e != 1) v = e;
-        }
-        dims[d] = v;
-    }
-    *rank = r;
+    int ranks[64]; /* fold's variadic inputs: at most 64 */
+    const int64_t *d[64];
+    for (int i = 0; i < n; i++) ranks[i] = in[i].rank, d[i] = in[i].dims;
+    (void)wf__ku_bcast_dims(n, ranks, d, rank, dims);
 }
 
-/* Output dims with 1s dropped and neighbours merged wherever every input walks them as one stretch,
- * so same shapes and scalars become rank 1. */
 static void plan_make(bc_t *p, int n, const shape *in, int orank, const int64_t *odims)
 {
-    int64_t cst[3][WF_MAX_RANK]; /* contiguous strides aligned to the output's dims; 0 where broadcast */
-    for (int i = 0; i < n; i++) {
-        int64_t s = 1;
-        for (int d = orank - 1; d >= 0; d--) {
-            int j = d - (orank - in[i].rank);
-            int64_t v = j >= 0 ? in[i].dims[j] : 1;
-            cst[i][d] = v == 1 ? 0 : s;
-            s *= v;
-        }
-    }
-    /* built innermost first, then flipped */
+    int ranks[3];
+    const int64_t *id[3];
+    for (int i = 0; i < n; i++) ranks[i] = in[i].rank, id[i] = in[i].dims;
     int64_t dims[WF_MAX_RANK], st[3][WF_MAX_RANK];
-    int r = 0;
-    for (int d = orank - 1; d >= 0; d--) {
-        if (odims[d] == 1) continue;
-        bool merge = r > 0;
-        for (int i = 0; i < n && merge; i++) merge = cst[i][d] == st[i][r - 1] * dims[r - 1];
-        if (merge) {
-            dims[r - 1] *= odims[d];
-        } else {
-            dims[r] = odims[d];
-            for (int i = 0; i < n; i++) st[i][r] = cst[i][d];
-            r++;
-        }
-    }
+    int r = wf__ku_bcast_walk(n, ranks, id, orank, odims, dims, st);
     memset(p, 0, sizeof *p);
-    if (r == 0) {
-        dims[0] = 1;
-        for (int i = 0; i < n; i++) st[i][0] = 0;
-        r = 1;
-    }
     p->rank = r;
     int64_t total = 1;
     for (int d = 0; d < r; d++) {
-        p->dims[d] = dims[r - 1 - d];
-        total *= dims[r - 1 - d];
-        for (int i = 0; i < n; i++) p->st[i][d] = st[i][r - 1 - d];
+        p->dims[d] = dims[d];
+        total *= dims[d];
+        for (int i = 0; i < n; i++) p->st[i][d] = st[i][d];
     }
     p->small = total <= (int64_t)UINT32_MAX;
 }

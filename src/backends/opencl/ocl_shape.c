@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backends/opencl/ocl_elementwise.h"
 #include "backends/opencl/ocl_shape.h"
 #include "device/kutil_shape.h"
 
@@ -193,9 +194,7 @@ const char *ocl_shp_shape(int rank, const int64_t *dims, char *buf)
 
 bool ocl_shp_axis(int64_t axis, int rank, int *out)
 {
-    if (axis < -(int64_t)rank || axis >= rank) return false;
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
+    return wf__ku_norm_axis(axis, rank, out);
 }
 
 int64_t ocl_shp_numel(int rank, const int64_t *dims)
@@ -207,11 +206,7 @@ int64_t ocl_shp_numel(int rank, const int64_t *dims)
 
 void ocl_shp_strides(int rank, const int64_t *dims, int64_t *st)
 {
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        st[i] = s;
-        s *= dims[i];
-    }
+    wf__ku_strides(rank, dims, st);
 }
 
 cl_long8 ocl_shp_l8(int n, const int64_t *v, int64_t fill)
@@ -246,29 +241,6 @@ wf_status *ocl_shp_fill(wf__kctx *k, wf_tensor *t, const void *pattern, size_t e
     return st == CL_SUCCESS ? NULL : ocl_fail(k, st, "buffer fill");
 }
 
-static float h2f(uint16_t h)
-{
-    uint32_t s = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-    if (e == 0x1f) {
-        u = s | 0x7f800000u | (m << 13);
-    } else if (e) {
-        u = s | ((e + 112) << 23) | (m << 13);
-    } else if (!m) {
-        u = s;
-    } else {
-        /* subnormal: normalise the mantissa */
-        int sh = 0;
-        while (!(m & 0x400u)) {
-            m <<= 1;
-            sh++;
-        }
-        u = s | ((uint32_t)(113 - sh) << 23) | ((m & 0x3ffu) << 13);
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static uint16_t f2h(float x)
 {
     uint32_t u;
@@ -297,36 +269,10 @@ static uint16_t f2bf(float f)
     return (uint16_t)(u >> 16);
 }
 
-double ocl_shp_load_f64(const void *p, wf_dtype t, int64_t i)
-{
-    switch (t) {
-    case WF_F32: return ((const float *)p)[i];
-    case WF_F64: return ((const double *)p)[i];
-    case WF_F16: return h2f(((const uint16_t *)p)[i]);
-    case WF_BF16: {
-        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    default: return (double)ocl_shp_load_i64(p, t, i);
-    }
-}
+/* The elementwise family's host loaders read every dtype the same way. */
+double ocl_shp_load_f64(const void *p, wf_dtype t, int64_t i) { return oclew_load_f64(p, t, i); }
 
-int64_t ocl_shp_load_i64(const void *p, wf_dtype t, int64_t i)
-{
-    switch (t) {
-    case WF_I8: return ((const int8_t *)p)[i];
-    case WF_U8: case WF_BOOL: return ((const uint8_t *)p)[i];
-    case WF_I16: return ((const int16_t *)p)[i];
-    case WF_I32: return ((const int32_t *)p)[i];
-    case WF_I64: return ((const int64_t *)p)[i];
-    default: {
-        double v = ocl_shp_load_f64(p, t, i);
-        return v != v ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
-    }
-    }
-}
+int64_t ocl_shp_load_i64(const void *p, wf_dtype t, int64_t i) { return oclew_load_i64(p, t, i); }
 
 void ocl_shp_store_f64(void *p, wf_dtype t, int64_t i, double v)
 {
@@ -457,43 +403,25 @@ static wf_status *k_reshape(wf__kctx *k)
     int n;
     WF__TRY(ocl_shp_ints(k, 1, "shape", v, WF_MAX_RANK, &n));
     bool allowzero = ocl_host->attr_get(k->op, k->attrs, "allowzero")->i != 0;
-    int64_t d[WF_MAX_RANK], prod = 1;
-    int neg = -1;
-    bool zero = false;
-    for (int i = 0; i < n; i++) {
-        d[i] = v[i];
-        if (v[i] == -1) {
-            if (neg >= 0)
-                return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has more than one -1",
-                                           ocl_shp_shape(n, v, b1));
-            neg = i;
-            continue;
-        }
-        if (v[i] < -1)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has a negative dim", ocl_shp_shape(n, v, b1));
-        if (v[i] == 0) {
-            zero = true;
-            if (!allowzero) {
-                if (i >= x->rank)
-                    return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s copies dim %d from input %s of rank %d",
-                                               ocl_shp_shape(n, v, b1), i, ocl_shp_shape(x->rank, x->dims, b2), x->rank);
-                d[i] = x->dims[i];
-            }
-        }
-        prod *= d[i];
-    }
-    if (allowzero && zero && neg >= 0)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has both 0 and -1 with allowzero=1",
-                                   ocl_shp_shape(n, v, b1));
-    if (neg >= 0) {
-        if (prod == 0 || x->size % prod)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape %s (%" PRId64 " elements) to shape %s",
-                                       ocl_shp_shape(x->rank, x->dims, b1), x->size, ocl_shp_shape(n, v, b2));
-        d[neg] = x->size / prod;
-    } else if (prod != x->size) {
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                   "cannot reshape %s (%" PRId64 " elements) to shape %s (%" PRId64 " elements)",
-                                   ocl_shp_shape(x->rank, x->dims, b1), x->size, ocl_shp_shape(n, d, b2), prod);
+    int64_t d[WF_MAX_RANK], prod;
+    int bad = 0;
+    switch (wf__ku_reshape_dims(x->rank, x->dims, x->size, n, v, allowzero, d, &prod, &bad)) {
+    case WF__KU_RESHAPE_TWO_NEG:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has more than one -1", ocl_shp_shape(n, v, b1));
+    case WF__KU_RESHAPE_NEG_DIM:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has a negative dim", ocl_shp_shape(n, v, b1));
+    case WF__KU_RESHAPE_COPY_OOR:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s copies dim %d from input %s of rank %d", ocl_shp_shape(n, v, b1),
+                 bad, ocl_shp_shape(x->rank, x->dims, b2), x->rank);
+    case WF__KU_RESHAPE_ZERO_NEG:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "shape %s has both 0 and -1 with allowzero=1", ocl_shp_shape(n, v, b1));
+    case WF__KU_RESHAPE_INFER:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape %s (%" PRId64 " elements) to shape %s",
+                 ocl_shp_shape(x->rank, x->dims, b1), x->size, ocl_shp_shape(n, v, b2));
+    case WF__KU_RESHAPE_COUNT:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot reshape %s (%" PRId64 " elements) to shape %s (%" PRId64 " elements)",
+                 ocl_shp_shape(x->rank, x->dims, b1), x->size, ocl_shp_shape(n, d, b2), prod);
+    default: break;
     }
     return ocl_host->kctx_output_view(k, 0, 0, n, d);
 }
@@ -513,28 +441,19 @@ static wf_status *k_squeeze(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
     char b[SB], b2[SB];
-    bool drop[WF_MAX_RANK] = {0};
-    if (ocl_shp_has(k, 1)) {
-        int64_t v[WF_MAX_RANK];
-        int n;
-        WF__TRY(ocl_shp_ints(k, 1, "axes", v, WF_MAX_RANK, &n));
-        for (int i = 0; i < n; i++) {
-            int a;
-            if (!ocl_shp_axis(v[i], x->rank, &a) || drop[a])
-                return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for input %s",
-                                           ocl_shp_shape(n, v, b), ocl_shp_shape(x->rank, x->dims, b2));
-            if (x->dims[a] != 1)
-                return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot squeeze axis %d of input %s: its size is not 1",
-                                           a, ocl_shp_shape(x->rank, x->dims, b));
-            drop[a] = true;
-        }
-    } else {
-        for (int i = 0; i < x->rank; i++) drop[i] = x->dims[i] == 1;
+    int64_t v[WF_MAX_RANK], d[WF_MAX_RANK];
+    int n = 0, r, bad = 0;
+    bool has = ocl_shp_has(k, 1);
+    if (has) WF__TRY(ocl_shp_ints(k, 1, "axes", v, WF_MAX_RANK, &n));
+    switch (wf__ku_squeeze_dims(x->rank, x->dims, n, has ? v : NULL, d, &r, &bad)) {
+    case 1:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for input %s", ocl_shp_shape(n, v, b),
+                 ocl_shp_shape(x->rank, x->dims, b2));
+    case 2:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot squeeze axis %d of input %s: its size is not 1", bad,
+                 ocl_shp_shape(x->rank, x->dims, b));
+    default: break;
     }
-    int64_t d[WF_MAX_RANK];
-    int r = 0;
-    for (int i = 0; i < x->rank; i++)
-        if (!drop[i]) d[r++] = x->dims[i];
     return ocl_host->kctx_output_view(k, 0, 0, r, d);
 }
 
@@ -549,16 +468,10 @@ static wf_status *k_unsqueeze(wf__kctx *k)
     if (r > WF_MAX_RANK)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "unsqueezing rank %d by %d axes exceeds rank %d", x->rank, n,
                                    WF_MAX_RANK);
-    bool ins[WF_MAX_RANK] = {0};
-    for (int i = 0; i < n; i++) {
-        int a;
-        if (!ocl_shp_axis(v[i], r, &a) || ins[a])
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for an output of rank %d",
-                                       ocl_shp_shape(n, v, b), r);
-        ins[a] = true;
-    }
     int64_t d[WF_MAX_RANK];
-    for (int i = 0, j = 0; i < r; i++) d[i] = ins[i] ? 1 : x->dims[j++];
+    if (wf__ku_unsqueeze_dims(x->rank, x->dims, n, v, d) >= 0)
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes %s are invalid for an output of rank %d",
+                                   ocl_shp_shape(n, v, b), r);
     return ocl_host->kctx_output_view(k, 0, 0, r, d);
 }
 
@@ -569,19 +482,10 @@ static wf_status *k_transpose(wf__kctx *k)
     const wf_tensor *x = k->in[0];
     const wf__attr *pa = ocl_host->attr_get(k->op, k->attrs, "perm");
     int r = x->rank, perm[WF_MAX_RANK];
-    bool seen[WF_MAX_RANK] = {0};
-    if (pa->n == 0) {
-        for (int i = 0; i < r; i++) perm[i] = r - 1 - i;
-    } else {
-        if (pa->n != r)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm has %d entries for an input of rank %d", pa->n, r);
-        for (int i = 0; i < r; i++) {
-            int a;
-            if (!ocl_shp_axis(pa->ints[i], r, &a) || seen[a])
-                return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm is not a permutation of 0..%d", r - 1);
-            seen[a] = true;
-            perm[i] = a;
-        }
+    switch (wf__ku_perm(pa->n, pa->ints, r, perm)) {
+    case 1: return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm has %d entries for an input of rank %d", pa->n, r);
+    case 2: return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "perm is not a permutation of 0..%d", r - 1);
+    default: break;
     }
     int64_t in_st[WF_MAX_RANK], d[WF_MAX_RANK], st[WF_MAX_RANK];
     ocl_shp_strides(r, x->dims, in_st);
@@ -669,13 +573,11 @@ static wf_status *k_split(wf__kctx *k)
             goto done;
         }
     } else {
-        int64_t chunk = (dim + n - 1) / n, last = dim - chunk * (n - 1);
-        if (last < 0) {
+        if (!wf__ku_split_even(dim, n, sizes)) {
             s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot split axis %d of input %s into %d outputs", ax,
                                     ocl_shp_shape(x->rank, x->dims, b), n);
             goto done;
         }
-        for (int i = 0; i < n; i++) sizes[i] = i == n - 1 ? last : chunk;
     }
     int64_t xst[WF_MAX_RANK], at = 0;
     ocl_shp_strides(x->rank, x->dims, xst);
@@ -700,50 +602,24 @@ static wf_status *k_slice(wf__kctx *k)
     char b[SB];
     int r = x->rank;
     int64_t st[WF_MAX_RANK], en[WF_MAX_RANK], ax[WF_MAX_RANK], sp[WF_MAX_RANK];
-    int ns, ne, na, nsp;
+    int ns, ne;
     WF__TRY(ocl_shp_ints(k, 1, "starts", st, WF_MAX_RANK, &ns));
     WF__TRY(ocl_shp_ints(k, 2, "ends", en, WF_MAX_RANK, &ne));
-    if (ocl_shp_has(k, 3)) {
-        WF__TRY(ocl_shp_ints(k, 3, "axes", ax, WF_MAX_RANK, &na));
-    } else {
-        na = ns;
-        for (int i = 0; i < na; i++) ax[i] = i;
-    }
-    if (ocl_shp_has(k, 4)) {
-        WF__TRY(ocl_shp_ints(k, 4, "steps", sp, WF_MAX_RANK, &nsp));
-    } else {
-        nsp = ns;
-        for (int i = 0; i < nsp; i++) sp[i] = 1;
-    }
-    if (ne != ns || na != ns || nsp != ns)
+    int na = 0, nsp = 0;
+    if (ocl_shp_has(k, 3)) WF__TRY(ocl_shp_ints(k, 3, "axes", ax, WF_MAX_RANK, &na));
+    if (ocl_shp_has(k, 4)) WF__TRY(ocl_shp_ints(k, 4, "steps", sp, WF_MAX_RANK, &nsp));
+    if (!wf__ku_slice_defaults(ns, ne, ocl_shp_has(k, 3), ax, &na, ocl_shp_has(k, 4), sp, &nsp))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "starts, ends, axes and steps have %d, %d, %d and %d values",
                                    ns, ne, na, nsp);
-    int64_t d[WF_MAX_RANK], so[WF_MAX_RANK], off = 0;
-    bool touched[WF_MAX_RANK] = {0};
+    int64_t d[WF_MAX_RANK], so[WF_MAX_RANK], off;
+    int bad = 0;
     ocl_shp_strides(r, x->dims, so);
-    memcpy(d, x->dims, sizeof(int64_t) * (size_t)r);
-    for (int i = 0; i < ns; i++) {
-        int a;
-        if (!ocl_shp_axis(ax[i], r, &a) || touched[a])
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for input %s",
-                                       ax[i], ocl_shp_shape(r, x->dims, b));
-        touched[a] = true;
-        int64_t dim = x->dims[a], step = sp[i], s = st[i], e = en[i], sz;
-        if (step == 0) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "step %d is 0", i);
-        if (s < 0) s += dim;
-        if (e < 0) e += dim;
-        if (step > 0) {
-            s = s < 0 ? 0 : s > dim ? dim : s;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            sz = e > s ? (e - s + step - 1) / step : 0;
-        } else {
-            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            sz = s > e ? (s - e + (-step) - 1) / (-step) : 0;
-        }
-        d[a] = sz;
-        if (sz > 0) off += s * so[a];
-        so[a] *= step;
+    switch (wf__ku_slice_plan(r, x->dims, ns, st, en, ax, sp, d, so, &off, &bad)) {
+    case 1:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for input %s", ax[bad],
+                 ocl_shp_shape(r, x->dims, b));
+    case 2: return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "step %d is 0", bad);
+    default: break;
     }
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, r, d, &y));
@@ -788,20 +664,13 @@ static wf_status *k_expand(wf__kctx *k)
     int64_t v[WF_MAX_RANK];
     int n;
     WF__TRY(ocl_shp_ints(k, 1, "shape", v, WF_MAX_RANK, &n));
-    int r = n > x->rank ? n : x->rank;
     int64_t d[WF_MAX_RANK], st[WF_MAX_RANK], in_st[WF_MAX_RANK];
     ocl_shp_strides(x->rank, x->dims, in_st);
-    bool same = r == x->rank;
-    for (int i = 0; i < r; i++) {
-        int xi = i - (r - x->rank), si = i - (r - n);
-        int64_t a = xi >= 0 ? x->dims[xi] : 1, s = si >= 0 ? v[si] : 1;
-        if (s < 0 || (a != s && a != 1 && s != 1))
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot broadcast input %s to shape %s",
-                                       ocl_shp_shape(x->rank, x->dims, b1), ocl_shp_shape(n, v, b2));
-        d[i] = a == 1 ? s : a;
-        st[i] = (xi >= 0 && a != 1) ? in_st[xi] : 0;
-        if (d[i] != a) same = false;
-    }
+    bool same;
+    int r = wf__ku_expand_dims(x->rank, x->dims, in_st, n, v, d, st, &same);
+    if (r < 0)
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot broadcast input %s to shape %s",
+                                   ocl_shp_shape(x->rank, x->dims, b1), ocl_shp_shape(n, v, b2));
     if (same) return ocl_host->kctx_output_view(k, 0, 0, r, d);
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, r, d, &y));

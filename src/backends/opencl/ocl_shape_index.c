@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "backends/opencl/ocl_shape.h"
+#include "device/kutil_shape.h"
 
 #define SB OCL_SB
 
@@ -517,25 +518,21 @@ wf_status *ocl_shp_pad(wf__kctx *k)
         WF__TRY(ocl_shp_read(k, cv, raw));
         memcpy(&pat, raw, eb); /* little-endian: the element's bytes are the low bytes of pat */
     }
-    bool touched[WF_MAX_RANK] = {0};
-    int64_t st[WF_MAX_RANK], d[WF_MAX_RANK], pb[WF_MAX_RANK] = {0};
+    int64_t st[WF_MAX_RANK], d[WF_MAX_RANK], pb[WF_MAX_RANK];
     ocl_shp_strides(r, x->dims, st);
-    memcpy(d, x->dims, sizeof(int64_t) * (size_t)r);
-    for (int i = 0; i < na; i++) {
-        int a;
-        if (!ocl_shp_axis(ax[i], r, &a) || touched[a])
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for data %s",
-                                       ax[i], ocl_shp_shape(r, x->dims, b1));
-        touched[a] = true;
-        d[a] = x->dims[a] + p[i] + p[i + na];
-        pb[a] = p[i];
-        if (d[a] < 0)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "pads %s crop axis %d of data %s below zero",
-                                       ocl_shp_shape(np_ <= WF_MAX_RANK ? np_ : WF_MAX_RANK, p, b1), a,
-                                       ocl_shp_shape(r, x->dims, b2));
-        if (mode != PAD_CONSTANT && x->dims[a] == 0 && d[a] > 0)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, a,
-                                       ocl_shp_shape(r, x->dims, b1));
+    int bad = 0;
+    switch (wf__ku_pad_plan(r, x->dims, na, ax, p, mode == PAD_CONSTANT, d, pb, &bad)) {
+    case 1:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range or repeated for data %s",
+                                   ax[bad], ocl_shp_shape(r, x->dims, b1));
+    case 2:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "pads %s crop axis %d of data %s below zero",
+                                   ocl_shp_shape(np_ <= WF_MAX_RANK ? np_ : WF_MAX_RANK, p, b1), bad,
+                                   ocl_shp_shape(r, x->dims, b2));
+    case 3:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, bad,
+                                   ocl_shp_shape(r, x->dims, b1));
+    default: break;
     }
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, r, d, &y));
