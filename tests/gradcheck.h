@@ -44,6 +44,20 @@ static void gc_set(wf_tensor *t, int64_t i, double v)
     else if (wf_tensor_dtype(t) == WF_F32) ((float *)d)[i] = (float)v;
 }
 
+/* Does any device of ctx match spec? (The gradient tests skip a --device that is not there.) */
+static int gc_device_present(wf_context *ctx, const char *spec)
+{
+    wf_device_spec want, have;
+    int found = 0;
+    CHECK_OK(wf_device_spec_parse(spec, &want));
+    for (int i = 0; i < wf_context_num_devices(ctx); i++) {
+        wf_device_info info;
+        if (wf_context_device(ctx, i, &info)) continue;
+        if (!wf_device_spec_parse(info.name, &have) && wf_device_spec_matches(&want, &have)) found = 1;
+    }
+    return found;
+}
+
 static int gc_is_float(wf_dtype t) { return t == WF_F64 || t == WF_F32; }
 
 /* Returns the number of mismatching elements (0: the gradient is right); failures are reported

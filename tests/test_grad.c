@@ -523,20 +523,10 @@ int main(int argc, char **argv)
     if (argc > 2 && !strcmp(argv[1], "--device")) g_device = argv[2];
     CHECK_OK(wf_context_new(NULL, &g_ctx));
     if (!g_ctx) return 1;
-    if (g_device) {
-        wf_device_spec want, have;
-        int found = 0;
-        CHECK_OK(wf_device_spec_parse(g_device, &want));
-        for (int i = 0; i < wf_context_num_devices(g_ctx); i++) {
-            wf_device_info info;
-            if (wf_context_device(g_ctx, i, &info)) continue;
-            if (!wf_device_spec_parse(info.name, &have) && wf_device_spec_matches(&want, &have)) found = 1;
-        }
-        if (!found) {
-            printf("test_grad: no device matches %s: skipped\n", g_device);
-            wf_context_free(g_ctx);
-            return 0;
-        }
+    if (g_device && !gc_device_present(g_ctx, g_device)) {
+        printf("test_grad: no device matches %s: skipped\n", g_device);
+        wf_context_free(g_ctx);
+        return 0;
     }
     RUN_TEST(test_elementwise);
     RUN_TEST(test_matrix);
