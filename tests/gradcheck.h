@@ -45,7 +45,7 @@ static void gc_set(wf_tensor *t, int64_t i, double v)
 }
 
 /* Does any device of ctx match spec? (The gradient tests skip a --device that is not there.) */
-static int gc_device_present(wf_context *ctx, const char *spec)
+static inline int gc_device_present(wf_context *ctx, const char *spec)
 {
     wf_device_spec want, have;
     int found = 0;

@@ -374,6 +374,19 @@ static wf_status *update(ob *b, const wf_optimizer_options *o, scalars *sc, wf_o
         T(sget(b, &sc->one_m_b2, dt, &b2c));
         T(sget(b, &sc->eps, dt, &eps));
         T(sget(b, &sc->lr_t, dt, &lrt));
+        if (dt == WF_F32 || dt == WF_F64) {
+            /* one fused pass (graph/ops_train.c) instead of twelve: the same formula in the same order,
+             * so it gives the composite's values exactly; f16/bf16 keep the composite below */
+            wf_output in[8] = {w0, m, v, g, lrt, b1c, b2c, eps};
+            char nm[NM_MAX];
+            snprintf(nm, sizeof nm, "%s/%s/apply_adam", b->name, vn);
+            wf_node *n;
+            T(wf_op(b->g, "ApplyAdam", nm, in, 8, NULL, 0, &n));
+            T(assign(b, m, wf_out(n, 1)));
+            T(assign(b, v, wf_out(n, 2)));
+            nw = wf_out(n, 0);
+            break;
+        }
         T(bin(b, "Sub", g, m, &d, "%s/m_delta", vn));
         T(bin(b, "Mul", d, b1c, &dm, "%s/m_increment", vn));
         T(bin(b, "Add", m, dm, &m_new, "%s/m_new", vn));

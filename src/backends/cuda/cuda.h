@@ -82,6 +82,7 @@ extern const wf__kernel_def cu_kernels_reduce[];      /* cuda_reduce.c: reductio
 extern const wf__kernel_def cu_kernels_nn[];          /* cuda_nn.c: MatMul/Gemm (cuBLAS), BiasAdd */
 extern const wf__kernel_def cu_kernels_shape[];       /* cuda_shape.c: views, Transpose, Concat, Slice, Gather, Pad.. */
 extern const wf__kernel_def cu_kernels_conv[];        /* cuda_conv.c: Conv2D (cuDNN), ConvTranspose2D, pools */
+extern const wf__kernel_def cu_kernels_train[];       /* cuda_train.c: ApplyAdam, StatelessRandomUniform */
 
 /* cuDNN (cuda_conv.c): "cuDNN 9.x.y" or why it is unusable, for the device description (loads it once);
  * and the release of a device's cuDNN handle and workspace. */
