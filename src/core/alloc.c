@@ -35,6 +35,7 @@ static atomic_long g_count;
 
 void wf_set_allocator(wf_alloc_fn alloc, wf_dealloc_fn dealloc, void *user)
 {
+    wf__tensor_large_cache_flush(); /* its blocks belong to the allocator being replaced */
     if (alloc && dealloc) {
         g_alloc = alloc;
         g_dealloc = dealloc;

@@ -121,6 +121,7 @@ struct wf_tensor {
     void *data;     /* 64-byte aligned */
     wf_tensor *base; /* when not NULL, data belongs to base (a view: reshape, identity) */
     bool small;      /* block comes from the small-tensor cache (tensor.c) */
+    size_t block;    /* bytes of the header + data block (tensor.c's large-block cache) */
     /* Device memory (data == NULL): a backend's chunk and the offset inside it, and who takes it back. */
     void *dev_chunk;
     size_t dev_offset;
@@ -138,6 +139,8 @@ wf_status *wf__tensor_alloc_header(wf_dtype dtype, int rank, const int64_t *dims
 wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_tensor **out);
 /* Frees the calling thread's cache of small tensor blocks (tests, before switching allocators). */
 void wf__tensor_cache_flush(void);
+/* Frees the large blocks tensor.c keeps for reuse (wf_set_allocator calls it before switching). */
+void wf__tensor_large_cache_flush(void);
 static inline int wf__tensor_refs(const wf_tensor *t) { return atomic_load_explicit(&t->refs, memory_order_acquire); }
 
 /* ---- f16 / bf16 inline conversions for kernels ------------------------------------------------- */

@@ -38,6 +38,63 @@ static void small_cache_release(void *arg)
 
 static void small_key_init(void) { pthread_key_create(&g_small_key, small_cache_release); }
 
+/*
+ * Large blocks: a training loop frees and allocates the same sizes every step (gradients, optimizer
+ * updates). Handed back to malloc, blocks this size are unmapped and every step faulted in fresh
+ * zeroed pages: 15% of the demo model's training step. A small global cache of exact sizes keeps
+ * them, bounded in count and bytes; anything else goes back to the allocator.
+ */
+#define LARGE_MIN ((size_t)64 << 10)
+#define LARGE_MAX ((size_t)16 << 20)
+#define LARGE_SLOTS 48
+#define LARGE_CAP ((size_t)96 << 20)
+
+static pthread_mutex_t g_large_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *p;
+    size_t n;
+} g_large[LARGE_SLOTS];
+static int g_n_large;
+static size_t g_large_bytes;
+
+static void *large_take(size_t n)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&g_large_mu);
+    for (int i = g_n_large - 1; i >= 0; i--)
+        if (g_large[i].n == n) {
+            p = g_large[i].p;
+            g_large[i] = g_large[--g_n_large];
+            g_large_bytes -= n;
+            break;
+        }
+    pthread_mutex_unlock(&g_large_mu);
+    return p;
+}
+
+static bool large_keep(void *p, size_t n)
+{
+    bool kept = false;
+    pthread_mutex_lock(&g_large_mu);
+    if (g_n_large < LARGE_SLOTS && g_large_bytes + n <= LARGE_CAP) {
+        g_large[g_n_large].p = p;
+        g_large[g_n_large++].n = n;
+        g_large_bytes += n;
+        kept = true;
+    }
+    pthread_mutex_unlock(&g_large_mu);
+    return kept;
+}
+
+void wf__tensor_large_cache_flush(void)
+{
+    pthread_mutex_lock(&g_large_mu);
+    for (int i = 0; i < g_n_large; i++) wf__aligned_free(g_large[i].p);
+    g_n_large = 0;
+    g_large_bytes = 0;
+    pthread_mutex_unlock(&g_large_mu);
+}
+
 static void *block_alloc(size_t n, bool *small)
 {
     *small = n <= SMALL_BLOCK;
@@ -47,10 +104,14 @@ static void *block_alloc(size_t n, bool *small)
         tl_small.n--;
         return b;
     }
+    if (n >= LARGE_MIN && n <= LARGE_MAX) {
+        void *b = large_take(n);
+        if (b) return b;
+    }
     return wf__aligned_alloc(*small ? SMALL_BLOCK : n, WF__ALIGN);
 }
 
-static void block_free(void *b, bool small)
+static void block_free(void *b, bool small, size_t n)
 {
     if (small && tl_small.n < SMALL_KEEP) {
         if (tl_small.n == 0 && !tl_small.head) {
@@ -62,6 +123,7 @@ static void block_free(void *b, bool small)
         tl_small.n++;
         return;
     }
+    if (!small && n >= LARGE_MIN && n <= LARGE_MAX && large_keep(b, n)) return;
     wf__aligned_free(b);
 }
 
@@ -98,6 +160,7 @@ wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const
     if (!t) return wf__oom(what ? what : "a tensor", HDR_BYTES + bytes);
     atomic_init(&t->refs, 1);
     t->small = small;
+    t->block = HDR_BYTES + bytes;
     t->dtype = dtype;
     t->rank = rank;
     memset(t->dims, 0, sizeof t->dims);
@@ -151,6 +214,7 @@ wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_te
     *t = *base;
     atomic_init(&t->refs, 1);
     t->small = small;
+    t->block = HDR_BYTES;
     t->rank = rank;
     memset(t->dims, 0, sizeof t->dims);
     if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
@@ -186,7 +250,7 @@ void wf_tensor_free(wf_tensor *t)
         if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
         wf_tensor *base = t->base;
         if (t->dev_release && !base) t->dev_release(t);
-        block_free(t, t->small);
+        block_free(t, t->small, t->block);
         t = base; /* drop the view's reference without recursion */
     }
 }

@@ -96,6 +96,8 @@ void wf_context_free(wf_context *c)
     wf__free(c->devices);
     wf__plugins_unload(c);
     wf__free(c);
+    /* Tensors that outlive the context keep their blocks; the cached free ones go back now. */
+    wf__tensor_large_cache_flush();
 }
 
 int wf_context_num_devices(const wf_context *c) { return c ? c->n_devices : 0; }
