@@ -19,7 +19,7 @@ build:
 	@test -x $(BUILD)/weft
 
 demo: setup build
-	@$(BUILD)/weft demo
+	@$(BUILD)/weft demo --trace $(BUILD)/demo-trace.json
 
 # The suite in three builds: release, ASan+UBSan, TSan (executor and session tests).
 test: setup

@@ -96,8 +96,8 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             WEFT_PLUGIN_PATH="$PWD/build" timeout 2400 build/tests/test_ops --device OPENCL:0 build/opcases >build/test_ops_opencl.log 2>&1
             rc=$?; tail -n 1 build/test_ops_opencl.log; [ $rc -ne 0 ] && grep FAIL build/test_ops_opencl.log | head -20
             result "release:test_ops:OPENCL:0" $rc
-            note "gradient checks on OPENCL:0 (f64 central differences, strict placement)"
-            for t in test_grad test_grad_nn; do
+            note "gradient checks, training ops and the model API on OPENCL:0 (strict placement)"
+            for t in test_grad test_grad_nn test_train_ops test_model; do
                 [ -x build/tests/$t ] || continue
                 WEFT_PLUGIN_PATH="$PWD/build" timeout 1200 build/tests/$t --device OPENCL:0 >build/${t}_opencl.log 2>&1
                 rc=$?; tail -n 1 build/${t}_opencl.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/${t}_opencl.log | head -20

@@ -7,6 +7,7 @@
 
 #include "device/device.h"
 #include "exec/exec.h"
+#include "session_internal.h"
 
 struct wf_session {
     wf_context *ctx;       /* the caller's, or an own copy when the thread options differ */
@@ -194,6 +195,85 @@ static wf_status *find_assigns(const wf_graph *g, const wf_output *outs, int n_o
     return NULL;
 }
 
+/* What a run with state needs beyond the caller's feeds and fetches: every variable fed its current
+ * value (a snapshot: concurrent runs commit under mu), and the Assigns the fetches and targets
+ * reach added to the fetches so they can be committed. */
+typedef struct stateful {
+    int *assign, n_assign;
+    int n_all;           /* fetches + targets + assigns */
+    wf_output *all, *fx; /* fx: what the plan computes */
+    wf_feed *fd;         /* the caller's feeds, then the variables */
+    int nf;
+    wf_tensor **snap;
+    int n_vars;
+} stateful;
+
+static void stateful_free(stateful *st)
+{
+    for (int v = 0; st->snap && v < st->n_vars; v++) wf_tensor_free(st->snap[v]);
+    wf__free(st->snap);
+    wf__free(st->fd);
+    wf__free(st->fx);
+    wf__free(st->all);
+    wf__free(st->assign);
+    memset(st, 0, sizeof *st);
+}
+
+static wf_status *stateful_prepare(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                   int n_fetches, const wf_output *targets, int n_targets, int n_vars, stateful *st)
+{
+    memset(st, 0, sizeof *st);
+    st->n_vars = n_vars;
+    wf_status *e;
+    st->all = wf__malloc(sizeof *st->all * (size_t)(n_fetches + n_targets + 1));
+    if (!st->all) return wf__oom("a run", sizeof *st->all * (size_t)(n_fetches + n_targets + 1));
+    for (int i = 0; i < n_fetches; i++) st->all[i] = fetches[i];
+    for (int i = 0; i < n_targets; i++) st->all[n_fetches + i] = targets[i];
+    if ((e = find_assigns(s->g, st->all, n_fetches + n_targets, &st->assign, &st->n_assign))) {
+        stateful_free(st);
+        return e;
+    }
+    st->n_all = n_fetches + n_targets + st->n_assign;
+    st->fx = wf__malloc(sizeof *st->fx * (size_t)(st->n_all ? st->n_all : 1));
+    st->fd = wf__malloc(sizeof *st->fd * (size_t)(n_feeds + n_vars + 1));
+    st->snap = wf__calloc((size_t)(n_vars ? n_vars : 1), sizeof *st->snap);
+    if (!st->fx || !st->fd || !st->snap) {
+        stateful_free(st);
+        return wf__oom("a run", sizeof(wf_feed) * (size_t)(n_feeds + n_vars));
+    }
+    if (n_fetches + n_targets) memcpy(st->fx, st->all, sizeof *st->fx * (size_t)(n_fetches + n_targets));
+    for (int i = 0; i < st->n_assign; i++) st->fx[n_fetches + n_targets + i] = wf_out(s->g->nodes[st->assign[i]], 0);
+    if (n_feeds) memcpy(st->fd, feeds, sizeof *st->fd * (size_t)n_feeds);
+    st->nf = n_feeds;
+    pthread_mutex_lock(&s->mu);
+    for (int v = 0; v < n_vars; v++) {
+        bool fed = false; /* a variable the caller feeds reads the fed value in this run */
+        for (int i = 0; i < n_feeds && !fed; i++) fed = feeds[i].output.node == s->var_node[v];
+        if (fed) continue;
+        st->snap[v] = wf_tensor_ref(s->var_value[v]);
+        st->fd[st->nf++] = (wf_feed){wf_out((wf_node *)s->var_node[v], 0), st->snap[v]};
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/* The plan a run of (feeds, fetches, targets) uses, variables included. */
+static wf_status *plan_for(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                           int n_fetches, const wf_output *targets, int n_targets, wf__plan **p)
+{
+    pthread_mutex_lock(&s->mu);
+    wf_status *e = scan_variables(s);
+    int n_vars = s->n_vars;
+    pthread_mutex_unlock(&s->mu);
+    if (e) return e;
+    if (!n_vars && !n_targets) return get_plan(s, feeds, n_feeds, fetches, n_fetches, p);
+    stateful st;
+    WF__TRY(stateful_prepare(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, n_vars, &st));
+    e = get_plan(s, st.fd, st.nf, st.fx, st.n_all, p);
+    stateful_free(&st);
+    return e;
+}
+
 wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                           int n_fetches, wf_tensor **outputs, const wf_run_options *opts)
 {
@@ -210,45 +290,22 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
         WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
         return wf__execute(s->ctx, p, feeds, outputs, opts ? opts->trace : NULL);
     }
-    /* With state: feed every variable its current value (a snapshot: concurrent runs commit under mu),
-     * compute the fetches, the targets and the Assigns they need, then commit the Assigns. */
-    int *assign = NULL, n_assign = 0;
-    wf_output *all = wf__malloc(sizeof *all * (size_t)(n_fetches + n_targets + 1));
-    if (!all) return wf__oom("a run", sizeof *all * (size_t)(n_fetches + n_targets + 1));
-    for (int i = 0; i < n_fetches; i++) all[i] = fetches[i];
-    for (int i = 0; i < n_targets; i++) all[n_fetches + i] = opts->targets[i];
-    if ((st = find_assigns(s->g, all, n_fetches + n_targets, &assign, &n_assign))) {
-        wf__free(all);
-        return st;
+    /* With state: compute the fetches, the targets and the Assigns they need, then commit the
+     * Assigns. */
+    stateful sf;
+    WF__TRY(stateful_prepare(s, feeds, n_feeds, fetches, n_fetches, n_targets ? opts->targets : NULL, n_targets,
+                             n_vars, &sf));
+    wf_tensor **outs = wf__calloc((size_t)(sf.n_all ? sf.n_all : 1), sizeof *outs);
+    if (!outs) {
+        stateful_free(&sf);
+        return wf__oom("a run", sizeof *outs * (size_t)sf.n_all);
     }
-    int n_all = n_fetches + n_targets + n_assign;
-    wf_output *fx = wf__malloc(sizeof *fx * (size_t)(n_all ? n_all : 1));
-    wf_tensor **outs = wf__calloc((size_t)(n_all ? n_all : 1), sizeof *outs);
-    wf_feed *fd = wf__malloc(sizeof *fd * (size_t)(n_feeds + n_vars + 1));
-    wf_tensor **snap = wf__calloc((size_t)(n_vars ? n_vars : 1), sizeof *snap);
-    if (!fx || !outs || !fd || !snap) {
-        st = wf__oom("a run", sizeof *fd * (size_t)(n_feeds + n_vars));
-        goto out;
-    }
-    if (n_fetches + n_targets) memcpy(fx, all, sizeof *fx * (size_t)(n_fetches + n_targets));
-    for (int i = 0; i < n_assign; i++) fx[n_fetches + n_targets + i] = wf_out(s->g->nodes[assign[i]], 0);
-    if (n_feeds) memcpy(fd, feeds, sizeof *fd * (size_t)n_feeds);
-    int nf = n_feeds;
-    pthread_mutex_lock(&s->mu);
-    for (int v = 0; v < n_vars; v++) {
-        bool fed = false; /* a variable the caller feeds reads the fed value in this run */
-        for (int i = 0; i < n_feeds && !fed; i++) fed = feeds[i].output.node == s->var_node[v];
-        if (fed) continue;
-        snap[v] = wf_tensor_ref(s->var_value[v]);
-        fd[nf++] = (wf_feed){wf_out((wf_node *)s->var_node[v], 0), snap[v]};
-    }
-    pthread_mutex_unlock(&s->mu);
     wf__plan *p;
-    if ((st = get_plan(s, fd, nf, fx, n_all, &p))) goto out;
-    if ((st = wf__execute(s->ctx, p, fd, outs, opts ? opts->trace : NULL))) goto out;
+    if ((st = get_plan(s, sf.fd, sf.nf, sf.fx, sf.n_all, &p))) goto out;
+    if ((st = wf__execute(s->ctx, p, sf.fd, outs, opts ? opts->trace : NULL))) goto out;
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < n_assign; i++) {
-        const wf_node *a = s->g->nodes[assign[i]];
+    for (int i = 0; i < sf.n_assign; i++) {
+        const wf_node *a = s->g->nodes[sf.assign[i]];
         int v = var_index(s, wf__attr_get(a->op, a->attrs, "variable")->s);
         if (v < 0) continue; /* wf_assign checked it; a variable is never removed */
         wf_tensor *nv = outs[n_fetches + n_targets + i];
@@ -262,14 +319,9 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
         outs[i] = NULL;
     }
 out:
-    for (int i = 0; outs && i < n_all; i++) wf_tensor_free(outs[i]);
-    for (int v = 0; snap && v < n_vars; v++) wf_tensor_free(snap[v]);
-    wf__free(snap);
-    wf__free(fd);
+    for (int i = 0; i < sf.n_all; i++) wf_tensor_free(outs[i]);
     wf__free(outs);
-    wf__free(fx);
-    wf__free(all);
-    wf__free(assign);
+    stateful_free(&sf);
     return st;
 }
 
@@ -379,7 +431,7 @@ wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds
                                 int n_fetches, char **text)
 {
     wf__plan *p;
-    WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
+    WF__TRY(plan_for(s, feeds, n_feeds, fetches, n_fetches, NULL, 0, &p));
     wf__str out = {0};
     for (int i = 0; i < p->n_nodes; i++) {
         const wf__pnode *pn = &p->nodes[i];
@@ -409,10 +461,16 @@ struct wf_placement {
 wf_status *wf_session_placement_get(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                                     int n_fetches, wf_placement **out)
 {
+    return wf__session_placement_get(s, feeds, n_feeds, fetches, n_fetches, NULL, 0, out);
+}
+
+wf_status *wf__session_placement_get(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                     int n_fetches, const wf_output *targets, int n_targets, wf_placement **out)
+{
     if (!s || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_session_placement_get: NULL argument");
     *out = NULL;
     wf__plan *p;
-    WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
+    WF__TRY(plan_for(s, feeds, n_feeds, fetches, n_fetches, targets, n_targets, &p));
     size_t chars = 0;
     for (int i = 0; i < p->n_nodes; i++) {
         const wf__pnode *pn = &p->nodes[i];

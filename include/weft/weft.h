@@ -612,6 +612,16 @@ WF_API wf_status *wf_onnx_inspect(const char *path, char **text);
 /* Reads a serialized ONNX TensorProto (.pb, as in the ONNX test data). Caller owns *out. */
 WF_API wf_status *wf_onnx_read_tensor(const char *path, wf_tensor **out);
 
+/* Writes the inference part of s's graph to an ONNX model file (IR 8, default-domain opset 17): the
+ * nodes `outputs[0..n_outputs)` depend on, with the placeholders they read as the graph inputs (a -1
+ * dim becomes the symbolic dim "N"), Const nodes and every Variable (at its current value in s) as
+ * initializers, and outputs named output_names[i] (NULL: the producing node's name). weft ops are
+ * written as their ONNX equivalents (Conv2D as Conv, MaxPool2D as MaxPool, BiasAdd as Add, ...); an
+ * output that depends on an op with no ONNX form, on an Assign, or on a training-only op is an error
+ * naming the node and op, and nothing is written. Errors writing name the path. */
+WF_API wf_status *wf_session_export_onnx(wf_session *s, const wf_output *outputs, const char *const *output_names,
+                                         int n_outputs, const char *path);
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Datasets                                                                                         */
 /* ------------------------------------------------------------------------------------------------ */
@@ -832,6 +842,169 @@ WF_API void wf_optimizer_options_init(wf_optimizer_options *o, wf_optimizer_kind
 WF_API wf_status *wf_optimizer_minimize(wf_graph *g, const char *name, const wf_optimizer_options *o,
                                         wf_output loss, const wf_output *vars, int n_vars,
                                         wf_output **targets, int *n_targets);
+
+/* ------------------------------------------------------------------------------------------------ */
+/* Layers and the Sequential model (Keras-like)                                                     */
+/* ------------------------------------------------------------------------------------------------ */
+
+/* A Sequential model owns a graph, a session and the layers' variables. Layers are added in order; each
+ * is shape-checked when added (errors name the layer). wf_model_compile adds the training graph (loss,
+ * metrics, optimizer); fit, evaluate and predict run it. Images are NCHW (weft's layout; Keras uses
+ * NHWC): a Conv2D layer wants [N, C, H, W] and a Reshape layer turns [N, 28, 28] into [N, 1, 28, 28].
+ *
+ * Training and inference share variables but not every node: Dropout draws a mask in training
+ * (StatelessRandomUniform seeded by the layer's seed and the model's step counter, so a resumed run
+ * draws the same masks) and is the identity in inference; BatchNorm normalises with the batch's
+ * statistics in training and updates its moving mean and variance (Keras: moving = moving * momentum
+ * + batch * (1 - momentum), the biased batch variance), and uses the moving statistics in inference. */
+typedef struct wf_model wf_model;
+
+typedef enum wf_activation {
+    WF_ACT_NONE = 0,
+    WF_ACT_RELU = 1,
+    WF_ACT_SIGMOID = 2,
+    WF_ACT_TANH = 3,
+    WF_ACT_SOFTMAX = 4,   /* over the last axis */
+    WF_ACT_ELU = 5,       /* alpha 1 */
+    WF_ACT_SELU = 6,
+    WF_ACT_GELU = 7,      /* exact (erf) form */
+    WF_ACT_SOFTPLUS = 8,
+    WF_ACT_LEAKY_RELU = 9 /* negative slope 0.2 (Keras's activation "leaky_relu") */
+} wf_activation;
+
+typedef enum wf_layer_kind {
+    WF_LAYER_DENSE = 1,      /* y = act(x @ kernel + bias) over the last axis; kernel [in, units] */
+    WF_LAYER_CONV2D = 2,     /* NCHW; kernel OIHW [filters, C, kh, kw] */
+    WF_LAYER_MAXPOOL2D = 3,
+    WF_LAYER_AVGPOOL2D = 4,  /* padding "same" averages over the valid elements only (Keras) */
+    WF_LAYER_FLATTEN = 5,    /* [N, ...] -> [N, prod(...)] */
+    WF_LAYER_DROPOUT = 6,
+    WF_LAYER_BATCHNORM = 7,  /* over axis 1 (features of [N, F], channels of NCHW) */
+    WF_LAYER_LAYERNORM = 8,  /* over the last axis, with gamma and beta */
+    WF_LAYER_EMBEDDING = 9,  /* integer indices [N, ...] -> [N, ..., output_dim] */
+    WF_LAYER_ACTIVATION = 10,
+    WF_LAYER_RESHAPE = 11    /* to [N, target...] */
+} wf_layer_kind;
+
+typedef struct wf_layer {
+    wf_layer_kind kind;
+    const char *name;          /* NULL: Keras's automatic names ("dense", "dense_1", "conv2d", ...) */
+    wf_activation activation;  /* DENSE, CONV2D, ACTIVATION */
+    int64_t units;             /* DENSE */
+    int64_t filters;           /* CONV2D */
+    int64_t kernel[2];         /* CONV2D: kernel size; pools: pool size (default 2 x 2) */
+    int64_t strides[2];        /* CONV2D (default 1 x 1); pools (default: the pool size) */
+    int padding_same;          /* CONV2D and pools: 0 "valid" (default), 1 "same" */
+    int use_bias;              /* DENSE, CONV2D: default 1 */
+    double rate;               /* DROPOUT: the fraction dropped, [0, 1) */
+    double momentum;           /* BATCHNORM: default 0.99 */
+    double epsilon;            /* BATCHNORM, LAYERNORM: default 1e-3 */
+    int64_t input_dim;         /* EMBEDDING: vocabulary size */
+    int64_t output_dim;        /* EMBEDDING */
+    int64_t target[WF_MAX_RANK]; /* RESHAPE: the shape without the batch dim (one entry may be -1) */
+    int target_rank;
+    wf_init kernel_init;       /* kind 0: Glorot uniform (DENSE, CONV2D), uniform(-0.05, 0.05) (EMBEDDING) */
+    wf_init bias_init;         /* kind 0: zeros */
+    uint64_t seed;             /* 0: derived from the model's seed and the layer's position */
+} wf_layer;
+
+/* Fills l with Keras's defaults for `kind`. */
+WF_API void wf_layer_init(wf_layer *l, wf_layer_kind kind);
+
+/* A model whose inputs are [N, input_shape...] of `dtype` (an integer dtype for an Embedding first
+ * layer). seed drives the initializers and dropout of layers that give none. Caller owns *out. */
+WF_API wf_status *wf_model_new(wf_dtype dtype, int rank, const int64_t *input_shape, uint64_t seed,
+                               wf_model **out);
+WF_API void wf_model_free(wf_model *m);
+/* Adds a layer. Before wf_model_compile only. Errors (model unchanged): a bad field (naming it), a
+ * shape the layer cannot take (naming the layer, its input shape and the expected one). */
+WF_API wf_status *wf_model_add(wf_model *m, const wf_layer *layer);
+/* Keras's summary: one row per layer with its name, kind, output shape and parameter count, then the
+ * totals. Caller frees *text with wf_free. */
+WF_API wf_status *wf_model_summary(const wf_model *m, char **text);
+
+typedef enum wf_loss_kind {
+    WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 1, /* labels: class indices [N] (i32, i64) */
+    WF_LOSS_CATEGORICAL_CROSSENTROPY = 2,        /* labels: probabilities [N, C] */
+    WF_LOSS_BINARY_CROSSENTROPY = 3,             /* targets of the output's shape */
+    WF_LOSS_MSE = 4
+} wf_loss_kind;
+
+typedef struct wf_compile_options {
+    wf_optimizer_options optimizer;
+    wf_loss_kind loss;
+    int from_logits;      /* 1: the output is logits. 0 (default): probabilities; when the last layer
+                             ends in the matching softmax (categorical) or sigmoid (binary), the loss
+                             reads that layer's logits instead, as Keras does, for a stable loss. */
+    int accuracy;         /* 1 (default): the "accuracy" metric (argmax match; binary: threshold 0.5) */
+    wf_dtype label_dtype; /* sparse labels: WF_I64 (default) or WF_I32 */
+    const char *device;   /* as wf_session_options.device (NULL: the placer chooses) */
+    int strict_placement;
+    int inter_op_threads, intra_op_threads;
+} wf_compile_options;
+
+/* Defaults: Adam (Keras defaults), sparse categorical cross-entropy, from_logits 0, accuracy on. */
+WF_API void wf_compile_options_init(wf_compile_options *o);
+/* Builds the loss, the metrics, the optimizer step and the session on ctx (which must outlive m).
+ * Once per model. Errors (model unchanged): an unknown loss, a loss that does not fit the output
+ * shape, accuracy with MSE, a device spec no device matches (listing the devices). */
+WF_API wf_status *wf_model_compile(wf_model *m, wf_context *ctx, const wf_compile_options *o);
+
+/* The figures of one epoch, given to the callback and returned by fit. */
+typedef struct wf_epoch_logs {
+    int epoch;             /* 0-based */
+    int epochs;
+    int64_t steps, samples;
+    double loss, accuracy; /* sample-weighted means over the epoch (accuracy NAN when off) */
+    int has_validation;
+    double val_loss, val_accuracy;
+    double seconds;        /* wall time of the epoch's training steps (validation excluded) */
+} wf_epoch_logs;
+
+/* Called after each epoch; a nonzero return stops training after that epoch. */
+typedef int (*wf_epoch_callback)(void *user, const wf_epoch_logs *logs);
+
+typedef struct wf_fit_options {
+    int epochs;                    /* default 1 */
+    int64_t batch_size;            /* default 32 */
+    double validation_split;       /* [0, 1): the last fraction of the samples, before shuffling (Keras) */
+    wf_dataset *validation_data;   /* instead of validation_split; not owned */
+    int shuffle;                   /* default 1: a new order each epoch from (seed, epoch) */
+    uint64_t seed;                 /* default 1 */
+    int verbose;                   /* 0 silent, 1 (default) a progress bar per epoch (redrawn on a
+                                      terminal, one final line otherwise), 2 one line per epoch */
+    wf_epoch_callback on_epoch_end;
+    void *user;
+    int initial_epoch;             /* resume: epochs before this one count as done (default 0) */
+} wf_fit_options;
+
+WF_API void wf_fit_options_init(wf_fit_options *o);
+/* Trains on `train` (features of the model's input shape, labels as the loss wants). The dataset's
+ * batching and shuffling are set from o. Progress goes to stdout. *last (may be NULL) receives the
+ * last epoch's logs. A batch that fails (labels out of range, a mismatched batch shape) stops training
+ * with an error naming the epoch, the step and the node; that step's updates are not applied. */
+WF_API wf_status *wf_model_fit(wf_model *m, wf_dataset *train, const wf_fit_options *o, wf_epoch_logs *last);
+/* Loss and accuracy (NAN when off) over every sample, in batches of batch_size, inference mode. */
+WF_API wf_status *wf_model_evaluate(wf_model *m, wf_dataset *ds, int64_t batch_size, double *loss,
+                                    double *accuracy);
+/* The model's output for x [N, input_shape...], computed in batches of batch_size, inference mode.
+ * Caller owns *out. */
+WF_API wf_status *wf_model_predict(wf_model *m, const wf_tensor *x, int64_t batch_size, wf_tensor **out);
+/* One training step on one batch, optionally traced (caller owns *trace). *loss may be NULL. */
+WF_API wf_status *wf_model_train_step(wf_model *m, const wf_tensor *x, const wf_tensor *y, double *loss,
+                                      wf_trace **trace);
+/* Where a training step of batch `batch_size` runs: one entry per node of its plan. */
+WF_API wf_status *wf_model_placement(wf_model *m, int64_t batch_size, wf_placement **out);
+
+/* The model's graph, session (NULL before compile; for wf_session_save / wf_session_restore, which
+ * checkpoint the variables and the optimizer's state), its inference input and output. */
+WF_API wf_graph *wf_model_graph(wf_model *m);
+WF_API wf_session *wf_model_session(wf_model *m);
+WF_API wf_output wf_model_input(const wf_model *m);
+WF_API wf_output wf_model_output(const wf_model *m);
+/* Writes the inference graph with the current weights to ONNX (wf_session_export_onnx), input
+ * "input", output "output". */
+WF_API wf_status *wf_model_export_onnx(wf_model *m, const char *path);
 
 #ifdef __cplusplus
 }

@@ -90,5 +90,34 @@ for m in good.onnx sub/ext_good.onnx; do
             "$D/o/y.npy" "$D/y_ref.npy" 2>>"$D/err"; then ok "good_run:$m"; else bad "good_run:$m" "run failed or differs from numpy"; fi
 done
 
+# `weft demo`: bad options, a missing dataset, an unknown device; then one short real training run
+# (1 epoch at batch 256: the accuracy band, the output lines the benchmark parses, a trace and an ONNX
+# export that loads back through `weft inspect`).
+expect demo_bad_epochs 1 "--epochs" -- demo --epochs 0
+expect demo_bad_option any "unknown option '--frobnicate'" -- demo --frobnicate
+expect demo_no_data 1 "$D/nodata/train-images-idx3-ubyte.gz" -- demo --data "$D/nodata"
+expect demo_unknown_device any "GPU:9" -- demo --device GPU:9 --quiet
+if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+    if "$WEFT" demo --epochs 1 --batch 256 --quiet --trace "$D/demo.json" --export-onnx "$D/demo.onnx" \
+        >"$D/out" 2>"$D/err"; then
+        acc=$(sed -n 's/^test accuracy: \([0-9.]*\).*/\1/p' "$D/out")
+        if [ -n "$acc" ] && awk -v a="$acc" 'BEGIN { exit !(a >= 0.80 && a <= 1) }' &&
+            grep -q '^training time: .* s (.* samples/s)' "$D/out" && grep -q '^epoch time: median' "$D/out" &&
+            $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert any(e.get("name")=="optimizer/dense/kernel/assign" or "dense/MatMul" in e.get("name","") for e in d["traceEvents"])' "$D/demo.json" 2>>"$D/err" &&
+            "$WEFT" inspect "$D/demo.onnx" >"$D/inspect" 2>>"$D/err" && grep -q 'MatMul' "$D/inspect"; then
+            ok "demo_one_epoch (test accuracy $acc)"
+        else
+            bad demo_one_epoch "accuracy '$acc', or a missing line, trace or ONNX file"; cat "$D/out" >>"$D/err"
+        fi
+        "$WEFT" demo --time-steps 20 --batch 32 >"$D/out" 2>"$D/err" &&
+            grep -q '^train step: batch 32, 20 steps, median [0-9.]* ms, p10 [0-9.]* ms, p90 [0-9.]* ms' "$D/out" &&
+            ok demo_time_steps || bad demo_time_steps "no 'train step:' line"
+    else
+        bad demo_one_epoch "exit non-zero"
+    fi
+else
+    echo "skip demo_one_epoch: no Fashion-MNIST"
+fi
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

@@ -1,0 +1,343 @@
+/*
+ * The Sequential model's loops: fit (epochs of shuffled batches, validation, callbacks, Keras-style
+ * progress), evaluate, predict and single training steps.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/model.h"
+
+#define T(x) WF__TRY(x)
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void wf_fit_options_init(wf_fit_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->epochs = 1;
+    o->batch_size = 32;
+    o->shuffle = 1;
+    o->seed = 1;
+    o->verbose = 1;
+}
+
+static wf_status *need_compiled(const wf_model *m, const char *fn)
+{
+    if (!m) return wf__status(WF_INVALID_ARGUMENT, "%s: model is NULL", fn);
+    if (!m->compiled) return wf__status(WF_FAILED_PRECONDITION, "%s: compile the model first (wf_model_compile)", fn);
+    return NULL;
+}
+
+/* The batch must match the model's input; features and labels must agree on the batch size. */
+static wf_status *check_batch(const wf_model *m, const wf_tensor *x, const wf_tensor *y)
+{
+    int r = wf_tensor_rank(x);
+    const int64_t *d = wf_tensor_dims(x);
+    bool ok = r == m->in_rank && wf_tensor_dtype(x) == m->in_dtype;
+    for (int i = 1; ok && i < r; i++) ok = d[i] == m->in_dims[i];
+    if (!ok) {
+        char want[160], got[160];
+        size_t k = (size_t)snprintf(want, sizeof want, "%s[N", wf_dtype_name(m->in_dtype));
+        for (int i = 1; i < m->in_rank && k + 24 < sizeof want; i++)
+            k += (size_t)snprintf(want + k, sizeof want - k, ", %lld", (long long)m->in_dims[i]);
+        snprintf(want + k, sizeof want - k, "]");
+        k = (size_t)snprintf(got, sizeof got, "%s[", wf_dtype_name(wf_tensor_dtype(x)));
+        for (int i = 0; i < r && k + 24 < sizeof got; i++)
+            k += (size_t)snprintf(got + k, sizeof got - k, "%s%lld", i ? ", " : "", (long long)d[i]);
+        snprintf(got + k, sizeof got - k, "]");
+        return wf__status(WF_INVALID_ARGUMENT, "the batch's features are %s; the model's input is %s", got, want);
+    }
+    if (y && (wf_tensor_rank(y) < 1 || wf_tensor_dims(y)[0] != d[0]))
+        return wf__status(WF_INVALID_ARGUMENT, "the batch has %lld samples of features but %lld of labels",
+                          (long long)d[0], wf_tensor_rank(y) < 1 ? 0LL : (long long)wf_tensor_dims(y)[0]);
+    return NULL;
+}
+
+static double scalar_of(const wf_tensor *t)
+{
+    if (!t || wf_tensor_size(t) < 1) return NAN;
+    switch (wf_tensor_dtype(t)) {
+    case WF_F32: return *(const float *)wf_tensor_data(t);
+    case WF_F64: return *(const double *)wf_tensor_data(t);
+    case WF_F16: return wf_f16_to_f32(*(const uint16_t *)wf_tensor_data(t));
+    case WF_BF16: return wf_bf16_to_f32(*(const uint16_t *)wf_tensor_data(t));
+    default: return NAN;
+    }
+}
+
+/* One step; *loss and *acc (may be NULL) get the batch's values. */
+static wf_status *step(wf_model *m, const wf_tensor *x, const wf_tensor *y, double *loss, double *acc,
+                       wf_trace **trace)
+{
+    T(check_batch(m, x, y));
+    wf_feed f[2] = {{m->input, x}, {m->labels, y}};
+    wf_output fetch[2] = {m->train_loss, m->train_acc};
+    wf_tensor *out[2] = {NULL, NULL};
+    wf_run_options ro = {.trace = trace, .targets = m->targets, .n_targets = m->n_targets};
+    int nf = m->has_acc ? 2 : 1;
+    T(wf_session_run(m->sess, f, 2, fetch, nf, out, &ro));
+    if (loss) *loss = scalar_of(out[0]);
+    if (acc) *acc = m->has_acc ? scalar_of(out[1]) : NAN;
+    wf_tensor_free(out[0]);
+    wf_tensor_free(out[1]);
+    return NULL;
+}
+
+wf_status *wf_model_train_step(wf_model *m, const wf_tensor *x, const wf_tensor *y, double *loss, wf_trace **trace)
+{
+    T(need_compiled(m, "wf_model_train_step"));
+    if (!x || !y) return wf__status(WF_INVALID_ARGUMENT, "wf_model_train_step: x and y are required");
+    return step(m, x, y, loss, NULL, trace);
+}
+
+/* ---- progress ---------------------------------------------------------------------------------------- */
+
+static void fmt_time(char *b, size_t cap, double s)
+{
+    if (s >= 3600) snprintf(b, cap, "%d:%02d:%02d", (int)(s / 3600), (int)fmod(s / 60, 60), (int)fmod(s, 60));
+    else if (s >= 60) snprintf(b, cap, "%d:%02d", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(b, cap, "%.0fs", s);
+}
+
+static void fmt_per_step(char *b, size_t cap, double s)
+{
+    if (s >= 1) snprintf(b, cap, "%.0fs/step", s);
+    else if (s >= 1e-3) snprintf(b, cap, "%.0fms/step", s * 1e3);
+    else snprintf(b, cap, "%.0fus/step", s * 1e6);
+}
+
+typedef struct progress {
+    int verbose;
+    bool tty;
+    int64_t total;
+    double t0, last_draw;
+    int width; /* digits of total */
+} progress;
+
+static void metrics(char *b, size_t cap, double loss, double acc, bool has_acc)
+{
+    if (has_acc) snprintf(b, cap, " - accuracy: %.4f - loss: %.4f", acc, loss);
+    else snprintf(b, cap, " - loss: %.4f", loss);
+}
+
+/* Keras's bar: " 123/1875 [===>..........................] - ETA: 2s - accuracy: 0.7 - loss: 0.6" */
+static void draw(progress *p, int64_t done, double loss, double acc, bool has_acc, bool final)
+{
+    if (p->verbose != 1 || (!p->tty && !final)) return;
+    double t = now_s();
+    if (!final && t - p->last_draw < 0.1) return;
+    p->last_draw = t;
+    char bar[40], tm[32], per[32], mt[96];
+    int w = 30, fill = p->total ? (int)(w * done / p->total) : w;
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '=' : '.';
+    if (fill > 0 && fill < w) bar[fill - 1] = '>';
+    bar[w] = 0;
+    double el = t - p->t0, per_step = done ? el / (double)done : 0;
+    metrics(mt, sizeof mt, loss, acc, has_acc);
+    if (final) {
+        fmt_time(tm, sizeof tm, el);
+        fmt_per_step(per, sizeof per, per_step);
+        printf("%s%*lld/%lld [%s] - %s %s%s", p->tty ? "\r" : "", p->width, (long long)done, (long long)p->total, bar,
+               tm, per, mt);
+    } else {
+        fmt_time(tm, sizeof tm, per_step * (double)(p->total - done));
+        printf("\r%*lld/%lld [%s] - ETA: %s%s\033[K", p->width, (long long)done, (long long)p->total, bar, tm, mt);
+        fflush(stdout);
+    }
+}
+
+/* ---- evaluate ------------------------------------------------------------------------------------------ */
+
+static wf_status *eval_loop(wf_model *m, wf_dataset *ds, int64_t batch, double *loss, double *acc)
+{
+    int64_t n = wf_dataset_num_samples(ds);
+    double sl = 0, sa = 0;
+    wf_output fetch[2] = {m->eval_loss, m->eval_acc};
+    int nf = m->has_acc ? 2 : 1;
+    for (int64_t i = 0; i < n; i += batch) {
+        int64_t c = n - i < batch ? n - i : batch;
+        wf_tensor *x = NULL, *y = NULL, *out[2] = {NULL, NULL};
+        wf_status *s = wf_dataset_take(ds, i, c, &x, &y);
+        if (!s && !y) s = wf__status(WF_INVALID_ARGUMENT, "the dataset has no labels to evaluate against");
+        if (!s) s = check_batch(m, x, y);
+        if (!s) {
+            wf_feed f[2] = {{m->input, x}, {m->labels, y}};
+            s = wf_session_run(m->sess, f, 2, fetch, nf, out, NULL);
+        }
+        if (!s) {
+            sl += scalar_of(out[0]) * (double)c;
+            if (m->has_acc) sa += scalar_of(out[1]) * (double)c;
+        }
+        wf_tensor_free(x);
+        wf_tensor_free(y);
+        wf_tensor_free(out[0]);
+        wf_tensor_free(out[1]);
+        if (s) return s;
+    }
+    *loss = n ? sl / (double)n : NAN;
+    *acc = n && m->has_acc ? sa / (double)n : NAN;
+    return NULL;
+}
+
+wf_status *wf_model_evaluate(wf_model *m, wf_dataset *ds, int64_t batch_size, double *loss, double *accuracy)
+{
+    T(need_compiled(m, "wf_model_evaluate"));
+    if (!ds) return wf__status(WF_INVALID_ARGUMENT, "wf_model_evaluate: dataset is NULL");
+    if (batch_size < 1) return wf__status(WF_INVALID_ARGUMENT, "wf_model_evaluate: batch_size must be >= 1");
+    double l, a;
+    T(eval_loop(m, ds, batch_size, &l, &a));
+    if (loss) *loss = l;
+    if (accuracy) *accuracy = a;
+    return NULL;
+}
+
+/* ---- predict ------------------------------------------------------------------------------------------- */
+
+wf_status *wf_model_predict(wf_model *m, const wf_tensor *x, int64_t batch_size, wf_tensor **out)
+{
+    T(need_compiled(m, "wf_model_predict"));
+    if (!x || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_model_predict: NULL argument");
+    if (batch_size < 1) return wf__status(WF_INVALID_ARGUMENT, "wf_model_predict: batch_size must be >= 1");
+    *out = NULL;
+    T(check_batch(m, x, NULL));
+    int r = wf_tensor_rank(x);
+    int64_t n = wf_tensor_dims(x)[0], d[WF_MAX_RANK];
+    memcpy(d, wf_tensor_dims(x), sizeof(int64_t) * (size_t)r);
+    size_t row = n ? wf_tensor_bytes(x) / (size_t)n : 0;
+    wf_tensor *res = NULL;
+    size_t orow = 0;
+    for (int64_t i = 0; i < n || (n == 0 && i == 0); i += batch_size) {
+        int64_t c = n - i < batch_size ? n - i : batch_size;
+        d[0] = c;
+        wf_tensor *xb = NULL, *yb = NULL;
+        wf_status *s = wf_tensor_new(wf_tensor_dtype(x), r, d, (const char *)wf_tensor_data(x) + (size_t)i * row, &xb);
+        if (!s) {
+            wf_feed f = {m->input, xb};
+            s = wf_session_run(m->sess, &f, 1, &m->output, 1, &yb, NULL);
+        }
+        if (!s && !res) {
+            int64_t od[WF_MAX_RANK];
+            int orank = wf_tensor_rank(yb);
+            memcpy(od, wf_tensor_dims(yb), sizeof(int64_t) * (size_t)orank);
+            od[0] = n;
+            s = wf_tensor_new(wf_tensor_dtype(yb), orank, od, NULL, &res);
+            orow = c ? wf_tensor_bytes(yb) / (size_t)c : 0;
+        }
+        if (!s && c) memcpy((char *)wf_tensor_data(res) + (size_t)i * orow, wf_tensor_data(yb), orow * (size_t)c);
+        wf_tensor_free(xb);
+        wf_tensor_free(yb);
+        if (s) {
+            wf_tensor_free(res);
+            return s;
+        }
+        if (n == 0) break;
+    }
+    *out = res;
+    return NULL;
+}
+
+/* ---- fit ----------------------------------------------------------------------------------------------- */
+
+static wf_status *fit(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit_options *o, wf_epoch_logs *last)
+{
+    T(wf_dataset_batch(tr, o->batch_size, 0));
+    if (o->shuffle) wf_dataset_shuffle(tr, o->seed);
+    while (wf_dataset_epoch(tr) < o->initial_epoch) wf_dataset_reset(tr);
+    int64_t n = wf_dataset_num_samples(tr), steps = (n + o->batch_size - 1) / o->batch_size;
+    bool tty = isatty(fileno(stdout));
+    wf_epoch_logs lg = {0};
+    for (int e = o->initial_epoch; e < o->epochs; e++) {
+        progress p = {.verbose = o->verbose, .tty = tty, .total = steps, .t0 = now_s()};
+        for (int64_t k = steps; k; k /= 10) p.width++;
+        if (o->verbose == 1) printf("Epoch %d/%d\n", e + 1, o->epochs);
+        double sl = 0, sa = 0;
+        int64_t seen = 0, done = 0;
+        for (;;) {
+            wf_tensor *x = NULL, *y = NULL;
+            wf_status *s = wf_dataset_next_batch(tr, &x, &y);
+            if (!s && !x) break;
+            double l = NAN, a = NAN;
+            if (!s && !y) s = wf__status(WF_INVALID_ARGUMENT, "the training dataset has no labels");
+            if (!s) s = step(m, x, y, &l, &a, NULL);
+            int64_t c = x ? wf_tensor_dims(x)[0] : 0;
+            wf_tensor_free(x);
+            wf_tensor_free(y);
+            if (s) {
+                if (o->verbose == 1 && tty) printf("\n");
+                wf_status *w = wf__status(wf_status_code(s), "epoch %d, step %lld: %s", e + 1, (long long)done + 1,
+                                          wf_status_message(s));
+                wf_status_free(s);
+                return w;
+            }
+            sl += l * (double)c;
+            sa += a * (double)c;
+            seen += c;
+            done++;
+            draw(&p, done, sl / (double)seen, sa / (double)seen, m->has_acc, false);
+        }
+        wf_dataset_reset(tr);
+        lg = (wf_epoch_logs){.epoch = e, .epochs = o->epochs, .steps = done, .samples = seen,
+                             .loss = seen ? sl / (double)seen : NAN,
+                             .accuracy = seen && m->has_acc ? sa / (double)seen : NAN,
+                             .seconds = now_s() - p.t0, .val_loss = NAN, .val_accuracy = NAN};
+        draw(&p, done, lg.loss, lg.accuracy, m->has_acc, true);
+        if (val) {
+            T(eval_loop(m, val, o->batch_size, &lg.val_loss, &lg.val_accuracy));
+            lg.has_validation = 1;
+        }
+        if (o->verbose == 2) {
+            char mt[96], tm[32], per[32];
+            metrics(mt, sizeof mt, lg.loss, lg.accuracy, m->has_acc);
+            fmt_time(tm, sizeof tm, lg.seconds);
+            fmt_per_step(per, sizeof per, done ? lg.seconds / (double)done : 0);
+            printf("Epoch %d/%d - %lld/%lld - %s - %s%s", e + 1, o->epochs, (long long)done, (long long)steps, tm, per, mt);
+        }
+        if (o->verbose) {
+            if (lg.has_validation && m->has_acc)
+                printf(" - val_accuracy: %.4f - val_loss: %.4f", lg.val_accuracy, lg.val_loss);
+            else if (lg.has_validation)
+                printf(" - val_loss: %.4f", lg.val_loss);
+            printf("\n");
+            fflush(stdout);
+        }
+        if (last) *last = lg;
+        if (o->on_epoch_end && o->on_epoch_end(o->user, &lg)) break;
+    }
+    return NULL;
+}
+
+wf_status *wf_model_fit(wf_model *m, wf_dataset *train, const wf_fit_options *o, wf_epoch_logs *last)
+{
+    T(need_compiled(m, "wf_model_fit"));
+    if (!train) return wf__status(WF_INVALID_ARGUMENT, "wf_model_fit: training dataset is NULL");
+    wf_fit_options d;
+    if (!o) {
+        wf_fit_options_init(&d);
+        o = &d;
+    }
+    if (o->epochs < 0 || o->initial_epoch < 0)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_model_fit: epochs %d and initial_epoch %d must be >= 0", o->epochs,
+                          o->initial_epoch);
+    if (o->batch_size < 1)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_model_fit: batch_size is %lld; must be >= 1", (long long)o->batch_size);
+    if (!(o->validation_split >= 0 && o->validation_split < 1))
+        return wf__status(WF_INVALID_ARGUMENT, "wf_model_fit: validation_split is %g; must be in [0, 1)",
+                          o->validation_split);
+    if (o->verbose < 0 || o->verbose > 2)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_model_fit: verbose is %d; must be 0, 1 or 2", o->verbose);
+    if (o->validation_data || o->validation_split == 0) return fit(m, train, o->validation_data, o, last);
+    wf_dataset *tr = NULL, *val = NULL;
+    T(wf_dataset_split(train, o->validation_split, &tr, &val));
+    wf_status *s = fit(m, tr, val, o, last);
+    wf_dataset_free(tr);
+    wf_dataset_free(val);
+    return s;
+}

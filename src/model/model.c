@@ -1,0 +1,758 @@
+/*
+ * The Sequential model: Keras-like layers built as ordinary graph nodes over Variables, and compile,
+ * which adds the training path, the loss, the accuracy metric and the optimizer step. Training and
+ * inference share every node up to the first layer that behaves differently in training (Dropout,
+ * BatchNorm); from there the training path has its own nodes over the same variables.
+ */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "session_internal.h"
+
+#define T(x) WF__TRY(x)
+
+static const char *const kind_names[] = {
+    [WF_LAYER_DENSE] = "dense",         [WF_LAYER_CONV2D] = "conv2d",
+    [WF_LAYER_MAXPOOL2D] = "max_pooling2d", [WF_LAYER_AVGPOOL2D] = "average_pooling2d",
+    [WF_LAYER_FLATTEN] = "flatten",     [WF_LAYER_DROPOUT] = "dropout",
+    [WF_LAYER_BATCHNORM] = "batch_normalization", [WF_LAYER_LAYERNORM] = "layer_normalization",
+    [WF_LAYER_EMBEDDING] = "embedding", [WF_LAYER_ACTIVATION] = "activation",
+    [WF_LAYER_RESHAPE] = "reshape"};
+static const char *const kind_titles[] = {
+    [WF_LAYER_DENSE] = "Dense",         [WF_LAYER_CONV2D] = "Conv2D",
+    [WF_LAYER_MAXPOOL2D] = "MaxPooling2D", [WF_LAYER_AVGPOOL2D] = "AveragePooling2D",
+    [WF_LAYER_FLATTEN] = "Flatten",     [WF_LAYER_DROPOUT] = "Dropout",
+    [WF_LAYER_BATCHNORM] = "BatchNormalization", [WF_LAYER_LAYERNORM] = "LayerNormalization",
+    [WF_LAYER_EMBEDDING] = "Embedding", [WF_LAYER_ACTIVATION] = "Activation",
+    [WF_LAYER_RESHAPE] = "Reshape"};
+
+static bool kind_ok(int k) { return k >= WF_LAYER_DENSE && k <= WF_LAYER_RESHAPE; }
+
+void wf_layer_init(wf_layer *l, wf_layer_kind kind)
+{
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    l->use_bias = 1;
+    l->kernel[0] = l->kernel[1] = kind == WF_LAYER_CONV2D ? 3 : 2;
+    l->strides[0] = l->strides[1] = kind == WF_LAYER_CONV2D ? 1 : 0;
+    l->momentum = 0.99;
+    l->epsilon = 1e-3;
+}
+
+void wf_compile_options_init(wf_compile_options *o)
+{
+    memset(o, 0, sizeof *o);
+    wf_optimizer_options_init(&o->optimizer, WF_OPT_ADAM);
+    o->loss = WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+    o->accuracy = 1;
+    o->label_dtype = WF_I64;
+}
+
+wf_status *wf_model_new(wf_dtype dtype, int rank, const int64_t *input_shape, uint64_t seed, wf_model **out)
+{
+    if (!out) return wf__status(WF_INVALID_ARGUMENT, "wf_model_new: out is NULL");
+    *out = NULL;
+    if (rank < 0 || rank + 1 > WF_MAX_RANK || (rank && !input_shape))
+        return wf__status(WF_INVALID_ARGUMENT, "wf_model_new: input rank %d must be in [0, %d)", rank, WF_MAX_RANK);
+    if (wf_dtype_size(dtype) == 0) return wf__status(WF_INVALID_ARGUMENT, "wf_model_new: unknown input dtype %d", dtype);
+    for (int i = 0; i < rank; i++)
+        if (input_shape[i] < 1)
+            return wf__status(WF_INVALID_ARGUMENT, "wf_model_new: input_shape[%d] is %lld; must be >= 1", i,
+                              (long long)input_shape[i]);
+    wf_model *m = wf__calloc(1, sizeof *m);
+    if (!m) return wf__oom("a model", sizeof *m);
+    m->in_dtype = dtype;
+    m->in_rank = rank + 1;
+    m->in_dims[0] = -1;
+    for (int i = 0; i < rank; i++) m->in_dims[i + 1] = input_shape[i];
+    m->seed = seed;
+    wf_status *s = wf_graph_new(&m->g);
+    if (!s) s = wf_placeholder(m->g, "input", dtype, m->in_rank, m->in_dims, &m->input);
+    if (s) {
+        wf_model_free(m);
+        return s;
+    }
+    m->output = m->input;
+    *out = m;
+    return NULL;
+}
+
+void wf_model_free(wf_model *m)
+{
+    if (!m) return;
+    wf_session_free(m->sess);
+    wf_graph_free(m->g);
+    wf__free(m->targets);
+    wf__free(m->layers);
+    wf__free(m);
+}
+
+wf_graph *wf_model_graph(wf_model *m) { return m ? m->g : NULL; }
+wf_session *wf_model_session(wf_model *m) { return m ? m->sess : NULL; }
+wf_output wf_model_input(const wf_model *m) { return m->input; }
+wf_output wf_model_output(const wf_model *m) { return m->output; }
+
+/* ---- graph-building helpers ------------------------------------------------------------------------ */
+
+/* "<layer>/<what>" (training-path nodes get a "train/" prefix so both paths can coexist) */
+static void nm(char *buf, const model_layer *L, bool training, const char *what)
+{
+    snprintf(buf, MODEL_NAME_MAX * 2, "%s%s/%s", training ? "train/" : "", L->name, what);
+}
+
+static wf_status *op1(wf_graph *g, const char *op, const char *name, const wf_output *in, int n_in,
+                      const wf_attr *at, int n_at, wf_output *out)
+{
+    wf_node *n;
+    T(wf_op(g, op, name, in, n_in, at, n_at, &n));
+    *out = wf_out(n, 0);
+    return NULL;
+}
+
+static wf_status *scalar(wf_graph *g, const char *name, wf_dtype dt, double v, wf_output *out)
+{
+    return wf_const_scalar(g, name, dt, v, out);
+}
+
+static wf_status *activation(wf_graph *g, const model_layer *L, bool training, wf_activation act, wf_output x,
+                             wf_output *y)
+{
+    char n[MODEL_NAME_MAX * 2];
+    static const char *const names[] = {[WF_ACT_RELU] = "Relu",     [WF_ACT_SIGMOID] = "Sigmoid",
+                                        [WF_ACT_TANH] = "Tanh",     [WF_ACT_SOFTMAX] = "Softmax",
+                                        [WF_ACT_ELU] = "Elu",       [WF_ACT_SELU] = "Selu",
+                                        [WF_ACT_GELU] = "Gelu",     [WF_ACT_SOFTPLUS] = "Softplus",
+                                        [WF_ACT_LEAKY_RELU] = "LeakyRelu"};
+    if (act == WF_ACT_NONE) {
+        *y = x;
+        return NULL;
+    }
+    nm(n, L, training, names[act]);
+    if (act == WF_ACT_SOFTMAX) return wf_softmax(g, n, x, -1, y);
+    if (act == WF_ACT_LEAKY_RELU) {
+        wf_attr a = wf_attr_float("alpha", 0.2);
+        return op1(g, "LeakyRelu", n, &x, 1, &a, 1, y);
+    }
+    return op1(g, names[act], n, &x, 1, NULL, 0, y);
+}
+
+static bool act_ok(int a) { return a >= WF_ACT_NONE && a <= WF_ACT_LEAKY_RELU; }
+
+/* A new Variable "<layer>/<what>" of shape dims filled by spec (kind 0: dflt). */
+static wf_status *make_var(wf_model *m, model_layer *L, const char *what, wf_init spec, wf_init dflt, int rank,
+                           const int64_t *dims, wf_output *out)
+{
+    if (spec.kind == 0) spec = dflt;
+    if (spec.seed == 0) spec.seed = L->seed * 131 + (uint64_t)L->n_vars + 1;
+    wf_tensor *t;
+    T(wf_init_tensor(&spec, m->in_dtype == WF_F64 ? WF_F64 : WF_F32, rank, dims, &t));
+    char n[MODEL_NAME_MAX * 2];
+    nm(n, L, false, what);
+    wf_status *s = wf_variable(m->g, n, t, out);
+    if (!s) {
+        L->params += wf_tensor_size(t);
+        L->vars[L->n_vars++] = *out;
+    }
+    wf_tensor_free(t);
+    return s;
+}
+
+static void shape_str(char *buf, size_t cap, int r, const int64_t *d, const char *open, const char *close,
+                      const char *unknown)
+{
+    size_t k = (size_t)snprintf(buf, cap, "%s", open);
+    for (int i = 0; i < r && k + 24 < cap; i++) {
+        if (i) k += (size_t)snprintf(buf + k, cap - k, ", ");
+        k += d[i] < 0 ? (size_t)snprintf(buf + k, cap - k, "%s", unknown)
+                      : (size_t)snprintf(buf + k, cap - k, "%lld", (long long)d[i]);
+    }
+    if (k < cap) snprintf(buf + k, cap - k, "%s", close);
+}
+
+static wf_status *bad_shape(const model_layer *L, wf_output x, const char *want)
+{
+    int64_t d[WF_MAX_RANK];
+    int r = wf_output_shape(x, d);
+    char buf[200];
+    if (r < 0) snprintf(buf, sizeof buf, "of unknown rank");
+    else shape_str(buf, sizeof buf, r, d, "[", "]", "N");
+    return wf__status(WF_INVALID_ARGUMENT, "layer '%s' (%s): input %s %s; %s", L->name, kind_titles[L->spec.kind],
+                      wf_dtype_name(wf_output_dtype(x)), buf, want);
+}
+
+static const char *pad_mode(const wf_layer *l) { return l->padding_same ? "SAME_UPPER" : "VALID"; }
+
+/* Builds layer L on x. Creates its variables the first time (the inference build, at wf_model_add);
+ * the training build reuses them. counter: the model's step (Dropout in training). */
+static wf_status *build_layer(wf_model *m, model_layer *L, bool training, wf_output x, wf_output counter,
+                              wf_output *y, wf_output *pre)
+{
+    wf_graph *g = m->g;
+    const wf_layer *l = &L->spec;
+    bool create = !training;
+    char n[MODEL_NAME_MAX * 2];
+    int64_t d[WF_MAX_RANK];
+    int r = wf_output_shape(x, d);
+    wf_dtype dt = wf_output_dtype(x);
+    bool is_float = dt == WF_F32 || dt == WF_F64 || dt == WF_F16 || dt == WF_BF16;
+    *pre = x;
+    switch (l->kind) {
+    case WF_LAYER_DENSE: {
+        if (r < 2 || d[r - 1] < 1 || !is_float) return bad_shape(L, x, "Dense wants float [N, ..., features]");
+        if (create) {
+            int64_t wd[2] = {d[r - 1], l->units}, bd[1] = {l->units};
+            T(make_var(m, L, "kernel", l->kernel_init, (wf_init){.kind = WF_INIT_GLOROT_UNIFORM}, 2, wd, &L->vars[0]));
+            if (l->use_bias) T(make_var(m, L, "bias", l->bias_init, (wf_init){.kind = WF_INIT_ZEROS}, 1, bd, &L->vars[1]));
+            L->n_trainable = L->n_vars;
+        }
+        wf_output h;
+        nm(n, L, training, "MatMul");
+        T(wf_matmul(g, n, x, L->vars[0], 0, 0, &h));
+        if (l->use_bias) {
+            nm(n, L, training, "BiasAdd");
+            T(wf_add(g, n, h, L->vars[1], &h));
+        }
+        *pre = h;
+        return activation(g, L, training, l->activation, h, y);
+    }
+    case WF_LAYER_CONV2D: {
+        if (r != 4 || d[1] < 1 || !is_float) return bad_shape(L, x, "Conv2D wants float NCHW [N, C, H, W]");
+        if (create) {
+            int64_t wd[4] = {l->filters, d[1], l->kernel[0], l->kernel[1]}, bd[1] = {l->filters};
+            T(make_var(m, L, "kernel", l->kernel_init, (wf_init){.kind = WF_INIT_GLOROT_UNIFORM}, 4, wd, &L->vars[0]));
+            if (l->use_bias) T(make_var(m, L, "bias", l->bias_init, (wf_init){.kind = WF_INIT_ZEROS}, 1, bd, &L->vars[1]));
+            L->n_trainable = L->n_vars;
+        }
+        wf_output in[3] = {x, L->vars[0], L->vars[1]};
+        wf_attr at[3] = {wf_attr_ints("kernel_shape", l->kernel, 2), wf_attr_ints("strides", l->strides, 2),
+                         wf_attr_string("auto_pad", pad_mode(l))};
+        wf_output h;
+        nm(n, L, training, "Conv2D");
+        T(op1(g, "Conv2D", n, in, l->use_bias ? 3 : 2, at, 3, &h));
+        *pre = h;
+        return activation(g, L, training, l->activation, h, y);
+    }
+    case WF_LAYER_MAXPOOL2D:
+    case WF_LAYER_AVGPOOL2D: {
+        if (r != 4 || !is_float) return bad_shape(L, x, "pooling wants float NCHW [N, C, H, W]");
+        int64_t st[2] = {l->strides[0] ? l->strides[0] : l->kernel[0], l->strides[1] ? l->strides[1] : l->kernel[1]};
+        wf_attr at[3] = {wf_attr_ints("kernel_shape", l->kernel, 2), wf_attr_ints("strides", st, 2),
+                         wf_attr_string("auto_pad", pad_mode(l))};
+        const char *op = l->kind == WF_LAYER_MAXPOOL2D ? "MaxPool2D" : "AvgPool2D";
+        nm(n, L, training, op);
+        return op1(g, op, n, &x, 1, at, 3, y);
+    }
+    case WF_LAYER_FLATTEN:
+        if (r < 1) return bad_shape(L, x, "Flatten wants [N, ...]");
+        nm(n, L, training, "Flatten");
+        return wf_flatten(g, n, x, 1, y);
+    case WF_LAYER_RESHAPE: {
+        int64_t td[WF_MAX_RANK];
+        td[0] = 0; /* keep the batch */
+        for (int i = 0; i < l->target_rank; i++) td[i + 1] = l->target[i];
+        nm(n, L, training, "Reshape");
+        return wf_reshape(g, n, x, l->target_rank + 1, td, y);
+    }
+    case WF_LAYER_ACTIVATION:
+        if (!is_float) return bad_shape(L, x, "activations want float tensors");
+        return activation(g, L, training, l->activation, x, y);
+    case WF_LAYER_DROPOUT: {
+        if (!is_float) return bad_shape(L, x, "Dropout wants a float tensor");
+        if (!training || l->rate == 0) {
+            *y = x;
+            return NULL;
+        }
+        /* keep = (u > rate), y = x * keep / (1 - rate), u uniform in [0, 1) from (seed, step) */
+        wf_output u, rate, keep, scale, ks, in[2] = {x, counter};
+        wf_attr sa = wf_attr_int("seed", (int64_t)(L->seed & 0x7fffffffffffffffull));
+        nm(n, L, training, "uniform");
+        T(op1(g, "StatelessRandomUniform", n, in, 2, &sa, 1, &u));
+        nm(n, L, training, "rate");
+        T(scalar(g, n, dt, l->rate, &rate));
+        nm(n, L, training, "keep");
+        T(wf_binary(g, "Greater", n, u, rate, &keep));
+        wf_attr to = wf_attr_dtype("to", dt);
+        nm(n, L, training, "keep_float");
+        T(op1(g, "Cast", n, &keep, 1, &to, 1, &keep));
+        nm(n, L, training, "scale");
+        T(scalar(g, n, dt, 1.0 / (1.0 - l->rate), &scale));
+        nm(n, L, training, "keep_scaled");
+        T(wf_mul(g, n, keep, scale, &ks));
+        nm(n, L, training, "dropped");
+        return wf_mul(g, n, x, ks, y);
+    }
+    case WF_LAYER_BATCHNORM: {
+        if (r < 2 || d[1] < 1 || !is_float) return bad_shape(L, x, "BatchNorm wants float [N, C, ...]");
+        int64_t c = d[1];
+        if (create) {
+            int64_t cd[1] = {c};
+            T(make_var(m, L, "gamma", (wf_init){0}, (wf_init){.kind = WF_INIT_ONES}, 1, cd, &L->vars[0]));
+            T(make_var(m, L, "beta", (wf_init){0}, (wf_init){.kind = WF_INIT_ZEROS}, 1, cd, &L->vars[1]));
+            L->n_trainable = 2;
+            T(make_var(m, L, "moving_mean", (wf_init){0}, (wf_init){.kind = WF_INIT_ZEROS}, 1, cd, &L->vars[2]));
+            T(make_var(m, L, "moving_variance", (wf_init){0}, (wf_init){.kind = WF_INIT_ONES}, 1, cd, &L->vars[3]));
+        }
+        if (!training) {
+            wf_output in[5] = {x, L->vars[0], L->vars[1], L->vars[2], L->vars[3]};
+            wf_attr at = wf_attr_float("epsilon", l->epsilon);
+            nm(n, L, training, "BatchNormalization");
+            return op1(g, "BatchNormalization", n, in, 5, &at, 1, y);
+        }
+        /* the batch's statistics over every axis but 1, composed from differentiable ops */
+        int64_t axes[WF_MAX_RANK], na = 0, bshape[WF_MAX_RANK], cshape[1] = {c};
+        axes[na++] = 0;
+        for (int i = 2; i < r; i++) axes[na++] = i;
+        bshape[0] = c;
+        for (int i = 2; i < r; i++) bshape[i - 1] = 1;
+        wf_attr red[2] = {wf_attr_ints("axes", axes, (int)na), wf_attr_int("keepdims", 1)};
+        wf_output mean, xc, sq, var, eps, ve, sd, xn, gb, bb, sc;
+        nm(n, L, true, "mean");
+        T(op1(g, "ReduceMean", n, &x, 1, red, 2, &mean));
+        nm(n, L, true, "centered");
+        T(wf_binary(g, "Sub", n, x, mean, &xc));
+        nm(n, L, true, "squared");
+        T(wf_mul(g, n, xc, xc, &sq));
+        nm(n, L, true, "variance");
+        T(op1(g, "ReduceMean", n, &sq, 1, red, 2, &var));
+        nm(n, L, true, "epsilon");
+        T(scalar(g, n, dt, l->epsilon, &eps));
+        nm(n, L, true, "variance_eps");
+        T(wf_add(g, n, var, eps, &ve));
+        nm(n, L, true, "stddev");
+        T(wf_unary(g, "Sqrt", n, ve, &sd));
+        nm(n, L, true, "normalized");
+        T(wf_binary(g, "Div", n, xc, sd, &xn));
+        nm(n, L, true, "gamma_b");
+        T(wf_reshape(g, n, L->vars[0], r - 1, bshape, &gb));
+        nm(n, L, true, "beta_b");
+        T(wf_reshape(g, n, L->vars[1], r - 1, bshape, &bb));
+        nm(n, L, true, "scaled");
+        T(wf_mul(g, n, xn, gb, &sc));
+        nm(n, L, true, "BatchNormalization");
+        T(wf_add(g, n, sc, bb, y));
+        /* moving = moving * momentum + batch * (1 - momentum), outside the gradient's path */
+        wf_output stats[2] = {mean, var};
+        for (int k = 0; k < 2; k++) {
+            wf_output flat, mom, omm, a, b, upd, asg;
+            const char *what = k ? "variance" : "mean";
+            char w[64];
+            snprintf(w, sizeof w, "batch_%s", what);
+            nm(n, L, true, w);
+            T(wf_reshape(g, n, stats[k], 1, cshape, &flat));
+            snprintf(w, sizeof w, "momentum_%s", what);
+            nm(n, L, true, w);
+            T(scalar(g, n, dt, l->momentum, &mom));
+            snprintf(w, sizeof w, "one_minus_momentum_%s", what);
+            nm(n, L, true, w);
+            T(scalar(g, n, dt, 1 - l->momentum, &omm));
+            snprintf(w, sizeof w, "moving_%s_decayed", what);
+            nm(n, L, true, w);
+            T(wf_mul(g, n, L->vars[2 + k], mom, &a));
+            snprintf(w, sizeof w, "moving_%s_batch", what);
+            nm(n, L, true, w);
+            T(wf_mul(g, n, flat, omm, &b));
+            snprintf(w, sizeof w, "moving_%s_new", what);
+            nm(n, L, true, w);
+            T(wf_add(g, n, a, b, &upd));
+            snprintf(w, sizeof w, "moving_%s_assign", what);
+            nm(n, L, true, w);
+            T(wf_assign(g, n, L->vars[2 + k], upd, &asg));
+            wf_output *nt = wf__realloc(m->targets, sizeof *nt * (size_t)m->n_targets, sizeof *nt * (size_t)(m->n_targets + 1));
+            if (!nt) return wf__oom("the model's targets", sizeof *nt * (size_t)(m->n_targets + 1));
+            m->targets = nt;
+            m->targets[m->n_targets++] = asg;
+        }
+        return NULL;
+    }
+    case WF_LAYER_LAYERNORM: {
+        if (r < 1 || d[r - 1] < 1 || !is_float) return bad_shape(L, x, "LayerNorm wants float [N, ..., features]");
+        if (create) {
+            int64_t cd[1] = {d[r - 1]};
+            T(make_var(m, L, "gamma", (wf_init){0}, (wf_init){.kind = WF_INIT_ONES}, 1, cd, &L->vars[0]));
+            T(make_var(m, L, "beta", (wf_init){0}, (wf_init){.kind = WF_INIT_ZEROS}, 1, cd, &L->vars[1]));
+            L->n_trainable = 2;
+        }
+        wf_output in[3] = {x, L->vars[0], L->vars[1]};
+        wf_attr at[2] = {wf_attr_int("axis", -1), wf_attr_float("epsilon", l->epsilon)};
+        nm(n, L, training, "LayerNormalization");
+        return op1(g, "LayerNormalization", n, in, 3, at, 2, y);
+    }
+    case WF_LAYER_EMBEDDING: {
+        if (dt != WF_I32 && dt != WF_I64) return bad_shape(L, x, "Embedding wants integer indices");
+        if (create) {
+            int64_t wd[2] = {l->input_dim, l->output_dim};
+            T(make_var(m, L, "embeddings", l->kernel_init,
+                       (wf_init){.kind = WF_INIT_UNIFORM, .minval = -0.05, .maxval = 0.05}, 2, wd, &L->vars[0]));
+            L->n_trainable = 1;
+        }
+        wf_output in[2] = {L->vars[0], x};
+        wf_attr at = wf_attr_int("axis", 0);
+        nm(n, L, training, "Gather");
+        return op1(g, "Gather", n, in, 2, &at, 1, y);
+    }
+    }
+    return wf__status(WF_INVALID_ARGUMENT, "layer '%s': unknown kind %d", L->name, (int)l->kind);
+}
+
+static wf_status *check_layer(const wf_layer *l)
+{
+#define BAD(...) return wf__status(WF_INVALID_ARGUMENT, __VA_ARGS__)
+    const char *k = kind_titles[l->kind];
+    if (!act_ok(l->activation)) BAD("%s layer: unknown activation %d", k, (int)l->activation);
+    switch (l->kind) {
+    case WF_LAYER_DENSE:
+        if (l->units < 1) BAD("Dense layer: units is %lld; must be >= 1", (long long)l->units);
+        break;
+    case WF_LAYER_CONV2D:
+        if (l->filters < 1) BAD("Conv2D layer: filters is %lld; must be >= 1", (long long)l->filters);
+        /* fall through */
+    case WF_LAYER_MAXPOOL2D:
+    case WF_LAYER_AVGPOOL2D:
+        for (int i = 0; i < 2; i++) {
+            if (l->kernel[i] < 1) BAD("%s layer: kernel[%d] is %lld; must be >= 1", k, i, (long long)l->kernel[i]);
+            if (l->strides[i] < 0 || (l->kind == WF_LAYER_CONV2D && l->strides[i] < 1))
+                BAD("%s layer: strides[%d] is %lld; must be >= 1", k, i, (long long)l->strides[i]);
+        }
+        break;
+    case WF_LAYER_DROPOUT:
+        if (!(l->rate >= 0 && l->rate < 1)) BAD("Dropout layer: rate is %g; must be in [0, 1)", l->rate);
+        break;
+    case WF_LAYER_BATCHNORM:
+        if (!(l->momentum >= 0 && l->momentum <= 1)) BAD("BatchNorm layer: momentum is %g; must be in [0, 1]", l->momentum);
+        /* fall through */
+    case WF_LAYER_LAYERNORM:
+        if (!(l->epsilon > 0)) BAD("%s layer: epsilon is %g; must be > 0", k, l->epsilon);
+        break;
+    case WF_LAYER_EMBEDDING:
+        if (l->input_dim < 1 || l->output_dim < 1)
+            BAD("Embedding layer: input_dim %lld and output_dim %lld must be >= 1", (long long)l->input_dim,
+                (long long)l->output_dim);
+        break;
+    case WF_LAYER_RESHAPE:
+        if (l->target_rank < 1 || l->target_rank + 1 > WF_MAX_RANK)
+            BAD("Reshape layer: target_rank %d must be in [1, %d)", l->target_rank, WF_MAX_RANK);
+        break;
+    default:
+        break;
+    }
+    return NULL;
+#undef BAD
+}
+
+wf_status *wf_model_add(wf_model *m, const wf_layer *layer)
+{
+    if (!m || !layer) return wf__status(WF_INVALID_ARGUMENT, "wf_model_add: NULL argument");
+    if (!kind_ok(layer->kind)) return wf__status(WF_INVALID_ARGUMENT, "wf_model_add: unknown layer kind %d", (int)layer->kind);
+    if (m->compiled) return wf__status(WF_FAILED_PRECONDITION, "wf_model_add: the model is already compiled");
+    T(check_layer(layer));
+    if (m->n_layers == m->cap) {
+        int cap = m->cap ? m->cap * 2 : 8;
+        model_layer *nl = wf__realloc(m->layers, sizeof *nl * (size_t)m->cap, sizeof *nl * (size_t)cap);
+        if (!nl) return wf__oom("the model's layers", sizeof *nl * (size_t)cap);
+        m->layers = nl;
+        m->cap = cap;
+    }
+    model_layer *L = &m->layers[m->n_layers];
+    memset(L, 0, sizeof *L);
+    L->spec = *layer;
+    if (layer->name && *layer->name) {
+        if (strlen(layer->name) >= MODEL_NAME_MAX - 32)
+            return wf__status(WF_INVALID_ARGUMENT, "wf_model_add: layer name '%s' is too long", layer->name);
+        snprintf(L->name, sizeof L->name, "%s", layer->name);
+    } else {
+        int c = m->kind_count[layer->kind];
+        if (c) snprintf(L->name, sizeof L->name, "%s_%d", kind_names[layer->kind], c);
+        else snprintf(L->name, sizeof L->name, "%s", kind_names[layer->kind]);
+    }
+    L->spec.name = NULL;
+    for (int i = 0; i < m->n_layers; i++)
+        if (!strcmp(m->layers[i].name, L->name))
+            return wf__status(WF_ALREADY_EXISTS, "wf_model_add: the model already has a layer named '%s'", L->name);
+    L->seed = layer->seed ? layer->seed : m->seed * 1000003ull + (uint64_t)m->n_layers + 1;
+    /* build the inference path; on failure take every node it added back out of the graph */
+    int before = wf_graph_num_nodes(m->g);
+    wf_status *s = build_layer(m, L, false, m->output, (wf_output){0}, &L->infer_out, &L->infer_pre);
+    if (s) {
+        wf__graph_truncate(m->g, before);
+        return s;
+    }
+    L->out_rank = wf_output_shape(L->infer_out, L->out_dims);
+    m->output = L->infer_out;
+    m->kind_count[layer->kind]++;
+    m->n_layers++;
+    return NULL;
+}
+
+/* ---- summary --------------------------------------------------------------------------------------- */
+
+wf_status *wf_model_summary(const wf_model *m, char **text)
+{
+    if (!m || !text) return wf__status(WF_INVALID_ARGUMENT, "wf_model_summary: NULL argument");
+    wf__str o = {0};
+    int64_t total = 0, trainable = 0;
+    wf__str_appendf(&o, "%-34s %-22s %12s\n", "Layer (type)", "Output Shape", "Param #");
+    wf__str_appendf(&o, "%.*s\n", 70, "======================================================================");
+    for (int i = 0; i < m->n_layers; i++) {
+        const model_layer *L = &m->layers[i];
+        char lt[160], sh[96];
+        snprintf(lt, sizeof lt, "%s (%s)", L->name, kind_titles[L->spec.kind]);
+        shape_str(sh, sizeof sh, L->out_rank, L->out_dims, "(", ")", "None");
+        wf__str_appendf(&o, "%-34s %-22s %12lld\n", lt, sh, (long long)L->params);
+        total += L->params;
+        for (int v = 0; v < L->n_trainable; v++) {
+            int64_t d[WF_MAX_RANK], n = 1;
+            int r = wf_output_shape(L->vars[v], d);
+            for (int k = 0; k < r; k++) n *= d[k];
+            trainable += n;
+        }
+    }
+    wf__str_appendf(&o, "%.*s\n", 70, "======================================================================");
+    wf__str_appendf(&o, "Total params: %lld\nTrainable params: %lld\nNon-trainable params: %lld\n", (long long)total,
+                    (long long)trainable, (long long)(total - trainable));
+    if (o.failed || !o.p) {
+        wf__str_free(&o);
+        return wf__oom("a model summary", 4096);
+    }
+    *text = o.p;
+    return NULL;
+}
+
+/* ---- compile --------------------------------------------------------------------------------------- */
+
+/* The loss and accuracy of output `out` (pre: the last layer before its activation) against m->labels. */
+static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const char *prefix, wf_output *loss,
+                             wf_output *acc)
+{
+    wf_graph *g = m->g;
+    const wf_compile_options *o = &m->co;
+    wf_activation last = m->n_layers ? m->layers[m->n_layers - 1].spec.activation : WF_ACT_NONE;
+    wf_layer_kind lastk = m->n_layers ? m->layers[m->n_layers - 1].spec.kind : 0;
+    bool has_act = lastk == WF_LAYER_DENSE || lastk == WF_LAYER_CONV2D || lastk == WF_LAYER_ACTIVATION;
+    char n[MODEL_NAME_MAX * 2];
+    wf_dtype dt = wf_output_dtype(out);
+    switch (o->loss) {
+    case WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY:
+    case WF_LOSS_CATEGORICAL_CROSSENTROPY: {
+        wf_output logits = out;
+        if (!o->from_logits) {
+            if (has_act && last == WF_ACT_SOFTMAX) {
+                logits = pre;
+            } else {
+                /* probabilities p summing to 1: LogSoftmax(log p) = log p, so the cross-entropy of
+                 * logits log(clip(p)) is Keras's -sum(y log clip(p)) */
+                wf_output lo, hi, cl;
+                snprintf(n, sizeof n, "%s/clip_min", prefix);
+                T(scalar(g, n, dt, 1e-7, &lo));
+                snprintf(n, sizeof n, "%s/clip_max", prefix);
+                T(scalar(g, n, dt, 1 - 1e-7, &hi));
+                wf_output in[3] = {out, lo, hi};
+                snprintf(n, sizeof n, "%s/clipped", prefix);
+                T(op1(g, "Clip", n, in, 3, NULL, 0, &cl));
+                snprintf(n, sizeof n, "%s/log_probs", prefix);
+                T(wf_unary(g, "Log", n, cl, &logits));
+            }
+        }
+        int sparse = o->loss == WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+        T(wf_loss_softmax_cross_entropy(g, prefix, logits, m->labels, sparse, loss));
+        if (!m->has_acc) return NULL;
+        wf_attr am[2] = {wf_attr_int("axis", -1), wf_attr_int("keepdims", 0)};
+        wf_output pred, truth = m->labels, eq, f;
+        snprintf(n, sizeof n, "%s_accuracy/predicted", prefix);
+        T(op1(g, "ArgMax", n, &out, 1, am, 2, &pred));
+        if (!sparse) {
+            snprintf(n, sizeof n, "%s_accuracy/true", prefix);
+            T(op1(g, "ArgMax", n, &truth, 1, am, 2, &truth));
+        } else if (wf_output_dtype(truth) != WF_I64) {
+            wf_attr to = wf_attr_dtype("to", WF_I64);
+            snprintf(n, sizeof n, "%s_accuracy/true", prefix);
+            T(op1(g, "Cast", n, &truth, 1, &to, 1, &truth));
+        }
+        snprintf(n, sizeof n, "%s_accuracy/match", prefix);
+        T(wf_binary(g, "Equal", n, pred, truth, &eq));
+        wf_attr to = wf_attr_dtype("to", WF_F32);
+        snprintf(n, sizeof n, "%s_accuracy/match_float", prefix);
+        T(op1(g, "Cast", n, &eq, 1, &to, 1, &f));
+        wf_attr kd = wf_attr_int("keepdims", 0);
+        snprintf(n, sizeof n, "%s_accuracy", prefix);
+        return op1(g, "ReduceMean", n, &f, 1, &kd, 1, acc);
+    }
+    case WF_LOSS_BINARY_CROSSENTROPY: {
+        bool logits = o->from_logits || (has_act && last == WF_ACT_SIGMOID);
+        T(wf_loss_binary_cross_entropy(g, prefix, logits && !o->from_logits ? pre : out, m->labels, logits, loss));
+        if (!m->has_acc) return NULL;
+        wf_output th, half, p, t, eq, f;
+        snprintf(n, sizeof n, "%s_accuracy/threshold", prefix);
+        T(scalar(g, n, dt, o->from_logits ? 0.0 : 0.5, &th));
+        snprintf(n, sizeof n, "%s_accuracy/half", prefix);
+        T(scalar(g, n, wf_output_dtype(m->labels), 0.5, &half));
+        snprintf(n, sizeof n, "%s_accuracy/predicted", prefix);
+        T(wf_binary(g, "Greater", n, out, th, &p));
+        snprintf(n, sizeof n, "%s_accuracy/true", prefix);
+        T(wf_binary(g, "Greater", n, m->labels, half, &t));
+        snprintf(n, sizeof n, "%s_accuracy/match", prefix);
+        T(wf_binary(g, "Equal", n, p, t, &eq));
+        wf_attr to = wf_attr_dtype("to", WF_F32);
+        snprintf(n, sizeof n, "%s_accuracy/match_float", prefix);
+        T(op1(g, "Cast", n, &eq, 1, &to, 1, &f));
+        wf_attr kd = wf_attr_int("keepdims", 0);
+        snprintf(n, sizeof n, "%s_accuracy", prefix);
+        return op1(g, "ReduceMean", n, &f, 1, &kd, 1, acc);
+    }
+    case WF_LOSS_MSE:
+        return wf_loss_mse(g, prefix, out, m->labels, loss);
+    }
+    return wf__status(WF_INVALID_ARGUMENT, "wf_model_compile: unknown loss %d", (int)o->loss);
+}
+
+static wf_status *compile(wf_model *m, wf_context *ctx, const wf_compile_options *o)
+{
+    wf_graph *g = m->g;
+    if (m->n_layers == 0) return wf__status(WF_FAILED_PRECONDITION, "wf_model_compile: the model has no layers");
+    if (o->loss < WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY || o->loss > WF_LOSS_MSE)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_model_compile: unknown loss %d", (int)o->loss);
+    if (o->accuracy && o->loss == WF_LOSS_MSE)
+        return wf__status(WF_INVALID_ARGUMENT,
+                          "wf_model_compile: the accuracy metric needs a classification loss, not mean squared error");
+    if (o->loss == WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && o->label_dtype != WF_I64 && o->label_dtype != WF_I32)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_model_compile: sparse labels must be i32 or i64, not %s",
+                          wf_dtype_name(o->label_dtype));
+    m->co = *o;
+    m->has_acc = o->accuracy != 0;
+    int64_t od[WF_MAX_RANK];
+    int orank = wf_output_shape(m->output, od);
+    wf_dtype odt = wf_output_dtype(m->output);
+    if (o->loss == WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY) {
+        int64_t ld[1] = {-1};
+        T(wf_placeholder(g, "labels", o->label_dtype, 1, ld, &m->labels));
+    } else {
+        T(wf_placeholder(g, "labels", odt, orank, od, &m->labels));
+    }
+    /* the step counter Dropout draws from */
+    wf_output step, one, next, asg;
+    {
+        wf_tensor *z;
+        T(wf_tensor_new(WF_I64, 0, NULL, NULL, &z));
+        *(int64_t *)wf_tensor_data(z) = 0;
+        wf_status *s = wf_variable(g, "model/step", z, &step);
+        wf_tensor_free(z);
+        if (s) return s;
+    }
+    T(scalar(g, "model/step_one", WF_I64, 1, &one));
+    T(wf_add(g, "model/step_next", step, one, &next));
+    T(wf_assign(g, "model/step_assign", step, next, &asg));
+    m->targets = wf__malloc(sizeof *m->targets);
+    if (!m->targets) return wf__oom("the model's targets", sizeof *m->targets);
+    m->targets[m->n_targets++] = asg;
+    /* the training path: shared with inference until the first layer that differs */
+    wf_output x = m->input, pre = m->input;
+    bool diverged = false;
+    for (int i = 0; i < m->n_layers; i++) {
+        model_layer *L = &m->layers[i];
+        bool differs = (L->spec.kind == WF_LAYER_DROPOUT && L->spec.rate > 0) || L->spec.kind == WF_LAYER_BATCHNORM;
+        if (!diverged && !differs) {
+            x = L->infer_out;
+            pre = L->infer_pre;
+            continue;
+        }
+        diverged = true;
+        T(build_layer(m, L, true, x, step, &x, &pre));
+    }
+    T(build_loss(m, x, pre, "loss", &m->train_loss, &m->train_acc));
+    const model_layer *last = &m->layers[m->n_layers - 1];
+    if (diverged) {
+        T(build_loss(m, m->output, last->infer_pre, "eval/loss", &m->eval_loss, &m->eval_acc));
+    } else {
+        m->eval_loss = m->train_loss;
+        m->eval_acc = m->train_acc;
+    }
+    /* the optimizer over every trainable variable */
+    wf_output vars[256];
+    int nv = 0;
+    for (int i = 0; i < m->n_layers; i++)
+        for (int v = 0; v < m->layers[i].n_trainable; v++) {
+            if (nv == 256) return wf__status(WF_UNIMPLEMENTED, "wf_model_compile: more than 256 trainable variables");
+            vars[nv++] = m->layers[i].vars[v];
+        }
+    if (nv == 0) return wf__status(WF_FAILED_PRECONDITION, "wf_model_compile: the model has no trainable variables");
+    wf_output *ot = NULL;
+    int no = 0;
+    T(wf_optimizer_minimize(g, "optimizer", &o->optimizer, m->train_loss, vars, nv, &ot, &no));
+    wf_output *all = wf__realloc(m->targets, sizeof *all * (size_t)m->n_targets, sizeof *all * (size_t)(m->n_targets + no));
+    if (!all) {
+        wf_free(ot);
+        return wf__oom("the model's targets", sizeof *all * (size_t)(m->n_targets + no));
+    }
+    memcpy(all + m->n_targets, ot, sizeof *all * (size_t)no);
+    wf_free(ot);
+    m->targets = all;
+    m->n_targets += no;
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = o->device;
+    so.strict_placement = o->strict_placement;
+    so.inter_op_threads = o->inter_op_threads;
+    so.intra_op_threads = o->intra_op_threads;
+    T(wf_session_new(ctx, g, &so, &m->sess));
+    m->ctx = ctx;
+    return NULL;
+}
+
+wf_status *wf_model_compile(wf_model *m, wf_context *ctx, const wf_compile_options *o)
+{
+    if (!m || !ctx) return wf__status(WF_INVALID_ARGUMENT, "wf_model_compile: NULL argument");
+    if (m->compiled) return wf__status(WF_FAILED_PRECONDITION, "wf_model_compile: the model is already compiled");
+    wf_compile_options d;
+    if (!o) {
+        wf_compile_options_init(&d);
+        o = &d;
+    }
+    int before = wf_graph_num_nodes(m->g);
+    wf_status *s = compile(m, ctx, o);
+    if (s) {
+        wf_session_free(m->sess);
+        m->sess = NULL;
+        wf__free(m->targets);
+        m->targets = NULL;
+        m->n_targets = 0;
+        wf__graph_truncate(m->g, before);
+        return s;
+    }
+    m->compiled = true;
+    return NULL;
+}
+
+wf_status *wf_model_placement(wf_model *m, int64_t batch_size, wf_placement **out)
+{
+    if (!m || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_model_placement: NULL argument");
+    if (!m->compiled) return wf__status(WF_FAILED_PRECONDITION, "wf_model_placement: compile the model first");
+    if (batch_size < 1) return wf__status(WF_INVALID_ARGUMENT, "wf_model_placement: batch_size must be >= 1");
+    int64_t xd[WF_MAX_RANK], ld[WF_MAX_RANK];
+    int lr = wf_output_shape(m->labels, ld);
+    for (int i = 0; i < m->in_rank; i++) xd[i] = m->in_dims[i];
+    xd[0] = ld[0] = batch_size;
+    wf_tensor *x = NULL, *y = NULL;
+    wf_status *s = wf_tensor_new(m->in_dtype, m->in_rank, xd, NULL, &x);
+    if (!s) s = wf_tensor_new(wf_output_dtype(m->labels), lr, ld, NULL, &y);
+    if (!s) {
+        memset(wf_tensor_data(x), 0, wf_tensor_bytes(x));
+        memset(wf_tensor_data(y), 0, wf_tensor_bytes(y));
+        wf_feed f[2] = {{m->input, x}, {m->labels, y}};
+        wf_output fetch[2] = {m->train_loss, m->train_acc};
+        s = wf__session_placement_get(m->sess, f, 2, fetch, m->has_acc ? 2 : 1, m->targets, m->n_targets, out);
+    }
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+    return s;
+}
+
+wf_status *wf_model_export_onnx(wf_model *m, const char *path)
+{
+    if (!m || !path) return wf__status(WF_INVALID_ARGUMENT, "wf_model_export_onnx: NULL argument");
+    if (!m->compiled) return wf__status(WF_FAILED_PRECONDITION, "wf_model_export_onnx: compile the model first");
+    const char *names[1] = {"output"};
+    return wf_session_export_onnx(m->sess, &m->output, names, 1, path);
+}

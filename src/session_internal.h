@@ -1,0 +1,12 @@
+/* Session entry points the library's own layers (the model API) use but the public API does not
+ * offer. */
+#ifndef WEFT_SESSION_INTERNAL_H
+#define WEFT_SESSION_INTERNAL_H
+
+#include "weft/weft.h"
+
+/* wf_session_placement_get for a run that also computes `targets` (the Assigns of a training step). */
+wf_status *wf__session_placement_get(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                     int n_fetches, const wf_output *targets, int n_targets, wf_placement **out);
+
+#endif
