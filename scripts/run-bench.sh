@@ -11,3 +11,7 @@ echo; echo "== real models (ONNX from PyTorch): weft run vs PyTorch"; /usr/bin/p
 echo; echo "== every device against the CPU: GEMM and ResNet-18 through weft run --device"; /usr/bin/python3 bench/bench_devices.py "$B"
 echo; echo "== placement: HEFT against other rules (estimates), placement speed, ResNet-18 placed vs single devices"
 "$B/bench/bench_place" "$B/bench-devices/resnet18/model.onnx" input
+echo; echo "== training the demo model (Fashion-MNIST MLP): ms per step at batch 32 and 256, then the full 5 epochs; weft vs TensorFlow/Keras and PyTorch"
+# TensorFlow comes from PyPI into build/venv-bench (once, a few minutes); without it that column says why.
+TFPY=$(sh scripts/venv-bench.sh) || TFPY=none
+/usr/bin/python3 bench/bench_train.py "$B" --full --tf-python "$TFPY"
