@@ -303,6 +303,16 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
     wf__plan *p;
     if ((st = get_plan(s, sf.fd, sf.nf, sf.fx, sf.n_all, &p))) goto out;
     if ((st = wf__execute(s->ctx, p, sf.fd, outs, opts ? opts->trace : NULL))) goto out;
+    /* the caller's fetches in host memory (an Assign it fetches may be a resident variable's value),
+     * before anything is committed */
+    for (int i = 0; i < n_fetches; i++) {
+        if (outs[i] && outs[i]->device) {
+            wf_tensor *h;
+            if ((st = wf__tensor_move(NULL, outs[i], &h))) goto out;
+            wf_tensor_free(outs[i]);
+            outs[i] = h;
+        }
+    }
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < sf.n_assign; i++) {
         const wf_node *a = s->g->nodes[sf.assign[i]];
@@ -325,6 +335,17 @@ out:
     return st;
 }
 
+/* t in host memory: a resident variable's value is read back from its device. Consumes the reference. */
+static wf_status *to_host(wf_tensor **t)
+{
+    if (!*t || !(*t)->device) return NULL;
+    wf_tensor *h;
+    wf_status *st = wf__tensor_move(NULL, *t, &h);
+    wf_tensor_free(*t);
+    *t = st ? NULL : h;
+    return st;
+}
+
 wf_status *wf_session_get_variable(wf_session *s, const char *name, wf_tensor **value)
 {
     if (!s || !name || !value) return wf__status(WF_INVALID_ARGUMENT, "wf_session_get_variable: NULL argument");
@@ -334,7 +355,8 @@ wf_status *wf_session_get_variable(wf_session *s, const char *name, wf_tensor **
     if (v >= 0) *value = wf_tensor_ref(s->var_value[v]);
     pthread_mutex_unlock(&s->mu);
     if (st) return st;
-    return v >= 0 ? NULL : wf__status(WF_NOT_FOUND, "the graph has no variable named '%s'", name);
+    if (v < 0) return wf__status(WF_NOT_FOUND, "the graph has no variable named '%s'", name);
+    return to_host(value);
 }
 
 /* Checks that t may be variable v's value. */
@@ -384,6 +406,7 @@ wf_status *wf_session_save(wf_session *s, const char *path)
         vals[taken] = wf_tensor_ref(s->var_value[taken]);
     }
     pthread_mutex_unlock(&s->mu);
+    for (int i = 0; !st && i < taken; i++) st = to_host(&vals[i]);
     if (!st) st = wf_safetensors_write(path, n, (const char *const *)names, vals, "{\"format\":\"weft variables\"}");
     for (int i = 0; i < taken; i++) wf_tensor_free(vals[i]);
     wf__free(names);

@@ -642,6 +642,81 @@ out:
     wf_model_free(b);
 }
 
+/* Variables stay on the accelerator that updates them: a traced step copies only the batch in and the
+ * loss and accuracy out; reading, saving and restoring them works as on the CPU. */
+static void test_resident_variables(void)
+{
+    if (!g_train || !g_have_ocl) {
+        printf("skip: needs Fashion-MNIST and OPENCL:0\n");
+        return;
+    }
+    wf_model *m = demo_model("OPENCL:0", 1, 0), *c = demo_model("CPU:0", 1, 0);
+    if (!m || !c) goto out;
+    wf_tensor *x = NULL, *y = NULL;
+    CHECK_OK(wf_dataset_take(g_train, 0, 32, &x, &y));
+    for (int i = 0; i < 3 && x; i++) {
+        CHECK_OK(wf_model_train_step(m, x, y, NULL, NULL));
+        CHECK_OK(wf_model_train_step(c, x, y, NULL, NULL));
+    }
+    wf_trace *t = NULL;
+    CHECK_OK(wf_model_train_step(m, x, y, NULL, &t));
+    CHECK_OK(wf_model_train_step(c, x, y, NULL, NULL));
+    int64_t to_dev = 0, to_host = 0;
+    for (int i = 0; t && i < wf_trace_num_events(t); i++) {
+        wf_trace_event e = wf_trace_event_at(t, i);
+        if (!e.is_copy) continue;
+        if (strstr(e.device_short, "OPENCL")) to_dev += e.bytes;
+        else to_host += e.bytes;
+    }
+    CHECK_INT(to_dev, 32 * 784 * 4 + 32 * 8); /* the batch only: no weight goes up */
+    CHECK_INT(to_host, 2 * 4);                /* loss and accuracy: no weight comes down */
+    wf_trace_free(t);
+    wf_placement *p = NULL;
+    CHECK_OK(wf_model_placement(m, 32, &p));
+    int vars = 0;
+    for (int i = 0; p && i < wf_placement_num_entries(p); i++) {
+        wf_placement_entry e = wf_placement_entry_at(p, i);
+        if (strcmp(e.op, "Variable")) continue;
+        vars++;
+        CHECK_STR_CONTAINS(e.device, "OPENCL:0");
+        CHECK_STR_CONTAINS(e.reason, "a variable, resident on OPENCL:0");
+    }
+    CHECK_INT(vars, 4 + 8 + 2); /* kernels and biases, Adam's m and v, the two step counters */
+    wf_placement_free(p);
+    /* read back from the device: the CPU model after the same steps */
+    const char *names[3] = {"dense/kernel", "optimizer/dense_1/bias/m", "optimizer/step"};
+    for (int k = 0; k < 3; k++) {
+        wf_tensor *a = NULL, *b = NULL;
+        CHECK_OK(wf_session_get_variable(wf_model_session(m), names[k], &a));
+        CHECK_OK(wf_session_get_variable(wf_model_session(c), names[k], &b));
+        CHECK(a && b && wf_tensor_data(a) && wf_tensor_size(a) == wf_tensor_size(b));
+        double worst = 0;
+        for (int64_t i = 0; a && b && wf_tensor_data(a) && i < wf_tensor_size(a); i++)
+            worst = fmax(worst, wf_tensor_dtype(a) == WF_F32
+                                    ? fabs(((float *)wf_tensor_data(a))[i] - ((float *)wf_tensor_data(b))[i])
+                                    : fabs((double)(((int64_t *)wf_tensor_data(a))[i] - ((int64_t *)wf_tensor_data(b))[i])));
+        CHECK(worst < 1e-5);
+        wf_tensor_free(a);
+        wf_tensor_free(b);
+    }
+    /* a checkpoint of the device-resident state restores into the CPU model; one more step agrees */
+    char path[] = "/tmp/weft-test-resident-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0) close(fd);
+    CHECK_OK(wf_session_save(wf_model_session(m), path));
+    CHECK_OK(wf_session_restore(wf_model_session(c), path));
+    double la = NAN, lb = NAN;
+    CHECK_OK(wf_model_train_step(m, x, y, &la, NULL));
+    CHECK_OK(wf_model_train_step(c, x, y, &lb, NULL));
+    CHECK_NEAR(la, lb, 1e-5);
+    unlink(path);
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+out:
+    wf_model_free(m);
+    wf_model_free(c);
+}
+
 /* Resume: 2 epochs straight equal 1 epoch, a checkpoint, a new model restored from it, 1 more epoch.
  * With dropout, so the mask stream must resume too. */
 typedef struct saver {
@@ -936,6 +1011,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_fit_xor);
     RUN_TEST(test_fmnist_cpu_opencl);
     RUN_TEST(test_two_devices_strict);
+    RUN_TEST(test_resident_variables);
     RUN_TEST(test_resume);
     RUN_TEST(test_export);
     RUN_TEST(test_bad_layers);

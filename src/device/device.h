@@ -88,6 +88,10 @@ extern const wf_host_api wf__host_api;
 /* A tensor in device d's memory (exec/device_kernels.c). OUT_OF_MEMORY names the device. */
 wf_status *wf__device_tensor_alloc(const struct wf__device *d, wf_dtype dtype, int rank, const int64_t *dims,
                                    wf_tensor **out);
+/* src in dst's memory (dst NULL: the host): a new reference when it is there already, else a copy
+ * (through the host between two devices). Used for feeds placed on a device and for reading a
+ * device-resident variable. */
+wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, wf_tensor **out);
 void wf__pool_free(wf__pool *p);
 
 #endif

@@ -40,6 +40,35 @@ static wf_status *to_host(const wf_tensor *src, void *dst)
     return d->vt->copy_to_host(d->dev, dst, src->dev_chunk, src->dev_offset, src->bytes);
 }
 
+wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, wf_tensor **out)
+{
+    if (src->device == dst) {
+        *out = wf_tensor_ref((wf_tensor *)src);
+        return NULL;
+    }
+    wf_tensor *t;
+    if (dst) WF__TRY(wf__device_tensor_alloc(dst, src->dtype, src->rank, src->dims, &t));
+    else WF__TRY(wf__tensor_alloc(src->dtype, src->rank, src->dims, "a copy to host memory", &t));
+    wf_status *s = NULL;
+    if (!src->bytes) {
+    } else if (!src->device) {
+        s = dst->vt->copy_to_device(dst->dev, t->dev_chunk, t->dev_offset, src->data, src->bytes);
+    } else if (!dst) {
+        s = to_host(src, t->data);
+    } else {
+        void *tmp = wf__aligned_alloc(src->bytes, WF__ALIGN);
+        s = tmp ? to_host(src, tmp) : wf__oom("staging a copy between devices", src->bytes);
+        if (!s) s = dst->vt->copy_to_device(dst->dev, t->dev_chunk, t->dev_offset, tmp, src->bytes);
+        wf__aligned_free(tmp);
+    }
+    if (s) {
+        wf_tensor_free(t);
+        return s;
+    }
+    *out = t;
+    return NULL;
+}
+
 static wf_status *k_copy(wf__kctx *k)
 {
     const wf_tensor *src = k->in[0];

@@ -101,8 +101,16 @@ static void record_error(wf__run *r, wf_status *s)
 static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_tensor **out)
 {
     if (pn->feed >= 0) {
-        out[0] = wf_tensor_ref((wf_tensor *)r->feeds[pn->feed].tensor);
-        return NULL;
+        /* Fed values are host tensors, except variables a session keeps on their device: a feed
+         * placed on a device (a resident variable) is uploaded unless it is there already. */
+        const wf_tensor *t = r->feeds[pn->feed].tensor;
+        const struct wf__device *d = r->ctx->devices[pn->device].vt ? &r->ctx->devices[pn->device] : NULL;
+        if (t->device == d) {
+            out[0] = wf_tensor_ref((wf_tensor *)t);
+            return NULL;
+        }
+        wf_status *s = wf__tensor_move(d, t, &out[0]);
+        return s ? wf__status_wrap(s, "feeding node '%s' (%s)", pn->name, pn->op->name) : NULL;
     }
     uint32_t owned = 0;
     for (int i = 0; i < pn->n_in; i++) {

@@ -714,6 +714,51 @@ out:
     return s;
 }
 
+/* A fed Variable lives where its update runs: on the device of the Assign that writes it in this plan,
+ * else of its consumers when they all run on one accelerator. The Assign's output is fetched without a
+ * copy to the host (see the fetches in build), the session keeps it as the variable's value and feeds
+ * it back, so a training loop on an accelerator leaves its weights and optimizer state there. */
+static wf_status *variables_resident(builder *b)
+{
+    const wf_graph *g = b->g;
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || b->feed_of[id] < 0 || strcmp(g->nodes[id]->op->name, "Variable")) continue;
+        const char *vname = g->nodes[id]->name, *by = NULL;
+        int dev = -1;
+        for (int j = 0; j < b->n && dev < 0; j++) {
+            const wf_node *a = g->nodes[j];
+            if (!b->live[j] || strcmp(a->op->name, "Assign")) continue;
+            const wf__attr *v = wf__attr_get(a->op, a->attrs, "variable");
+            if (v && v->s && !strcmp(v->s, vname)) {
+                dev = b->dev_of[j];
+                by = a->name;
+            }
+        }
+        if (dev < 0) {
+            for (int j = 0; j < b->n && dev != -2; j++) {
+                const wf_node *c = g->nodes[j];
+                if (!b->live[j]) continue;
+                for (int i = 0; i < c->n_in && dev != -2; i++)
+                    if (c->in[i].node == g->nodes[id]) {
+                        if (dev == -1) {
+                            dev = b->dev_of[j];
+                            by = c->name;
+                        } else if (dev != b->dev_of[j]) {
+                            dev = -2;
+                        }
+                    }
+            }
+        }
+        if (dev <= 0) continue;
+        b->dev_of[id] = dev;
+        WF__TRY(set_reason(b, id, "a variable, resident on %s with %s", b->ctx->devices[dev].short_name, by));
+    }
+    return NULL;
+}
+
+/* Fetched Assigns stay where they ran: they are a resident variable's next value. */
+static bool keep_on_device(const wf_output *f) { return f->index == 0 && !strcmp(f->node->op->name, "Assign"); }
+
 static wf_status *no_kernel(const wf_node *n, const wf__tinfo *in, const wf__tinfo *out)
 {
     uint32_t mask = wf__kernel_dtypes(n->op->name, "CPU");
@@ -772,6 +817,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         if (fetches[i].index == 0) b->fetched[fetches[i].node->id]++;
 
     WF__TRY(place_all(b));
+    WF__TRY(variables_resident(b));
     fusion *fu = wf__calloc((size_t)(b->n ? b->n : 1), sizeof *fu);
     if (!fu) return wf__oom("planning", sizeof *fu * (size_t)b->n);
     plan_fusion(b, fu);
@@ -838,7 +884,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     }
     for (int i = 0; i < n_fetches; i++) {
         int sl = b->slot[fetches[i].node->id][fetches[i].index];
-        if (slot_dev[sl] != 0) copy_mask[sl] |= 1;
+        if (slot_dev[sl] != 0 && !keep_on_device(&fetches[i])) copy_mask[sl] |= 1;
     }
     for (int sl = 0; sl < n_graph_slots; sl++) {
         copy_base[sl] = n_copies;
@@ -1059,7 +1105,8 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         goto out;
     }
     for (int i = 0; i < n_fetches; i++) {
-        p->fetch_slot[i] = ROUTE(b->slot[fetches[i].node->id][fetches[i].index], 0);
+        int sl = b->slot[fetches[i].node->id][fetches[i].index];
+        p->fetch_slot[i] = keep_on_device(&fetches[i]) ? sl : ROUTE(sl, 0);
         p->slot_uses[p->fetch_slot[i]]++;
         p->key_fetch[i] = fetches[i];
     }
