@@ -208,6 +208,12 @@ typedef void (*where_fn)(const uint8_t *c, int64_t sc, const void *x, int64_t sx
         } else if (sc && !sx && !sy) {                                                           \
             const T xs = x[0], ys = y[0];                                                        \
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = c[i] ? xs : ys;           \
+        } else if (sc && sx && !sy) { /* a masked gradient: Where(x > 0, dy, 0) */               \
+            const T ys = y[0];                                                                   \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : ys;         \
+        } else if (sc && !sx && sy) {                                                            \
+            const T xs = x[0];                                                                   \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = c[i] ? xs : y[i];         \
         } else {                                                                                 \
             for (int64_t i = 0; i < n; i++) o[i] = c[i * sc] ? x[i * sx] : y[i * sy];            \
         }                                                                                        \
