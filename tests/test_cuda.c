@@ -1,7 +1,9 @@
 /*
  * The CUDA backend end to end: the plugin's device shows up as GPU:0, and a small model (MatMul with a
  * broadcast bias, Relu, Softmax) and a broadcasting Add run on it under strict placement and match a
- * double-precision reference computed here. Without a CUDA device (no driver, no GPU, plugin not built)
+ * double-precision reference computed here; the backward conv and pool ops, the loss and the indexing
+ * ops of training graphs match CPU:0, and Adam steps of a small MLP on GPU:0 give the CPU's losses and
+ * weights. Without a CUDA device (no driver, no GPU, plugin not built)
  * it prints why and counts itself skipped, so CI machines without a GPU pass.
  */
 #include <limits.h>
@@ -151,6 +153,215 @@ static void test_broadcast_add(void)
     wf_graph_free(g);
 }
 
+/* ---- the training path against the CPU ----------------------------------------------------------------- */
+
+static wf_status *run_on(const char *dev, wf_graph *g, const wf_feed *feeds, int n_feeds, const wf_output *fetch, int n,
+                         wf_tensor **out)
+{
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = dev;
+    so.strict_placement = 1;
+    wf_session *s;
+    wf_status *st = wf_session_new(g_ctx, g, &so, &s);
+    if (st) return st;
+    st = wf_session_run(s, feeds, n_feeds, fetch, n, out, NULL);
+    wf_session_free(s);
+    return st;
+}
+
+/* The fetches on GPU:0 against CPU:0: same dtype and shape, floats within tol (relative to 1), the rest
+ * exact. */
+static void compare_devices(wf_graph *g, const wf_feed *feeds, int n_feeds, const wf_output *fetch, int n, double tol)
+{
+    wf_tensor *c[8] = {0}, *d[8] = {0};
+    CHECK_OK(run_on("CPU:0", g, feeds, n_feeds, fetch, n, c));
+    CHECK_OK(run_on("GPU:0", g, feeds, n_feeds, fetch, n, d));
+    for (int i = 0; i < n; i++) {
+        if (!c[i] || !d[i]) continue;
+        CHECK_INT(wf_tensor_dtype(d[i]), wf_tensor_dtype(c[i]));
+        CHECK_INT(wf_tensor_rank(d[i]), wf_tensor_rank(c[i]));
+        CHECK_INT(wf_tensor_size(d[i]), wf_tensor_size(c[i]));
+        if (wf_tensor_dtype(d[i]) != wf_tensor_dtype(c[i]) || wf_tensor_size(d[i]) != wf_tensor_size(c[i])) continue;
+        int64_t bad = 0;
+        double worst = 0;
+        if (wf_tensor_dtype(c[i]) == WF_F32) {
+            const float *a = wf_tensor_data(c[i]), *b = wf_tensor_data(d[i]);
+            for (int64_t j = 0; j < wf_tensor_size(c[i]); j++) {
+                double e = fabs((double)a[j] - b[j]) / (1 + fabs((double)a[j]));
+                if (e > worst) worst = e;
+            }
+            bad = worst > tol;
+        } else {
+            bad = memcmp(wf_tensor_data(c[i]), wf_tensor_data(d[i]), wf_tensor_bytes(c[i])) != 0;
+        }
+        if (bad) fprintf(stderr, "fetch %d (%s) differs between CPU:0 and GPU:0 (worst %g)\n", i,
+                         wf_node_name(fetch[i].node), worst);
+        CHECK(!bad);
+    }
+    for (int i = 0; i < n; i++) {
+        wf_tensor_free(c[i]);
+        wf_tensor_free(d[i]);
+    }
+}
+
+static wf_output op1(wf_graph *g, const char *type, const char *name, const wf_output *in, int n_in, const wf_attr *at,
+                     int n_at)
+{
+    wf_node *nd = NULL;
+    CHECK_OK(wf_op(g, type, name, in, n_in, at, n_at, &nd));
+    return wf_out(nd, 0);
+}
+
+static wf_output const_i64(wf_graph *g, const char *name, int rank, const int64_t *dims, const int64_t *v)
+{
+    wf_tensor *t = NULL;
+    wf_output o = {0};
+    CHECK_OK(wf_tensor_new(WF_I64, rank, dims, v, &t));
+    CHECK_OK(wf_const(g, name, t, &o));
+    wf_tensor_free(t);
+    return o;
+}
+
+static wf_tensor *rand_f32(int rank, const int64_t *dims, unsigned seed)
+{
+    wf_tensor *t = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, rank, dims, NULL, &t));
+    if (!t) return NULL;
+    float *p = wf_tensor_data(t);
+    for (int64_t i = 0; i < wf_tensor_size(t); i++) p[i] = frand(&seed);
+    return t;
+}
+
+/* The backward conv and pool ops, the loss, OneHot, ScatterND with duplicates, NonZero, CumSum and
+ * Trilu: GPU:0 computes what CPU:0 does. */
+static void test_kernels_match_cpu(void)
+{
+    wf_graph *g;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t xd[4] = {2, 3, 7, 7}, wd[4] = {4, 3, 3, 3}, dyd[4] = {2, 4, 4, 4}, pd[4] = {2, 3, 3, 3}, ld[2] = {5, 4};
+    wf_tensor *xt = rand_f32(4, xd, 1), *wt = rand_f32(4, wd, 2), *dyt = rand_f32(4, dyd, 3), *pt = rand_f32(4, pd, 4),
+              *lt = rand_f32(2, ld, 5);
+    wf_output x, w, dy, dp, lg;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, xd, &x));
+    CHECK_OK(wf_placeholder(g, "w", WF_F32, 4, wd, &w));
+    CHECK_OK(wf_placeholder(g, "dy", WF_F32, 4, dyd, &dy));
+    CHECK_OK(wf_placeholder(g, "dp", WF_F32, 4, pd, &dp));
+    CHECK_OK(wf_placeholder(g, "logits", WF_F32, 2, ld, &lg));
+    int64_t four = 4, two2[2] = {2, 2}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    wf_attr conv_at[2] = {wf_attr_ints("strides", s2, 2), wf_attr_ints("pads", p1, 4)};
+    wf_output in_bi[3] = {const_i64(g, "xs", 1, &four, xd), w, dy};
+    wf_output f[10];
+    f[0] = op1(g, "Conv2DBackpropInput", "bpi", in_bi, 3, conv_at, 2);
+    wf_output in_bf[3] = {x, const_i64(g, "ws", 1, &four, wd), dy};
+    f[1] = op1(g, "Conv2DBackpropFilter", "bpf", in_bf, 3, conv_at, 2);
+    wf_attr pool_at[2] = {wf_attr_ints("kernel_shape", two2, 2), wf_attr_ints("strides", s2, 2)};
+    wf_output in_mp[2] = {x, dp};
+    f[2] = op1(g, "MaxPool2DGrad", "mpg", in_mp, 2, pool_at, 2);
+    wf_output in_ap[2] = {const_i64(g, "xs2", 1, &four, xd), dp};
+    f[3] = op1(g, "AvgPool2DGrad", "apg", in_ap, 2, pool_at, 2);
+    int64_t five = 5, labels[5] = {0, 3, 1, 3, 2};
+    wf_output lab = const_i64(g, "labels", 1, &five, labels);
+    wf_output in_l[2] = {lg, lab};
+    wf_node *sce = NULL;
+    CHECK_OK(wf_op(g, "SoftmaxCrossEntropyLoss", "sce", in_l, 2, NULL, 0, &sce));
+    f[4] = wf_out(sce, 0);
+    f[5] = wf_out(sce, 1);
+    int64_t one = 1, dep = 4, two = 2, vals_v[2] = {0, 1};
+    wf_output in_oh[3] = {lab, const_i64(g, "depth", 0, NULL, &dep), const_i64(g, "vals", 1, &two, vals_v)};
+    f[6] = op1(g, "OneHot", "onehot", in_oh, 3, NULL, 0);
+    /* rows 3 and 1 twice: the add reduction must keep every update */
+    int64_t idd[2] = {6, 1}, idx_v[6] = {3, 1, 3, 0, -1, 1}, ud[2] = {6, 4}, dd[2] = {5, 4};
+    wf_tensor *ut = rand_f32(2, ud, 6), *zt = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, dd, NULL, &zt));
+    memset(wf_tensor_data(zt), 0, wf_tensor_bytes(zt));
+    wf_output zc, uc;
+    CHECK_OK(wf_const(g, "zeros", zt, &zc));
+    CHECK_OK(wf_const(g, "updates", ut, &uc));
+    wf_output in_sc[3] = {zc, const_i64(g, "sidx", 2, idd, idx_v), uc};
+    wf_attr red = wf_attr_string("reduction", "add");
+    f[7] = op1(g, "ScatterND", "scatter", in_sc, 3, &red, 1);
+    wf_output zero_f, gt;
+    CHECK_OK(wf_const_scalar(g, "zero", WF_F32, 0, &zero_f));
+    CHECK_OK(wf_binary(g, "Greater", "gt", lg, zero_f, &gt));
+    f[8] = op1(g, "NonZero", "nonzero", &gt, 1, NULL, 0);
+    wf_output in_cs[2] = {lg, const_i64(g, "axis", 0, NULL, &one)};
+    f[9] = op1(g, "CumSum", "cumsum", in_cs, 2, NULL, 0);
+    wf_feed feeds[5] = {{x, xt}, {w, wt}, {dy, dyt}, {dp, pt}, {lg, lt}};
+    compare_devices(g, feeds, 5, f, 8, 1e-5);
+    compare_devices(g, feeds, 5, f + 8, 2, 1e-5);
+    wf_tensor_free(xt);
+    wf_tensor_free(wt);
+    wf_tensor_free(dyt);
+    wf_tensor_free(pt);
+    wf_tensor_free(lt);
+    wf_tensor_free(ut);
+    wf_tensor_free(zt);
+    wf_graph_free(g);
+}
+
+static wf_model *mlp_model(const char *device)
+{
+    int64_t in[1] = {12};
+    wf_model *m = NULL;
+    CHECK_OK(wf_model_new(WF_F32, 1, in, 42, &m));
+    if (!m) return NULL;
+    wf_layer l;
+    wf_layer_init(&l, WF_LAYER_DENSE);
+    l.units = 16;
+    l.activation = WF_ACT_RELU;
+    CHECK_OK(wf_model_add(m, &l));
+    wf_layer_init(&l, WF_LAYER_DENSE);
+    l.units = 5;
+    l.activation = WF_ACT_SOFTMAX;
+    CHECK_OK(wf_model_add(m, &l));
+    wf_compile_options o;
+    wf_compile_options_init(&o);
+    o.device = device;
+    o.strict_placement = 1;
+    CHECK_OK(wf_model_compile(m, g_ctx, &o));
+    return m;
+}
+
+/* A few Adam steps of a small MLP with sparse cross-entropy entirely on GPU:0 (strict placement) give the
+ * CPU's losses and weights. */
+static void test_mlp_training_matches_cpu(void)
+{
+    enum { N = 32, F = 12 };
+    wf_model *gm = mlp_model("GPU:0"), *cm = mlp_model("CPU:0");
+    int64_t xd[2] = {N, F}, yd[1] = {N};
+    wf_tensor *x = rand_f32(2, xd, 11), *y = NULL;
+    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
+    for (int i = 0; y && i < N; i++) ((int64_t *)wf_tensor_data(y))[i] = (i * 7) % 5;
+    for (int step = 0; gm && cm && x && y && step < 3; step++) {
+        double lg = 0, lc = 0;
+        CHECK_OK(wf_model_train_step(gm, x, y, &lg, NULL));
+        CHECK_OK(wf_model_train_step(cm, x, y, &lc, NULL));
+        CHECK_NEAR(lg, lc, 1e-4);
+    }
+    const char *vars[2] = {"dense/kernel", "dense_1/bias"};
+    for (int v = 0; gm && cm && v < 2; v++) {
+        wf_tensor *a = NULL, *b = NULL;
+        CHECK_OK(wf_session_get_variable(wf_model_session(gm), vars[v], &a));
+        CHECK_OK(wf_session_get_variable(wf_model_session(cm), vars[v], &b));
+        if (a && b && wf_tensor_size(a) == wf_tensor_size(b)) {
+            double worst = 0;
+            for (int64_t i = 0; i < wf_tensor_size(a); i++) {
+                double e = fabs((double)((const float *)wf_tensor_data(a))[i] - ((const float *)wf_tensor_data(b))[i]);
+                if (e > worst) worst = e;
+            }
+            if (worst >= 1e-4) fprintf(stderr, "%s differs by %g\n", vars[v], worst);
+            CHECK(worst < 1e-4);
+        }
+        wf_tensor_free(a);
+        wf_tensor_free(b);
+    }
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+    wf_model_free(gm);
+    wf_model_free(cm);
+}
+
 int main(void)
 {
     plugin_path_default();
@@ -175,6 +386,8 @@ int main(void)
     RUN_TEST(test_device_listed);
     RUN_TEST(test_mlp_layer);
     RUN_TEST(test_broadcast_add);
+    RUN_TEST(test_kernels_match_cpu);
+    RUN_TEST(test_mlp_training_matches_cpu);
     wf_context_free(g_ctx);
     return check_summary();
 }

@@ -64,8 +64,12 @@ const char *cu_tstr(const wf_tensor *t, char *buf);
 wf_status *cu_check(const wf__kctx *k, int rc, const char *what);
 /* Makes the kernel's device current on the calling thread (executor threads serve every device). */
 wf_status *cu_enter(const wf__kctx *k);
-/* Copies a device tensor's first `bytes` bytes to host memory, after the kernels queued before it. */
+/* Copies a tensor's first `bytes` bytes to host memory: a device tensor after the kernels queued before
+ * it, a host tensor (data set) directly. */
 wf_status *cu_read(wf__kctx *k, const wf_tensor *t, void *dst, size_t bytes);
+/* Queues an upload of `bytes` host bytes into device tensor t on the compute stream; src may be freed
+ * on return. */
+wf_status *cu_write(wf__kctx *k, wf_tensor *t, const void *src, size_t bytes);
 /* Element i of a host buffer of an integer dtype as an int64. */
 int64_t cu_int_at(const void *p, wf_dtype t, int64_t i);
 /* Reads an integer tensor (i32/i64, at most `max` values) from the device into vals. */
@@ -83,6 +87,8 @@ extern const wf__kernel_def cu_kernels_nn[];          /* cuda_nn.c: MatMul/Gemm 
 extern const wf__kernel_def cu_kernels_shape[];       /* cuda_shape.c: views, Transpose, Concat, Slice, Gather, Pad.. */
 extern const wf__kernel_def cu_kernels_conv[];        /* cuda_conv.c: Conv2D (cuDNN), ConvTranspose2D, pools */
 extern const wf__kernel_def cu_kernels_train[];       /* cuda_train.c: ApplyAdam, StatelessRandomUniform */
+extern const wf__kernel_def cu_kernels_grad[];        /* cuda_grad.c: conv / pool backward, NLL / SCE losses */
+extern const wf__kernel_def cu_kernels_index[];       /* cuda_index.c: Shape, Size, OneHot, NonZero, scatters.. */
 
 /* cuDNN (cuda_conv.c): "cuDNN 9.x.y" or why it is unusable, for the device description (loads it once);
  * and the release of a device's cuDNN handle and workspace. */

@@ -49,10 +49,22 @@ wf_status *cu_enter(const wf__kctx *k) { return cu_check(k, (int)cudaSetDevice(c
 wf_status *cu_read(wf__kctx *k, const wf_tensor *t, void *dst, size_t bytes)
 {
     if (!bytes) return NULL;
+    if (t->data) { /* a host tensor (an attribute's value, a host-memory argument) */
+        memcpy(dst, t->data, bytes);
+        return NULL;
+    }
     cu_dev *d = cu_of(k);
     cudaError_t e = cudaMemcpyAsync(dst, cu_ptr(t), bytes, cudaMemcpyDeviceToHost, d->compute);
     if (e == cudaSuccess) e = cudaStreamSynchronize(d->compute);
     return cu_check(k, (int)e, "read-back of an operand");
+}
+
+wf_status *cu_write(wf__kctx *k, wf_tensor *t, const void *src, size_t bytes)
+{
+    if (!bytes) return NULL;
+    /* from pageable memory the call returns once src is staged, so the caller may free it at once */
+    return cu_check(k, (int)cudaMemcpyAsync(cu_ptr(t), src, bytes, cudaMemcpyHostToDevice, cu_of(k)->compute),
+                    "upload of a small output");
 }
 
 int64_t cu_int_at(const void *p, wf_dtype t, int64_t i)
@@ -348,7 +360,8 @@ static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *
 }
 
 static const wf__kernel_def *const g_tables[] = {cu_kernels_elementwise, cu_kernels_reduce, cu_kernels_nn,
-                                                 cu_kernels_shape, cu_kernels_conv, cu_kernels_train};
+                                                 cu_kernels_shape, cu_kernels_conv, cu_kernels_train,
+                                                 cu_kernels_grad, cu_kernels_index};
 
 static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
 {
