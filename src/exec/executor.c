@@ -232,7 +232,7 @@ static void run_local(wf__run *r, const int *first, int n_first)
     ls.cap = LOCAL_MAX;
     ls.finished = 0;
     wf__pool *pool = r->ctx->pool;
-    bool share = wf__pool_workers(pool) > 0;
+    bool share = wf__pool_workers(pool) > 0 && !r->p->serial;
     for (int i = n_first - 1; i >= 0; i--) lstack_push(r, &ls, first[i]);
     while (ls.n > 0) {
         /* LIFO keeps a producer's value hot in cache for its consumer. */

@@ -70,6 +70,7 @@ typedef struct wf__plan {
     int *arena_succ;              /* every node's succ, in node order */
     double est_makespan;          /* the placer's estimate of one run, seconds */
     double est_lower_bound;       /* critical path on each node's fastest device, no copies */
+    bool serial;                  /* too little overlap to hand nodes to other executor threads */
     /* cache key */
     wf_output *key_fetch;
     wf_output *key_feed;
