@@ -490,6 +490,61 @@ static void test_fit_xor(void)
     wf_model_free(m);
 }
 
+/* Binary cross-entropy with a sigmoid output: the loss reads the logits, accuracy thresholds the
+ * probabilities at 0.5; both equal what predict's probabilities give. */
+static void test_fit_binary(void)
+{
+    enum { N = 512 };
+    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[2] = {N, 1};
+    wf_tensor *x = NULL, *y = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
+    CHECK_OK(wf_tensor_new(WF_F32, 2, yd, NULL, &y));
+    float *xp = wf_tensor_data(x), *yp = wf_tensor_data(y);
+    for (int i = 0; i < N; i++) {
+        xp[2 * i] = (float)(urand() * 2 - 1);
+        xp[2 * i + 1] = (float)(urand() * 2 - 1);
+        yp[i] = xp[2 * i] + 0.5f * xp[2 * i + 1] > 0.1f ? 1.0f : 0.0f;
+    }
+    wf_model *m = new_model(1, s, 5);
+    wf_layer d = layer(WF_LAYER_DENSE);
+    d.units = 8;
+    d.activation = WF_ACT_TANH;
+    add(m, d);
+    d.units = 1;
+    d.activation = WF_ACT_SIGMOID;
+    add(m, d);
+    wf_compile_options o;
+    wf_compile_options_init(&o);
+    o.loss = WF_LOSS_BINARY_CROSSENTROPY;
+    o.optimizer.learning_rate = 0.02;
+    CHECK_OK(wf_model_compile(m, g_ctx, &o));
+    wf_dataset *ds = NULL;
+    CHECK_OK(wf_dataset_from_tensors(x, y, &ds));
+    wf_fit_options fo;
+    wf_fit_options_init(&fo);
+    fo.epochs = 15;
+    fo.verbose = 0;
+    CHECK_OK(wf_model_fit(m, ds, &fo, NULL));
+    double l = NAN, a = NAN;
+    CHECK_OK(wf_model_evaluate(m, ds, 64, &l, &a));
+    CHECK(a > 0.9);
+    wf_tensor *p = NULL;
+    CHECK_OK(wf_model_predict(m, x, 64, &p));
+    double bce = 0, acc = 0;
+    for (int i = 0; p && i < N; i++) {
+        double q = ((const float *)wf_tensor_data(p))[i];
+        bce -= (yp[i] * log(q) + (1 - yp[i]) * log(1 - q)) / N;
+        acc += ((q > 0.5) == (yp[i] > 0.5)) / (double)N;
+    }
+    CHECK_NEAR(l, bce, 1e-4);
+    CHECK_NEAR(a, acc, 1e-6);
+    wf_tensor_free(p);
+    wf_dataset_free(ds);
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+    wf_model_free(m);
+}
+
 /* ---- the demo's model on real data: CPU and OpenCL, strict across two devices, resume ----------- */
 
 static wf_status *load_fmnist(const char *split, wf_dataset **ds)
@@ -1009,6 +1064,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_dropout);
     RUN_TEST(test_batchnorm_training);
     RUN_TEST(test_fit_xor);
+    RUN_TEST(test_fit_binary);
     RUN_TEST(test_fmnist_cpu_opencl);
     RUN_TEST(test_two_devices_strict);
     RUN_TEST(test_resident_variables);

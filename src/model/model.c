@@ -523,6 +523,21 @@ wf_status *wf_model_summary(const wf_model *m, char **text)
 
 /* ---- compile --------------------------------------------------------------------------------------- */
 
+/* "<prefix>_accuracy": the fraction of positions where pred equals truth. */
+static wf_status *accuracy(wf_graph *g, const char *prefix, wf_output pred, wf_output truth, wf_output *acc)
+{
+    char n[MODEL_NAME_MAX * 2];
+    wf_output eq, f;
+    snprintf(n, sizeof n, "%s_accuracy/match", prefix);
+    T(wf_binary(g, "Equal", n, pred, truth, &eq));
+    wf_attr to = wf_attr_dtype("to", WF_F32);
+    snprintf(n, sizeof n, "%s_accuracy/match_float", prefix);
+    T(op1(g, "Cast", n, &eq, 1, &to, 1, &f));
+    wf_attr kd = wf_attr_int("keepdims", 0);
+    snprintf(n, sizeof n, "%s_accuracy", prefix);
+    return op1(g, "ReduceMean", n, &f, 1, &kd, 1, acc);
+}
+
 /* The loss and accuracy of output `out` (pre: the last layer before its activation) against m->labels. */
 static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const char *prefix, wf_output *loss,
                              wf_output *acc)
@@ -560,7 +575,7 @@ static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const ch
         T(wf_loss_softmax_cross_entropy(g, prefix, logits, m->labels, sparse, loss));
         if (!m->has_acc) return NULL;
         wf_attr am[2] = {wf_attr_int("axis", -1), wf_attr_int("keepdims", 0)};
-        wf_output pred, truth = m->labels, eq, f;
+        wf_output pred, truth = m->labels;
         snprintf(n, sizeof n, "%s_accuracy/predicted", prefix);
         T(op1(g, "ArgMax", n, &out, 1, am, 2, &pred));
         if (!sparse) {
@@ -571,20 +586,13 @@ static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const ch
             snprintf(n, sizeof n, "%s_accuracy/true", prefix);
             T(op1(g, "Cast", n, &truth, 1, &to, 1, &truth));
         }
-        snprintf(n, sizeof n, "%s_accuracy/match", prefix);
-        T(wf_binary(g, "Equal", n, pred, truth, &eq));
-        wf_attr to = wf_attr_dtype("to", WF_F32);
-        snprintf(n, sizeof n, "%s_accuracy/match_float", prefix);
-        T(op1(g, "Cast", n, &eq, 1, &to, 1, &f));
-        wf_attr kd = wf_attr_int("keepdims", 0);
-        snprintf(n, sizeof n, "%s_accuracy", prefix);
-        return op1(g, "ReduceMean", n, &f, 1, &kd, 1, acc);
+        return accuracy(g, prefix, pred, truth, acc);
     }
     case WF_LOSS_BINARY_CROSSENTROPY: {
         bool logits = o->from_logits || (has_act && last == WF_ACT_SIGMOID);
         T(wf_loss_binary_cross_entropy(g, prefix, logits && !o->from_logits ? pre : out, m->labels, logits, loss));
         if (!m->has_acc) return NULL;
-        wf_output th, half, p, t, eq, f;
+        wf_output th, half, p, t;
         snprintf(n, sizeof n, "%s_accuracy/threshold", prefix);
         T(scalar(g, n, dt, o->from_logits ? 0.0 : 0.5, &th));
         snprintf(n, sizeof n, "%s_accuracy/half", prefix);
@@ -593,14 +601,7 @@ static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const ch
         T(wf_binary(g, "Greater", n, out, th, &p));
         snprintf(n, sizeof n, "%s_accuracy/true", prefix);
         T(wf_binary(g, "Greater", n, m->labels, half, &t));
-        snprintf(n, sizeof n, "%s_accuracy/match", prefix);
-        T(wf_binary(g, "Equal", n, p, t, &eq));
-        wf_attr to = wf_attr_dtype("to", WF_F32);
-        snprintf(n, sizeof n, "%s_accuracy/match_float", prefix);
-        T(op1(g, "Cast", n, &eq, 1, &to, 1, &f));
-        wf_attr kd = wf_attr_int("keepdims", 0);
-        snprintf(n, sizeof n, "%s_accuracy", prefix);
-        return op1(g, "ReduceMean", n, &f, 1, &kd, 1, acc);
+        return accuracy(g, prefix, p, t, acc);
     }
     case WF_LOSS_MSE:
         return wf_loss_mse(g, prefix, out, m->labels, loss);

@@ -12,10 +12,9 @@
 
 #include "backends/cpu/k_elementwise.h"
 #include "device/kutil_random.h"
+#include "device/kutil_train.h"
 
 /* ---- ApplyAdam ------------------------------------------------------------------------------------- */
-
-static const char *const g_adam_in[] = {"w", "m", "v", "g", "lr_t", "one_minus_beta1", "one_minus_beta2", "epsilon"};
 
 typedef struct adam_job {
     const void *w, *m, *v, *g;
@@ -61,14 +60,6 @@ static void adam_f64_range(void *arg, int64_t b, int64_t e)
              (double *)j->wn + b, (double *)j->mn + b, (double *)j->vn + b, j->lr, j->b1, j->b2, j->eps, e - b);
 }
 
-static bool same_dims(const wf_tensor *a, const wf_tensor *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return false;
-    return true;
-}
-
 static wf_status *k_apply_adam(wf__kctx *k)
 {
     const wf_tensor *w = k->in[0];
@@ -76,13 +67,12 @@ static wf_status *k_apply_adam(wf__kctx *k)
     if (w->dtype != WF_F32 && w->dtype != WF_F64)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input 'w' is %s; the CPU kernel takes f32 or f64",
                              wf_dtype_name(w->dtype));
-    for (int i = 1; i < 8; i++) {
+    int i = wf__ku_adam_bad_input(k->in);
+    if (i >= 0) {
         const wf_tensor *t = k->in[i];
-        bool ok = t->dtype == w->dtype && (i < 4 ? same_dims(t, w) : t->size == 1);
-        if (!ok)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s%s must be %s%s", g_adam_in[i],
-                                 wf_dtype_name(t->dtype), wf__shape_str(t->rank, t->dims, s1), wf_dtype_name(w->dtype),
-                                 i < 4 ? wf__shape_str(w->rank, w->dims, s2) : " with one element");
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s%s must be %s%s", wf__ku_adam_inputs[i],
+                             wf_dtype_name(t->dtype), wf__shape_str(t->rank, t->dims, s1), wf_dtype_name(w->dtype),
+                             i < 4 ? wf__shape_str(w->rank, w->dims, s2) : " with one element");
     }
     wf_tensor *wn, *mn, *vn;
     WF__TRY(wf__kctx_output_reuse(k, 0, 0, w->dtype, w->rank, w->dims, &wn, NULL));

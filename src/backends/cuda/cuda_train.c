@@ -6,29 +6,19 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_train.h"
 #include "device/kutil_random.h"
-
-static const char *const g_adam_in[] = {"w", "m", "v", "g", "lr_t", "one_minus_beta1", "one_minus_beta2", "epsilon"};
-
-static bool same_dims(const wf_tensor *a, const wf_tensor *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return false;
-    return true;
-}
+#include "device/kutil_train.h"
 
 static wf_status *k_apply_adam(wf__kctx *k)
 {
     const wf_tensor *w = k->in[0];
     char s1[160], s2[160];
-    for (int i = 1; i < 8; i++) {
+    int i = wf__ku_adam_bad_input(k->in);
+    if (i >= 0) {
         const wf_tensor *t = k->in[i];
-        bool ok = t->dtype == w->dtype && (i < 4 ? same_dims(t, w) : t->size == 1);
-        if (!ok)
-            return i < 4 ? cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must match w %s", g_adam_in[i],
-                                              cu_tstr(t, s1), cu_tstr(w, s2))
-                         : cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must be a %s scalar", g_adam_in[i],
-                                              cu_tstr(t, s1), cu_dtype_name(w->dtype));
+        return i < 4 ? cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must match w %s", wf__ku_adam_inputs[i],
+                                          cu_tstr(t, s1), cu_tstr(w, s2))
+                     : cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must be a %s scalar", wf__ku_adam_inputs[i],
+                                          cu_tstr(t, s1), cu_dtype_name(w->dtype));
     }
     wf_status *s = cu_enter(k);
     if (s) return s;

@@ -8,6 +8,7 @@
 
 #include "backends/opencl/ocl_nnr.h"
 #include "device/kutil_random.h"
+#include "device/kutil_train.h"
 
 /* FP_CONTRACT OFF and correctly rounded sqrt and division (the build option): ApplyAdam rounds once per
  * operation, as the CPU and the composite graph do. The hash constants are kutil_random.h's. The
@@ -79,28 +80,17 @@ static wf_status *train_kernel(wf__kctx *k, const char *name, cl_kernel *out)
 
 /* ---- ApplyAdam ------------------------------------------------------------------------------------- */
 
-static const char *const g_adam_in[] = {"w", "m", "v", "g", "lr_t", "one_minus_beta1", "one_minus_beta2", "epsilon"};
-
-static bool same_dims(const wf_tensor *a, const wf_tensor *b)
-{
-    if (a->rank != b->rank) return false;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return false;
-    return true;
-}
-
 static wf_status *k_apply_adam(wf__kctx *k)
 {
     const wf_tensor *w = k->in[0];
     char s1[160], s2[160];
-    for (int i = 1; i < 8; i++) {
+    int i = wf__ku_adam_bad_input(k->in);
+    if (i >= 0) {
         const wf_tensor *t = k->in[i];
-        bool ok = t->dtype == w->dtype && (i < 4 ? same_dims(t, w) : t->size == 1);
-        if (!ok)
-            return i < 4 ? ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must match w %s", g_adam_in[i],
-                                               ocl_nnr_tstr(t, s1), ocl_nnr_tstr(w, s2))
-                         : ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must be a %s scalar",
-                                               g_adam_in[i], ocl_nnr_tstr(t, s1), ocl_nnr_dtname(w->dtype));
+        return i < 4 ? ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must match w %s", wf__ku_adam_inputs[i],
+                                           ocl_nnr_tstr(t, s1), ocl_nnr_tstr(w, s2))
+                     : ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' %s must be a %s scalar",
+                                           wf__ku_adam_inputs[i], ocl_nnr_tstr(t, s1), ocl_nnr_dtname(w->dtype));
     }
     wf_tensor *o[3];
     wf_status *s;
