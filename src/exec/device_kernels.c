@@ -40,6 +40,30 @@ static wf_status *to_host(const wf_tensor *src, void *dst)
     return d->vt->copy_to_host(d->dev, dst, src->dev_chunk, src->dev_offset, src->bytes);
 }
 
+/* Copies src's bytes into dst (same dtype and shape), wherever each lives: host, a device, or two
+ * devices (through a host buffer unless it is one device with an on-device copy). */
+static wf_status *copy_data(wf_tensor *dst, const wf_tensor *src)
+{
+    if (!src->bytes) return NULL;
+    if (!src->device && !dst->device) {
+        memcpy(dst->data, src->data, src->bytes);
+        return NULL;
+    }
+    if (!src->device)
+        return dst->device->vt->copy_to_device(dst->device->dev, dst->dev_chunk, dst->dev_offset, src->data,
+                                               src->bytes);
+    if (!dst->device) return to_host(src, dst->data);
+    if (src->device == dst->device && src->device->vt->copy_on_device)
+        return src->device->vt->copy_on_device(src->device->dev, dst->dev_chunk, dst->dev_offset, src->dev_chunk,
+                                               src->dev_offset, src->bytes);
+    void *tmp = wf__aligned_alloc(src->bytes, WF__ALIGN);
+    if (!tmp) return wf__oom("staging a copy between devices on the host", src->bytes);
+    wf_status *s = to_host(src, tmp);
+    if (!s) s = dst->device->vt->copy_to_device(dst->device->dev, dst->dev_chunk, dst->dev_offset, tmp, src->bytes);
+    wf__aligned_free(tmp);
+    return s;
+}
+
 wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, wf_tensor **out)
 {
     if (src->device == dst) {
@@ -49,18 +73,7 @@ wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, w
     wf_tensor *t;
     if (dst) WF__TRY(wf__device_tensor_alloc(dst, src->dtype, src->rank, src->dims, &t));
     else WF__TRY(wf__tensor_alloc(src->dtype, src->rank, src->dims, "a copy to host memory", &t));
-    wf_status *s = NULL;
-    if (!src->bytes) {
-    } else if (!src->device) {
-        s = dst->vt->copy_to_device(dst->dev, t->dev_chunk, t->dev_offset, src->data, src->bytes);
-    } else if (!dst) {
-        s = to_host(src, t->data);
-    } else {
-        void *tmp = wf__aligned_alloc(src->bytes, WF__ALIGN);
-        s = tmp ? to_host(src, tmp) : wf__oom("staging a copy between devices", src->bytes);
-        if (!s) s = dst->vt->copy_to_device(dst->dev, t->dev_chunk, t->dev_offset, tmp, src->bytes);
-        wf__aligned_free(tmp);
-    }
+    wf_status *s = copy_data(t, src);
     if (s) {
         wf_tensor_free(t);
         return s;
@@ -74,28 +87,7 @@ static wf_status *k_copy(wf__kctx *k)
     const wf_tensor *src = k->in[0];
     wf_tensor *dst;
     WF__TRY(wf__kctx_output(k, 0, src->dtype, src->rank, src->dims, &dst));
-    if (!src->bytes) return NULL;
-    wf_status *s = NULL;
-    if (!src->device && dst->device) {
-        s = dst->device->vt->copy_to_device(dst->device->dev, dst->dev_chunk, dst->dev_offset, src->data, src->bytes);
-    } else if (src->device && !dst->device) {
-        s = to_host(src, dst->data);
-    } else if (src->device && dst->device) {
-        if (src->device == dst->device && src->device->vt->copy_on_device) {
-            s = src->device->vt->copy_on_device(src->device->dev, dst->dev_chunk, dst->dev_offset, src->dev_chunk,
-                                                 src->dev_offset, src->bytes);
-        } else {
-            /* between two devices: through a host buffer */
-            void *tmp = wf__aligned_alloc(src->bytes, WF__ALIGN);
-            if (!tmp) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory staging %zu bytes on the host", src->bytes);
-            s = to_host(src, tmp);
-            if (!s)
-                s = dst->device->vt->copy_to_device(dst->device->dev, dst->dev_chunk, dst->dev_offset, tmp, src->bytes);
-            wf__aligned_free(tmp);
-        }
-    } else {
-        memcpy(dst->data, src->data, src->bytes);
-    }
+    wf_status *s = copy_data(dst, src);
     return s ? wf__status_wrap(s, "node '%s' (Copy)", k->node) : NULL;
 }
 
