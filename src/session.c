@@ -487,6 +487,8 @@ wf_status *wf_session_placement_get(wf_session *s, const wf_feed *feeds, int n_f
     return wf__session_placement_get(s, feeds, n_feeds, fetches, n_fetches, NULL, 0, out);
 }
 
+const wf_graph *wf__session_graph(const wf_session *s) { return s->g; }
+
 wf_status *wf__session_placement_get(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                                      int n_fetches, const wf_output *targets, int n_targets, wf_placement **out)
 {

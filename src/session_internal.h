@@ -9,4 +9,7 @@
 wf_status *wf__session_placement_get(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                                      int n_fetches, const wf_output *targets, int n_targets, wf_placement **out);
 
+/* The graph a session runs (export checks that outputs belong to it). */
+const wf_graph *wf__session_graph(const wf_session *s);
+
 #endif

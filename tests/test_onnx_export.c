@@ -598,6 +598,16 @@ static void test_errors(void)
     CHECK_ERR(wf_session_export_onnx(s, two, clash, 2, p), WF_INVALID_ARGUMENT, "'x'");
     CHECK(!file_exists(p));
     CHECK_ERR(wf_session_export_onnx(s, &mm, NULL, 0, p), WF_INVALID_ARGUMENT, "no outputs");
+    /* an output of another graph than the session's */
+    wf_graph *g2;
+    wf_output x2;
+    CHECK_OK(wf_graph_new(&g2));
+    CHECK_OK(wf_placeholder(g2, "other_x", WF_F32, 2, xd, &x2));
+    wf_output mixed[2] = {mm, x2};
+    CHECK_ERR(wf_session_export_onnx(s, &x2, NULL, 1, p), WF_INVALID_ARGUMENT, "output 0 ('other_x') is not from the session's graph");
+    CHECK_ERR(wf_session_export_onnx(s, mixed, NULL, 2, p), WF_INVALID_ARGUMENT, "output 1 ('other_x')");
+    CHECK(!file_exists(p));
+    wf_graph_free(g2);
     CHECK_INT(leftovers(), 0);
     /* the session is still usable and a good export works afterwards */
     CHECK_OK(wf_session_export_onnx(s, two, NULL, 2, p));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "onnx/onnx_internal.h"
+#include "session_internal.h"
 
 #define EXPORT_OPSET 17
 #define EXPORT_IR 8
@@ -1008,8 +1009,9 @@ wf_status *wf_session_export_onnx(wf_session *s, const wf_output *outputs, const
         const wf_node *n = outputs[i].node;
         if (!n || outputs[i].index < 0 || outputs[i].index >= n->n_out)
             return wf__status(WF_INVALID_ARGUMENT, "%s: output %d is not a node's output", path, i);
-        if (g && n->graph != g)
-            return wf__status(WF_INVALID_ARGUMENT, "%s: output %d ('%s') is from another graph", path, i, n->name);
+        if (n->graph != wf__session_graph(s))
+            return wf__status(WF_INVALID_ARGUMENT, "%s: output %d ('%s') is not from the session's graph", path, i,
+                              n->name);
         g = n->graph;
     }
     ex x = {.s = s, .path = path};

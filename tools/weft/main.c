@@ -24,9 +24,10 @@ static void usage(FILE *f)
             "                       import an ONNX model, run it, print and save its outputs, time it\n"
             "  inspect MODEL.onnx   IR and opset versions, inputs, outputs, op histogram, parameters,\n"
             "                       unsupported ops\n"
-            "  demo [--batch N] [--iterations N] [--threads N]\n"
-            "                       build the TensorFlow tutorial model (Flatten 784 -> Dense 128 relu ->\n"
-            "                       Dense 10 softmax, random weights) and time its forward pass\n");
+            "  demo [--device SPEC] [--epochs N] [--batch N] [--threads N] [--data DIR] ...\n"
+            "                       train the TensorFlow tutorial model (Flatten 784 -> Dense 128 relu ->\n"
+            "                       Dense 10 softmax) on Fashion-MNIST and report test accuracy and speed\n"
+            "                       (weft demo --help lists every option)\n");
 }
 
 int cli_fail(wf_status *s)

@@ -89,6 +89,9 @@ extern const wf__kernel_def cu_kernels_conv[];        /* cuda_conv.c: Conv2D (cu
 extern const wf__kernel_def cu_kernels_train[];       /* cuda_train.c: ApplyAdam, StatelessRandomUniform */
 extern const wf__kernel_def cu_kernels_grad[];        /* cuda_grad.c: conv / pool backward, NLL / SCE losses */
 extern const wf__kernel_def cu_kernels_index[];       /* cuda_index.c: Shape, Size, OneHot, NonZero, scatters.. */
+extern const wf__kernel_def cu_kernels_norm[];        /* cuda_norm.c: normalizations, TopK, Hardmax, LpPool, Unique.. */
+extern const wf__kernel_def cu_kernels_image[];       /* cuda_image.c: Resize, GridSample, RoiAlign, DFT, Einsum.. */
+extern const wf__kernel_def cu_kernels_seq[];         /* cuda_seq.c: RNN/GRU/LSTM, Attention, quantization.. */
 
 /* cuDNN (cuda_conv.c): "cuDNN 9.x.y" or why it is unusable, for the device description (loads it once);
  * and the release of a device's cuDNN handle and workspace. */
