@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* axis in [-rank, rank) as an index in [0, rank); false when out of range. */
@@ -290,6 +291,21 @@ static inline int wf__ku_compress_dims(int rank, const int64_t *dims, int ax, in
     memcpy(d, dims, sizeof(int64_t) * (size_t)rank);
     d[ax] = nnz;
     return rank;
+}
+
+static inline int wf__ku_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether the n offsets are all distinct (sorts them): a scatter without duplicates may run in parallel. */
+static inline bool wf__ku_all_distinct(int64_t *off, int64_t n)
+{
+    qsort(off, (size_t)n, sizeof(int64_t), wf__ku_cmp_i64);
+    for (int64_t i = 1; i < n; i++)
+        if (off[i] == off[i - 1]) return false;
+    return true;
 }
 
 #endif

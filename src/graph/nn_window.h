@@ -165,4 +165,40 @@ static inline int wf__nn_window_resolve_with(wf__nn_attr_get_fn get, const wf__o
     return 0;
 }
 
+/* ---- the backward ops (ops_nn_grad.c): checks every backend makes the same way ----------------------- */
+
+/* Whether a size input (input_sizes, filter_sizes) has the accepted form: 1-D i32/i64, min_n..max_n values. */
+static inline bool wf__nn_sizes_form_ok(const wf_tensor *t, int min_n, int max_n)
+{
+    return (t->dtype == WF_I64 || t->dtype == WF_I32) && t->rank == 1 && t->dims[0] >= min_n && t->dims[0] <= max_n;
+}
+
+/* The index of the first negative of n sizes, or -1. */
+static inline int wf__nn_sizes_negative(const int64_t *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] < 0) return i;
+    return -1;
+}
+
+/* Resolves the forward window over in_hw and checks that it produces dy's spatial dims dy_hw. Returns 0, or
+ * -1 with the whole message in err. */
+static inline int wf__nn_grad_window(wf__nn_attr_get_fn get, const wf__op_def *op, const wf__attr *attrs, int kind,
+                                     const int64_t *in_hw, const int64_t *wk, const int64_t *dy_hw, wf__nn_window *w,
+                                     char *err, size_t en)
+{
+    char why[192];
+    if (wf__nn_window_resolve_with(get, op, attrs, kind, in_hw, wk, w, why, sizeof why)) {
+        snprintf(err, en, "forward input spatial [%lld,%lld]: %s", (long long)in_hw[0], (long long)in_hw[1], why);
+        return -1;
+    }
+    if (w->out[0] != dy_hw[0] || w->out[1] != dy_hw[1]) {
+        snprintf(err, en, "dy spatial [%lld,%lld] does not match the forward output [%lld,%lld] of input spatial [%lld,%lld]",
+                 (long long)dy_hw[0], (long long)dy_hw[1], (long long)w->out[0], (long long)w->out[1],
+                 (long long)in_hw[0], (long long)in_hw[1]);
+        return -1;
+    }
+    return 0;
+}
+
 #endif

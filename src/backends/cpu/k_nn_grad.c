@@ -13,15 +13,13 @@ static wf_status *read_sizes(wf__kctx *k, int idx, const char *what, int min_n, 
 {
     const wf_tensor *t = k->in[idx];
     char s[160];
-    if ((t->dtype != WF_I64 && t->dtype != WF_I32) || t->rank != 1 || t->size < min_n || t->size > max_n)
+    if (!wf__nn_sizes_form_ok(t, min_n, max_n))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s%s must be a 1-D i32/i64 tensor of %d values", what,
                              wf_dtype_name(t->dtype), wf__shape_str(t->rank, t->dims, s), min_n);
     *n = (int)t->size;
-    for (int i = 0; i < *n; i++) {
-        v[i] = wf__load_i64(t->data, t->dtype, i);
-        if (v[i] < 0)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s[%d] is %lld; must be >= 0", what, i, (long long)v[i]);
-    }
+    for (int i = 0; i < *n; i++) v[i] = wf__load_i64(t->data, t->dtype, i);
+    int i = wf__nn_sizes_negative(v, *n);
+    if (i >= 0) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s[%d] is %lld; must be >= 0", what, i, (long long)v[i]);
     return NULL;
 }
 
@@ -38,15 +36,9 @@ static wf_status *check_float4(wf__kctx *k, const wf_tensor *t, const char *what
 static wf_status *window(wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, const wf_tensor *dy,
                          wf__nn_window *w)
 {
-    char err[256], s[160];
-    if (wf__nn_window_resolve(k->op, k->attrs, kind, in_hw, wk, w, err, sizeof err))
-        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "forward input spatial [%lld,%lld]: %s", (long long)in_hw[0],
-                             (long long)in_hw[1], err);
-    if (w->out[0] != dy->dims[2] || w->out[1] != dy->dims[3])
-        return wf__kctx_fail(k, WF_INVALID_ARGUMENT,
-                             "dy %s does not match the forward output [%lld,%lld] of input spatial [%lld,%lld]",
-                             wf__shape_str(dy->rank, dy->dims, s), (long long)w->out[0], (long long)w->out[1],
-                             (long long)in_hw[0], (long long)in_hw[1]);
+    char err[320];
+    if (wf__nn_grad_window(wf__attr_get, k->op, k->attrs, kind, in_hw, wk, dy->dims + 2, w, err, sizeof err))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     return NULL;
 }
 

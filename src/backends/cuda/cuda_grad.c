@@ -15,26 +15,20 @@
 /* Targets read back for the range check up to this many; beyond, out-of-range ones count as ignored. */
 #define CU_TARGET_CHECK ((int64_t)1 << 22)
 
-static int window_resolve(const wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, wf__nn_window *w,
-                          char *err, size_t en)
-{
-    return wf__nn_window_resolve_with(cu_host->attr_get, k->op, k->attrs, kind, in_hw, wk, w, err, en);
-}
 
-/* A shape input (input_sizes, filter_sizes): 1-D i32/i64 of min_n..max_n values, none negative. */
+/* A shape input (input_sizes, filter_sizes), read back to the host. */
 static wf_status *read_sizes(wf__kctx *k, int idx, const char *what, int min_n, int max_n, int64_t *v, int *n)
 {
     const wf_tensor *t = k->in[idx];
     char s[160];
-    if ((t->dtype != WF_I64 && t->dtype != WF_I32) || t->rank != 1 || t->dims[0] < min_n || t->dims[0] > max_n)
+    if (!wf__nn_sizes_form_ok(t, min_n, max_n))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s must be a 1-D i32/i64 tensor of %d values", what,
                                   cu_tstr(t, s), min_n);
     wf_status *st = cu_read_ints(k, t, v, max_n, n, what);
-    if (st) return st;
-    for (int i = 0; i < *n; i++)
-        if (v[i] < 0)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s[%d] is %lld; must be >= 0", what, i, (long long)v[i]);
-    return NULL;
+    int i = st ? -1 : wf__nn_sizes_negative(v, *n);
+    if (i >= 0)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s[%d] is %lld; must be >= 0", what, i, (long long)v[i]);
+    return st;
 }
 
 static wf_status *check_float4(wf__kctx *k, const wf_tensor *t, const char *what, wf_dtype dt)
@@ -49,15 +43,9 @@ static wf_status *check_float4(wf__kctx *k, const wf_tensor *t, const char *what
 static wf_status *window(wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, const wf_tensor *dy,
                          wf__nn_window *w)
 {
-    char err[256], s[160];
-    if (window_resolve(k, kind, in_hw, wk, w, err, sizeof err))
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "forward input spatial [%lld,%lld]: %s", (long long)in_hw[0],
-                                  (long long)in_hw[1], err);
-    if (w->out[0] != dy->dims[2] || w->out[1] != dy->dims[3])
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                  "dy %s does not match the forward output [%lld,%lld] of input spatial [%lld,%lld]",
-                                  cu_tstr(dy, s), (long long)w->out[0], (long long)w->out[1], (long long)in_hw[0],
-                                  (long long)in_hw[1]);
+    char err[320];
+    if (wf__nn_grad_window(cu_host->attr_get, k->op, k->attrs, kind, in_hw, wk, dy->dims + 2, w, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     return NULL;
 }
 

@@ -13,6 +13,7 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_kern_ext.h"
+#include "device/kutil_shape.h"
 
 #define CU_INDEX_CHECK ((int64_t)1 << 22)
 
@@ -66,21 +67,6 @@ static wf_status *index_host(wf__kctx *k, const wf_tensor *ix, int64_t limit, in
         for (int64_t i = ix->size - 1; i >= 0; i--) buf[i] = ((const int32_t *)buf)[i];
     *v = buf;
     return NULL;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Whether the n offsets are all distinct (sorts them). */
-static bool all_distinct(int64_t *off, int64_t n)
-{
-    qsort(off, (size_t)n, sizeof(int64_t), cmp_i64);
-    for (int64_t i = 1; i < n; i++)
-        if (off[i] == off[i - 1]) return false;
-    return true;
 }
 
 static wf_status *copy_whole(wf__kctx *k, wf_tensor *y, const wf_tensor *x)
@@ -467,7 +453,7 @@ static wf_status *k_scatternd(wf__kctx *k)
                                   cu_tstr(u, b1), cu_tstr(ix, b2), cu_tstr(x, b3));
     nd_info nd;
     if ((s = nd_check(k, x, ix, 0, &nd))) return s;
-    bool seq = !nd.off || !all_distinct(nd.off, nd.n);
+    bool seq = !nd.off || !wf__ku_all_distinct(nd.off, nd.n);
     cu_host->free(nd.off);
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || (s = copy_whole(k, y, x))) return s;
@@ -524,7 +510,7 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
         }
         v[i] = o;
     }
-    *dup = !all_distinct(v, ix->size);
+    *dup = !wf__ku_all_distinct(v, ix->size);
     cu_host->free(v);
     return NULL;
 }

@@ -124,29 +124,23 @@ static const char *g_src = OCL_NNR_PRELUDE
     "  ST(dx, i, (CT)((DBL)LD(dy + dyo, i / inner) / (DBL)inner));\n"
     "}\n";
 
-static int window_resolve(const wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, wf__nn_window *w,
-                          char *err, size_t en)
-{
-    return wf__nn_window_resolve_with(ocl_host->attr_get, k->op, k->attrs, kind, in_hw, wk, w, err, en);
-}
 
-/* A shape input (input_sizes, filter_sizes), read back to the host: 1-D i32/i64, none negative. */
+/* A shape input (input_sizes, filter_sizes), read back to the host. */
 static wf_status *read_sizes(wf__kctx *k, int idx, const char *what, int min_n, int max_n, int64_t *v, int *n)
 {
     const wf_tensor *t = k->in[idx];
     char s[160];
-    if ((t->dtype != WF_I64 && t->dtype != WF_I32) || t->rank != 1 || t->dims[0] < min_n || t->dims[0] > max_n)
+    if (!wf__nn_sizes_form_ok(t, min_n, max_n))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s must be a 1-D i32/i64 tensor of %d values", what,
                                    ocl_nnr_tstr(t, s), min_n);
     int64_t raw[WF_MAX_RANK];
     *n = (int)t->dims[0];
     wf_status *st = ocl_nnr_read(k, t, raw, (size_t)*n * ocl_size(t->dtype));
     if (st) return st;
-    for (int i = 0; i < *n; i++) {
-        v[i] = ocl_nnr_int_at(raw, t->dtype, i);
-        if (v[i] < 0)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s[%d] is %lld; must be >= 0", what, i, (long long)v[i]);
-    }
+    for (int i = 0; i < *n; i++) v[i] = ocl_nnr_int_at(raw, t->dtype, i);
+    int i = wf__nn_sizes_negative(v, *n);
+    if (i >= 0)
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s[%d] is %lld; must be >= 0", what, i, (long long)v[i]);
     return NULL;
 }
 
@@ -159,18 +153,13 @@ static wf_status *check_float4(wf__kctx *k, const wf_tensor *t, const char *what
     return NULL;
 }
 
+/* The forward window of input spatial in_hw; dy must be its output. */
 static wf_status *window(wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, const wf_tensor *dy,
                          wf__nn_window *w)
 {
-    char err[256], s[160];
-    if (window_resolve(k, kind, in_hw, wk, w, err, sizeof err))
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "forward input spatial [%lld,%lld]: %s", (long long)in_hw[0],
-                                   (long long)in_hw[1], err);
-    if (w->out[0] != dy->dims[2] || w->out[1] != dy->dims[3])
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                   "dy %s does not match the forward output [%lld,%lld] of input spatial [%lld,%lld]",
-                                   ocl_nnr_tstr(dy, s), (long long)w->out[0], (long long)w->out[1],
-                                   (long long)in_hw[0], (long long)in_hw[1]);
+    char err[320];
+    if (wf__nn_grad_window(ocl_host->attr_get, k->op, k->attrs, kind, in_hw, wk, dy->dims + 2, w, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     return NULL;
 }
 

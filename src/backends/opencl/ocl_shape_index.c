@@ -168,21 +168,6 @@ static int reduction(wf__kctx *k)
          : !strcmp(rs, "min") ? RED_MIN : RED_NONE;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Whether the n offsets are all distinct (sorts them). */
-static bool all_distinct(int64_t *off, int64_t n)
-{
-    qsort(off, (size_t)n, sizeof(int64_t), cmp_i64);
-    for (int64_t i = 1; i < n; i++)
-        if (off[i] == off[i - 1]) return false;
-    return true;
-}
-
 /* y = copy of x on the device (the scatters start from the data). */
 static wf_status *copy_whole(wf__kctx *k, wf_tensor *y, const wf_tensor *x)
 {
@@ -352,7 +337,7 @@ wf_status *ocl_shp_scatternd(wf__kctx *k)
                                    ocl_shp_shape(x->rank, x->dims, b3));
     nd_info nd;
     WF__TRY(nd_check(k, x, ix, 0, &nd));
-    bool seq = !nd.off || !all_distinct(nd.off, nd.n);
+    bool seq = !nd.off || !wf__ku_all_distinct(nd.off, nd.n);
     ocl_host->free(nd.off);
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y));
@@ -457,7 +442,7 @@ wf_status *ocl_shp_scatter_elements(wf__kctx *k)
                                    ocl_shp_shape(u->rank, u->dims, b2), ocl_shp_shape(ix->rank, ix->dims, b1));
     int64_t *off;
     WF__TRY(elements_check(k, x, ix, &ax, &off));
-    bool seq = !off || !all_distinct(off, ix->size);
+    bool seq = !off || !wf__ku_all_distinct(off, ix->size);
     ocl_host->free(off);
     int red = reduction(k);
     wf_tensor *y;
