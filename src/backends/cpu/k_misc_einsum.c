@@ -67,22 +67,16 @@ static void ein_range(void *arg, int64_t b, int64_t e)
 
 wf_status *wf__k_einsum(wf__kctx *k)
 {
-    int ranks[WF__EINSUM_MAX_IN];
-    int64_t dims[WF__EINSUM_MAX_IN][WF_MAX_RANK];
     char err[256];
     int n = k->n_in;
-    if (n > WF__EINSUM_MAX_IN) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%d inputs; at most %d", n, WF__EINSUM_MAX_IN);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         if (k->in[i]->dtype != k->in[0]->dtype)
             return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %d is %s but input 0 is %s", i,
                                  wf_dtype_name(k->in[i]->dtype), wf_dtype_name(k->in[0]->dtype));
-        ranks[i] = k->in[i]->rank;
-        memcpy(dims[i], k->in[i]->dims, sizeof dims[i]);
-    }
     wf__einsum e;
-    if (!wf__einsum_parse(wf__attr_s(k->op, k->attrs, "equation"), n, ranks, (const int64_t(*)[WF_MAX_RANK])dims, &e,
-                          err, sizeof err))
-        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
+    const char *eq = wf__attr_s(k->op, k->attrs, "equation");
+    if (!wf__einsum_parse_tensors(eq, n, k->in, &e, err, sizeof err))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "equation '%s': %s", eq, err);
     ein_job *j = wf__calloc(1, sizeof *j);
     void *x[WF__EINSUM_MAX_IN] = {0};
     if (!j) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the Einsum plan");
@@ -92,18 +86,16 @@ wf_status *wf__k_einsum(wf__kctx *k)
     wf_status *s = NULL;
     for (int i = 0; i < n && !s; i++) {
         s = wf__km_widen(k, k->in[i], j->is_int, &x[i]);
+        const wf_tensor *t = k->in[i];
         int64_t st[WF_MAX_RANK];
-        wf__strides(ranks[i], dims[i], st);
+        wf__strides(t->rank, t->dims, st);
         /* A repeated label walks the diagonal (strides add); a broadcast dim of 1 does not move. */
-        for (int d = 0; d < ranks[i]; d++)
-            if (dims[i][d] != 1 || e.label_dim[e.in_label[i][d]] == 1) j->st[i][e.in_label[i][d]] += st[d];
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d] != 1 || e.label_dim[e.in_label[i][d]] == 1) j->st[i][e.in_label[i][d]] += st[d];
     }
     j->x = (const void *const *)x;
-    bool used[WF__EINSUM_LABELS] = {0};
-    for (int i = 0; i < n; i++)
-        for (int d = 0; d < ranks[i]; d++) used[e.in_label[i][d]] = true;
     for (int l = 0; l < e.n_labels; l++)
-        if (used[l] && !e.in_out[l]) j->sum_label[j->n_sum++] = l;
+        if (e.used[l] && !e.in_out[l]) j->sum_label[j->n_sum++] = l;
     int64_t yd[WF_MAX_RANK];
     for (int d = 0; d < e.out_rank; d++) yd[d] = e.label_dim[e.out_label[d]];
     int64_t ny = wf__numel(e.out_rank, yd);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/opencl/ocl_seq.h"
+#include "device/kutil_einsum.h"
 #include "device/kutil_shape.h"
 
 /* ---- kernel source (one program per dtype: -DDT=<wf_dtype>) ----------------------------------------- */
@@ -238,134 +239,25 @@ static wf_status *oom(wf__kctx *k, size_t bytes)
 
 /* ---- Einsum ------------------------------------------------------------------------------------------- */
 
-#define EIN_MAX_IN 16
-#define EIN_LABELS (52 + WF_MAX_RANK)
-
-typedef struct ein {
-    int in_label[EIN_MAX_IN][WF_MAX_RANK];
-    int out_rank, out_label[WF_MAX_RANK];
-    int64_t label_dim[EIN_LABELS];
-    bool in_out[EIN_LABELS], used[EIN_LABELS];
-} ein;
-
-static int ein_letter(char ch)
-{
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    return -1;
-}
-
-/* One term's labels (-2 for "..."); the graph checked the equation when it was built, so errors here
- * are only a guard. */
-static bool ein_term(const char **pp, int *lab, int *n, bool *ell)
-{
-    const char *p = *pp;
-    *n = 0;
-    *ell = false;
-    while (*p && *p != ',' && *p != '-') {
-        if (*p == ' ') {
-            p++;
-            continue;
-        }
-        if (*n > WF_MAX_RANK) return false;
-        if (*p == '.') {
-            if (p[1] != '.' || p[2] != '.' || *ell) return false;
-            *ell = true;
-            lab[(*n)++] = -2;
-            p += 3;
-            continue;
-        }
-        int l = ein_letter(*p++);
-        if (l < 0) return false;
-        lab[(*n)++] = l;
-    }
-    *pp = p;
-    return true;
-}
-
-static bool ein_parse(const char *eq, int n_in, wf_tensor *const *in, ein *e)
-{
-    memset(e, 0, sizeof *e);
-    int terms[EIN_MAX_IN][WF_MAX_RANK + 1], nt[EIN_MAX_IN], count[EIN_LABELS] = {0}, n_ell = 0;
-    bool ell[EIN_MAX_IN];
-    const char *p = eq;
-    for (int k = 0; k < n_in; k++) {
-        if (!ein_term(&p, terms[k], &nt[k], &ell[k])) return false;
-        if (k < n_in - 1 && *p++ != ',') return false;
-        int ne = in[k]->rank - (nt[k] - (ell[k] ? 1 : 0));
-        if (ne < 0 || (!ell[k] && ne)) return false;
-        if (ne > n_ell) n_ell = ne;
-    }
-    for (int l = 0; l < EIN_LABELS; l++) e->label_dim[l] = -1;
-    for (int k = 0; k < n_in; k++) {
-        int ne = in[k]->rank - (nt[k] - (ell[k] ? 1 : 0)), ax = 0;
-        for (int t = 0; t < nt[k]; t++) {
-            if (terms[k][t] == -2) {
-                for (int j = 0; j < ne; j++) e->in_label[k][ax++] = 52 + n_ell - ne + j;
-                continue;
-            }
-            e->in_label[k][ax++] = terms[k][t];
-            count[terms[k][t]]++;
-        }
-        for (ax = 0; ax < in[k]->rank; ax++) {
-            int l = e->in_label[k][ax];
-            int64_t d = in[k]->dims[ax];
-            e->used[l] = true;
-            if (e->label_dim[l] < 0 || (l >= 52 && e->label_dim[l] == 1)) e->label_dim[l] = d;
-            else if (d != e->label_dim[l] && !(l >= 52 && d == 1)) return false;
-        }
-    }
-    if (p[0] == '-') {
-        if (p[1] != '>') return false;
-        p += 2;
-        int lab[WF_MAX_RANK + 1], n;
-        bool has_ell;
-        if (!ein_term(&p, lab, &n, &has_ell) || *p) return false;
-        for (int t = 0; t < n; t++) {
-            if (lab[t] == -2) {
-                for (int j = 0; j < n_ell; j++) {
-                    if (e->out_rank >= WF_MAX_RANK) return false;
-                    e->out_label[e->out_rank++] = 52 + j;
-                }
-            } else {
-                if (!count[lab[t]] || e->out_rank >= WF_MAX_RANK) return false;
-                e->out_label[e->out_rank++] = lab[t];
-            }
-        }
-    } else {
-        /* implicit output: broadcast dims, then the labels used once in ASCII order */
-        for (int j = 0; j < n_ell; j++) e->out_label[e->out_rank++] = 52 + j;
-        for (int l = 0; l < 52; l++)
-            if (count[l] == 1) {
-                if (e->out_rank >= WF_MAX_RANK) return false;
-                e->out_label[e->out_rank++] = l;
-            }
-    }
-    for (int j = 0; j < e->out_rank; j++) e->in_out[e->out_label[j]] = true;
-    for (int l = 0; l < EIN_LABELS; l++)
-        if (e->label_dim[l] < 0) e->label_dim[l] = 1;
-    return true;
-}
-
 static wf_status *k_Einsum(wf__kctx *k)
 {
     int n = k->n_in;
     const wf__attr *eqa = ocl_host->attr_get(k->op, k->attrs, "equation");
     const char *eq = eqa && eqa->s ? eqa->s : "";
-    if (n > EIN_MAX_IN) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%d inputs; at most %d", n, EIN_MAX_IN);
     wf_dtype t = k->in[0]->dtype;
     for (int i = 0; i < n; i++)
         if (k->in[i]->dtype != t)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %d is %s but input 0 is %s", i,
                                        oclew_dtype_name(k->in[i]->dtype), oclew_dtype_name(t));
-    ein *e = ocl_host->malloc(sizeof *e);
+    wf__einsum *e = ocl_host->malloc(sizeof *e);
     if (!e) return oom(k, sizeof *e);
-    if (!ein_parse(eq, n, k->in, e)) {
+    char err[256];
+    if (!wf__einsum_parse_tensors(eq, n, k->in, e, err, sizeof err)) {
         ocl_host->free(e);
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "equation '%s' does not fit the input shapes", eq);
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "equation '%s': %s", eq, err);
     }
-    int sum_label[EIN_LABELS], ns = 0;
-    for (int l = 0; l < EIN_LABELS; l++)
+    int sum_label[WF__EINSUM_LABELS], ns = 0;
+    for (int l = 0; l < WF__EINSUM_LABELS; l++)
         if (e->used[l] && !e->in_out[l]) sum_label[ns++] = l;
     int orank = e->out_rank;
     int64_t yd[WF_MAX_RANK], ny = 1;
@@ -377,7 +269,7 @@ static wf_status *k_Einsum(wf__kctx *k)
         return s;
     }
     /* label strides per operand: a repeated label walks the diagonal, a broadcast 1 does not move */
-    int64_t st[EIN_MAX_IN][EIN_LABELS];
+    int64_t st[WF__EINSUM_MAX_IN][WF__EINSUM_LABELS];
     memset(st, 0, sizeof st);
     for (int i = 0; i < n; i++) {
         int64_t s_ = 1;
