@@ -75,6 +75,9 @@ int64_t cu_int_at(const void *p, wf_dtype t, int64_t i);
 /* Reads an integer tensor (i32/i64, at most `max` values) from the device into vals. */
 wf_status *cu_read_ints(wf__kctx *k, const wf_tensor *t, int64_t *vals, int max, int *n, const char *what);
 
+/* A reduction's axes (attribute or input 1, read back from the device) as flags in red[]; *none when
+ * none were given (cuda_reduce.c). */
+wf_status *cu_read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *none);
 /* A walk over the numpy broadcast of n (<= 3) input shapes to the output shape; dims coalesced. */
 void cu_walk_bcast(cuk_walk *w, int n, const int *ranks, const int64_t *const *dims, int orank, const int64_t *odims);
 /* numpy broadcasting of n shapes (inference has checked them). */

@@ -69,29 +69,6 @@ static void geom_of(const wf__ku_red_plan *p, cun_geom *g)
 
 /* ---- Reduce{L1,L2,SumSquare,LogSum,LogSumExp} -------------------------------------------------------- */
 
-/* The folded axes (attribute or input 1, read back); *none when none were given. As cuda_reduce.c's
- * read_axes, which is file-local there. */
-static wf_status *read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *none)
-{
-    const wf__attr *attr = cu_host->attr_get(k->op, k->attrs, "axes");
-    const wf_tensor *at = k->n_in > 1 ? k->in[1] : NULL;
-    int64_t axes[WF_MAX_RANK];
-    int n = 0;
-    char b0[160];
-    if (!wf__ku_axes_attr(attr, at != NULL, axes, &n, b0, sizeof b0))
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", b0);
-    if (!(attr && attr->set) && at) {
-        wf_status *s = cu_read_ints(k, at, axes, WF_MAX_RANK, &n, "axes");
-        if (s) return s;
-    }
-    *none = n == 0;
-    int bad = 0;
-    if (wf__ku_axes_mark(axes, n, x->rank, red, &bad))
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range or repeated for input %s",
-                                  (long long)axes[bad], cu_tstr(x, b0));
-    return NULL;
-}
-
 static wf_status *k_reduce(wf__kctx *k)
 {
     static const struct {
@@ -105,7 +82,7 @@ static wf_status *k_reduce(wf__kctx *k)
     const wf_tensor *x = k->in[0];
     bool red[WF_MAX_RANK], none = true;
     wf_status *s = cu_enter(k);
-    if (s || (s = read_axes(k, x, red, &none))) return s;
+    if (s || (s = cu_read_axes(k, x, red, &none))) return s;
     if (none) {
         /* no axes with noop_with_empty_axes: ReduceL2 is the identity (as k_reduce.c), the others fold
          * one element each (as k_misc_norm.c: |x|, x^2, log x) */

@@ -11,7 +11,7 @@
 
 /* The node's axes (attribute or input 1, read back from the device) as flags in red[]; *none when none
  * were given. */
-static wf_status *read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *none)
+wf_status *cu_read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *none)
 {
     const wf__attr *attr = cu_host->attr_get(k->op, k->attrs, "axes");
     const wf_tensor *at = k->n_in > 1 ? k->in[1] : NULL;
@@ -38,7 +38,7 @@ static wf_status *k_reduce(wf__kctx *k)
     const wf_tensor *x = k->in[0];
     wf_status *s = cu_enter(k);
     bool red[WF_MAX_RANK], none = true;
-    if (s || (s = read_axes(k, x, red, &none))) return s;
+    if (s || (s = cu_read_axes(k, x, red, &none))) return s;
     bool keepdims = cu_host->attr_get(k->op, k->attrs, "keepdims")->i != 0;
     if (none) {
         const wf__attr *noop = cu_host->attr_get(k->op, k->attrs, "noop_with_empty_axes");
