@@ -109,6 +109,37 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         else
             echo "no OPENCL:0 device (weft devices --verbose says why): OpenCL checks skipped"
         fi
+        # The CUDA plugin's own sources built against the CPU emulator (tests/cudaemu, -DWEFT_CUDA_EMU=ON):
+        # its host logic, kernels and cuBLAS calls run with no GPU. build/cudaemu comes first in the plugin
+        # path, so GPU:0 is the emulated device; tests/cudaemu/README.md says what this cannot prove.
+        note "CUDA plugin on the CPU emulator (GPU:0 emulated; strict placement)"
+        if cmake -S . -B build -DWEFT_CUDA_EMU=ON >>build.cmake.log 2>&1 &&
+           cmake --build build -j"$JOBS" --target weft-cuda-emu cudaemu_selftest >build.cudaemu.log 2>&1; then
+            emu_env="WEFT_PLUGIN_PATH=$PWD/build/cudaemu:$PWD/build"
+            timeout 300 build/cudaemu/cudaemu_selftest >build/cudaemu_selftest.log 2>&1
+            rc=$?; tail -n 1 build/cudaemu_selftest.log; [ $rc -ne 0 ] && grep FAIL build/cudaemu_selftest.log | head -20
+            result "release:cudaemu_selftest" $rc
+            env $emu_env timeout 600 build/tests/test_cuda >build/test_cuda_emu.log 2>&1
+            rc=$?; tail -n 1 build/test_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/test_cuda_emu.log | head -20
+            # skipping would prove nothing here: the emulated device must be found
+            grep -q skipped build/test_cuda_emu.log && rc=1
+            result "release:test_cuda:GPU:0(emulated)" $rc
+            env $emu_env timeout 1200 build/tests/test_ops --device GPU:0 build/opcases >build/test_ops_cuda_emu.log 2>&1
+            rc=$?; tail -n 1 build/test_ops_cuda_emu.log; [ $rc -ne 0 ] && grep FAIL build/test_ops_cuda_emu.log | head -20
+            result "release:test_ops:GPU:0(emulated)" $rc
+            for t in test_grad test_grad_nn test_train_ops; do
+                [ -x build/tests/$t ] || continue
+                env $emu_env timeout 900 build/tests/$t --device GPU:0 >build/${t}_cuda_emu.log 2>&1
+                rc=$?; tail -n 1 build/${t}_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/${t}_cuda_emu.log | head -20
+                result "release:$t:GPU:0(emulated)" $rc
+            done
+            note "models on GPU:0 (emulated)"
+            env $emu_env timeout 1200 $PY tests/models/run_models.py --build build --device GPU:0 >build/models_cuda_emu.log 2>&1
+            rc=$?; grep -E '^(PASS|FAIL)| passed' build/models_cuda_emu.log; result "release:models:GPU:0(emulated)" $rc
+        else
+            grep -E 'error|Error' build.cudaemu.log | head -40
+            result "release:cudaemu:build" 1
+        fi
     else
         result "release:build" 1
     fi

@@ -400,6 +400,7 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
     if (host->abi_version != WF_BACKEND_ABI_VERSION || host->size < sizeof(wf_host_api))
         return host->status(WF_UNAVAILABLE, "the CUDA backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
     cu_host = host;
+#ifndef WEFT_CUDA_EMU /* the CPU emulator (tests/cudaemu) has no driver to look for */
     /* The runtime would report a missing driver as "CUDA driver version is insufficient"; look first, so
      * that the diagnostic says what is really missing. */
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -410,6 +411,7 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
         return host->status(WF_UNAVAILABLE, "no usable CUDA driver (libcuda.so.1 failed to load: %s)", why);
     }
     dlclose(drv); /* the runtime opens its own reference */
+#endif
     int n = 0, drv_version = 0, rt_version = 0;
     cudaDriverGetVersion(&drv_version);
     cudaRuntimeGetVersion(&rt_version);
