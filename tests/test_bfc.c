@@ -105,10 +105,28 @@ static void test_device_refuses(void)
     CHECK_INT(g_chunks, 0);
 }
 
+/* A device with less free memory than the next growth step still serves a block that fits. */
+static void test_nearly_full_device(void)
+{
+    wf__bfc *a;
+    CHECK_OK(wf__bfc_new("GPU:2", 0, 256, fake, &a));
+    g_device_left = 64 << 10; /* less than the first 1 MiB chunk */
+    wf__bfc_block b1, b2, b3;
+    CHECK_OK(wf__bfc_alloc(a, 60, &b1));
+    CHECK_OK(wf__bfc_alloc(a, 40 << 10, &b2));
+    CHECK_ERR(wf__bfc_alloc(a, 60 << 10, &b3), WF_OUT_OF_MEMORY, "GPU:2");
+    wf__bfc_release(a, &b1);
+    wf__bfc_release(a, &b2);
+    g_device_left = (size_t)1 << 40;
+    wf__bfc_free(a);
+    CHECK_INT(g_chunks, 0);
+}
+
 int main(void)
 {
     RUN_TEST(test_random_pattern);
     RUN_TEST(test_limit_and_recovery);
     RUN_TEST(test_device_refuses);
+    RUN_TEST(test_nearly_full_device);
     return check_summary();
 }

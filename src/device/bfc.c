@@ -117,6 +117,9 @@ static bool grow(wf__bfc *a, size_t size)
     chunk *c = wf__calloc(1, sizeof *c);
     blk *b = wf__calloc(1, sizeof *b);
     void *h = c && b ? a->be.chunk_alloc(a->be.user, want) : NULL;
+    /* the device may still hold this block but not a whole growth step: take just the block */
+    bool step = true;
+    if (!h && c && b && want > size && (h = a->be.chunk_alloc(a->be.user, size))) want = size, step = false;
     if (!h) {
         wf__free(c);
         wf__free(b);
@@ -132,7 +135,7 @@ static bool grow(wf__bfc *a, size_t size)
     b->free = true;
     bin_insert(a, b);
     a->st.reserved += want;
-    if (a->next_chunk < ((size_t)1 << 32)) a->next_chunk = want * 2;
+    if (step && a->next_chunk < ((size_t)1 << 32)) a->next_chunk = want * 2;
     return true;
 }
 

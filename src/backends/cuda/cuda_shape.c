@@ -99,10 +99,14 @@ static wf_status *k_squeeze(wf__kctx *k)
         wf_status *s = cu_enter(k);
         if (s || (s = cu_read_ints(k, k->in[1], axes, WF_MAX_RANK, &n, "axes"))) return s;
     }
-    if (wf__ku_squeeze_dims(x->rank, x->dims, n, has ? axes : NULL, d, &r, &bad))
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                  "cannot squeeze axes of input %s: out of range, repeated or not of size 1",
+    switch (wf__ku_squeeze_dims(x->rank, x->dims, n, has ? axes : NULL, d, &r, &bad)) {
+    case 1:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axes of input %s are out of range or repeated", cu_tstr(x, b));
+    case 2:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot squeeze axis %d of input %s: its size is not 1", bad,
                                   cu_tstr(x, b));
+    default: break;
+    }
     return cu_host->kctx_output_view(k, 0, 0, r, d);
 }
 
