@@ -61,4 +61,24 @@ static inline void wf__ku_attn_out_dims(int qrank, int64_t B, int64_t Hq, int64_
     qkd[1] = Hq, qkd[2] = Sq, qkd[3] = T;
 }
 
+/* Element strides ms of an attn_mask (rank r, dims md) over (B, Hq, Sq, T), right-aligned: 0 where it
+ * broadcasts; its last dim may be shorter than T (the rest is masked). False when it does not fit. */
+static inline bool wf__ku_attn_mask_strides(int r, const int64_t *md, int64_t B, int64_t Hq, int64_t Sq, int64_t T,
+                                            int64_t *ms)
+{
+    int64_t full[4] = {B, Hq, Sq, T}, st[8];
+    if (r < 1 || r > 4) return false;
+    int64_t acc = 1;
+    for (int d = r - 1; d >= 0; d--) st[d] = acc, acc *= md[d];
+    for (int x = 0; x < 4; x++) {
+        int m = x - (4 - r);
+        ms[x] = 0;
+        if (m < 0) continue;
+        int64_t d = md[m];
+        if (x == 3 ? d > T : (d != 1 && d != full[x])) return false;
+        ms[x] = d == 1 && x != 3 ? 0 : st[m];
+    }
+    return true;
+}
+
 #endif

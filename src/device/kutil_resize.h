@@ -21,6 +21,51 @@ typedef struct wf__ku_rs_params {
     bool exclude, antialias;
 } wf__ku_rs_params;
 
+/* Resize's axes attribute (n values) normalised for a rank-`rank` input (xstr describes it). */
+static inline bool wf__ku_resize_axes(int rank, int n, const int64_t *ints, const char *xstr, int *axes, char *err,
+                                      size_t en)
+{
+    if (n > rank) {
+        snprintf(err, en, "%d axes for input %s", n, xstr);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        int64_t a = ints[i] < 0 ? ints[i] + rank : ints[i];
+        if (a < 0 || a >= rank) {
+            snprintf(err, en, "axis %lld is outside input %s", (long long)ints[i], xstr);
+            return false;
+        }
+        axes[i] = (int)a;
+    }
+    return true;
+}
+
+/* The crop window per dim (r0 begin, r1 end; 0 and 1 where not cropped) from the nroi roi values of
+ * the `want` resized axes (axes, or all when na is 0), and the check that no empty dim of x grows. */
+static inline bool wf__ku_resize_roi(int rank, const int64_t *x, const int64_t *yd, int na, const int *axes, int want,
+                                     bool crop, const double *roi, int nroi, const char *xstr, double *r0, double *r1,
+                                     char *err, size_t en)
+{
+    for (int d = 0; d < rank; d++) r0[d] = 0, r1[d] = 1;
+    if (crop) {
+        if (nroi != 2 * want) {
+            snprintf(err, en, "roi has %d values; expected %d for input %s", nroi, 2 * want, xstr);
+            return false;
+        }
+        for (int i = 0; i < want; i++) {
+            int d = na ? axes[i] : i;
+            r0[d] = roi[i];
+            r1[d] = roi[want + i];
+        }
+    }
+    for (int d = 0; d < rank; d++)
+        if (x[d] == 0 && yd[d] > 0) {
+            snprintf(err, en, "cannot resize the empty dim %d of input %s to %lld", d, xstr, (long long)yd[d]);
+            return false;
+        }
+    return true;
+}
+
 /* Output dims and per-axis scales of Resize from scales or sizes over axes (all when n_axes is 0).
  * Returns false with a message in err. */
 static inline bool wf__ku_resize_shape(int rank, const int64_t *x, const int *axes, int n_axes, const double *scales,

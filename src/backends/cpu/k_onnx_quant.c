@@ -9,62 +9,21 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "device/kutil_quant.h"
+
 #define SB WF__KO_SB
 
 /* ---- per-tensor / per-axis / blocked parameters -------------------------------------------------------- */
 
-/* Where element i of x finds its scale and zero point. */
-typedef struct {
-    int kind;                  /* 0 per tensor, 1 per axis, 2 blocked */
-    int64_t axis_len, inner, block, n_blocks;
-} qmap;
-
-static wf_status *qmap_init(const wf__kctx *k, const wf_tensor *x, const wf_tensor *p, const char *what, qmap *m)
+static wf_status *qmap_init(const wf__kctx *k, const wf_tensor *x, const wf_tensor *p, const char *what,
+                            wf__ku_qmap *m)
 {
-    char b0[SB], b1[SB];
-    int64_t bs = wf__attr_i(k->op, k->attrs, "block_size"), axis = wf__attr_i(k->op, k->attrs, "axis");
-    memset(m, 0, sizeof *m);
-    if (p->rank == 0 || (p->size == 1 && p->rank == 1 && bs == 0)) return NULL;
-    int a;
-    if (!wf__norm_axis(axis, x->rank, &a))
-        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for input %s", axis,
-                             wf__shape_str(x->rank, x->dims, b0));
-    m->axis_len = x->dims[a];
-    m->inner = wf__numel(x->rank - a - 1, x->dims + a + 1);
-    bool ok;
-    if (bs <= 0) {
-        m->kind = 1;
-        ok = p->rank == 1 && p->dims[0] == x->dims[a];
-    } else {
-        m->kind = 2;
-        m->block = bs;
-        m->n_blocks = (x->dims[a] + bs - 1) / bs;
-        ok = p->rank == x->rank;
-        for (int d = 0; ok && d < x->rank; d++) ok = p->dims[d] == (d == a ? m->n_blocks : x->dims[d]);
-    }
-    if (!ok)
-        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s does not fit input %s (axis %d, block_size %" PRId64 ")",
-                             what, wf__shape_str(p->rank, p->dims, b1), wf__shape_str(x->rank, x->dims, b0), a, bs);
+    char b0[SB], b1[SB], err[3 * SB];
+    if (!wf__ku_qmap_plan(x->rank, x->dims, wf__shape_str(x->rank, x->dims, b0), p->rank, p->dims, p->size, what,
+                          wf__shape_str(p->rank, p->dims, b1), wf__attr_i(k->op, k->attrs, "axis"),
+                          wf__attr_i(k->op, k->attrs, "block_size"), m, err, sizeof err))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     return NULL;
-}
-
-static inline int64_t qmap_index(const qmap *m, int64_t i)
-{
-    if (m->kind == 0) return 0;
-    int64_t a = (i / m->inner) % m->axis_len;
-    if (m->kind == 1) return a;
-    int64_t outer = i / (m->inner * m->axis_len), in = i % m->inner;
-    return (outer * m->n_blocks + a / m->block) * m->inner + in;
-}
-
-static void qrange(wf_dtype t, int64_t *lo, int64_t *hi)
-{
-    switch (t) {
-    case WF_U8: *lo = 0; *hi = 255; break;
-    case WF_I8: *lo = -128; *hi = 127; break;
-    case WF_I16: *lo = -32768; *hi = 32767; break;
-    default: *lo = INT32_MIN; *hi = INT32_MAX; break;
-    }
 }
 
 /* ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------------ */
@@ -80,20 +39,20 @@ wf_status *wf__k_quantize_linear(wf__kctx *k)
     /* x / scale is computed in x's dtype, or in `precision` when given, like the reference. */
     wf_dtype pr = (wf_dtype)wf__attr_i(k->op, k->attrs, "precision");
     if (pr == WF_DTYPE_INVALID) pr = wf__dtype_is_float(x->dtype) ? x->dtype : sc->dtype;
-    qmap ms, mz;
+    wf__ku_qmap ms, mz;
     WF__TRY(qmap_init(k, x, sc, "y_scale", &ms));
     if (zp) WF__TRY(qmap_init(k, x, zp, "y_zero_point", &mz));
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, od, x->rank, x->dims, &y));
     int64_t lo, hi;
-    qrange(od, &lo, &hi);
+    wf__ku_qrange(od, &lo, &hi);
     for (int64_t i = 0; i < x->size; i++) {
         double v = wf__ko_round(wf__ko_round(wf__load_f64(x->data, x->dtype, i), pr) /
-                                    wf__ko_round(wf__load_f64(sc->data, sc->dtype, qmap_index(&ms, i)), pr),
+                                    wf__ko_round(wf__load_f64(sc->data, sc->dtype, wf__ku_qmap_index(&ms, i)), pr),
                                 pr);
         double r = rint(v);
         int64_t q = isnan(r) ? 0 : r > 4e18 ? INT64_MAX / 2 : r < -4e18 ? INT64_MIN / 2 : (int64_t)r;
-        if (zp) q += wf__load_i64(zp->data, zp->dtype, qmap_index(&mz, i));
+        if (zp) q += wf__load_i64(zp->data, zp->dtype, wf__ku_qmap_index(&mz, i));
         q = q < lo ? lo : q > hi ? hi : q;
         wf__store_f64(y->data, od, i, (double)q);
     }
@@ -105,7 +64,7 @@ wf_status *wf__k_dequantize_linear(wf__kctx *k)
     const wf_tensor *x = k->in[0], *sc = k->in[1], *zp = wf__ko_has(k, 2) ? k->in[2] : NULL;
     wf_dtype od = (wf_dtype)wf__attr_i(k->op, k->attrs, "output_dtype");
     if (od == WF_DTYPE_INVALID) od = sc->dtype;
-    qmap ms, mz;
+    wf__ku_qmap ms, mz;
     WF__TRY(qmap_init(k, x, sc, "x_scale", &ms));
     if (zp) WF__TRY(qmap_init(k, x, zp, "x_zero_point", &mz));
     wf_tensor *y;
@@ -113,8 +72,8 @@ wf_status *wf__k_dequantize_linear(wf__kctx *k)
     for (int64_t i = 0; i < x->size; i++) {
         /* the reference widens x to f32 before subtracting */
         double v = (double)(float)wf__load_i64(x->data, x->dtype, i);
-        if (zp) v -= (double)wf__load_i64(zp->data, zp->dtype, qmap_index(&mz, i));
-        v *= wf__load_f64(sc->data, sc->dtype, qmap_index(&ms, i));
+        if (zp) v -= (double)wf__load_i64(zp->data, zp->dtype, wf__ku_qmap_index(&mz, i));
+        v *= wf__load_f64(sc->data, sc->dtype, wf__ku_qmap_index(&ms, i));
         wf__store_f64(y->data, od, i, wf__ko_round(v, WF_F32));
     }
     return NULL;
@@ -282,7 +241,7 @@ wf_status *wf__k_qlinear_matmul(wf__kctx *k)
     double mult = wf__ko_round(wf__ko_round(sc[0] * sc[1], st) / sc[2], st);
     double z = yzp ? (double)wf__load_i64(yzp->data, yzp->dtype, 0) : 0.0;
     int64_t lo, hi;
-    qrange(od, &lo, &hi);
+    wf__ku_qrange(od, &lo, &hi);
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, od, s.rank, s.dims, &y));
     int64_t *c;
@@ -300,59 +259,26 @@ wf_status *wf__k_qlinear_matmul(wf__kctx *k)
 /* ---- integer convolution ------------------------------------------------------------------------------- */
 
 typedef struct {
-    int ns;
-    int64_t N, C, M, G, in[WF_MAX_RANK], out[WF_MAX_RANK], k[WF_MAX_RANK], s[WF_MAX_RANK], d[WF_MAX_RANK],
-        pb[WF_MAX_RANK];
+    wf__ku_iconv g;
     int rank;
     int64_t dims[WF_MAX_RANK];
 } conv_plan;
 
 static wf_status *conv_init(const wf__kctx *k, const wf_tensor *x, const wf_tensor *w, conv_plan *p)
 {
-    char b0[SB], b1[SB];
-    const wf__attr *ks = wf__attr_get(k->op, k->attrs, "kernel_shape"), *st = wf__attr_get(k->op, k->attrs, "strides"),
-                   *dl = wf__attr_get(k->op, k->attrs, "dilations"), *pd = wf__attr_get(k->op, k->attrs, "pads");
-    const char *ap = wf__attr_s(k->op, k->attrs, "auto_pad");
-    memset(p, 0, sizeof *p);
-    p->ns = x->rank - 2;
-    p->G = wf__attr_i(k->op, k->attrs, "group");
-    if (p->ns < 1 || w->rank != x->rank || p->G < 1 || x->dims[1] != w->dims[1] * p->G || w->dims[0] % p->G ||
-        (ks->n && ks->n != p->ns) || (pd->n && pd->n != 2 * p->ns))
-        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %s and weight %s do not fit the attributes (group %" PRId64 ")",
-                             wf__shape_str(x->rank, x->dims, b0), wf__shape_str(w->rank, w->dims, b1), p->G);
-    p->N = x->dims[0];
-    p->C = x->dims[1];
-    p->M = w->dims[0];
+    char b0[SB], b1[SB], err[3 * SB];
     p->rank = x->rank;
-    p->dims[0] = p->N;
-    p->dims[1] = p->M;
-    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
-    for (int i = 0; i < p->ns; i++) {
-        p->in[i] = x->dims[i + 2];
-        p->k[i] = w->dims[i + 2];
-        p->s[i] = st->n ? st->ints[i] : 1;
-        p->d[i] = dl->n ? dl->ints[i] : 1;
-        int64_t ext = (p->k[i] - 1) * p->d[i] + 1;
-        if (same) {
-            p->out[i] = (p->in[i] + p->s[i] - 1) / p->s[i];
-            int64_t tot = (p->out[i] - 1) * p->s[i] + ext - p->in[i];
-            if (tot < 0) tot = 0;
-            p->pb[i] = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
-        } else {
-            p->pb[i] = valid || !pd->n ? 0 : pd->ints[i];
-            int64_t span = p->in[i] + (valid || !pd->n ? 0 : pd->ints[i] + pd->ints[i + p->ns]) - ext;
-            if (span < 0)
-                return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "kernel is larger than padded input %s",
-                                     wf__shape_str(x->rank, x->dims, b0));
-            p->out[i] = span / p->s[i] + 1;
-        }
-        p->dims[i + 2] = p->out[i];
-    }
+    if (!wf__ku_iconv_plan(x->rank, x->dims, wf__shape_str(x->rank, x->dims, b0), w->rank, w->dims,
+                           wf__shape_str(w->rank, w->dims, b1), wf__attr_i(k->op, k->attrs, "group"),
+                           wf__attr_get(k->op, k->attrs, "kernel_shape"), wf__attr_get(k->op, k->attrs, "strides"),
+                           wf__attr_get(k->op, k->attrs, "dilations"), wf__attr_get(k->op, k->attrs, "pads"),
+                           wf__attr_s(k->op, k->attrs, "auto_pad"), &p->g, p->dims, err, sizeof err))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     return NULL;
 }
 
 /* acc (N, M, out...) = conv(x - xzp, w - wzp[m]) (+ bias[m]); padding contributes zero. */
-static void conv_run(const conv_plan *p, const wf_tensor *x, const wf_tensor *w, const wf_tensor *xzp,
+static void conv_run(const wf__ku_iconv *p, const wf_tensor *x, const wf_tensor *w, const wf_tensor *xzp,
                      const wf_tensor *wzp, const wf_tensor *bias, int64_t *acc)
 {
     int64_t cg = p->C / p->G, mg = p->M / p->G, op = 1, kp = 1, ip = 1;
@@ -402,12 +328,12 @@ wf_status *wf__k_conv_integer(wf__kctx *k)
     if (xzp && xzp->size != 1)
         return wf__kctx_fail(k, WF_UNIMPLEMENTED, "x_zero_point %s: only a per-tensor zero point is supported",
                              wf__shape_str(xzp->rank, xzp->dims, b));
-    WF__TRY(zp_vec(k, 3, p.M, "w_zero_point", &wzp));
+    WF__TRY(zp_vec(k, 3, p.g.M, "w_zero_point", &wzp));
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, WF_I32, p.rank, p.dims, &y));
     int64_t *acc;
     WF__TRY(alloc_i64(k, y->size, "ConvInteger's accumulators", &acc));
-    conv_run(&p, x, w, xzp, wzp, NULL, acc);
+    conv_run(&p.g, x, w, xzp, wzp, NULL, acc);
     for (int64_t i = 0; i < y->size; i++) ((int32_t *)y->data)[i] = (int32_t)acc[i];
     wf__free(acc);
     return NULL;
@@ -423,26 +349,26 @@ wf_status *wf__k_qlinear_conv(wf__kctx *k)
     WF__TRY(conv_init(k, x, w, &p));
     if ((xzp && xzp->size != 1) || xs->size != 1 || ys->size != 1 || (yzp && yzp->size != 1))
         return wf__kctx_fail(k, WF_UNIMPLEMENTED, "x and y scales and zero points must be per tensor");
-    WF__TRY(zp_vec(k, 5, p.M, "w_zero_point", &wzp));
-    if (ws->size != 1 && !(ws->rank == 1 && ws->dims[0] == p.M))
+    WF__TRY(zp_vec(k, 5, p.g.M, "w_zero_point", &wzp));
+    if (ws->size != 1 && !(ws->rank == 1 && ws->dims[0] == p.g.M))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "w_scale %s must be a scalar or have one value per output channel",
                              wf__shape_str(ws->rank, ws->dims, b));
-    if (bias && (bias->rank != 1 || bias->dims[0] != p.M))
+    if (bias && (bias->rank != 1 || bias->dims[0] != p.g.M))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "B %s must have one value per output channel (%" PRId64 ")",
-                             wf__shape_str(bias->rank, bias->dims, b), p.M);
+                             wf__shape_str(bias->rank, bias->dims, b), p.g.M);
     wf_dtype od = yzp ? yzp->dtype : x->dtype, st = xs->dtype;
     int64_t lo, hi;
-    qrange(od, &lo, &hi);
+    wf__ku_qrange(od, &lo, &hi);
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, od, p.rank, p.dims, &y));
     int64_t *acc;
     WF__TRY(alloc_i64(k, y->size, "QLinearConv's accumulators", &acc));
-    conv_run(&p, x, w, xzp, wzp, bias, acc);
+    conv_run(&p.g, x, w, xzp, wzp, bias, acc);
     double xsv = wf__load_f64(xs->data, st, 0), ysv = wf__load_f64(ys->data, ys->dtype, 0);
     double z = yzp ? (double)wf__load_i64(yzp->data, yzp->dtype, 0) : 0.0;
-    int64_t per = wf__numel(p.ns, p.out);
+    int64_t per = wf__numel(p.g.ns, p.g.out);
     for (int64_t i = 0; i < y->size; i++) {
-        int64_t m = (i / per) % p.M;
+        int64_t m = (i / per) % p.g.M;
         /* x_scale * w_scale / y_scale in the scales' dtype, as the reference forms it */
         double wsv = wf__load_f64(ws->data, ws->dtype, ws->size == 1 ? 0 : m);
         double mult = wf__ko_round(wf__ko_round(xsv * wsv, st) / ysv, st);

@@ -142,30 +142,57 @@ template <typename A, typename F> __device__ A block_reduce(A v, F combine)
 template <typename C> __device__ __forceinline__ C max_nan(C a, C b) { return (b > a || is_nan(b)) ? b : a; }
 template <typename C> __device__ __forceinline__ C min_nan(C a, C b) { return (b < a || is_nan(b)) ? b : a; }
 
+/* Element i of p as a double (the CPU kernels that widen to f64). */
+template <typename T> __device__ __forceinline__ double ld_d(const T *p, int64_t i) { return (double)tr<T>::ld(p, i); }
+
+/* the CPU's wf__store_f64: floats round once from double (f16 / bf16 through f32, as the CPU does);
+ * integers truncate toward zero, saturate at the int64 range, then wrap; NaN becomes 0 */
+template <typename T> __device__ __forceinline__ void st_d(T *p, int64_t i, double v)
+{
+    typedef typename tr<T>::C C;
+    if constexpr (tr<T>::kind == K_FLT) {
+        tr<T>::st(p, i, (C)v);
+    } else {
+        int64_t q = v != v ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
+        tr<T>::st(p, i, (C)q);
+    }
+}
+
 inline int last_error() { return (int)cudaGetLastError(); }
 
-/* Calls F<T>() with T the storage type of dtype dt; unknown dtypes give cudaErrorInvalidValue. */
-#define DISPATCH(dt, CALL)                                                                                         \
-    switch (dt) {                                                                                                  \
+/* The case lists the dispatch macros share: the float dtypes (1-4) and the integers (5-9). */
+#define DISPATCH_FLT_CASES_(CALL)                                                                                  \
     case 1: { typedef float T; CALL; } break;                                                                      \
     case 2: { typedef double T; CALL; } break;                                                                     \
     case 3: { typedef __half T; CALL; } break;                                                                     \
-    case 4: { typedef bf16s T; CALL; } break;                                                                      \
+    case 4: { typedef bf16s T; CALL; } break;
+#define DISPATCH_INT_CASES_(CALL)                                                                                  \
     case 5: { typedef int8_t T; CALL; } break;                                                                     \
     case 6: { typedef uint8_t T; CALL; } break;                                                                    \
     case 7: { typedef int16_t T; CALL; } break;                                                                    \
     case 8: { typedef int32_t T; CALL; } break;                                                                    \
-    case 9: { typedef int64_t T; CALL; } break;                                                                    \
+    case 9: { typedef int64_t T; CALL; } break;
+
+/* Calls F<T>() with T the storage type of dtype dt; unknown dtypes give cudaErrorInvalidValue. */
+#define DISPATCH(dt, CALL)                                                                                         \
+    switch (dt) {                                                                                                  \
+    DISPATCH_FLT_CASES_(CALL)                                                                                      \
+    DISPATCH_INT_CASES_(CALL)                                                                                      \
     case 10: { typedef bools T; CALL; } break;                                                                     \
+    default: return (int)cudaErrorInvalidValue;                                                                    \
+    }
+
+/* numeric dtypes only (no bool) */
+#define DISPATCH_NUM(dt, CALL)                                                                                     \
+    switch (dt) {                                                                                                  \
+    DISPATCH_FLT_CASES_(CALL)                                                                                      \
+    DISPATCH_INT_CASES_(CALL)                                                                                      \
     default: return (int)cudaErrorInvalidValue;                                                                    \
     }
 
 #define DISPATCH_FLT(dt, CALL)                                                                                     \
     switch (dt) {                                                                                                  \
-    case 1: { typedef float T; CALL; } break;                                                                      \
-    case 2: { typedef double T; CALL; } break;                                                                     \
-    case 3: { typedef __half T; CALL; } break;                                                                     \
-    case 4: { typedef bf16s T; CALL; } break;                                                                      \
+    DISPATCH_FLT_CASES_(CALL)                                                                                      \
     default: return (int)cudaErrorInvalidValue;                                                                    \
     }
 

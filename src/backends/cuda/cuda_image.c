@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_image.h"
 #include "device/kutil_einsum.h"
+#include "device/kutil_half.h"
 #include "device/kutil_resize.h"
 
 #ifndef M_PI
@@ -72,13 +73,6 @@ static wf_status *upload(wf__kctx *k, const void *src, size_t bytes, void **p)
     return s;
 }
 
-static float h2f(uint16_t h)
-{
-    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400u), (int)e - 25);
-    return h & 0x8000u ? -v : v;
-}
-
 /* Up to max (<= 16) values of a small 1-D float input, as doubles. */
 static wf_status *read_floats(wf__kctx *k, int idx, const char *what, double *v, int max, int *n)
 {
@@ -87,29 +81,10 @@ static wf_status *read_floats(wf__kctx *k, int idx, const char *what, double *v,
     if (!cu_is_float(t->dtype) || t->rank > 1 || t->size > max)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s (input %d) must be a 1-D float tensor of at most %d values, got %s",
                                   what, idx, max, cu_tstr(t, b));
-    unsigned char raw[16 * 8];
+    uint64_t raw[16]; /* aligned for any dtype */
     wf_status *s = cu_read(k, t, raw, (size_t)t->size * cu_size(t->dtype));
     if (s) return s;
-    for (int64_t i = 0; i < t->size; i++) {
-        if (t->dtype == WF_F64) {
-            memcpy(&v[i], raw + 8 * i, 8);
-        } else if (t->dtype == WF_F32) {
-            float f;
-            memcpy(&f, raw + 4 * i, 4);
-            v[i] = f;
-        } else {
-            uint16_t h;
-            memcpy(&h, raw + 2 * i, 2);
-            if (t->dtype == WF_F16) {
-                v[i] = h2f(h);
-            } else {
-                uint32_t u = (uint32_t)h << 16;
-                float f;
-                memcpy(&f, &u, 4);
-                v[i] = f;
-            }
-        }
-    }
+    for (int64_t i = 0; i < t->size; i++) v[i] = wf__ku_load_f64(raw, t->dtype, i);
     *n = (int)t->size;
     return NULL;
 }
@@ -166,15 +141,9 @@ static wf_status *k_resize(wf__kctx *k)
     P.antialias = attr_i(k, "antialias") != 0 && strcmp(P.mode, "nearest");
     const wf__attr *axa = cu_host->attr_get(k->op, k->attrs, "axes");
     int axes[WF_MAX_RANK], na = axa->n, rank = x->rank;
-    char b[160];
-    if (na > rank) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%d axes for input %s", na, cu_tstr(x, b));
-    for (int i = 0; i < na; i++) {
-        int64_t a = axa->ints[i] < 0 ? axa->ints[i] + rank : axa->ints[i];
-        if (a < 0 || a >= rank)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is outside input %s", axa->ints[i],
-                                      cu_tstr(x, b));
-        axes[i] = (int)a;
-    }
+    char b[160], err[256];
+    if (!wf__ku_resize_axes(rank, na, axa->ints, cu_tstr(x, b), axes, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     wf_status *s = cu_enter(k);
     if (s) return s;
     int want = na ? na : rank, all[WF_MAX_RANK];
@@ -191,29 +160,17 @@ static wf_status *k_resize(wf__kctx *k)
     }
     if (!nsc == !nsz)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "give exactly one of scales (input 2) and sizes (input 3)");
-    char err[256];
     if (!wf__ku_resize_shape(rank, x->dims, na ? axes : all, want, sc, nsc, sz, nsz, attr_s(k, "keep_aspect_ratio_policy"),
                              yd, scale, err, sizeof err))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     bool crop = !strcmp(P.ctm, "tf_crop_and_resize");
     double r0[WF_MAX_RANK], r1[WF_MAX_RANK];
-    for (int d = 0; d < rank; d++) r0[d] = 0, r1[d] = 1;
     if (crop) {
         if (!has(k, 1)) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "tf_crop_and_resize needs roi (input 1)");
         if ((s = read_floats(k, 1, "roi", roi, 2 * WF_MAX_RANK, &nroi))) return s;
-        if (nroi != 2 * want)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "roi has %d values; expected %d for input %s", nroi,
-                                      2 * want, cu_tstr(x, b));
-        for (int i = 0; i < want; i++) {
-            int d = na ? axes[i] : i;
-            r0[d] = roi[i];
-            r1[d] = roi[want + i];
-        }
     }
-    for (int d = 0; d < rank; d++)
-        if (x->dims[d] == 0 && yd[d] > 0)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot resize the empty dim %d of input %s to %" PRId64, d,
-                                      cu_tstr(x, b), yd[d]);
+    if (!wf__ku_resize_roi(rank, x->dims, yd, na, axes, want, crop, roi, nroi, b, r0, r1, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, rank, yd, &y)) || !y->size) return s;
     bool pass[WF_MAX_RANK], any = false;

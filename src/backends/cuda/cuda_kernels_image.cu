@@ -10,37 +10,8 @@
 
 namespace {
 
-/* numeric dtypes only: these ops take no bool */
-#define DISPATCH_NUM(dt, CALL)                                                                                     \
-    switch (dt) {                                                                                                  \
-    case 1: { typedef float T; CALL; } break;                                                                      \
-    case 2: { typedef double T; CALL; } break;                                                                     \
-    case 3: { typedef __half T; CALL; } break;                                                                     \
-    case 4: { typedef bf16s T; CALL; } break;                                                                      \
-    case 5: { typedef int8_t T; CALL; } break;                                                                     \
-    case 6: { typedef uint8_t T; CALL; } break;                                                                    \
-    case 7: { typedef int16_t T; CALL; } break;                                                                    \
-    case 8: { typedef int32_t T; CALL; } break;                                                                    \
-    case 9: { typedef int64_t T; CALL; } break;                                                                    \
-    default: return (int)cudaErrorInvalidValue;                                                                    \
-    }
-
 __device__ __forceinline__ double M(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ float Mf(float a, float b) { return __fmul_rn(a, b); }
-
-template <typename T> __device__ __forceinline__ double ld_d(const T *p, int64_t i) { return (double)tr<T>::ld(p, i); }
-
-/* the CPU's wf__store_f64: floats round once from double (f16 / bf16 through f32, as the CPU does);
- * integers truncate toward zero, saturate at the int64 range, then wrap; NaN becomes 0 */
-template <typename T> __device__ __forceinline__ void st_d(T *p, int64_t i, double v)
-{
-    if constexpr (tr<T>::kind == K_FLT) {
-        tr<T>::st(p, i, (typename tr<T>::C)v);
-    } else {
-        int64_t x = v != v ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
-        p[i] = (T)x;
-    }
-}
 
 /* ---- Resize ---------------------------------------------------------------------------------------------- */
 

@@ -9,21 +9,6 @@
 
 namespace {
 
-/* every numeric dtype (no bool) */
-#define DISPATCH_NUM(dt, CALL)                                                                                     \
-    switch (dt) {                                                                                                  \
-    case 1: { typedef float T; CALL; } break;                                                                      \
-    case 2: { typedef double T; CALL; } break;                                                                     \
-    case 3: { typedef __half T; CALL; } break;                                                                     \
-    case 4: { typedef bf16s T; CALL; } break;                                                                      \
-    case 5: { typedef int8_t T; CALL; } break;                                                                     \
-    case 6: { typedef uint8_t T; CALL; } break;                                                                    \
-    case 7: { typedef int16_t T; CALL; } break;                                                                    \
-    case 8: { typedef int32_t T; CALL; } break;                                                                    \
-    case 9: { typedef int64_t T; CALL; } break;                                                                    \
-    default: return (int)cudaErrorInvalidValue;                                                                    \
-    }
-
 __device__ __forceinline__ int64_t goff(int64_t i, int n, const int64_t *d, const int64_t *st)
 {
     int64_t off = 0;
@@ -33,23 +18,6 @@ __device__ __forceinline__ int64_t goff(int64_t i, int n, const int64_t *d, cons
     }
     return off;
 }
-
-template <typename S> __device__ __forceinline__ double ldd(const S *p, int64_t i) { return (double)tr<S>::ld(p, i); }
-
-/* a double into S as the CPU's store: floats rounded (f16/bf16 through f32), integers truncated with NaN
- * 0 and saturation at the int64 range, then narrowed */
-template <typename S> __device__ __forceinline__ void std_(S *p, int64_t i, double v)
-{
-    typedef typename tr<S>::C C;
-    if constexpr (tr<S>::kind == K_FLT) {
-        tr<S>::st(p, i, (C)v);
-    } else {
-        int64_t q = v != v ? 0 : v >= 9.2233720368547758e18 ? INT64_MAX : v <= -9.2233720368547758e18 ? INT64_MIN : (int64_t)v;
-        tr<S>::st(p, i, (C)q);
-    }
-}
-
-__device__ __forceinline__ double dmax_nan(double a, double b) { return (b > a || b != b) ? b : a; }
 
 /* ---- Reduce{L1,SumSquare,LogSum,LogSumExp,L2} ---- */
 
@@ -71,7 +39,7 @@ __device__ void red_part(const S *p, const cun_geom &g, int op, int64_t r0, int6
             uint64_t u = (uint64_t)v;
             au += op == CUN_L1 ? (v < 0 ? 0 - u : u) : u * u;
         } else {
-            double v = ldd(p, o);
+            double v = ld_d(p, o);
             ad += op == CUN_L1 ? fabs(v) : (op == CUN_SUMSQ || op == CUN_L2) ? v * v : op == CUN_LOGSUM ? v : exp(v - m);
         }
     }
@@ -84,7 +52,7 @@ template <typename S> __device__ void red_fin(S *y, int64_t o, int op, double ad
         return;
     }
     double v = op == CUN_LOGSUM ? log(ad) : op == CUN_LOGSUMEXP ? log(ad) + m : op == CUN_L2 ? sqrt(ad) : ad;
-    std_(y, o, v);
+    st_d(y, o, v);
 }
 
 template <typename S> __global__ void k_red_thread(const S *x, S *y, int64_t n_out, cun_geom g, int op)
@@ -95,9 +63,9 @@ template <typename S> __global__ void k_red_thread(const S *x, S *y, int64_t n_o
         uint64_t au = 0;
         if (op == CUN_LOGSUMEXP) {
             m = -INFINITY;
-            for (int64_t r = 0; r < g.count; r++) m = dmax_nan(m, ldd(p, goff(r, g.nr, g.rd, g.rs)));
+            for (int64_t r = 0; r < g.count; r++) m = max_nan<double>(m, ld_d(p, goff(r, g.nr, g.rd, g.rs)));
             if (isinf(m) || m != m) { /* all -inf, empty, +inf or NaN: the max is the answer */
-                std_(y, o, m);
+                st_d(y, o, m);
                 continue;
             }
         }
@@ -114,10 +82,10 @@ template <typename S> __global__ void k_red_block(const S *x, S *y, int64_t n_ou
         uint64_t au = 0;
         if (op == CUN_LOGSUMEXP) {
             m = -INFINITY;
-            for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) m = dmax_nan(m, ldd(p, goff(r, g.nr, g.rd, g.rs)));
-            m = block_reduce(m, [](double a, double b) { return dmax_nan(a, b); });
+            for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) m = max_nan<double>(m, ld_d(p, goff(r, g.nr, g.rd, g.rs)));
+            m = block_reduce(m, [](double a, double b) { return max_nan<double>(a, b); });
             if (isinf(m) || m != m) { /* uniform over the block */
-                if (threadIdx.x == 0) std_(y, o, m);
+                if (threadIdx.x == 0) st_d(y, o, m);
                 continue;
             }
         }
@@ -139,10 +107,10 @@ template <typename S> __global__ void k_mvn(const S *x, S *y, int64_t n_out, cun
         const S *p = x + base;
         S *q = y + base;
         double m = 0, v = 0;
-        for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) m += ldd(p, goff(r, g.nr, g.rd, g.rs));
+        for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) m += ld_d(p, goff(r, g.nr, g.rd, g.rs));
         m = block_reduce(m, [](double a, double b) { return a + b; }) / (double)g.count;
         for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) {
-            double d = ldd(p, goff(r, g.nr, g.rd, g.rs)) - m;
+            double d = ld_d(p, goff(r, g.nr, g.rd, g.rs)) - m;
             v += d * d;
         }
         v = block_reduce(v, [](double a, double b) { return a + b; });
@@ -150,7 +118,7 @@ template <typename S> __global__ void k_mvn(const S *x, S *y, int64_t n_out, cun
         double den = sqrt(v / (double)g.count) + 1e-9;
         for (int64_t r = threadIdx.x; r < g.count; r += blockDim.x) {
             int64_t e = goff(r, g.nr, g.rd, g.rs);
-            std_(q, e, (ldd(p, e) - m) / den);
+            st_d(q, e, (ld_d(p, e) - m) / den);
         }
     }
 }
@@ -165,18 +133,18 @@ __global__ void k_groupnorm(const S *x, S *y, const S *sc, const S *bi, int64_t 
     for (int64_t gr = blockIdx.x; gr < groups; gr += gridDim.x) {
         int64_t base = gr * len;
         double m = 0, v = 0;
-        for (int64_t i = threadIdx.x; i < len; i += blockDim.x) m += ldd(x, base + i);
+        for (int64_t i = threadIdx.x; i < len; i += blockDim.x) m += ld_d(x, base + i);
         m = block_reduce(m, [](double a, double b) { return a + b; }) / (double)len;
         for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
-            double d = ldd(x, base + i) - m;
+            double d = ld_d(x, base + i) - m;
             v += d * d;
         }
         v = block_reduce(v, [](double a, double b) { return a + b; });
         double inv = 1.0 / sqrt(v / (double)len + eps);
         for (int64_t i = threadIdx.x; i < len; i += blockDim.x) {
             int64_t e = base + i, c = per_group ? (e / cs) % G : (e / S_) % C;
-            double r = (ldd(x, e) - m) * inv;
-            std_(y, e, r * ldd(sc, c) + ldd(bi, c));
+            double r = (ld_d(x, e) - m) * inv;
+            st_d(y, e, r * ld_d(sc, c) + ld_d(bi, c));
         }
     }
 }
@@ -193,12 +161,12 @@ __global__ void k_rmsnorm(const S *x, S *y, const S *sc, int64_t rows, int64_t M
         S *q = y + row * M;
         double v = 0;
         for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
-            double d = ldd(p, i);
+            double d = ld_d(p, i);
             v += d * d;
         }
         v = block_reduce(v, [](double a, double b) { return a + b; });
         double inv = 1.0 / sqrt(v / (double)M + eps);
-        for (int64_t i = threadIdx.x; i < M; i += blockDim.x) std_(q, i, ldd(p, i) * inv * ldd(sc, goff(i, nr, nd.d, nd.s)));
+        for (int64_t i = threadIdx.x; i < M; i += blockDim.x) st_d(q, i, ld_d(p, i) * inv * ld_d(sc, goff(i, nr, nd.d, nd.s)));
     }
 }
 
@@ -213,10 +181,10 @@ __global__ void k_lrn(const S *x, S *y, int64_t n, int64_t C, int64_t S_, int64_
         double sq = 0;
         for (int64_t q = c - lo; q <= c + hi; q++)
             if (q >= 0 && q < C) {
-                double v = ldd(x, (b * C + q) * S_ + i);
+                double v = ld_d(x, (b * C + q) * S_ + i);
                 sq += v * v;
             }
-        std_(y, g, ldd(x, g) / pow(bias + alpha / size * sq, beta));
+        st_d(y, g, ld_d(x, g) / pow(bias + alpha / size * sq, beta));
     }
 }
 
@@ -230,23 +198,23 @@ template <typename S> __global__ void k_line(const S *x, S *y, int64_t lines, in
         S *py = y + base;
         if (p == 0) {
             int64_t best = 0;
-            double bv = ldd(px, 0);
+            double bv = ld_d(px, 0);
             for (int64_t i = 1; i < n && bv == bv; i++) {
-                double v = ldd(px, i * inner);
+                double v = ld_d(px, i * inner);
                 if (v > bv || v != v) {
                     bv = v;
                     best = i;
                 }
             }
-            for (int64_t i = 0; i < n; i++) std_(py, i * inner, i == best ? 1.0 : 0.0);
+            for (int64_t i = 0; i < n; i++) st_d(py, i * inner, i == best ? 1.0 : 0.0);
         } else {
             double s = 0;
             for (int64_t i = 0; i < n; i++) {
-                double v = ldd(px, i * inner);
+                double v = ld_d(px, i * inner);
                 s += p == 1 ? fabs(v) : v * v;
             }
             double norm = p == 1 ? s : sqrt(s);
-            for (int64_t i = 0; i < n; i++) std_(py, i * inner, norm == 0 ? 0.0 : ldd(px, i * inner) / norm);
+            for (int64_t i = 0; i < n; i++) st_d(py, i * inner, norm == 0 ? 0.0 : ld_d(px, i * inner) / norm);
         }
     }
 }
@@ -303,10 +271,10 @@ template <typename S> __global__ void k_lppool(const S *x, S *y, int64_t n, cun_
                 str *= P.xd[i];
             }
             if (!inside) continue;
-            double a = fabs(ldd(xp, off));
+            double a = fabs(ld_d(xp, off));
             acc += pw == 2 ? a * a : pw == 1 ? a : pow(a, pw);
         }
-        std_(y, o, pw == 2 ? sqrt(acc) : pw == 1 ? acc : pow(acc, 1 / pw));
+        st_d(y, o, pw == 2 ? sqrt(acc) : pw == 1 ? acc : pow(acc, 1 / pw));
     }
 }
 
@@ -334,7 +302,7 @@ template <typename S> __global__ void k_det(const S *x, S *y, double *a, int64_t
         int64_t mm = m * m;
         const S *px = x + b * mm;
         double *pa = a + b * mm;
-        for (int64_t i = 0; i < mm; i++) pa[i] = ldd(px, i);
+        for (int64_t i = 0; i < mm; i++) pa[i] = ld_d(px, i);
         double det = 1;
         for (int64_t c = 0; c < m; c++) {
             int64_t piv = c;
@@ -361,7 +329,7 @@ template <typename S> __global__ void k_det(const S *x, S *y, double *a, int64_t
                 for (int64_t q = c + 1; q < m; q++) pa[r * m + q] -= f * pa[c * m + q];
             }
         }
-        std_(y, b, det);
+        st_d(y, b, det);
     }
 }
 
@@ -458,11 +426,11 @@ __global__ void k_nms_order(const S *sc, int64_t n, int64_t S_, int use_thr, dou
     GRID_LOOP(g, n) {
         int64_t bc = g / S_, i = g % S_;
         const S *s = sc + bc * S_;
-        double si = ldd(s, i);
+        double si = ld_d(s, i);
         if (use_thr && !(si > thr)) continue;
         int64_t r = 0;
         for (int64_t j = 0; j < S_; j++) {
-            double sj = ldd(s, j);
+            double sj = ld_d(s, j);
             if ((use_thr && !(sj > thr)) || j == i) continue;
             if (sj > si || (sj == si && j < i)) r++;
         }
@@ -473,7 +441,7 @@ __global__ void k_nms_order(const S *sc, int64_t n, int64_t S_, int use_thr, dou
 template <typename S>
 __device__ void nms_box(const S *b, int center, double *x0, double *x1, double *y0, double *y1)
 {
-    double v0 = ldd(b, 0), v1 = ldd(b, 1), v2 = ldd(b, 2), v3 = ldd(b, 3);
+    double v0 = ld_d(b, 0), v1 = ld_d(b, 1), v2 = ld_d(b, 2), v3 = ld_d(b, 3);
     if (center) {
         *x0 = v0 - v2 / 2;
         *x1 = v0 + v2 / 2;
@@ -507,7 +475,7 @@ __global__ void k_nms_greedy(const S *bx, const S *sc, int64_t nbc, int64_t S_, 
     GRID_LOOP(bc, nbc) {
         int64_t b = bc / C, n = 0, k = 0;
         const S *s = sc + bc * S_, *boxes = bx + b * S_ * 4;
-        for (int64_t j = 0; j < S_; j++) n += !use_thr || ldd(s, j) > thr;
+        for (int64_t j = 0; j < S_; j++) n += !use_thr || ld_d(s, j) > thr;
         for (int64_t r = 0; r < n && k < max_out; r++) {
             int64_t i = order[bc * S_ + r];
             bool keep = true;

@@ -78,12 +78,6 @@ __device__ __forceinline__ double rnd(double v, int dt)
     }
 }
 
-template <typename T> __device__ __forceinline__ double ldd(const T *p, int64_t i) { return (double)tr<T>::ld(p, i); }
-template <typename T> __device__ __forceinline__ void std_(T *p, int64_t i, double v)
-{
-    tr<T>::st(p, i, (typename tr<T>::C)v);
-}
-
 /* ---- RNN, GRU, LSTM ---- */
 
 /* the activations of src/device/kutil_rnn.h, as the CPU computes them */
@@ -120,8 +114,8 @@ __global__ void k_rnn_init(cuk_rnn m, const T *h0, const T *c0, double *h, doubl
 {
     GRID_LOOP(g, n) {
         int64_t j = g % m.hs, b = (g / m.hs) % m.batch, d = g / (m.hs * m.batch);
-        h[g] = h0 ? ldd(h0, h_at(m, d, b) + j) : 0.0;
-        c[g] = c0 ? ldd(c0, h_at(m, d, b) + j) : 0.0;
+        h[g] = h0 ? ld_d(h0, h_at(m, d, b) + j) : 0.0;
+        c[g] = c0 ? ld_d(c0, h_at(m, d, b) + j) : 0.0;
     }
 }
 
@@ -147,12 +141,12 @@ __global__ void k_rnn_step(cuk_rnn m, const T *x, const T *w, const T *r, const 
         double xw[4] = {0, 0, 0, 0}, hr[4] = {0, 0, 0, 0};
         for (int64_t q = 0; q < G; q++) {
             if (m.phase == 1 && q != 1) continue; /* phase 1 needs only the reset gate */
-            double a = Wb ? ldd(Wb, q * H + j) : 0.0, e = Rb ? ldd(Rb, q * H + j) : 0.0;
+            double a = Wb ? ld_d(Wb, q * H + j) : 0.0, e = Rb ? ld_d(Rb, q * H + j) : 0.0;
             const T *wr = W + (q * H + j) * I, *rr = R + (q * H + j) * H;
-            for (int64_t i = 0; i < I; i++) a += ldd(xt, i) * ldd(wr, i);
+            for (int64_t i = 0; i < I; i++) a += ld_d(xt, i) * ld_d(wr, i);
             /* GRU's hidden gate without linear_before_reset multiplies h by r first (phase 1) */
             if (!(G == 3 && !m.lbr && q == 2))
-                for (int64_t i = 0; i < H; i++) e += h[i] * ldd(rr, i);
+                for (int64_t i = 0; i < H; i++) e += h[i] * ld_d(rr, i);
             xw[q] = a;
             hr[q] = e;
         }
@@ -168,8 +162,8 @@ __global__ void k_rnn_step(cuk_rnn m, const T *x, const T *w, const T *r, const 
             double z = fa(m, A, xw[0] + hr[0]), eh;
             if (!m.lbr) {
                 const T *rr = R + (2 * H + j) * H;
-                eh = Rb ? ldd(Rb, 2 * H + j) : 0.0;
-                for (int64_t i = 0; i < H; i++) eh += rh[si + i] * ldd(rr, i);
+                eh = Rb ? ld_d(Rb, 2 * H + j) : 0.0;
+                for (int64_t i = 0; i < H; i++) eh += rh[si + i] * ld_d(rr, i);
             } else {
                 eh = hr[2] * rg;
             }
@@ -179,17 +173,17 @@ __global__ void k_rnn_step(cuk_rnn m, const T *x, const T *w, const T *r, const 
             /* gates i, o, f, c; peepholes p_i, p_o, p_f */
             const T *P = p ? p + d * 3 * H : nullptr;
             double c = cs[si + j];
-            double gi = fa(m, A, xw[0] + hr[0] + (P ? ldd(P, j) * c : 0.0));
-            double gf = m.input_forget ? 1 - gi : fa(m, A, xw[2] + hr[2] + (P ? ldd(P, 2 * H + j) * c : 0.0));
+            double gi = fa(m, A, xw[0] + hr[0] + (P ? ld_d(P, j) * c : 0.0));
+            double gf = m.input_forget ? 1 - gi : fa(m, A, xw[2] + hr[2] + (P ? ld_d(P, 2 * H + j) * c : 0.0));
             double gc = fa(m, A + 1, xw[3] + hr[3]);
             c = gf * c + gi * gc;
-            double go = fa(m, A, xw[1] + hr[1] + (P ? ldd(P, H + j) * c : 0.0));
+            double go = fa(m, A, xw[1] + hr[1] + (P ? ld_d(P, H + j) * c : 0.0));
             nh = go * fa(m, A + 2, c);
             cs[si + j] = c;
         }
         hn[si + j] = nh;
         int64_t yo = (m.layout ? (b * m.seq + t) * m.nd + d : (t * m.nd + d) * m.batch + b) * H;
-        std_(y, yo + j, nh);
+        st_d(y, yo + j, nh);
     }
 }
 
@@ -198,8 +192,8 @@ __global__ void k_rnn_fin(cuk_rnn m, const double *h, const double *c, T *yh, T 
 {
     GRID_LOOP(g, n) {
         int64_t j = g % m.hs, b = (g / m.hs) % m.batch, d = g / (m.hs * m.batch);
-        if (yh) std_(yh, h_at(m, d, b) + j, h[g]);
-        if (yc) std_(yc, h_at(m, d, b) + j, c[g]);
+        if (yh) st_d(yh, h_at(m, d, b) + j, h[g]);
+        if (yc) st_d(yc, h_at(m, d, b) + j, c[g]);
     }
 }
 
@@ -255,14 +249,14 @@ __global__ void k_attention(cuk_attn a, int dt, const T *q, const T *pk, const T
         for (int64_t kj = 0; kj < a.T; kj++) {
             double acc = 0.0;
             for (int64_t d = 0; d < a.Dk; d++)
-                acc += rnd(__dmul_rn(ldd(qr, d), a.rs), dt) * rnd(__dmul_rn(ldd(kb, kj * a.Dk + d), a.rs), dt);
+                acc += rnd(__dmul_rn(ld_d(qr, d), a.rs), dt) * rnd(__dmul_rn(ld_d(kb, kj * a.Dk + d), a.rs), dt);
             double s = rnd(acc, dt);
             /* softcap comes before the bias, so masked scores stay -inf */
             if (a.softcap > 0) s = rnd(rnd(tanh(rnd(s / a.softcap, dt)), dt) * a.softcap, dt);
             double bias = attn_bias(a, mask, np, b, h, i, kj);
             bmax = bias > bmax ? bias : bmax;
             double v = rnd(s + bias, dt);
-            std_(qkr, kj, a.mode == 2 ? v : s);
+            st_d(qkr, kj, a.mode == 2 ? v : s);
             double xv = rnd(v, sp);
             x[kj] = xv;
             if (xv != xv || xv > mx) mx = xv; /* NaN propagates, as numpy's max does */
@@ -271,7 +265,7 @@ __global__ void k_attention(cuk_attn a, int dt, const T *q, const T *pk, const T
         bool dead = bmax == -INFINITY || mx == -INFINITY;
         if (dead) {
             if (a.mode == 3)
-                for (int64_t kj = 0; kj < a.T; kj++) std_(qkr, kj, 0.0);
+                for (int64_t kj = 0; kj < a.T; kj++) st_d(qkr, kj, 0.0);
         } else {
             /* numpy sums bf16 one rounded addition at a time, other floats in a wider type */
             for (int64_t kj = 0; kj < a.T; kj++) {
@@ -282,16 +276,16 @@ __global__ void k_attention(cuk_attn a, int dt, const T *q, const T *pk, const T
             if (sum == 0.0) sum = 1.0;
             for (int64_t kj = 0; kj < a.T; kj++) {
                 double pr = rnd(x[kj] / sum, sp);
-                if (a.mode == 3) std_(qkr, kj, pr);
+                if (a.mode == 3) st_d(qkr, kj, pr);
                 x[kj] = rnd(pr, dt);
             }
         }
         for (int64_t d = 0; d < a.Dv; d++) {
             double acc = 0.0;
             if (!dead)
-                for (int64_t kj = 0; kj < a.T; kj++) acc += x[kj] * ldd(vb, kj * a.Dv + d);
+                for (int64_t kj = 0; kj < a.T; kj++) acc += x[kj] * ld_d(vb, kj * a.Dv + d);
             int64_t o = a.q4 ? row * a.Dv + d : (b * a.Sq + i) * a.Hq * a.Dv + h * a.Dv + d;
-            std_(y, o, acc);
+            st_d(y, o, acc);
         }
     }
 }
@@ -313,11 +307,11 @@ __global__ void k_rotary(cuk_rope g, int dt, const T *x, const T *cc, const T *s
         bool first = g.inter ? d % 2 == 0 : d < half;
         int64_t i1 = g.inter ? 2 * i : i, i2 = g.inter ? 2 * i + 1 : i + half;
         int64_t row = g.pos_dt ? ld_i(pos, b * g.S + s, g.pos_dt) : b * g.S + s;
-        double c = ldd(cc, row * half + i), sv = ldd(sn, row * half + i);
-        double x1 = ldd(x, base + i1), x2 = ldd(x, base + i2), v;
+        double c = ld_d(cc, row * half + i), sv = ld_d(sn, row * half + i);
+        double x1 = ld_d(x, base + i1), x2 = ld_d(x, base + i2), v;
         if (first) v = rnd(__dsub_rn(rnd(__dmul_rn(c, x1), dt), rnd(__dmul_rn(sv, x2), dt)), dt);
         else v = rnd(__dadd_rn(rnd(__dmul_rn(sv, x1), dt), rnd(__dmul_rn(c, x2), dt)), dt);
-        std_(y, base + d, v);
+        st_d(y, base + d, v);
     }
 }
 

@@ -10,7 +10,10 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_norm.h"
+#include "device/kutil_conv.h"
+#include "device/kutil_half.h"
 #include "device/kutil_reduce.h"
+#include "device/kutil_select.h"
 #include "device/kutil_shape.h"
 
 /* Stream-ordered scratch on the compute stream: freed after the kernels queued before the free. */
@@ -28,29 +31,6 @@ static void scratch_free(wf__kctx *k, void *p)
 static wf_status *oom(wf__kctx *k, size_t bytes)
 {
     return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for %zu bytes of host memory", bytes);
-}
-
-/* One value of a host buffer of any numeric dtype as a double. */
-static double host_f64(const void *p, wf_dtype t)
-{
-    switch (t) {
-    case WF_F32: { float f; memcpy(&f, p, 4); return f; }
-    case WF_F64: { double v; memcpy(&v, p, 8); return v; }
-    case WF_F16: case WF_BF16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        if (t == WF_BF16) {
-            uint32_t u = (uint32_t)h << 16;
-            float f;
-            memcpy(&f, &u, 4);
-            return f;
-        }
-        int e = (h >> 10) & 31, m = h & 1023;
-        double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-        return h & 0x8000 ? -v : v;
-    }
-    default: return (double)cu_int_at(p, t, 0);
-    }
 }
 
 static void geom_of(const wf__ku_red_plan *p, cun_geom *g)
@@ -308,47 +288,19 @@ static wf_status *k_lppool(wf__kctx *k)
     const wf__attr *ks = cu_host->attr_get(k->op, k->attrs, "kernel_shape"),
                    *st = cu_host->attr_get(k->op, k->attrs, "strides"),
                    *dl = cu_host->attr_get(k->op, k->attrs, "dilations"), *pd = cu_host->attr_get(k->op, k->attrs, "pads");
-    const char *ap = cu_host->attr_get(k->op, k->attrs, "auto_pad")->s;
-    if (!ap) ap = "NOTSET";
     bool ceil_mode = cu_host->attr_get(k->op, k->attrs, "ceil_mode")->i != 0;
-    int ns = x->rank - 2;
-    if (ns < 1 || ks->n != ns || ns > CUN_MAX_RANK)
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not fit kernel_shape (%d values)", cu_tstr(x, b),
-                                  ks->n);
+    char err[480];
+    wf__ku_pool_plan L;
+    if (!wf__ku_lppool_plan(x->rank, x->dims, cu_tstr(x, b), ks, st, dl, pd,
+                            cu_host->attr_get(k->op, k->attrs, "auto_pad")->s, ceil_mode, &L, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     cun_pool P;
     memset(&P, 0, sizeof P);
-    P.ns = ns;
-    P.in_plane = P.out_plane = P.win = 1;
+    P.ns = L.ns, P.in_plane = L.in_plane, P.out_plane = L.out_plane, P.win = L.win;
     int64_t yd[WF_MAX_RANK] = {x->dims[0], x->dims[1]};
-    for (int i = 0; i < ns; i++) {
-        int64_t xi = x->dims[i + 2], ki = ks->ints[i], si = st->n ? st->ints[i] : 1, di = dl->n ? dl->ints[i] : 1, oi, bi;
-        int64_t ext = (ki - 1) * di + 1;
-        if (ki < 1 || si < 1 || di < 1)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "kernel_shape, strides and dilations must be positive");
-        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-            oi = (xi + si - 1) / si;
-            int64_t tot = (oi - 1) * si + ext - xi;
-            if (tot < 0) tot = 0;
-            bi = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
-        } else {
-            bool valid = !strcmp(ap, "VALID");
-            bi = valid || !pd->n ? 0 : pd->ints[i];
-            int64_t span = xi + (valid || !pd->n ? 0 : pd->ints[i] + pd->ints[i + ns]) - ext;
-            if (span < 0)
-                return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "kernel is larger than padded input %s", cu_tstr(x, b));
-            oi = (ceil_mode ? (span + si - 1) / si : span / si) + 1;
-            if (ceil_mode && (oi - 1) * si >= xi + bi) oi--;
-        }
-        P.xd[i] = xi;
-        P.od[i] = oi;
-        P.k[i] = ki;
-        P.st[i] = si;
-        P.dl[i] = di;
-        P.pb[i] = bi;
-        yd[i + 2] = oi;
-        P.in_plane *= xi;
-        P.out_plane *= oi;
-        P.win *= ki;
+    for (int i = 0; i < L.ns; i++) {
+        P.xd[i] = L.in[i], P.od[i] = L.out[i], P.k[i] = L.k[i], P.st[i] = L.s[i], P.dl[i] = L.d[i], P.pb[i] = L.pb[i];
+        yd[i + 2] = L.out[i];
     }
     wf_status *s = cu_enter(k);
     wf_tensor *y;
@@ -372,10 +324,8 @@ static wf_status *k_max_unpool(wf__kctx *k)
         memcmp(X->dims, I->dims, sizeof(int64_t) * (size_t)rank) || (I->dtype != WF_I64 && I->dtype != WF_I32))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
                                   "X and indices must have one shape of rank %d (indices i32 or i64)", rank);
-    int64_t inf[WF_MAX_RANK] = {X->dims[0], X->dims[1]}, out[WF_MAX_RANK];
-    for (int i = 0; i < nsp; i++)
-        inf[2 + i] = (X->dims[2 + i] - 1) * (st->n ? st->ints[i] : 1) + ks->ints[i] -
-                     (pd->n ? pd->ints[i] + pd->ints[nsp + i] : 0);
+    int64_t inf[WF_MAX_RANK] = {0}, out[WF_MAX_RANK];
+    wf__ku_unpool_dims(X->dims, ks, st, pd, inf);
     memcpy(out, inf, sizeof inf);
     wf_status *s = cu_enter(k);
     if (s) return s;
@@ -464,24 +414,12 @@ static wf_status *k_compress(wf__kctx *k)
     if (cond->dtype != WF_BOOL || cond->rank != 1)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "condition must be a 1-D bool tensor");
     const wf__attr *axa = cu_host->attr_get(k->op, k->attrs, "axis");
-    int ax = -1;
-    if (axa && axa->set) {
-        int64_t a = axa->i < 0 ? axa->i + x->rank : axa->i;
-        if (a < 0 || a >= x->rank)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for a rank-%d input",
-                                      axa->i, x->rank);
-        ax = (int)a;
-    }
-    int64_t D = ax >= 0 ? x->dims[ax] : x->size, outer = 1, inner = 1;
-    for (int d = 0; ax >= 0 && d < x->rank; d++) {
-        if (d < ax) outer *= x->dims[d];
-        if (d > ax) inner *= x->dims[d];
-    }
-    if (cond->size > D)
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                  "condition of %" PRId64 " entries is longer than the %" PRId64
-                                  " entries of the input it selects from",
-                                  cond->size, D);
+    int ax;
+    int64_t D, outer, inner;
+    char err[256];
+    if (!wf__ku_compress_plan(x->rank, x->dims, x->size, axa && axa->set, axa ? axa->i : 0, cond->size, &ax, &D, &outer,
+                              &inner, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     wf_status *s = cu_enter(k);
     if (s) return s;
     /* the condition is a small 1-D mask: its selected indices are found here, the data moves on the device */
@@ -522,22 +460,12 @@ static wf_status *k_unique(wf__kctx *k)
 {
     const wf_tensor *X = k->in[0];
     const wf__attr *axa = cu_host->attr_get(k->op, k->attrs, "axis"), *sa = cu_host->attr_get(k->op, k->attrs, "sorted");
-    int sorted = !sa || sa->i != 0, a = -1;
-    if (axa && axa->set) {
-        int64_t v = axa->i < 0 ? axa->i + X->rank : axa->i;
-        if (v < 0 || v >= X->rank)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for a rank-%d input",
-                                      axa->i, X->rank);
-        a = (int)v;
-    }
-    int64_t n, len, inner = 1;
-    if (a < 0) {
-        n = X->size, len = 1;
-    } else {
-        n = X->dims[a];
-        for (int d = a + 1; d < X->rank; d++) inner *= X->dims[d];
-        len = n ? X->size / n : 0;
-    }
+    int sorted = !sa || sa->i != 0, a;
+    int64_t n, len, inner;
+    char err[256];
+    if (!wf__ku_unique_plan(X->rank, X->dims, X->size, axa && axa->set, axa ? axa->i : 0, &a, &n, &len, &inner, err,
+                            sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     wf_status *s = cu_enter(k);
     if (s) return s;
     int64_t *sc = NULL, ng = 0; /* first, cnt, rank [n each], then the group count */
@@ -553,9 +481,7 @@ static wf_status *k_unique(wf__kctx *k)
         if (!s) s = cu_check(k, (int)cudaStreamSynchronize(cu_of(k)->compute), "read-back of the group count");
     }
     int64_t yd[WF_MAX_RANK], d_ng = ng, d_n = n;
-    int yr = a < 0 ? 1 : X->rank;
-    if (a < 0) yd[0] = ng;
-    else memcpy(yd, X->dims, sizeof(int64_t) * (size_t)X->rank), yd[a] = ng;
+    int yr = wf__ku_unique_dims(X->rank, X->dims, a, ng, yd);
     wf_tensor *y, *t1, *t2, *t3;
     if (!s && !(s = cu_host->kctx_output(k, 0, X->dtype, yr, yd, &y)) &&
         !(s = cu_host->kctx_output(k, 1, WF_I64, 1, &d_ng, &t1)) && !(s = cu_host->kctx_output(k, 2, WF_I64, 1, &d_n, &t2)) &&
@@ -578,7 +504,7 @@ static wf_status *scalar_in(wf__kctx *k, int idx, bool *has, double *v, int64_t 
     uint64_t raw = 0;
     wf_status *s = cu_read(k, t, &raw, cu_size(t->dtype));
     if (s) return s;
-    *v = host_f64(&raw, t->dtype);
+    *v = wf__ku_load_f64(&raw, t->dtype, 0);
     if (iv) *iv = cu_is_int(t->dtype) ? cu_int_at(&raw, t->dtype, 0) : (int64_t)*v;
     *has = true;
     return NULL;
@@ -587,8 +513,7 @@ static wf_status *scalar_in(wf__kctx *k, int idx, bool *has, double *v, int64_t 
 static wf_status *k_nms(wf__kctx *k)
 {
     const wf_tensor *B = k->in[0], *S = k->in[1];
-    if (B->rank != 3 || B->dims[2] != 4 || S->rank != 3 || S->dims[0] != B->dims[0] || S->dims[2] != B->dims[1] ||
-        S->dtype != B->dtype)
+    if (!wf__ku_nms_shapes(B->rank, B->dims, S->rank, S->dims, S->dtype == B->dtype))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "boxes and scores must be [B, S, 4] and [B, C, S] of one dtype");
     int64_t nb = B->dims[0], ns = B->dims[1], nc = S->dims[1], max_out = 0;
     double mo = 0, iou = 0, sthr = 0;
@@ -597,10 +522,9 @@ static wf_status *k_nms(wf__kctx *k)
     if (s || (s = scalar_in(k, 2, &has_mo, &mo, &max_out)) || (s = scalar_in(k, 3, &has_iou, &iou, NULL)) ||
         (s = scalar_in(k, 4, &use_thr, &sthr, NULL)))
         return s;
-    if (!has_mo) max_out = 0;
-    if (max_out < 0) max_out = 0;
-    if (max_out > ns) max_out = ns;
-    if (iou < 0 || iou > 1) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "iou_threshold %g is outside [0, 1]", iou);
+    char err[128];
+    if (!wf__ku_nms_limits(has_mo, max_out, iou, ns, &max_out, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     int center = cu_host->attr_get(k->op, k->attrs, "center_point_box")->i != 0;
     int64_t nbc = nb * nc, od[2] = {0, 3};
     wf_tensor *y;
@@ -620,12 +544,7 @@ static wf_status *k_nms(wf__kctx *k)
                       "read-back of the counts")) ||
         (s = cu_check(k, (int)cudaStreamSynchronize(cu_of(k)->compute), "read-back of the counts")))
         goto done;
-    int64_t nout = 0;
-    for (int64_t i = 0; i < nbc; i++) {
-        int64_t c = cnt[i];
-        cnt[i] = nout;
-        nout += c;
-    }
+    int64_t nout = wf__ku_exclusive_scan(cnt, nbc);
     od[0] = nout;
     if ((s = cu_host->kctx_output(k, 0, WF_I64, 2, od, &y)) || nout == 0) goto done;
     if ((s = cu_check(k, (int)cudaMemcpyAsync(start, cnt, (size_t)nbc * sizeof(int64_t), cudaMemcpyHostToDevice,

@@ -13,8 +13,9 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_seq.h"
 #include "device/kutil_attn.h"
-#include "device/kutil_conv.h"
+#include "device/kutil_half.h"
 #include "device/kutil_matmul.h"
+#include "device/kutil_quant.h"
 #include "device/kutil_rnn.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------------ */
@@ -35,75 +36,12 @@ static const char *attr_s(const wf__kctx *k, const char *name, const char *dflt)
     return a && a->s ? a->s : dflt;
 }
 
-static int64_t numel(int n, const int64_t *d)
-{
-    int64_t p = 1;
-    for (int i = 0; i < n; i++) p *= d[i];
-    return p;
-}
-
-static float h2f(uint16_t h)
-{
-    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400u), (int)e - 25);
-    return h & 0x8000u ? -v : v;
-}
-
-/* f32 to f16 bits, nearest even, as the CPU's wf_f32_to_f16 */
-static uint16_t f2h(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: inf */
-    if (a < 0x38800000u) return (uint16_t)(sign | (uint16_t)rintf(fabsf(f) * 16777216.0f)); /* units of 2^-24 */
-    uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
-    return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
-static float bf2f(uint16_t b)
-{
-    uint32_t u = (uint32_t)b << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-/* v rounded to float dtype t, as the CPU's wf__ko_round (for values formed on the host) */
-static double round_to(double v, wf_dtype t)
-{
-    if (t == WF_F32) return (double)(float)v;
-    if (t == WF_F16) return (double)h2f(f2h((float)v));
-    if (t == WF_BF16) {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x400000u) : ((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    return v;
-}
-
-/* element i of a host buffer of any numeric dtype as a double */
-static double host_f64(const void *p, wf_dtype t, int64_t i)
-{
-    switch (t) {
-    case WF_F32: return ((const float *)p)[i];
-    case WF_F64: return ((const double *)p)[i];
-    case WF_F16: return h2f(((const uint16_t *)p)[i]);
-    case WF_BF16: return bf2f(((const uint16_t *)p)[i]);
-    default: return (double)cu_int_at(p, t, i);
-    }
-}
-
 /* Element 0 of a device tensor as a double. */
 static wf_status *read_scalar(wf__kctx *k, const wf_tensor *t, double *v)
 {
     uint64_t raw = 0;
     wf_status *s = cu_read(k, t, &raw, cu_size(t->dtype));
-    if (!s) *v = host_f64(&raw, t->dtype, 0);
+    if (!s) *v = wf__ku_load_f64(&raw, t->dtype, 0);
     return s;
 }
 
@@ -115,27 +53,17 @@ static wf_status *read_scalar_int(wf__kctx *k, const wf_tensor *t, int64_t *v)
     return s;
 }
 
-/* Scratch device memory for one node: allocated here, released after the stream has drained (the
- * kernels that use it are queued, not done, when the host is through with them). */
+/* Stream-ordered scratch on the compute stream: the free is queued behind the kernels that use it, so
+ * the host never waits for them. */
 static wf_status *scratch_alloc(wf__kctx *k, size_t bytes, void **p)
 {
     *p = NULL;
-    cudaError_t e = cudaMalloc(p, bytes ? bytes : 8);
-    if (e != cudaSuccess) {
-        *p = NULL;
-        (void)cudaGetLastError();
-        return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "CUDA scratch allocation of %zu bytes failed on %s: %s", bytes,
-                                  k->device->short_name, cudaGetErrorString(e));
-    }
-    return NULL;
+    return cu_check(k, (int)cudaMallocAsync(p, bytes ? bytes : 8, cu_of(k)->compute), "scratch allocation");
 }
 
 static wf_status *scratch_free(wf__kctx *k, void *p, wf_status *s)
 {
-    if (!p) return s;
-    int e = (int)cudaStreamSynchronize(cu_of(k)->compute);
-    cudaFree(p);
-    if (!s && e) s = cu_check(k, e, "synchronisation before a scratch release");
+    if (p) cudaFreeAsync(p, cu_of(k)->compute);
     return s;
 }
 
@@ -330,18 +258,7 @@ static wf_status *k_attention(wf__kctx *k)
     if (mask) {
         /* right-aligned broadcast onto (B, Hq, Sq, T); a key dim shorter than T is padded with -inf */
         int r = mask->rank;
-        int64_t full[4] = {a.B, a.Hq, a.Sq, a.T}, st[WF_MAX_RANK];
-        bool ok = r >= 1 && r <= 4;
-        int64_t acc = 1;
-        for (int d = r - 1; ok && d >= 0; d--) st[d] = acc, acc *= mask->dims[d];
-        for (int x = 0; ok && x < 4; x++) {
-            int md = x - (4 - r);
-            a.ms[x] = 0;
-            if (md < 0) continue;
-            int64_t d = mask->dims[md];
-            if (x == 3 ? d > a.T : (d != 1 && d != full[x])) ok = false;
-            else a.ms[x] = d == 1 && x != 3 ? 0 : st[md];
-        }
+        bool ok = wf__ku_attn_mask_strides(r, mask->dims, a.B, a.Hq, a.Sq, a.T, a.ms);
         if (!ok)
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
                                       "attn_mask %s does not broadcast to (%" PRId64 ", %" PRId64 ", %" PRId64
@@ -355,7 +272,7 @@ static wf_status *k_attention(wf__kctx *k)
     const wf__attr *sca = attr(k, "scale"), *sc = attr(k, "softcap");
     double scale = sca && sca->set ? sca->f : 1.0 / sqrt((double)a.Dk);
     /* the reference scales Q and K each by sqrt(scale), rounded to the input dtype */
-    a.rs = round_to(sqrt(scale), dt);
+    a.rs = wf__ku_round_to(sqrt(scale), dt);
     a.softcap = sc ? sc->f : 0;
     if ((s = cu_enter(k))) return s;
     wf_tensor *y, *opk, *opv, *oqk;
@@ -444,50 +361,16 @@ static wf_status *k_rotary(wf__kctx *k)
 
 /* ---- QuantizeLinear / DequantizeLinear / DynamicQuantizeLinear ----------------------------------------- */
 
-/* Where parameter p (scale or zero point) of input x is read, as the CPU's qmap_init (static there and in
- * ocl_image2.c, so written again here). */
+/* Where parameter p (scale or zero point) of input x is read (kutil_quant.h). */
 static wf_status *qmap_init(wf__kctx *k, const wf_tensor *x, const wf_tensor *p, const char *what, cuk_qmap *q)
 {
-    char b0[160], b1[160];
-    int64_t bs = attr_i(k, "block_size", 0), axis = attr_i(k, "axis", 1);
-    memset(q, 0, sizeof *q);
-    q->alen = q->inner = q->block = q->nb = 1;
-    if (p->rank == 0 || (p->size == 1 && p->rank == 1 && bs == 0)) return NULL;
-    int64_t a = axis < 0 ? axis + x->rank : axis;
-    if (a < 0 || a >= x->rank)
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for input %s", axis,
-                                  cu_tstr(x, b0));
-    q->alen = x->dims[a];
-    q->inner = numel(x->rank - (int)a - 1, x->dims + a + 1);
-    bool ok;
-    if (bs <= 0) {
-        q->kind = 1;
-        ok = p->rank == 1 && p->dims[0] == x->dims[a];
-    } else {
-        q->kind = 2;
-        q->block = bs;
-        q->nb = (x->dims[a] + bs - 1) / bs;
-        ok = p->rank == x->rank;
-        for (int d = 0; ok && d < x->rank; d++) ok = p->dims[d] == (d == a ? q->nb : x->dims[d]);
-    }
-    if (!ok)
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s %s does not fit input %s (axis %" PRId64 ", block_size %" PRId64 ")",
-                                  what, cu_tstr(p, b1), cu_tstr(x, b0), a, bs);
-    /* an empty x launches nothing; these only keep the divisions defined */
-    if (q->inner == 0) q->inner = 1;
-    if (q->alen == 0) q->alen = 1;
-    if (q->nb == 0) q->nb = 1;
+    char b0[160], b1[160], err[480];
+    wf__ku_qmap m;
+    if (!wf__ku_qmap_plan(x->rank, x->dims, cu_tstr(x, b0), p->rank, p->dims, p->size, what, cu_tstr(p, b1),
+                          attr_i(k, "axis", 1), attr_i(k, "block_size", 0), &m, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
+    q->kind = m.kind, q->alen = m.alen, q->inner = m.inner, q->block = m.block, q->nb = m.nb;
     return NULL;
-}
-
-static void qrange(wf_dtype t, int64_t *lo, int64_t *hi)
-{
-    switch (t) {
-    case WF_U8: *lo = 0, *hi = 255; break;
-    case WF_I8: *lo = -128, *hi = 127; break;
-    case WF_I16: *lo = -32768, *hi = 32767; break;
-    default: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    }
 }
 
 static wf_status *quant(wf__kctx *k, bool deq)
@@ -525,7 +408,7 @@ static wf_status *quant(wf__kctx *k, bool deq)
     wf_dtype pr = (wf_dtype)attr_i(k, "precision", WF_DTYPE_INVALID);
     if (pr == WF_DTYPE_INVALID) pr = cu_is_float(x->dtype) ? x->dtype : sc->dtype;
     int64_t lo, hi;
-    qrange(od, &lo, &hi);
+    wf__ku_qrange(od, &lo, &hi);
     return cu_check(k, cuk_quantize(st, x->dtype, cu_ptr(x), sc->dtype, cu_ptr(sc), &ms, zdt, zpp, &mz, od, cu_ptr(y),
                                     y->size, pr, lo, hi),
                     "QuantizeLinear kernel");
@@ -612,13 +495,13 @@ static wf_status *matmul_int(wf__kctx *k, bool qlinear)
         if (s) return s;
         wf_dtype st = k->in[1]->dtype;
         /* the reference forms a_scale * b_scale / y_scale in the scales' dtype */
-        g.mult = round_to(round_to(sc[0] * sc[1], st) / sc[2], st);
+        g.mult = wf__ku_round_to(wf__ku_round_to(sc[0] * sc[1], st) / sc[2], st);
         g.z = (double)z;
         g.odt = yzp ? yzp->dtype : a->dtype;
     } else if ((s = cu_enter(k))) {
         return s;
     }
-    qrange((wf_dtype)g.odt, &g.lo, &g.hi);
+    wf__ku_qrange((wf_dtype)g.odt, &g.lo, &g.hi);
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, (wf_dtype)g.odt, mm.out_rank, mm.out_dims, &y)) || !y->size) return s;
     int zb = qlinear ? 5 : 3;
@@ -633,56 +516,18 @@ static wf_status *k_qlinear_matmul(wf__kctx *k) { return matmul_int(k, true); }
 
 /* ---- integer convolution ------------------------------------------------------------------------------ */
 
-/* Convolution geometry as the CPU's conv_init (static there and in ocl_image2.c, so written again here);
- * out dims into dims. */
+/* Convolution geometry (kutil_quant.h); out dims into dims. */
 static wf_status *conv_init(wf__kctx *k, const wf_tensor *x, const wf_tensor *w, cuk_iconv *p, int64_t *dims)
 {
-    char b0[160], b1[160];
-    const wf__attr *ks = attr(k, "kernel_shape"), *st = attr(k, "strides"), *dl = attr(k, "dilations"),
-                   *pd = attr(k, "pads");
-    const char *ap = attr_s(k, "auto_pad", "NOTSET");
-    p->ns = x->rank - 2;
-    p->G = attr_i(k, "group", 1);
-    int64_t oc;
-    if (p->ns < 1 || p->ns > 6 || w->rank != x->rank || !wf__ku_conv_channels(x->dims[1], w->dims, p->G, false, &oc))
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                  "input %s and weight %s do not fit: their channels and group %" PRId64 " disagree",
-                                  cu_tstr(x, b0), cu_tstr(w, b1), p->G);
-    int ns = p->ns;
-    if ((ks && ks->n && ks->n != ns) || (pd && pd->n && pd->n != 2 * ns) || (st && st->n && st->n != ns) ||
-        (dl && dl->n && dl->n != ns))
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                  "kernel_shape, strides, dilations or pads do not fit %d spatial dims of input %s", ns,
-                                  cu_tstr(x, b0));
-    p->N = x->dims[0];
-    p->C = x->dims[1];
-    p->M = w->dims[0];
-    dims[0] = p->N;
-    dims[1] = p->M;
-    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
-    bool has_pads = pd && pd->n;
-    for (int i = 0; i < ns; i++) {
-        p->in[i] = x->dims[i + 2];
-        p->k[i] = w->dims[i + 2];
-        p->s[i] = st && st->n ? st->ints[i] : 1;
-        p->d[i] = dl && dl->n ? dl->ints[i] : 1;
-        if (p->s[i] < 1 || p->d[i] < 1)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "strides and dilations must be >= 1");
-        int64_t ext = (p->k[i] - 1) * p->d[i] + 1;
-        if (same) {
-            p->out[i] = (p->in[i] + p->s[i] - 1) / p->s[i];
-            int64_t tot = (p->out[i] - 1) * p->s[i] + ext - p->in[i];
-            if (tot < 0) tot = 0;
-            p->pb[i] = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
-        } else {
-            p->pb[i] = valid || !has_pads ? 0 : pd->ints[i];
-            int64_t span = p->in[i] + (valid || !has_pads ? 0 : pd->ints[i] + pd->ints[i + ns]) - ext;
-            if (span < 0)
-                return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "kernel is larger than padded input %s", cu_tstr(x, b0));
-            p->out[i] = span / p->s[i] + 1;
-        }
-        dims[i + 2] = p->out[i];
-    }
+    char b0[160], b1[160], err[480];
+    wf__ku_iconv g;
+    if (!wf__ku_iconv_plan(x->rank, x->dims, cu_tstr(x, b0), w->rank, w->dims, cu_tstr(w, b1), attr_i(k, "group", 1),
+                           attr(k, "kernel_shape"), attr(k, "strides"), attr(k, "dilations"), attr(k, "pads"),
+                           attr_s(k, "auto_pad", "NOTSET"), &g, dims, err, sizeof err))
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
+    p->ns = g.ns, p->N = g.N, p->C = g.C, p->M = g.M, p->G = g.G;
+    for (int i = 0; i < g.ns; i++)
+        p->in[i] = g.in[i], p->out[i] = g.out[i], p->k[i] = g.k[i], p->s[i] = g.s[i], p->d[i] = g.d[i], p->pb[i] = g.pb[i];
     return NULL;
 }
 
@@ -731,7 +576,7 @@ static wf_status *conv_int(wf__kctx *k, bool qlinear)
         return s;
     }
     if (xzp && (s = read_scalar_int(k, xzp, &g.zx))) return s;
-    qrange((wf_dtype)g.odt, &g.lo, &g.hi);
+    wf__ku_qrange((wf_dtype)g.odt, &g.lo, &g.hi);
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, (wf_dtype)g.odt, x->rank, dims, &y)) || !y->size) return s;
     int wzi = qlinear ? 5 : 3;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_image.h"
+#include "backends/opencl/ocl_nnr.h"
+#include "device/kutil_conv.h"
 #include "device/kutil_resize.h"
 
 #define MAXSP 3 /* spatial dims GridSample handles */
@@ -347,14 +349,10 @@ static wf_status *k_Resize(wf__kctx *k)
     P.antialias = oclimg_attr_i(k, "antialias") != 0 && strcmp(P.mode, "nearest");
     const wf__attr *axa = ocl_host->attr_get(k->op, k->attrs, "axes");
     int axes[WF_MAX_RANK], na = axa->n, rank = x->rank;
-    if (na > rank) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%d axes for an input of rank %d", na, rank);
-    for (int i = 0; i < na; i++) {
-        int64_t a = axa->ints[i] < 0 ? axa->ints[i] + rank : axa->ints[i];
-        if (a < 0 || a >= rank)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is outside rank %d", (long long)axa->ints[i],
-                                       rank);
-        axes[i] = (int)a;
-    }
+    char b[160], err[256];
+    ocl_nnr_tstr(x, b);
+    if (!wf__ku_resize_axes(rank, na, axa->ints, b, axes, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     int want = na ? na : rank;
     int all[WF_MAX_RANK];
     for (int i = 0; i < rank; i++) all[i] = i;
@@ -373,24 +371,13 @@ static wf_status *k_Resize(wf__kctx *k)
     if ((s = resize_shape(k, rank, x->dims, na ? axes : all, want, sc, nsc, sz, nsz, yd, scale))) return s;
     bool crop = !strcmp(P.ctm, "tf_crop_and_resize");
     double r0[WF_MAX_RANK], r1[WF_MAX_RANK];
-    for (int d = 0; d < rank; d++) r0[d] = 0, r1[d] = 1;
     if (crop) {
         if (!oclimg_has(k, 1))
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "tf_crop_and_resize needs roi (input 1)");
         if ((s = oclimg_floats(k, 1, "roi", roi, 2 * WF_MAX_RANK, &nroi))) return s;
-        if (nroi != 2 * want)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "roi has %d values; expected %d for rank %d", nroi,
-                                       2 * want, rank);
-        for (int i = 0; i < want; i++) {
-            int d = na ? axes[i] : i;
-            r0[d] = roi[i];
-            r1[d] = roi[want + i];
-        }
     }
-    for (int d = 0; d < rank; d++)
-        if (x->dims[d] == 0 && yd[d] > 0)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cannot resize the empty dim %d to %lld", d,
-                                       (long long)yd[d]);
+    if (!wf__ku_resize_roi(rank, x->dims, yd, na, axes, want, crop, roi, nroi, b, r0, r1, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     wf_tensor *y;
     if ((s = ocl_host->kctx_output(k, 0, x->dtype, rank, yd, &y))) return s;
     if (!y->size) return NULL;
@@ -615,10 +602,8 @@ static wf_status *k_MaxUnpool(wf__kctx *k)
         (I->dtype != WF_I64 && I->dtype != WF_I32))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
                                    "X and indices must have one shape of rank %d (indices i32 or i64)", rank);
-    int64_t inf[WF_MAX_RANK] = {X->dims[0], X->dims[1]}, out[WF_MAX_RANK];
-    for (int i = 0; i < nsp; i++)
-        inf[2 + i] = (X->dims[2 + i] - 1) * (st->n ? st->ints[i] : 1) + ks->ints[i] -
-                     (pd->n ? pd->ints[i] + pd->ints[nsp + i] : 0);
+    int64_t inf[WF_MAX_RANK] = {0}, out[WF_MAX_RANK];
+    wf__ku_unpool_dims(X->dims, ks, st, pd, inf);
     memcpy(out, inf, sizeof inf);
     wf_status *s;
     if (oclimg_has(k, 2)) {

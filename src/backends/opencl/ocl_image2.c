@@ -8,6 +8,9 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_image.h"
+#include "backends/opencl/ocl_nnr.h"
+#include "device/kutil_half.h"
+#include "device/kutil_quant.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -250,45 +253,6 @@ typedef struct {
 static accv acc_of(double v) { return (accv){v, (cl_float)v}; }
 #define ACC_ARG(k, a) (ocl_of(k)->fp64 ? OCL_ARG((a).d) : OCL_ARG((a).f))
 
-/* ---- host-side rounding like wf__ko_round (for scales formed on the host) ------------------------------ */
-
-static float h2f(uint16_t h)
-{
-    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400u), (int)e - 25);
-    return h & 0x8000u ? -v : v;
-}
-
-static uint16_t f2h(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: inf */
-    if (a < 0x38800000u) {                                   /* subnormal or zero: scale and round to even */
-        float v = fabsf(f) * 16777216.0f;                     /* units of 2^-24 */
-        return (uint16_t)(sign | (uint16_t)rintf(v));
-    }
-    uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
-    return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
-}
-
-static double round_to(double v, wf_dtype t)
-{
-    if (t == WF_F32) return (double)(float)v;
-    if (t == WF_F16) return (double)h2f(f2h((float)v));
-    if (t == WF_BF16) {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        u = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x400000u) : ((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    return v;
-}
-
 /* ---- DFT ---------------------------------------------------------------------------------------------- */
 
 wf_status *oclimg_k_DFT(wf__kctx *k)
@@ -383,43 +347,22 @@ wf_status *oclimg_k_BlackmanWindow(wf__kctx *k) { return window(k, 2); }
 /* Fills q[0..4] (kind, axis_len, inner, block, n_blocks) for parameter p of input x. */
 static wf_status *qmap_init(wf__kctx *k, const wf_tensor *x, const wf_tensor *p, const char *what, cl_long *q)
 {
-    int64_t bs = oclimg_attr_i(k, "block_size"), axis = oclimg_attr_i(k, "axis");
+    char b0[160], b1[160], err[480];
+    wf__ku_qmap m;
+    if (!wf__ku_qmap_plan(x->rank, x->dims, ocl_nnr_tstr(x, b0), p->rank, p->dims, p->size, what, ocl_nnr_tstr(p, b1),
+                          oclimg_attr_i(k, "axis"), oclimg_attr_i(k, "block_size"), &m, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     memset(q, 0, sizeof(cl_long) * 8);
-    q[2] = q[1] = q[3] = q[4] = 1;
-    if (p->rank == 0 || (p->size == 1 && p->rank == 1 && bs == 0)) return NULL;
-    int64_t a = axis < 0 ? axis + x->rank : axis;
-    if (a < 0 || a >= x->rank)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for rank %d", (long long)axis,
-                                   x->rank);
-    q[1] = x->dims[a];
-    q[2] = numel(x->rank - (int)a - 1, x->dims + a + 1);
-    bool ok;
-    if (bs <= 0) {
-        q[0] = 1;
-        ok = p->rank == 1 && p->dims[0] == x->dims[a];
-    } else {
-        q[0] = 2;
-        q[3] = bs;
-        q[4] = (x->dims[a] + bs - 1) / bs;
-        ok = p->rank == x->rank;
-        for (int d = 0; ok && d < x->rank; d++) ok = p->dims[d] == (d == a ? q[4] : x->dims[d]);
-    }
-    if (!ok)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s does not fit the input (axis %lld, block_size %lld)",
-                                   what, (long long)a, (long long)bs);
-    if (q[2] == 0) q[2] = 1;
-    if (q[1] == 0) q[1] = 1;
+    q[0] = m.kind, q[1] = m.alen, q[2] = m.inner, q[3] = m.block, q[4] = m.nb;
     return NULL;
 }
 
+/* The range of quantised dtype t as kernel arguments. */
 static void qrange(wf_dtype t, cl_long *lo, cl_long *hi)
 {
-    switch (t) {
-    case WF_U8: *lo = 0, *hi = 255; break;
-    case WF_I8: *lo = -128, *hi = 127; break;
-    case WF_I16: *lo = -32768, *hi = 32767; break;
-    default: *lo = INT32_MIN, *hi = INT32_MAX; break;
-    }
+    int64_t l, h;
+    wf__ku_qrange(t, &l, &h);
+    *lo = l, *hi = h;
 }
 
 static wf_status *quant(wf__kctx *k, bool deq)
@@ -440,8 +383,8 @@ static wf_status *quant(wf__kctx *k, bool deq)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "scale must be float and the zero point an integer");
     p6_t Q;
     memset(&Q, 0, sizeof Q);
-    wf_status *s = qmap_init(k, x, sc, "scale", Q.a);
-    if (!s && zp) s = qmap_init(k, x, zp, "zero_point", Q.b);
+    wf_status *s = qmap_init(k, x, sc, deq ? "x_scale" : "y_scale", Q.a);
+    if (!s && zp) s = qmap_init(k, x, zp, deq ? "x_zero_point" : "y_zero_point", Q.b);
     wf_tensor *y;
     if (s || (s = ocl_host->kctx_output(k, 0, od, x->rank, x->dims, &y)) || !y->size) return s;
     cl_mem scm = NULL, zpm = NULL;
@@ -601,7 +544,7 @@ static wf_status *matmul_int(wf__kctx *k, bool qlinear)
         if (s) return s;
         wf_dtype st = k->in[1]->dtype;
         /* the reference forms a_scale * b_scale / y_scale in the scales' dtype */
-        mult = round_to(round_to(sc[0] * sc[1], st) / sc[2], st);
+        mult = wf__ku_round_to(wf__ku_round_to(sc[0] * sc[1], st) / sc[2], st);
         od = yzp ? yzp->dtype : a->dtype;
     }
     wf_tensor *y;
@@ -630,44 +573,22 @@ static wf_status *matmul_int(wf__kctx *k, bool qlinear)
 wf_status *oclimg_k_MatMulInteger(wf__kctx *k) { return matmul_int(k, false); }
 wf_status *oclimg_k_QLinearMatMul(wf__kctx *k) { return matmul_int(k, true); }
 
-/* Convolution geometry (as the CPU's conv_init): P.a in, b out, c kernel, d strides, e dilations, f pads. */
+/* Convolution geometry (kutil_quant.h): P.a in, b out, c kernel, d strides, e dilations, f pads. */
 static wf_status *conv_init(wf__kctx *k, const wf_tensor *x, const wf_tensor *w, p6_t *P, cl_long *G,
                             int64_t *dims)
 {
-    const wf__attr *ks = ocl_host->attr_get(k->op, k->attrs, "kernel_shape"),
-                   *st = ocl_host->attr_get(k->op, k->attrs, "strides"),
-                   *dl = ocl_host->attr_get(k->op, k->attrs, "dilations"),
-                   *pd = ocl_host->attr_get(k->op, k->attrs, "pads");
-    const char *ap = oclimg_attr_s(k, "auto_pad");
-    int ns = x->rank - 2;
+    char b0[160], b1[160], err[480];
+    wf__ku_iconv g;
+    if (!wf__ku_iconv_plan(x->rank, x->dims, ocl_nnr_tstr(x, b0), w->rank, w->dims, ocl_nnr_tstr(w, b1),
+                           oclimg_attr_i(k, "group"), ocl_host->attr_get(k->op, k->attrs, "kernel_shape"),
+                           ocl_host->attr_get(k->op, k->attrs, "strides"),
+                           ocl_host->attr_get(k->op, k->attrs, "dilations"), ocl_host->attr_get(k->op, k->attrs, "pads"),
+                           oclimg_attr_s(k, "auto_pad"), &g, dims, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     memset(P, 0, sizeof *P);
-    *G = oclimg_attr_i(k, "group");
-    if (ns < 1 || w->rank != x->rank || *G < 1 || x->dims[1] != w->dims[1] * *G || w->dims[0] % *G ||
-        (ks->n && ks->n != ns) || (pd->n && pd->n != 2 * ns))
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input and weight do not fit the attributes (group %lld)",
-                                   (long long)*G);
-    dims[0] = x->dims[0];
-    dims[1] = w->dims[0];
-    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
-    for (int i = 0; i < ns; i++) {
-        P->a[i] = x->dims[i + 2];
-        P->c[i] = w->dims[i + 2];
-        P->d[i] = st->n ? st->ints[i] : 1;
-        P->e[i] = dl->n ? dl->ints[i] : 1;
-        int64_t ext = (P->c[i] - 1) * P->e[i] + 1;
-        if (same) {
-            P->b[i] = (P->a[i] + P->d[i] - 1) / P->d[i];
-            int64_t tot = (P->b[i] - 1) * P->d[i] + ext - P->a[i];
-            if (tot < 0) tot = 0;
-            P->f[i] = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
-        } else {
-            P->f[i] = valid || !pd->n ? 0 : pd->ints[i];
-            int64_t span = P->a[i] + (valid || !pd->n ? 0 : pd->ints[i] + pd->ints[i + ns]) - ext;
-            if (span < 0) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "kernel is larger than the padded input");
-            P->b[i] = span / P->d[i] + 1;
-        }
-        dims[i + 2] = P->b[i];
-    }
+    *G = g.G;
+    for (int i = 0; i < g.ns; i++)
+        P->a[i] = g.in[i], P->b[i] = g.out[i], P->c[i] = g.k[i], P->d[i] = g.s[i], P->e[i] = g.d[i], P->f[i] = g.pb[i];
     return NULL;
 }
 
@@ -720,7 +641,7 @@ static wf_status *conv_int(wf__kctx *k, bool qlinear)
             /* x_scale * w_scale / y_scale in the scales' dtype, as the reference forms it */
             for (int64_t m = 0; m < M; m++) {
                 double wv = oclew_load_f64(wb, ws->dtype, ws->size == 1 ? 0 : m);
-                mult[m] = round_to(round_to(xsv * wv, st) / ysv, st);
+                mult[m] = wf__ku_round_to(wf__ku_round_to(xsv * wv, st) / ysv, st);
                 bias[m] = bb ? oclew_load_i64(bb, bt->dtype, m) : 0;
             }
             if (!ocl_of(k)->fp64)

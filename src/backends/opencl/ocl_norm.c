@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_norm.h"
+#include "device/kutil_conv.h"
 #include "device/kutil_reduce.h"
 
 /* ---- kernel source ------------------------------------------------------------------------------------- */
@@ -592,47 +593,20 @@ static wf_status *k_lppool(wf__kctx *k)
                    *st = ocl_host->attr_get(k->op, k->attrs, "strides"),
                    *dl = ocl_host->attr_get(k->op, k->attrs, "dilations"),
                    *pd = ocl_host->attr_get(k->op, k->attrs, "pads");
-    const char *ap = ocl_host->attr_get(k->op, k->attrs, "auto_pad")->s;
-    if (!ap) ap = "NOTSET";
     bool ceil_mode = ocl_host->attr_get(k->op, k->attrs, "ceil_mode")->i != 0;
-    int ns = x->rank - 2;
-    if (ns < 1 || ks->n != ns)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %s does not fit kernel_shape (%d values)",
-                                   ocl_nnr_tstr(x, b), ks->n);
+    char err[480];
+    wf__ku_pool_plan L;
+    if (!wf__ku_lppool_plan(x->rank, x->dims, ocl_nnr_tstr(x, b), ks, st, dl, pd,
+                            ocl_host->attr_get(k->op, k->attrs, "auto_pad")->s, ceil_mode, &L, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
+    int ns = L.ns;
     cl_long8 in, out, kk, ss, dd, pb, is;
     memset(&in, 0, sizeof in);
     out = kk = ss = dd = pb = is = in;
-    int64_t yd[WF_MAX_RANK] = {x->dims[0], x->dims[1]}, in_plane = 1, out_plane = 1, win = 1;
+    int64_t yd[WF_MAX_RANK] = {x->dims[0], x->dims[1]}, in_plane = L.in_plane, out_plane = L.out_plane, win = L.win;
     for (int i = 0; i < ns; i++) {
-        int64_t xi = x->dims[i + 2], ki = ks->ints[i], si = st->n ? st->ints[i] : 1, di = dl->n ? dl->ints[i] : 1, oi, bi;
-        int64_t ext = (ki - 1) * di + 1;
-        if (ki < 1 || si < 1 || di < 1)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "kernel_shape, strides and dilations must be positive");
-        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-            oi = (xi + si - 1) / si;
-            int64_t tot = (oi - 1) * si + ext - xi;
-            if (tot < 0) tot = 0;
-            bi = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
-        } else {
-            bool valid = !strcmp(ap, "VALID");
-            bi = valid || !pd->n ? 0 : pd->ints[i];
-            int64_t span = xi + (valid || !pd->n ? 0 : pd->ints[i] + pd->ints[i + ns]) - ext;
-            if (span < 0)
-                return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "kernel is larger than padded input %s",
-                                           ocl_nnr_tstr(x, b));
-            oi = (ceil_mode ? (span + si - 1) / si : span / si) + 1;
-            if (ceil_mode && (oi - 1) * si >= xi + bi) oi--;
-        }
-        in.s[i] = xi;
-        out.s[i] = oi;
-        kk.s[i] = ki;
-        ss.s[i] = si;
-        dd.s[i] = di;
-        pb.s[i] = bi;
-        yd[i + 2] = oi;
-        in_plane *= xi;
-        out_plane *= oi;
-        win *= ki;
+        in.s[i] = L.in[i], out.s[i] = L.out[i], kk.s[i] = L.k[i], ss.s[i] = L.s[i], dd.s[i] = L.d[i], pb.s[i] = L.pb[i];
+        yd[i + 2] = L.out[i];
     }
     int64_t acc = 1;
     for (int i = ns - 1; i >= 0; i--) {

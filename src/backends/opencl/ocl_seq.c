@@ -9,6 +9,7 @@
 
 #include "backends/opencl/ocl_seq.h"
 #include "device/kutil_einsum.h"
+#include "device/kutil_select.h"
 #include "device/kutil_shape.h"
 
 /* ---- kernel source (one program per dtype: -DDT=<wf_dtype>) ----------------------------------------- */
@@ -371,12 +372,7 @@ static wf_status *k_NonZero(wf__kctx *k)
         goto done;
     ocl_arg a1[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(n), OCL_ARG(ch), OCL_ARG(bufs[0])};
     if ((s = ocl_launch(k, kc, 5, a1, 1, &nch, NULL)) || (s = read_i64(k, bufs[0], nch, cnt))) goto done;
-    cl_long nnz = 0;
-    for (size_t i = 0; i < nch; i++) {
-        int64_t c = cnt[i];
-        cnt[i] = nnz;
-        nnz += c;
-    }
+    cl_long nnz = wf__ku_exclusive_scan(cnt, (int64_t)nch);
     int64_t d[2] = {x->rank, nnz};
     if ((s = ocl_host->kctx_output(k, 0, WF_I64, 2, d, &y)) || nnz == 0) goto done;
     dims_t dims = {{0}};
@@ -402,23 +398,12 @@ static wf_status *k_Compress(wf__kctx *k)
     if (cond->dtype != WF_BOOL || cond->rank != 1)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "condition must be a 1-D bool tensor");
     const wf__attr *axa = ocl_host->attr_get(k->op, k->attrs, "axis");
-    int ax = -1;
-    if (axa && axa->set) {
-        int64_t a = axa->i < 0 ? axa->i + x->rank : axa->i;
-        if (a < 0 || a >= x->rank)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for a rank-%d input",
-                                       axa->i, x->rank);
-        ax = (int)a;
-    }
-    int64_t D = ax >= 0 ? x->dims[ax] : x->size, outer = 1, inner = 1;
-    for (int d = 0; ax >= 0 && d < x->rank; d++) {
-        if (d < ax) outer *= x->dims[d];
-        if (d > ax) inner *= x->dims[d];
-    }
-    if (cond->size > D)
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                   "condition of %" PRId64 " entries is longer than the %" PRId64
-                                   " entries of the input it selects from", cond->size, D);
+    int ax;
+    int64_t D, outer, inner;
+    char err[256];
+    if (!wf__ku_compress_plan(x->rank, x->dims, x->size, axa && axa->set, axa ? axa->i : 0, cond->size, &ax, &D, &outer,
+                              &inner, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     /* the condition is a small 1-D mask: its selected indices are found here, the data moves on the device */
     uint8_t *cv;
     wf_status *s = oclew_read(k, cond, (void **)&cv);
@@ -461,22 +446,13 @@ static wf_status *k_Unique(wf__kctx *k)
     const wf__attr *axa = ocl_host->attr_get(k->op, k->attrs, "axis");
     const wf__attr *sa = ocl_host->attr_get(k->op, k->attrs, "sorted");
     cl_int sorted = !sa || sa->i != 0;
-    int a = -1;
-    if (axa && axa->set) {
-        int64_t v = axa->i < 0 ? axa->i + X->rank : axa->i;
-        if (v < 0 || v >= X->rank)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for a rank-%d input",
-                                       axa->i, X->rank);
-        a = (int)v;
-    }
-    cl_long n, len, inner = 1;
-    if (a < 0) {
-        n = X->size, len = 1;
-    } else {
-        n = X->dims[a];
-        for (int d = a + 1; d < X->rank; d++) inner *= X->dims[d];
-        len = n ? X->size / n : 0;
-    }
+    int a;
+    int64_t n64, len64, inner64;
+    char err[256];
+    if (!wf__ku_unique_plan(X->rank, X->dims, X->size, axa && axa->set, axa ? axa->i : 0, &a, &n64, &len64, &inner64,
+                            err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
+    cl_long n = n64, len = len64, inner = inner64;
     cl_mem bufs[4] = {0}; /* first, cnt, rank, ng */
     wf_status *s = NULL;
     int64_t ng = 0;
@@ -506,9 +482,7 @@ static wf_status *k_Unique(wf__kctx *k)
         if (!s) s = read_i64(k, bufs[3], 1, &ng);
     }
     int64_t yd[WF_MAX_RANK], d_ng = ng, d_n = n;
-    int yr = a < 0 ? 1 : X->rank;
-    if (a < 0) yd[0] = ng;
-    else memcpy(yd, X->dims, sizeof(int64_t) * (size_t)X->rank), yd[a] = ng;
+    int yr = wf__ku_unique_dims(X->rank, X->dims, a, ng, yd);
     wf_tensor *y, *t1, *t2, *t3;
     if (!s && !(s = ocl_host->kctx_output(k, 0, t, yr, yd, &y)) && !(s = ocl_host->kctx_output(k, 1, WF_I64, 1, &d_ng, &t1)) &&
         !(s = ocl_host->kctx_output(k, 2, WF_I64, 1, &d_n, &t2)) && !(s = ocl_host->kctx_output(k, 3, WF_I64, 1, &d_ng, &t3)) &&
@@ -527,15 +501,17 @@ static wf_status *k_Unique(wf__kctx *k)
 
 /* ---- NonMaxSuppression -------------------------------------------------------------------------------- */
 
-static wf_status *scalar_in(wf__kctx *k, int idx, bool *has, double *v)
+/* Optional scalar input idx as a double (*has false when omitted or empty); an integer exactly in *iv. */
+static wf_status *scalar_in(wf__kctx *k, int idx, bool *has, double *v, int64_t *iv)
 {
     *has = false;
     if (idx >= k->n_in || !k->in[idx] || k->in[idx]->size == 0) return NULL;
     void *h;
+    wf_dtype t = k->in[idx]->dtype;
     wf_status *s = oclew_read(k, k->in[idx], &h);
     if (s) return s;
-    *v = oclew_is_float(k->in[idx]->dtype) ? oclew_load_f64(h, k->in[idx]->dtype, 0)
-                                           : (double)oclew_load_i64(h, k->in[idx]->dtype, 0);
+    *v = oclew_is_float(t) ? oclew_load_f64(h, t, 0) : (double)oclew_load_i64(h, t, 0);
+    if (iv) *iv = oclew_is_float(t) ? (int64_t)*v : oclew_load_i64(h, t, 0);
     *has = true;
     ocl_host->free(h);
     return NULL;
@@ -544,28 +520,18 @@ static wf_status *scalar_in(wf__kctx *k, int idx, bool *has, double *v)
 static wf_status *k_NonMaxSuppression(wf__kctx *k)
 {
     const wf_tensor *B = k->in[0], *S = k->in[1];
-    if (B->rank != 3 || B->dims[2] != 4 || S->rank != 3 || S->dims[0] != B->dims[0] || S->dims[2] != B->dims[1] ||
-        S->dtype != B->dtype)
+    if (!wf__ku_nms_shapes(B->rank, B->dims, S->rank, S->dims, S->dtype == B->dtype))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "boxes and scores must be [B, S, 4] and [B, C, S] of one dtype");
     int64_t nb = B->dims[0], ns = B->dims[1], nc = S->dims[1], max_out = 0;
     double mo = 0, iou = 0, sthr = 0;
     bool has_mo, has_iou, use_thr;
     wf_status *s;
-    if ((s = scalar_in(k, 2, &has_mo, &mo)) || (s = scalar_in(k, 3, &has_iou, &iou)) ||
-        (s = scalar_in(k, 4, &use_thr, &sthr)))
+    char err[128];
+    if ((s = scalar_in(k, 2, &has_mo, &mo, &max_out)) || (s = scalar_in(k, 3, &has_iou, &iou, NULL)) ||
+        (s = scalar_in(k, 4, &use_thr, &sthr, NULL)))
         return s;
-    if (has_mo && k->in[2]->dtype == WF_I64) {
-        /* exact for large limits, which a double would round */
-        void *h;
-        if ((s = oclew_read(k, k->in[2], &h))) return s;
-        max_out = oclew_load_i64(h, WF_I64, 0);
-        ocl_host->free(h);
-    } else if (has_mo) {
-        max_out = (int64_t)mo;
-    }
-    if (max_out < 0) max_out = 0;
-    if (max_out > ns) max_out = ns;
-    if (iou < 0 || iou > 1) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "iou_threshold %g is outside [0, 1]", iou);
+    if (!wf__ku_nms_limits(has_mo, max_out, iou, ns, &max_out, err, sizeof err))
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     const wf__attr *ca = ocl_host->attr_get(k->op, k->attrs, "center_point_box");
     cl_int center = ca && ca->i != 0, ut = use_thr;
     size_t nbc = (size_t)(nb * nc);
@@ -595,12 +561,7 @@ static wf_status *k_NonMaxSuppression(wf__kctx *k)
     ocl_arg a2[] = {OCL_ARG(bm), OCL_ARG(bo), OCL_ARG(sm), OCL_ARG(so), OCL_ARG(Sl), OCL_ARG(Cl), OCL_ARG(ut), thr,
                     ioua, OCL_ARG(center), OCL_ARG(mol), OCL_ARG(bufs[0]), OCL_ARG(bufs[1]), OCL_ARG(bufs[2])};
     if ((s = ocl_launch(k, k2, 14, a2, 1, &nbc, NULL)) || (s = read_i64(k, bufs[2], nbc, cnt))) goto done;
-    int64_t nout = 0;
-    for (size_t i = 0; i < nbc; i++) {
-        int64_t c = cnt[i];
-        cnt[i] = nout;
-        nout += c;
-    }
+    int64_t nout = wf__ku_exclusive_scan(cnt, (int64_t)nbc);
     od[0] = nout;
     if ((s = ocl_host->kctx_output(k, 0, WF_I64, 2, od, &y)) || nout == 0) goto done;
     if ((s = oclseq_buf(k, nbc * sizeof(int64_t), cnt, &bufs[3]))) goto done;

@@ -503,18 +503,7 @@ wf_status *oclseq_k_attention(wf__kctx *k)
     if (mask) {
         /* right-aligned broadcast onto (B, Hq, Sq, T); a key dim shorter than T is padded with -inf */
         int r = mask->rank;
-        int64_t full[4] = {a.B, a.Hq, a.Sq, a.T}, st[WF_MAX_RANK];
-        bool ok = r >= 1 && r <= 4;
-        int64_t acc = 1;
-        for (int d = r - 1; ok && d >= 0; d--) st[d] = acc, acc *= mask->dims[d];
-        for (int x = 0; ok && x < 4; x++) {
-            int md = x - (4 - r);
-            a.ms[x] = 0;
-            if (md < 0) continue;
-            int64_t d = mask->dims[md];
-            if (x == 3 ? d > a.T : (d != 1 && d != full[x])) ok = false;
-            else a.ms[x] = d == 1 && x != 3 ? 0 : st[md];
-        }
+        bool ok = wf__ku_attn_mask_strides(r, mask->dims, a.B, a.Hq, a.Sq, a.T, a.ms);
         if (!ok)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
                                        "attn_mask does not broadcast to (%lld, %lld, %lld, <= %lld)", (long long)a.B,
