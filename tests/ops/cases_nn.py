@@ -202,6 +202,20 @@ def matmul_cases(rng):
     big = np.array([[2 ** 20, 2 ** 20]], np.int32)
     yield Case("matmul_int32_wraps", "MatMul", [big, big.T.copy()],
                [np.matmul(big.astype(np.int64), big.T.astype(np.int64)).astype(np.int32)])
+    # integer products spanning several 16-wide tiles of a GPU kernel, batch dims broadcasting on both
+    # sides, transposes; i64 sums wrap modulo 2**64 (reference in Python integers)
+    a = rng.integers(-1000, 1000, (2, 1, 19, 37)).astype(np.int64)
+    b = rng.integers(-1000, 1000, (3, 21, 37)).astype(np.int64)
+    yield Case("matmul_int64_bcast_both_tb", "MatMul", [a, b], [np.matmul(a, np.swapaxes(b, -1, -2))],
+               attrs={"transpose_b": 1})
+    a = rng.integers(-50, 50, (37, 19)).astype(np.int32)
+    b = rng.integers(-50, 50, (2, 37, 18)).astype(np.int32)
+    yield Case("matmul_int32_ta_bcast_a", "MatMul", [a, b], [np.matmul(a.T, b)], attrs={"transpose_a": 1})
+    a = np.array([[2 ** 62, 2 ** 62, 7], [-(2 ** 62), 5, -3]], np.int64)
+    b = np.array([[4, 1], [1, 2 ** 62], [3, 2]], np.int64)
+    ref = [[(sum(int(a[i, q]) * int(b[q, j]) for q in range(3)) + 2 ** 63) % 2 ** 64 - 2 ** 63 for j in range(2)]
+           for i in range(2)]
+    yield Case("matmul_int64_wraps", "MatMul", [a, b], [np.array(ref, np.int64)])
     yield Case("matmul_err_inner", "MatMul", [f(2, 3), f(4, 5)],
                error=err("INVALID_ARGUMENT", "A f32[2,3] and B f32[4,5] have incompatible inner dims 3 and 4"))
     yield Case("matmul_err_inner_tb", "MatMul", [f(2, 3), f(4, 5)], attrs={"transpose_b": 1},
@@ -246,6 +260,26 @@ def gemm_cases(rng):
     y = 0.5 * ref_matmul(ab, bb.T) + 3.0 * cb
     yield Case("gemm_bf16", "Gemm", [ab, bb, cb], [y.astype(np.float32)],
                attrs={"alpha": 0.5, "beta": 3.0, "transB": 1}, feed_dtype={0: "bf16", 1: "bf16", 2: "bf16"}, **BF16_TOL)
+    # integers, as weft's CPU defines them: each term truncated toward zero on its own, then wrapped
+    def igemm(a, b, c, alpha, beta, ta=0, tb=0):
+        prod = (a.T if ta else a).astype(np.int64) @ (b.T if tb else b).astype(np.int64)
+        prod = prod.astype(a.dtype).astype(np.float64)
+        v = np.trunc(prod * alpha).astype(np.int64)
+        if c is not None:
+            v = v + np.trunc(beta * c.astype(np.float64)).astype(np.int64)
+        return v.astype(a.dtype)
+
+    ia, ib, ic = (rng.integers(-60, 60, s).astype(np.int32) for s in ((5, 7), (6, 7), (6,)))
+    yield Case("gemm_i32_alpha_beta_transB", "Gemm", [ia, ib, ic], [igemm(ia, ib, ic, 0.5, -1.5, tb=1)],
+               attrs={"alpha": 0.5, "beta": -1.5, "transB": 1})
+    # beyond 32 bits but exact in double (the epilogue goes through double, as on the CPU)
+    ia, ib, ic = (rng.integers(-2**20, 2**20, s).astype(np.int64) for s in ((9, 4), (9, 3), (4, 1)))
+    yield Case("gemm_i64_transA_large", "Gemm", [ia, ib, ic], [igemm(ia, ib, ic, 1.0, 1.0, ta=1)],
+               attrs={"transA": 1})
+    ia, ib, ic = np.zeros((3, 0), np.int32), np.zeros((0, 4), np.int32), rng.integers(-9, 9, (3, 4)).astype(np.int32)
+    yield Case("gemm_i32_empty_k", "Gemm", [ia, ib, ic], [igemm(ia, ib, ic, 2.0, 3.0)], attrs={"alpha": 2.0, "beta": 3.0})
+    ia, ib = (rng.integers(-9, 9, s).astype(np.int64) for s in ((2, 3), (3, 4)))
+    yield Case("gemm_i64_no_c", "Gemm", [ia, ib], [igemm(ia, ib, None, -2.5, 0.0)], attrs={"alpha": -2.5})
     yield Case("gemm_f32_empty_m", "Gemm", [f(0, 4), f(4, 5)], [np.zeros((0, 5), np.float32)])
     yield Case("gemm_err_rank", "Gemm", [f(2, 3, 4), f(4, 5)], error=err("INVALID_ARGUMENT", "must both be 2-D"))
     yield Case("gemm_err_inner", "Gemm", [f(2, 3), f(4, 5)], error=err("INVALID_ARGUMENT", "incompatible inner dims"))

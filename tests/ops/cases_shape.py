@@ -561,6 +561,12 @@ def onehot_range_cases(rng):
         c.append(Case("range_%s" % dt, "Range", ins, [np.arange(s, l, d).astype(t)], const=[0, 1, 2]))
     ins = [np.array(3, I64), np.array(20, I64), np.array(4, I64)]
     c.append(Case("range_feed", "Range", ins, [np.arange(3, 20, 4, dtype=I64)]))
+    # bf16: values formed in double from the bf16 inputs, rounded through f32 (nearest even) to bf16
+    d = np.float32(0.10009765625)  # 0.1 in bf16
+    v = (1.0 + np.arange(10) * np.float64(d)).astype(np.float32).view(np.uint32)
+    v = ((v + np.uint32(0x7fff) + ((v >> 16) & np.uint32(1))) & np.uint32(0xffff0000)).view(np.float32)
+    ins = [np.array(1.0, np.float32), np.array(2.0, np.float32), np.array(d, np.float32)]
+    c.append(Case("range_bf16", "Range", ins, [v], feed_dtype={0: "bf16", 1: "bf16", 2: "bf16"}, rtol=0, atol=0))
     ins = [np.array(0.0, np.float32), np.array(-3.0, np.float32), np.array(1.0, np.float32)]
     c.append(Case("range_empty", "Range", ins, [np.zeros(0, np.float32)], const=[0, 1, 2]))
     ins = [np.array(0, np.int32), np.array(300000, np.int32), np.array(1, np.int32)]

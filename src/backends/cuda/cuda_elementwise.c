@@ -88,9 +88,33 @@ static wf_status *k_BitShift(wf__kctx *k)
 
 /* ---- variadic Sum, Mean, Max, Min -------------------------------------------------------------------- */
 
+/* f16/bf16 Sum and Mean as the CPU computes them: every input widened to f32 and added left to right
+ * into an f32 accumulator (stream-ordered scratch), Mean's division in f32, one rounding at the end. */
+static wf_status *fold_half(wf__kctx *k, const wf_tensor *y, const int *ranks, const int64_t *const *dims, int rank,
+                            const int64_t *od, bool mean)
+{
+    cudaStream_t st = cu_of(k)->compute;
+    void *mem = NULL;
+    wf_status *s = cu_check(k, (int)cudaMallocAsync(&mem, (size_t)y->size * sizeof(float), st), "f32 accumulator allocation");
+    if (s) return s;
+    float *acc = mem;
+    for (int i = 0; i < k->n_in && !s; i++) {
+        cuk_walk w;
+        cu_walk_bcast(&w, 1, &ranks[i], &dims[i], rank, od);
+        s = cu_check(k, cuk_fold_f32(st, y->dtype, cu_ptr(k->in[i]), acc, &w, y->size, i == 0), "f32 fold kernel");
+    }
+    if (!s && mean && k->n_in > 1) {
+        cuk_upar p = {(double)k->n_in, 0, {0, 0, 0, 0}};
+        s = cu_check(k, cuk_unary(st, WF_F32, CUK_MDIV, acc, acc, y->size, &p), "Mean kernel");
+    }
+    if (!s) s = cu_check(k, cuk_cast(st, WF_F32, y->dtype, acc, cu_ptr(y), y->size), "f32 rounding kernel");
+    (void)cudaFreeAsync(mem, st);
+    return s;
+}
+
 /* Folds op over the inputs left to right into the output; Mean then divides by the count. Reading and
- * writing the output in one step is safe: each thread reads its own element before writing it. Only
- * dtypes whose pairwise fold equals the CPU's are registered (no f16/bf16 Sum: the CPU adds in f32). */
+ * writing the output in one step is safe: each thread reads its own element before writing it. f16/bf16
+ * Sum and Mean take fold_half, since the CPU adds them in f32 (a pairwise fold would round each step). */
 static wf_status *fold(wf__kctx *k, int op, bool mean)
 {
     wf_dtype t = k->in[0]->dtype;
@@ -111,6 +135,7 @@ static wf_status *fold(wf__kctx *k, int op, bool mean)
     wf_status *s = cu_enter(k);
     wf_tensor *y;
     if (s || (s = cu_host->kctx_output(k, 0, t, rank, od, &y)) || !y->size) return s;
+    if (op == CUK_ADD && (t == WF_F16 || t == WF_BF16)) return fold_half(k, y, ranks, dims, rank, od, mean);
     cudaStream_t st = cu_of(k)->compute;
     cuk_walk w;
     if (n_in == 1) { /* a broadcast of one input is the input itself: same shape */
@@ -340,7 +365,6 @@ static wf_status *k_Cast(wf__kctx *k)
 #define FLT WF__DT_FLOATS
 #define NUM WF__DT_NUMERIC
 #define BOOL_ WF__DT_BIT(WF_BOOL)
-#define F32_64 (WF__DT_BIT(WF_F32) | WF__DT_BIT(WF_F64))
 
 const wf__kernel_def cu_kernels_elementwise[] = {
     K_(Add, NUM) K_(Sub, NUM) K_(Mul, NUM) K_(Div, NUM) K_(Pow, NUM) K_(Maximum, NUM) K_(Minimum, NUM) K_(Mod, NUM)
@@ -359,6 +383,6 @@ const wf__kernel_def cu_kernels_elementwise[] = {
     K_(Swish, FLT) K_(BitwiseNot, WF__DT_INTS)
     K_(PRelu, NUM) K_(BitShift, WF__DT_INTS) K_(BitwiseAnd, WF__DT_INTS) K_(BitwiseOr, WF__DT_INTS)
     K_(BitwiseXor, WF__DT_INTS)
-    K_(Sum, F32_64) K_(Mean, F32_64) K_(Max, NUM) K_(Min, NUM)
+    K_(Sum, FLT) K_(Mean, FLT) K_(Max, NUM) K_(Min, NUM)
     {0},
 };

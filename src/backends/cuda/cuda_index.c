@@ -13,6 +13,7 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_kern_ext.h"
+#include "device/kutil_half.h"
 #include "device/kutil_shape.h"
 
 #define CU_INDEX_CHECK ((int64_t)1 << 22)
@@ -178,15 +179,6 @@ done:
     return s;
 }
 
-static double load_f64(const void *p, wf_dtype t)
-{
-    switch (t) {
-    case WF_F32: { float f; memcpy(&f, p, 4); return f; }
-    case WF_F64: { double v; memcpy(&v, p, 8); return v; }
-    default: return (double)cu_int_at(p, t, 0);
-    }
-}
-
 static wf_status *k_range(wf__kctx *k)
 {
     wf_dtype dt = k->in[0]->dtype;
@@ -208,9 +200,9 @@ static wf_status *k_range(wf__kctx *k)
         if (dli == 0) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
         n = dli > 0 ? (l > si ? (l - si + dli - 1) / dli : 0) : (si > l ? (si - l + (-dli) - 1) / (-dli) : 0);
     } else {
-        sf = load_f64(&raw[0], dt);
-        double l = load_f64(&raw[1], dt);
-        dlf = load_f64(&raw[2], dt);
+        sf = wf__ku_load_f64(raw, dt, 0);
+        double l = wf__ku_load_f64(&raw[1], dt, 0);
+        dlf = wf__ku_load_f64(&raw[2], dt, 0);
         if (dlf == 0) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
         double nf = ceil((l - sf) / dlf);
         if (!(nf < 1e12)) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", sf, l, dlf);
@@ -232,6 +224,9 @@ static wf_status *k_range(wf__kctx *k)
             }
         } else if (dt == WF_F32) {
             ((float *)buf)[i] = (float)(sf + (double)i * dlf);
+        } else if (dt == WF_F16 || dt == WF_BF16) { /* through f32, as the CPU's store rounds */
+            float f = (float)(sf + (double)i * dlf);
+            ((uint16_t *)buf)[i] = dt == WF_F16 ? wf__ku_f2h(f) : wf__ku_f2bf(f);
         } else {
             ((double *)buf)[i] = sf + (double)i * dlf;
         }
@@ -314,23 +309,7 @@ static wf_status *k_onehot(wf__kctx *k)
     wf_status *s = cu_enter(k);
     uint64_t raw = 0;
     if (s || (s = cu_read(k, dp, &raw, cu_size(dp->dtype)))) return s;
-    double depth_f;
-    switch (dp->dtype) { /* f16 / bf16 depths widened by hand: the plugin has no converters of its own */
-    case WF_F16: {
-        uint32_t h = (uint16_t)raw, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-        depth_f = e == 0 ? ldexp((double)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp((double)(m | 0x400u), (int)e - 25);
-        if (h & 0x8000u) depth_f = -depth_f;
-        break;
-    }
-    case WF_BF16: {
-        uint32_t u = (uint32_t)(uint16_t)raw << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        depth_f = f;
-        break;
-    }
-    default: depth_f = load_f64(&raw, dp->dtype); break;
-    }
+    double depth_f = wf__ku_load_f64(&raw, dp->dtype, 0);
     if (!(depth_f >= 1) || depth_f > 1e15)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "depth must be positive, got %g", depth_f);
     int64_t depth = (int64_t)depth_f;
@@ -646,7 +625,7 @@ static wf_status *k_reverse_sequence(wf__kctx *k)
                     "ReverseSequence kernel");
 }
 
-#define RANGE_DT (WF__DT_BIT(WF_F32) | WF__DT_BIT(WF_F64) | WF__DT_INTS)
+#define RANGE_DT WF__DT_NUMERIC
 
 const wf__kernel_def cu_kernels_index[] = {
     {"Shape", "GPU", WF__DT_ALL, 0, k_shape, NULL, 0},

@@ -55,6 +55,9 @@ enum { CUK_RSUM, CUK_RMEAN, CUK_RMAX, CUK_RMIN, CUK_RPROD };
 
 /* y = op(a, b) over walk w (operands 0 and 1); comparisons write bool (one byte). */
 int cuk_binary(cudaStream_t s, int dtype, int op, const void *a, const void *b, void *y, const cuk_walk *w, int64_t n);
+/* One step of an f16/bf16 (dtype) Sum / Mean into the f32 accumulator acc of n elements: acc = x
+ * (first) or acc + x, with x read through walk operand 0 (acc is contiguous in the output's shape). */
+int cuk_fold_f32(cudaStream_t s, int dtype, const void *x, float *acc, const cuk_walk *w, int64_t n, int first);
 /* y = op(x) elementwise with parameters p (NULL: all zero). */
 int cuk_unary(cudaStream_t s, int dtype, int op, const void *x, void *y, int64_t n, const cuk_upar *p);
 /* y = op(x) with a bool output (IsNaN, IsInf) for float x. */
@@ -115,6 +118,22 @@ int cuk_argext(cudaStream_t s, int dtype, const void *x, int64_t *y, int64_t out
  * strides ist) into the contiguous y (dims od) with begin pads pb. Tile is wrap with no begin pads. */
 int cuk_pad(cudaStream_t s, int esize, const void *x, void *y, int64_t n, int rank, const int64_t *od,
             const int64_t *idims, const int64_t *pb, const int64_t *ist, int mode, uint64_t pat);
+
+/* Integer MatMul geometry: C [batch, m, n] (contiguous) = A x B, element (i, q) of A's batch entry at
+ * i * sam + q * sak and (q, j) of B's at q * sbk + j * sbn; batch entry bi splits over the nb dims bat,
+ * with each operand's element stride per batch dim in a_bs / b_bs (0 where it broadcasts). */
+typedef struct cuk_igemm {
+    int64_t m, n, k, batch;
+    int nb;
+    int64_t bat[CUK_MAX_RANK], a_bs[CUK_MAX_RANK], b_bs[CUK_MAX_RANK];
+    int64_t sam, sak, sbk, sbn;
+} cuk_igemm;
+/* C = A x B for i32 / i64 (dtype), summed with wrapping; k may be 0 (C is then zeroed). */
+int cuk_imatmul(cudaStream_t s, int dtype, const void *a, const void *b, void *c, const cuk_igemm *g);
+/* Integer Gemm's epilogue over y [m, n] (i32 / i64) in place, as the CPU: each term truncated on its own,
+ * y = (int64)(y * alpha) + (int64)(beta * C[i * cs0 + j * cs1]) (c NULL: no C), wrapped to the dtype. */
+int cuk_igemm_epilogue(cudaStream_t s, int dtype, void *y, const void *c, int64_t m, int64_t n, int64_t cs0, int64_t cs1,
+                       double alpha, double beta);
 
 #ifdef __cplusplus
 }

@@ -117,6 +117,18 @@ template <typename S> __global__ void k_binary(int op, const S *a, const S *b, v
     }
 }
 
+/* One step of f16/bf16 Sum / Mean, folded in f32 as the CPU does: acc[i] = x[walk] (first) or
+ * acc[i] + x[walk]; the output is rounded once at the end. */
+template <typename S> __global__ void k_fold_f32(const S *x, float *acc, cuk_walk w, int64_t n, int first)
+{
+    GRID_LOOP(i, n) {
+        int64_t o[3];
+        walk_offs(w, i, 1, o);
+        float v = tr<S>::ld(x, o[0]);
+        acc[i] = first ? v : acc[i] + v;
+    }
+}
+
 /* ---- unary -------------------------------------------------------------------------------------------- */
 
 /* a clamp as selects, so that NaN passes (HardSigmoid, HardSwish) */
@@ -512,6 +524,15 @@ int cuk_binary(cudaStream_t s, int dtype, int op, const void *a, const void *b, 
 {
     if (n <= 0) return 0;
     DISPATCH(dtype, (k_binary<T><<<blocks_for(n), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, y, *w, n)));
+    return last_error();
+}
+
+int cuk_fold_f32(cudaStream_t s, int dtype, const void *x, float *acc, const cuk_walk *w, int64_t n, int first)
+{
+    if (n <= 0) return 0;
+    if (dtype == 3) k_fold_f32<__half><<<blocks_for(n), THREADS, 0, s>>>((const __half *)x, acc, *w, n, first);
+    else if (dtype == 4) k_fold_f32<bf16s><<<blocks_for(n), THREADS, 0, s>>>((const bf16s *)x, acc, *w, n, first);
+    else return (int)cudaErrorInvalidValue;
     return last_error();
 }
 

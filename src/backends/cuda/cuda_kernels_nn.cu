@@ -1,7 +1,8 @@
 /*
  * The CUDA backend's device code for the nn and normalisation ops: direct Conv2D / ConvTranspose2D (the
  * fallback when cuDNN is absent or cannot take the geometry), Max/Avg pooling, GlobalAvgPool,
- * BatchNormalization, LayerNormalization, ArgMax/ArgMin and Pad (which also serves Tile). Each kernel
+ * BatchNormalization, LayerNormalization, ArgMax/ArgMin, Pad (which also serves Tile) and the integer
+ * MatMul that cuBLAS lacks. Each kernel
  * mirrors the OpenCL one of the same name (src/backends/opencl/ocl_nn_conv.c, ocl_reduce.c, ocl_shape.c),
  * so that every device computes what the CPU does.
  */
@@ -243,6 +244,54 @@ template <typename E> __global__ void k_pad(const E *x, E *y, int64_t n, pad_geo
 
 unsigned grid_rows(int64_t rows) { return (unsigned)(rows < (1 << 20) ? rows : (1 << 20)); }
 
+/* Integer MatMul: 16 x 16 output tiles, K staged through shared memory in 16-wide slabs, products
+ * summed in wrapping u64 and truncated to T at the end, as the CPU's reference loop (the order of the
+ * additions cannot change a sum modulo 2^64). Batch entries, row tiles and column tiles are grid-stride
+ * loops over z, y and x; their bounds are block-uniform, so every thread reaches each barrier. */
+const int MM_TILE = 16;
+
+template <typename T> __global__ void k_imatmul(const T *a, const T *b, T *c, cuk_igemm g)
+{
+    __shared__ uint64_t ta[MM_TILE][MM_TILE], tb[MM_TILE][MM_TILE + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    for (int64_t bi = blockIdx.z; bi < g.batch; bi += gridDim.z) {
+        int64_t ao = 0, bo = 0, r = bi;
+        for (int i = g.nb - 1; i >= 0; i--) {
+            int64_t idx = r % g.bat[i];
+            r /= g.bat[i];
+            ao += idx * g.a_bs[i];
+            bo += idx * g.b_bs[i];
+        }
+        const T *pa = a + ao, *pb = b + bo;
+        T *pc = c + bi * g.m * g.n;
+        for (int64_t r0 = (int64_t)blockIdx.y * MM_TILE; r0 < g.m; r0 += (int64_t)gridDim.y * MM_TILE)
+            for (int64_t c0 = (int64_t)blockIdx.x * MM_TILE; c0 < g.n; c0 += (int64_t)gridDim.x * MM_TILE) {
+                int64_t row = r0 + ty, col = c0 + tx;
+                uint64_t acc = 0;
+                for (int64_t k0 = 0; k0 < g.k; k0 += MM_TILE) {
+                    ta[ty][tx] = row < g.m && k0 + tx < g.k ? (uint64_t)(int64_t)pa[row * g.sam + (k0 + tx) * g.sak] : 0;
+                    tb[ty][tx] = k0 + ty < g.k && col < g.n ? (uint64_t)(int64_t)pb[(k0 + ty) * g.sbk + col * g.sbn] : 0;
+                    __syncthreads();
+                    for (int q = 0; q < MM_TILE; q++) acc += ta[ty][q] * tb[q][tx];
+                    __syncthreads();
+                }
+                if (row < g.m && col < g.n) pc[row * g.n + col] = (T)acc;
+            }
+    }
+}
+
+template <typename T>
+__global__ void k_igemm_epilogue(T *y, const T *c, int64_t m, int64_t n, int64_t cs0, int64_t cs1, double alpha,
+                                 double beta)
+{
+    GRID_LOOP(idx, m * n)
+    {
+        int64_t v = (int64_t)__dmul_rn((double)y[idx], alpha);
+        if (c) v += (int64_t)__dmul_rn(beta, (double)c[idx / n * cs0 + idx % n * cs1]);
+        y[idx] = (T)v;
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -351,6 +400,34 @@ int cuk_pad(cudaStream_t s, int esize, const void *x, void *y, int64_t n, int ra
     }
     /* the pattern's low bytes are the element (little-endian) */
     DISPATCH_SIZE(esize, (k_pad<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (T *)y, n, g, (T)pat)));
+    return last_error();
+}
+
+int cuk_imatmul(cudaStream_t s, int dtype, const void *a, const void *b, void *c, const cuk_igemm *g)
+{
+    if (g->batch <= 0 || g->m <= 0 || g->n <= 0) return 0;
+    if (g->nb > CUK_MAX_RANK) return (int)cudaErrorInvalidValue;
+    int64_t gx = (g->n + MM_TILE - 1) / MM_TILE, gy = (g->m + MM_TILE - 1) / MM_TILE;
+    dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535),
+              (unsigned)(g->batch < 65535 ? g->batch : 65535));
+    dim3 block(MM_TILE, MM_TILE);
+    if (dtype == 8) k_imatmul<int32_t><<<grid, block, 0, s>>>((const int32_t *)a, (const int32_t *)b, (int32_t *)c, *g);
+    else if (dtype == 9) k_imatmul<int64_t><<<grid, block, 0, s>>>((const int64_t *)a, (const int64_t *)b, (int64_t *)c, *g);
+    else return (int)cudaErrorInvalidValue;
+    return last_error();
+}
+
+int cuk_igemm_epilogue(cudaStream_t s, int dtype, void *y, const void *c, int64_t m, int64_t n, int64_t cs0, int64_t cs1,
+                       double alpha, double beta)
+{
+    if (m <= 0 || n <= 0) return 0;
+    if (dtype == 8)
+        k_igemm_epilogue<int32_t><<<blocks_for(m * n), THREADS, 0, s>>>((int32_t *)y, (const int32_t *)c, m, n, cs0, cs1,
+                                                                        alpha, beta);
+    else if (dtype == 9)
+        k_igemm_epilogue<int64_t><<<blocks_for(m * n), THREADS, 0, s>>>((int64_t *)y, (const int64_t *)c, m, n, cs0, cs1,
+                                                                        alpha, beta);
+    else return (int)cudaErrorInvalidValue;
     return last_error();
 }
 

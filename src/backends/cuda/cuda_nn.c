@@ -1,7 +1,7 @@
 /*
  * Host side of the CUDA NN ops: MatMul (numpy batch broadcasting, optional transposes) and Gemm through
- * cuBLAS (f32 and f64 natively, f16 and bf16 with f32 accumulation, as the CPU computes them), and
- * BiasAdd. Convolutions and pools are left to the CPU for now (no kernel here: placement falls back).
+ * cuBLAS (f32 and f64 natively, f16 and bf16 with f32 accumulation, as the CPU computes them; i32 and
+ * i64 MatMul through a tiled kernel that wraps as the CPU does), and BiasAdd. Convolutions and pools are left to the CPU for now (no kernel here: placement falls back).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -30,7 +30,8 @@ static wf_status *mm_plan(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, i
                                   cu_tstr(a, sa), cu_tstr(b, sb));
     default: break;
     }
-    if (g->m > INT_MAX || g->n > INT_MAX || g->kdim > INT_MAX || g->batch > INT_MAX)
+    bool is_int = a->dtype == WF_I32 || a->dtype == WF_I64; /* own kernel, no 32-bit limit */
+    if (!is_int && (g->m > INT_MAX || g->n > INT_MAX || g->kdim > INT_MAX || g->batch > INT_MAX))
         return cu_host->kctx_fail(k, WF_UNIMPLEMENTED, "A %s and B %s exceed cuBLAS's 32-bit dims", cu_tstr(a, sa),
                                   cu_tstr(b, sb));
     return NULL;
@@ -82,6 +83,33 @@ static wf_status *matmul_run(wf__kctx *k, const wf_tensor *a, const wf_tensor *b
     return NULL;
 }
 
+/* Integer MatMul (cuBLAS has no i64 GEMM): the tiled kernel, with each operand's batch strides formed
+ * as the CPU's reference loop forms them, 0 along the dims it broadcasts. */
+static wf_status *imatmul(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, const mm_geom *g, const wf_tensor *y)
+{
+    cuk_igemm p;
+    memset(&p, 0, sizeof p);
+    p.m = g->m;
+    p.n = g->n;
+    p.k = g->kdim;
+    p.batch = g->batch;
+    p.nb = g->nb;
+    int64_t sa = g->m * g->kdim, sb = g->kdim * g->n;
+    for (int i = g->nb - 1; i >= 0; i--) {
+        p.bat[i] = g->bat[i];
+        p.a_bs[i] = g->abat[i] == 1 ? 0 : sa;
+        p.b_bs[i] = g->bbat[i] == 1 ? 0 : sb;
+        sa *= g->abat[i];
+        sb *= g->bbat[i];
+    }
+    p.sam = g->ta ? 1 : g->kdim;
+    p.sak = g->ta ? g->m : 1;
+    p.sbk = g->tb ? 1 : g->n;
+    p.sbn = g->tb ? g->kdim : 1;
+    return cu_check(k, cuk_imatmul(cu_of(k)->compute, a->dtype, cu_ptr(a), cu_ptr(b), cu_ptr(y), &p),
+                    "integer MatMul kernel");
+}
+
 static wf_status *zero(wf__kctx *k, const wf_tensor *y)
 {
     return cu_check(k, (int)cudaMemsetAsync(cu_ptr(y), 0, (size_t)y->size * cu_size(y->dtype), cu_of(k)->compute),
@@ -99,6 +127,7 @@ static wf_status *k_matmul(wf__kctx *k)
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, a->dtype, g.out_rank, g.out_dims, &y)) || !y->size) return s;
     if (g.kdim == 0) return zero(k, y);
+    if (a->dtype == WF_I32 || a->dtype == WF_I64) return imatmul(k, a, b, &g, y);
     return matmul_run(k, a, b, &g, y, 1, 0);
 }
 
@@ -124,6 +153,14 @@ static wf_status *k_gemm(wf__kctx *k)
     double alpha = cu_host->attr_get(k->op, k->attrs, "alpha")->f, beta = cu_host->attr_get(k->op, k->attrs, "beta")->f;
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, a->dtype, 2, g.out_dims, &y)) || !y->size) return s;
+    if (a->dtype == WF_I32 || a->dtype == WF_I64) {
+        if ((s = g.kdim ? imatmul(k, a, b, &g, y) : zero(k, y))) return s;
+        int64_t cs0 = c && c->rank == 2 && c->dims[0] != 1 ? c->dims[1] : 0;
+        int64_t cs1 = c && c->rank >= 1 && c->dims[c->rank - 1] != 1 ? 1 : 0;
+        return cu_check(k, cuk_igemm_epilogue(cu_of(k)->compute, a->dtype, cu_ptr(y), c ? cu_ptr(c) : NULL, m, n, cs0, cs1,
+                                              alpha, beta),
+                        "integer Gemm epilogue kernel");
+    }
     if (c) {
         int64_t cs0 = c->rank == 2 && c->dims[0] != 1 ? c->dims[1] : 0;
         int64_t cs1 = c->rank >= 1 && c->dims[c->rank - 1] != 1 ? 1 : 0;
@@ -158,8 +195,8 @@ static wf_status *k_bias_add(wf__kctx *k)
 }
 
 const wf__kernel_def cu_kernels_nn[] = {
-    {"MatMul", "GPU", WF__DT_FLOATS, 0, k_matmul, NULL, 0},
-    {"Gemm", "GPU", WF__DT_FLOATS, 0, k_gemm, NULL, 0},
+    {"MatMul", "GPU", WF__DT_FLOATS | WF__DT_BIT(WF_I32) | WF__DT_BIT(WF_I64), 0, k_matmul, NULL, 0},
+    {"Gemm", "GPU", WF__DT_FLOATS | WF__DT_BIT(WF_I32) | WF__DT_BIT(WF_I64), 0, k_gemm, NULL, 0},
     {"BiasAdd", "GPU", WF__DT_NUMERIC, 0, k_bias_add, NULL, 0},
     {0},
 };

@@ -2,7 +2,7 @@
  * Host side of the CUDA reductions (ReduceSum/Mean/Max/Min/Prod over any axes, given as an attribute or
  * as input 1), Softmax / LogSoftmax over any axis, ArgMax/ArgMin, BatchNormalization (inference),
  * LayerNormalization and inference-mode Dropout. Semantics follow src/backends/cpu/k_reduce.c:
- * float sums accumulate in double, NaN wins Max/Min, integer sums wrap.
+ * float sums accumulate in double, NaN wins Max/Min, integer sums wrap, bool Max/Min are any/all.
  */
 #include <stdio.h>
 
@@ -60,7 +60,16 @@ static wf_status *k_reduce(wf__kctx *k)
     int code = CUK_RSUM;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (!strcmp(k->op->name, ops[i].op)) code = ops[i].code;
-    return cu_check(k, cuk_reduce(cu_of(k)->compute, x->dtype, code, cu_ptr(x), cu_ptr(y), y->size, p.nk, p.kd, p.ks,
+    wf_dtype t = x->dtype;
+    if (t == WF_BOOL) {
+        /* bool Max / Min are any / all: the bytes (0 / 1) reduced as u8, except over an empty set, where
+         * u8's identities (0, 255) would not be bools: any() of nothing is false, all() true */
+        if (!count)
+            return cu_check(k, (int)cudaMemsetAsync(cu_ptr(y), code == CUK_RMIN, (size_t)y->size, cu_of(k)->compute),
+                            "bool reduction fill");
+        t = WF_U8;
+    }
+    return cu_check(k, cuk_reduce(cu_of(k)->compute, t, code, cu_ptr(x), cu_ptr(y), y->size, p.nk, p.kd, p.ks,
                                   p.nr, p.rd, p.rs, count),
                     "reduction kernel");
 }
@@ -199,8 +208,8 @@ static wf_status *k_dropout(wf__kctx *k)
 const wf__kernel_def cu_kernels_reduce[] = {
     {"ReduceSum", "GPU", RED_DT, 0, k_reduce, NULL, 0},
     {"ReduceMean", "GPU", RED_DT, 0, k_reduce, NULL, 0},
-    {"ReduceMax", "GPU", RED_DT, 0, k_reduce, NULL, 0},
-    {"ReduceMin", "GPU", RED_DT, 0, k_reduce, NULL, 0},
+    {"ReduceMax", "GPU", WF__DT_ALL, 0, k_reduce, NULL, 0},
+    {"ReduceMin", "GPU", WF__DT_ALL, 0, k_reduce, NULL, 0},
     {"ReduceProd", "GPU", RED_DT, 0, k_reduce, NULL, 0},
     {"Softmax", "GPU", WF__DT_FLOATS, 0, k_softmax, NULL, 0},
     {"LogSoftmax", "GPU", WF__DT_FLOATS, 0, k_softmax, NULL, 0},
