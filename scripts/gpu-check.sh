@@ -2,6 +2,7 @@
 # The checks that need an NVIDIA GPU, as one command for a machine lent with one (about 8 minutes on 16
 # cores, from a fresh clone): installs what is missing (scripts/setup.sh), builds with CUDA into
 # build-gpu/, lists the devices, then runs on GPU:0 test_cuda, every numpy op case (test_ops --device),
+# the gradient checks, the training ops, the exported models against PyTorch (run_models.py --device),
 # the ONNX node tests (tools/conformance --device), a GEMM and a ResNet-18 through `weft run --device`
 # (CPU timings beside them, plus bench/bench_matmul), and last the CPU suite (scripts/run-tests.sh
 # release) in the time that is left. Logs and summary.txt go to $OUT (default build-gpu/out).
@@ -10,9 +11,24 @@
 #   GPU_CHECK_BUDGET  seconds for the whole run (default 470); each step's timeout is cut to fit
 #   GPU_CHECK_CPU_SUITE=0  skips the CPU suite
 #   GPU_CHECK_NODE_TESTS  a folder of generated ONNX node tests, for machines that cannot reach PyPI
+#   GPU_CHECK_EMU=1  a dry run of this script on a machine without a GPU: the CUDA plugin is built
+#                    against the CPU emulator (tests/cudaemu) into build-gpu-emu/, GEMM and ResNet-18
+#                    are shrunk, and the figures mean nothing; it proves the script, not the GPU
 set -u
 cd "$(dirname "$0")/.." || exit 1
 B=build-gpu
+EMU=${GPU_CHECK_EMU:-0}
+CUDA_OPTS=""
+GEMM_N=4096
+RESNET_BATCH=8
+if [ "$EMU" = 1 ]; then
+    B=build-gpu-emu
+    CUDA_OPTS="-DWEFT_CUDA=OFF -DWEFT_CUDA_EMU=ON"
+    GEMM_N=256
+    RESNET_BATCH=1
+    WEFT_PLUGIN_PATH=$PWD/$B/cudaemu:$PWD/$B
+    export WEFT_PLUGIN_PATH
+fi
 mkdir -p "$B"
 OUT=${OUT:-$PWD/$B/out}
 mkdir -p "$OUT"
@@ -67,11 +83,14 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 else
     skip nvidia-smi "nvidia-smi is not installed"
 fi
-step configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DWEFT_BENCH=ON || finish 1
+# shellcheck disable=SC2086
+step configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DWEFT_BENCH=ON $CUDA_OPTS || finish 1
 grep -E '^-- (CUDA backend|nvcc or the CUDA)' "$OUT/configure.log" | sed 's/^/    /' | tee -a "$SUM"
 step build 420 cmake --build "$B" -j"$JOBS" || { grep -E 'error' "$OUT/build.log" | head -20 | tee -a "$SUM"; finish 1; }
-if [ ! -f "$B/libweft-cuda.so" ]; then
-    say "FATAL: $B/libweft-cuda.so was not built: nvcc or the CUDA toolkit was not found (see $OUT/configure.log)"
+CUDA_SO=$B/libweft-cuda.so
+[ "$EMU" = 1 ] && CUDA_SO=$B/cudaemu/libweft-cuda.so
+if [ ! -f "$CUDA_SO" ]; then
+    say "FATAL: $CUDA_SO was not built: nvcc or the CUDA toolkit was not found (see $OUT/configure.log)"
     FAIL=$((FAIL + 1))
     finish 1
 fi
@@ -90,6 +109,12 @@ if step gen_opcases 180 "$PY" tests/ops/gen_cases.py "$B/opcases"; then
     step test_ops_gpu 300 "$B/tests/test_ops" --device GPU:0 "$B/opcases"
     grep '^FAIL' "$OUT/test_ops_gpu.log" | head -n 40 | sed 's/^/    /' | tee -a "$SUM"
 fi
+# gradients (numeric checks), the training ops, and the exported models against PyTorch, all on GPU:0
+step test_grad_gpu 120 "$B/tests/test_grad" --device GPU:0
+step test_grad_nn_gpu 120 "$B/tests/test_grad_nn" --device GPU:0
+step test_train_ops_gpu 60 "$B/tests/test_train_ops" --device GPU:0
+step models_gpu 300 "$PY" tests/models/run_models.py --build "$B" --device GPU:0
+grep -E '^(PASS|FAIL)' "$OUT/models_gpu.log" | sed 's/^/    /' | tee -a "$SUM"
 
 # The ONNX node tests need onnx >= 1.16 from PyPI (scripts/venv.sh): skipped when it cannot be had,
 # unless GPU_CHECK_NODE_TESTS names a folder already generated (holding node/).
@@ -104,32 +129,37 @@ else
 fi
 
 # GEMM: one f32 MatMul 4096^3 (137 GFLOP), inputs random; the times include the host-device copies.
+GEMM_GFLOP=$(awk -v n="$GEMM_N" 'BEGIN { printf "%.4f", 2 * n * n * n / 1e9 }')
 mkdir -p "$B/models/gemm"
 if step gen_gemm 60 "$PY" -c "
 import onnx
 from onnx import helper as h, TensorProto as T
-n = 4096
+n = $GEMM_N
 g = h.make_graph([h.make_node('MatMul', ['A', 'B'], ['Y'])], 'gemm',
                  [h.make_tensor_value_info('A', T.FLOAT, [n, n]), h.make_tensor_value_info('B', T.FLOAT, [n, n])],
                  [h.make_tensor_value_info('Y', T.FLOAT, [n, n])])
 onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '$B/models/gemm/model.onnx')
 "; then
     step gemm_gpu 120 "$B/weft" run "$B/models/gemm/model.onnx" --random-inputs --device GPU:0 --iterations 20 \
-        --log-device-placement && say "    GPU GEMM 4096: $(rate "$OUT/gemm_gpu.log" 137.4)"
+        --log-device-placement && say "    GPU GEMM $GEMM_N: $(rate "$OUT/gemm_gpu.log" "$GEMM_GFLOP")"
     step gemm_cpu 120 "$B/weft" run "$B/models/gemm/model.onnx" --random-inputs --iterations 5 &&
-        say "    CPU GEMM 4096: $(rate "$OUT/gemm_cpu.log" 137.4)"
+        say "    CPU GEMM $GEMM_N: $(rate "$OUT/gemm_cpu.log" "$GEMM_GFLOP")"
 fi
 step bench_matmul 120 "$B/bench_matmul" --size 1024 --runs 10
 
 # ResNet-18 (torchvision, random weights, batch 8): convolutions run through cuDNN when libcudnn.so.9 is
 # found (else direct kernels; the device line of devices.log says which), pools as CUDA kernels; any node
 # without a CUDA kernel falls back to the CPU, and the placement log says which.
-if step export_resnet18 180 "$PY" tests/models/export_models.py "$B/models" --only resnet18 --batch 8; then
-    M=$B/models/resnet18/model.onnx
-    step resnet18_gpu 180 "$B/weft" run "$M" --random-inputs --device GPU:0 --iterations 10 --log-device-placement &&
-        say "    GPU ResNet-18 batch 8: $(rate "$OUT/resnet18_gpu.log" 0); nodes on GPU: $(grep -c 'device:GPU:0' "$OUT/resnet18_gpu.log"), on CPU: $(grep -c 'device:CPU:0' "$OUT/resnet18_gpu.log")"
-    step resnet18_cpu 180 "$B/weft" run "$M" --random-inputs --iterations 5 &&
-        say "    CPU ResNet-18 batch 8: $(rate "$OUT/resnet18_cpu.log" 0)"
+# (its own folder: models_gpu above exported the test models at batch 2; the model's batch dim is
+# dynamic, so the input is given explicitly: --random-inputs would run batch 1)
+X=$B/bench-models/input.npy
+if step export_resnet18 180 "$PY" tests/models/export_models.py "$B/bench-models" --only resnet18 &&
+   step resnet18_input 30 "$PY" -c "import numpy as np; np.save('$X', np.random.default_rng(0).standard_normal(($RESNET_BATCH, 3, 224, 224)).astype(np.float32))"; then
+    M=$B/bench-models/resnet18/model.onnx
+    step resnet18_gpu 180 "$B/weft" run "$M" --input "input=$X" --device GPU:0 --iterations 10 --log-device-placement &&
+        say "    GPU ResNet-18 batch $RESNET_BATCH: $(rate "$OUT/resnet18_gpu.log" 0); nodes on GPU: $(grep -c 'device:GPU:0' "$OUT/resnet18_gpu.log"), on CPU: $(grep -c 'device:CPU:0' "$OUT/resnet18_gpu.log")"
+    step resnet18_cpu 180 "$B/weft" run "$M" --input "input=$X" --iterations 5 &&
+        say "    CPU ResNet-18 batch $RESNET_BATCH: $(rate "$OUT/resnet18_cpu.log" 0)"
 fi
 
 if [ "${GPU_CHECK_CPU_SUITE:-1}" != 0 ]; then
