@@ -142,10 +142,11 @@ onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 13)]), '$B/models/ge
 "; then
     step gemm_gpu 120 "$B/weft" run "$B/models/gemm/model.onnx" --random-inputs --device GPU:0 --iterations 20 \
         --log-device-placement && say "    GPU GEMM $GEMM_N: $(rate "$OUT/gemm_gpu.log" "$GEMM_GFLOP")"
-    step gemm_cpu 120 "$B/weft" run "$B/models/gemm/model.onnx" --random-inputs --iterations 5 &&
+    # the CPU baselines name CPU:0: without --device the placer would put the work on the GPU too
+    step gemm_cpu 120 "$B/weft" run "$B/models/gemm/model.onnx" --random-inputs --device CPU:0 --iterations 5 &&
         say "    CPU GEMM $GEMM_N: $(rate "$OUT/gemm_cpu.log" "$GEMM_GFLOP")"
 fi
-step bench_matmul 120 "$B/bench_matmul" --size 1024 --runs 10
+step bench_matmul 120 "$B/bench/bench_matmul" --size 1024 --runs 10
 
 # ResNet-18 (torchvision, random weights, batch 8): convolutions run through cuDNN when libcudnn.so.9 is
 # found (else direct kernels; the device line of devices.log says which), pools as CUDA kernels; any node
@@ -158,7 +159,7 @@ if step export_resnet18 180 "$PY" tests/models/export_models.py "$B/bench-models
     M=$B/bench-models/resnet18/model.onnx
     step resnet18_gpu 180 "$B/weft" run "$M" --input "input=$X" --device GPU:0 --iterations 10 --log-device-placement &&
         say "    GPU ResNet-18 batch $RESNET_BATCH: $(rate "$OUT/resnet18_gpu.log" 0); nodes on GPU: $(grep -c 'device:GPU:0' "$OUT/resnet18_gpu.log"), on CPU: $(grep -c 'device:CPU:0' "$OUT/resnet18_gpu.log")"
-    step resnet18_cpu 180 "$B/weft" run "$M" --input "input=$X" --iterations 5 &&
+    step resnet18_cpu 180 "$B/weft" run "$M" --input "input=$X" --device CPU:0 --iterations 5 &&
         say "    CPU ResNet-18 batch $RESNET_BATCH: $(rate "$OUT/resnet18_cpu.log" 0)"
 fi
 
