@@ -236,4 +236,46 @@ static inline bool wf__einsum_parse_tensors(const char *eq, int n_in, wf_tensor 
     return wf__einsum_parse(eq, n_in, ranks, (const int64_t(*)[WF_MAX_RANK])dims, e, err, errlen);
 }
 
+/* Each operand's element stride per label (a repeated label walks the diagonal, so its strides add; a
+ * broadcast dim of 1 does not move; st zeroed here) and the summed labels, those in no output, in order
+ * into sum_label. Returns their count. */
+static inline int wf__einsum_walk(const wf__einsum *e, int n_in, wf_tensor *const *in,
+                                  int64_t (*st)[WF__EINSUM_LABELS], int *sum_label)
+{
+    memset(st, 0, sizeof(int64_t) * WF__EINSUM_LABELS * (size_t)n_in);
+    for (int i = 0; i < n_in; i++) {
+        int64_t s = 1;
+        for (int d = in[i]->rank - 1; d >= 0; d--) {
+            int l = e->in_label[i][d];
+            if (in[i]->dims[d] != 1 || e->label_dim[l] == 1) st[i][l] += s;
+            s *= in[i]->dims[d];
+        }
+    }
+    int ns = 0;
+    for (int l = 0; l < e->n_labels; l++)
+        if (e->used[l] && !e->in_out[l]) sum_label[ns++] = l;
+    return ns;
+}
+
+/* The plan the device kernels read, as int64 values: out_rank, n_sum, n_in, the output dims, each
+ * operand's strides of the output labels, the summed labels' dims, each operand's strides of the summed
+ * labels. wf__einsum_plan_len values; returns the position after the last. */
+static inline size_t wf__einsum_plan_len(const wf__einsum *e, int n_in, int n_sum)
+{
+    return 3 + (size_t)e->out_rank * (1 + (size_t)n_in) + (size_t)n_sum * (1 + (size_t)n_in);
+}
+
+static inline int64_t *wf__einsum_plan(const wf__einsum *e, int n_in, const int64_t (*st)[WF__EINSUM_LABELS],
+                                       const int *sum_label, int n_sum, int64_t *q)
+{
+    *q++ = e->out_rank, *q++ = n_sum, *q++ = n_in;
+    for (int d = 0; d < e->out_rank; d++) *q++ = e->label_dim[e->out_label[d]];
+    for (int i = 0; i < n_in; i++)
+        for (int d = 0; d < e->out_rank; d++) *q++ = st[i][e->out_label[d]];
+    for (int j = 0; j < n_sum; j++) *q++ = e->label_dim[sum_label[j]];
+    for (int i = 0; i < n_in; i++)
+        for (int j = 0; j < n_sum; j++) *q++ = st[i][sum_label[j]];
+    return q;
+}
+
 #endif

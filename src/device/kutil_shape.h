@@ -293,6 +293,27 @@ static inline int wf__ku_compress_dims(int rank, const int64_t *dims, int ax, in
     return rank;
 }
 
+/* GatherElements / ScatterElements: turns the n index values v (indices of dims idims, along axis ax of
+ * data of dims xdims) into element offsets in data, in place. Returns -1, or the position of the first
+ * value outside [-D, D) for D = xdims[ax] (that value is left as it was). */
+static inline int64_t wf__ku_elements_offsets(int rank, const int64_t *xdims, const int64_t *idims, int ax, int64_t *v,
+                                              int64_t n)
+{
+    int64_t xst[64], D = xdims[ax];
+    wf__ku_strides(rank, xdims, xst);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t val = v[i], r = i, o = 0;
+        if (val < -D || val >= D) return i;
+        for (int d = rank - 1; d >= 0; d--) {
+            int64_t c = r % idims[d];
+            r /= idims[d];
+            o += (d == ax ? (val < 0 ? val + D : val) : c) * xst[d];
+        }
+        v[i] = o;
+    }
+    return -1;
+}
+
 static inline int wf__ku_cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

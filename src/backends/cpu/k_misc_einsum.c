@@ -84,18 +84,9 @@ wf_status *wf__k_einsum(wf__kctx *k)
     j->n_in = n;
     j->is_int = !wf__dtype_is_float(k->in[0]->dtype);
     wf_status *s = NULL;
-    for (int i = 0; i < n && !s; i++) {
-        s = wf__km_widen(k, k->in[i], j->is_int, &x[i]);
-        const wf_tensor *t = k->in[i];
-        int64_t st[WF_MAX_RANK];
-        wf__strides(t->rank, t->dims, st);
-        /* A repeated label walks the diagonal (strides add); a broadcast dim of 1 does not move. */
-        for (int d = 0; d < t->rank; d++)
-            if (t->dims[d] != 1 || e.label_dim[e.in_label[i][d]] == 1) j->st[i][e.in_label[i][d]] += st[d];
-    }
+    for (int i = 0; i < n && !s; i++) s = wf__km_widen(k, k->in[i], j->is_int, &x[i]);
     j->x = (const void *const *)x;
-    for (int l = 0; l < e.n_labels; l++)
-        if (e.used[l] && !e.in_out[l]) j->sum_label[j->n_sum++] = l;
+    j->n_sum = wf__einsum_walk(&e, n, k->in, j->st, j->sum_label);
     int64_t yd[WF_MAX_RANK];
     for (int d = 0; d < e.out_rank; d++) yd[d] = e.label_dim[e.out_label[d]];
     int64_t ny = wf__numel(e.out_rank, yd);

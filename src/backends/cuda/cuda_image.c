@@ -473,20 +473,8 @@ static wf_status *k_einsum(wf__kctx *k)
         cu_host->free(e);
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "equation '%s': %s", eq, err);
     }
-    /* label strides per operand: a repeated label walks the diagonal, a broadcast 1 does not move */
     int64_t st[WF__EINSUM_MAX_IN][WF__EINSUM_LABELS];
-    memset(st, 0, sizeof st);
-    for (int i = 0; i < n; i++) {
-        int64_t s_ = 1;
-        for (int d = k->in[i]->rank - 1; d >= 0; d--) {
-            int l = e->in_label[i][d];
-            if (k->in[i]->dims[d] != 1 || e->label_dim[l] == 1) st[i][l] += s_;
-            s_ *= k->in[i]->dims[d];
-        }
-    }
-    int sum_label[WF__EINSUM_LABELS], ns = 0, orank = e->out_rank;
-    for (int l = 0; l < e->n_labels; l++)
-        if (e->used[l] && !e->in_out[l]) sum_label[ns++] = l;
+    int sum_label[WF__EINSUM_LABELS], orank = e->out_rank, ns = wf__einsum_walk(e, n, k->in, st, sum_label);
     int64_t yd[WF_MAX_RANK], ny = 1;
     for (int d = 0; d < orank; d++) ny *= yd[d] = e->label_dim[e->out_label[d]];
     wf_tensor *y;
@@ -496,20 +484,13 @@ static wf_status *k_einsum(wf__kctx *k)
         cu_host->free(e);
         return s;
     }
-    size_t np = 3 + (size_t)orank * (1 + (size_t)n) + (size_t)ns * (1 + (size_t)n) + (size_t)n;
+    size_t np = wf__einsum_plan_len(e, n, ns) + (size_t)n; /* then the operands' addresses */
     int64_t *pl = cu_host->malloc(np * sizeof(int64_t));
     if (!pl) {
         cu_host->free(e);
         return oom(k, "the Einsum plan");
     }
-    int64_t *q = pl;
-    *q++ = orank, *q++ = ns, *q++ = n;
-    for (int d = 0; d < orank; d++) *q++ = yd[d];
-    for (int i = 0; i < n; i++)
-        for (int d = 0; d < orank; d++) *q++ = st[i][e->out_label[d]];
-    for (int j = 0; j < ns; j++) *q++ = e->label_dim[sum_label[j]];
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < ns; j++) *q++ = st[i][sum_label[j]];
+    int64_t *q = wf__einsum_plan(e, n, (const int64_t(*)[WF__EINSUM_LABELS])st, sum_label, ns, pl);
     for (int i = 0; i < n; i++) *q++ = (int64_t)(intptr_t)cu_ptr(k->in[i]);
     cu_host->free(e);
     void *pd = NULL;

@@ -27,22 +27,6 @@ static int64_t numel(int n, const int64_t *d)
     return p;
 }
 
-static void strides(int n, const int64_t *d, int64_t *st)
-{
-    int64_t acc = 1;
-    for (int i = n - 1; i >= 0; i--) {
-        st[i] = acc;
-        acc *= d[i];
-    }
-}
-
-static bool norm_axis(int64_t axis, int rank, int *out)
-{
-    if (axis < -rank || axis >= rank) return false;
-    *out = (int)(axis < 0 ? axis + rank : axis);
-    return true;
-}
-
 static wf_status *check_index_dtype(wf__kctx *k, const wf_tensor *t, const char *what)
 {
     if (t->dtype != WF_I32 && t->dtype != WF_I64)
@@ -317,7 +301,7 @@ static wf_status *k_onehot(wf__kctx *k)
     if (r > WF_MAX_RANK) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "output rank %d is above %d", r, WF_MAX_RANK);
     int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
     int ax;
-    if (!norm_axis(axis, r, &ax))
+    if (!wf__ku_norm_axis(axis, r, &ax))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for indices %s", axis,
                                   cu_tstr(ix, b));
     int64_t d[WF_MAX_RANK];
@@ -356,7 +340,7 @@ static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix,
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch dim %d differs between data %s and indices %s", i,
                                       cu_tstr(x, b1), cu_tstr(ix, b2));
     int64_t st[WF_MAX_RANK];
-    strides(x->rank, x->dims, st);
+    wf__ku_strides(x->rank, x->dims, st);
     nd->nd.n = (int)last;
     for (int c = 0; c < last; c++) {
         nd->nd.d[c] = x->dims[bd + c];
@@ -453,7 +437,7 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
     wf_status *s = check_index_dtype(k, ix, "indices");
     if (s) return s;
     int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
-    if (!norm_axis(axis, x->rank, ax))
+    if (!wf__ku_norm_axis(axis, x->rank, ax))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for data %s", axis,
                                   cu_tstr(x, b0));
     if (ix->rank != x->rank)
@@ -471,23 +455,13 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
                                       *ax, cu_tstr(x, b0));
         return NULL;
     }
-    int64_t xst[WF_MAX_RANK];
-    strides(x->rank, x->dims, xst);
-    for (int64_t i = 0; i < ix->size; i++) {
-        int64_t val = v[i];
-        if (val < -D || val >= D) {
-            cu_host->free(v);
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                      "index %" PRId64 " (at position %" PRId64 ") is out of range for axis %d of data %s",
-                                      val, i, *ax, cu_tstr(x, b0));
-        }
-        int64_t r = i, o = 0;
-        for (int d = x->rank - 1; d >= 0; d--) {
-            int64_t c = r % ix->dims[d];
-            r /= ix->dims[d];
-            o += (d == *ax ? (val < 0 ? val + D : val) : c) * xst[d];
-        }
-        v[i] = o;
+    int64_t bad = wf__ku_elements_offsets(x->rank, x->dims, ix->dims, *ax, v, ix->size);
+    if (bad >= 0) {
+        int64_t val = v[bad];
+        cu_host->free(v);
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                  "index %" PRId64 " (at position %" PRId64 ") is out of range for axis %d of data %s", val,
+                                  bad, *ax, cu_tstr(x, b0));
     }
     *dup = !wf__ku_all_distinct(v, ix->size);
     cu_host->free(v);
@@ -511,7 +485,7 @@ static wf_status *k_gather_elements(wf__kctx *k)
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, ix->rank, ix->dims, &y)) || !y->size) return s;
     int64_t xst[WF_MAX_RANK];
-    strides(x->rank, x->dims, xst);
+    wf__ku_strides(x->rank, x->dims, xst);
     cuk_dims id;
     idx_dims(ix, &id);
     return cu_check(k, cuk_gather_el(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(ix), ix->dtype == WF_I64,
@@ -534,7 +508,7 @@ static wf_status *k_scatter_elements(wf__kctx *k)
     if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || (s = copy_whole(k, y, x))) return s;
     if (!ix->size) return NULL;
     int64_t yst[WF_MAX_RANK];
-    strides(x->rank, x->dims, yst);
+    wf__ku_strides(x->rank, x->dims, yst);
     cuk_dims id;
     idx_dims(ix, &id);
     return cu_check(k, cuk_scatter_el(cu_of(k)->compute, x->dtype, cu_ptr(y), cu_ptr(u), cu_ptr(ix), ix->dtype == WF_I64,
@@ -583,7 +557,7 @@ static wf_status *k_cumsum(wf__kctx *k)
     int a;
     wf_status *s = cu_enter(k);
     if (s || (s = scalar_int(k, 1, "axis", &axis))) return s;
-    if (!norm_axis(axis, x->rank, &a))
+    if (!wf__ku_norm_axis(axis, x->rank, &a))
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "axis %" PRId64 " is out of range for input %s", axis,
                                   cu_tstr(x, b));
     wf_tensor *y;

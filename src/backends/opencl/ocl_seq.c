@@ -257,9 +257,8 @@ static wf_status *k_Einsum(wf__kctx *k)
         ocl_host->free(e);
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "equation '%s': %s", eq, err);
     }
-    int sum_label[WF__EINSUM_LABELS], ns = 0;
-    for (int l = 0; l < WF__EINSUM_LABELS; l++)
-        if (e->used[l] && !e->in_out[l]) sum_label[ns++] = l;
+    int64_t st[WF__EINSUM_MAX_IN][WF__EINSUM_LABELS];
+    int sum_label[WF__EINSUM_LABELS], ns = wf__einsum_walk(e, n, k->in, st, sum_label);
     int orank = e->out_rank;
     int64_t yd[WF_MAX_RANK], ny = 1;
     for (int d = 0; d < orank; d++) ny *= yd[d] = e->label_dim[e->out_label[d]];
@@ -269,31 +268,13 @@ static wf_status *k_Einsum(wf__kctx *k)
         ocl_host->free(e);
         return s;
     }
-    /* label strides per operand: a repeated label walks the diagonal, a broadcast 1 does not move */
-    int64_t st[WF__EINSUM_MAX_IN][WF__EINSUM_LABELS];
-    memset(st, 0, sizeof st);
-    for (int i = 0; i < n; i++) {
-        int64_t s_ = 1;
-        for (int d = k->in[i]->rank - 1; d >= 0; d--) {
-            int l = e->in_label[i][d];
-            if (k->in[i]->dims[d] != 1 || e->label_dim[l] == 1) st[i][l] += s_;
-            s_ *= k->in[i]->dims[d];
-        }
-    }
-    size_t np = 3 + (size_t)orank * (1 + (size_t)n) + (size_t)ns * (1 + (size_t)n) + 2 * (size_t)n;
+    size_t np = wf__einsum_plan_len(e, n, ns) + 2 * (size_t)n; /* then the operands' offsets and slots */
     int64_t *pl = ocl_host->malloc(np * sizeof(int64_t));
     if (!pl) {
         ocl_host->free(e);
         return oom(k, np * sizeof(int64_t));
     }
-    int64_t *q = pl;
-    *q++ = orank, *q++ = ns, *q++ = n;
-    for (int d = 0; d < orank; d++) *q++ = yd[d];
-    for (int i = 0; i < n; i++)
-        for (int d = 0; d < orank; d++) *q++ = st[i][e->out_label[d]];
-    for (int j = 0; j < ns; j++) *q++ = e->label_dim[sum_label[j]];
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < ns; j++) *q++ = st[i][sum_label[j]];
+    int64_t *q = wf__einsum_plan(e, n, (const int64_t(*)[WF__EINSUM_LABELS])st, sum_label, ns, pl);
     ocl_host->free(e);
     /* up to three operands are passed as they are; more are packed into one scratch buffer */
     cl_mem ops[3] = {0}, bufs[2] = {0};

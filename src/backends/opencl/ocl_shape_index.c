@@ -385,23 +385,13 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
                                        *ax, ocl_shp_shape(x->rank, x->dims, b0));
         return NULL;
     }
-    int64_t xst[WF_MAX_RANK];
-    ocl_shp_strides(x->rank, x->dims, xst);
-    for (int64_t i = 0; i < ix->size; i++) {
-        int64_t val = v[i];
-        if (val < -D || val >= D) {
-            ocl_host->free(v);
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                       "index %" PRId64 " (at position %" PRId64 ") is out of range for axis %d of data %s",
-                                       val, i, *ax, ocl_shp_shape(x->rank, x->dims, b0));
-        }
-        int64_t r = i, o = 0;
-        for (int d = x->rank - 1; d >= 0; d--) {
-            int64_t c = r % ix->dims[d];
-            r /= ix->dims[d];
-            o += (d == *ax ? (val < 0 ? val + D : val) : c) * xst[d];
-        }
-        v[i] = o;
+    int64_t bad = wf__ku_elements_offsets(x->rank, x->dims, ix->dims, *ax, v, ix->size);
+    if (bad >= 0) {
+        int64_t val = v[bad];
+        ocl_host->free(v);
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "index %" PRId64 " (at position %" PRId64 ") is out of range for axis %d of data %s",
+                                   val, bad, *ax, ocl_shp_shape(x->rank, x->dims, b0));
     }
     *off = v;
     return NULL;
