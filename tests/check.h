@@ -1,5 +1,7 @@
 /* Minimal test harness: typed assertions that report file:line and the values, a per-test runner,
- * and the closing line "N passed, N failed" that CI reads. */
+ * and the closing line "N passed, N failed, N skipped" that CI reads. A test that cannot run calls
+ * CHECK_SKIP with the reason: it prints "SKIP name: why" (scripts/run-tests.sh collects those lines)
+ * and is counted as skipped, never as passed. */
 #ifndef WF_TEST_CHECK_H
 #define WF_TEST_CHECK_H
 
@@ -11,7 +13,8 @@
 #include "weft/weft.h"
 
 static int check_failures_;   /* failures in the current test */
-static int check_passed_, check_failed_;
+static int check_passed_, check_failed_, check_skipped_;
+static int check_skip_pending_; /* the running test called CHECK_SKIP */
 
 #define CHECK_FAIL_(...)                                                                       \
     do {                                                                                       \
@@ -48,15 +51,23 @@ static int check_passed_, check_failed_;
                 CHECK_STR_CONTAINS(wf_status_message(s_), text);                               \
                 wf_status_free(s_); } } while (0)
 
+/* Skips the rest of the calling test: "SKIP name: why" on stdout, counted apart. Use it only for what
+ * the machine lacks (a GPU, a package), and say which; the caller returns right after. */
+#define CHECK_SKIP(name, ...)                                                                  \
+    do { printf("SKIP %s: ", (name)); printf(__VA_ARGS__); putchar('\n'); fflush(stdout);      \
+         check_skip_pending_ = 1; } while (0)
+
 #define RUN_TEST(fn)                                                                           \
-    do { check_failures_ = 0; fn();                                                            \
+    do { check_failures_ = 0; check_skip_pending_ = 0; fn();                                   \
          if (check_failures_) { check_failed_++; fprintf(stderr, "FAIL %s\n", #fn); }          \
+         else if (check_skip_pending_) { check_skipped_++; fprintf(stderr, "skip %s\n", #fn); } \
          else { check_passed_++; fprintf(stderr, "ok   %s\n", #fn); } } while (0)
 
 /* Prints the closing line and returns the process exit code. */
 static inline int check_summary(void)
 {
-    printf("%d passed, %d failed\n", check_passed_, check_failed_);
+    (void)check_skip_pending_;
+    printf("%d passed, %d failed, %d skipped\n", check_passed_, check_failed_, check_skipped_);
     return check_failed_ ? 1 : 0;
 }
 

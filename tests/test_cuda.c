@@ -378,8 +378,9 @@ int main(void)
             if (!wf_context_plugin(g_ctx, i, &p) && !strcmp(p.name, "cuda") && strcmp(p.status, "not found"))
                 why = *p.reason ? p.reason : p.status;
         }
-        printf("skipped: no CUDA device (%s)\n", why);
-        printf("0 passed, 0 failed, 1 skipped\n");
+        CHECK_SKIP("test_cuda", "no CUDA device (%s)", why);
+        check_skipped_++;
+        check_summary();
         wf_context_free(g_ctx);
         return 0;
     }

@@ -66,7 +66,7 @@ static void expect_same(const wf_tensor *got, const wf_tensor *want, const char 
 static void test_idx_values(void)
 {
     if (!g_have_ref) {
-        fprintf(stderr, "skip test_idx_values: /usr/bin/python3 with numpy is not available\n");
+        CHECK_SKIP("test_idx_values", "/usr/bin/python3 with numpy is not available");
         return;
     }
     static const char *names[] = {"u8", "i8", "i16", "i32", "f32", "f64"};
@@ -163,7 +163,7 @@ static void test_idx_errors(void)
 static void test_dataset_from_idx(void)
 {
     if (!g_have_ref) {
-        fprintf(stderr, "skip test_dataset_from_idx: /usr/bin/python3 with numpy is not available\n");
+        CHECK_SKIP("test_dataset_from_idx", "/usr/bin/python3 with numpy is not available");
         return;
     }
     wf_dataset *ds = NULL;
@@ -358,7 +358,7 @@ static void test_batching(void)
 static void test_shuffle_reference(void)
 {
     if (!g_have_ref) {
-        fprintf(stderr, "skip test_shuffle_reference: /usr/bin/python3 with numpy is not available\n");
+        CHECK_SKIP("test_shuffle_reference", "/usr/bin/python3 with numpy is not available");
         return;
     }
     FILE *f = fopen(path_in("shuffle_ref.txt"), "r");
@@ -499,7 +499,7 @@ static void test_fashion_mnist(void)
 {
     const char *d = "/usr/share/datasets/fashion-mnist";
     if (!file_exists(d)) {
-        fprintf(stderr, "skip test_fashion_mnist: %s is missing (Debian package dataset-fashion-mnist)\n", d);
+        CHECK_SKIP("test_fashion_mnist", "%s is missing (Debian package dataset-fashion-mnist)", d);
         return;
     }
     static const struct { const char *images, *labels; int64_t n; } sets[] = {
@@ -793,7 +793,7 @@ static void test_safetensors_reference(void)
     snprintf(py, sizeof py, "%s/build/venv/bin/python", g_root);
     snprintf(cmd, sizeof cmd, "%s -c 'import safetensors, numpy' 2>/dev/null", py);
     if (!file_exists(py) || sh(cmd) != 0) {
-        fprintf(stderr, "skip test_safetensors_reference: %s with safetensors is missing (sh scripts/venv.sh)\n", py);
+        CHECK_SKIP("test_safetensors_reference", "%s with safetensors is missing (sh scripts/venv.sh)", py);
         return;
     }
     wf_tensor *ts[N_ST];

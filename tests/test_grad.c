@@ -524,7 +524,9 @@ int main(int argc, char **argv)
     CHECK_OK(wf_context_new(NULL, &g_ctx));
     if (!g_ctx) return 1;
     if (g_device && !gc_device_present(g_ctx, g_device)) {
-        printf("test_grad: no device matches %s: skipped\n", g_device);
+        CHECK_SKIP("test_grad", "no device matches %s", g_device);
+        check_skipped_++;
+        check_summary();
         wf_context_free(g_ctx);
         return 0;
     }

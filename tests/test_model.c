@@ -613,14 +613,14 @@ static double train_eval(const char *device, int64_t n_train, int epochs)
 static void test_fmnist_cpu_opencl(void)
 {
     if (!g_train) {
-        printf("skip: no Fashion-MNIST in " FMNIST "\n");
+        CHECK_SKIP("test_fmnist_cpu_opencl", "no Fashion-MNIST in " FMNIST);
         return;
     }
     double cpu = train_eval("CPU:0", 6000, 2);
     printf("  Fashion-MNIST, 6000 samples, 2 epochs: CPU:0 test accuracy %.4f\n", cpu);
     CHECK(cpu > 0.76);
     if (!g_have_ocl) {
-        printf("skip: no OPENCL:0 device\n");
+        CHECK_SKIP("test_fmnist_cpu_opencl:OPENCL:0", "no OPENCL:0 device");
         return;
     }
     double ocl = train_eval("OPENCL:0", 6000, 2);
@@ -634,7 +634,7 @@ static void test_fmnist_cpu_opencl(void)
 static void test_two_devices_strict(void)
 {
     if (!g_train || !g_have_ocl) {
-        printf("skip: needs Fashion-MNIST and OPENCL:0\n");
+        CHECK_SKIP("test_two_devices_strict", "needs Fashion-MNIST and OPENCL:0");
         return;
     }
     wf_model *a = demo_model("CPU:0", 1, 0), *b = demo_model(NULL, 1, 0);
@@ -691,7 +691,7 @@ out:
 static void test_resident_variables(void)
 {
     if (!g_train || !g_have_ocl) {
-        printf("skip: needs Fashion-MNIST and OPENCL:0\n");
+        CHECK_SKIP("test_resident_variables", "needs Fashion-MNIST and OPENCL:0");
         return;
     }
     wf_model *m = demo_model("OPENCL:0", 1, 0), *c = demo_model("CPU:0", 1, 0);
@@ -778,7 +778,7 @@ static int save_after_first(void *user, const wf_epoch_logs *lg)
 static void test_resume(void)
 {
     if (!g_train) {
-        printf("skip: no Fashion-MNIST\n");
+        CHECK_SKIP("test_resume", "no Fashion-MNIST in " FMNIST);
         return;
     }
     char path[] = "/tmp/weft-test-model-XXXXXX";

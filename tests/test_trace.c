@@ -298,7 +298,7 @@ static void test_testdev(void)
 static void test_opencl(void)
 {
     if (find_device("OPENCL:0") < 0) {
-        fprintf(stderr, "     (no OPENCL:0: skipped)\n");
+        CHECK_SKIP("test_opencl", "no OPENCL:0 device");
         return;
     }
     traced_run("OPENCL:0", 1, 0);

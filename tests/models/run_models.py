@@ -73,8 +73,9 @@ def run_model(weft, folder, name, rtol, atol, device=None):
     # Two timed runs after the first: the compared output comes from a run on the cached plan.
     cmd += ["--output-dir", out_dir, "--iterations", "2"]
     if device:
-        # the whole model on that device; ops it has no kernel for fall back to the CPU with copies
-        cmd += ["--device", device]
+        # the whole model on that device, strictly: an op without a kernel there is an error, never a
+        # silent run on the CPU
+        cmd += ["--device", device, "--strict-placement"]
     t0 = time.time()
     if not os.access(weft, os.X_OK):
         return False, "no executable %s (build weft first)" % weft
