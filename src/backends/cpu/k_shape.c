@@ -612,10 +612,17 @@ static wf_status *k_tile(wf__kctx *k)
     int64_t in_st[WF_MAX_RANK], d[WF_MAX_RANK], ed[MAXR], es[MAXR];
     wf__strides(r, x->dims, in_st);
     /* Output axis i splits into (repeat, dim): the repeat index reads the same source again. */
+    int bad = 0;
+    char b2[SB];
+    switch (wf__ku_tile_dims(r, x->dims, rep, d, &bad)) {
+    case 1: return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value", wf__shape_str(n, rep, b));
+    case 2:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT,
+                             "output dim %d (%" PRId64 " x %" PRId64 ") overflows int64: input %s, repeats %s", bad,
+                             x->dims[bad], rep[bad], wf__shape_str(r, x->dims, b2), wf__shape_str(n, rep, b));
+    default: break;
+    }
     for (int i = 0; i < r; i++) {
-        if (rep[i] < 0)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value", wf__shape_str(n, rep, b));
-        d[i] = x->dims[i] * rep[i];
         ed[2 * i] = rep[i];
         es[2 * i] = 0;
         ed[2 * i + 1] = x->dims[i];

@@ -384,6 +384,9 @@ static wf_status *k_pad(wf__kctx *k)
     case 3:
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, bad,
                                   cu_tstr(x, b2));
+    case 4:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "padding axis %d of data %s overflows int64", bad,
+                                  cu_tstr(x, b1));
     default: break;
     }
     wf_tensor *y;
@@ -403,11 +406,15 @@ static wf_status *k_tile(wf__kctx *k)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has %d values but data %s has rank %d", n, cu_tstr(x, b),
                                   r);
     int64_t d[WF_MAX_RANK], pb[WF_MAX_RANK] = {0};
-    for (int i = 0; i < r; i++) {
-        if (rep[i] < 0)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has a negative value (%lld at %d)", (long long)rep[i],
-                                      i);
-        d[i] = x->dims[i] * rep[i];
+    int bad = 0;
+    switch (wf__ku_tile_dims(r, x->dims, rep, d, &bad)) {
+    case 1:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has a negative value (%lld at %d)",
+                                  (long long)rep[bad], bad);
+    case 2:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "output dim %d (%lld x %lld) overflows int64: data %s", bad,
+                                  (long long)x->dims[bad], (long long)rep[bad], cu_tstr(x, b));
+    default: break;
     }
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;

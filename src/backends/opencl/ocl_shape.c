@@ -643,11 +643,15 @@ static wf_status *k_tile(wf__kctx *k)
                                    ocl_shp_shape(r, x->dims, b), r);
     int64_t in_st[WF_MAX_RANK], d[WF_MAX_RANK], yst[WF_MAX_RANK];
     ocl_shp_strides(r, x->dims, in_st);
-    for (int i = 0; i < r; i++) {
-        if (rep[i] < 0)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value",
-                                       ocl_shp_shape(n, rep, b));
-        d[i] = x->dims[i] * rep[i];
+    int bad = 0;
+    switch (wf__ku_tile_dims(r, x->dims, rep, d, &bad)) {
+    case 1:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value", ocl_shp_shape(n, rep, b));
+    case 2:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "output dim %d (%" PRId64 " x %" PRId64 ") overflows int64: repeats %s", bad,
+                                   x->dims[bad], rep[bad], ocl_shp_shape(n, rep, b));
+    default: break;
     }
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, r, d, &y));
