@@ -53,12 +53,11 @@ static void inputs_str(const wf__infer_ctx *c, char *buf, size_t cap)
         }
         off += (size_t)snprintf(buf + off, cap - off, "%s%s", i ? ", " : "", wf__tinfo_str(&c->in[i], b));
         const wf_tensor *v = c->in_value ? c->in_value[i] : NULL;
-        if (off < cap && v && v->data && wf__dtype_is_int(v->dtype) && v->rank <= 1 && v->size <= WF_MAX_RANK * 2) {
-            int64_t vals[WF_MAX_RANK * 2];
-            for (int64_t j = 0; j < v->size; j++) vals[j] = wf__load_i64(v->data, v->dtype, j);
-            int n = (int)v->size > WF_MAX_RANK ? WF_MAX_RANK : (int)v->size;
-            off += (size_t)snprintf(buf + off, cap - off, " = %s%s", wf__shape_str(n, vals, b),
-                                    v->size > WF_MAX_RANK ? "..." : "");
+        if (off < cap && v && v->data && wf__dtype_is_int(v->dtype) && v->rank <= 1 && v->size <= 2 * WF_MAX_RANK) {
+            off += (size_t)snprintf(buf + off, cap - off, " = [");
+            for (int64_t j = 0; j < v->size && off < cap; j++)
+                off += (size_t)snprintf(buf + off, cap - off, "%s%" PRId64, j ? "," : "", wf__load_i64(v->data, v->dtype, j));
+            if (off < cap) off += (size_t)snprintf(buf + off, cap - off, "]");
         }
     }
 }

@@ -471,7 +471,9 @@ static wf_status *k_concat(wf__kctx *k)
             return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %d %s%s does not match input 0 %s%s off axis %d", i,
                                  wf_dtype_name(t->dtype), wf__shape_str(t->rank, t->dims, b1),
                                  wf_dtype_name(x0->dtype), wf__shape_str(r, x0->dims, b2), ax);
-        d[ax] += t->dims[ax];
+        if (wf__add_overflow_i64(d[ax], t->dims[ax], &d[ax]))
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the sizes of axis %d sum past int64 at input %d %s", ax, i,
+                                 wf__shape_str(t->rank, t->dims, b1));
     }
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x0->dtype, r, d, &y));

@@ -174,7 +174,9 @@ static wf_status *k_concat(wf__kctx *k)
         if (!ok)
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %d %s does not match input 0 %s outside axis %d", i,
                                       cu_tstr(x, b1), cu_tstr(x0, b0), a);
-        d[a] += x->dims[a];
+        if (wf__add_overflow_i64(d[a], x->dims[a], &d[a]))
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "the sizes of axis %d sum past int64 at input %d %s", a, i,
+                                      cu_tstr(x, b1));
     }
     wf_status *s = cu_enter(k);
     wf_tensor *y;

@@ -518,7 +518,9 @@ static wf_status *k_concat(wf__kctx *k)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %d %s%s does not match input 0 %s%s off axis %d", i,
                                        ocl_shp_dtname(t->dtype), ocl_shp_shape(t->rank, t->dims, b1),
                                        ocl_shp_dtname(x0->dtype), ocl_shp_shape(r, x0->dims, b2), ax);
-        d[ax] += t->dims[ax];
+        if (wf__add_overflow_i64(d[ax], t->dims[ax], &d[ax]))
+            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "the sizes of axis %d sum past int64 at input %d %s", ax,
+                                       i, ocl_shp_shape(t->rank, t->dims, b1));
     }
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x0->dtype, r, d, &y));
