@@ -242,6 +242,137 @@ static void test_concurrent_runs(void)
     wf_graph_free(g);
 }
 
+/* ---- overflowing and huge sizes at run time (issue 12): shape inputs fed at run time reach the kernels,
+ * which must return INVALID_ARGUMENT for an overflow and OUT_OF_MEMORY (naming the node and the bytes)
+ * for a size larger than the machine, and the session stays usable. ---------------------------------- */
+
+static wf_tensor *tensor_i64(int n, const int64_t *v)
+{
+    wf_tensor *t = NULL;
+    int64_t d[1] = {n};
+    CHECK_OK(wf_tensor_new(WF_I64, 1, d, v, &t));
+    return t;
+}
+
+static void run_fails(wf_session *s, wf_output in, wf_tensor *value, wf_output fetch, wf_code code, const char *t1,
+                      const char *t2)
+{
+    wf_feed f = {in, value};
+    wf_tensor *out = NULL;
+    wf_status *st = wf_session_run(s, &f, 1, &fetch, 1, &out, NULL);
+    if (!st) {
+        CHECK_FAIL_("run succeeded, expected %s (%s)", wf_code_name(code), t1);
+        wf_tensor_free(out);
+        return;
+    }
+    if (wf_status_code(st) != code)
+        CHECK_FAIL_("code %s, expected %s: %s", wf_code_name(wf_status_code(st)), wf_code_name(code),
+                    wf_status_message(st));
+    CHECK_STR_CONTAINS(wf_status_message(st), t1);
+    if (t2) CHECK_STR_CONTAINS(wf_status_message(st), t2);
+    CHECK(out == NULL);
+    wf_status_free(st);
+}
+
+static void test_overflow_at_run_time(void)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t d43[2] = {4, 3}, d2[1] = {2}, d1[1] = {1}, d11[2] = {1, 1};
+    float xv[12] = {0}, one = 1;
+    wf_tensor *xt = tensor_f32(2, d43, xv), *ot = tensor_f32(2, d11, &one);
+    wf_output x, xo, rep, shp, cs_shape, t, e, cs, lo, hi, dl, rg;
+    CHECK_OK(wf_const(g, "x", xt, &x));
+    CHECK_OK(wf_const(g, "xo", ot, &xo));
+    wf_tensor_free(xt);
+    wf_tensor_free(ot);
+    CHECK_OK(wf_placeholder(g, "rep", WF_I64, 1, d2, &rep));
+    CHECK_OK(wf_placeholder(g, "shp", WF_I64, 1, d2, &shp));
+    CHECK_OK(wf_placeholder(g, "cs_shape", WF_I64, 1, d1, &cs_shape));
+    wf_output tin[2] = {x, rep}, ein[2] = {xo, shp};
+    CHECK_OK(wf_op(g, "Tile", "t", tin, 2, NULL, 0, &t.node));
+    CHECK_OK(wf_op(g, "Expand", "e", ein, 2, NULL, 0, &e.node));
+    CHECK_OK(wf_op(g, "ConstantOfShape", "cs", &cs_shape, 1, NULL, 0, &cs.node));
+    t.index = e.index = cs.index = 0;
+    CHECK_OK(wf_placeholder(g, "lo", WF_I64, 0, NULL, &lo));
+    CHECK_OK(wf_placeholder(g, "hi", WF_I64, 0, NULL, &hi));
+    CHECK_OK(wf_placeholder(g, "dl", WF_I64, 0, NULL, &dl));
+    wf_output rin[3] = {lo, hi, dl};
+    CHECK_OK(wf_op(g, "Range", "rg", rin, 3, NULL, 0, &rg.node));
+    rg.index = 0;
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+
+    /* 3 x 2^62 overflows int64 */
+    wf_tensor *v = tensor_i64(2, (int64_t[]){1, INT64_C(1) << 62});
+    run_fails(s, rep, v, t, WF_INVALID_ARGUMENT, "node 't' (Tile): output dim 1 (3 x 4611686018427387904) overflows int64",
+              "input [4,3], repeats [1,4611686018427387904]");
+    wf_tensor_free(v);
+    /* 4 x 2^61 = 2^63 elements: the element count overflows */
+    v = tensor_i64(2, (int64_t[]){1, INT64_C(1) << 61});
+    run_fails(s, rep, v, t, WF_INVALID_ARGUMENT, "node 't' (Tile)", "overflows int64");
+    wf_tensor_free(v);
+    /* [2^20, 2^20] of f32 is 2^42 bytes (4 TiB): representable, larger than any test machine's memory */
+    v = tensor_i64(2, (int64_t[]){INT64_C(1) << 20, INT64_C(1) << 20});
+    run_fails(s, shp, v, e, WF_OUT_OF_MEMORY, "node 'e' (Expand)", "4398046511104 bytes");
+    wf_tensor_free(v);
+    v = tensor_i64(1, (int64_t[]){INT64_C(1) << 40});
+    run_fails(s, cs_shape, v, cs, WF_OUT_OF_MEMORY, "node 'cs' (ConstantOfShape)", "4398046511104 bytes");
+    wf_tensor_free(v);
+    /* Range over the whole int64 line by 1: 2^64 - 1 elements */
+    wf_tensor *lt, *ht, *dt;
+    CHECK_OK(wf_tensor_new(WF_I64, 0, NULL, &(int64_t){INT64_MIN}, &lt));
+    CHECK_OK(wf_tensor_new(WF_I64, 0, NULL, &(int64_t){INT64_MAX}, &ht));
+    CHECK_OK(wf_tensor_new(WF_I64, 0, NULL, &(int64_t){1}, &dt));
+    wf_feed rf[3] = {{lo, lt}, {hi, ht}, {dl, dt}};
+    wf_tensor *out = NULL;
+    CHECK_ERR(wf_session_run(s, rf, 3, &rg, 1, &out, NULL), WF_INVALID_ARGUMENT,
+              "node 'rg' (Range): range(-9223372036854775808, 9223372036854775807, 1) has more elements than int64");
+    /* extremes that fit: INT64_MAX down to INT64_MIN by INT64_MIN is {2^63 - 1, -1} (hand-worked) */
+    wf_tensor_free(lt), wf_tensor_free(ht), wf_tensor_free(dt);
+    CHECK_OK(wf_tensor_new(WF_I64, 0, NULL, &(int64_t){INT64_MAX}, &lt));
+    CHECK_OK(wf_tensor_new(WF_I64, 0, NULL, &(int64_t){INT64_MIN}, &ht));
+    CHECK_OK(wf_tensor_new(WF_I64, 0, NULL, &(int64_t){INT64_MIN}, &dt));
+    wf_feed rf2[3] = {{lo, lt}, {hi, ht}, {dl, dt}};
+    CHECK_OK(wf_session_run(s, rf2, 3, &rg, 1, &out, NULL));
+    if (out) {
+        CHECK_INT(wf_tensor_size(out), 2);
+        const int64_t *o = wf_tensor_data(out);
+        CHECK(o[0] == INT64_MAX && o[1] == -1);
+        wf_tensor_free(out);
+        out = NULL;
+    }
+    wf_tensor_free(lt), wf_tensor_free(ht), wf_tensor_free(dt);
+
+    /* the session still runs good feeds: Tile by [2, 1] gives [8, 3] */
+    v = tensor_i64(2, (int64_t[]){2, 1});
+    wf_feed f = {rep, v};
+    CHECK_OK(wf_session_run(s, &f, 1, &t, 1, &out, NULL));
+    if (out) {
+        CHECK_INT(wf_tensor_dims(out)[0], 8);
+        CHECK_INT(wf_tensor_dims(out)[1], 3);
+        wf_tensor_free(out);
+    }
+    wf_tensor_free(v);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* Host tensors: the checked element count and the allocation cap, straight through the public API. */
+static void test_huge_tensor_new(void)
+{
+    wf_tensor *t = NULL;
+    int64_t over[2] = {INT64_C(1) << 40, INT64_C(1) << 40}, limit[1] = {INT64_C(1) << 61}, ram[1] = {INT64_C(1) << 40},
+            zero_big[3] = {0, INT64_C(1) << 62, INT64_C(1) << 62};
+    CHECK_ERR(wf_tensor_new(WF_F32, 2, over, NULL, &t), WF_INVALID_ARGUMENT, "overflows int64");
+    CHECK_ERR(wf_tensor_new(WF_F32, 1, limit, NULL, &t), WF_INVALID_ARGUMENT, "2^62-byte limit");
+    /* 2^42 bytes of data plus the tensor's header */
+    CHECK_ERR(wf_tensor_new(WF_F32, 1, ram, NULL, &t), WF_OUT_OF_MEMORY, "out of memory allocating 43980465");
+    /* a zero-size tensor whose other dims multiply past int64 is refused too (their strides would overflow) */
+    CHECK_ERR(wf_tensor_new(WF_F32, 3, zero_big, NULL, &t), WF_INVALID_ARGUMENT, "overflows int64");
+    CHECK(t == NULL);
+}
+
 int main(void)
 {
     CHECK_OK(wf_context_new(NULL, &ctx));
@@ -249,6 +380,8 @@ int main(void)
     RUN_TEST(test_kernel_error_then_recovery);
     RUN_TEST(test_fusion);
     RUN_TEST(test_concurrent_runs);
+    RUN_TEST(test_overflow_at_run_time);
+    RUN_TEST(test_huge_tensor_new);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -6,6 +6,7 @@
 #include "core/core.h"
 
 #include <stdlib.h>
+#include <sys/sysinfo.h>
 
 /* malloc plus a manual alignment step: glibc's memalign path is several times slower than malloc for
  * the small blocks tensors need. The raw pointer sits just below the aligned one. */
@@ -61,10 +62,30 @@ static bool inject_fault(void)
     return false;
 }
 
+/* The most one allocation may ask for: the machine's RAM and swap. With overcommit a larger malloc can
+ * succeed, and the first pass over the pages then gets the process killed; a sanitizer's allocator
+ * aborts on such requests instead of returning NULL. Refusing them here turns a hostile or mistaken
+ * size into an out-of-memory status. */
+static size_t host_alloc_limit(void)
+{
+    static atomic_size_t limit; /* 0: not measured yet */
+    size_t l = atomic_load_explicit(&limit, memory_order_relaxed);
+    if (WF__LIKELY(l)) return l;
+    struct sysinfo si;
+    unsigned long long total = 0;
+    if (sysinfo(&si) == 0) total = ((unsigned long long)si.totalram + si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
+    l = total && total < SIZE_MAX / 2 ? (size_t)total : SIZE_MAX / 2;
+    atomic_store_explicit(&limit, l, memory_order_relaxed);
+    return l;
+}
+
+size_t wf__host_alloc_limit(void) { return host_alloc_limit(); }
+
 void *wf__aligned_alloc(size_t n, size_t align)
 {
     atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed);
     if (inject_fault()) return NULL;
+    if (WF__UNLIKELY(n > host_alloc_limit())) return NULL;
     return g_alloc(g_user, n, align);
 }
 

@@ -6,6 +6,7 @@
 #define WF_CORE_H
 
 #include "weft/weft.h"
+#include "core/checked.h"
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -40,6 +41,8 @@ void *wf__calloc(size_t count, size_t n);   /* zeroed; NULL on failure or overfl
 void *wf__realloc(void *p, size_t old_n, size_t new_n); /* like realloc; p may be NULL */
 void *wf__aligned_alloc(size_t n, size_t align); /* free with wf__aligned_free */
 void wf__free(void *p);
+/* Requests above this (the machine's RAM plus swap) fail as if the allocator had no memory. */
+size_t wf__host_alloc_limit(void);
 void wf__aligned_free(void *p);
 char *wf__strdup(const char *s);
 char *wf__strndup(const char *s, size_t n);
@@ -98,7 +101,10 @@ typedef struct wf__tinfo {
     int64_t dims[WF_MAX_RANK];
 } wf__tinfo;
 
-int64_t wf__numel(int rank, const int64_t *dims); /* product; 1 for rank 0; -1 if any dim unknown */
+/* Product; 1 for rank 0; -1 if any dim unknown. Every known shape in a graph or a tensor has passed
+ * wf__shape_bytes_checked, so this cannot overflow there; on a shape that would, it saturates at
+ * INT64_MAX instead of overflowing. */
+int64_t wf__numel(int rank, const int64_t *dims);
 bool wf__tinfo_known(const wf__tinfo *t);          /* rank and all dims known */
 /* "[2,3,?]" or "[?...]" (unknown rank), "[]" for scalars. buf must hold 160 bytes; returns buf. */
 const char *wf__shape_str(int rank, const int64_t *dims, char *buf);
@@ -107,7 +113,7 @@ const char *wf__tinfo_str(const wf__tinfo *t, char *buf); /* "f32[2,3]" */
 bool wf__broadcast_tinfo(const wf__tinfo *a, const wf__tinfo *b, int *rank, int64_t *dims);
 /* Normalises axis into [0, rank); false when out of range. */
 bool wf__norm_axis(int64_t axis, int rank, int *out);
-/* Row-major strides in elements. */
+/* Row-major strides in elements (wrapping where a zero dim makes outer strides meaningless). */
 void wf__strides(int rank, const int64_t *dims, int64_t *strides);
 
 /* ---- tensors (src/core/tensor.c) ---------------------------------------------------------------- */

@@ -6,12 +6,10 @@
 int64_t wf__numel(int rank, const int64_t *dims)
 {
     if (rank < 0) return -1;
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) {
+    for (int i = 0; i < rank; i++)
         if (dims[i] < 0) return -1;
-        n *= dims[i];
-    }
-    return n;
+    int64_t n;
+    return wf__shape_numel_checked(rank, dims, &n) ? n : INT64_MAX;
 }
 
 bool wf__tinfo_known(const wf__tinfo *t) { return t->rank >= 0 && wf__numel(t->rank, t->dims) >= 0; }
@@ -72,11 +70,4 @@ bool wf__norm_axis(int64_t axis, int rank, int *out)
     return true;
 }
 
-void wf__strides(int rank, const int64_t *dims, int64_t *strides)
-{
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        strides[i] = s;
-        s *= dims[i];
-    }
-}
+void wf__strides(int rank, const int64_t *dims, int64_t *strides) { wf__strides_wrapping(rank, dims, strides); }

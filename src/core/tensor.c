@@ -2,6 +2,7 @@
  * Host tensors: a header and its data in one 64-byte aligned block (one allocation per tensor keeps
  * small-op execution cheap), or a view header that shares another tensor's data.
  */
+#include <inttypes.h>
 #include <pthread.h>
 
 #include "core/core.h"
@@ -135,16 +136,17 @@ static wf_status *check_shape(wf_dtype dtype, int rank, const int64_t *dims, int
     if (!wf__dtype_valid(dtype)) return wf__status(WF_INVALID_ARGUMENT, "invalid dtype %d", (int)dtype);
     if (rank < 0 || rank > WF_MAX_RANK)
         return wf__status(WF_INVALID_ARGUMENT, "rank %d is outside 0..%d", rank, WF_MAX_RANK);
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) {
+    for (int i = 0; i < rank; i++)
         if (dims[i] < 0)
             return wf__status(WF_INVALID_ARGUMENT, "tensor shape %s has a negative dim",
                               wf__shape_str(rank, dims, buf));
-        if (dims[i] && n > INT64_MAX / 16 / dims[i])
-            return wf__status(WF_INVALID_ARGUMENT, "tensor shape %s is too large",
-                              wf__shape_str(rank, dims, buf));
-        n *= dims[i];
-    }
+    int64_t n;
+    if (!wf__shape_numel_checked(rank, dims, &n))
+        return wf__status(WF_INVALID_ARGUMENT, "tensor shape %s: its element count overflows int64",
+                          wf__shape_str(rank, dims, buf));
+    if (!wf__shape_bytes_checked(rank, dims, wf_dtype_size(dtype), NULL, NULL))
+        return wf__status(WF_INVALID_ARGUMENT, "tensor shape %s of %s: %" PRId64 " elements exceed the 2^62-byte "
+                          "limit of a tensor", wf__shape_str(rank, dims, buf), wf_dtype_name(dtype), n);
     *numel = n;
     return NULL;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "weft/weft.h"
+#include "core/checked.h"
 
 typedef struct wf__ku_rs_params {
     const char *mode, *ctm, *nearest; /* mode, coordinate_transformation_mode, nearest_mode */
@@ -93,7 +94,12 @@ static inline bool wf__ku_resize_shape(int rank, const int64_t *x, const int *ax
                 return false;
             }
             scale[ax[i]] = scales[i];
-            out[ax[i]] = (int64_t)floor(scales[i] * (double)x[ax[i]]);
+            /* a double past int64 has no defined conversion: huge scales are an error, not a wrap */
+            if (!wf__f64_to_count(floor(scales[i] * (double)x[ax[i]]), WF__MAX_TENSOR_BYTES - 1, false, &out[ax[i]])) {
+                snprintf(err, errlen, "scale %g for axis %d of size %lld gives an output dim past 2^62", scales[i],
+                         ax[i], (long long)x[ax[i]]);
+                return false;
+            }
         }
         return true;
     }
@@ -116,7 +122,12 @@ static inline bool wf__ku_resize_shape(int rank, const int64_t *x, const int *ax
         for (int i = 1; i < na; i++) s = smaller ? fmin(s, scale[ax[i]]) : fmax(s, scale[ax[i]]);
         for (int i = 0; i < na; i++) {
             scale[ax[i]] = s;
-            out[ax[i]] = (int64_t)(s * (double)x[ax[i]] + 0.5); /* round half up, as the ONNX reference */
+            /* round half up, as the ONNX reference */
+            if (!wf__f64_to_count(s * (double)x[ax[i]] + 0.5, WF__MAX_TENSOR_BYTES - 1, false, &out[ax[i]])) {
+                snprintf(err, errlen, "scale %g for axis %d of size %lld gives an output dim past 2^62", s, ax[i],
+                         (long long)x[ax[i]]);
+                return false;
+            }
         }
     } else if (strcmp(policy, "stretch")) {
         snprintf(err, errlen, "keep_aspect_ratio_policy '%s' is not stretch, not_larger or not_smaller", policy);

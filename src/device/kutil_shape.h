@@ -7,10 +7,13 @@
 #ifndef WF_DEVICE_KUTIL_SHAPE_H
 #define WF_DEVICE_KUTIL_SHAPE_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/checked.h"
 
 /* axis in [-rank, rank) as an index in [0, rank); false when out of range. */
 static inline bool wf__ku_norm_axis(int64_t axis, int rank, int *out)
@@ -21,14 +24,7 @@ static inline bool wf__ku_norm_axis(int64_t axis, int rank, int *out)
 }
 
 /* Row-major strides (in elements) of dims. */
-static inline void wf__ku_strides(int rank, const int64_t *dims, int64_t *st)
-{
-    int64_t s = 1;
-    for (int i = rank - 1; i >= 0; i--) {
-        st[i] = s;
-        s *= dims[i];
-    }
-}
+static inline void wf__ku_strides(int rank, const int64_t *dims, int64_t *st) { wf__strides_wrapping(rank, dims, st); }
 
 /* What wf__ku_reshape_dims found wrong, in the order the entries are checked. */
 enum {
@@ -174,6 +170,75 @@ static inline bool wf__ku_slice_defaults(int ns, int ne, bool has_ax, int64_t *a
     return ne == ns && *na == ns && *nsp == ns;
 }
 
+/* One axis of Slice: the number of elements from start *s to end e (exclusive) by step (!= 0) over an
+ * axis of dim elements, ONNX's clamping included; *s becomes the clamped start. Any int64 start, end
+ * and step are accepted without overflow. */
+static inline int64_t wf__ku_slice_span(int64_t dim, int64_t step, int64_t *s, int64_t e)
+{
+    int64_t b = *s;
+    if (b < 0) b += dim; /* dim >= 0: a negative plus a non-negative cannot overflow */
+    if (e < 0) e += dim;
+    int64_t n;
+    if (step > 0) {
+        b = b < 0 ? 0 : b > dim ? dim : b;
+        e = e < 0 ? 0 : e > dim ? dim : e;
+        n = e > b ? (e - b - 1) / step + 1 : 0;
+    } else if (dim == 0) {
+        b = 0;
+        n = 0;
+    } else {
+        b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
+        e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+        int64_t mag = step == INT64_MIN ? INT64_MAX : -step; /* b - e - 1 < dim, so the quotient is the same */
+        n = b > e ? (b - e - 1) / mag + 1 : 0;
+    }
+    *s = b;
+    return n;
+}
+
+/* Range's length for integer start s, limit l and delta d (!= 0): false when it does not fit in int64. */
+static inline bool wf__ku_range_count_i64(int64_t s, int64_t l, int64_t d, int64_t *n)
+{
+    if (d == 0) return false;
+    /* unsigned differences: l - s of two int64 always fits in uint64 when l > s */
+    uint64_t diff, mag = d > 0 ? (uint64_t)d : (uint64_t)0 - (uint64_t)d;
+    if (d > 0 ? l <= s : s <= l) {
+        *n = 0;
+        return true;
+    }
+    diff = d > 0 ? (uint64_t)l - (uint64_t)s : (uint64_t)s - (uint64_t)l;
+    uint64_t c = (diff - 1) / mag + 1;
+    if (c > (uint64_t)INT64_MAX) return false;
+    *n = (int64_t)c;
+    return true;
+}
+
+/* Element i of an integer Range, computed without signed overflow (s + i*d lies between s and the limit). */
+static inline int64_t wf__ku_range_at_i64(int64_t s, int64_t d, int64_t i)
+{
+    return (int64_t)((uint64_t)s + (uint64_t)i * (uint64_t)d);
+}
+
+/* Range's length for floating start, limit and delta: false when it is not finite or reaches 2^62
+ * elements (no tensor that long exists) or delta is 0. */
+static inline bool wf__ku_range_count_f64(double s, double l, double d, int64_t *n)
+{
+    if (d == 0) return false;
+    return wf__f64_to_count(ceil((l - s) / d), WF__MAX_TENSOR_BYTES - 1, true, n);
+}
+
+/* Tile's output dims: d[i] = xdims[i] * rep[i]. Returns 0, 1 when rep[*bad] is negative, 2 when the
+ * product of axis *bad overflows int64. */
+static inline int wf__ku_tile_dims(int r, const int64_t *xdims, const int64_t *rep, int64_t *d, int *bad)
+{
+    for (int i = 0; i < r; i++) {
+        *bad = i;
+        if (rep[i] < 0) return 1;
+        if (wf__mul_overflow_i64(xdims[i], rep[i], &d[i])) return 2;
+    }
+    return 0;
+}
+
 /* Slice's output dims d and source walk: so holds x's strides (any unit) on entry and the stepped strides
  * on return, *off the start offset in that unit. Returns 0, 1 when axis ax[*bad] is out of range or
  * repeated, 2 when step *bad is 0. */
@@ -189,29 +254,20 @@ static inline int wf__ku_slice_plan(int r, const int64_t *xdims, int ns, const i
         *bad = i;
         if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a]) return 1;
         touched[a] = true;
-        int64_t dim = xdims[a], step = sp[i], s = st[i], e = en[i], sz;
+        int64_t dim = xdims[a], step = sp[i], s = st[i], sz;
         if (step == 0) return 2;
-        if (s < 0) s += dim;
-        if (e < 0) e += dim;
-        if (step > 0) {
-            s = s < 0 ? 0 : s > dim ? dim : s;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            sz = e > s ? (e - s + step - 1) / step : 0;
-        } else {
-            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            sz = s > e ? (s - e + (-step) - 1) / (-step) : 0;
-        }
+        sz = wf__ku_slice_span(dim, step, &s, en[i]);
         d[a] = sz;
         if (sz > 0) *off += s * so[a];
-        so[a] *= step;
+        /* one element never steps; otherwise |step| * (sz - 1) < dim keeps the product in range */
+        so[a] = sz > 1 ? so[a] * step : 0;
     }
     return 0;
 }
 
 /* Pad's output dims d and begin pads pb over x's dims from the 2*na pads p of axes ax. Returns 0, 1 when
  * axis ax[*bad] is out of range or repeated, 2 when the pads crop axis *bad below zero, 3 when a mode
- * other than constant would pad the empty axis *bad. */
+ * other than constant would pad the empty axis *bad, 4 when the padded size of axis *bad overflows int64. */
 static inline int wf__ku_pad_plan(int r, const int64_t *xdims, int na, const int64_t *ax, const int64_t *p,
                                   bool constant, int64_t *d, int64_t *pb, int *bad)
 {
@@ -223,9 +279,9 @@ static inline int wf__ku_pad_plan(int r, const int64_t *xdims, int na, const int
         *bad = i;
         if (!wf__ku_norm_axis(ax[i], r, &a) || touched[a]) return 1;
         touched[a] = true;
-        d[a] = xdims[a] + p[i] + p[i + na];
         pb[a] = p[i];
         *bad = a;
+        if (wf__add_overflow_i64(xdims[a], p[i], &d[a]) || wf__add_overflow_i64(d[a], p[i + na], &d[a])) return 4;
         if (d[a] < 0) return 2;
         if (!constant && xdims[a] == 0 && d[a] > 0) return 3;
     }
@@ -248,17 +304,21 @@ static inline bool wf__ku_split_even(int64_t dim, int n, int64_t *sizes)
 static inline bool wf__ku_d2s_plan(bool d2s, bool dcr, int64_t bs, const int64_t *xd, int64_t *od, int64_t *st,
                                    int64_t *yd)
 {
-    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3];
-    if (bs < 1 || (d2s && C % (bs * bs)) || (!d2s && (H % bs || W % bs))) return false;
+    int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], bb, hb, wb, cb;
+    /* a block size whose products overflow cannot describe any tensor */
+    if (bs < 1 || wf__mul_overflow_i64(bs, bs, &bb)) return false;
+    if ((d2s && C % bb) || (!d2s && (H % bs || W % bs))) return false;
+    if (d2s && (wf__mul_overflow_i64(H, bs, &hb) || wf__mul_overflow_i64(W, bs, &wb))) return false;
+    if (!d2s && wf__mul_overflow_i64(C, bb, &cb)) return false;
     int64_t sd[6];
     int perm[6];
     if (d2s) {
-        int64_t c2 = C / (bs * bs);
+        int64_t c2 = C / bb;
         int64_t s_dcr[6] = {N, bs, bs, c2, H, W}, s_crd[6] = {N, c2, bs, bs, H, W};
         int p_dcr[6] = {0, 3, 4, 1, 5, 2}, p_crd[6] = {0, 1, 4, 2, 5, 3};
         memcpy(sd, dcr ? s_dcr : s_crd, sizeof sd);
         memcpy(perm, dcr ? p_dcr : p_crd, sizeof perm);
-        int64_t o[4] = {N, c2, H * bs, W * bs};
+        int64_t o[4] = {N, c2, hb, wb};
         memcpy(yd, o, sizeof o);
     } else {
         int64_t s6[6] = {N, C, H / bs, bs, W / bs, bs};
@@ -266,7 +326,7 @@ static inline bool wf__ku_d2s_plan(bool d2s, bool dcr, int64_t bs, const int64_t
         int pd[6] = {0, 3, 5, 1, 2, 4}, pc[6] = {0, 1, 3, 5, 2, 4};
         memcpy(sd, s6, sizeof sd);
         memcpy(perm, dcr ? pd : pc, sizeof perm);
-        int64_t o[4] = {N, C * bs * bs, H / bs, W / bs};
+        int64_t o[4] = {N, cb, H / bs, W / bs};
         memcpy(yd, o, sizeof o);
     }
     int64_t sst[6], acc = 1;

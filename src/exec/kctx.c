@@ -1,5 +1,6 @@
 /* What a kernel may ask of the executor: outputs (fresh, reused in place, or views), errors that
  * name the node, and serialised lazy state. */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -60,9 +61,12 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
     if (s) {
         if (wf_status_code(s) == WF_OUT_OF_MEMORY) {
             char sh[160];
+            int64_t bytes = 0;
             wf_status_free(s);
-            return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating output %d (%s%s) on CPU:0",
-                                 idx, wf_dtype_name(dtype), wf__shape_str(rank, dims, sh));
+            wf__shape_bytes_checked(rank, dims, wf_dtype_size(dtype), NULL, &bytes);
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
+                                 "out of memory allocating output %d (%s%s, %" PRId64 " bytes) on CPU:0", idx,
+                                 wf_dtype_name(dtype), wf__shape_str(rank, dims, sh), bytes);
         }
         return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
     }

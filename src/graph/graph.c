@@ -245,6 +245,7 @@ wf_status *wf__node_infer(const wf_node *n, const wf__tinfo *in, wf_tensor *cons
     wf__infer_ctx ic = {.node = n->name, .op = n->op, .attrs = n->attrs, .n_in = n->n_in, .in = in,
                         .in_value = in_value, .n_out = n->n_out, .out = out, .out_value = out_value};
     wf_status *s = n->op->infer ? n->op->infer(&ic) : NULL;
+    if (!s) s = wf__infer_check_sizes(&ic);
     if (!s)
         for (int i = 0; i < n->n_out; i++)
             if (!wf__dtype_valid(out[i].dtype))

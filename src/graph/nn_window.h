@@ -113,18 +113,27 @@ static inline int wf__nn_window_resolve_with(wf__nn_attr_get_fn get, const wf__o
         if (!oshape->n) oshape = NULL;
     }
     for (int i = 0; i < 2; i++) {
-        int64_t eff = w->k[i] < 0 ? -1 : (w->k[i] - 1) * w->d[i] + 1, in = in_hw[i], s = w->s[i];
+        int64_t eff = -1, in = in_hw[i], s = w->s[i], t1, t2;
+        /* attributes come from the file: every sum and product below is checked */
+        if (w->k[i] >= 0 && (wf__mul_overflow_i64(w->k[i] - 1, w->d[i], &eff) || wf__add_overflow_i64(eff, 1, &eff))) {
+            snprintf(err, en, "kernel extent (%lld - 1) x dilation %lld + 1 along spatial dim %d overflows int64",
+                     (long long)w->k[i], (long long)w->d[i], i);
+            return -1;
+        }
         w->pb[i] = pads->n ? pads->ints[i] : 0;
         w->pe[i] = pads->n ? pads->ints[i + 2] : 0;
         w->out[i] = -1;
         if (kind == WF__WIN_CONVT) {
             int64_t want = -1;
             if (oshape) want = oshape->ints[oshape->n - 2 + i];
-            else if (mode == 1 || mode == 2) want = in < 0 ? -1 : in * s;
+            else if ((mode == 1 || mode == 2) && in >= 0 && wf__mul_overflow_i64(in, s, &want)) goto overflow;
             if (mode == 3) w->pb[i] = w->pe[i] = 0;
             if (want >= 0 || oshape || mode == 1 || mode == 2) {
                 if (in < 0 || eff < 0) continue;
-                int64_t total = s * (in - 1) + w->opad[i] + eff - want;
+                int64_t total;
+                if (wf__mul_overflow_i64(s, in - 1, &total) || wf__add_overflow_i64(total, w->opad[i], &total) ||
+                    wf__add_overflow_i64(total, eff, &total) || wf__sub_overflow_i64(total, want, &total))
+                    goto overflow;
                 /* floor division, as ONNX's reference does, when output_shape asks for more than the
                  * natural size (negative total padding) */
                 int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
@@ -132,7 +141,11 @@ static inline int wf__nn_window_resolve_with(wf__nn_attr_get_fn get, const wf__o
                 else w->pb[i] = total - half, w->pe[i] = half;
             }
             if (in >= 0 && eff >= 0) {
-                w->out[i] = s * (in - 1) + w->opad[i] + eff - w->pb[i] - w->pe[i];
+                if (wf__mul_overflow_i64(s, in - 1, &t1) || wf__add_overflow_i64(t1, w->opad[i], &t1) ||
+                    wf__add_overflow_i64(t1, eff, &t1) || wf__sub_overflow_i64(t1, w->pb[i], &t1) ||
+                    wf__sub_overflow_i64(t1, w->pe[i], &t1))
+                    goto overflow;
+                w->out[i] = t1;
                 if (w->out[i] < 0) {
                     snprintf(err, en, "output size %lld along spatial dim %d is negative", (long long)w->out[i], i);
                     return -1;
@@ -143,26 +156,54 @@ static inline int wf__nn_window_resolve_with(wf__nn_attr_get_fn get, const wf__o
         if (mode == 3) w->pb[i] = w->pe[i] = 0;
         if (in < 0 || eff < 0) continue;
         if (mode == 1 || mode == 2) {
-            int64_t out = (in + s - 1) / s;
-            int64_t total = (out - 1) * s + eff - in;
+            int64_t out = in == 0 ? 0 : (in - 1) / s + 1, total;
+            if (wf__mul_overflow_i64(out - 1, s, &total) || wf__add_overflow_i64(total, eff, &total)) goto overflow;
+            total -= in;
             if (total < 0) total = 0;
             if (mode == 1) w->pb[i] = total / 2, w->pe[i] = total - total / 2;
             else w->pb[i] = total - total / 2, w->pe[i] = total / 2;
             w->out[i] = out;
             continue;
         }
-        int64_t span = in + w->pb[i] + w->pe[i] - eff;
+        if (wf__add_overflow_i64(in, w->pb[i], &t1) || wf__add_overflow_i64(t1, w->pe[i], &t1)) goto overflow;
+        int64_t span = t1 - eff;
         if (span < 0) {
             snprintf(err, en, "kernel extent %lld along spatial dim %d exceeds the padded input %lld", (long long)eff,
-                     i, (long long)(in + w->pb[i] + w->pe[i]));
+                     i, (long long)t1);
             return -1;
         }
-        int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-        /* a window that would start inside the end padding is dropped (ONNX, PyTorch) */
-        if (ceil_mode && (out - 1) * s >= in + w->pb[i]) out--;
+        int64_t out = (ceil_mode ? (span == 0 ? 0 : (span - 1) / s + 1) : span / s) + 1;
+        /* a window that would start inside the end padding is dropped (ONNX, PyTorch); a start past int64
+         * is past the padding too */
+        if (ceil_mode && (wf__mul_overflow_i64(out - 1, s, &t2) || t2 >= in + w->pb[i])) out--;
         w->out[i] = out;
     }
     return 0;
+overflow:
+    snprintf(err, en, "the output size along a spatial dim overflows int64 (input [%lld,%lld], strides [%lld,%lld], "
+             "dilations [%lld,%lld], pads [%lld,%lld,%lld,%lld])", (long long)in_hw[0], (long long)in_hw[1],
+             (long long)w->s[0], (long long)w->s[1], (long long)w->d[0], (long long)w->d[1], (long long)w->pb[0],
+             (long long)w->pb[1], (long long)w->pe[0], (long long)w->pe[1]);
+    return -1;
+}
+
+/* Output length of one N-D window dim (QLinearConv, ConvInteger, LpPool): k taps dilated by d, stride s
+ * (all >= 1) over in elements padded by p in total (pb at the begin); SAME: ceil(in / s). Returns -1 when
+ * the kernel extent exceeds the padded input, -2 when a size overflows int64. */
+static inline int64_t wf__nn_window_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t pb, int64_t p, bool same,
+                                        bool ceil_mode)
+{
+    if (same) return in == 0 ? 0 : (in - 1) / s + 1;
+    int64_t ext, padded, t;
+    if (wf__mul_overflow_i64(k - 1, d, &ext) || wf__add_overflow_i64(ext, 1, &ext) ||
+        wf__add_overflow_i64(in, p, &padded))
+        return -2;
+    int64_t span = padded - ext;
+    if (span < 0) return -1;
+    int64_t o = (ceil_mode ? (span == 0 ? 0 : (span - 1) / s + 1) : span / s) + 1;
+    /* the last window must start inside the input or its begin padding */
+    if (ceil_mode && (wf__mul_overflow_i64(o - 1, s, &t) || wf__add_overflow_i64(in, pb, &padded) || t >= padded)) o--;
+    return o;
 }
 
 /* ---- the backward ops (ops_nn_grad.c): checks every backend makes the same way ----------------------- */

@@ -94,6 +94,12 @@ struct wf__op_def {
 /* "node 'NAME' (OP): message" with the given code. */
 wf_status *wf__infer_fail(const wf__infer_ctx *ctx, wf_code code, const char *fmt, ...) WF__PRINTF(3, 4);
 
+/* An overflowing size: INVALID_ARGUMENT "node 'NAME' (OP): message: inputs f32[4,3], i64[2] = [1,2^62]". */
+wf_status *wf__infer_overflow(const wf__infer_ctx *ctx, const char *fmt, ...) WF__PRINTF(2, 3);
+/* Every fully known output shape has an element count that fits int64 and at most 2^62 bytes
+ * (wf__node_infer runs it after each op's infer, so later stages may multiply known dims freely). */
+wf_status *wf__infer_check_sizes(const wf__infer_ctx *ctx);
+
 /* Attribute getters by name (the op's table must declare it; asserts otherwise). */
 const wf__attr *wf__attr_get(const wf__op_def *op, const wf__attr *attrs, const char *name);
 int64_t wf__attr_i(const wf__op_def *op, const wf__attr *attrs, const char *name);

@@ -250,18 +250,27 @@ static wf_status *infer_d2s(wf__infer_ctx *c)
     if (x->rank < 0) return NULL;
     if (x->rank != 4) return wf__infer_fail(c, WF_INVALID_ARGUMENT, "input %s must be 4-D (N, C, H, W)", tstr(x, b));
     wf__tinfo *y = &c->out[0];
+    int64_t bb;
+    if (wf__mul_overflow_i64(bs, bs, &bb))
+        return wf__infer_overflow(c, "blocksize^2 (%lld^2) overflows int64", (long long)bs);
     if (d2s) {
-        if (x->dims[1] >= 0 && x->dims[1] % (bs * bs))
+        if (x->dims[1] >= 0 && x->dims[1] % bb)
             return wf__infer_fail(c, WF_INVALID_ARGUMENT, "channels of input %s are not a multiple of blocksize^2 = %lld",
-                                  tstr(x, b), (long long)(bs * bs));
-        y->dims[1] = x->dims[1] >= 0 ? x->dims[1] / (bs * bs) : -1;
-        for (int d = 2; d < 4; d++) y->dims[d] = x->dims[d] >= 0 ? x->dims[d] * bs : -1;
+                                  tstr(x, b), (long long)bb);
+        y->dims[1] = x->dims[1] >= 0 ? x->dims[1] / bb : -1;
+        for (int d = 2; d < 4; d++)
+            if (x->dims[d] >= 0 && wf__mul_overflow_i64(x->dims[d], bs, &y->dims[d]))
+                return wf__infer_overflow(c, "dim %d (%lld) x blocksize %lld overflows int64", d, (long long)x->dims[d],
+                                          (long long)bs);
     } else {
         for (int d = 2; d < 4; d++)
             if (x->dims[d] >= 0 && x->dims[d] % bs)
                 return wf__infer_fail(c, WF_INVALID_ARGUMENT, "dim %d of input %s is not a multiple of blocksize %lld",
                                       d, tstr(x, b), (long long)bs);
-        y->dims[1] = x->dims[1] >= 0 ? x->dims[1] * bs * bs : -1;
+        if (x->dims[1] >= 0 && wf__mul_overflow_i64(x->dims[1], bb, &y->dims[1]))
+            return wf__infer_overflow(c, "channels (%lld) x blocksize^2 %lld overflow int64", (long long)x->dims[1],
+                                      (long long)bb);
+        if (x->dims[1] < 0) y->dims[1] = -1;
         for (int d = 2; d < 4; d++) y->dims[d] = x->dims[d] >= 0 ? x->dims[d] / bs : -1;
     }
     return NULL;

@@ -87,7 +87,10 @@ static wf_status *infer_conv_bp_input(wf__infer_ctx *ctx)
     if (group < 1) return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "group %lld must be >= 1", (long long)group);
     if (!known) {
         sz[0] = dy->rank == 4 ? dy->dims[0] : -1;
-        sz[1] = w->rank == 4 && w->dims[1] >= 0 ? w->dims[1] * group : -1;
+        if (w->rank == 4 && w->dims[1] >= 0 && wf__mul_overflow_i64(w->dims[1], group, &sz[1]))
+            return wf__infer_overflow(ctx, "W's %lld input channels x group %lld overflow int64", (long long)w->dims[1],
+                                      (long long)group);
+        if (w->rank != 4 || w->dims[1] < 0) sz[1] = -1;
         sz[2] = sz[3] = -1;
     }
     if (w->rank == 4 && dy->rank == 4 && w->dims[0] >= 0 && dy->dims[1] >= 0 && w->dims[0] != dy->dims[1])
@@ -97,7 +100,8 @@ static wf_status *infer_conv_bp_input(wf__infer_ctx *ctx)
     if (w->rank == 4 && w->dims[0] >= 0 && w->dims[0] % group)
         return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "W %s: %lld output channels not divisible by group %lld",
                               wf__tinfo_str(w, sw), (long long)w->dims[0], (long long)group);
-    if (known && w->rank == 4 && w->dims[1] >= 0 && w->dims[1] * group != sz[1])
+    int64_t wg;
+    if (known && w->rank == 4 && w->dims[1] >= 0 && (wf__mul_overflow_i64(w->dims[1], group, &wg) || wg != sz[1]))
         return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "W %s x group %lld does not give input_sizes' %lld channels",
                               wf__tinfo_str(w, sw), (long long)group, (long long)sz[1]);
     if (known && dy->rank == 4 && dy->dims[0] >= 0 && dy->dims[0] != sz[0])
@@ -128,7 +132,9 @@ static wf_status *infer_conv_bp_filter(wf__infer_ctx *ctx)
         sz[1] = x->rank == 4 && x->dims[1] >= 0 ? x->dims[1] / group : -1;
         sz[2] = sz[3] = -1;
     }
-    if (x->rank == 4 && x->dims[1] >= 0 && (x->dims[1] % group || (known && sz[1] * group != x->dims[1])))
+    int64_t sg;
+    if (x->rank == 4 && x->dims[1] >= 0 &&
+        (x->dims[1] % group || (known && (wf__mul_overflow_i64(sz[1], group, &sg) || sg != x->dims[1]))))
         return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "x %s does not have filter_sizes' %lld x group %lld channels",
                               wf__tinfo_str(x, sx), (long long)sz[1], (long long)group);
     if (dy->rank == 4 && dy->dims[1] >= 0 && sz[0] >= 0 && (dy->dims[1] != sz[0] || sz[0] % group))

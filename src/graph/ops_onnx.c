@@ -6,6 +6,7 @@
  * CenterCropPad and the window generators. Names, attributes and defaults are ONNX's latest opset;
  * kernels are in src/backends/cpu/k_onnx*.c.
  */
+#include "graph/nn_window.h"
 #include "graph/op.h"
 #include "train/train.h"
 
@@ -383,7 +384,9 @@ static wf_status *infer_qconv(wf__infer_ctx *c, int xi, int wi, wf_dtype od)
         (dl->n && dl->n != ns) || (pd->n && pd->n != 2 * ns))
         return wf__infer_fail(c, WF_INVALID_ARGUMENT, "input %s and weight %s do not fit the attributes (group %lld)",
                               wf__tinfo_str(x, b0), wf__tinfo_str(w, b1), (long long)g);
-    if (x->dims[1] >= 0 && w->dims[1] >= 0 && (x->dims[1] != w->dims[1] * g || (w->dims[0] >= 0 && w->dims[0] % g)))
+    int64_t wg;
+    if (x->dims[1] >= 0 && w->dims[1] >= 0 &&
+        (wf__mul_overflow_i64(w->dims[1], g, &wg) || x->dims[1] != wg || (w->dims[0] >= 0 && w->dims[0] % g)))
         return wf__infer_fail(c, WF_INVALID_ARGUMENT, "input %s must have group (%lld) times weight %s's input channels",
                               wf__tinfo_str(x, b0), (long long)g, wf__tinfo_str(w, b1));
     const char *ap = WF__IC_S(c, "auto_pad");
@@ -397,10 +400,15 @@ static wf_status *infer_qconv(wf__infer_ctx *c, int xi, int wi, wf_dtype od)
         int64_t in = x->dims[i + 2];
         if (in < 0 || k < 0) continue;
         if (s < 1 || d < 1) return wf__infer_fail(c, WF_INVALID_ARGUMENT, "strides and dilations must be >= 1");
-        int64_t span = in + (same || valid || !pd->n ? 0 : pd->ints[i] + pd->ints[i + ns]) - ((k - 1) * d + 1);
-        if (!same && span < 0)
+        int64_t p = 0, pb = same || valid || !pd->n ? 0 : pd->ints[i];
+        if (!same && !valid && pd->n && wf__add_overflow_i64(pd->ints[i], pd->ints[i + ns], &p)) p = INT64_MAX;
+        int64_t o = p == INT64_MAX ? -2 : wf__nn_window_out(in, k, s, d, pb, p, same, false);
+        if (o == -1)
             return wf__infer_fail(c, WF_INVALID_ARGUMENT, "kernel is larger than padded input %s", wf__tinfo_str(x, b0));
-        c->out[0].dims[i + 2] = same ? (in + s - 1) / s : span / s + 1;
+        if (o == -2)
+            return wf__infer_overflow(c, "the output size of spatial dim %d overflows int64 (kernel %lld, stride %lld, "
+                                      "dilation %lld)", i, (long long)k, (long long)s, (long long)d);
+        c->out[0].dims[i + 2] = o;
     }
     return NULL;
 }
@@ -451,21 +459,18 @@ static wf_status *lppool_shape(wf__infer_ctx *c, const wf__tinfo *x)
         int64_t k = ks->ints[i], s = st->n ? st->ints[i] : 1, d = dl->n ? dl->ints[i] : 1;
         if (k < 1 || s < 1 || d < 1)
             return wf__infer_fail(c, WF_INVALID_ARGUMENT, "kernel_shape, strides and dilations must be >= 1");
-        int64_t in = x->dims[i + 2], ext = (k - 1) * d + 1, o;
+        int64_t in = x->dims[i + 2];
         if (in < 0) {
             c->out[0].dims[i + 2] = -1;
             continue;
         }
-        if (same) {
-            o = (in + s - 1) / s;
-        } else {
-            int64_t p = valid ? 0 : (pd->n ? pd->ints[i] + pd->ints[i + ns] : 0);
-            int64_t span = in + p - ext;
-            if (span < 0) return wf__infer_fail(c, WF_INVALID_ARGUMENT, "kernel is larger than padded input %s", wf__tinfo_str(x, b));
-            o = (WF__IC_I(c, "ceil_mode") ? (span + s - 1) / s : span / s) + 1;
-            /* The last window must start inside the input or its begin padding. */
-            if (WF__IC_I(c, "ceil_mode") && (o - 1) * s >= in + (pd->n ? pd->ints[i] : 0)) o--;
-        }
+        int64_t p = 0, pb = pd->n ? pd->ints[i] : 0;
+        if (!valid && pd->n && wf__add_overflow_i64(pd->ints[i], pd->ints[i + ns], &p)) p = INT64_MAX;
+        int64_t o = p == INT64_MAX ? -2 : wf__nn_window_out(in, k, s, d, pb, p, same, WF__IC_I(c, "ceil_mode") != 0);
+        if (o == -1) return wf__infer_fail(c, WF_INVALID_ARGUMENT, "kernel is larger than padded input %s", wf__tinfo_str(x, b));
+        if (o == -2)
+            return wf__infer_overflow(c, "the output size of spatial dim %d overflows int64 (kernel %lld, stride %lld, "
+                                      "dilation %lld)", i, (long long)k, (long long)s, (long long)d);
         c->out[0].dims[i + 2] = o;
     }
     return NULL;

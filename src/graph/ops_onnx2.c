@@ -212,7 +212,8 @@ static wf_status *infer_col2im(wf__infer_ctx *c)
     if (x->rank == 3) c->out[0].dims[0] = x->dims[0];
     if (kb && x->rank == 3 && x->dims[1] >= 0) {
         int64_t p = 1;
-        for (int i = 0; i < nb; i++) p *= blk[i];
+        for (int i = 0; i < nb && p > 0; i++)
+            if (blk[i] <= 0 || wf__mul_overflow_i64(p, blk[i], &p)) p = 0;
         if (p <= 0 || x->dims[1] % p)
             return wf__infer_fail(c, WF_INVALID_ARGUMENT, "input dim 1 (%lld) is not a multiple of the block size %lld",
                                   (long long)x->dims[1], (long long)p);

@@ -3,6 +3,7 @@
  * (Reshape's shape, Slice's starts/ends, Pad's pads...) are read here when they are constants; otherwise
  * the dims they decide stay unknown and the CPU kernels (k_shape*.c) work them out at run time.
  */
+#include "device/kutil_shape.h"
 #include "graph/grad.h"
 #include "graph/op.h"
 
@@ -152,7 +153,8 @@ static wf_status *infer_reshape(wf__infer_ctx *c)
         }
         o->dims[i] = d;
         if (d < 0) known = false;
-        else prod *= d;
+        else if (wf__mul_overflow_i64(prod, d, &prod))
+            return wf__infer_overflow(c, "shape %s overflows int64", wf__shape_str(n, v, b1));
     }
     if (allowzero && zero && neg >= 0)
         return wf__infer_fail(c, WF_INVALID_ARGUMENT, "shape %s has both 0 and -1 with allowzero=1",
@@ -359,7 +361,9 @@ static wf_status *infer_concat(wf__infer_ctx *c)
             }
             if (t->dims[j] >= 0) d[j] = t->dims[j];
         }
-        if (sum >= 0) sum = t->dims[ax] >= 0 ? sum + t->dims[ax] : -1;
+        if (sum >= 0 && t->dims[ax] < 0) sum = -1;
+        else if (sum >= 0 && wf__add_overflow_i64(sum, t->dims[ax], &sum))
+            return wf__infer_overflow(c, "the sizes of axis %d sum past int64", ax);
     }
     d[ax] = sum;
     set_shape(&c->out[0], x0->dtype, rank, d);
@@ -409,7 +413,8 @@ static wf_status *infer_split(wf__infer_ctx *c)
             for (int i = 0; i < n && !s; i++) {
                 if (v[i] < 0)
                     s = wf__infer_fail(c, WF_INVALID_ARGUMENT, "split size %d is negative (%" PRId64 ")", i, v[i]);
-                sum += v[i];
+                else if (wf__add_overflow_i64(sum, v[i], &sum))
+                    s = wf__infer_overflow(c, "split sizes sum past int64 at size %d (%" PRId64 ")", i, v[i]);
                 c->out[i].dims[ax] = v[i];
             }
             if (!s && dim >= 0 && sum != dim)
@@ -492,19 +497,7 @@ static wf_status *infer_slice(wf__infer_ctx *c)
         int64_t dim = x->dims[a];
         if (dim < 0) continue;
         int64_t step = pp ? sp[i] : 1, s = st[i], e = en[i];
-        if (s < 0) s += dim;
-        if (e < 0) e += dim;
-        int64_t sz;
-        if (step > 0) {
-            s = s < 0 ? 0 : s > dim ? dim : s;
-            e = e < 0 ? 0 : e > dim ? dim : e;
-            sz = e > s ? (e - s + step - 1) / step : 0;
-        } else {
-            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-            e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            sz = s > e ? (s - e + (-step) - 1) / (-step) : 0;
-        }
-        c->out[0].dims[a] = sz;
+        c->out[0].dims[a] = wf__ku_slice_span(dim, step, &s, e);
     }
     return NULL;
 }
@@ -678,7 +671,10 @@ static wf_status *infer_pad(wf__infer_ctx *c)
     for (int i = 0; i < na; i++) {
         int a = (int)ax[i];
         if (x->dims[a] < 0) continue;
-        int64_t d = x->dims[a] + p[i] + p[i + na];
+        int64_t d;
+        if (wf__add_overflow_i64(x->dims[a], p[i], &d) || wf__add_overflow_i64(d, p[i + na], &d))
+            return wf__infer_overflow(c, "padding axis %d of data %s by %" PRId64 " and %" PRId64 " overflows int64", a,
+                                      wf__tinfo_str(x, b1), p[i], p[i + na]);
         if (d < 0)
             return wf__infer_fail(c, WF_INVALID_ARGUMENT, "pads %s crop axis %d of data %s below zero",
                                   wf__shape_str(np_ <= WF_MAX_RANK ? np_ : WF_MAX_RANK, p, b1), a, wf__tinfo_str(x, b2));
@@ -706,7 +702,10 @@ static wf_status *infer_tile(wf__infer_ctx *c)
     for (int i = 0; i < n; i++) {
         if (v[i] < 0)
             return wf__infer_fail(c, WF_INVALID_ARGUMENT, "repeats %s has a negative value", wf__shape_str(n, v, b2));
-        c->out[0].dims[i] = x->dims[i] >= 0 ? x->dims[i] * v[i] : -1;
+        if (x->dims[i] < 0) continue;
+        if (wf__mul_overflow_i64(x->dims[i], v[i], &c->out[0].dims[i]))
+            return wf__infer_overflow(c, "output dim %d (%" PRId64 " x %" PRId64 ") overflows int64", i, x->dims[i],
+                                      v[i]);
     }
     return NULL;
 }
@@ -808,13 +807,11 @@ static wf_status *infer_range(wf__infer_ctx *c)
     if (wf__dtype_is_int(dt)) {
         int64_t s = wf__load_i64(c->in_value[0]->data, dt, 0), l = wf__load_i64(c->in_value[1]->data, dt, 0),
                 d = wf__load_i64(c->in_value[2]->data, dt, 0);
-        int64_t n = d > 0 ? (l > s ? (l - s + d - 1) / d : 0) : (s > l ? (s - l + (-d) - 1) / (-d) : 0);
-        c->out[0].dims[0] = n;
-    } else {
-        double n = ceil((v[1] - v[0]) / v[2]);
-        if (!(n < 1e15))
-            return wf__infer_fail(c, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", v[0], v[1], v[2]);
-        c->out[0].dims[0] = n > 0 ? (int64_t)n : 0;
+        if (!wf__ku_range_count_i64(s, l, d, &c->out[0].dims[0]))
+            return wf__infer_overflow(c, "range(%" PRId64 ", %" PRId64 ", %" PRId64 ") has more elements than int64 holds",
+                                      s, l, d);
+    } else if (!wf__ku_range_count_f64(v[0], v[1], v[2], &c->out[0].dims[0])) {
+        return wf__infer_overflow(c, "range(%g, %g, %g) is too long", v[0], v[1], v[2]);
     }
     return NULL;
 }

@@ -6,6 +6,7 @@
 #include "graph/op.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 static const wf__op_def *const g_tables[] = {wf__ops_core, wf__ops_elementwise, wf__ops_shape,
@@ -36,6 +37,59 @@ wf_status *wf__infer_fail(const wf__infer_ctx *ctx, wf_code code, const char *fm
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return wf__status(code, "node '%s' (%s): %s", ctx->node, ctx->op->name, msg);
+}
+
+/* "inputs f32[4,3], i64[2] = [1,4611686018427387904]": each input's static info, and the values of the
+ * small integer inputs known while building (shapes, repeats, pads), which are what overflow usually. */
+static void inputs_str(const wf__infer_ctx *c, char *buf, size_t cap)
+{
+    size_t off = 0;
+    off += (size_t)snprintf(buf, cap, "input%s ", c->n_in == 1 ? "" : "s");
+    for (int i = 0; i < c->n_in && off < cap; i++) {
+        char b[160];
+        if (c->in[i].dtype == WF_DTYPE_INVALID) {
+            off += (size_t)snprintf(buf + off, cap - off, "%s(omitted)", i ? ", " : "");
+            continue;
+        }
+        off += (size_t)snprintf(buf + off, cap - off, "%s%s", i ? ", " : "", wf__tinfo_str(&c->in[i], b));
+        const wf_tensor *v = c->in_value ? c->in_value[i] : NULL;
+        if (off < cap && v && v->data && wf__dtype_is_int(v->dtype) && v->rank <= 1 && v->size <= 2 * WF_MAX_RANK) {
+            off += (size_t)snprintf(buf + off, cap - off, " = [");
+            for (int64_t j = 0; j < v->size && off < cap; j++)
+                off += (size_t)snprintf(buf + off, cap - off, "%s%" PRId64, j ? "," : "", wf__load_i64(v->data, v->dtype, j));
+            if (off < cap) off += (size_t)snprintf(buf + off, cap - off, "]");
+        }
+    }
+}
+
+wf_status *wf__infer_overflow(const wf__infer_ctx *ctx, const char *fmt, ...)
+{
+    char msg[512], ins[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    inputs_str(ctx, ins, sizeof ins);
+    return wf__status(WF_INVALID_ARGUMENT, "node '%s' (%s): %s: %s", ctx->node, ctx->op->name, msg, ins);
+}
+
+wf_status *wf__infer_check_sizes(const wf__infer_ctx *ctx)
+{
+    for (int i = 0; i < ctx->n_out; i++) {
+        const wf__tinfo *o = &ctx->out[i];
+        if (o->rank < 0 || o->rank > WF_MAX_RANK || !wf__dtype_valid(o->dtype)) continue;
+        bool known = true;
+        for (int j = 0; j < o->rank; j++) known = known && o->dims[j] >= 0;
+        if (!known) continue;
+        char b[160];
+        int64_t n;
+        if (!wf__shape_numel_checked(o->rank, o->dims, &n))
+            return wf__infer_overflow(ctx, "output %d shape %s overflows int64", i, wf__tinfo_str(o, b));
+        if (!wf__shape_bytes_checked(o->rank, o->dims, wf_dtype_size(o->dtype), NULL, NULL))
+            return wf__infer_overflow(ctx, "output %d shape %s (%" PRId64 " elements) exceeds the 2^62-byte limit of a "
+                                      "tensor", i, wf__tinfo_str(o, b), n);
+    }
+    return NULL;
 }
 
 const wf__attr *wf__attr_get(const wf__op_def *op, const wf__attr *attrs, const char *name)

@@ -506,15 +506,12 @@ static wf_status *parse_entry(const char *path, const char *name, const jval *v,
         return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' has rank %d; weft supports up to %d", path, name,
                           sh->n, WF_MAX_RANK);
     e->rank = sh->n;
-    uint64_t numel = 1;
-    bool overflow = false;
-    for (int i = 0; i < sh->n; i++) {
+    for (int i = 0; i < sh->n; i++)
         if (!jint(&sh->items[i], &e->dims[i]))
             return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s': shape entry %d is not a non-negative integer",
                               path, name, i);
-        if (e->dims[i] && numel > (UINT64_MAX / 16) / (uint64_t)e->dims[i]) overflow = true;
-        else numel *= (uint64_t)e->dims[i];
-    }
+    int64_t want = 0;
+    bool overflow = !wf__shape_bytes_checked(sh->n, e->dims, wf_dtype_size(e->dtype), NULL, &want);
     int64_t b, en;
     if (!off || off->type != J_ARR || off->n != 2 || !jint(&off->items[0], &b) || !jint(&off->items[1], &en))
         return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' has no \"data_offsets\" pair of non-negative integers",
@@ -525,10 +522,10 @@ static wf_status *parse_entry(const char *path, const char *name, const jval *v,
     if (e->begin > e->end)
         return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s': data_offsets [%llu, %llu) end before they begin", path,
                           name, (unsigned long long)e->begin, (unsigned long long)e->end);
-    if (overflow || numel * wf_dtype_size(e->dtype) != e->end - e->begin)
+    if (overflow || (uint64_t)want != e->end - e->begin)
         return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s': %s %s needs %llu bytes but data_offsets [%llu, %llu) "
                           "hold %llu", path, name, dt->str, wf__shape_str(e->rank, e->dims, shape),
-                          overflow ? (unsigned long long)UINT64_MAX : (unsigned long long)(numel * wf_dtype_size(e->dtype)),
+                          overflow ? (unsigned long long)UINT64_MAX : (unsigned long long)want,
                           (unsigned long long)e->begin, (unsigned long long)e->end,
                           (unsigned long long)(e->end - e->begin));
     if (e->end > data_size)

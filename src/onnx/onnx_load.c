@@ -384,18 +384,20 @@ wf_status *wf_onnx_inspect(const char *path, char **text)
     wf__str_append(&o, "outputs:\n");
     for (size_t i = 0; i < gp->n_output; i++) print_value(&o, gp->output[i]);
     /* parameters */
-    long long params = 0, bytes = 0;
+    /* A lying file may declare dims whose products or sums overflow: the totals saturate at INT64_MAX. */
+    int64_t params = 0, bytes = 0;
     for (size_t i = 0; i < gp->n_initializer; i++) {
         const Onnx__TensorProto *t = gp->initializer[i];
-        double n = 1; /* a lying file may declare dims whose product overflows */
-        for (size_t d = 0; d < t->n_dims; d++) n *= (double)(t->dims[d] > 0 ? t->dims[d] : 0);
+        int64_t n = 1, b;
+        for (size_t d = 0; d < t->n_dims && n; d++)
+            if (wf__mul_overflow_i64(n, t->dims[d] > 0 ? t->dims[d] : 0, &n)) n = INT64_MAX;
         wf_dtype dt = wf__onnx_dtype(t->data_type);
-        if (n > 9e18 / 8) n = 9e18 / 8;
-        params += (long long)n;
-        bytes += (long long)n * (long long)(dt ? wf_dtype_size(dt) : 0);
+        if (wf__mul_overflow_i64(n, dt ? (int64_t)wf_dtype_size(dt) : 0, &b)) b = INT64_MAX;
+        if (wf__add_overflow_i64(params, n, &params)) params = INT64_MAX;
+        if (wf__add_overflow_i64(bytes, b, &bytes)) bytes = INT64_MAX;
     }
-    wf__str_appendf(&o, "parameters: %lld in %zu initializers, %lld bytes (%.2f MB)\n", params, gp->n_initializer, bytes,
-                    bytes / 1e6);
+    wf__str_appendf(&o, "parameters: %lld in %zu initializers, %lld bytes (%.2f MB)\n", (long long)params,
+                    gp->n_initializer, (long long)bytes, (double)bytes / 1e6);
     /* op histogram */
     struct { const char *op; int n; } *h = wf__calloc(gp->n_node ? gp->n_node : 1, sizeof *h);
     int nh = 0;

@@ -92,8 +92,10 @@ static wf_status *open_external(const char *dir, const char *file, const char *w
     return NULL;
 }
 
-static wf_status *read_external(const Onnx__TensorProto *t, const char *dir, const char *file, const char *what,
-                                wf_tensor *dst)
+/* Opens t's external data and checks, before anything is allocated, that the file really holds
+ * `bytes` bytes at the declared offset: a small file must not make us ask for a huge tensor. */
+static wf_status *open_external_checked(const Onnx__TensorProto *t, const char *dir, const char *file,
+                                        const char *what, int64_t bytes, FILE **out)
 {
     const char *location = NULL;
     long long offset = 0, length = -1;
@@ -105,17 +107,25 @@ static wf_status *read_external(const Onnx__TensorProto *t, const char *dir, con
         else if (!strcmp(e->key, "length") && e->value) length = strtoll(e->value, NULL, 10);
     }
     if (offset < 0) return wf__status(WF_INVALID_ARGUMENT, "%s: %s: negative external data offset", file, what);
-    if (length >= 0 && (size_t)length != dst->bytes)
-        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares %zu bytes of data but its external length is %lld",
-                          file, what, dst->bytes, length);
+    if (length >= 0 && length != bytes)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares %lld bytes of data but its external length is %lld",
+                          file, what, (long long)bytes, length);
     if (!dir) return wf__status(WF_INVALID_ARGUMENT, "%s: %s uses external data, which needs a model folder", file, what);
     FILE *f;
     WF__TRY(open_external(dir, file, what, location, &f));
-    bool ok = fseeko(f, (off_t)offset, SEEK_SET) == 0 && fread(dst->data, 1, dst->bytes, f) == dst->bytes;
-    fclose(f);
-    if (!ok)
-        return wf__status(WF_INVALID_ARGUMENT, "%s: %s: external data file '%s' holds fewer than %lld + %zu bytes",
-                          file, what, location, offset, dst->bytes);
+    struct stat st;
+    int64_t end;
+    if (fstat(fileno(f), &st) != 0 || wf__add_overflow_i64(offset, bytes, &end) || end > (int64_t)st.st_size) {
+        fclose(f);
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %s: external data file '%s' holds fewer than %lld + %lld bytes",
+                          file, what, location, offset, (long long)bytes);
+    }
+    if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
+        fclose(f);
+        return wf__status(WF_IO_ERROR, "%s: %s: cannot seek to %lld in external data file '%s'", file, what, offset,
+                          location);
+    }
+    *out = f;
     return NULL;
 }
 
@@ -143,30 +153,36 @@ wf_status *wf__onnx_tensor(const Onnx__TensorProto *t, const char *dir, const ch
     }
     /* Check what the file declares against what it holds before allocating: a 100-byte file must not
      * make us ask for gigabytes. */
-    double want = 1;
-    for (size_t i = 0; i < t->n_dims; i++) want *= (double)dims[i];
-    double want_bytes = want * (double)wf_dtype_size(dt);
+    char sh[160];
+    int64_t want, want_bytes;
+    if (!wf__shape_bytes_checked((int)t->n_dims, dims, wf_dtype_size(dt), &want, &want_bytes))
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares shape %s of %s: too large (its size overflows int64 "
+                          "or exceeds the 2^62-byte limit of a tensor)", file, what,
+                          wf__shape_str((int)t->n_dims, dims, sh), wf_dtype_name(dt));
     bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    if (want_bytes > 1e17)
-        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares %.0f elements: too large", file, what, want);
-    if (!external && t->has_raw_data && (double)t->raw_data.len != want_bytes) {
-        char sh[160];
-        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares shape %s of %s (%.0f bytes) but its raw_data holds %zu bytes",
-                          file, what, wf__shape_str((int)t->n_dims, dims, sh), wf_dtype_name(dt), want_bytes,
+    if (!external && t->has_raw_data && (uint64_t)t->raw_data.len != (uint64_t)want_bytes)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares shape %s of %s (%lld bytes) but its raw_data holds %zu bytes",
+                          file, what, wf__shape_str((int)t->n_dims, dims, sh), wf_dtype_name(dt), (long long)want_bytes,
                           t->raw_data.len);
-    }
     if (!external && !t->has_raw_data) {
         size_t have = dt == WF_F32 ? t->n_float_data : dt == WF_F64 ? t->n_double_data
                     : dt == WF_I64 ? t->n_int64_data : t->n_int32_data;
         const char *field = dt == WF_F32 ? "float_data" : dt == WF_F64 ? "double_data" : dt == WF_I64 ? "int64_data" : "int32_data";
-        if ((double)have != want) return typed_count(file, what, have, (int64_t)want, field);
+        if ((uint64_t)have != (uint64_t)want) return typed_count(file, what, have, want, field);
     }
+    FILE *ext = NULL;
+    if (external) WF__TRY(open_external_checked(t, dir, file, what, want_bytes, &ext));
     wf_tensor *x;
     wf_status *s = wf__tensor_alloc(dt, (int)t->n_dims, dims, what, &x);
-    if (s) return wf__status_wrap(s, "%s: %s", file, what);
+    if (s) {
+        if (ext) fclose(ext);
+        return wf__status_wrap(s, "%s: %s", file, what);
+    }
     int64_t n = x->size;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-        s = read_external(t, dir, file, what, x);
+    if (ext) {
+        if (fread(x->data, 1, x->bytes, ext) != x->bytes)
+            s = wf__status(WF_IO_ERROR, "%s: %s: reading %zu bytes of external data failed", file, what, x->bytes);
+        fclose(ext);
     } else if (t->has_raw_data) {
         if (t->raw_data.len != x->bytes)
             s = wf__status(WF_INVALID_ARGUMENT, "%s: %s declares shape %s of %s (%zu bytes) but its raw_data holds %zu bytes",

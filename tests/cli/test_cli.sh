@@ -119,5 +119,15 @@ else
     echo "skip demo_one_epoch: no Fashion-MNIST"
 fi
 
+# ---- overflowing and huge sizes (issue 12): one line naming the node and the shapes, exit below 128 ----
+expect tile_overflow 1 "node 't' (Tile)" "output dim 1 (3 x 4611686018427387904) overflows int64" "f32[2,3]" \
+    "[1,4611686018427387904]" -- $R "$D/tile_overflow.onnx" $X
+expect expand_overflow 1 "node 'e' (Expand)" "overflows int64" "[4611686018427387904,4,1,1]" -- \
+    $R "$D/expand_overflow.onnx" $X
+expect expand_huge 1 "node 'e' (Expand)" "out of memory" "26388279066624 bytes" -- $R "$D/expand_huge.onnx" $X
+expect init_huge 1 "initializer 'w' declares shape [33554432,33554432] of f32" "raw_data holds 24 bytes" -- \
+    $R "$D/init_huge.onnx" $X
+expect ext_huge 1 "initializer 'w'" "holds fewer than 0 + 4503599627370496 bytes" -- $R "$D/sub/ext_huge.onnx" $X
+
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" -eq 0 ]

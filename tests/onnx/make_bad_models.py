@@ -48,6 +48,20 @@ def raw(n_bytes):
     return t
 
 
+def shape_op(op, name, values):
+    """y = op(x, values), x: f32[2,3], values an i64 initializer (Tile's repeats, Expand's shape)."""
+    v = numpy_helper.from_array(np.array(values, np.int64), "v")
+    return model([helper.make_node(op, ["x", "v"], ["y"], name=name)], [vi("x", [2, 3])], [vi("y", None)], [v])
+
+
+def huge_init(raw):
+    """w claims 2^25 x 2^25 f32 (2^52 bytes) but holds 24 bytes, inline or in sub/w.bin."""
+    t = external("w.bin") if not raw else numpy_helper.from_array(W, "w")
+    del t.dims[:]
+    t.dims.extend([1 << 25, 1 << 25])
+    return t
+
+
 def main(out):
     os.makedirs(os.path.join(out, "sub"), exist_ok=True)
     files = {}
@@ -70,6 +84,13 @@ def main(out):
     files["dangling.onnx"] = good(extra_nodes=[helper.make_node("Relu", ["nobody"], ["u"], name="late")]).SerializeToString()
     files["ir2.onnx"] = good(ir=2).SerializeToString()
     files["opset6.onnx"] = good(opset=6).SerializeToString()
+    # overflowing and huge sizes (issue 12): build-time overflows, a representable size larger than any
+    # memory, and initializers whose dims claim far more data than the file holds
+    files["tile_overflow.onnx"] = shape_op("Tile", "t", [1, 1 << 62]).SerializeToString()
+    files["expand_overflow.onnx"] = shape_op("Expand", "e", [1 << 62, 4, 1, 1]).SerializeToString()
+    files["expand_huge.onnx"] = shape_op("Expand", "e", [1 << 20, 1 << 20, 1, 1]).SerializeToString()
+    files["init_huge.onnx"] = good([huge_init(raw=True)]).SerializeToString()
+    files["sub/ext_huge.onnx"] = good([huge_init(raw=False)]).SerializeToString()
     for name, data in files.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)

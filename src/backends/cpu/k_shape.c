@@ -471,7 +471,9 @@ static wf_status *k_concat(wf__kctx *k)
             return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %d %s%s does not match input 0 %s%s off axis %d", i,
                                  wf_dtype_name(t->dtype), wf__shape_str(t->rank, t->dims, b1),
                                  wf_dtype_name(x0->dtype), wf__shape_str(r, x0->dims, b2), ax);
-        d[ax] += t->dims[ax];
+        if (wf__add_overflow_i64(d[ax], t->dims[ax], &d[ax]))
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the sizes of axis %d sum past int64 at input %d %s", ax, i,
+                                 wf__shape_str(t->rank, t->dims, b1));
     }
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x0->dtype, r, d, &y));
@@ -612,10 +614,17 @@ static wf_status *k_tile(wf__kctx *k)
     int64_t in_st[WF_MAX_RANK], d[WF_MAX_RANK], ed[MAXR], es[MAXR];
     wf__strides(r, x->dims, in_st);
     /* Output axis i splits into (repeat, dim): the repeat index reads the same source again. */
+    int bad = 0;
+    char b2[SB];
+    switch (wf__ku_tile_dims(r, x->dims, rep, d, &bad)) {
+    case 1: return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value", wf__shape_str(n, rep, b));
+    case 2:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT,
+                             "output dim %d (%" PRId64 " x %" PRId64 ") overflows int64: input %s, repeats %s", bad,
+                             x->dims[bad], rep[bad], wf__shape_str(r, x->dims, b2), wf__shape_str(n, rep, b));
+    default: break;
+    }
     for (int i = 0; i < r; i++) {
-        if (rep[i] < 0)
-            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value", wf__shape_str(n, rep, b));
-        d[i] = x->dims[i] * rep[i];
         ed[2 * i] = rep[i];
         es[2 * i] = 0;
         ed[2 * i + 1] = x->dims[i];

@@ -407,6 +407,10 @@ wf_status *wf__k_pad(wf__kctx *k)
     case 3:
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, bad,
                              wf__shape_str(r, x->dims, b1));
+    case 4:
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "pads %s: padding axis %d of data %s overflows int64",
+                             wf__shape_str(np_ <= WF_MAX_RANK ? np_ : WF_MAX_RANK, p, b1), bad,
+                             wf__shape_str(r, x->dims, b2));
     default: break;
     }
     for (int i = 0; i < r; i++) {
@@ -486,10 +490,12 @@ wf_status *wf__k_range(wf__kctx *k)
         int64_t s = wf__load_i64(k->in[0]->data, dt, 0), l = wf__load_i64(k->in[1]->data, dt, 0),
                 dl = wf__load_i64(k->in[2]->data, dt, 0);
         if (dl == 0) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
-        n = dl > 0 ? (l > s ? (l - s + dl - 1) / dl : 0) : (s > l ? (s - l + (-dl) - 1) / (-dl) : 0);
+        if (!wf__ku_range_count_i64(s, l, dl, &n))
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT,
+                                 "range(%" PRId64 ", %" PRId64 ", %" PRId64 ") has more elements than int64 holds", s, l, dl);
         WF__TRY(wf__kctx_output(k, 0, dt, 1, &n, &y));
         for (int64_t i = 0; i < n; i++) {
-            int64_t v = s + i * dl;
+            int64_t v = wf__ku_range_at_i64(s, dl, i);
             switch (dt) {
             case WF_I8: ((int8_t *)y->data)[i] = (int8_t)v; break;
             case WF_U8: ((uint8_t *)y->data)[i] = (uint8_t)v; break;
@@ -503,9 +509,8 @@ wf_status *wf__k_range(wf__kctx *k)
     double s = wf__load_f64(k->in[0]->data, dt, 0), l = wf__load_f64(k->in[1]->data, dt, 0),
            dl = wf__load_f64(k->in[2]->data, dt, 0);
     if (dl == 0) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
-    double nf = ceil((l - s) / dl);
-    if (!(nf < 1e12)) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", s, l, dl);
-    n = nf > 0 ? (int64_t)nf : 0;
+    if (!wf__ku_range_count_f64(s, l, dl, &n))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", s, l, dl);
     WF__TRY(wf__kctx_output(k, 0, dt, 1, &n, &y));
     for (int64_t i = 0; i < n; i++) wf__store_f64(y->data, dt, i, s + (double)i * dl);
     return NULL;

@@ -182,15 +182,16 @@ static wf_status *k_range(wf__kctx *k)
         int64_t l = cu_int_at(&raw[1], dt, 0);
         dli = cu_int_at(&raw[2], dt, 0);
         if (dli == 0) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
-        n = dli > 0 ? (l > si ? (l - si + dli - 1) / dli : 0) : (si > l ? (si - l + (-dli) - 1) / (-dli) : 0);
+        if (!wf__ku_range_count_i64(si, l, dli, &n))
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "range(%lld, %lld, %lld) has more elements than int64 holds",
+                                      (long long)si, (long long)l, (long long)dli);
     } else {
         sf = wf__ku_load_f64(raw, dt, 0);
         double l = wf__ku_load_f64(&raw[1], dt, 0);
         dlf = wf__ku_load_f64(&raw[2], dt, 0);
         if (dlf == 0) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
-        double nf = ceil((l - sf) / dlf);
-        if (!(nf < 1e12)) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", sf, l, dlf);
-        n = nf > 0 ? (int64_t)nf : 0;
+        if (!wf__ku_range_count_f64(sf, l, dlf, &n))
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", sf, l, dlf);
     }
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, dt, 1, &n, &y)) || !n) return s;

@@ -174,7 +174,9 @@ static wf_status *k_concat(wf__kctx *k)
         if (!ok)
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %d %s does not match input 0 %s outside axis %d", i,
                                       cu_tstr(x, b1), cu_tstr(x0, b0), a);
-        d[a] += x->dims[a];
+        if (wf__add_overflow_i64(d[a], x->dims[a], &d[a]))
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "the sizes of axis %d sum past int64 at input %d %s", a, i,
+                                      cu_tstr(x, b1));
     }
     wf_status *s = cu_enter(k);
     wf_tensor *y;
@@ -384,6 +386,9 @@ static wf_status *k_pad(wf__kctx *k)
     case 3:
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, bad,
                                   cu_tstr(x, b2));
+    case 4:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "padding axis %d of data %s overflows int64", bad,
+                                  cu_tstr(x, b1));
     default: break;
     }
     wf_tensor *y;
@@ -403,11 +408,15 @@ static wf_status *k_tile(wf__kctx *k)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has %d values but data %s has rank %d", n, cu_tstr(x, b),
                                   r);
     int64_t d[WF_MAX_RANK], pb[WF_MAX_RANK] = {0};
-    for (int i = 0; i < r; i++) {
-        if (rep[i] < 0)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has a negative value (%lld at %d)", (long long)rep[i],
-                                      i);
-        d[i] = x->dims[i] * rep[i];
+    int bad = 0;
+    switch (wf__ku_tile_dims(r, x->dims, rep, d, &bad)) {
+    case 1:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats has a negative value (%lld at %d)",
+                                  (long long)rep[bad], bad);
+    case 2:
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "output dim %d (%lld x %lld) overflows int64: data %s", bad,
+                                  (long long)x->dims[bad], (long long)rep[bad], cu_tstr(x, b));
+    default: break;
     }
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;

@@ -518,7 +518,9 @@ static wf_status *k_concat(wf__kctx *k)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input %d %s%s does not match input 0 %s%s off axis %d", i,
                                        ocl_shp_dtname(t->dtype), ocl_shp_shape(t->rank, t->dims, b1),
                                        ocl_shp_dtname(x0->dtype), ocl_shp_shape(r, x0->dims, b2), ax);
-        d[ax] += t->dims[ax];
+        if (wf__add_overflow_i64(d[ax], t->dims[ax], &d[ax]))
+            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "the sizes of axis %d sum past int64 at input %d %s", ax,
+                                       i, ocl_shp_shape(t->rank, t->dims, b1));
     }
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x0->dtype, r, d, &y));
@@ -643,11 +645,15 @@ static wf_status *k_tile(wf__kctx *k)
                                    ocl_shp_shape(r, x->dims, b), r);
     int64_t in_st[WF_MAX_RANK], d[WF_MAX_RANK], yst[WF_MAX_RANK];
     ocl_shp_strides(r, x->dims, in_st);
-    for (int i = 0; i < r; i++) {
-        if (rep[i] < 0)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value",
-                                       ocl_shp_shape(n, rep, b));
-        d[i] = x->dims[i] * rep[i];
+    int bad = 0;
+    switch (wf__ku_tile_dims(r, x->dims, rep, d, &bad)) {
+    case 1:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "repeats %s has a negative value", ocl_shp_shape(n, rep, b));
+    case 2:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                   "output dim %d (%" PRId64 " x %" PRId64 ") overflows int64: repeats %s", bad,
+                                   x->dims[bad], rep[bad], ocl_shp_shape(n, rep, b));
+    default: break;
     }
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, r, d, &y));

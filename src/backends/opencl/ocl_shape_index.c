@@ -507,6 +507,9 @@ wf_status *ocl_shp_pad(wf__kctx *k)
     case 3:
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "mode '%s' cannot pad the empty axis %d of data %s", ms, bad,
                                    ocl_shp_shape(r, x->dims, b1));
+    case 4:
+        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "padding axis %d of data %s overflows int64", bad,
+                                   ocl_shp_shape(r, x->dims, b1));
     default: break;
     }
     wf_tensor *y;
@@ -586,15 +589,17 @@ wf_status *ocl_shp_range(wf__kctx *k)
         int64_t l = ocl_shp_load_i64(raw[1], dt, 0);
         dli = ocl_shp_load_i64(raw[2], dt, 0);
         if (dli == 0) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
-        n = dli > 0 ? (l > si ? (l - si + dli - 1) / dli : 0) : (si > l ? (si - l + (-dli) - 1) / (-dli) : 0);
+        if (!wf__ku_range_count_i64(si, l, dli, &n))
+            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
+                                       "range(%" PRId64 ", %" PRId64 ", %" PRId64 ") has more elements than int64 holds",
+                                       si, l, dli);
     } else {
         s = ocl_shp_load_f64(raw[0], dt, 0);
         double l = ocl_shp_load_f64(raw[1], dt, 0);
         dl = ocl_shp_load_f64(raw[2], dt, 0);
         if (dl == 0) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "delta is 0");
-        double nf = ceil((l - s) / dl);
-        if (!(nf < 1e12)) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", s, l, dl);
-        n = nf > 0 ? (int64_t)nf : 0;
+        if (!wf__ku_range_count_f64(s, l, dl, &n))
+            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "range(%g, %g, %g) is too long", s, l, dl);
     }
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, dt, 1, &n, &y));
