@@ -8,6 +8,13 @@
  * unsupported cases than --max-unsupported N (default 0, what the README claims) fail the run, so a
  * kernel that goes missing cannot pass as a gap. Manifest "skip" lines (cases whose reference could
  * not be generated) are printed as SKIP and counted apart.
+ *
+ * test_ops [--device SPEC] --coverage CASE_DIR [ALLOW_LIST] runs nothing: it lists every (op, key
+ * dtype) the device (default CPU:0) has a kernel registered for, marks those some non-error case
+ * reaches (the key dtype of the kernel the case's node finds there), and prints the rest. It fails
+ * when one of them is missing from ALLOW_LIST (default tests/ops/untested_dtypes.txt beside this
+ * file), whose lines are "DEVICE_TYPE OP DTYPE reason", or when a line there for this device type
+ * names a combination that is tested or not registered (a stale entry).
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +23,8 @@
 
 #include "check.h"
 #include "core/core.h"
+#include "device/device.h"
+#include "graph/graph.h"
 
 #define MAX_IN 64
 #define MAX_ATTR 16
@@ -219,6 +228,165 @@ static int run_case(wf_context *ctx, ocase *c)
     return fail;
 }
 
+
+/* ---- --coverage ------------------------------------------------------------------------------------ */
+
+#define MAX_OPS 1024
+#define N_DT 11 /* wf_dtype values 1..10 */
+
+typedef struct {
+    const wf__op_def *op;
+    uint32_t registered, tested;
+} cov_op;
+
+static cov_op g_cov[MAX_OPS];
+static int g_n_cov;
+static const struct wf__device *g_cov_dev;
+
+/* The kernel device d has for op with these types (what the planner asks; lower/plan.c kernel_on). */
+static const wf__kernel_def *cov_find(const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
+{
+    if (!g_cov_dev->vt) return wf__kernel_find(op, "CPU", in, n_in, out);
+    return g_cov_dev->vt->find_kernel(g_cov_dev->dev, op, in, n_in, out);
+}
+
+static void cov_add_op(const wf__op_def *op, void *user)
+{
+    (void)user;
+    if ((op->flags & WF__OP_SOURCE) || g_n_cov >= MAX_OPS) return;
+    cov_op *c = &g_cov[g_n_cov++];
+    c->op = op;
+    /* every input and output of dtype d: the key, whichever it is, is d */
+    static wf__tinfo in[16], out[16];
+    int n_in = op->max_in < 0 || op->max_in > 16 ? 16 : op->max_in;
+    for (int d = 1; d < N_DT; d++) {
+        if (!wf__dtype_valid((wf_dtype)d)) continue;
+        for (int i = 0; i < 16; i++) {
+            in[i].dtype = out[i].dtype = (wf_dtype)d;
+            in[i].rank = out[i].rank = 1;
+            in[i].dims[0] = out[i].dims[0] = 4;
+        }
+        if (cov_find(op->name, in, n_in, out)) c->registered |= WF__DT_BIT(d);
+    }
+}
+
+static cov_op *cov_get(const char *op)
+{
+    for (int i = 0; i < g_n_cov; i++)
+        if (!strcmp(g_cov[i].op->name, op)) return &g_cov[i];
+    return NULL;
+}
+
+/* Builds the case's node and records the key dtype of the kernel it finds on the device. */
+static void cover_case(ocase *c)
+{
+    if (c->err_code[0] || !c->n_exp) return; /* an error case checks no kernel's numbers */
+    wf_graph *g = NULL;
+    wf_output in[MAX_IN];
+    wf_node *node = NULL;
+    wf_status *s = wf_graph_new(&g);
+    for (int i = 0; !s && i < c->n_in; i++) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "in%d", i);
+        if (c->in_kind[i] == 2) {
+            in[i].node = NULL;
+            in[i].index = 0;
+        } else if (c->in_kind[i] == 1) {
+            s = wf_const(g, nm, c->in[i], &in[i]);
+        } else {
+            s = wf_placeholder(g, nm, c->in[i]->dtype, c->in[i]->rank, c->in[i]->dims, &in[i]);
+        }
+    }
+    if (!s) s = wf_op(g, c->op, "node", in, c->n_in, c->attrs, c->n_attrs, &node);
+    cov_op *co = node ? cov_get(node->op->name) : NULL;
+    if (!s && co) {
+        wf__tinfo ti[MAX_IN];
+        for (int i = 0; i < node->n_in; i++) {
+            if (node->in[i].node) {
+                ti[i] = node->in[i].node->out[node->in[i].index];
+            } else {
+                ti[i].dtype = WF_DTYPE_INVALID;
+                ti[i].rank = -1;
+            }
+        }
+        const wf__kernel_def *k = cov_find(node->op->name, ti, node->n_in, node->out);
+        if (k) {
+            wf_dtype key = k->key_input >= 0 ? (k->key_input < node->n_in ? ti[k->key_input].dtype : WF_DTYPE_INVALID)
+                                             : node->out[0].dtype;
+            if (wf__dtype_valid(key)) co->tested |= WF__DT_BIT(key);
+        }
+    }
+    wf_status_free(s);
+    wf_graph_free(g);
+}
+
+/* Prints the untested combinations and checks them against the allow-list; returns the exit code. */
+static int cov_report(const char *allow_path)
+{
+    const char *type = g_cov_dev->type;
+    FILE *f = fopen(allow_path, "r");
+    if (!f) {
+        fprintf(stderr, "cannot open the allow-list %s\n", allow_path);
+        return 2;
+    }
+    uint32_t allowed[MAX_OPS] = {0};
+    char line[1024];
+    int bad = 0, lineno = 0, n_allowed = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        line[strcspn(line, "\n")] = 0;
+        if (!line[0] || line[0] == '#') continue;
+        char dev[32] = "", op[64] = "", dt[16] = "";
+        int used = 0;
+        if (sscanf(line, "%31s %63s %15s %n", dev, op, dt, &used) < 3 || !line[used]) {
+            fprintf(stderr, "%s:%d: want 'DEVICE_TYPE OP DTYPE reason': %s\n", allow_path, lineno, line);
+            bad++;
+            continue;
+        }
+        if (strcmp(dev, type) != 0) continue;
+        wf_dtype d;
+        wf_status *e = wf_dtype_from_name(dt, &d);
+        cov_op *co = cov_get(op);
+        if (e || !co) {
+            fprintf(stderr, "%s:%d: unknown %s '%s'\n", allow_path, lineno, e ? "dtype" : "op", e ? dt : op);
+            wf_status_free(e);
+            bad++;
+            continue;
+        }
+        if (!(co->registered & WF__DT_BIT(d)) || (co->tested & WF__DT_BIT(d))) {
+            fprintf(stderr, "STALE %s:%d: %s %s %s is %s: remove the line\n", allow_path, lineno, type, op, dt,
+                    co->registered & WF__DT_BIT(d) ? "tested" : "not registered");
+            bad++;
+            continue;
+        }
+        allowed[co - g_cov] |= WF__DT_BIT(d);
+        n_allowed++;
+    }
+    fclose(f);
+    int n_reg = 0, n_tested = 0, n_untested = 0, n_unlisted = 0;
+    for (int i = 0; i < g_n_cov; i++) {
+        cov_op *co = &g_cov[i];
+        for (int d = 1; d < N_DT; d++) {
+            uint32_t bit = WF__DT_BIT(d);
+            if (!(co->registered & bit)) continue;
+            n_reg++;
+            if (co->tested & bit) {
+                n_tested++;
+                continue;
+            }
+            n_untested++;
+            bool ok = allowed[i] & bit;
+            if (!ok) n_unlisted++;
+            printf("%s %s %s %s\n", ok ? "UNTESTED" : "UNTESTED-UNLISTED", type, co->op->name,
+                   wf_dtype_name((wf_dtype)d));
+        }
+    }
+    printf("coverage on %s: %d (op, dtype) kernels registered, %d tested by an op case, %d untested "
+           "(%d of them not in %s), %d allow-list problems\n",
+           g_cov_dev->short_name, n_reg, n_tested, n_untested, n_unlisted, allow_path, bad);
+    return n_unlisted || bad ? 1 : 0;
+}
+
 static int parse_attr(ocase *c, char *rest)
 {
     char *name = strtok(rest, " "), *type = strtok(NULL, " ");
@@ -262,9 +430,12 @@ static int parse_attr(ocase *c, char *rest)
 int main(int argc, char **argv)
 {
     long max_unsupported = 0;
+    bool coverage = false;
     for (;;) {
         if (argc > 2 && !strcmp(argv[1], "--device")) {
             g_device = argv[2];
+            argv += 2;
+            argc -= 2;
         } else if (argc > 2 && !strcmp(argv[1], "--max-unsupported")) {
             char *end;
             max_unsupported = strtol(argv[2], &end, 10);
@@ -272,18 +443,23 @@ int main(int argc, char **argv)
                 fprintf(stderr, "--max-unsupported wants a count, got '%s'\n", argv[2]);
                 return 2;
             }
+            argv += 2;
+            argc -= 2;
+        } else if (argc > 1 && !strcmp(argv[1], "--coverage")) {
+            coverage = true;
+            argv++;
+            argc--;
         } else {
             break;
         }
-        argv += 2;
-        argc -= 2;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: %s [--device SPEC] [--max-unsupported N] CASE_DIR [NAME_SUBSTRING]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--device SPEC] [--max-unsupported N] CASE_DIR [NAME_SUBSTRING]\n"
+                        "       %s [--device SPEC] --coverage CASE_DIR [ALLOW_LIST]\n", argv[0], argv[0]);
         return 2;
     }
     g_dir = argv[1];
-    const char *filter = argc > 2 ? argv[2] : NULL;
+    const char *filter = argc > 2 && !coverage ? argv[2] : NULL;
     char path[1024];
     snprintf(path, sizeof path, "%s/manifest.txt", g_dir);
     FILE *f = fopen(path, "r");
@@ -293,6 +469,23 @@ int main(int argc, char **argv)
     }
     wf_context *ctx;
     CHECK_OK(wf_context_new(NULL, &ctx));
+    if (coverage) {
+        const char *spec = g_device ? g_device : "CPU:0";
+        wf_device_spec want, have;
+        wf_status *e = wf_device_spec_parse(spec, &want);
+        for (int i = 0; !e && i < ctx->n_devices && !g_cov_dev; i++) {
+            if (!wf_device_spec_parse(ctx->devices[i].name, &have) && wf_device_spec_matches(&want, &have))
+                g_cov_dev = &ctx->devices[i];
+        }
+        if (e || !g_cov_dev) {
+            fprintf(stderr, "no device matches %s%s%s\n", spec, e ? ": " : "", e ? wf_status_message(e) : "");
+            wf_status_free(e);
+            wf_context_free(ctx);
+            fclose(f);
+            return 2;
+        }
+        wf__op_foreach(cov_add_op, NULL);
+    }
     static ocase c;
     char line[65536];
     int passed = 0, failed = 0, bad_manifest = 0, skipped = 0;
@@ -328,6 +521,10 @@ int main(int argc, char **argv)
             printf("SKIP %.*s: %s\n", n, rest, why ? why + 1 : "(no reason given)");
             skipped++;
         } else if (!strcmp(line, "end")) {
+            if (coverage) {
+                cover_case(&c);
+                continue;
+            }
             if (filter && !strstr(c.name, filter)) continue;
             if (run_case(ctx, &c)) {
                 failed++;
@@ -339,6 +536,16 @@ int main(int argc, char **argv)
     }
     case_clear(&c);
     fclose(f);
+    if (coverage) {
+        char allow[1024];
+        if (argc > 2)
+            snprintf(allow, sizeof allow, "%s", argv[2]);
+        else
+            snprintf(allow, sizeof allow, "%s", WEFT_UNTESTED_DTYPES);
+        int rc = bad_manifest ? 1 : cov_report(allow);
+        wf_context_free(ctx);
+        return rc;
+    }
     wf_context_free(ctx);
     if (bad_manifest) fprintf(stderr, "%d manifest entries could not be read\n", bad_manifest);
     bool too_many = g_unsupported > max_unsupported;

@@ -4,6 +4,7 @@
  * fault simulation) to prove that every error path frees what it took.
  */
 #include "core/core.h"
+#include "core/alloc_hooks.h"
 
 #include <stdlib.h>
 #include <sys/sysinfo.h>
@@ -33,6 +34,8 @@ static wf_dealloc_fn g_dealloc = default_dealloc;
 static void *g_user;
 static atomic_long g_fault_at;   /* countdown to an injected failure; 0 = off */
 static atomic_long g_count;
+static atomic_long g_live;       /* blocks handed out and not yet freed */
+static atomic_long g_fired;      /* injected failures so far */
 
 void wf_set_allocator(wf_alloc_fn alloc, wf_dealloc_fn dealloc, void *user)
 {
@@ -50,6 +53,8 @@ void wf_set_allocator(wf_alloc_fn alloc, wf_dealloc_fn dealloc, void *user)
 
 void wf__fault_inject(long nth) { atomic_store(&g_fault_at, nth); }
 long wf__alloc_count(void) { return atomic_load(&g_count); }
+long wf__alloc_live(void) { return atomic_load(&g_live); }
+long wf__faults_fired(void) { return atomic_load(&g_fired); }
 
 static bool inject_fault(void)
 {
@@ -57,7 +62,10 @@ static bool inject_fault(void)
     if (WF__LIKELY(f == 0)) return false;
     /* Fails exactly once, when the countdown reaches 1. */
     long now = atomic_fetch_sub(&g_fault_at, 1);
-    if (now == 1) return true;
+    if (now == 1) {
+        atomic_fetch_add(&g_fired, 1);
+        return true;
+    }
     if (now <= 0) atomic_store(&g_fault_at, 0);
     return false;
 }
@@ -86,12 +94,16 @@ void *wf__aligned_alloc(size_t n, size_t align)
     atomic_fetch_add_explicit(&g_count, 1, memory_order_relaxed);
     if (inject_fault()) return NULL;
     if (WF__UNLIKELY(n > host_alloc_limit())) return NULL;
-    return g_alloc(g_user, n, align);
+    void *p = g_alloc(g_user, n, align);
+    if (p) atomic_fetch_add_explicit(&g_live, 1, memory_order_relaxed);
+    return p;
 }
 
 void wf__aligned_free(void *p)
 {
-    if (p) g_dealloc(g_user, p);
+    if (!p) return;
+    atomic_fetch_sub_explicit(&g_live, 1, memory_order_relaxed);
+    g_dealloc(g_user, p);
 }
 
 void *wf__malloc(size_t n) { return wf__aligned_alloc(n, 16); }

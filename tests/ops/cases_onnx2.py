@@ -30,8 +30,9 @@ ACTS = {"Tanh": np.tanh, "Sigmoid": sigmoid, "Relu": lambda x: np.maximum(x, 0),
 
 
 def ref_rnn(op, X, W, R, B=None, lens=None, h0=None, c0=None, P=None, direction="forward", layout=0,
-            lbr=0, clip=None, acts=None):
-    """Returns Y, Y_h(, Y_c) in float64 following the ONNX equations, per batch entry with its length."""
+            lbr=0, clip=None, acts=None, odt=F32):
+    """Returns Y, Y_h(, Y_c) following the ONNX equations (computed in float64, returned as odt), per
+    batch entry with its length."""
     G = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
     X = X.astype(F64)
     if layout:
@@ -85,9 +86,9 @@ def ref_rnn(op, X, W, R, B=None, lens=None, h0=None, c0=None, P=None, direction=
             Yh[d, b], Yc[d, b] = h, c
     if layout:
         Y, Yh, Yc = Y.transpose(2, 0, 1, 3), Yh.transpose(1, 0, 2), Yc.transpose(1, 0, 2)
-    out = [Y.astype(F32), Yh.astype(F32)]
+    out = [Y.astype(odt), Yh.astype(odt)]
     if op == "LSTM":
-        out.append(Yc.astype(F32))
+        out.append(Yc.astype(odt))
     return out
 
 
@@ -186,7 +187,9 @@ def cubic_w(t, a=-0.75):
     return [k(t + 1), k(t), k(1 - t), k(2 - t)]
 
 
-def ref_grid_sample(X, grid, mode, pad, ac):
+def ref_grid_sample(X, grid, mode, pad, ac, odt=F32):
+    """cdt: the grid coordinates are unnormalised in f32 arithmetic for every grid dtype but f64."""
+    cdt = F64 if grid.dtype == F64 else F32
     X = X.astype(F64)
     N, C = X.shape[:2]
     sp = X.shape[2:]
@@ -209,11 +212,11 @@ def ref_grid_sample(X, grid, mode, pad, ac):
 
     for n in range(N):
         for p in np.ndindex(*grid.shape[1:-1]):
-            g = grid[(n,) + p][::-1].astype(F32)
+            g = grid[(n,) + p][::-1].astype(cdt)
             taps = []
             for i in range(nd):
                 L = sp[i]
-                x = float((g[i] + F32(1)) / F32(2) * F32(L - 1)) if ac else float(((g[i] + F32(1)) * F32(L) - F32(1)) / F32(2))
+                x = float((g[i] + cdt(1)) / cdt(2) * cdt(L - 1)) if ac else float(((g[i] + cdt(1)) * cdt(L) - cdt(1)) / cdt(2))
                 if mode == "nearest":
                     x = float(np.rint(x))
                 if x < lo[i] or x > hi[i]:
@@ -235,7 +238,7 @@ def ref_grid_sample(X, grid, mode, pad, ac):
                     w = np.prod([taps[i][combo[i]][1] for i in range(nd)])
                     acc += w * pix(n, c, [taps[i][combo[i]][0] for i in range(nd)])
                 out[(n, c) + p] = acc
-    return out.astype(F32)
+    return out.astype(odt)
 
 
 def grid_cases(rng):
@@ -284,7 +287,7 @@ def grid_cases(rng):
 
 # ---- RoiAlign, Col2Im, MaxUnpool ------------------------------------------------------------------------
 
-def ref_roi_align(X, rois, bi, oh, ow, sr, scale, half, mode):
+def ref_roi_align(X, rois, bi, oh, ow, sr, scale, half, mode, odt=F32):
     X = X.astype(F64)
     R, C, H, W = rois.shape[0], X.shape[1], X.shape[2], X.shape[3]
     Y = np.zeros((R, C, oh, ow))
@@ -328,7 +331,7 @@ def ref_roi_align(X, rois, bi, oh, ow, sr, scale, half, mode):
                         Y[r, c, ph, pw] = sum(sum(v) for v in vals) / max(gh * gw, 1)
                     else:
                         Y[r, c, ph, pw] = max(max(v) for v in vals)
-    return Y.astype(F32)
+    return Y.astype(odt)
 
 
 def ref_col2im(x, img, blk, dil, pads, strides):

@@ -41,8 +41,9 @@ static wf_status *device_open(void *b, int i, void **dev)
 }
 
 static void device_close(void *dev) { H->free(dev); }
-static void *chunk_alloc(void *dev, size_t bytes) { return malloc(bytes); }
-static void chunk_free(void *dev, void *chunk) { free(chunk); }
+/* "Device" memory is host memory from the core's allocation funnel, so fault injection reaches it. */
+static void *chunk_alloc(void *dev, size_t bytes) { return H->malloc(bytes); }
+static void chunk_free(void *dev, void *chunk) { H->free(chunk); }
 
 static wf_status *copy_to_device(void *dev, void *chunk, size_t off, const void *src, size_t n)
 {

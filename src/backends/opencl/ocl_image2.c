@@ -204,7 +204,7 @@ static const char *g_src =
     "__kernel void k_dequant(__global const ST *x, ulong xo, __global const ACC *sc, __global const ACC *zp, int has_zp,\n"
     "    __global uchar *y, ulong yo, int od, p6_t Q) {\n"
     "  ulong i = get_global_id(0);\n"
-    "  ACC v = (ACC)(float)x[xo + i];\n"
+    "  ACC v = (ACC)(float)LDA(x, xo + i);\n" /* LDA: a half needs vload_half without cl_khr_fp16 */
     "  if (has_zp) v -= zp[qmap((long)i, (int)Q.b[0], Q.b[1], Q.b[2], Q.b[3], Q.b[4])];\n"
     "  v *= sc[qmap((long)i, (int)Q.a[0], Q.a[1], Q.a[2], Q.a[3], Q.a[4])];\n"
     "  st_f(y, yo + i, od, rnd(v, 1));\n"
