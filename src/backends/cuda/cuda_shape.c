@@ -473,6 +473,7 @@ static wf_status *k_d2s(wf__kctx *k)
 
 const wf__kernel_def cu_kernels_shape[] = {
     {"Identity", "GPU", WF__DT_ALL, 0, k_identity, NULL, 0},
+    {"PlaceholderWithDefault", "GPU", WF__DT_ALL, 0, k_identity, NULL, 0}, /* its default, when not fed */
     {"Reshape", "GPU", WF__DT_ALL, 0, k_reshape, NULL, 0},
     {"Flatten", "GPU", WF__DT_ALL, 0, k_flatten, NULL, 0},
     {"Squeeze", "GPU", WF__DT_ALL, 0, k_squeeze, NULL, 0},

@@ -708,6 +708,7 @@ static wf_status *k_d2s(wf__kctx *k)
 
 const wf__kernel_def ocl_kernels_shape[] = {
     {"Identity", "OPENCL", WF__DT_ALL, 0, k_identity, NULL, 0},
+    {"PlaceholderWithDefault", "OPENCL", WF__DT_ALL, 0, k_identity, NULL, 0}, /* its default, when not fed */
     {"Reshape", "OPENCL", WF__DT_ALL, 0, k_reshape, NULL, 0},
     {"Flatten", "OPENCL", WF__DT_ALL, 0, k_flatten, NULL, 0},
     {"Squeeze", "OPENCL", WF__DT_ALL, 0, k_squeeze, NULL, 0},
