@@ -1,8 +1,8 @@
 """NaN, +Inf and -Inf through every kernel that compares, clamps or accumulates: Relu, LeakyRelu, Clip,
 Max/Min (variadic and the binary Maximum/Minimum, with broadcasting), MaxPool2D, AvgPool2D, GlobalMaxPool,
 GlobalAvgPool, LpPool, ReduceMax/Min/Sum/Mean/Prod/LogSumExp, ArgMax/ArgMin, Softmax/LogSoftmax, MatMul,
-Gemm, Conv2D and BiasAdd. (The fused forms, Conv2D/MatMul + BiasAdd + activation, are graph-level and are
-checked by test_dnnl's fused_nan test.)
+Gemm, Conv2D, BiasAdd and the Relu of an RNN. (The fused forms, Conv2D/MatMul + BiasAdd + activation, are
+graph-level and are checked by test_session's test_fusion_nan.)
 
 The rule is numpy's and PyTorch's: NaN in, NaN out. max(NaN, x) and min(NaN, x) are NaN (numpy.maximum,
 not fmax), relu(NaN) and clip(NaN) are NaN, a pool window or reduced set holding a NaN gives NaN,
@@ -341,9 +341,24 @@ def conv_cases(rng):
     return out
 
 
+def rnn_cases(rng):
+    """RNN with the Relu activation: a NaN in one batch row's input makes that row's hidden state NaN from
+    then on (numpy.maximum(NaN, 0) is NaN), the other row stays finite."""
+    from cases_onnx2 import ref_rnn
+    out = []
+    X = rng.uniform(-1, 1, (4, 2, 3)).astype(np.float32)
+    X[1, 0, 2] = np.nan
+    X[2, 1, 0] = np.inf
+    W, R = rng.uniform(-1, 1, (1, 5, 3)).astype(np.float32), rng.uniform(-0.5, 0.5, (1, 5, 5)).astype(np.float32)
+    B = rng.uniform(-1, 1, (1, 10)).astype(np.float32)
+    ref = ref_rnn("RNN", X, W, R, B=B, acts=["Relu"])
+    out.append(Case("nan_rnn_relu", "RNN", [X, W, R, B], ref, attrs={"activations": "Relu"}, rtol=1e-5, atol=1e-5))
+    return out
+
+
 def cases(rng):
     out = []
     with np.errstate(all="ignore"):
-        for gen in (elementwise_cases, pool_cases, reduce_cases, softmax_cases, gemm_cases, conv_cases):
+        for gen in (elementwise_cases, pool_cases, reduce_cases, softmax_cases, gemm_cases, conv_cases, rnn_cases):
             out.extend(gen(rng))
     return out
