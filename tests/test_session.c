@@ -1,6 +1,8 @@
 /* Sessions: planning and plan reuse, feeds and fetches, every run-time error path (each returns its
  * status, leaks nothing, and the next run works), fusion, traces, in-place safety. */
+#include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "check.h"
 #include "core/core.h"
@@ -183,6 +185,167 @@ static void test_fusion(void)
     wf_tensor_free(xt);
     wf_session_free(s);
     wf_graph_free(g);
+}
+
+/* NaN and +-Inf through the fused epilogues: MatMul -> BiasAdd -> act, Conv2D -> BiasAdd -> act and
+ * Conv2D(X, W, B) -> act (the ONNX Conv + Relu of issue 12), with NaN/Inf in the input and in the weights
+ * and bias, for Relu, LeakyRelu, Sigmoid and Tanh. The placement records must show the fusion taken; the
+ * output is compared with a plain double loop here (numpy's rule: NaN in, NaN out; relu(NaN) is NaN). */
+static double fnan_act(int a, double v)
+{
+    switch (a) {
+    case 0: return v < 0 ? 0 : v; /* Relu keeps NaN, as numpy.maximum(x, 0) */
+    case 1: return v < 0 ? 0.1 * v : v;
+    case 4: return v < 0 ? 0 * v : v; /* LeakyRelu alpha 0: -inf * 0 is NaN, as numpy */
+    case 2: return 1.0 / (1.0 + exp(-v));
+    default: return tanh(v);
+    }
+}
+
+static unsigned fnan_seed = 12345;
+static float fnan_rand(void)
+{
+    fnan_seed = fnan_seed * 1103515245u + 12345u;
+    return (float)((fnan_seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void test_fusion_nan(void)
+{
+    /* the last is LeakyRelu with alpha 0, which oneDNN would run as its NaN-dropping relu */
+    static const char *const acts[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "LeakyRelu"};
+    enum { MM, CONV, CONV_B };
+    enum { M = 33, K = 64, N = 40 };                         /* MatMul */
+    enum { BN = 2, C = 8, H = 10, W = 10, OC = 16, KH = 3 }; /* Conv2D */
+    int total_nan = 0, total_fin = 0;
+    for (int kind = MM; kind <= CONV_B; kind++)
+        for (int where = 0; where < 2; where++) /* 0: specials in the input, 1: in the weights and bias */
+            for (int a = 0; a < 5; a++) {
+                int pad = where == 0 && kind != MM ? 1 : 0; /* Inf weights only unpadded: padding adds nothing */
+                int64_t oh = H + 2 * pad - KH + 1, ow = W + 2 * pad - KH + 1;
+                int64_t dx2[2] = {M, K}, dw2[2] = {K, N}, db[1] = {kind == MM ? N : OC};
+                int64_t dx4[4] = {BN, C, H, W}, dw4[4] = {OC, C, KH, KH};
+                int64_t nx = kind == MM ? M * K : BN * C * H * W, nw = kind == MM ? K * N : OC * C * KH * KH;
+                int64_t nb = db[0], ny = kind == MM ? M * N : BN * OC * oh * ow;
+                float *xv = malloc(sizeof(float) * (size_t)nx), *wv = malloc(sizeof(float) * (size_t)nw);
+                float bv[64]; /* OC and N are at most 64 */
+                double *want = malloc(sizeof(double) * (size_t)ny);
+                CHECK(xv && wv && want);
+                if (!xv || !wv || !want) return;
+                for (int64_t i = 0; i < nx; i++) xv[i] = fnan_rand() * 2;
+                for (int64_t i = 0; i < nw; i++) wv[i] = fnan_rand();
+                for (int64_t i = 0; i < nb; i++) bv[i] = fnan_rand();
+                const float sp[3] = {NAN, INFINITY, -INFINITY};
+                if (where == 0) {
+                    /* one special per few rows / pixels, so most outputs stay finite */
+                    for (int j = 0; j < 3; j++) xv[(j * 7919 + 13) % nx] = sp[j];
+                    xv[nx - 1] = NAN;
+                } else {
+                    for (int j = 0; j < 3; j++) wv[(j * 104729 + 5) % nw] = sp[j];
+                    bv[nb - 2] = NAN;
+                    bv[nb - 1] = INFINITY;
+                }
+                wf_graph *g;
+                wf_session *s;
+                CHECK_OK(wf_graph_new(&g));
+                wf_tensor *wt = NULL, *bt = NULL, *xt = NULL, *out = NULL;
+                CHECK_OK(wf_tensor_new(WF_F32, kind == MM ? 2 : 4, kind == MM ? dw2 : dw4, wv, &wt));
+                CHECK_OK(wf_tensor_new(WF_F32, 1, db, bv, &bt));
+                CHECK_OK(wf_tensor_new(WF_F32, kind == MM ? 2 : 4, kind == MM ? dx2 : dx4, xv, &xt));
+                wf_output x, w, b, y, r;
+                wf_node *nd;
+                CHECK_OK(wf_placeholder(g, "x", WF_F32, kind == MM ? 2 : 4, kind == MM ? dx2 : dx4, &x));
+                CHECK_OK(wf_const(g, "w", wt, &w));
+                CHECK_OK(wf_const(g, "b", bt, &b));
+                if (kind == MM) {
+                    CHECK_OK(wf_matmul(g, "mm", x, w, 0, 0, &y));
+                    CHECK_OK(wf_bias_add(g, "ba", y, b, &y));
+                } else {
+                    int64_t pads[4] = {pad, pad, pad, pad};
+                    wf_attr at[1] = {wf_attr_ints("pads", pads, 4)};
+                    wf_output in[3] = {x, w, b};
+                    CHECK_OK(wf_op(g, "Conv2D", "mm", in, kind == CONV_B ? 3 : 2, at, 1, &nd));
+                    y = wf_out(nd, 0);
+                    if (kind == CONV) {
+                        wf_attr fmt = wf_attr_string("data_format", "NCHW");
+                        wf_output bin[2] = {y, b};
+                        CHECK_OK(wf_op(g, "BiasAdd", "ba", bin, 2, &fmt, 1, &nd));
+                        y = wf_out(nd, 0);
+                    }
+                }
+                wf_attr alpha = wf_attr_float("alpha", a == 1 ? 0.1 : 0.0);
+                CHECK_OK(wf_op(g, acts[a], "act", &y, 1, &alpha, a == 1 || a == 4, &nd));
+                r = wf_out(nd, 0);
+                CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+                wf_feed f = {x, xt};
+                /* the fusion is taken: one plan node "mm" carrying the bias and the activation */
+                wf_placement *pl = NULL;
+                CHECK_OK(wf_session_placement_get(s, &f, 1, &r, 1, &pl));
+                char fused_want[64];
+                snprintf(fused_want, sizeof fused_want, "%s%s", kind == CONV_B ? "" : "BiasAdd+", acts[a]);
+                int fused_ok = 0;
+                for (int i = 0; pl && i < wf_placement_num_entries(pl); i++) {
+                    wf_placement_entry e = wf_placement_entry_at(pl, i);
+                    CHECK(strcmp(e.node, "act") != 0);
+                    if (!strcmp(e.node, "mm")) fused_ok = e.fused && !strcmp(e.fused, fused_want) && !strcmp(e.device, "/job:localhost/replica:0/task:0/device:CPU:0");
+                }
+                CHECK(fused_ok);
+                if (!fused_ok) fprintf(stderr, "  kind %d act %s: fusion %s not taken\n", kind, acts[a], fused_want);
+                wf_placement_free(pl);
+                CHECK_OK(wf_session_run(s, &f, 1, &r, 1, &out, NULL));
+                /* the plain loop */
+                if (kind == MM) {
+                    for (int i = 0; i < M; i++)
+                        for (int j = 0; j < N; j++) {
+                            double acc = 0;
+                            for (int k = 0; k < K; k++) acc += (double)xv[i * K + k] * wv[k * N + j];
+                            want[i * N + j] = fnan_act(a, acc + bv[j]);
+                        }
+                } else {
+                    for (int n = 0; n < BN; n++)
+                        for (int o = 0; o < OC; o++)
+                            for (int64_t yh = 0; yh < oh; yh++)
+                                for (int64_t yw = 0; yw < ow; yw++) {
+                                    double acc = 0;
+                                    for (int c = 0; c < C; c++)
+                                        for (int kh = 0; kh < KH; kh++)
+                                            for (int kw = 0; kw < KH; kw++) {
+                                                int64_t ih = yh - pad + kh, iw = yw - pad + kw;
+                                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                                acc += (double)xv[((n * C + c) * H + ih) * W + iw] *
+                                                       wv[((o * C + c) * KH + kh) * KH + kw];
+                                            }
+                                    want[((n * OC + o) * oh + yh) * ow + yw] = fnan_act(a, acc + bv[o]);
+                                }
+                }
+                int bad = 0, nan_want = 0, nan_got = 0, fin = 0;
+                const float *o = out ? wf_tensor_data(out) : NULL;
+                CHECK(out && wf_tensor_size(out) == ny);
+                for (int64_t i = 0; o && i < ny; i++) {
+                    double wv_ = want[i], gv = o[i];
+                    nan_want += isnan(wv_) != 0;
+                    nan_got += isnan(gv) != 0;
+                    fin += isfinite(wv_) != 0;
+                    int ok = isnan(wv_) ? isnan(gv) != 0 : isinf(wv_) ? gv == wv_ : fabs(gv - wv_) <= 1e-4 + 1e-4 * fabs(wv_);
+                    if (!ok && bad++ < 3)
+                        fprintf(stderr, "  kind %d where %d %s: [%lld] got %g, want %g\n", kind, where, acts[a], (long long)i,
+                                gv, wv_);
+                }
+                CHECK_INT(bad, 0);
+                CHECK_INT(nan_got, nan_want);
+                total_nan += nan_want;
+                total_fin += fin;
+                wf_tensor_free(out);
+                wf_tensor_free(wt);
+                wf_tensor_free(bt);
+                wf_tensor_free(xt);
+                wf_session_free(s);
+                wf_graph_free(g);
+                free(xv);
+                free(wv);
+                free(want);
+            }
+    /* the cases are not vacuous: NaN and finite outputs both occur */
+    CHECK(total_nan > 0 && total_fin > 0);
 }
 
 /* Concurrent runs of one session with different inputs each get their own right answer. */
@@ -379,6 +542,7 @@ int main(void)
     RUN_TEST(test_basic_run_and_errors);
     RUN_TEST(test_kernel_error_then_recovery);
     RUN_TEST(test_fusion);
+    RUN_TEST(test_fusion_nan);
     RUN_TEST(test_concurrent_runs);
     RUN_TEST(test_overflow_at_run_time);
     RUN_TEST(test_huge_tensor_new);

@@ -220,16 +220,64 @@ void wf__dn_abuf_put(wf__dn_prim *p, void *buf, bool kept)
     pthread_mutex_unlock(&p->wlock);
 }
 
-/* Primitive attributes: the activation post-op, and a user-managed scratchpad. oneDNN's default
- * scratchpad is one global buffer shared by all primitives, which is wrong as soon as two nodes run
- * concurrently on different inter-op threads; with user mode each execution brings its own. */
+/* Whether oneDNN applies act as a post-op. Plain relu is the exception: oneDNN's JIT relu with alpha 0
+ * (and clip) is vmaxps(x, 0), which returns 0 for a NaN x, so NaN would vanish in a fused kernel
+ * (numpy, PyTorch and weft's own Relu keep it). The NaN-keeping relu runs instead as a pass over the
+ * just-written output (wf__dn_relu_pass); leaky relu (a compare and blend), logistic and tanh keep NaN
+ * in oneDNN 2.6 and stay post-ops, except leaky relu with alpha 0, which oneDNN runs as plain relu.
+ * test_session's fusion_nan checks every one of them. */
+bool wf__dn_act_in_prim(int act, double alpha)
+{
+    return act != WF__ACT_RELU && !(act == WF__ACT_LEAKY_RELU && alpha == 0);
+}
+
+typedef struct relu_pass_arg {
+    void *y;
+    bool bf16, leaky;
+    float alpha;
+} relu_pass_arg;
+
+/* x < 0 ? 0 : x keeps NaN (the compare is false) and vectorises to a compare and an and-not; leaky relu
+ * (alpha 0 here) is x < 0 ? x * alpha : x, so -inf * 0 is NaN as in numpy and weft's own LeakyRelu. */
+WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
+{
+    const relu_pass_arg *r = arg;
+    if (r->bf16) {
+        uint16_t *p = r->y;
+        for (int64_t i = i0; i < i1; i++) {
+            if (r->leaky) {
+                float v = wf__bf2f(p[i]);
+                if (v < 0) p[i] = wf__f2bf(v * r->alpha);
+            } else if ((p[i] & 0x8000) && (p[i] & 0x7fff) <= 0x7f80) {
+                p[i] = 0; /* negative and not NaN (-inf included) */
+            }
+        }
+    } else if (r->leaky) {
+        float *p = r->y, a = r->alpha;
+        for (int64_t i = i0; i < i1; i++) p[i] = p[i] < 0 ? p[i] * a : p[i];
+    } else {
+        float *p = r->y;
+        for (int64_t i = i0; i < i1; i++) p[i] = p[i] < 0 ? 0.0f : p[i];
+    }
+}
+
+void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha)
+{
+    relu_pass_arg r = {y, dt == dnnl_bf16, act == WF__ACT_LEAKY_RELU, (float)alpha};
+    wf__parallel_for(k, n, 16384, relu_pass_range, &r);
+}
+
+/* Primitive attributes: the activation post-op (where wf__dn_act_in_prim), and a user-managed
+ * scratchpad. oneDNN's default scratchpad is one global buffer shared by all primitives, which is wrong
+ * as soon as two nodes run concurrently on different inter-op threads; with user mode each execution
+ * brings its own. */
 dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out)
 {
     *out = NULL;
     dnnl_alg_kind_t alg = dnnl_eltwise_relu;
     float a = 0;
+    if (!wf__dn_act_in_prim(act, alpha)) act = WF__ACT_NONE; /* the caller's relu pass */
     switch (act) {
-    case WF__ACT_RELU: alg = dnnl_eltwise_relu; break;
     case WF__ACT_LEAKY_RELU: alg = dnnl_eltwise_relu, a = (float)alpha; break;
     case WF__ACT_SIGMOID: alg = dnnl_eltwise_logistic; break;
     case WF__ACT_TANH: alg = dnnl_eltwise_tanh; break;
@@ -268,7 +316,7 @@ dnnl_data_type_t wf__dn_dtype(wf_dtype t)
 double wf__dn_act_d(int act, double alpha, double v)
 {
     switch (act) {
-    case WF__ACT_RELU: return v > 0 ? v : 0;
+    case WF__ACT_RELU: return v < 0 ? 0 : v; /* NaN stays NaN */
     case WF__ACT_LEAKY_RELU: return v >= 0 ? v : v * alpha;
     case WF__ACT_SIGMOID: return 1.0 / (1.0 + exp(-v));
     case WF__ACT_TANH: return tanh(v);
@@ -279,7 +327,7 @@ double wf__dn_act_d(int act, double alpha, double v)
 float wf__dn_act_f(int act, float alpha, float v)
 {
     switch (act) {
-    case WF__ACT_RELU: return v > 0 ? v : 0;
+    case WF__ACT_RELU: return v < 0 ? 0 : v; /* NaN stays NaN */
     case WF__ACT_LEAKY_RELU: return v >= 0 ? v : v * alpha;
     case WF__ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
     case WF__ACT_TANH: return tanhf(v);

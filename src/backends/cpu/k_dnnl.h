@@ -67,8 +67,12 @@ dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t 
  * (no page faults on a fresh one), else a private allocation. Return it with wf__dn_abuf_put. */
 wf_status *wf__dn_abuf_get(wf__kctx *k, wf__dn_prim *p, size_t bytes, void **buf, bool *kept);
 void wf__dn_abuf_put(wf__dn_prim *p, void *buf, bool kept);
-/* Primitive attributes: user scratchpad and the activation act (WF__ACT_*) as a post-op. */
+/* Primitive attributes: user scratchpad and the activation act (WF__ACT_*) as a post-op where
+ * wf__dn_act_in_prim(act, alpha); otherwise (relu, whose oneDNN JIT form drops NaN) the caller runs
+ * wf__dn_relu_pass over the n elements of the primitive's output y (f32 or bf16) after it. */
 dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out);
+bool wf__dn_act_in_prim(int act, double alpha);
+void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha);
 dnnl_data_type_t wf__dn_dtype(wf_dtype t);
 
 /* The C epilogue: y viewed as (outer, c, inner), plus bias over c (may be NULL), then the activation. */

@@ -244,6 +244,7 @@ static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt
     void *ptrs[4] = {sbuf ? sbuf : (void *)x, wbuf ? wbuf : (void *)w, dbuf ? dbuf : y, (void *)bias};
     if ((s = wf__dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch))) goto done;
     if (dbuf) s = wf__dn_reorder(k, p->dreorder, &p->md[WF__DN_DST_PRIM], dbuf, &p->md[WF__DN_DST], y, &p->dscratch);
+    if (!s && !wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dt, g->n * g->oc * g->win.out[0] * g->win.out[1], act, alpha);
 done:
     if (wbuf) conv_weights_done(p, wbuf, wcached);
     if (abuf) wf__dn_abuf_put(p, abuf, abuf_kept);

@@ -153,6 +153,11 @@ static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, co
     void *ptrs[4] = {(void *)a, (void *)b, c, (void *)bias};
     wf_status *s = wf__dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch);
     wf__dn_release(k, p);
+    if (!s && !wf__dn_act_in_prim(act, alpha)) {
+        int64_t n = 1;
+        for (int i = 0; i < d.nd; i++) n *= d.cd[i];
+        wf__dn_relu_pass(k, c, dt, n, act, alpha);
+    }
     return s;
 }
 

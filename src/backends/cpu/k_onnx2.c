@@ -63,7 +63,7 @@ typedef struct act {
 static double act_apply(const act *a, double x)
 {
     switch (a->kind) {
-    case WF__KU_ACT_RELU: return x > 0 ? x : 0;
+    case WF__KU_ACT_RELU: return x < 0 ? 0 : x; /* NaN stays NaN */
     case WF__KU_ACT_TANH: return tanh(x);
     case WF__KU_ACT_SIGMOID: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case WF__KU_ACT_AFFINE: return a->alpha * x + a->beta;

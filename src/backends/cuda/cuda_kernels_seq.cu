@@ -84,7 +84,7 @@ __device__ __forceinline__ double rnd(double v, int dt)
 __device__ double act(int kind, double al, double be, double x)
 {
     switch (kind) {
-    case 0: return x > 0 ? x : 0;
+    case 0: return x < 0 ? 0 : x; /* NaN stays NaN */
     case 1: return tanh(x);
     case 2: return x >= 0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
     case 3: return al * x + be;

@@ -33,7 +33,7 @@ static const char *g_seq2_src =
     "} rnn_t;\n"
     "ACC act(int kind, ACC al, ACC be, ACC x) {\n"
     "  switch (kind) {\n"
-    "  case 0: return x > 0 ? x : 0;\n"
+    "  case 0: return x < 0 ? 0 : x;\n" /* NaN stays NaN */
     "  case 1: return tanh(x);\n"
     "  case 2: return x >= 0 ? 1 / (1 + exp(-x)) : exp(x) / (1 + exp(x));\n"
     "  case 3: return al * x + be;\n"
