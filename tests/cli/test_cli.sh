@@ -177,6 +177,7 @@ expect_exit num_memory_limit_negative 2 "weft run: --memory-limit CPU:0=-1M: SIZ
 expect_exit num_memory_limit_inf 2 "weft run: --memory-limit CPU:0=inf: SIZE wants" -- run "$G" $X --memory-limit CPU:0=inf
 expect_exit num_memory_limit_2p64 2 "weft run: --memory-limit CPU:0=16777216T: SIZE wants" -- \
     run "$G" $X --memory-limit CPU:0=16777216T
+expect_exit num_memory_limit_fraction 2 "weft run: --memory-limit CPU:0=0.5: SIZE wants" -- run "$G" $X --memory-limit CPU:0=0.5
 expect_exit num_memory_limit_no_spec 2 "weft run: --memory-limit wants SPEC=SIZE" "got '=1M'" -- run "$G" $X --memory-limit =1M
 expect_exit demo_epochs_zero 2 "weft demo: --epochs wants a positive integer, got '0'" -- demo --epochs 0
 expect_exit demo_epochs_float 2 "weft demo: --epochs wants a positive integer, got '1.5'" -- demo --epochs 1.5

@@ -130,8 +130,9 @@ int cli_size(const char *v, uint64_t *out)
     default: break;
     }
     if (*end == 'B' || *end == 'b') end++;
-    /* 2^64 itself does not fit; the next double below it does */
-    if (*end || x * mul >= 18446744073709551616.0) return -1;
+    /* 2^64 itself does not fit; the next double below it does. A fraction of a byte would truncate to
+     * 0, which means no limit at all. */
+    if (*end || x * mul >= 18446744073709551616.0 || (x > 0 && x * mul < 1)) return -1;
     *out = (uint64_t)(x * mul);
     return 0;
 }
