@@ -499,6 +499,31 @@ static void test_unsupported_ops(void)
     g = good_graph();
     f_msg(&g, G_NODE, node("c", "Conv2D", "z,z", "u"));
     expect_fail(save("weft-only-op.onnx", model(7, 13, g)), WF_UNIMPLEMENTED, "uses op Conv2D", NULL);
+    /* ops of another domain, several times and one named like an ONNX op, under com.example opset 3:
+     * the error quotes that opset (not ai.onnx's 13), inspect lists each op once with it; "ai.onnx"
+     * written out is the default domain, so its NoSuchOpB is the same op as the unqualified one */
+    g = good_graph();
+    const char *ops[][4] = {{"c1", "Custom", "z", "v1"}, {"c2", "Custom", "v1", "v2"}, {"c3", "Relu", "v2", "v3"},
+                            {"c4", "Custom", "v3", "v4"}, {"b1", "NoSuchOpB", "v4", "v5"}, {"b2", "NoSuchOpB", "v5", "v6"}};
+    for (int i = 0; i < 6; i++) {
+        pb n = node(ops[i][0], ops[i][1], ops[i][2], ops[i][3]);
+        if (i < 4) f_str(&n, N_DOMAIN, "com.example");
+        if (i == 5) f_str(&n, N_DOMAIN, "ai.onnx");
+        f_msg(&g, G_NODE, n);
+    }
+    pb m = model(7, 13, g), imp = {0};
+    f_str(&imp, 1, "com.example");
+    f_int(&imp, 2, 3);
+    f_msg(&m, M_OPSET, imp);
+    p = save("custom-domain.onnx", m);
+    expect_fail(p, WF_UNIMPLEMENTED, "node 'c1' uses op com.example.Custom (domain 'com.example', opset 3)",
+                "unsupported ops in this model: com.example.Custom, com.example.Relu, NoSuchOpB");
+    text = NULL;
+    CHECK_OK(wf_onnx_inspect(p, &text));
+    CHECK_STR_CONTAINS(text, "unsupported ops: com.example.Custom (domain com.example, opset 3), NoSuchOpB, "
+                             "com.example.Relu (domain com.example, opset 3)\n");
+    CHECK_STR_CONTAINS(text, "  com.example.Relu             1\n");
+    wf_free(text);
 }
 
 static void test_dangling_value(void)

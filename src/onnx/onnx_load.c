@@ -112,11 +112,39 @@ static void value_info(const Onnx__ValueInfoProto *vi, wf_onnx_value *v)
 
 static bool is_default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
 
-/* Every op of the graph that weft cannot map, all at once, so a user sees the whole list. */
-static wf_status *check_ops(wf__onnx_ctx *c, const Onnx__GraphProto *gp)
+static bool same_domain(const char *a, const char *b)
+{
+    bool da = is_default_domain(a), db = is_default_domain(b);
+    return da || db ? da == db : !strcmp(a, b);
+}
+
+/* The opset version the model imports for a domain other than the default one; false when its
+ * opset_import does not list the domain. */
+static bool domain_opset(const Onnx__ModelProto *mp, const char *domain, int64_t *version)
+{
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!is_default_domain(o->domain) && same_domain(o->domain, domain)) {
+            *version = o->has_version ? o->version : 1;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "opset 3", or that the model does not import the domain: the opset is what decides an op's meaning. */
+static void append_domain_opset(wf__str *o, const Onnx__ModelProto *mp, const char *domain)
+{
+    int64_t v;
+    if (domain_opset(mp, domain, &v)) wf__str_appendf(o, "opset %lld", (long long)v);
+    else wf__str_append(o, "not in the model's opset_import");
+}
+
+/* Every op of the graph that weft cannot map, all at once, so a user sees the whole list, each op
+ * once; the first one's node is named with its domain and the opset the model imports for it. */
+static wf_status *check_ops(wf__onnx_ctx *c, const Onnx__ModelProto *mp, const Onnx__GraphProto *gp)
 {
     wf__str list = {0};
-    int n_bad = 0;
     const Onnx__NodeProto *first = NULL;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *n = gp->node[i];
@@ -130,30 +158,38 @@ static wf_status *check_ops(wf__onnx_ctx *c, const Onnx__GraphProto *gp)
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++) {
             const Onnx__NodeProto *m = gp->node[j];
-            seen = m->op_type && n->op_type && !strcmp(m->op_type, n->op_type) &&
-                   !strcmp(m->domain ? m->domain : "", n->domain ? n->domain : "");
+            seen = m->op_type && !strcmp(m->op_type, n->op_type) && same_domain(m->domain, n->domain);
         }
         if (!first) first = n;
-        n_bad++;
         if (!seen)
-            wf__str_appendf(&list, "%s%s%s%s", list.len ? ", " : "", n->domain && *n->domain ? n->domain : "",
-                            n->domain && *n->domain ? "." : "", n->op_type ? n->op_type : "?");
+            wf__str_appendf(&list, "%s%s%s%s", list.len ? ", " : "", is_default_domain(n->domain) ? "" : n->domain,
+                            is_default_domain(n->domain) ? "" : ".", n->op_type);
     }
-    if (!n_bad) return NULL;
-    wf_status *s = wf__status(WF_UNIMPLEMENTED,
-                              "%s: node '%s' uses op %s (domain '%s', opset %lld), which weft does not support; "
-                              "unsupported ops in this model: %s",
-                              c->path, first->name && *first->name ? first->name : "(unnamed)", first->op_type,
-                              first->domain && *first->domain ? first->domain : "ai.onnx", (long long)c->opset,
-                              list.p ? list.p : "");
+    if (!first) return NULL;
+    wf__str where = {0};
+    if (is_default_domain(first->domain)) wf__str_appendf(&where, "domain 'ai.onnx', opset %lld", (long long)c->opset);
+    else {
+        wf__str_appendf(&where, "domain '%s', ", first->domain);
+        append_domain_opset(&where, mp, first->domain);
+    }
+    wf_status *s = list.failed || where.failed
+                       ? wf__oom("the list of unsupported ops", list.len + where.len)
+                       : wf__status(WF_UNIMPLEMENTED,
+                                    "%s: node '%s' uses op %s%s%s (%s), which weft does not support; "
+                                    "unsupported ops in this model: %s",
+                                    c->path, first->name && *first->name ? first->name : "(unnamed)",
+                                    is_default_domain(first->domain) ? "" : first->domain,
+                                    is_default_domain(first->domain) ? "" : ".", first->op_type,
+                                    where.p ? where.p : "", list.p ? list.p : "");
     wf__str_free(&list);
+    wf__str_free(&where);
     return s;
 }
 
 static wf_status *import_graph(wf__onnx_ctx *c, const Onnx__ModelProto *mp, wf_onnx_model *m)
 {
     const Onnx__GraphProto *gp = mp->graph;
-    WF__TRY(check_ops(c, gp));
+    WF__TRY(check_ops(c, mp, gp));
     char name[256], what[300];
     /* initializers */
     for (size_t i = 0; i < gp->n_initializer; i++) {
@@ -355,10 +391,18 @@ static void print_value(wf__str *o, const Onnx__ValueInfoProto *vi)
     wf__str_append(o, "]\n");
 }
 
+/* One line of the op histogram: an op type of one domain (NULL: the default one) and its count. */
+typedef struct op_count {
+    const char *domain, *op;
+    int n;
+} op_count;
+
 static int cmp_count(const void *a, const void *b)
 {
-    const struct { const char *op; int n; } *x = a, *y = b;
-    return y->n != x->n ? y->n - x->n : strcmp(x->op, y->op);
+    const op_count *x = a, *y = b;
+    if (y->n != x->n) return y->n - x->n;
+    int c = strcmp(x->op, y->op);
+    return c ? c : strcmp(x->domain ? x->domain : "", y->domain ? y->domain : "");
 }
 
 wf_status *wf_onnx_inspect(const char *path, char **text)
@@ -398,31 +442,39 @@ wf_status *wf_onnx_inspect(const char *path, char **text)
     }
     wf__str_appendf(&o, "parameters: %lld in %zu initializers, %lld bytes (%.2f MB)\n", (long long)params,
                     gp->n_initializer, (long long)bytes, (double)bytes / 1e6);
-    /* op histogram */
-    struct { const char *op; int n; } *h = wf__calloc(gp->n_node ? gp->n_node : 1, sizeof *h);
+    /* op histogram: an op of another domain is its own line even when its name is an ONNX op's */
+    op_count *h = wf__calloc(gp->n_node ? gp->n_node : 1, sizeof *h);
     int nh = 0;
+    if (!h) o.failed = true;
     for (size_t i = 0; h && i < gp->n_node; i++) {
-        const char *op = gp->node[i]->op_type ? gp->node[i]->op_type : "?";
+        const Onnx__NodeProto *n = gp->node[i];
+        const char *op = n->op_type ? n->op_type : "?", *dom = is_default_domain(n->domain) ? NULL : n->domain;
         int k;
-        for (k = 0; k < nh && strcmp(h[k].op, op); k++) {}
-        if (k == nh) h[nh++].op = op;
+        for (k = 0; k < nh && (strcmp(h[k].op, op) || !same_domain(h[k].domain, dom)); k++) {}
+        if (k == nh) {
+            h[nh].op = op;
+            h[nh++].domain = dom;
+        }
         h[k].n++;
     }
     if (h) qsort(h, (size_t)nh, sizeof *h, cmp_count);
     wf__str_appendf(&o, "nodes: %zu\nops:\n", gp->n_node);
-    for (int k = 0; h && k < nh; k++) wf__str_appendf(&o, "  %-28s %d\n", h[k].op, h[k].n);
+    char label[512];
+    for (int k = 0; k < nh; k++) {
+        snprintf(label, sizeof label, "%s%s%s", h[k].domain ? h[k].domain : "", h[k].domain ? "." : "", h[k].op);
+        wf__str_appendf(&o, "  %-28s %d\n", label, h[k].n);
+    }
+    /* each unsupported op once; one of another domain with the opset the model imports for it */
     wf__str_append(&o, "unsupported ops:");
     int bad = 0;
-    for (int k = 0; h && k < nh; k++)
-        if (!wf__onnx_supported(h[k].op)) wf__str_appendf(&o, "%s %s", bad++ ? "," : "", h[k].op);
-    for (size_t i = 0; i < gp->n_node; i++) {
-        const Onnx__NodeProto *n = gp->node[i];
-        if (is_default_domain(n->domain)) continue;
-        bool seen = false;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = !is_default_domain(gp->node[j]->domain) && !strcmp(gp->node[j]->domain, n->domain) &&
-                   gp->node[j]->op_type && n->op_type && !strcmp(gp->node[j]->op_type, n->op_type);
-        if (!seen) wf__str_appendf(&o, "%s %s.%s", bad++ ? "," : "", n->domain, n->op_type ? n->op_type : "?");
+    for (int k = 0; k < nh; k++) {
+        if (!h[k].domain) {
+            if (!wf__onnx_supported(h[k].op)) wf__str_appendf(&o, "%s %s", bad++ ? "," : "", h[k].op);
+            continue;
+        }
+        wf__str_appendf(&o, "%s %s.%s (domain %s, ", bad++ ? "," : "", h[k].domain, h[k].op, h[k].domain);
+        append_domain_opset(&o, mp, h[k].domain);
+        wf__str_append(&o, ")");
     }
     wf__str_append(&o, bad ? "\n" : " none\n");
     wf__free(h);

@@ -81,6 +81,15 @@ def main(out):
     files["unsupported.onnx"] = good(extra_nodes=[
         helper.make_node("NoSuchOpA", ["y"], ["u"], name="bad1"),
         helper.make_node("Custom", ["u"], ["v"], name="bad2", domain="com.example")]).SerializeToString()
+    # custom-domain ops used several times, one named like an ONNX op, under an imported opset 3:
+    # listed once each by weft inspect, and the import error quotes com.example's opset, not ai.onnx's
+    cm = good(extra_nodes=[
+        helper.make_node("Custom", ["y"], ["c1"], name="c1", domain="com.example"),
+        helper.make_node("Custom", ["c1"], ["c2"], name="c2", domain="com.example"),
+        helper.make_node("Relu", ["c2"], ["c3"], name="c3", domain="com.example"),
+        helper.make_node("Custom", ["c3"], ["c4"], name="c4", domain="com.example")])
+    cm.opset_import.append(helper.make_opsetid("com.example", 3))
+    files["custom.onnx"] = cm.SerializeToString()
     files["dangling.onnx"] = good(extra_nodes=[helper.make_node("Relu", ["nobody"], ["u"], name="late")]).SerializeToString()
     files["ir2.onnx"] = good(ir=2).SerializeToString()
     files["opset6.onnx"] = good(opset=6).SerializeToString()

@@ -33,7 +33,7 @@ typedef struct demo_opts {
     int strict, epochs, threads, quiet, time_steps;
     long batch;
     double lr;
-    unsigned long seed;
+    uint64_t seed;
 } demo_opts;
 
 static void usage(FILE *f)
@@ -44,7 +44,12 @@ static void usage(FILE *f)
                "Trains Flatten -> Dense(128, relu) -> Dense(10, softmax) on Fashion-MNIST (default: 5 epochs,\n"
                "batch 32, Adam lr 1e-3, data in " DEFAULT_DATA ").\n"
                "--device runs every node on SPEC (soft placement: nodes it cannot run fall back, with the\n"
-               "reason; --strict makes that an error). --time-steps N times N training steps and exits.\n");
+               "reason; --strict makes that an error). --time-steps N times N training steps and exits.\n"
+               "  --epochs N 1 to 100000; --batch N 1 to 65536; --threads N 0 to 1024 (0, the default: one\n"
+               "  per core); --lr X a positive finite number; --seed N 0 to 2^64-1; --time-steps N 1 to\n"
+               "  1000000. --trace (default weft-demo-trace.json; '' writes none), --save and --export-onnx are\n"
+               "  checked writable before the training starts.\n"
+               "Exit status: 0 done, 1 the data, a file or the training failed, 2 a usage error.\n");
 }
 
 /* Reads the IDX pair "<dir>/<split>-images-idx3-ubyte.gz", "<dir>/<split>-labels-idx1-ubyte.gz". */
@@ -147,44 +152,60 @@ static wf_status *time_steps(wf_model *m, wf_dataset *train, long batch, int n)
     return s;
 }
 
+static const char default_trace[] = "weft-demo-trace.json";
+
+/* -1: run with *o; otherwise the exit code (0 after --help). */
 static int parse(int argc, char **argv, demo_opts *o)
 {
-    *o = (demo_opts){.data = DEFAULT_DATA, .trace = "weft-demo-trace.json", .epochs = 5, .batch = 32, .lr = 1e-3,
+    *o = (demo_opts){.data = DEFAULT_DATA, .trace = default_trace, .epochs = 5, .batch = 32, .lr = 1e-3,
                      .seed = 42};
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define VAL()                                                                                                 \
-    do {                                                                                                      \
-        if (!v) {                                                                                             \
-            fprintf(stderr, "weft demo: %s needs a value\n", a);                                             \
-            return 2;                                                                                         \
-        }                                                                                                     \
-        i++;                                                                                                  \
-    } while (0)
-        if (!strcmp(a, "--device")) { VAL(); o->device = v; }
-        else if (!strcmp(a, "--strict")) o->strict = 1;
-        else if (!strcmp(a, "--epochs")) { VAL(); o->epochs = atoi(v); }
-        else if (!strcmp(a, "--batch")) { VAL(); o->batch = atol(v); }
-        else if (!strcmp(a, "--threads")) { VAL(); o->threads = atoi(v); }
-        else if (!strcmp(a, "--lr")) { VAL(); o->lr = atof(v); }
-        else if (!strcmp(a, "--seed")) { VAL(); o->seed = strtoul(v, NULL, 10); }
-        else if (!strcmp(a, "--data")) { VAL(); o->data = v; }
-        else if (!strcmp(a, "--trace")) { VAL(); o->trace = v; }
-        else if (!strcmp(a, "--export-onnx")) { VAL(); o->export_onnx = v; }
-        else if (!strcmp(a, "--save")) { VAL(); o->save = v; }
-        else if (!strcmp(a, "--quiet")) o->quiet = 1;
-        else if (!strcmp(a, "--time-steps")) { VAL(); o->time_steps = atoi(v); }
-        else if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-        else {
-            fprintf(stderr, "weft demo: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-#undef VAL
+    if (cli_wants_help(argc, argv)) {
+        usage(stdout);
+        return 0;
     }
-    if (o->epochs < 1 || o->batch < 1 || o->threads < 0 || !(o->lr > 0) || o->time_steps < 0) {
-        fprintf(stderr, "weft demo: --epochs and --batch must be >= 1, --threads and --time-steps >= 0, --lr > 0\n");
-        return 2;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        long long n;
+#define VALUE(META) if (!(v = cli_value("demo", argc, argv, &i, META))) return CLI_USAGE
+#define INT(LO, HI, DST)                                                                                      \
+    do {                                                                                                      \
+        VALUE("N");                                                                                           \
+        if (cli_int("demo", a, v, LO, HI, &n)) return CLI_USAGE;                                              \
+        DST = n;                                                                                              \
+    } while (0)
+        if (!strcmp(a, "--device")) { VALUE("SPEC"); o->device = v; }
+        else if (!strcmp(a, "--strict")) o->strict = 1;
+        else if (!strcmp(a, "--epochs")) INT(1, 100000, o->epochs);
+        else if (!strcmp(a, "--batch")) INT(1, 65536, o->batch);
+        else if (!strcmp(a, "--threads")) INT(0, 1024, o->threads);
+        else if (!strcmp(a, "--time-steps")) INT(1, 1000000, o->time_steps);
+        else if (!strcmp(a, "--lr")) {
+            VALUE("X");
+            if (cli_positive("demo", a, v, &o->lr)) return CLI_USAGE;
+        } else if (!strcmp(a, "--seed")) {
+            VALUE("N");
+            if (cli_u64("demo", a, v, &o->seed)) return CLI_USAGE;
+        } else if (!strcmp(a, "--data")) { VALUE("DIR"); o->data = v; }
+        else if (!strcmp(a, "--trace")) {
+            /* --trace '' turns the trace off, so an empty value is a value here */
+            if (i + 1 < argc && !argv[i + 1][0]) o->trace = argv[++i];
+            else { VALUE("FILE.json"); o->trace = v; }
+        } else if (!strcmp(a, "--export-onnx")) { VALUE("FILE"); o->export_onnx = v; }
+        else if (!strcmp(a, "--save")) { VALUE("FILE.safetensors"); o->save = v; }
+        else if (!strcmp(a, "--quiet")) o->quiet = 1;
+        else return cli_usage_error("demo", "unknown option '%s' (see 'weft demo --help')", a);
+#undef INT
+#undef VALUE
+    }
+    /* the files written after the training, checked before it; --time-steps writes none */
+    if (!o->time_steps) {
+        if (o->save && cli_check_writable("demo", "--save", o->save, "")) return 1;
+        if (o->export_onnx && cli_check_writable("demo", "--export-onnx", o->export_onnx, "")) return 1;
+        /* the default trace goes to the current folder, which may be read-only: say how to skip it */
+        if (o->trace && *o->trace &&
+            cli_check_writable("demo", "--trace", o->trace,
+                               o->trace == default_trace ? " (the default trace; --trace '' writes none)" : ""))
+            return 1;
     }
     return -1;
 }

@@ -1,4 +1,4 @@
-/* The weft command-line tool: version, devices, demo. */
+/* The weft command-line tool: version, devices, run, inspect, demo, help. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +27,23 @@ static void usage(FILE *f)
             "  demo [--device SPEC] [--epochs N] [--batch N] [--threads N] [--data DIR] ...\n"
             "                       train the TensorFlow tutorial model (Flatten 784 -> Dense 128 relu ->\n"
             "                       Dense 10 softmax) on Fashion-MNIST and report test accuracy and speed\n"
-            "                       (weft demo --help lists every option)\n");
+            "                       (weft demo --help lists every option)\n"
+            "\n"
+            "weft COMMAND --help (or weft help COMMAND) prints that command's options.\n"
+            "Exit status: 0 done; 1 a file, the model, a device or the run failed (the message names it);\n"
+            "2 a usage error (an unknown option, a missing or malformed value, a value out of range).\n");
+}
+
+static void devices_usage(FILE *f)
+{
+    fprintf(f, "usage: weft devices [--json] [--match SPEC] [--verbose] [--calibrate]\n"
+               "Lists the devices weft can use: full name, type, backend, hardware, memory, compute units.\n"
+               "  --json        the same as one JSON object, with the backend plugins\n"
+               "  --match SPEC  only the devices SPEC matches (CPU:0, /device:OPENCL:*, or a bare type: gpu);\n"
+               "                none matching is exit status 1\n"
+               "  --verbose     each device's performance figures and each plugin's path, status and reason\n"
+               "  --calibrate   measure the figures first and save them for later runs\n"
+               "Exit status: 0 done, 1 no device matches or calibration failed, 2 a usage error.\n");
 }
 
 int cli_fail(wf_status *s)
@@ -75,15 +91,19 @@ static int cmd_devices(int argc, char **argv)
 {
     int json = 0, verbose = 0, calibrate = 0;
     const char *match = NULL;
+    if (cli_wants_help(argc, argv)) {
+        devices_usage(stdout);
+        return 0;
+    }
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) verbose = 1;
         else if (!strcmp(argv[i], "--calibrate")) calibrate = 1;
-        else if (!strcmp(argv[i], "--match") && i + 1 < argc) match = argv[++i];
-        else {
-            fprintf(stderr, "usage: weft devices [--json] [--match SPEC] [--verbose] [--calibrate]\n");
-            return 2;
-        }
+        else if (!strcmp(argv[i], "--match")) {
+            if (!(match = cli_value("devices", argc, argv, &i, "SPEC"))) return CLI_USAGE;
+        } else if (argv[i][0] == '-')
+            return cli_usage_error("devices", "unknown option '%s' (see 'weft devices --help')", argv[i]);
+        else return cli_usage_error("devices", "unexpected argument '%s' (see 'weft devices --help')", argv[i]);
     }
     wf_device_spec spec;
     wf_status *s = wf_device_spec_parse(match ? match : "", &spec);
@@ -172,26 +192,47 @@ static int cmd_devices(int argc, char **argv)
     return failed;
 }
 
+typedef int (*cmd_fn)(int argc, char **argv);
+
+static cmd_fn find_cmd(const char *name)
+{
+    if (!strcmp(name, "devices")) return cmd_devices;
+    if (!strcmp(name, "demo")) return cmd_demo;
+    if (!strcmp(name, "run")) return cmd_run;
+    if (!strcmp(name, "inspect")) return cmd_inspect;
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return CLI_USAGE;
     }
     const char *cmd = argv[1];
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("weft %s\n", wf_version());
         return 0;
     }
-    if (!strcmp(cmd, "devices")) return cmd_devices(argc - 2, argv + 2);
-    if (!strcmp(cmd, "demo")) return cmd_demo(argc - 2, argv + 2);
-    if (!strcmp(cmd, "run")) return cmd_run(argc - 2, argv + 2);
-    if (!strcmp(cmd, "inspect")) return cmd_inspect(argc - 2, argv + 2);
+    cmd_fn fn = find_cmd(cmd);
+    if (fn) return fn(argc - 2, argv + 2);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        if (argc > 2 && !strcmp(argv[2], "version")) {
+            printf("usage: weft version\nPrints the library version.\n");
+            return 0;
+        }
+        if (argc > 2 && (fn = find_cmd(argv[2]))) {
+            char help[] = "--help";
+            char *args[] = {help, NULL};
+            return fn(1, args);
+        }
+        if (argc > 2) {
+            fprintf(stderr, "weft help: unknown command '%s' (see 'weft help')\n", argv[2]);
+            return CLI_USAGE;
+        }
         usage(stdout);
         return 0;
     }
-    fprintf(stderr, "weft: unknown command '%s'\n", cmd);
-    usage(stderr);
-    return 2;
+    fprintf(stderr, "weft: unknown command '%s' (see 'weft help')\n", cmd);
+    return CLI_USAGE;
 }

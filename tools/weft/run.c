@@ -118,8 +118,23 @@ static void run_usage(FILE *f)
                "                [--output-dir DIR] [--iterations N] [--threads N] [--device SPEC]\n"
                "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
                "                [--place PATTERN=SPEC]... [--explain] [--calibrate] [--profile FILE.json]\n"
-               "  --place: request device SPEC for the nodes whose name matches the glob PATTERN, or whose op\n"
-               "           type matches it when written op:TYPE; repeatable, the first matching --place wins\n");
+               "Imports an ONNX model, runs it, prints and saves its outputs and times repeated runs.\n"
+               "  --input NAME=FILE      feed the model's input NAME from a .npy or TensorProto .pb file\n"
+               "  --random-inputs        deterministic values for every input not given\n"
+               "  --output-dir DIR       write NAME.npy per output into DIR (created with its parents)\n"
+               "  --iterations N         timed runs after the first, 1 to 1000000 (default 10)\n"
+               "  --threads N            threads, 0 to 1024 (default 0: one per core)\n"
+               "  --device SPEC          every node on SPEC (soft placement; --strict-placement: an error)\n"
+               "  --memory-limit SPEC=SIZE  cap the memory of the matching devices; SIZE in bytes with an\n"
+               "                         optional K, M, G or T (powers of 1024): 256M, 1.5G; 0: no limit\n"
+               "  --place PATTERN=SPEC   request device SPEC for the nodes whose name matches the glob PATTERN,\n"
+               "                         or whose op type matches it when written op:TYPE; repeatable, the\n"
+               "                         first matching --place wins\n"
+               "  --log-device-placement print each node's device on stderr; --explain: with the reasons\n"
+               "  --calibrate            measure the devices' figures first and save them\n"
+               "  --profile FILE.json    one more run, traced, written as a Chrome trace (checked writable\n"
+               "                         before the run)\n"
+               "Exit status: 0 done, 1 the model, an input, a file or the run failed, 2 a usage error.\n");
 }
 
 /* --place PATTERN=SPEC: the first pattern that matches a node gives its device request. A pattern
@@ -131,12 +146,6 @@ static int apply_places(wf_graph *g, const char **places, int n_places, const ch
         fprintf(stderr, "weft run: out of memory\n");
         return 1;
     }
-    for (int k = 0; k < n_places; k++)
-        if (!strchr(places[k], '=') || places[k][0] == '=') {
-            fprintf(stderr, "weft run: --place wants PATTERN=SPEC (e.g. 'op:MatMul=OPENCL:0'), got '%s'\n", places[k]);
-            free(hits);
-            return 2;
-        }
     for (int i = 0; i < wf_graph_num_nodes(g); i++) {
         wf_node *n = wf_graph_node(g, i);
         int won = -1;
@@ -161,28 +170,29 @@ static int apply_places(wf_graph *g, const char **places, int n_places, const ch
                     (int)(eq - places[k]), places[k],
                     strncmp(places[k], "op:", 3) ? " name (write op:TYPE to match op types)" : "'s op type");
             free(hits);
-            return 2;
+            return CLI_USAGE;
         }
     free(hits);
     return 0;
 }
 
-/* "512M", "2G", "1048576" */
-static int parse_size(const char *s, uint64_t *out)
+/* --input NAME=FILE, checked before the model loads: the form (a usage error) and that FILE is a
+ * regular file that exists (a file error). Which NAMEs the model has is checked after loading it. */
+static int check_input(const char *spec)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) return -1;
-    double mul = 1;
-    switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    default: break;
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || !eq[1])
+        return cli_usage_error("run", "--input wants NAME=FILE, got '%s'", spec);
+    struct stat st;
+    if (stat(eq + 1, &st) != 0) {
+        fprintf(stderr, "weft run: --input %.*s: cannot read '%s': %s\n", (int)(eq - spec), spec, eq + 1,
+                strerror(errno));
+        return 1;
     }
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end) return -1;
-    *out = (uint64_t)(v * mul);
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "weft run: --input %.*s: '%s' is not a regular file\n", (int)(eq - spec), spec, eq + 1);
+        return 1;
+    }
     return 0;
 }
 
@@ -207,42 +217,89 @@ int cmd_run(int argc, char **argv)
     const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     const char **limits = calloc((size_t)argc + 1, sizeof *limits);
     const char **places = calloc((size_t)argc + 1, sizeof *places);
-    if (!specs || !limits || !places) {
-        free(specs);
-        free(limits);
-        free(places);
-        return 1;
+    uint64_t *limit_bytes = calloc((size_t)argc + 1, sizeof *limit_bytes);
+    int rc = CLI_USAGE;
+    if (!specs || !limits || !places || !limit_bytes) {
+        fprintf(stderr, "weft run: out of memory\n");
+        rc = 1;
+        goto usage_out;
+    }
+    if (cli_wants_help(argc, argv)) {
+        run_usage(stdout);
+        rc = 0;
+        goto usage_out;
     }
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--input") && i + 1 < argc) specs[n_specs++] = argv[++i];
-        else if (!strcmp(argv[i], "--random-inputs")) random_inputs = 1;
-        else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) out_dir = argv[++i];
-        else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--device") && i + 1 < argc) device = argv[++i];
-        else if (!strcmp(argv[i], "--strict-placement")) strict = 1;
-        else if (!strcmp(argv[i], "--log-device-placement")) log_placement = 1;
-        else if (!strcmp(argv[i], "--memory-limit") && i + 1 < argc) limits[n_limits++] = argv[++i];
-        else if (!strcmp(argv[i], "--place") && i + 1 < argc) places[n_places++] = argv[++i];
-        else if (!strcmp(argv[i], "--explain")) explain = 1;
-        else if (!strcmp(argv[i], "--calibrate")) calibrate = 1;
-        else if (!strcmp(argv[i], "--profile") && i + 1 < argc) profile_path = argv[++i];
-        else if (argv[i][0] != '-' && !model_path) model_path = argv[i];
-        else {
-            fprintf(stderr, "weft run: unknown option '%s'\n", argv[i]);
-            run_usage(stderr);
-            free(specs);
-            free(limits);
-            free(places);
-            return 2;
-        }
+        const char *a = argv[i], *v;
+        long long n;
+#define VALUE(META) if (!(v = cli_value("run", argc, argv, &i, META))) goto usage_out
+        if (!strcmp(a, "--input")) {
+            VALUE("NAME=FILE");
+            int bad = check_input(v);
+            if (bad) {
+                rc = bad;
+                goto usage_out;
+            }
+            specs[n_specs++] = v;
+        } else if (!strcmp(a, "--random-inputs")) random_inputs = 1;
+        else if (!strcmp(a, "--output-dir")) { VALUE("DIR"); out_dir = v; }
+        else if (!strcmp(a, "--iterations")) {
+            VALUE("N");
+            if (cli_int("run", a, v, 1, 1000000, &n)) goto usage_out;
+            iterations = (int)n;
+        } else if (!strcmp(a, "--threads")) {
+            VALUE("N");
+            if (cli_int("run", a, v, 0, 1024, &n)) goto usage_out;
+            threads = (int)n;
+        } else if (!strcmp(a, "--device")) { VALUE("SPEC"); device = v; }
+        else if (!strcmp(a, "--strict-placement")) strict = 1;
+        else if (!strcmp(a, "--log-device-placement")) log_placement = 1;
+        else if (!strcmp(a, "--memory-limit")) {
+            VALUE("SPEC=SIZE");
+            const char *eq = strrchr(v, '=');
+            uint64_t bytes;
+            if (!eq || eq == v) {
+                cli_usage_error("run", "--memory-limit wants SPEC=SIZE (e.g. OPENCL:0=256M), got '%s'", v);
+                goto usage_out;
+            }
+            if (cli_size(eq + 1, &bytes)) {
+                cli_usage_error("run", "--memory-limit %s: SIZE wants a number of bytes with an optional K, M, G or T "
+                                "(e.g. 256M), got '%s'", v, eq + 1);
+                goto usage_out;
+            }
+            limits[n_limits] = v;
+            limit_bytes[n_limits++] = bytes;
+        } else if (!strcmp(a, "--place")) {
+            VALUE("PATTERN=SPEC");
+            if (!strchr(v, '=') || v[0] == '=') {
+                cli_usage_error("run", "--place wants PATTERN=SPEC (e.g. 'op:MatMul=OPENCL:0'), got '%s'", v);
+                goto usage_out;
+            }
+            places[n_places++] = v;
+        } else if (!strcmp(a, "--explain")) explain = 1;
+        else if (!strcmp(a, "--calibrate")) calibrate = 1;
+        else if (!strcmp(a, "--profile")) { VALUE("FILE.json"); profile_path = v; }
+        else if (a[0] == '-' && a[1]) {
+            cli_usage_error("run", "unknown option '%s' (see 'weft run --help')", a);
+            goto usage_out;
+        } else if (model_path) {
+            cli_usage_error("run", "one model expected, got '%s' and '%s'", model_path, a);
+            goto usage_out;
+        } else model_path = a;
+#undef VALUE
     }
-    if (!model_path || iterations < 1 || threads < 0) {
-        run_usage(stderr);
-        free(specs);
-        free(limits);
-        free(places);
-        return 2;
+    if (!model_path) {
+        cli_usage_error("run", "no model given (weft run MODEL.onnx [OPTIONS]; see 'weft run --help')");
+        goto usage_out;
+    }
+    /* paths the run will write, before the minutes it may take */
+    if (out_dir && cli_mkdirs("run", "--output-dir", out_dir)) {
+        rc = 1;
+        goto usage_out;
+    }
+    if (profile_path && cli_check_writable("run", "--profile", profile_path, "")) {
+        rc = 1;
+        goto usage_out;
     }
     wf_context_options co;
     wf_context_options_init(&co);
@@ -256,21 +313,16 @@ int cmd_run(int argc, char **argv)
     wf_tensor **outs = NULL;
     wf_trace *trace = NULL;
     double *times = NULL;
-    int n_feeds = 0, n_out = 0, rc = 1;
+    int n_feeds = 0, n_out = 0;
+    rc = 1;
     wf_status *s = wf_context_new(&co, &ctx);
     /* measured device figures for the placer, saved for later runs (weft devices --calibrate) */
     if (!s && calibrate) s = wf_context_calibrate(ctx, NULL, NULL);
     for (int k = 0; !s && k < n_limits; k++) {
         const char *eq = strrchr(limits[k], '=');
-        uint64_t bytes;
-        if (!eq || parse_size(eq + 1, &bytes)) {
-            fprintf(stderr, "weft run: --memory-limit wants SPEC=SIZE (e.g. OPENCL:0=256M), got '%s'\n", limits[k]);
-            rc = 2;
-            goto out;
-        }
         char spec[256];
         snprintf(spec, sizeof spec, "%.*s", (int)(eq - limits[k]), limits[k]);
-        s = wf_context_set_memory_limit(ctx, spec, bytes);
+        s = wf_context_set_memory_limit(ctx, spec, limit_bytes[k]);
     }
     if (!s) s = wf_graph_new(&g);
     if (!s) s = wf_onnx_load(model_path, g, &m);
@@ -290,11 +342,6 @@ int cmd_run(int argc, char **argv)
     /* --input NAME=FILE */
     for (int k = 0; k < n_specs; k++) {
         const char *eq = strchr(specs[k], '=');
-        if (!eq) {
-            fprintf(stderr, "weft run: --input wants NAME=FILE, got '%s'\n", specs[k]);
-            rc = 2;
-            goto out;
-        }
         size_t nl = (size_t)(eq - specs[k]);
         int idx = -1;
         for (int i = 0; i < n_in; i++)
@@ -302,7 +349,7 @@ int cmd_run(int argc, char **argv)
         if (idx < 0) {
             fprintf(stderr, "weft run: %s: the model has no input named '%.*s'\n", model_path, (int)nl, specs[k]);
             list_inputs(m, stderr);
-            rc = 2;
+            rc = CLI_USAGE;
             goto out;
         }
         const wf_onnx_value *v = wf_onnx_input(m, idx);
@@ -337,7 +384,7 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "weft run: %s: input '%s' was not given (use --input NAME=FILE or --random-inputs)\n",
                     model_path, v->name);
             list_inputs(m, stderr);
-            rc = 2;
+            rc = CLI_USAGE;
             goto out;
         }
         wf_tensor *t;
@@ -396,7 +443,6 @@ int cmd_run(int argc, char **argv)
         if (out_dir) {
             char fname[512], path[4096];
             safe_name(wf_onnx_output(m, j)->name, fname, sizeof fname);
-            mkdir(out_dir, 0777);
             snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
             if ((s = wf_npy_write(path, t))) goto out;
         }
@@ -432,25 +478,44 @@ out:
     free(fetches);
     free(outs);
     free(times);
-    free(specs);
-    free(limits);
-    free(places);
     wf_trace_free(trace);
     wf_session_free(sess);
     wf_onnx_model_free(m);
     wf_graph_free(g);
     wf_context_free(ctx);
+usage_out:
+    free(specs);
+    free(limits);
+    free(places);
+    free(limit_bytes);
     return rc;
+}
+
+static void inspect_usage(FILE *f)
+{
+    fprintf(f, "usage: weft inspect MODEL.onnx\n"
+               "Prints the IR and opset versions, the producer, the inputs and outputs with their shapes, an op\n"
+               "histogram, the parameter count and bytes, and the ops weft does not support (an op of another\n"
+               "domain once, with the opset the model imports for it), without importing the model.\n"
+               "Exit status: 0 done, 1 the file cannot be read as an ONNX model, 2 a usage error.\n");
 }
 
 int cmd_inspect(int argc, char **argv)
 {
-    if (argc != 1) {
-        fprintf(stderr, "usage: weft inspect MODEL.onnx\n");
-        return 2;
+    if (cli_wants_help(argc, argv)) {
+        inspect_usage(stdout);
+        return 0;
     }
+    const char *model_path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1])
+            return cli_usage_error("inspect", "unknown option '%s' (see 'weft inspect --help')", argv[i]);
+        if (model_path) return cli_usage_error("inspect", "one model expected, got '%s' and '%s'", model_path, argv[i]);
+        model_path = argv[i];
+    }
+    if (!model_path) return cli_usage_error("inspect", "no model given (weft inspect MODEL.onnx)");
     char *text = NULL;
-    wf_status *s = wf_onnx_inspect(argv[0], &text);
+    wf_status *s = wf_onnx_inspect(model_path, &text);
     if (s) return cli_fail(s);
     fputs(text, stdout);
     wf_free(text);
