@@ -68,6 +68,15 @@ run_prog() { # label dir prog [args]
     result "$label:$prog" $rc "$dir/$prog.log"
 }
 
+coverage() { # label dir device [plugin-path]: test_ops --coverage (device empty: CPU:0)
+    dev=$3
+    log="$2/test_ops_coverage$(echo "${dev:+_$dev}" | tr -c 'A-Za-z0-9_\n' _).log"
+    WEFT_PLUGIN_PATH="${4:-$PWD/$2}" timeout 600 "$2/tests/test_ops" ${dev:+--device "$dev"} --coverage build/opcases >"$log" 2>&1
+    rc=$?
+    tail -n 1 "$log"; [ $rc -ne 0 ] && grep -E 'UNLISTED|STALE|stale|unlisted' "$log" | head -20
+    result "$1:test_ops:coverage${dev:+:$dev}" $rc "$log"
+}
+
 suite() { # label dir
     label=$1; dir=$2
     for t in "$dir"/tests/test_*; do
@@ -101,6 +110,8 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         timeout 900 $PY tests/models/export_models.py build/models >build/export_models.log 2>&1 ||
             { tail -n 5 build/export_models.log; result "release:export_models" 1; }
         suite release build
+        note "op-case dtype coverage: every (op, dtype) with a CPU kernel has a case or a line in tests/ops/untested_dtypes.txt"
+        coverage release build ""
         note "CLI on bad ONNX input"
         sh tests/cli/test_cli.sh build/weft >build/test_cli.log 2>&1; rc=$?
         tail -n 1 build/test_cli.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_cli.log | head -30
@@ -126,6 +137,7 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             WEFT_PLUGIN_PATH="$PWD/build" timeout 2400 build/tests/test_ops --device OPENCL:0 build/opcases >build/test_ops_opencl.log 2>&1
             rc=$?; tail -n 2 build/test_ops_opencl.log; [ $rc -ne 0 ] && grep -E 'FAIL|UNSUPPORTED' build/test_ops_opencl.log | head -20
             result "release:test_ops:OPENCL:0" $rc build/test_ops_opencl.log
+            coverage release build OPENCL:0
             note "gradient checks, training ops and the model API on OPENCL:0 (strict placement)"
             for t in test_grad test_grad_nn test_train_ops test_model; do
                 [ -x build/tests/$t ] || continue
@@ -163,6 +175,7 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             env $emu_env timeout 1200 build/tests/test_ops --device GPU:0 build/opcases >build/test_ops_cuda_emu.log 2>&1
             rc=$?; tail -n 2 build/test_ops_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|UNSUPPORTED' build/test_ops_cuda_emu.log | head -20
             result "release:test_ops:GPU:0(emulated)" $rc build/test_ops_cuda_emu.log
+            coverage release build GPU:0 "$PWD/build/cudaemu:$PWD/build"
             for t in test_grad test_grad_nn test_train_ops; do
                 [ -x build/tests/$t ] || continue
                 env $emu_env timeout 900 build/tests/$t --device GPU:0 >build/${t}_cuda_emu.log 2>&1
@@ -174,6 +187,10 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             note "models on GPU:0 (emulated)"
             env $emu_env timeout 1200 $PY tests/models/run_models.py --build build --device GPU:0 >build/models_cuda_emu.log 2>&1
             rc=$?; grep -E '^(PASS|FAIL)| passed' build/models_cuda_emu.log; result "release:models:GPU:0(emulated)" $rc build/models_cuda_emu.log
+            note "NaN and Inf through PyTorch-exported CNNs on CPU:0, OPENCL:0 and GPU:0 (emulated), strict placement"
+            env $emu_env timeout 900 $PY tests/models/nan_models.py --build build --devices CPU:0,OPENCL:0,GPU:0 >build/nan_models.log 2>&1
+            rc=$?; grep -E '^(FAIL|SKIP)' build/nan_models.log; tail -n 1 build/nan_models.log
+            result "release:nan_models" $rc build/nan_models.log
         else
             grep -E 'error|Error' build.cudaemu.log | head -40
             result "release:cudaemu:build" 1
