@@ -42,7 +42,8 @@ bench: setup build
 conformance: setup
 	@sh scripts/conformance.sh
 
-# libFuzzer on the ONNX loader for FUZZ_SECONDS (default 600), clang + ASan/UBSan.
+# libFuzzer, clang + ASan/UBSan, on the ONNX loader, the .npy and safetensors readers and the graph
+# builder's attributes: FUZZ_SECONDS (default 600) each; FUZZ_TARGETS="npy attrs" picks some.
 fuzz: setup
 	@sh scripts/fuzz.sh long
 

@@ -1,14 +1,22 @@
 #!/bin/sh
-# Fuzzes the ONNX importer: builds tests/fuzz/fuzz_onnx.c with clang's libFuzzer, ASan and UBSan,
-# compiling the library's sources straight into the binary (no cmake), into build-fuzz/, and runs it.
-#   scripts/fuzz.sh short      the generated seed corpus plus 20000 fixed-seed mutations (<= 30 s): make test
-#   scripts/fuzz.sh long       FUZZ_SECONDS (default 600) of fuzzing, growing build-fuzz/corpus: make fuzz
-#   scripts/fuzz.sh build      only build build-fuzz/fuzz_onnx
-#   scripts/fuzz.sh FILE...    re-run inputs (crash reproducers) through the target
-# Crashes land in build-fuzz/crashes/. Ends with the line "N passed, N failed".
+# Fuzzes what reads untrusted input: the ONNX importer (tests/fuzz/fuzz_onnx.c), the .npy reader
+# (fuzz_npy.c), the safetensors reader (fuzz_safetensors.c) and the graph builder's attribute and
+# shape-inference paths (fuzz_attrs.c). Builds each target with clang's libFuzzer, ASan and UBSan,
+# compiling the library's sources straight into the binaries (no cmake), into build-fuzz/, and runs them.
+#   scripts/fuzz.sh short      per target: its seed corpus plus FUZZ_RUNS (20000) fixed-seed mutations,
+#                              at most FUZZ_SHORT_SECONDS (25) s each: make test
+#   scripts/fuzz.sh long       per target: FUZZ_SECONDS (default 600) of fuzzing, growing
+#                              build-fuzz/corpus/TARGET: make fuzz
+#   scripts/fuzz.sh build      only build build-fuzz/fuzz_TARGET
+#   scripts/fuzz.sh [TARGET] FILE...   re-run inputs (crash reproducers) through a target (default onnx)
+# FUZZ_TARGETS="npy attrs" picks targets. Crashes land in build-fuzz/crashes/TARGET-*. Ends with the
+# line "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 MODE=${1:-short}
+ALL_TARGETS="onnx npy safetensors attrs"
+TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
+case " $ALL_TARGETS " in *" $MODE "*) TARGETS=$MODE; shift; MODE=repro ;; esac
 OUT=${FUZZ_DIR:-build-fuzz}
 PY=/usr/bin/python3
 CC=${FUZZ_CC:-clang}
@@ -39,15 +47,17 @@ build() {
     command -v "$CC" >/dev/null || { echo "fuzz: $CC not found (apt-get install clang)"; return 1; }
     gen_proto || { echo "fuzz: cannot generate the protobuf-c sources"; return 1; }
     mkdir -p "$OUT/obj"
-    newest_h=$(find include src -name '*.h' -newer "$OUT/fuzz_onnx" 2>/dev/null | head -n 1)
-    [ -f "$OUT/fuzz_onnx" ] || newest_h=always
+    newest_h=$(find include src tests/fuzz -name '*.h' -newer "$OUT/built.stamp" 2>/dev/null | head -n 1)
+    [ -f "$OUT/built.stamp" ] || newest_h=always
     # the core library as CMakeLists.txt builds it: device backends other than the CPU are plugins
-    srcs="$(find src -name '*.c' | grep -vE '^src/backends/(opencl|cuda)/' | sort) $OUT/proto/onnx.pb-c.c tests/fuzz/fuzz_onnx.c"
+    lib="$(find src -name '*.c' | grep -vE '^src/backends/(opencl|cuda)/' | sort) $OUT/proto/onnx.pb-c.c"
+    srcs="$lib"
+    for t in $ALL_TARGETS; do srcs="$srcs tests/fuzz/fuzz_$t.c"; done
     todo=""
     objs=""
     for s in $srcs; do
         o="$OUT/obj/$(echo "$s" | tr '/' '_').o"
-        objs="$objs $o"
+        case "$s" in tests/fuzz/*) ;; *) objs="$objs $o";; esac
         if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ -n "$newest_h" ]; then todo="$todo $s"; fi
     done
     if [ -n "$todo" ]; then
@@ -58,20 +68,33 @@ build() {
             case "$s" in src/backends/*|src/exec/*|src/lower/*) cov="";; *) cov="-fsanitize=fuzzer-no-link";; esac
             '"$CC"' '"$CFLAGS $SAN"' $cov -w -c "$s" -o "$o" || { rm -f "$o"; exit 255; }' || return 1
     fi
-    $CC $SAN -fsanitize=fuzzer -fopenmp $objs -o "$OUT/fuzz_onnx" -ldnnl -lprotobuf-c -lz -lpthread -lm -ldl ||
-        return 1
-    touch "$OUT/fuzz_onnx"
+    for t in $ALL_TARGETS; do
+        $CC $SAN -fsanitize=fuzzer -fopenmp $objs "$OUT/obj/tests_fuzz_fuzz_$t.c.o" -o "$OUT/fuzz_$t" \
+            -ldnnl -lprotobuf-c -lz -lpthread -lm -ldl || return 1
+    done
+    touch "$OUT/built.stamp"
 }
 
 seeds() {
     rm -rf "$OUT/seeds"
-    $PY tests/fuzz/make_seeds.py "$OUT/seeds" >/dev/null
+    $PY tests/fuzz/make_seeds.py "$OUT/seeds" >/dev/null || return 1
+    mkdir -p "$OUT/seeds/attrs"
+    WEFT_FUZZ_WRITE_SEEDS="$OUT/seeds/attrs" "$OUT/fuzz_attrs" >/dev/null 2>&1
+}
+
+# Per-target options: the dictionary and the largest input worth trying.
+flags() { # target
+    case "$1" in
+    onnx) echo "-max_len=65536 -dict=tests/fuzz/onnx.dict" ;;
+    npy) echo "-max_len=4096 -dict=tests/fuzz/npy.dict" ;;
+    safetensors) echo "-max_len=8192 -dict=tests/fuzz/safetensors.dict" ;;
+    attrs) echo "-max_len=1024" ;;
+    esac
 }
 
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
-FLAGS="-rss_limit_mb=4096 -malloc_limit_mb=4096 -timeout=20 -max_len=65536 -artifact_prefix=$OUT/crashes/ \
-       -dict=tests/fuzz/onnx.dict -print_final_stats=1"
+FLAGS="-rss_limit_mb=4096 -malloc_limit_mb=4096 -timeout=20 -print_final_stats=1"
 
 build; rc=$?
 result fuzz:build $rc
@@ -81,44 +104,50 @@ case "$MODE" in
 build) ;;
 short)
     seeds || { result fuzz:seeds 1; finish; }
-    # the seeds stay fixed: new inputs go to a scratch folder that is emptied each time
-    rm -rf "$OUT/corpus-short" && mkdir -p "$OUT/corpus-short"
-    "$OUT/fuzz_onnx" $FLAGS -seed=1 -runs="${FUZZ_RUNS:-20000}" -max_total_time=30 "$OUT/corpus-short" "$OUT/seeds" \
-        >"$OUT/short.log" 2>&1
-    rc=$?
-    grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units)' "$OUT/short.log" | head -2
-    [ $rc -ne 0 ] && grep -E -A30 'ERROR|runtime error|bad error|left [0-9]+ nodes' "$OUT/short.log" | head -60
-    result fuzz:short $rc
+    for t in $TARGETS; do
+        # the seeds stay fixed: new inputs go to a scratch folder that is emptied each time
+        rm -rf "$OUT/corpus-short/$t" && mkdir -p "$OUT/corpus-short/$t"
+        "$OUT/fuzz_$t" $FLAGS $(flags $t) -artifact_prefix="$OUT/crashes/$t-" -seed=1 -runs="${FUZZ_RUNS:-20000}" \
+            -max_total_time="${FUZZ_SHORT_SECONDS:-25}" "$OUT/corpus-short/$t" "$OUT/seeds/$t" >"$OUT/short-$t.log" 2>&1
+        rc=$?
+        echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$OUT/short-$t.log" | head -1) $(grep -E '^#[0-9]+ +DONE' "$OUT/short-$t.log" | head -1)"
+        [ $rc -ne 0 ] && grep -E -A30 'ERROR|runtime error|bad error|left [0-9]+ nodes|failed' "$OUT/short-$t.log" | head -60
+        result "fuzz:short:$t" $rc
+    done
     ;;
 long)
     seeds || { result fuzz:seeds 1; finish; }
-    mkdir -p "$OUT/corpus"
-    touch "$OUT/long.start"
-    # fork mode carries on after a crash, so one run collects every bug it can reach
-    echo "fuzz: ${FUZZ_SECONDS:-600} s, log in $OUT/long.log"
-    "$OUT/fuzz_onnx" $FLAGS -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
-        -max_total_time="${FUZZ_SECONDS:-600}" "$OUT/corpus" "$OUT/seeds" >"$OUT/long.log" 2>&1
-    grep -E '^#[0-9]+: cov' "$OUT/long.log" | tail -n 1
-    new=$(find "$OUT/crashes" -type f -newer "$OUT/long.start" | sort)
-    # one line per kind of crash (first frame in weft's sources and the report, paths and numbers
-    # blanked), with a count and one reproducer
-    for f in $new; do
-        "$OUT/fuzz_onnx" $FLAGS "$f" >"$OUT/repro.log" 2>&1
-        what=$(grep -a -E -m1 'runtime error|bad error|left [0-9]+ nodes|out-of-memory|ERROR: AddressSanitizer' "$OUT/repro.log" |
-               sed -E "s/.*(runtime error|bad error message|ERROR: AddressSanitizer|libFuzzer)/\\1/; s#'[^ ]*/model.onnx#'model.onnx#; s/'[^']*'/''/g; s/0x[0-9a-f]+|[0-9]+/N/g" | cut -c1-120)
-        frame=$(grep -a -E -m1 '#[0-9]+ 0x[0-9a-f]+ in [a-z_0-9]+ .*/src/' "$OUT/repro.log" |
-                sed -E 's/.* in ([a-z_0-9]+) .*\/(src\/[^ :]+:[0-9]+).*/\1 \2/')
-        echo "$frame | $what	$f"
-    done | sort | awk -F'\t' '{ if ($1 != last) { if (n) printf "%5d  %s  e.g. %s\n", n, last, ex; last = $1; ex = $2; n = 0 } n++ }
-                               END { if (n) printf "%5d  %s  e.g. %s\n", n, last, ex }'
-    result fuzz:long "$(echo "$new" | grep -c crash || true)"
+    for t in $TARGETS; do
+        mkdir -p "$OUT/corpus/$t"
+        touch "$OUT/long.start"
+        # fork mode carries on after a crash, so one run collects every bug it can reach
+        echo "fuzz_$t: ${FUZZ_SECONDS:-600} s, log in $OUT/long-$t.log"
+        "$OUT/fuzz_$t" $FLAGS $(flags $t) -artifact_prefix="$OUT/crashes/$t-" -fork=1 -ignore_crashes=1 -ignore_ooms=1 \
+            -ignore_timeouts=1 -max_total_time="${FUZZ_SECONDS:-600}" "$OUT/corpus/$t" "$OUT/seeds/$t" \
+            >"$OUT/long-$t.log" 2>&1
+        grep -E '^#[0-9]+: cov' "$OUT/long-$t.log" | tail -n 1
+        new=$(find "$OUT/crashes" -type f -name "$t-*" -newer "$OUT/long.start" | sort)
+        # one line per kind of crash (first frame in weft's sources and the report, paths and numbers
+        # blanked), with a count and one reproducer
+        for f in $new; do
+            "$OUT/fuzz_$t" $FLAGS "$f" >"$OUT/repro.log" 2>&1
+            what=$(grep -a -E -m1 'runtime error|bad error|left [0-9]+ nodes|failed|out-of-memory|ERROR: AddressSanitizer' "$OUT/repro.log" |
+                   sed -E "s/.*(runtime error|bad error message|ERROR: AddressSanitizer|libFuzzer)/\\1/; s#'[^ ]*/(model.onnx|input.npy|input.safetensors)#'\\1#; s/'[^']*'/''/g; s/0x[0-9a-f]+|[0-9]+/N/g" | cut -c1-120)
+            frame=$(grep -a -E -m1 '#[0-9]+ 0x[0-9a-f]+ in [a-z_0-9]+ .*/src/' "$OUT/repro.log" |
+                    sed -E 's/.* in ([a-z_0-9]+) .*\/(src\/[^ :]+:[0-9]+).*/\1 \2/')
+            echo "$frame | $what	$f"
+        done | sort | awk -F'\t' '{ if ($1 != last) { if (n) printf "%5d  %s  e.g. %s\n", n, last, ex; last = $1; ex = $2; n = 0 } n++ }
+                                   END { if (n) printf "%5d  %s  e.g. %s\n", n, last, ex }'
+        result "fuzz:long:$t" "$(echo "$new" | grep -cE "crash|oom" || true)"
+    done
     ;;
 *)
+    [ "$MODE" = repro ] || TARGETS=onnx
     for f in "$@"; do
-        "$OUT/fuzz_onnx" $FLAGS "$f" >"$OUT/repro.log" 2>&1
+        "$OUT/fuzz_$TARGETS" $FLAGS "$f" >"$OUT/repro.log" 2>&1
         rc=$?
-        [ $rc -ne 0 ] && grep -E -A30 'ERROR|runtime error|bad error|left [0-9]+ nodes' "$OUT/repro.log" | head -50
-        result "fuzz:$f" $rc
+        [ $rc -ne 0 ] && grep -E -A30 'ERROR|runtime error|bad error|left [0-9]+ nodes|failed' "$OUT/repro.log" | head -50
+        result "fuzz:$TARGETS:$f" $rc
     done
     ;;
 esac

@@ -751,7 +751,7 @@ static void test_safetensors_errors(void)
     p = st_file("shape2.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [2.5], \"data_offsets\": [0, 8]}}", 8, 0);
     READ_ERR(WF_INVALID_ARGUMENT, "shape entry 0 is not a non-negative integer");
     p = st_file("overflow.safetensors", "{\"w\": {\"dtype\": \"F64\", \"shape\": [4294967296, 4294967296], \"data_offsets\": [0, 8]}}", 8, 0);
-    READ_ERR(WF_INVALID_ARGUMENT, "tensor 'w': F64 [4294967296,4294967296] needs");
+    READ_ERR(WF_INVALID_ARGUMENT, "tensor 'w': F64 [4294967296,4294967296] is too large (2^62 bytes or more)");
     p = st_file("offsets.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0]}}", 8, 0);
     READ_ERR(WF_INVALID_ARGUMENT, "tensor 'w' has no \"data_offsets\" pair");
     p = st_file("reversed.safetensors", "{\"w\": {\"dtype\": \"U8\", \"shape\": [0], \"data_offsets\": [8, 4]}}", 8, 0);
@@ -772,9 +772,10 @@ static void test_safetensors_errors(void)
     CHECK_INT(n, -1); /* nothing written on failure */
     CHECK(names == (char **)0x1);
 
-    /* a well-formed file built by hand: escapes, surrogate pairs, an empty tensor, padding, a hole */
-    p = st_file("hand.safetensors", "{\"\\u00e9\\ud83d\\ude00\\n\": {\"dtype\": \"I16\", \"shape\": [2], \"data_offsets\": [4, 8]}, "
-                "\"z\": {\"dtype\": \"BOOL\", \"shape\": [0, 2], \"data_offsets\": [8, 8]}, \"__metadata__\": {}}   ", 8, 0);
+    /* a well-formed file built by hand: escapes, surrogate pairs, an empty tensor, padding (no holes:
+     * the reference package refuses data that belongs to no tensor, see test_io.c) */
+    p = st_file("hand.safetensors", "{\"\\u00e9\\ud83d\\ude00\\n\": {\"dtype\": \"I16\", \"shape\": [2], \"data_offsets\": [0, 4]}, "
+                "\"z\": {\"dtype\": \"BOOL\", \"shape\": [0, 2], \"data_offsets\": [4, 4]}, \"__metadata__\": {}}   ", 4, 0);
     CHECK_OK(wf_safetensors_read(p, &n, &names, &ts));
     if (names != (char **)0x1) {
         CHECK_INT(n, 2);

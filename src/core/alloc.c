@@ -6,6 +6,8 @@
 #include "core/core.h"
 #include "core/alloc_hooks.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/sysinfo.h>
 
@@ -74,14 +76,34 @@ static bool inject_fault(void)
  * succeed, and the first pass over the pages then gets the process killed; a sanitizer's allocator
  * aborts on such requests instead of returning NULL. Refusing them here turns a hostile or mistaken
  * size into an out-of-memory status. */
+/* The cgroup v2 limit of this process ("max" or absent: none). Only the root-level file is read: in a
+ * container that is the container's own limit. */
+static unsigned long long cgroup_limit(void)
+{
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (!f) return ULLONG_MAX;
+    char buf[64] = "";
+    bool ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    if (!ok || buf[0] < '0' || buf[0] > '9') return ULLONG_MAX;
+    unsigned long long v = strtoull(buf, NULL, 10);
+    return v ? v : ULLONG_MAX;
+}
+
 static size_t host_alloc_limit(void)
 {
     static atomic_size_t limit; /* 0: not measured yet */
     size_t l = atomic_load_explicit(&limit, memory_order_relaxed);
     if (WF__LIKELY(l)) return l;
     struct sysinfo si;
-    unsigned long long total = 0;
-    if (sysinfo(&si) == 0) total = ((unsigned long long)si.totalram + si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
+    unsigned long long total = 0, unit, ram, swap, cg = cgroup_limit();
+    if (sysinfo(&si) == 0) {
+        unit = si.mem_unit ? si.mem_unit : 1;
+        if (!__builtin_mul_overflow((unsigned long long)si.totalram, unit, &ram) &&
+            !__builtin_mul_overflow((unsigned long long)si.totalswap, unit, &swap) &&
+            !__builtin_add_overflow(ram, swap, &total) && cg < total)
+            total = cg;
+    }
     l = total && total < SIZE_MAX / 2 ? (size_t)total : SIZE_MAX / 2;
     atomic_store_explicit(&limit, l, memory_order_relaxed);
     return l;

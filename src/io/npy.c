@@ -5,8 +5,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
-#include "core/core.h"
+#include "io/io.h"
 
 static const struct {
     const char *descr;
@@ -17,61 +18,158 @@ static const struct {
     {"<i1", WF_I8},  {"<u1", WF_U8},  {"<b1", WF_BOOL}, {"|i2", WF_I16},
 };
 
-static wf_status *bad(const char *path, const char *fmt, const char *detail)
+/* The header is a Python dict literal, {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), },
+ * padded with spaces and a newline. It is parsed strictly, as untrusted input: every key once, nothing
+ * else, the shape a real tuple of non-negative integers. */
+typedef struct hparser {
+    const char *path;
+    const char *p, *start, *end;
+    size_t base;   /* file offset of start, for messages */
+} hparser;
+
+static wf_status *hfail(const hparser *h, const char *what)
 {
-    char msg[512];
-    snprintf(msg, sizeof msg, fmt, detail);
-    return wf__status(WF_INVALID_ARGUMENT, "%s: %s", path, msg);
+    return wf__status(WF_INVALID_ARGUMENT, "%s: npy header: %s at byte %zu", h->path, what,
+                      h->base + (size_t)(h->p - h->start));
 }
 
-/* Finds 'key': in the header dict and returns a pointer just past the colon and spaces. */
-static const char *dict_value(const char *h, const char *key)
+static void hspace(hparser *h)
 {
-    char pat[64];
-    snprintf(pat, sizeof pat, "'%s'", key);
-    const char *p = strstr(h, pat);
-    if (!p) return NULL;
-    p += strlen(pat);
-    while (*p == ' ' || *p == ':') p++;
-    return p;
+    while (h->p < h->end && (*h->p == ' ' || *h->p == '\t' || *h->p == '\n' || *h->p == '\r')) h->p++;
 }
 
-static wf_status *parse_header(const char *path, const char *h, wf_dtype *dtype, int *rank, int64_t *dims)
+static bool hpeek(const hparser *h, char c) { return h->p < h->end && *h->p == c; }
+
+/* A quoted string without escapes (numpy writes none): sets *s and *n to its contents. */
+static wf_status *hstring(hparser *h, const char **s, size_t *n)
 {
-    const char *d = dict_value(h, "descr");
-    if (!d || (*d != '\'' && *d != '"')) return bad(path, "npy header has no 'descr'%s", "");
-    char descr[32];
-    size_t n = strcspn(d + 1, "'\"");
-    if (n >= sizeof descr) return bad(path, "npy descr is too long%s", "");
-    memcpy(descr, d + 1, n);
-    descr[n] = 0;
-    if (descr[0] == '>' && strcmp(descr, ">i1") && strcmp(descr, ">u1") && strcmp(descr, ">b1"))
-        return bad(path, "big-endian arrays (descr '%s') are not supported; save with '<' byte order", descr);
-    *dtype = WF_DTYPE_INVALID;
-    for (size_t i = 0; i < sizeof g_descr / sizeof g_descr[0]; i++)
-        if (!strcmp(descr, g_descr[i].descr)) *dtype = g_descr[i].dtype;
-    if (descr[0] == '>' && !*dtype) *dtype = descr[1] == 'i' ? WF_I8 : descr[1] == 'u' ? WF_U8 : WF_BOOL;
-    if (!*dtype) return bad(path, "npy dtype '%s' is not a weft dtype", descr);
-    const char *f = dict_value(h, "fortran_order");
-    if (!f) return bad(path, "npy header has no 'fortran_order'%s", "");
-    if (!strncmp(f, "True", 4)) return bad(path, "Fortran-order arrays are not supported; save a C-order array%s", "");
-    if (strncmp(f, "False", 5)) return bad(path, "npy 'fortran_order' is neither True nor False%s", "");
-    const char *s = dict_value(h, "shape");
-    if (!s || *s != '(') return bad(path, "npy header has no 'shape' tuple%s", "");
-    s++;
-    *rank = 0;
-    for (;;) {
-        while (*s == ' ' || *s == ',') s++;
-        if (*s == ')') break;
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (end == s || v < 0 || errno) return bad(path, "npy shape is malformed%s", "");
-        if (*rank >= WF_MAX_RANK) return bad(path, "npy array has more than 8 dims%s", "");
-        dims[(*rank)++] = v;
-        s = end;
-        while (*s == 'L') s++;
+    if (!hpeek(h, '\'') && !hpeek(h, '"')) return hfail(h, "expected a quoted string");
+    char q = *h->p++;
+    const char *b = h->p;
+    while (h->p < h->end && *h->p != q) {
+        if (*h->p == '\\' || *h->p == '\n' || *h->p == 0) return hfail(h, "unsupported character in a string");
+        h->p++;
     }
+    if (h->p >= h->end) return hfail(h, "unterminated string");
+    *s = b;
+    *n = (size_t)(h->p - b);
+    h->p++;
+    return NULL;
+}
+
+static bool hword(hparser *h, const char *w)
+{
+    size_t n = strlen(w);
+    if ((size_t)(h->end - h->p) < n || memcmp(h->p, w, n)) return false;
+    const char *after = h->p + n;
+    if (after < h->end && ((*after >= 'a' && *after <= 'z') || (*after >= 'A' && *after <= 'Z') ||
+                           (*after >= '0' && *after <= '9') || *after == '_'))
+        return false;
+    h->p = after;
+    return true;
+}
+
+static wf_status *hshape(hparser *h, int *rank, int64_t *dims)
+{
+    if (!hpeek(h, '(')) return hfail(h, "'shape' is not a tuple");
+    h->p++;
+    hspace(h);
+    *rank = 0;
+    if (hpeek(h, ')')) {
+        h->p++;
+        return NULL;
+    }
+    for (;;) {
+        if (hpeek(h, '-')) return hfail(h, "negative dim in 'shape'");
+        if (!(h->p < h->end && *h->p >= '0' && *h->p <= '9')) return hfail(h, "malformed 'shape': expected a dim");
+        int64_t v = 0;
+        while (h->p < h->end && *h->p >= '0' && *h->p <= '9')
+            if (wf__mul_overflow_i64(v, 10, &v) || wf__add_overflow_i64(v, *h->p++ - '0', &v))
+                return hfail(h, "dim in 'shape' is too large");
+        if (hpeek(h, 'L')) h->p++; /* Python 2 long literals, in files numpy wrote long ago */
+        if (*rank >= WF_MAX_RANK) return hfail(h, "'shape' has more than 8 dims (weft's limit)");
+        dims[(*rank)++] = (int64_t)v;
+        hspace(h);
+        if (hpeek(h, ',')) {
+            h->p++;
+            hspace(h);
+            if (hpeek(h, ')')) break;
+            continue;
+        }
+        if (hpeek(h, ')')) {
+            if (*rank == 1) return hfail(h, "'shape' (N) is a number, not a tuple: write (N,)");
+            break;
+        }
+        return hfail(h, "malformed 'shape': expected ',' or ')'");
+    }
+    h->p++;
+    return NULL;
+}
+
+static wf_status *parse_header(hparser *h, wf_dtype *dtype, char *descr, int *rank, int64_t *dims)
+{
+    bool seen[3] = {false, false, false};
+    char q[64];
+    hspace(h);
+    if (!hpeek(h, '{')) return hfail(h, "expected '{'");
+    h->p++;
+    for (;;) {
+        hspace(h);
+        if (hpeek(h, '}')) break;
+        const char *k;
+        size_t kn;
+        WF__TRY(hstring(h, &k, &kn));
+        int key = kn == 5 && !memcmp(k, "descr", 5) ? 0 : kn == 13 && !memcmp(k, "fortran_order", 13) ? 1
+                : kn == 5 && !memcmp(k, "shape", 5) ? 2 : -1;
+        if (key < 0) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "unknown key '%s'", wf__io_quote(k, kn, q, sizeof q));
+            return hfail(h, msg);
+        }
+        if (seen[key]) return hfail(h, "a key appears twice");
+        seen[key] = true;
+        hspace(h);
+        if (!hpeek(h, ':')) return hfail(h, "expected ':'");
+        h->p++;
+        hspace(h);
+        if (key == 0) {
+            if (hpeek(h, '[')) return hfail(h, "structured dtypes are not supported");
+            const char *d;
+            size_t dn;
+            WF__TRY(hstring(h, &d, &dn));
+            wf__io_quote(d, dn, descr, 32);
+            *dtype = WF_DTYPE_INVALID;
+            for (size_t i = 0; i < sizeof g_descr / sizeof g_descr[0]; i++)
+                if (strlen(g_descr[i].descr) == dn && !memcmp(d, g_descr[i].descr, dn)) *dtype = g_descr[i].dtype;
+            /* one-byte types have no byte order */
+            if (dn == 3 && d[0] == '>' && d[2] == '1' && (d[1] == 'i' || d[1] == 'u' || d[1] == 'b'))
+                *dtype = d[1] == 'i' ? WF_I8 : d[1] == 'u' ? WF_U8 : WF_BOOL;
+            if (!*dtype && dn && d[0] == '>')
+                return wf__status(WF_INVALID_ARGUMENT, "%s: big-endian arrays (descr '%s') are not supported; save "
+                                  "with '<' byte order", h->path, descr);
+            if (!*dtype) return wf__status(WF_INVALID_ARGUMENT, "%s: npy dtype '%s' is not a weft dtype", h->path, descr);
+        } else if (key == 1) {
+            if (hword(h, "True"))
+                return wf__status(WF_INVALID_ARGUMENT, "%s: Fortran-order arrays are not supported; save a C-order "
+                                  "array", h->path);
+            if (!hword(h, "False")) return hfail(h, "'fortran_order' is neither True nor False");
+        } else {
+            WF__TRY(hshape(h, rank, dims));
+        }
+        hspace(h);
+        if (hpeek(h, ',')) {
+            h->p++;
+            continue;
+        }
+        if (hpeek(h, '}')) break;
+        return hfail(h, "expected ',' or '}'");
+    }
+    h->p++;
+    hspace(h);
+    if (h->p != h->end) return hfail(h, "unexpected text after the header dict");
+    static const char *const names[3] = {"descr", "fortran_order", "shape"};
+    for (int i = 0; i < 3; i++)
+        if (!seen[i]) return wf__status(WF_INVALID_ARGUMENT, "%s: npy header has no '%s'", h->path, names[i]);
     return NULL;
 }
 
@@ -84,53 +182,90 @@ wf_status *wf_npy_read(const char *path, wf_tensor **out)
     char *header = NULL;
     wf_tensor *t = NULL;
     unsigned char pre[12];
-    size_t got = fread(pre, 1, 10, f);
-    if (got < 10 || memcmp(pre, "\x93NUMPY", 6)) {
-        s = bad(path, "not a .npy file (%s)", got == 0 ? "empty" : "bad magic");
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        s = wf__status(WF_IO_ERROR, "%s: %s", path, strerror(errno));
         goto done;
     }
-    unsigned major = pre[6];
-    size_t hlen;
+    /* Sizes are checked against the file's length, which only a regular file has. */
+    if (!S_ISREG(st.st_mode)) {
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: not a regular file", path);
+        goto done;
+    }
+    uint64_t fsize = (uint64_t)st.st_size;
+    size_t got = fread(pre, 1, 10, f);
+    if (got < 10 || memcmp(pre, "\x93NUMPY", 6)) {
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: not a .npy file (%s)", path,
+                       got == 0 ? "empty" : got < 10 ? "shorter than the 10-byte preamble" : "bad magic");
+        goto done;
+    }
+    unsigned major = pre[6], minor = pre[7];
+    size_t hlen, pre_len = 10;
+    if (minor != 0 || major < 1 || major > 3) {
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: npy format version %u.%u is not supported (1.0, 2.0 and 3.0 are)",
+                       path, major, minor);
+        goto done;
+    }
     if (major == 1) {
         hlen = pre[8] | (size_t)pre[9] << 8;
-    } else if (major == 2 || major == 3) {
+    } else {
+        pre_len = 12;
         if (fread(pre + 10, 1, 2, f) != 2) {
-            s = bad(path, "truncated npy header%s", "");
+            s = wf__status(WF_INVALID_ARGUMENT, "%s: truncated npy header: the file ends inside the preamble", path);
             goto done;
         }
         hlen = pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
-    } else {
-        char v[16];
-        snprintf(v, sizeof v, "%u.%u", major, pre[7]);
-        s = bad(path, "npy format version %s is not supported (1.0 to 3.0 are)", v);
+    }
+    if (hlen > fsize - pre_len) {
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: npy header length %zu runs past the end of the file (%llu bytes)",
+                       path, hlen, (unsigned long long)fsize);
         goto done;
     }
     if (hlen > (1u << 24)) {
-        s = bad(path, "npy header is implausibly long%s", "");
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: npy header length %zu is implausibly long", path, hlen);
         goto done;
     }
     header = wf__malloc(hlen + 1);
     if (!header) {
-        s = wf__oom(path, hlen);
+        s = wf__oom(path, hlen + 1);
         goto done;
     }
     if (fread(header, 1, hlen, f) != hlen) {
-        s = bad(path, "truncated npy header%s", "");
+        s = wf__status(WF_IO_ERROR, "%s: reading the npy header failed", path);
         goto done;
     }
     header[hlen] = 0;
     wf_dtype dtype = WF_DTYPE_INVALID;
     int rank = 0;
     int64_t dims[WF_MAX_RANK];
-    if ((s = parse_header(path, header, &dtype, &rank, dims))) goto done;
-    if ((s = wf__tensor_alloc(dtype, rank, dims, path, &t))) {
-        s = wf__status_wrap(s, "%s", path);
+    char descr[32] = "";
+    hparser hp = {path, header, header, header + hlen, pre_len};
+    if ((s = parse_header(&hp, &dtype, descr, &rank, dims))) goto done;
+    /* What the header claims, against what the file holds, before allocating anything of that size. */
+    uint64_t have = fsize - pre_len - hlen;
+    int64_t nbytes;
+    char shape[160];
+    wf__shape_str(rank, dims, shape);
+    if (!wf__shape_bytes_checked(rank, dims, wf_dtype_size(dtype), NULL, &nbytes)) {
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: npy shape %s of '%s' is too large (2^62 bytes or more)", path, shape,
+                       descr);
         goto done;
     }
+    uint64_t bytes = (uint64_t)nbytes;
+    if (bytes > have) {
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: truncated npy data: shape %s of '%s' needs %llu bytes but %llu "
+                       "follow the header", path, shape, descr, (unsigned long long)bytes, (unsigned long long)have);
+        goto done;
+    }
+    if (bytes < have) {
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: %llu bytes after the data (shape %s of '%s' is %llu bytes)", path,
+                       (unsigned long long)(have - bytes), shape, descr, (unsigned long long)bytes);
+        goto done;
+    }
+    if ((s = wf__io_check_memory(path, "the array", bytes))) goto done;
+    if ((s = wf__tensor_alloc(dtype, rank, dims, path, &t))) goto done;
     if (fread(t->data, 1, t->bytes, f) != t->bytes) {
-        char sz[64];
-        snprintf(sz, sizeof sz, "%zu", t->bytes);
-        s = bad(path, "truncated npy data: expected %s bytes", sz);
+        s = wf__status(WF_IO_ERROR, "%s: reading %zu bytes of npy data failed", path, t->bytes);
         goto done;
     }
     if (dtype == WF_BOOL)

@@ -1,7 +1,9 @@
 /*
  * Checkpoints in the safetensors format: an 8-byte little-endian header size, a JSON header giving each
  * tensor's dtype, shape and [begin, end) byte range in the data section (plus an optional "__metadata__"
- * map of strings), then the raw little-endian data. Written atomically; read as untrusted input.
+ * map of strings), then the raw little-endian data. Written atomically; read as untrusted input, as
+ * strictly as the reference package reads it: the header is UTF-8, and the tensors tile the data
+ * section exactly, with no gaps, overlaps or bytes after the last one.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -9,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "io/io.h"
 
 /* Headers beyond this are refused before anything is allocated (the reference reader's limit too). */
 #define ST_MAX_HEADER (100u << 20)
@@ -235,9 +237,19 @@ static bool jvalue(jparser *js, jval *v)
         if (js->p >= js->end || *js->p < '0' || *js->p > '9') return jfail(js, "bad number");
         if (*js->p == '0' && js->p + 1 < js->end && js->p[1] >= '0' && js->p[1] <= '9')
             return jfail(js, "leading zero in a number");
-        while (js->p < js->end && ((*js->p >= '0' && *js->p <= '9') || *js->p == '.' || *js->p == 'e' ||
-                                   *js->p == 'E' || *js->p == '+' || *js->p == '-'))
+        /* -?int(.digits)?([eE][+-]?digits)? */
+        while (js->p < js->end && *js->p >= '0' && *js->p <= '9') js->p++;
+        if (js->p < js->end && *js->p == '.') {
             js->p++;
+            if (js->p >= js->end || *js->p < '0' || *js->p > '9') return jfail(js, "bad number");
+            while (js->p < js->end && *js->p >= '0' && *js->p <= '9') js->p++;
+        }
+        if (js->p < js->end && (*js->p == 'e' || *js->p == 'E')) {
+            js->p++;
+            if (js->p < js->end && (*js->p == '+' || *js->p == '-')) js->p++;
+            if (js->p >= js->end || *js->p < '0' || *js->p > '9') return jfail(js, "bad number");
+            while (js->p < js->end && *js->p >= '0' && *js->p <= '9') js->p++;
+        }
         v->type = J_NUM;
         v->str = wf__strndup(s, (size_t)(js->p - s));
         if (!v->str) {
@@ -258,11 +270,34 @@ static bool jvalue(jparser *js, jval *v)
     return jfail(js, "unexpected character");
 }
 
+/* Offset of the first byte of text[0..n) that is not part of well-formed UTF-8 (RFC 3629: no overlong
+ * forms, surrogates or code points past U+10FFFF), or n. */
+static size_t utf8_invalid_at(const unsigned char *t, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = t[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (!len || len > n - i) return i;
+        unsigned cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+        for (size_t k = 1; k < len; k++) {
+            if ((t[i + k] & 0xC0) != 0x80) return i;
+            cp = cp << 6 | (t[i + k] & 0x3F);
+        }
+        static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        i += len;
+    }
+    return n;
+}
+
 /* Parses the whole of text[0..n) as one JSON value; trailing spaces are allowed (the header's padding). */
 static wf_status *jparse(const char *path, const char *what, const char *text, size_t n, jval *out)
 {
     jparser js = {text, text + n, text, 0, "", false};
     memset(out, 0, sizeof *out);
+    size_t bad = utf8_invalid_at((const unsigned char *)text, n);
+    if (bad < n) return wf__status(WF_INVALID_ARGUMENT, "%s: %s is not valid UTF-8 at byte %zu", path, what, bad);
     bool ok = jvalue(&js, out);
     if (ok) {
         jspace(&js);
@@ -430,6 +465,8 @@ static int by_begin(const void *a, const void *b)
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : x->end < y->end ? -1 : x->end > y->end;
 }
 
+static int by_name(const void *a, const void *b) { return strcmp(((const st_entry *)a)->name, ((const st_entry *)b)->name); }
+
 /* Opens path and parses its header. *data_size is the size of the data section. */
 static wf_status *read_header(const char *path, FILE **fp, jval *hdr, uint64_t *data_start, uint64_t *data_size)
 {
@@ -510,8 +547,8 @@ static wf_status *parse_entry(const char *path, const char *name, const jval *v,
         if (!jint(&sh->items[i], &e->dims[i]))
             return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s': shape entry %d is not a non-negative integer",
                               path, name, i);
-    int64_t want = 0;
-    bool overflow = !wf__shape_bytes_checked(sh->n, e->dims, wf_dtype_size(e->dtype), NULL, &want);
+    int64_t need = 0;
+    bool overflow = !wf__shape_bytes_checked(sh->n, e->dims, wf_dtype_size(e->dtype), NULL, &need);
     int64_t b, en;
     if (!off || off->type != J_ARR || off->n != 2 || !jint(&off->items[0], &b) || !jint(&off->items[1], &en))
         return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' has no \"data_offsets\" pair of non-negative integers",
@@ -522,10 +559,13 @@ static wf_status *parse_entry(const char *path, const char *name, const jval *v,
     if (e->begin > e->end)
         return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s': data_offsets [%llu, %llu) end before they begin", path,
                           name, (unsigned long long)e->begin, (unsigned long long)e->end);
-    if (overflow || (uint64_t)want != e->end - e->begin)
+    if (overflow)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s': %s %s is too large (2^62 bytes or more)", path, name,
+                          dt->str, wf__shape_str(e->rank, e->dims, shape));
+    if ((uint64_t)need != e->end - e->begin)
         return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s': %s %s needs %llu bytes but data_offsets [%llu, %llu) "
                           "hold %llu", path, name, dt->str, wf__shape_str(e->rank, e->dims, shape),
-                          overflow ? (unsigned long long)UINT64_MAX : (unsigned long long)want,
+                          (unsigned long long)need,
                           (unsigned long long)e->begin, (unsigned long long)e->end,
                           (unsigned long long)(e->end - e->begin));
     if (e->end > data_size)
@@ -538,29 +578,55 @@ static wf_status *parse_entry(const char *path, const char *name, const jval *v,
 static wf_status *parse_entries(const char *path, const jval *hdr, uint64_t data_size, st_entry *ents, int *n)
 {
     *n = 0;
+    bool metadata = false;
     for (int i = 0; i < hdr->n; i++) {
         const char *name = hdr->keys[i];
         if (!strcmp(name, "__metadata__")) {
+            if (metadata) return wf__status(WF_INVALID_ARGUMENT, "%s: '__metadata__' appears twice in the header", path);
+            metadata = true;
             WF__TRY(check_metadata(path, &hdr->items[i]));
             continue;
         }
-        for (int j = 0; j < i; j++)
-            if (!strcmp(hdr->keys[j], name))
-                return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' appears twice in the header", path, name);
         WF__TRY(parse_entry(path, name, &hdr->items[i], data_size, &ents[*n]));
         (*n)++;
     }
+    /* sorted, so that a header of a million names is not checked pair by pair */
+    qsort(ents, (size_t)*n, sizeof *ents, by_name);
+    for (int i = 1; i < *n; i++)
+        if (!strcmp(ents[i - 1].name, ents[i].name))
+            return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' appears twice in the header", path, ents[i].name);
     qsort(ents, (size_t)*n, sizeof *ents, by_begin);
+    uint64_t pos = 0;
     const st_entry *prev = NULL;
     for (int i = 0; i < *n; i++) {
-        if (ents[i].begin == ents[i].end) continue; /* empty tensors own no bytes */
-        if (prev && ents[i].begin < prev->end)
+        const st_entry *e = &ents[i];
+        if (e->begin < pos)
             return wf__status(WF_INVALID_ARGUMENT, "%s: tensors '%s' [%llu, %llu) and '%s' [%llu, %llu) overlap", path,
                               prev->name, (unsigned long long)prev->begin, (unsigned long long)prev->end,
-                              ents[i].name, (unsigned long long)ents[i].begin, (unsigned long long)ents[i].end);
-        prev = &ents[i];
+                              e->name, (unsigned long long)e->begin, (unsigned long long)e->end);
+        if (e->begin > pos) {
+            if (!prev)
+                return wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' starts at data offset %llu: the %llu bytes "
+                                  "before it belong to no tensor", path, e->name, (unsigned long long)e->begin,
+                                  (unsigned long long)e->begin);
+            return wf__status(WF_INVALID_ARGUMENT, "%s: a gap of %llu bytes between tensors '%s' [%llu, %llu) and "
+                              "'%s' [%llu, %llu)", path, (unsigned long long)(e->begin - pos), prev->name,
+                              (unsigned long long)prev->begin, (unsigned long long)prev->end, e->name,
+                              (unsigned long long)e->begin, (unsigned long long)e->end);
+        }
+        pos = e->end;
+        if (e->end > e->begin || !prev) prev = e;
     }
-    return NULL;
+    if (pos < data_size) {
+        if (prev)
+            return wf__status(WF_INVALID_ARGUMENT, "%s: %llu bytes after the data (the last tensor, '%s', ends at data "
+                              "offset %llu)", path, (unsigned long long)(data_size - pos), prev->name,
+                              (unsigned long long)pos);
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %llu bytes after the header, which lists no tensors", path,
+                          (unsigned long long)data_size);
+    }
+    /* The file really holds this much (it may be sparse): refuse it here rather than be OOM-killed. */
+    return wf__io_check_memory(path, "its tensors' data", data_size);
 }
 
 void wf_safetensors_free(int n, char **names, wf_tensor **tensors)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "io/io.h"
 #include "onnx/onnx_internal.h"
 
 static void *pb_alloc(void *data, size_t size) { return wf__malloc(size ? size : 1); }
@@ -25,6 +26,11 @@ wf_status *wf__read_file(const char *path, uint8_t **buf, size_t *len)
         return wf__status(WF_IO_ERROR, "%s: not a regular file", path);
     }
     size_t n = (size_t)st.st_size;
+    wf_status *s = wf__io_check_memory(path, "reading the file", (uint64_t)n);
+    if (s) {
+        fclose(f);
+        return s;
+    }
     uint8_t *b = wf__malloc(n ? n : 1);
     if (!b) {
         fclose(f);
@@ -92,10 +98,10 @@ static wf_status *open_external(const char *dir, const char *file, const char *w
     return NULL;
 }
 
-/* Opens t's external data and checks, before anything is allocated, that the file really holds
- * `bytes` bytes at the declared offset: a small file must not make us ask for a huge tensor. */
-static wf_status *open_external_checked(const Onnx__TensorProto *t, const char *dir, const char *file,
-                                        const char *what, int64_t bytes, FILE **out)
+/* Opens a tensor's external data and checks, before its tensor is allocated, that the file holds the
+ * `bytes` its shape needs at the given offset. Leaves *out positioned at the data. */
+static wf_status *open_external_data(const Onnx__TensorProto *t, const char *dir, const char *file, const char *what,
+                                     uint64_t bytes, FILE **out)
 {
     const char *location = NULL;
     long long offset = 0, length = -1;
@@ -107,23 +113,29 @@ static wf_status *open_external_checked(const Onnx__TensorProto *t, const char *
         else if (!strcmp(e->key, "length") && e->value) length = strtoll(e->value, NULL, 10);
     }
     if (offset < 0) return wf__status(WF_INVALID_ARGUMENT, "%s: %s: negative external data offset", file, what);
-    if (length >= 0 && length != bytes)
-        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares %lld bytes of data but its external length is %lld",
-                          file, what, (long long)bytes, length);
+    if (length >= 0 && (uint64_t)length != bytes)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: %s declares %llu bytes of data but its external length is %lld",
+                          file, what, (unsigned long long)bytes, length);
     if (!dir) return wf__status(WF_INVALID_ARGUMENT, "%s: %s uses external data, which needs a model folder", file, what);
     FILE *f;
     WF__TRY(open_external(dir, file, what, location, &f));
     struct stat st;
-    int64_t end;
-    if (fstat(fileno(f), &st) != 0 || wf__add_overflow_i64(offset, bytes, &end) || end > (int64_t)st.st_size) {
-        fclose(f);
-        return wf__status(WF_INVALID_ARGUMENT, "%s: %s: external data file '%s' holds fewer than %lld + %lld bytes",
-                          file, what, location, offset, (long long)bytes);
+    wf_status *s = NULL;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+        s = wf__status(WF_IO_ERROR, "%s: %s: external data file '%s' is not a regular file", file, what, location);
+    else if ((uint64_t)offset > (uint64_t)st.st_size || bytes > (uint64_t)st.st_size - (uint64_t)offset)
+        s = wf__status(WF_INVALID_ARGUMENT, "%s: %s: external data file '%s' holds %llu bytes, fewer than %lld + %llu",
+                       file, what, location, (unsigned long long)st.st_size, offset, (unsigned long long)bytes);
+    else if (fseeko(f, (off_t)offset, SEEK_SET) != 0)
+        s = wf__status(WF_IO_ERROR, "%s: %s: external data file '%s': %s", file, what, location, strerror(errno));
+    if (!s) {
+        char w[300];
+        snprintf(w, sizeof w, "%s's external data", what);
+        s = wf__io_check_memory(file, w, bytes);
     }
-    if (fseeko(f, (off_t)offset, SEEK_SET) != 0) {
+    if (s) {
         fclose(f);
-        return wf__status(WF_IO_ERROR, "%s: %s: cannot seek to %lld in external data file '%s'", file, what, offset,
-                          location);
+        return s;
     }
     *out = f;
     return NULL;
@@ -171,7 +183,7 @@ wf_status *wf__onnx_tensor(const Onnx__TensorProto *t, const char *dir, const ch
         if ((uint64_t)have != (uint64_t)want) return typed_count(file, what, have, want, field);
     }
     FILE *ext = NULL;
-    if (external) WF__TRY(open_external_checked(t, dir, file, what, want_bytes, &ext));
+    if (external) WF__TRY(open_external_data(t, dir, file, what, (uint64_t)want_bytes, &ext));
     wf_tensor *x;
     wf_status *s = wf__tensor_alloc(dt, (int)t->n_dims, dims, what, &x);
     if (s) {
@@ -179,8 +191,8 @@ wf_status *wf__onnx_tensor(const Onnx__TensorProto *t, const char *dir, const ch
         return wf__status_wrap(s, "%s: %s", file, what);
     }
     int64_t n = x->size;
-    if (ext) {
-        if (fread(x->data, 1, x->bytes, ext) != x->bytes)
+    if (external) {
+        if (x->bytes && fread(x->data, 1, x->bytes, ext) != x->bytes)
             s = wf__status(WF_IO_ERROR, "%s: %s: reading %zu bytes of external data failed", file, what, x->bytes);
         fclose(ext);
     } else if (t->has_raw_data) {

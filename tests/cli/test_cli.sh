@@ -162,7 +162,7 @@ expect expand_overflow 1 "node 'e' (Expand)" "overflows int64" "[461168601842738
 expect expand_huge 1 "node 'e' (Expand)" "out of memory" "26388279066624 bytes" -- $R "$D/expand_huge.onnx" $X
 expect init_huge 1 "initializer 'w' declares shape [33554432,33554432] of f32" "raw_data holds 24 bytes" -- \
     $R "$D/init_huge.onnx" $X
-expect ext_huge 1 "initializer 'w'" "holds fewer than 0 + 4503599627370496 bytes" -- $R "$D/sub/ext_huge.onnx" $X
+expect ext_huge 1 "initializer 'w'" "fewer than 0 + 4503599627370496" -- $R "$D/sub/ext_huge.onnx" $X
 # ==== issue 12: the CLI says what is wrong ========================================================
 # Usage errors exit 2 with one stderr line naming the option, the value and what is allowed; file
 # problems exit 1 naming the path; --help prints the command's help on stdout and exits 0.
@@ -319,6 +319,48 @@ expect_exit run_custom_domain_opset 1 "node 'c1' uses op com.example.Custom (dom
 expect_exit run_custom_domain_not_imported 1 "node 'bad1' uses op NoSuchOpA (domain 'ai.onnx', opset 13)" \
     "unsupported ops in this model: NoSuchOpA, com.example.Custom" -- run "$D/unsupported.onnx" $X
 # ==== end of issue 12 ==============================================================================
+
+# ---- hostile file sizes (the file readers' checks): each a one-line error, exit below 128 --------------
+$PY - "$D" <<'PYEOF' || bad hostile_files "could not write the files"
+import struct, sys, numpy as np, onnx
+from onnx import TensorProto, helper
+d = sys.argv[1]
+def npy(name, header, data=b"", total=None):
+    h = header + " " * ((63 - (10 + len(header)) % 64)) + "\n"
+    with open(f"{d}/{name}", "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data)
+        if total: f.truncate(total)
+npy("huge.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1024, 1024, 1024, 1024), }")
+npy("commas.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2,,3), }", bytes(24))
+npy("trailing.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", bytes(36))
+npy("v4.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", bytes(24))
+with open(f"{d}/v4.npy", "r+b") as f: f.seek(6); f.write(b"\x04")
+try:
+    npy("sparse.npy", "{'descr': '|u1', 'fortran_order': False, 'shape': (%d,), }" % ((5 << 40) - 128), total=5 << 40)
+except OSError:
+    pass
+# an ONNX initializer whose external data claims 4 TiB, beside a 16-byte data file
+w = TensorProto(name="w", data_type=TensorProto.UINT8, dims=[4 << 40])
+w.data_location = TensorProto.EXTERNAL
+for k, v in (("location", "big.bin"), ("offset", "0")):
+    e = w.external_data.add(); e.key, e.value = k, v
+g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [], [helper.make_tensor_value_info("y", TensorProto.UINT8, None)], [w])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]); m.ir_version = 7
+open(f"{d}/big_external.onnx", "wb").write(m.SerializeToString())
+open(f"{d}/big.bin", "wb").write(bytes(16))
+PYEOF
+expect npy_4tib 1 "$D/huge.npy" "needs 4398046511104 bytes but 0 follow the header" -- $R "$D/good.onnx" --input "x=$D/huge.npy"
+expect npy_shape_commas 1 "$D/commas.npy" "malformed 'shape'" -- $R "$D/good.onnx" --input "x=$D/commas.npy"
+expect npy_trailing 1 "$D/trailing.npy" "12 bytes after the data" -- $R "$D/good.onnx" --input "x=$D/trailing.npy"
+expect npy_version 1 "$D/v4.npy" "npy format version 4.0 is not supported" -- $R "$D/good.onnx" --input "x=$D/v4.npy"
+if [ -f "$D/sparse.npy" ]; then
+    expect npy_sparse_5tib 1 "$D/sparse.npy" "more than this machine's memory" -- $R "$D/good.onnx" --input "x=$D/sparse.npy"
+else
+    SKIP=$((SKIP + 1))
+    echo "SKIP npy_sparse_5tib: this filesystem cannot hold a sparse 5 TiB file"
+fi
+expect onnx_external_4tib 1 "$D/big_external.onnx" "external data file 'big.bin' holds 16 bytes, fewer than 0 + 4398046511104" -- \
+    $R "$D/big_external.onnx"
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

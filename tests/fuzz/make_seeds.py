@@ -1,7 +1,13 @@
-"""Writes the ONNX loader fuzzer's seed corpus: a few small, valid models that between them reach
-initializers (raw, typed and external data), graph inputs with defaults, attributes of every kind,
-the ops with opset-specific handlers, and an unsupported op. Run: python3 make_seeds.py OUT_DIR."""
+"""Writes the fuzzers' seed corpora into OUT_DIR/onnx, OUT_DIR/npy and OUT_DIR/safetensors (the
+attribute fuzzer writes its own, one per registered op). ONNX: a few small, valid models that between
+them reach initializers (raw, typed and external data), graph inputs with defaults, attributes of every
+kind, the ops with opset-specific handlers, and an unsupported op. .npy: every dtype in format versions
+1.0, 2.0 and 3.0, scalars, empty and 8-dim arrays. safetensors: every dtype, metadata, escapes, empty
+tensors. Run: python3 make_seeds.py OUT_DIR."""
+import io
+import json
 import os
+import struct
 import sys
 
 import numpy as np
@@ -20,7 +26,66 @@ def vi(name, dtype, shape):
     return helper.make_tensor_value_info(name, dtype, shape)
 
 
+def npy_seeds(out):
+    os.makedirs(out, exist_ok=True)
+    from numpy.lib import format as npformat
+    arrays = {
+        "f32": np.arange(6, dtype="<f4").reshape(2, 3), "f64": np.array([1.5, -2.0]), "f16": np.ones(3, "<f2"),
+        "i8": np.array([-1, 2], "i1"), "u8": np.arange(5, dtype="u1"), "i16": np.array([[1], [2]], "<i2"),
+        "i32": np.array(7, "<i4"), "i64": np.zeros((0, 4), "<i8"), "bool": np.array([True, False]),
+        "rank8": np.zeros((1, 2, 1, 2, 1, 1, 2, 1), "<f4"),
+    }
+    n = 0
+    for name, a in arrays.items():
+        for v in (1, 2, 3):
+            buf = io.BytesIO()
+            npformat.write_array(buf, a, version=(v, 0))
+            with open(os.path.join(out, f"{name}_v{v}.npy"), "wb") as f:
+                f.write(buf.getvalue())
+            n += 1
+    # weft's own bfloat16 convention
+    hdr = "{'descr': '<bf16', 'fortran_order': False, 'shape': (2,), }"
+    hdr += " " * (63 - (10 + len(hdr)) % 64) + "\n"
+    with open(os.path.join(out, "bf16.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(hdr)) + hdr.encode() + b"\x80\x3f\x00\x40")
+    return n + 1
+
+
+def st_file(path, tensors, meta=None, pad=True):
+    """tensors: (name, dtype, shape, bytes) in data order."""
+    hdr, off, data = {}, 0, b""
+    if meta is not None:
+        hdr["__metadata__"] = meta
+    for name, dt, shape, raw in tensors:
+        hdr[name] = {"dtype": dt, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        data += raw
+    text = json.dumps(hdr).encode()
+    if pad:
+        text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def safetensors_seeds(out):
+    os.makedirs(out, exist_ok=True)
+    sizes = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+    st_file(os.path.join(out, "all.safetensors"),
+            [(f"t_{dt.lower()}", dt, (2,), bytes(range(2 * sz))) for dt, sz in sizes.items()],
+            meta={"format": "pt", "step": "3"})
+    st_file(os.path.join(out, "empty.safetensors"), [])
+    st_file(os.path.join(out, "shapes.safetensors"),
+            [("scalar", "F32", (), b"\0\0\x80\x3f"), ("none", "I64", (0, 3), b""), ("m", "U8", (2, 1, 2), b"abcd")])
+    st_file(os.path.join(out, "names.safetensors"),
+            [("\u00e9\U0001F600 \\ \"q\"\n", "I16", (1,), b"\1\0"), ("layer.0.weight", "BOOL", (3,), b"\0\1\1")],
+            meta={}, pad=False)
+    return 4
+
+
 def main(out):
+    n_npy = npy_seeds(os.path.join(out, "npy"))
+    n_st = safetensors_seeds(os.path.join(out, "safetensors"))
+    out = os.path.join(out, "onnx")
     os.makedirs(out, exist_ok=True)
     f32 = TensorProto.FLOAT
     seeds = {}
@@ -72,7 +137,7 @@ def main(out):
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(m.SerializeToString())
-    print(f"{len(seeds)} seeds in {out}")
+    print(f"{len(seeds)} onnx, {n_npy} npy, {n_st} safetensors seeds")
 
 
 if __name__ == "__main__":
