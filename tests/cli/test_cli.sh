@@ -348,6 +348,21 @@ g = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [], [he
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]); m.ir_version = 7
 open(f"{d}/big_external.onnx", "wb").write(m.SerializeToString())
 open(f"{d}/big.bin", "wb").write(bytes(16))
+# safetensors written by hand (8-byte header length, JSON, data), whole and cut 5 bytes short
+import json
+def st(name, tensors, cut=0):
+    hdr, data = {}, b""
+    for k, a in tensors.items():
+        b = a.tobytes()
+        hdr[k] = {"dtype": {"float32": "F32", "int64": "I64"}[str(a.dtype)], "shape": list(a.shape),
+                  "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    blob = struct.pack("<Q", len(h)) + h + data
+    open(f"{d}/{name}", "wb").write(blob[:len(blob) - cut])
+st("good.safetensors", {"w": np.arange(6, dtype=np.float32).reshape(2, 3), "step": np.array(7, dtype=np.int64)})
+st("cut.safetensors", {"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, cut=5)
 PYEOF
 expect npy_4tib 1 "$D/huge.npy" "needs 4398046511104 bytes but 0 follow the header" -- $R "$D/good.onnx" --input "x=$D/huge.npy"
 expect npy_shape_commas 1 "$D/commas.npy" "malformed 'shape'" -- $R "$D/good.onnx" --input "x=$D/commas.npy"
@@ -359,6 +374,12 @@ else
     SKIP=$((SKIP + 1))
     echo "SKIP npy_sparse_5tib: this filesystem cannot hold a sparse 5 TiB file"
 fi
+expect_ok inspect_safetensors "w: f32 [2,3], 24 bytes" "step: i64 [], 8 bytes" "2 tensors, 32 bytes" -- \
+    inspect "$D/good.safetensors"
+expect_ok inspect_npy "$D/x.npy: f32 [" "1 tensor," -- inspect "$D/x.npy"
+expect_exit safetensors_truncated 1 "$D/cut.safetensors: tensor 'w': data_offsets [0, 24) run past the end" -- \
+    inspect "$D/cut.safetensors"
+expect_exit inspect_npy_4tib 1 "$D/huge.npy" "needs 4398046511104 bytes but 0 follow the header" -- inspect "$D/huge.npy"
 expect onnx_external_4tib 1 "$D/big_external.onnx" "external data file 'big.bin' holds 16 bytes, fewer than 0 + 4398046511104" -- \
     $R "$D/big_external.onnx"
 

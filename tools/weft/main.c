@@ -24,6 +24,8 @@ static void usage(FILE *f)
             "                       import an ONNX model, run it, print and save its outputs, time it\n"
             "  inspect MODEL.onnx   IR and opset versions, inputs, outputs, op histogram, parameters,\n"
             "                       unsupported ops\n"
+            "  inspect FILE.npy|FILE.safetensors\n"
+            "                       check a tensor file whole and list its tensors\n"
             "  demo [--device SPEC] [--epochs N] [--batch N] [--threads N] [--data DIR] ...\n"
             "                       train the TensorFlow tutorial model (Flatten 784 -> Dense 128 relu ->\n"
             "                       Dense 10 softmax) on Fashion-MNIST and report test accuracy and speed\n"

@@ -493,11 +493,37 @@ usage_out:
 
 static void inspect_usage(FILE *f)
 {
-    fprintf(f, "usage: weft inspect MODEL.onnx\n"
+    fprintf(f, "usage: weft inspect MODEL.onnx | FILE.npy | FILE.safetensors\n"
                "Prints the IR and opset versions, the producer, the inputs and outputs with their shapes, an op\n"
                "histogram, the parameter count and bytes, and the ops weft does not support (an op of another\n"
                "domain once, with the opset the model imports for it), without importing the model.\n"
-               "Exit status: 0 done, 1 the file cannot be read as an ONNX model, 2 a usage error.\n");
+               "A .npy or .safetensors file (an input, a checkpoint) is read and checked whole, and each tensor\n"
+               "is listed with its dtype, shape and bytes.\n"
+               "Exit status: 0 done, 1 the file cannot be read, 2 a usage error.\n");
+}
+
+/* One line per tensor of a .npy or safetensors file; the readers check the whole file first. */
+static int inspect_tensors(const char *path)
+{
+    int n = 1;
+    char **names = NULL;
+    wf_tensor **ts = NULL, *t = NULL;
+    bool st = ends_with(path, ".safetensors");
+    wf_status *s = st ? wf_safetensors_read(path, &n, &names, &ts) : wf_npy_read(path, &t);
+    if (s) return cli_fail(s);
+    unsigned long long total = 0;
+    for (int i = 0; i < n; i++) {
+        const wf_tensor *x = st ? ts[i] : t;
+        char sh[256];
+        shape_str(wf_tensor_rank(x), wf_tensor_dims(x), sh, sizeof sh);
+        printf("%s: %s %s, %zu bytes\n", st ? names[i] : path, wf_dtype_name(wf_tensor_dtype(x)), sh,
+               wf_tensor_bytes(x));
+        total += wf_tensor_bytes(x);
+    }
+    printf("%d tensor%s, %llu bytes\n", n, n == 1 ? "" : "s", total);
+    if (st) wf_safetensors_free(n, names, ts);
+    wf_tensor_free(t);
+    return 0;
 }
 
 int cmd_inspect(int argc, char **argv)
@@ -514,6 +540,7 @@ int cmd_inspect(int argc, char **argv)
         model_path = argv[i];
     }
     if (!model_path) return cli_usage_error("inspect", "no model given (weft inspect MODEL.onnx)");
+    if (ends_with(model_path, ".npy") || ends_with(model_path, ".safetensors")) return inspect_tensors(model_path);
     char *text = NULL;
     wf_status *s = wf_onnx_inspect(model_path, &text);
     if (s) return cli_fail(s);
