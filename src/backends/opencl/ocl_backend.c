@@ -563,7 +563,7 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
                                                                   void **backend)
 {
     if (host->abi_version != WF_BACKEND_ABI_VERSION || host->size < sizeof(wf_host_api))
-        return host->status(WF_UNAVAILABLE, "the OpenCL backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
+        return host->status(WF_FAILED_PRECONDITION, "the OpenCL backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
     ocl_host = host;
     ocl_backend *be = host->malloc(sizeof *be);
     if (!be) return host->status(WF_OUT_OF_MEMORY, "out of memory loading the OpenCL backend");
