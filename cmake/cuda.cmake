@@ -1,7 +1,9 @@
 # The CUDA backend plugin: libweft-cuda.so beside the weft binary, built whenever nvcc exists (on PATH,
 # in CUDACXX, CUDA_PATH or /usr/local/cuda), so that the plugin compiles in CI without a GPU. It links
 # the CUDA runtime statically (it loads the driver itself, so the plugin loads without one and says so)
-# and cuBLAS dynamically. Included from the top CMakeLists.txt; WEFT_CUDA=OFF skips it.
+# and does not link cuBLAS at all: src/backends/cuda/cuda_blas.c dlopens it once a device is found, so
+# that a machine without a GPU does not pay for loading it. Included from the top CMakeLists.txt;
+# WEFT_CUDA=OFF skips it.
 option(WEFT_CUDA "build the CUDA backend plugin when nvcc is found" ON)
 set(WEFT_CUDA_ARCHITECTURES "75;90" CACHE STRING
     "CUDA architectures: sm_75 (nvcc 13's oldest and default, whose PTX also JIT-compiles on newer GPUs) and sm_90 (H100/H200)")
@@ -44,7 +46,8 @@ if(WEFT_CUDA AND CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cubl
     CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
     CUDA_RUNTIME_LIBRARY Static
     POSITION_INDEPENDENT_CODE ON
-    # cuBLAS is found where the toolkit is, also when that folder is not in the loader's path
+    # the RUNPATH that cuda_blas.c's dlopen of cuBLAS searches (and cuDNN's, when it is in the toolkit):
+    # found where the toolkit is, also when that folder is not in the loader's path
     BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
   # The project's directory-wide options (-Wall ..., -fsanitize=...) are gcc flags that nvcc rejects:
   # keep them for the C files only.
@@ -61,7 +64,8 @@ if(WEFT_CUDA AND CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cubl
   target_include_directories(weft-cuda PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../include ${CMAKE_CURRENT_LIST_DIR}/../src
                                                ${CUDAToolkit_INCLUDE_DIRS})
   # libcudart_static.a needs dl, rt and pthread; the target brings them
-  target_link_libraries(weft-cuda PRIVATE CUDA::cudart_static CUDA::cublas Threads::Threads m ${CMAKE_DL_LIBS})
+  # cuBLAS only for its headers (the toolkit's include folder, above): it is loaded at run time
+  target_link_libraries(weft-cuda PRIVATE CUDA::cudart_static Threads::Threads m ${CMAKE_DL_LIBS})
   # a plugin may use only the host table: an undefined libweft symbol fails the link, not the dlopen;
   # the static runtime's symbols stay private to the plugin
   target_link_options(weft-cuda PRIVATE -Wl,--exclude-libs,ALL)

@@ -1,6 +1,12 @@
 /* Backend plugins: broken ones (no driver, wrong ABI version, no entry point) leave a context with the
- * CPU and a diagnostic each; the test backend's devices appear with TensorFlow-style names. */
+ * CPU and a diagnostic each, a missing driver as "unavailable" and the others as "failed"; the real CUDA
+ * plugin on a machine without a driver costs no cuBLAS load; the test backend's devices appear with
+ * TensorFlow-style names. */
+#include <dlfcn.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -24,8 +30,9 @@ static void test_bad_plugins(void)
     CHECK_OK(wf_context_device(c, 0, &d));
     CHECK(!strcmp(d.name, "/job:localhost/replica:0/task:0/device:CPU:0"));
     wf_plugin_info p;
+    /* its entry point says UNAVAILABLE: a missing driver is not a failure */
     const wf_plugin_info *pi = find_plugin(c, "noinit", &p);
-    CHECK(pi && !strcmp(pi->status, "failed"));
+    CHECK(pi && !strcmp(pi->status, "unavailable") && pi->n_devices == 0);
     if (pi) CHECK_STR_CONTAINS(pi->reason, "libfakedriver.so.1 not found");
     pi = find_plugin(c, "badversion", &p);
     CHECK(pi && !strcmp(pi->status, "failed"));
@@ -57,6 +64,74 @@ static void test_bad_plugins(void)
     wf_context_free(c);
 }
 
+/* Whether a library whose path contains `name` is mapped into this process. */
+static bool mapped(const char *name)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return false;
+    char line[4096];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) found = strstr(line, name) != NULL;
+    fclose(f);
+    return found;
+}
+
+static long peak_rss_kb(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+}
+
+/* The CUDA plugin this build made (WEFT_TEST_CUDA_PLUGIN overrides it, e.g. to try another build's). */
+static const char *cuda_plugin(void)
+{
+    const char *env = getenv("WEFT_TEST_CUDA_PLUGIN");
+    return env && *env ? env : WEFT_CUDA_PLUGIN;
+}
+
+/* The real CUDA plugin alone in the plugin path. Without a driver or device it is "unavailable", says
+ * why, and has not loaded cuBLAS (libcublas + libcublasLt were ~210 MB of peak memory when the plugin
+ * linked them); with a GPU it is "loaded" and cuBLAS is in. */
+static void test_cuda_plugin_probe_first(void)
+{
+    char dir[] = "/tmp/weft-cuda-plugin-XXXXXX", link[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(link, sizeof link, "%s/libweft-cuda.so", dir);
+    CHECK(symlink(cuda_plugin(), link) == 0);
+    setenv("WEFT_PLUGIN_PATH", dir, 1);
+    bool blas_before = mapped("libcublas");
+    long rss_before = peak_rss_kb();
+    wf_context *c = NULL;
+    CHECK_OK(wf_context_new(NULL, &c));
+    long rss_growth = peak_rss_kb() - rss_before;
+    wf_plugin_info p;
+    const wf_plugin_info *pi = c ? find_plugin(c, "cuda", &p) : NULL;
+    CHECK(pi != NULL);
+    CHECK(!blas_before);
+    if (pi && !strcmp(pi->status, "loaded")) {
+        fprintf(stderr, "  (a CUDA device is present: %d device(s); checking that cuBLAS was loaded)\n", pi->n_devices);
+        CHECK(pi->n_devices > 0);
+        CHECK(mapped("libcublas"));
+    } else if (pi) {
+        CHECK(!strcmp(pi->status, "unavailable"));
+        /* the probe's words: no driver at all, or a driver without a device */
+        if (!strstr(pi->reason, "no CUDA device")) CHECK_STR_CONTAINS(pi->reason, "no CUDA driver");
+        CHECK(!mapped("libcublas"));
+        /* the plugin itself (its static runtime, its device code) may cost a little, not cuBLAS's 200 MB */
+        if (rss_growth >= 64 * 1024) CHECK_FAIL_("creating the context grew the peak RSS by %ld KB (limit 65536 KB)", rss_growth);
+        fprintf(stderr, "  (cuda: %s: %s; peak RSS grew by %ld KB)\n", pi->status, pi->reason, rss_growth);
+        /* where this process cannot open the driver either (after the checks above, which it would disturb),
+         * the reason is exactly the missing file */
+        void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (drv) dlclose(drv);
+        else CHECK(!strcmp(pi->reason, "no CUDA driver (libcuda.so.1 not found)"));
+    }
+    wf_context_free(c);
+    unlink(link);
+    rmdir(dir);
+    unsetenv("WEFT_PLUGIN_PATH");
+}
+
 static void test_testdev_devices(void)
 {
     setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR, 1);
@@ -80,6 +155,11 @@ static void test_testdev_devices(void)
 int main(void)
 {
     RUN_TEST(test_bad_plugins);
+    if (access(cuda_plugin(), R_OK) == 0)
+        RUN_TEST(test_cuda_plugin_probe_first);
+    else
+        printf("SKIP test_cuda_plugin_probe_first: %s was not built (no nvcc, -DWEFT_CUDA=OFF or a sanitizer build)\n",
+               cuda_plugin());
     RUN_TEST(test_testdev_devices);
     return check_summary();
 }

@@ -222,8 +222,9 @@ WF_API wf_status *wf_device_spec_canonicalize(const char *name, const char *base
 typedef struct wf_plugin_info {
     const char *name;    /* "opencl" */
     const char *path;    /* the library, or the folders searched when not found */
-    const char *status;  /* "loaded", "not found", "failed" */
-    const char *reason;  /* why it failed or has no device, e.g. "libcuda.so.1 not found" */
+    const char *status;  /* "loaded"; "not found" (no library); "unavailable" (it found no driver or
+                            device); "failed" (it did not load, or speaks another ABI version) */
+    const char *reason;  /* why it is not loaded or has no device, e.g. "no CUDA driver (libcuda.so.1 not found)" */
     int n_devices;
 } wf_plugin_info;
 

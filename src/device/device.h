@@ -15,7 +15,7 @@ typedef struct wf__pool wf__pool;
 typedef struct wf__plugin {
     char *name;          /* "opencl" */
     char *path;          /* where it was found, or the places searched */
-    char *status;        /* "loaded", "not found", "failed" */
+    char *status;        /* "loaded", "not found", "unavailable", "failed" */
     char *reason;        /* why it failed or found no device */
     void *handle;        /* dlopen handle */
     const wf_backend_vtable *vt;

@@ -74,8 +74,10 @@ typedef struct wf_backend_vtable {
     void (*destroy)(void *backend);
 } wf_backend_vtable;
 
-/* The one symbol a plugin exports. On success *vt and *backend are set; a status (e.g. UNAVAILABLE
- * "libcuda.so.1 not found") is a diagnostic, and the core goes on without this backend. */
+/* The one symbol a plugin exports. On success *vt and *backend are set; a status is a diagnostic, and
+ * the core goes on without this backend: UNAVAILABLE (no driver or device, e.g. "libcuda.so.1 not
+ * found") is reported as "unavailable", any other code as "failed". Probe for the driver before
+ * loading anything large: every weft process pays for what the entry point loads. */
 typedef wf_status *(*wf_backend_entry_fn)(const wf_host_api *host, const wf_backend_vtable **vt, void **backend);
 
 #endif

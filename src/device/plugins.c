@@ -1,8 +1,11 @@
 /*
  * Backend plugins: libweft-<name>.so found through WEFT_PLUGIN_PATH (colon-separated folders), the
  * folder of the running program, and the install folder, loaded with dlopen when a context is
- * created. A plugin that is missing, fails to load, has another ABI version, or finds no driver or
- * device becomes a diagnostic (`weft devices --verbose`), never an error of the context.
+ * created. A plugin that is missing ("not found"), fails to load or has another ABI version ("failed"),
+ * or finds no driver or device ("unavailable") becomes a diagnostic (`weft devices --verbose`), never
+ * an error of the context. A plugin should probe for its driver before it loads anything heavy (the
+ * CUDA plugin loads cuBLAS only after finding a device): every weft process that finds it pays for
+ * what its load costs.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -170,7 +173,10 @@ static wf_status *load_one(wf_context *c, const char *name, const char *path)
     void *backend = NULL;
     wf_status *s = entry(&wf__host_api, &vt, &backend);
     if (s) {
-        wf_status *d = add_plugin(c, name, path, "failed", wf_status_message(s), NULL);
+        /* UNAVAILABLE is the backend's probe finding no driver or device: nothing is wrong with weft or
+         * the plugin, so it is not reported as a failure */
+        const char *status = wf_status_code(s) == WF_UNAVAILABLE ? "unavailable" : "failed";
+        wf_status *d = add_plugin(c, name, path, status, wf_status_message(s), NULL);
         wf_status_free(s);
         dlclose(h);
         return d;

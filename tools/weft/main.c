@@ -179,7 +179,7 @@ static int cmd_devices(int argc, char **argv)
                 json_str(p.reason);
                 printf(", \"devices\": %d}", p.n_devices);
             } else {
-                printf("  %-8s %-9s %d device%s  %s%s%s\n", p.name, p.status, p.n_devices, p.n_devices == 1 ? " " : "s",
+                printf("  %-8s %-11s %d device%s  %s%s%s\n", p.name, p.status, p.n_devices, p.n_devices == 1 ? " " : "s",
                        p.path, *p.reason ? "\n           reason: " : "", p.reason);
             }
         }

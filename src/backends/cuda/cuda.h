@@ -96,6 +96,23 @@ extern const wf__kernel_def cu_kernels_norm[];        /* cuda_norm.c: normalizat
 extern const wf__kernel_def cu_kernels_image[];       /* cuda_image.c: Resize, GridSample, RoiAlign, DFT, Einsum.. */
 extern const wf__kernel_def cu_kernels_seq[];         /* cuda_seq.c: RNN/GRU/LSTM, Attention, quantization.. */
 
+/* cuBLAS (cuda_blas.c), called only through this table: the plugin does not link it, because loading
+ * libcublas.so with its libcublasLt costs every weft process about 210 MB and 0.1 s even on a machine
+ * without a GPU; cu_blas_load() fills it once the driver probe has found a device. The emulator
+ * (tests/cudaemu) fills it with its own functions. Fields are named after the cuBLAS calls they hold. */
+#define CU_BLAS_FUNCS(X)                                                                                           \
+    X(create, cublasCreate) X(destroy, cublasDestroy) X(set_stream, cublasSetStream)                               \
+    X(gemm_strided_batched_ex, cublasGemmStridedBatchedEx) X(status_string, cublasGetStatusString)
+typedef struct cu_blas_api {
+#define X(field, fn) __typeof__(&fn) field;
+    CU_BLAS_FUNCS(X)
+#undef X
+} cu_blas_api;
+extern cu_blas_api cu_blas;
+/* Loads cuBLAS once per process (thread-safe): NULL when the table is filled, else why not ("libcublas.so.13
+ * not found", ...), static storage. */
+const char *cu_blas_load(void);
+
 /* cuDNN (cuda_conv.c): "cuDNN 9.x.y" or why it is unusable, for the device description (loads it once);
  * and the release of a device's cuDNN handle and workspace. */
 const char *cu_cudnn_describe(char *buf, size_t n);

@@ -1,7 +1,8 @@
 /*
  * The CUDA backend plugin: every CUDA device becomes a GPU device. The CUDA runtime is linked statically
- * and loads the driver (libcuda.so.1) itself, so the plugin loads on any machine and reports a missing
- * driver or device as a diagnostic. Memory is cudaMalloc chunks that the core carves up; kernels, cuBLAS
+ * and loads the driver (libcuda.so.1) itself, and cuBLAS is loaded only once a device is found
+ * (cuda_blas.c), so the plugin loads cheaply on any machine and reports a missing driver or device as
+ * a diagnostic ("unavailable"). Memory is cudaMalloc chunks that the core carves up; kernels, cuBLAS
  * and cuDNN run on one compute stream per device, transfers on a copy stream through pinned staging
  * buffers, ordered against compute with events both ways.
  */
@@ -162,7 +163,7 @@ static void dev_release(cu_dev *d)
         if (d->stage[i]) cudaFreeHost(d->stage[i]);
     }
     if (d->copied) cudaEventDestroy(d->copied);
-    if (d->blas) cublasDestroy(d->blas);
+    if (d->blas) cu_blas.destroy(d->blas);
     if (d->done) cudaEventDestroy(d->done);
     if (d->copy) cudaStreamDestroy(d->copy);
     if (d->compute) cudaStreamDestroy(d->compute);
@@ -186,11 +187,11 @@ static wf_status *device_open(void *b, int i, void **out)
     if ((e = cudaEventCreateWithFlags(&d->copied, cudaEventDisableTiming)) != cudaSuccess) goto fail;
     for (int j = 0; j < 2; j++)
         if ((e = cudaEventCreateWithFlags(&d->stage_free[j], cudaEventDisableTiming)) != cudaSuccess) goto fail;
-    cublasStatus_t bs = cublasCreate(&d->blas);
-    if (bs == CUBLAS_STATUS_SUCCESS) bs = cublasSetStream(d->blas, d->compute);
+    cublasStatus_t bs = cu_blas.create(&d->blas);
+    if (bs == CUBLAS_STATUS_SUCCESS) bs = cu_blas.set_stream(d->blas, d->compute);
     if (bs != CUBLAS_STATUS_SUCCESS) {
         wf_status *s = cu_host->status(WF_UNAVAILABLE, "cuBLAS initialisation failed on GPU %d: %s", i,
-                                       cublasGetStatusString(bs));
+                                       cu_blas.status_string(bs));
         dev_release(d);
         return s;
     }
@@ -398,7 +399,7 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
                                                                   void **backend)
 {
     if (host->abi_version != WF_BACKEND_ABI_VERSION || host->size < sizeof(wf_host_api))
-        return host->status(WF_UNAVAILABLE, "the CUDA backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
+        return host->status(WF_FAILED_PRECONDITION, "the CUDA backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
     cu_host = host;
 #ifndef WEFT_CUDA_EMU /* the CPU emulator (tests/cudaemu) has no driver to look for */
     /* The runtime would report a missing driver as "CUDA driver version is insufficient"; look first, so
@@ -423,6 +424,10 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
         return host->status(WF_UNAVAILABLE, "the CUDA driver %d.%d cannot serve runtime %d.%d: %s (%s)", drv_version / 1000,
                             drv_version % 1000 / 10, rt_version / 1000, rt_version % 1000 / 10, cudaGetErrorString(e),
                             cudaGetErrorName(e));
+    /* only now, with a device to use it on (cuda_blas.c says why); a GPU without cuBLAS is a broken
+     * install, not a missing device, so "failed" rather than "unavailable" */
+    const char *blas_why = cu_blas_load();
+    if (blas_why) return host->status(WF_FAILED_PRECONDITION, "%s; the CUDA backend needs it for MatMul and Gemm", blas_why);
     cu_backend *be = host->malloc(sizeof *be);
     if (!be) return host->status(WF_OUT_OF_MEMORY, "out of memory loading the CUDA backend");
     be->n = n;

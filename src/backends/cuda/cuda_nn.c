@@ -50,7 +50,7 @@ static wf_status *gemm(wf__kctx *k, wf_dtype t, const mm_geom *g, int64_t m, int
     int n = (int)g->n, kd = (int)g->kdim, mm = (int)m;
     int lda = g->ta ? mm : kd, ldb = g->tb ? kd : n;
     pthread_mutex_lock(&d->blas_mu);
-    cublasStatus_t st = cublasGemmStridedBatchedEx(d->blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+    cublasStatus_t st = cu_blas.gemm_strided_batched_ex(d->blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
                                                    n, mm, kd, pa, b, dt, ldb, bbs, a, dt, lda, abs, pb, c, dt, n,
                                                    (long long)m * n, (int)count, ct, CUBLAS_GEMM_DEFAULT);
     pthread_mutex_unlock(&d->blas_mu);
@@ -58,7 +58,7 @@ static wf_status *gemm(wf__kctx *k, wf_dtype t, const mm_geom *g, int64_t m, int
     return cu_host->kctx_fail(k, st == CUBLAS_STATUS_ALLOC_FAILED ? WF_OUT_OF_MEMORY : WF_INTERNAL,
                               "cuBLAS GemmStridedBatchedEx (%s, m=%d n=%d k=%d batch=%lld) failed on %s: %s",
                               cu_dtype_name(t), mm, n, kd, (long long)count, k->device->short_name,
-                              cublasGetStatusString(st));
+                              cu_blas.status_string(st));
 }
 
 /* The product of a and b into y (which Gemm has pre-filled with C when beta != 0). */

@@ -42,6 +42,7 @@ typedef struct ocl_dev {
     cl_uint mem_align;        /* CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes */
     pthread_mutex_t mu;       /* program cache and kernel argument setting */
     ocl_prog *progs;
+    struct ocl_notice *notice; /* the first-run "compiling OpenCL kernels" line (ocl_backend.c); NULL: off */
 } ocl_dev;
 
 /* The device state of a kernel's context. */

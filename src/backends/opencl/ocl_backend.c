@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backends/opencl/ocl.h"
@@ -78,6 +79,132 @@ const char *ocl_type(wf_dtype t)
     case WF_BOOL: return "uchar";
     default: return "void";
     }
+}
+
+/* ---- the first-run compile notice ------------------------------------------------------------------- */
+
+/* A first run with an empty cache can spend many seconds in the OpenCL compiler (PoCL builds every
+ * program with LLVM) with nothing on the screen. Once source builds on a device have taken longer than
+ * WEFT_OCL_COMPILE_NOTICE_MS milliseconds in this process (default 1000; 0 prints it at the first
+ * build, a negative value never), one line on stderr says so. clBuildProgram blocks, and one program
+ * can take seconds by itself, so a watchdog thread, started by the first source build, prints the
+ * line while the build runs rather than after it. */
+struct ocl_notice {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;       /* on CLOCK_MONOTONIC */
+    pthread_t thread;
+    bool started, done, stop; /* thread started; line printed (or never will be); device closing */
+    bool building;
+    uint64_t since_ns;       /* when the running build began */
+    uint64_t spent_ns;       /* the finished builds' time */
+    uint64_t limit_ns;
+    char dev[64];            /* "OPENCL:0" */
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *notice_main(void *arg)
+{
+    struct ocl_notice *n = arg;
+    pthread_mutex_lock(&n->mu);
+    for (;;) {
+        uint64_t now = mono_ns();
+        uint64_t spent = n->spent_ns + (n->building ? now - n->since_ns : 0);
+        /* checked before `stop`, so that a limit already passed is reported however late the thread runs */
+        if (spent >= n->limit_ns) {
+            fprintf(stderr, "compiling OpenCL kernels for %s (cached for next time)\n", n->dev);
+            break;
+        }
+        if (n->stop) break;
+        if (!n->building) {
+            pthread_cond_wait(&n->cv, &n->mu);
+            continue;
+        }
+        uint64_t at = now + (n->limit_ns - spent);
+        struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+        pthread_cond_timedwait(&n->cv, &n->mu, &ts);
+    }
+    n->done = true;
+    pthread_mutex_unlock(&n->mu);
+    return NULL;
+}
+
+/* The notice's state for a device being opened, or NULL when it is turned off or cannot be had (the
+ * line is a courtesy: nothing fails without it). */
+static struct ocl_notice *notice_new(void)
+{
+    long ms = 1000;
+    const char *env = getenv("WEFT_OCL_COMPILE_NOTICE_MS");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (!*end) ms = v;
+    }
+    if (ms < 0) return NULL;
+    struct ocl_notice *n = ocl_host->malloc(sizeof *n);
+    if (!n) return NULL;
+    memset(n, 0, sizeof *n);
+    n->limit_ns = (uint64_t)ms * 1000000u;
+    pthread_condattr_t ca;
+    bool cv_ok = false;
+    if (pthread_condattr_init(&ca) == 0) {
+        cv_ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&n->cv, &ca) == 0;
+        pthread_condattr_destroy(&ca);
+    }
+    if (!cv_ok) {
+        ocl_host->free(n);
+        return NULL;
+    }
+    pthread_mutex_init(&n->mu, NULL);
+    return n;
+}
+
+static void notice_free(struct ocl_notice *n)
+{
+    if (!n) return;
+    pthread_mutex_lock(&n->mu);
+    n->stop = true;
+    pthread_cond_signal(&n->cv);
+    pthread_mutex_unlock(&n->mu);
+    if (n->started) pthread_join(n->thread, NULL);
+    pthread_cond_destroy(&n->cv);
+    pthread_mutex_destroy(&n->mu);
+    ocl_host->free(n);
+}
+
+/* Around each build from source (under the device's mu, so one at a time per device). */
+static void notice_build_begin(ocl_dev *d, const char *dev_name)
+{
+    struct ocl_notice *n = d->notice;
+    if (!n) return;
+    pthread_mutex_lock(&n->mu);
+    if (!n->done) {
+        n->building = true;
+        n->since_ns = mono_ns();
+        if (!n->started) {
+            snprintf(n->dev, sizeof n->dev, "%s", dev_name);
+            n->started = pthread_create(&n->thread, NULL, notice_main, n) == 0;
+            if (!n->started) n->done = true;
+        }
+        pthread_cond_signal(&n->cv);
+    }
+    pthread_mutex_unlock(&n->mu);
+}
+
+static void notice_build_end(ocl_dev *d)
+{
+    struct ocl_notice *n = d->notice;
+    if (!n) return;
+    pthread_mutex_lock(&n->mu);
+    if (n->building) n->spent_ns += mono_ns() - n->since_ns;
+    n->building = false;
+    pthread_cond_signal(&n->cv); /* a limit passed during the build is still reported */
+    pthread_mutex_unlock(&n->mu);
 }
 
 /* ---- program cache ---------------------------------------------------------------------------------- */
@@ -166,7 +293,9 @@ wf_status *ocl_kernel(wf__kctx *k, const char *prog_name, const char *src, const
                 s = ocl_fail(k, st, "program creation");
                 goto done;
             }
+            notice_build_begin(d, k->device->short_name);
             st = clBuildProgram(prog, 1, &d->id, opts, NULL, NULL);
+            notice_build_end(d);
             if (st != CL_SUCCESS) {
                 char log[2048] = "";
                 clGetProgramBuildInfo(prog, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
@@ -303,6 +432,7 @@ static wf_status *device_open(void *b, int i, void **out)
     pthread_mutex_init(&d->mu, NULL);
     pthread_mutex_init(&d->copy_mu, NULL);
     d->staging = -1;
+    d->notice = notice_new();
     *out = d;
     return NULL;
 }
@@ -317,6 +447,7 @@ static void device_close(void *dev)
         if (d->stage_ptr[i]) clEnqueueUnmapMemObject(d->copy_q, d->stage_mem[i], d->stage_ptr[i], 0, NULL, NULL);
     }
     clFinish(d->copy_q);
+    notice_free(d->notice);
     for (int i = 0; i < 2; i++)
         if (d->stage_mem[i]) clReleaseMemObject(d->stage_mem[i]);
     for (ocl_prog *p = d->progs, *pn; p; p = pn) {
@@ -563,7 +694,7 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
                                                                   void **backend)
 {
     if (host->abi_version != WF_BACKEND_ABI_VERSION || host->size < sizeof(wf_host_api))
-        return host->status(WF_UNAVAILABLE, "the OpenCL backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
+        return host->status(WF_FAILED_PRECONDITION, "the OpenCL backend needs host ABI version %d", WF_BACKEND_ABI_VERSION);
     ocl_host = host;
     ocl_backend *be = host->malloc(sizeof *be);
     if (!be) return host->status(WF_OUT_OF_MEMORY, "out of memory loading the OpenCL backend");
