@@ -120,6 +120,10 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         sh tests/cli/test_placement.sh build/weft >build/test_placement.log 2>&1; rc=$?
         tail -n 1 build/test_placement.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_placement.log | head -30
         result release:test_placement $rc build/test_placement.log
+        note "plugins that cannot run cost nothing: weft devices' peak RSS and wording without a driver, the OpenCL compile notice"
+        sh tests/cli/test_plugins.sh build/weft >build/test_plugins_cli.log 2>&1; rc=$?
+        tail -n 1 build/test_plugins_cli.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_plugins_cli.log | head -20
+        result release:test_plugins_cli $rc build/test_plugins_cli.log
         note "ONNX node tests that passed when this list was made (tests/onnx/node_tests_pass.txt)"
         sh scripts/conformance.sh --check build; result "release:onnx-node-tests" $?
         example
