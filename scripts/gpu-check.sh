@@ -72,7 +72,7 @@ finish() {
 
 # the median time and, given the FLOPs of one run, the rate, from a `weft run` log
 rate() { # log gflop
-    sed -n 's/^time: first \([0-9.]*\) ms, median \([0-9.]*\) ms over \([0-9]*\) runs$/\2 \1 \3/p' "$1" |
+    sed -n 's/^time: first \([0-9.]*\) ms, median \([0-9.]*\) ms over \([0-9]*\) runs.*$/\2 \1 \3/p' "$1" |
         awk -v g="$2" '{ printf "median %.3f ms (first %.1f ms, %d runs)", $1, $2, $3; if (g > 0) printf ", %.0f GFLOP/s", g / ($1 / 1e3) }'
 }
 

@@ -180,6 +180,15 @@ expect_exit num_iterations_overflow 2 "weft run: --iterations wants an integer f
     run "$G" $X --iterations 99999999999999999999
 expect_exit num_threads_text 2 "weft run: --threads wants an integer from 0 to 1024, got 'abc'" -- run "$G" $X --threads abc
 expect_exit num_threads_large 2 "weft run: --threads wants an integer from 0 to 1024, got '100000'" -- run "$G" $X --threads 100000
+expect_exit num_inter_threads_large 2 "weft run: --inter-op-threads wants an integer from 0 to 1024, got '2000'" -- \
+    run "$G" $X --inter-op-threads 2000
+expect_exit num_intra_threads_text 2 "weft run: --intra-op-threads wants an integer from 0 to 1024, got 'two'" -- \
+    run "$G" $X --intra-op-threads two
+# the time line: median with p10 and p90 over the timed runs, with the two thread counts set apart
+if "$WEFT" run "$G" $X --iterations 9 --inter-op-threads 1 --intra-op-threads 2 >"$D/out" 2>"$D/err" &&
+    grep -qE '^time: first [0-9.]+ ms, median [0-9.]+ ms over 9 runs \(p10 [0-9.]+ ms, p90 [0-9.]+ ms\)$' "$D/out"; then
+    ok run_time_percentiles
+else cp "$D/out" "$D/err"; bad run_time_percentiles "no 'time: ... (p10 X ms, p90 Y ms)' line"; fi
 expect_exit num_threads_negative 2 "weft run: --threads wants an integer from 0 to 1024, got '-1'" -- run "$G" $X --threads -1
 expect_exit num_memory_limit_suffix 2 "weft run: --memory-limit CPU:0=12Q: SIZE wants a number of bytes" "got '12Q'" -- \
     run "$G" $X --memory-limit CPU:0=12Q
@@ -207,7 +216,7 @@ expect_exit demo_seed_2p64 2 "weft demo: --seed wants an integer from 0 to 18446
 expect_exit demo_seed_text 2 "weft demo: --seed wants an integer from 0 to 18446744073709551615, got '42abc'" -- demo --seed 42abc
 # valid values pass through: 3 timed runs, 2 threads, a 1.5M limit and 0 (no limit), an integral lr
 if "$WEFT" run "$G" $X --iterations 3 --threads 2 --memory-limit CPU:0=1.5M --memory-limit CPU:0=0 >"$D/out" 2>"$D/err" &&
-    grep -q '^time: first .* over 3 runs$' "$D/out"; then ok num_valid_values
+    grep -q '^time: first .* over 3 runs (p10 ' "$D/out"; then ok num_valid_values
 else cat "$D/out" >>"$D/err"; bad num_valid_values "run failed or not 3 runs"; fi
 expect_exit demo_valid_numbers_reach_data 1 "$D/nodata/train-images-idx3-ubyte.gz" -- \
     demo --data "$D/nodata" --epochs 2 --batch 65536 --threads 0 --lr 2 --seed 18446744073709551615 --trace ''

@@ -115,7 +115,8 @@ static void safe_name(const char *name, char *out, size_t n)
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: weft run MODEL.onnx [--input NAME=FILE.npy|FILE.pb]... [--random-inputs]\n"
-               "                [--output-dir DIR] [--iterations N] [--threads N] [--device SPEC]\n"
+               "                [--output-dir DIR] [--iterations N] [--threads N] [--inter-op-threads N]\n"
+               "                [--intra-op-threads N] [--device SPEC]\n"
                "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
                "                [--place PATTERN=SPEC]... [--explain] [--calibrate] [--profile FILE.json]\n"
                "Imports an ONNX model, runs it, prints and saves its outputs and times repeated runs.\n"
@@ -124,6 +125,9 @@ static void run_usage(FILE *f)
                "  --output-dir DIR       write NAME.npy per output into DIR (created with its parents)\n"
                "  --iterations N         timed runs after the first, 1 to 1000000 (default 10)\n"
                "  --threads N            threads, 0 to 1024 (default 0: one per core)\n"
+               "  --inter-op-threads N   threads that run independent nodes (TensorFlow's\n"
+               "                         inter_op_parallelism_threads); overrides --threads for them\n"
+               "  --intra-op-threads N   threads inside one large kernel (intra_op_parallelism_threads)\n"
                "  --device SPEC          every node on SPEC (soft placement; --strict-placement: an error)\n"
                "  --memory-limit SPEC=SIZE  cap the memory of the matching devices; SIZE in bytes with an\n"
                "                         optional K, M, G or T (powers of 1024): 256M, 1.5G; 0: no limit\n"
@@ -213,6 +217,7 @@ int cmd_run(int argc, char **argv)
     const char *model_path = NULL, *out_dir = NULL, *device = NULL;
     const char *profile_path = NULL;
     int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0, strict = 0, log_placement = 0, n_limits = 0;
+    int inter_threads = -1, intra_threads = -1; /* -1: as --threads */
     int n_places = 0, explain = 0, calibrate = 0;
     const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     const char **limits = calloc((size_t)argc + 1, sizeof *limits);
@@ -251,6 +256,11 @@ int cmd_run(int argc, char **argv)
             VALUE("N");
             if (cli_int("run", a, v, 0, 1024, &n)) goto usage_out;
             threads = (int)n;
+        } else if (!strcmp(a, "--inter-op-threads") || !strcmp(a, "--intra-op-threads")) {
+            VALUE("N");
+            if (cli_int("run", a, v, 0, 1024, &n)) goto usage_out;
+            if (!strcmp(a, "--inter-op-threads")) inter_threads = (int)n;
+            else intra_threads = (int)n;
         } else if (!strcmp(a, "--device")) { VALUE("SPEC"); device = v; }
         else if (!strcmp(a, "--strict-placement")) strict = 1;
         else if (!strcmp(a, "--log-device-placement")) log_placement = 1;
@@ -303,7 +313,8 @@ int cmd_run(int argc, char **argv)
     }
     wf_context_options co;
     wf_context_options_init(&co);
-    co.inter_op_threads = co.intra_op_threads = threads;
+    co.inter_op_threads = inter_threads >= 0 ? inter_threads : threads;
+    co.intra_op_threads = intra_threads >= 0 ? intra_threads : threads;
     wf_context *ctx = NULL;
     wf_graph *g = NULL;
     wf_onnx_model *m = NULL;
@@ -468,7 +479,9 @@ int cmd_run(int argc, char **argv)
     }
     int nt = iterations == 1 ? 1 : iterations;
     qsort(times, (size_t)nt, sizeof *times, cmp_double);
-    printf("time: first %.3f ms, median %.3f ms over %d runs\n", t_first, times[nt / 2], nt);
+    /* nearest-rank percentiles of the timed runs: the spread that a median alone hides */
+    printf("time: first %.3f ms, median %.3f ms over %d runs (p10 %.3f ms, p90 %.3f ms)\n", t_first, times[nt / 2], nt,
+           times[(nt - 1) / 10], times[((nt - 1) * 9 + 9) / 10]);
     rc = 0;
 out:
     if (s) rc = cli_fail(s);
