@@ -207,6 +207,8 @@ fi
 if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
     note "AddressSanitizer + UndefinedBehaviorSanitizer build"
     if configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=address -DWEFT_BENCH=OFF && gen_cases; then
+        # sanitizer builds make no real CUDA plugin: test_plugins checks the release build's
+        WEFT_TEST_CUDA_PLUGIN="$PWD/build/libweft-cuda.so" \
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 suite asan build-asan
         ASAN_OPTIONS=detect_leaks=1 sh tests/cli/test_cli.sh build-asan/weft >build-asan/test_cli.log 2>&1; rc=$?

@@ -9,20 +9,10 @@
 #include <stdio.h>
 
 #include "check.h"
+#include "testutil.h"
 
 #ifdef WEFT_TEST_HAVE_CUDA
 #include "backends/cuda/cuda.h"
-
-static bool mapped(const char *name)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return false;
-    char line[4096];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) found = strstr(line, name) != NULL;
-    fclose(f);
-    return found;
-}
 
 static void test_load_resolves_the_table(void)
 {
@@ -54,7 +44,8 @@ int main(void)
 #ifdef WEFT_TEST_HAVE_CUDA
     RUN_TEST(test_load_resolves_the_table);
 #else
-    printf("SKIP test_cuda_blas: the CUDA toolkit's cuBLAS headers were not found (the real CUDA plugin is not built)\n");
+    CHECK_SKIP("test_cuda_blas", "the real CUDA plugin is not built here, so there is no cuda_blas.c to test");
+    check_skipped_++;
 #endif
     return check_summary();
 }

@@ -9,38 +9,11 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "core/core.h"
 
-static char g_dir[128];   /* this run's scratch folder */
 static char g_root[512];  /* the source tree, for the Python helpers */
 static int g_have_ref;    /* make_idx.py ran: IDX references exist */
-
-static const char *path_in(const char *name)
-{
-    static char buf[4][320];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
-
-static const char *write_file(const char *name, const void *bytes, size_t n)
-{
-    const char *p = path_in(name);
-    FILE *f = fopen(p, "wb");
-    if (n) fwrite(bytes, 1, n, f);
-    fclose(f);
-    return p;
-}
-
-static size_t read_all(const char *path, unsigned char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, cap, f);
-    fclose(f);
-    return n;
-}
 
 static int file_exists(const char *p) { return access(p, F_OK) == 0; }
 

@@ -13,38 +13,11 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "core/core.h"
 #include "io/io.h"
 
-static char g_dir[128];
 static char g_root[512];
-
-static const char *path_in(const char *name)
-{
-    static char buf[4][320];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-    return buf[k];
-}
-
-static const char *write_file(const char *name, const void *bytes, size_t n)
-{
-    const char *p = path_in(name);
-    FILE *f = fopen(p, "wb");
-    if (n) fwrite(bytes, 1, n, f);
-    fclose(f);
-    return p;
-}
-
-static size_t read_all(const char *path, unsigned char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t n = fread(buf, 1, cap, f);
-    fclose(f);
-    return n;
-}
 
 /* The status must have `code`, contain `text` and the file's path, and be one line. */
 static void expect_err(wf_status *s, wf_code code, const char *path, const char *text, const char *where)

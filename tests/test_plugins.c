@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "testutil.h"
 
 static const wf_plugin_info *find_plugin(wf_context *c, const char *name, wf_plugin_info *buf)
 {
@@ -62,18 +63,6 @@ static void test_bad_plugins(void)
     wf_session_free(s);
     wf_graph_free(g);
     wf_context_free(c);
-}
-
-/* Whether a library whose path contains `name` is mapped into this process. */
-static bool mapped(const char *name)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return false;
-    char line[4096];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) found = strstr(line, name) != NULL;
-    fclose(f);
-    return found;
 }
 
 static long peak_rss_kb(void)
@@ -157,9 +146,11 @@ int main(void)
     RUN_TEST(test_bad_plugins);
     if (access(cuda_plugin(), R_OK) == 0)
         RUN_TEST(test_cuda_plugin_probe_first);
-    else
-        printf("SKIP test_cuda_plugin_probe_first: %s was not built (no nvcc, -DWEFT_CUDA=OFF or a sanitizer build)\n",
-               cuda_plugin());
+    else {
+        CHECK_SKIP("test_cuda_plugin_probe_first", "%s was not built (no nvcc, -DWEFT_CUDA=OFF or a sanitizer build; "
+                   "WEFT_TEST_CUDA_PLUGIN may name another build's)", cuda_plugin());
+        check_skipped_++;
+    }
     RUN_TEST(test_testdev_devices);
     return check_summary();
 }
