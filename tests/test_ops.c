@@ -135,16 +135,11 @@ static int compare(const ocase *c, int k, const wf_tensor *got)
 }
 
 /* Returns 0 on pass. */
-static int run_case(wf_context *ctx, ocase *c)
+/* The case's inputs as graph nodes: Consts, Placeholders (each with its feed, when feeds is given) and
+ * omitted optional inputs. */
+static wf_status *build_inputs(wf_graph *g, const ocase *c, wf_output *in, wf_feed *feeds, int *n_feeds)
 {
-    wf_graph *g = NULL;
-    wf_session *sess = NULL;
-    wf_status *s = wf_graph_new(&g);
-    wf_output in[MAX_IN];
-    wf_feed feeds[MAX_IN];
-    int n_feeds = 0, fail = 0;
-    wf_tensor *out[MAX_IN] = {0};
-    wf_node *node = NULL;
+    wf_status *s = NULL;
     for (int i = 0; !s && i < c->n_in; i++) {
         char nm[64];
         snprintf(nm, sizeof nm, "in%d", i);
@@ -155,11 +150,27 @@ static int run_case(wf_context *ctx, ocase *c)
             s = wf_const(g, nm, c->in[i], &in[i]);
         } else {
             s = wf_placeholder(g, nm, c->in[i]->dtype, c->in[i]->rank, c->in[i]->dims, &in[i]);
-            feeds[n_feeds].output = in[i];
-            feeds[n_feeds].tensor = c->in[i];
-            n_feeds++;
+            if (!s && feeds) {
+                feeds[*n_feeds].output = in[i];
+                feeds[*n_feeds].tensor = c->in[i];
+                (*n_feeds)++;
+            }
         }
     }
+    return s;
+}
+
+static int run_case(wf_context *ctx, ocase *c)
+{
+    wf_graph *g = NULL;
+    wf_session *sess = NULL;
+    wf_status *s = wf_graph_new(&g);
+    wf_output in[MAX_IN];
+    wf_feed feeds[MAX_IN];
+    int n_feeds = 0, fail = 0;
+    wf_tensor *out[MAX_IN] = {0};
+    wf_node *node = NULL;
+    if (!s) s = build_inputs(g, c, in, feeds, &n_feeds);
     if (!s) s = wf_op(g, c->op, "node", in, c->n_in, c->attrs, c->n_attrs, &node);
     int n_out = node ? wf_node_num_outputs(node) : 0;
     wf_session_options so;
@@ -285,18 +296,7 @@ static void cover_case(ocase *c)
     wf_output in[MAX_IN];
     wf_node *node = NULL;
     wf_status *s = wf_graph_new(&g);
-    for (int i = 0; !s && i < c->n_in; i++) {
-        char nm[64];
-        snprintf(nm, sizeof nm, "in%d", i);
-        if (c->in_kind[i] == 2) {
-            in[i].node = NULL;
-            in[i].index = 0;
-        } else if (c->in_kind[i] == 1) {
-            s = wf_const(g, nm, c->in[i], &in[i]);
-        } else {
-            s = wf_placeholder(g, nm, c->in[i]->dtype, c->in[i]->rank, c->in[i]->dims, &in[i]);
-        }
-    }
+    if (!s) s = build_inputs(g, c, in, NULL, NULL);
     if (!s) s = wf_op(g, c->op, "node", in, c->n_in, c->attrs, c->n_attrs, &node);
     cov_op *co = node ? cov_get(node->op->name) : NULL;
     if (!s && co) {
