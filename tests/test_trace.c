@@ -1,7 +1,10 @@
 /*
- * Traced runs and their Chrome trace: every plan node (copies included) has an event, the file is
- * valid JSON with copies on their destination's copy track, the summary adds up (busy <= wall), and a
- * bad path is an error naming it. Runs on the CPU, on the TESTDEV plugin (no synchronize entry: its
+ * Traced runs and their Chrome trace: every plan node (copies included) has an event, each on its
+ * stream (copies on the copy stream of their destination, or of their source when going to the
+ * host) with the events it waited for (the producers of its inputs, finished before it started), the
+ * file is valid JSON with one named track per (device, stream) and a flow per dependency, the
+ * summary adds up (busy <= wall), the HTML report escapes node names, and a bad path is an error
+ * naming it. Runs on the CPU, on the TESTDEV plugin (no synchronize entry: its
  * times are enqueue times) and on OPENCL:0 when the OpenCL plugin finds a device.
  */
 #include <stdlib.h>
@@ -10,6 +13,10 @@
 #include "check.h"
 
 static wf_context *ctx;
+
+#define CHECK_STR_EQ(a, b)                                                                     \
+    do { const char *a_ = (a), *b_ = (b);                                                      \
+         if (strcmp(a_, b_)) CHECK_FAIL_("%s == %s: '%s' vs '%s'", #a, #b, a_, b_); } while (0)
 
 /* ---- a minimal JSON checker: the whole text must be one value ---------------------------------- */
 
@@ -132,6 +139,62 @@ static double other_number(const char *json, const char *from, const char *key)
     return k ? strtod(k + strlen(pat), NULL) : -1;
 }
 
+/* The name of track (pid, tid) from its thread_name metadata, into buf; NULL when there is none. */
+static const char *track_name(const char *json, long pid, long tid, char *buf, size_t n)
+{
+    char pat[160];
+    snprintf(pat, sizeof pat, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%ld,\"tid\":%ld,\"args\":{\"name\":\"",
+             pid, tid);
+    const char *m = strstr(json, pat);
+    if (!m) return NULL;
+    m += strlen(pat);
+    size_t k = 0;
+    while (m[k] && m[k] != '"' && k + 1 < n) {
+        buf[k] = m[k];
+        k++;
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int k = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) k++;
+    return k;
+}
+
+static int event_named(const wf_trace *t, const char *node)
+{
+    for (int i = 0; i < wf_trace_num_events(t); i++)
+        if (!strcmp(wf_trace_event_at(t, i).node, node)) return i;
+    return -1;
+}
+
+/* The graph nodes behind event i's dependencies (through the planner's copies), as names where relu
+ * counts as mm and sig as mm2 (so that fused and unfused plans compare alike), sorted, "a,b,". */
+static const char *dep_origins_sorted(const wf_trace *t, int i, char *buf, size_t n)
+{
+    const char *v[16];
+    int k = 0;
+    wf_trace_event e = wf_trace_event_at(t, i);
+    for (int j = 0; j < e.n_deps && k < 16; j++) {
+        int d = e.deps[j];
+        while (wf_trace_event_at(t, d).is_copy && wf_trace_event_at(t, d).n_deps == 1) d = wf_trace_event_at(t, d).deps[0];
+        const char *name = wf_trace_event_at(t, d).node;
+        v[k++] = !strcmp(name, "relu") ? "mm" : !strcmp(name, "sig") ? "mm2" : name;
+    }
+    for (int a = 1; a < k; a++)
+        for (int b = a; b > 0 && strcmp(v[b - 1], v[b]) > 0; b--) {
+            const char *x = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = x;
+        }
+    buf[0] = 0;
+    for (int a = 0; a < k; a++) snprintf(buf + strlen(buf), n - strlen(buf), "%s,", v[a]);
+    return buf;
+}
+
 static int find_device(const char *type_id)
 {
     for (int d = 0; d < wf_context_num_devices(ctx); d++) {
@@ -217,12 +280,55 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
         CHECK_INT(e.enqueue_only, !strncmp(e.device_short, "TESTDEV", 7));
         enq += e.enqueue_only;
         if (!strcmp(e.node, "add")) add_dev = e.device_index;
+        /* the stream: copies on the copy stream of their destination, or of their source to the host */
+        CHECK_INT(e.stream, e.is_copy ? WF_STREAM_COPY : WF_STREAM_COMPUTE);
+        CHECK(e.n_deps >= 0 && (e.n_deps == 0 || e.deps));
+        for (int k = 0; k < e.n_deps; k++) {
+            CHECK(e.deps[k] >= 0 && e.deps[k] < n_ev && e.deps[k] != i);
+            if (e.deps[k] < 0 || e.deps[k] >= n_ev) continue;
+            /* a producer ends before its consumer starts */
+            CHECK(wf_trace_event_at(trace, e.deps[k]).end_ns <= e.start_ns);
+        }
+        if (e.is_copy) {
+            CHECK_INT(e.n_deps, 1);
+            int src = e.n_deps == 1 ? wf_trace_event_at(trace, e.deps[0]).device_index : -1;
+            CHECK(src != e.device_index);
+            CHECK_INT(e.stream_device, strncmp(e.device_short, "CPU", 3) ? e.device_index : src);
+            CHECK_INT(e.out_bytes, e.bytes);
+        } else {
+            CHECK_INT(e.stream_device, e.device_index);
+        }
+        /* values live until their last reader ends; fetched, fed and constant ones outlive the run */
+        int fetched = !strncmp(e.node, "add:0/Copy_to_", 14) || (!strcmp(e.node, "add") && !strncmp(e.device_short, "CPU", 3));
+        if (fetched || !strcmp(e.node, "x") || !strcmp(e.node, "w")) CHECK_INT(e.release_ns, -1);
+        else CHECK(e.release_ns >= e.end_ns);
         if (!strcmp(e.node, "mm")) {
             CHECK_STR_CONTAINS(e.shapes, "f32[16,8]");
             CHECK_INT(e.bytes, (M * K + K * N + M * N) * 4);
             if (mm_device) CHECK_STR_CONTAINS(e.device, mm_device);
+            CHECK_INT(e.out_bytes, M * N * 4);
         }
     }
+    /* the dependencies are the graph's edges (through copies), hand-listed from the graph above; a
+     * fused node (mm with op MatMul+Relu) stands for relu too, so each side lists both names */
+    struct { const char *node, *deps; } want_deps[] = {
+        {"x", ""}, {"w", ""}, {"mm", "w,x,"}, {"mm2", "w,x,"}, {"relu", "mm,"}, {"sig", "mm2,"},
+        {"add", "mm,mm2,"},
+    };
+    char ob[256];
+    for (size_t k = 0; k < sizeof want_deps / sizeof want_deps[0]; k++) {
+        int i = event_named(trace, want_deps[k].node);
+        if (i < 0) {
+            /* fused into its producer */
+            CHECK(!strcmp(want_deps[k].node, "relu") || !strcmp(want_deps[k].node, "sig"));
+            continue;
+        }
+        CHECK_STR_EQ(dep_origins_sorted(trace, i, ob, sizeof ob), want_deps[k].deps);
+    }
+    /* mm's value is released when its only reader (relu, unless fused) ends on its device */
+    int mi = event_named(trace, "mm"), ri = event_named(trace, "relu");
+    if (mi >= 0 && ri >= 0 && wf_trace_event_at(trace, ri).device_index == wf_trace_event_at(trace, mi).device_index)
+        CHECK_INT(wf_trace_event_at(trace, mi).release_ns, wf_trace_event_at(trace, ri).end_ns);
     CHECK(expect_copies ? copies > 0 : copies == 0);
     CHECK(!expect_enqueue || enq > 0);
 
@@ -264,10 +370,43 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
         for (int i = 0; i < n_ev; i++) {
             wf_trace_event e = wf_trace_event_at(trace, i);
             long tid = event_field(json, e.node, "tid"), pid = event_field(json, e.node, "pid");
-            CHECK_INT(pid, e.device_index);
+            CHECK_INT(pid, e.stream_device);
             if (e.is_copy) CHECK(tid >= 1001);
             else CHECK(tid >= 1 && tid < 1001);
             CHECK_INT(event_field(json, e.node, "bytes"), e.bytes);
+            /* its track is named after its stream: "OPENCL:0 copy", "CPU:0 compute" (#2.. for lanes) */
+            char tn[128], want[128];
+            const char *sd = NULL;
+            for (int j = 0; j < n_ev && !sd; j++)
+                if (wf_trace_event_at(trace, j).device_index == e.stream_device) sd = wf_trace_event_at(trace, j).device_short;
+            snprintf(want, sizeof want, "%s %s", sd ? sd : "?", e.is_copy ? "copy" : "compute");
+            const char *got = track_name(json, pid, tid, tn, sizeof tn);
+            CHECK(got != NULL);
+            if (got) {
+                CHECK(!strncmp(got, want, strlen(want)));
+                CHECK(!got[strlen(want)] || !strncmp(got + strlen(want), " #", 2));
+            }
+        }
+        /* both streams of every device with events have a track */
+        for (int k = 0; k < nd && k < 8; k++) {
+            char want[128];
+            snprintf(want, sizeof want, "\"args\":{\"name\":\"%s compute\"}", sm[k].device);
+            CHECK_STR_CONTAINS(json, want);
+            snprintf(want, sizeof want, "\"args\":{\"name\":\"%s copy\"}", sm[k].device);
+            CHECK_STR_CONTAINS(json, want);
+        }
+        /* a flow (start and finish with one id) per dependency */
+        int n_deps = 0;
+        for (int i = 0; i < n_ev; i++) n_deps += wf_trace_event_at(trace, i).n_deps;
+        CHECK(n_deps >= 5);
+        CHECK_INT(count_of(json, "{\"ph\":\"s\",\"name\":\"dep\""), n_deps);
+        CHECK_INT(count_of(json, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"dep\""), n_deps);
+        for (int id = 1; id <= n_deps; id++) {
+            char a[64], b[64];
+            snprintf(a, sizeof a, "\"cat\":\"dep\",\"id\":%d,", id);
+            CHECK_INT(count_of(json, a), 2);
+            snprintf(b, sizeof b, "\"ph\":\"f\",\"bp\":\"e\",\"name\":\"dep\",\"cat\":\"dep\",\"id\":%d,", id);
+            CHECK_INT(count_of(json, b), 1);
         }
         CHECK(!enq == !strstr(json, "\"timing\":\"enqueue\""));
         double wall_us = other_number(json, "\"otherData\"", "wall_us");
@@ -335,6 +474,73 @@ static void test_bad_path(void)
     wf_graph_free(g);
 }
 
+/* The HTML report of a graph whose node names are markup: they reach the page only escaped, the
+ * tables hold the ops with their counts, and a bad path is an error naming it. */
+static void test_report(void)
+{
+    static const char evil[] = "<script>alert(1)</script>";
+    wf_graph *g;
+    wf_output a, r, r2, m;
+    wf_tensor *t, *out = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    CHECK_OK(wf_placeholder(g, "a", WF_F32, 2, (int64_t[]){4, 4}, &a));
+    CHECK_OK(wf_relu(g, evil, a, &r));
+    CHECK_OK(wf_relu(g, "r2\"&'", r, &r2));
+    CHECK_OK(wf_matmul(g, "mm", r2, r, 0, 0, &m));
+    float v[16];
+    for (int i = 0; i < 16; i++) v[i] = (float)i - 7.5f;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, (int64_t[]){4, 4}, v, &t));
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = "CPU:0";
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    wf_trace *trace = NULL;
+    wf_run_options ro = {&trace};
+    wf_feed f = {a, t};
+    CHECK_OK(wf_session_run(s, &f, 1, &m, 1, &out, &ro));
+    char path[] = "/tmp/weft-report-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    CHECK_OK(wf_trace_write_report(trace, ctx, path));
+    char *html = slurp(path);
+    unlink(path);
+    CHECK(html != NULL);
+    if (html) {
+        CHECK(!strstr(html, evil));
+        CHECK(!strstr(html, "alert(1)</"));
+        CHECK(!strstr(html, "r2\"&'"));
+        /* two script elements: the data and the code, nothing from the graph */
+        CHECK_INT(count_of(html, "<script"), 2);
+        CHECK_INT(count_of(html, "</script>"), 2);
+        CHECK_STR_CONTAINS(html, "\\u003cscript\\u003ealert(1)\\u003c/script\\u003e");
+        CHECK_STR_CONTAINS(html, "\"n\":\"r2\\\"\\u0026'\"");
+        CHECK_STR_CONTAINS(html, "<!DOCTYPE html>");
+        for (const char *id = "utilisation\0timeline\0top-ops\0copies\0memory\0graph\0weft-data\0"; *id;
+             id += strlen(id) + 1) {
+            char want[64];
+            snprintf(want, sizeof want, "id=\"%s\"", id);
+            CHECK_STR_CONTAINS(html, want);
+        }
+        /* both Relus in one row, the MatMul in another; nothing fetched from a network */
+        CHECK_STR_CONTAINS(html, "data-device=\"CPU:0\" data-op=\"Relu\"><td class=\"l\">Relu</td><td class=\"count\">2</td>");
+        CHECK_STR_CONTAINS(html, "data-op=\"MatMul\"><td class=\"l\">MatMul</td><td class=\"count\">1</td>");
+        CHECK_STR_CONTAINS(html, "No copies");
+        CHECK_INT(count_of(html, "http"), count_of(html, "http://www.w3.org/2000/svg")); /* the SVG namespace */
+        CHECK(!strstr(html, " src="));
+        free(html);
+    }
+    CHECK_ERR(wf_trace_write_report(trace, ctx, "/nonexistent-weft-dir/r.html"), WF_IO_ERROR,
+              "/nonexistent-weft-dir/r.html");
+    CHECK_ERR(wf_trace_write_report(NULL, ctx, "/tmp/x.html"), WF_INVALID_ARGUMENT, "NULL");
+    wf_trace_free(trace);
+    wf_tensor_free(out);
+    wf_tensor_free(t);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
 int main(void)
 {
     /* the test backend, and the OpenCL plugin beside the weft binary two folders up */
@@ -344,6 +550,7 @@ int main(void)
     RUN_TEST(test_testdev);
     RUN_TEST(test_opencl);
     RUN_TEST(test_bad_path);
+    RUN_TEST(test_report);
     wf_context_free(ctx);
     return check_summary();
 }

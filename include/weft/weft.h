@@ -479,7 +479,20 @@ typedef struct wf_trace_event {
     int is_copy;              /* 1: a Copy the planner inserted (device = its destination) */
     const char *reason;       /* why the node runs on its device (as wf_session_placement says) */
     int enqueue_only;         /* 1: start/end are the enqueue times of an accelerator node */
+    /* appended fields: the stream it ran on and what it waited for */
+    int stream;               /* WF_STREAM_COMPUTE, or WF_STREAM_COPY for the planner's copies */
+    int stream_device;        /* the device whose stream it is: device_index, except for a copy to the
+                                 host (CPU), which is on its source device's copy stream (the device
+                                 issues the read) */
+    int n_deps;
+    const int *deps;          /* indices of the events it waited for: the producers of its inputs */
+    int64_t out_bytes;        /* bytes of the values it produced (a copy: its payload) */
+    int64_t release_ns;       /* when its outputs were released: the end of their last reader (its own
+                                 end when nothing reads them); -1 when they outlive the run (a fetch,
+                                 a feed, a constant) */
 } wf_trace_event;
+
+enum { WF_STREAM_COMPUTE = 0, WF_STREAM_COPY = 1 };
 
 typedef struct wf_trace wf_trace;
 
@@ -550,11 +563,20 @@ WF_API int wf_trace_summary(const wf_trace *t, const wf_context *ctx, wf_trace_d
 /* The summary as text, one line per device plus the wall time. Caller frees *text with wf_free. */
 WF_API wf_status *wf_trace_summary_text(const wf_trace *t, const wf_context *ctx, char **text);
 /* Writes the trace as a Chrome trace (JSON object format: traceEvents, loadable in Perfetto and
- * chrome://tracing): one process per device with a compute and a copy track (extra lanes when
- * events overlap), one complete event per node and per copy with op, shapes, bytes and reason in its
- * args, and the summary in otherData and as an instant event at the end of each device's track.
+ * chrome://tracing): one process per device with a track per stream, "OPENCL:0 compute" and
+ * "OPENCL:0 copy" (extra lanes "CPU:0 compute #2" where events of a stream overlap), a flow arrow
+ * (ph "s"/"f") per dependency, one complete event per node and per copy with op, shapes, bytes,
+ * reason, its event index and deps in its args, and the summary in otherData and as an instant event at the end of each device's track.
  * Errors name the path. */
 WF_API wf_status *wf_trace_write_chrome(const wf_trace *t, const wf_context *ctx, const char *path);
+/* Writes a self-contained HTML report of the trace (inline CSS, JS and SVG; opens without a
+ * network): a timeline with one row per device stream, utilisation per device, the top ops by time
+ * per device (count, total, mean, share), copy volume and time per link (source -> destination),
+ * the bytes of live values over time per device (from the events' out_bytes and release_ns: an
+ * upper bound on what the run allocated, as in-place reuse is counted twice), and the placed graph
+ * (the events and their dependencies) coloured by device. ctx (may be NULL) adds each device's
+ * allocator peak. Every name from the graph is escaped. Errors name the path. */
+WF_API wf_status *wf_trace_write_report(const wf_trace *t, const wf_context *ctx, const char *path);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Files and memory                                                                                 */

@@ -21,6 +21,7 @@ struct wf_trace {
     wf_trace_event *ev;
     char *strings;
     int64_t wall_ns;
+    int *deps;      /* every event's deps, in event order */
 };
 
 struct wf__run {
@@ -41,6 +42,7 @@ struct wf__run {
     int64_t *t_bytes;
     char **t_shapes;
     unsigned char *t_enqueue;
+    int64_t *t_out_bytes;
 };
 
 static _Thread_local int tl_thread_id = -1;
@@ -79,8 +81,10 @@ static wf_status *trace_node_done(wf__run *r, int idx, wf_tensor **in, wf_tensor
     int64_t bytes = 0;
     for (int i = 0; i < pn->n_in; i++)
         if (in[i] && pn->op != &wf__copy_op) bytes += (int64_t)in[i]->bytes;
-    for (int j = 0; j < pn->n_out; j++) bytes += (int64_t)out[j]->bytes;
-    r->t_bytes[idx] = bytes;
+    int64_t out_bytes = 0;
+    for (int j = 0; j < pn->n_out; j++) out_bytes += (int64_t)out[j]->bytes;
+    r->t_bytes[idx] = bytes + out_bytes;
+    r->t_out_bytes[idx] = out_bytes;
     r->t_shapes[idx] = shapes_of(out, pn->n_out);
     if (!d->vt || pn->feed >= 0) return NULL;
     if (!d->vt->synchronize) {
@@ -264,6 +268,51 @@ static void run_local(wf__run *r, const int *first, int n_first)
 
 void wf__exec_batch(wf__run *run, const int *nodes, int n) { run_local(run, nodes, n); }
 
+static bool is_host(const struct wf__device *d) { return !strcmp(d->type, "CPU"); }
+
+/* The trace's streams, dependencies (the reverse of the plan's successor lists) and value lifetimes. */
+static bool trace_links(const wf__run *r, wf_trace *t)
+{
+    const wf__plan *p = r->p;
+    int n = p->n_nodes, total = 0;
+    for (int i = 0; i < n; i++) total += p->nodes[i].n_succ;
+    t->deps = wf__malloc(sizeof *t->deps * (size_t)(total ? total : 1));
+    int *fill = wf__calloc((size_t)(n ? n : 1), sizeof *fill);
+    if (!t->deps || !fill) {
+        wf__free(fill);
+        return false;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < p->nodes[i].n_succ; k++) t->ev[p->nodes[i].succ[k]].n_deps++;
+    for (int i = 0, off = 0; i < n; off += t->ev[i].n_deps, i++) t->ev[i].deps = t->deps + off;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < p->nodes[i].n_succ; k++) {
+            int sidx = p->nodes[i].succ[k];
+            ((int *)t->ev[sidx].deps)[fill[sidx]++] = i;
+        }
+    wf__free(fill);
+    for (int i = 0; i < n; i++) {
+        const wf__pnode *pn = &p->nodes[i];
+        wf_trace_event *e = &t->ev[i];
+        e->out_bytes = r->t_out_bytes[i];
+        e->stream = e->is_copy ? WF_STREAM_COPY : WF_STREAM_COMPUTE;
+        e->stream_device = e->device_index;
+        if (e->is_copy && e->n_deps == 1 && is_host(&r->ctx->devices[pn->device]))
+            e->stream_device = p->nodes[e->deps[0]].device;
+        /* outputs are released when their last reader ends, except those alive for the whole run */
+        bool kept = false;
+        for (int j = 0; j < pn->n_out; j++) {
+            int slot = pn->out_slot[j];
+            kept |= p->slot_static[slot] != 0;
+            for (int f = 0; f < p->n_fetches; f++) kept |= p->fetch_slot[f] == slot;
+        }
+        e->release_ns = kept ? -1 : e->end_ns;
+        for (int k = 0; !kept && k < pn->n_succ; k++)
+            if (r->t_end[pn->succ[k]] > e->release_ns) e->release_ns = r->t_end[pn->succ[k]];
+    }
+    return true;
+}
+
 static wf_trace *make_trace(const wf__run *r)
 {
     const wf__plan *p = r->p;
@@ -310,7 +359,7 @@ static wf_trace *make_trace(const wf__run *r)
         e->enqueue_only = r->t_enqueue[i];
         if (e->end_ns > t->wall_ns) t->wall_ns = e->end_ns;
     }
-    return t;
+    return trace_links(r, t) ? t : (wf_trace_free(t), NULL);
 }
 
 wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds, wf_tensor **outputs,
@@ -328,10 +377,11 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
         r.t_bytes = wf__calloc(n ? n : 1, sizeof *r.t_bytes);
         r.t_shapes = wf__calloc(n ? n : 1, sizeof *r.t_shapes);
         r.t_enqueue = wf__calloc(n ? n : 1, sizeof *r.t_enqueue);
+        r.t_out_bytes = wf__calloc(n ? n : 1, sizeof *r.t_out_bytes);
     }
     wf_status *s = NULL;
     if (!r.slots || !r.uses || !r.pending ||
-        (trace && (!r.t_start || !r.t_end || !r.t_thread || !r.t_bytes || !r.t_shapes || !r.t_enqueue))) {
+        (trace && (!r.t_start || !r.t_end || !r.t_thread || !r.t_bytes || !r.t_shapes || !r.t_enqueue || !r.t_out_bytes))) {
         s = wf__oom("the run's state", (n + ns) * 16);
         goto done;
     }
@@ -368,6 +418,7 @@ done:
         for (size_t i = 0; i < n; i++) wf__free(r.t_shapes[i]);
     wf__free(r.t_shapes);
     wf__free(r.t_enqueue);
+    wf__free(r.t_out_bytes);
     return s;
 }
 
@@ -380,5 +431,6 @@ void wf_trace_free(wf_trace *t)
     if (!t) return;
     wf__free(t->ev);
     wf__free(t->strings);
+    wf__free(t->deps);
     wf__free(t);
 }

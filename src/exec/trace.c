@@ -1,6 +1,7 @@
 /*
  * What a traced run becomes for people: per device totals (busy time as the union of a device's
- * events, copies counted on their destination) and a Chrome trace file for Perfetto/chrome://tracing.
+ * events, copies counted on their destination) and a Chrome trace file for Perfetto/chrome://tracing,
+ * with a track per device stream and a flow per dependency (the HTML report is in report.c).
  * Works only through the public trace accessors, so the executor's record stays its own.
  */
 #include <errno.h>
@@ -161,8 +162,26 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Compute tracks are tids 1.., copy tracks 1001..: one lane per set of non-overlapping events, as
- * complete events on one track must nest (CPU nodes run at once on several executor threads). */
+/* The events on stream `stream` of device d (the device whose stream it is), sorted by start. */
+static span *spans_of_stream(const wf_trace *t, int d, int stream, int *n_out)
+{
+    int n = wf_trace_num_events(t), k = 0;
+    span *v = wf__malloc(sizeof *v * (size_t)(n ? n : 1));
+    if (!v) return NULL;
+    for (int i = 0; i < n; i++) {
+        wf_trace_event e = wf_trace_event_at(t, i);
+        if (e.stream_device != d || (e.stream == WF_STREAM_COPY) != (stream == WF_STREAM_COPY)) continue;
+        v[k++] = (span){e.start_ns, e.end_ns < e.start_ns ? e.start_ns : e.end_ns, i};
+    }
+    qsort(v, (size_t)k, sizeof *v, cmp_span);
+    *n_out = k;
+    return v;
+}
+
+/* One track per (device, stream): pid = the device, tid 1 its compute stream and 1001 its copy
+ * stream, named "OPENCL:0 compute" and "OPENCL:0 copy". Complete events on one track must nest, so
+ * where events of one stream overlap (CPU nodes run at once on several executor threads) the stream
+ * gets extra lanes, tids 2.. and 1002.., named "CPU:0 compute #2". */
 #define COPY_TID0 1001
 
 /* Gives each event of one (device, kind) its lane; returns the number of lanes, -1 out of memory. */
@@ -204,7 +223,7 @@ wf_status *wf_trace_write_chrome(const wf_trace *t, const wf_context *ctx, const
     for (int d = 0; d <= md && !oom; d++)
         for (int c = 0; c < 2 && !oom; c++) {
             int k;
-            span *v = spans_of(t, d, c, &k);
+            span *v = spans_of_stream(t, d, c, &k);
             int l = v ? assign_lanes(v, k, lane_of) : -1;
             wf__free(v);
             if (l < 0) oom = true;
@@ -220,24 +239,31 @@ wf_status *wf_trace_write_chrome(const wf_trace *t, const wf_context *ctx, const
         return wf__status(WF_IO_ERROR, "%s: cannot write the Chrome trace: %s", path, strerror(errno));
     }
     int64_t wall = wf_trace_wall_ns(t);
+#define TID_OF(e, i) (((e).stream == WF_STREAM_COPY ? COPY_TID0 : 1) + lane_of[(i)])
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     bool first = true;
 #define SEP() (fputs(first ? "" : ",\n", f), first = false)
-    /* the tracks: a process per device, its compute and copy lanes */
-    for (int k = 0; k < n_sums; k++) {
-        const wf_trace_device_summary *sm = &sums[k];
-        int d = sm->device_index;
+    /* the tracks: a process per device, a track per stream (and its extra lanes) */
+    for (int d = 0; d <= md; d++) {
+        const char *dev = NULL;
+        for (int i = 0; i < n && !dev; i++) {
+            wf_trace_event e = wf_trace_event_at(t, i);
+            if (e.device_index == d) dev = e.device_short;
+        }
+        if (!dev && !lanes[d * 2] && !lanes[d * 2 + 1]) continue;
         SEP();
         fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", d);
-        json_str(f, sm->device);
+        json_str(f, dev);
         fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}", d, d);
         for (int c = 0; c < 2; c++)
             for (int l = 0; l < (lanes[d * 2 + c] ? lanes[d * 2 + c] : 1); l++) {
                 int tid = (c ? COPY_TID0 : 1) + l;
-                fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s",
-                        d, tid, c ? "copy" : "compute");
-                if (l) fprintf(f, " %d", l + 1);
-                fprintf(f, "\"}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
+                char name[160];
+                snprintf(name, sizeof name, "%s %s", dev ? dev : "?", c ? "copy" : "compute");
+                if (l) snprintf(name + strlen(name), sizeof name - strlen(name), " #%d", l + 1);
+                fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", d, tid);
+                json_str(f, name);
+                fprintf(f, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
                            "\"args\":{\"sort_index\":%d}}", d, tid, tid);
             }
     }
@@ -249,7 +275,7 @@ wf_status *wf_trace_write_chrome(const wf_trace *t, const wf_context *ctx, const
         fprintf(f, "{\"ph\":\"X\",\"name\":");
         json_str(f, e.node);
         fprintf(f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"op\":",
-                e.is_copy ? "copy" : "op", e.device_index, (e.is_copy ? COPY_TID0 : 1) + lane_of[i],
+                e.is_copy ? "copy" : "op", e.stream_device, TID_OF(e, i),
                 (double)e.start_ns / 1e3, (double)(end - e.start_ns) / 1e3);
         json_str(f, e.op);
         fprintf(f, ",\"shapes\":");
@@ -260,7 +286,23 @@ wf_status *wf_trace_write_chrome(const wf_trace *t, const wf_context *ctx, const
         json_str(f, e.reason);
         fprintf(f, ",\"thread\":%d", e.thread);
         if (e.enqueue_only) fprintf(f, ",\"timing\":\"enqueue\"");
-        fprintf(f, "}}");
+        fprintf(f, ",\"event\":%d,\"deps\":[", i);
+        for (int k = 0; k < e.n_deps; k++) fprintf(f, "%s%d", k ? "," : "", e.deps[k]);
+        fprintf(f, "]}}");
+    }
+    /* a flow arrow per dependency: from inside the producer's slice to the consumer's start */
+    for (int i = 0, id = 1; i < n; i++) {
+        wf_trace_event e = wf_trace_event_at(t, i);
+        for (int k = 0; k < e.n_deps; k++, id++) {
+            wf_trace_event p = wf_trace_event_at(t, e.deps[k]);
+            int64_t p_end = p.end_ns < p.start_ns ? p.start_ns : p.end_ns;
+            SEP();
+            fprintf(f, "{\"ph\":\"s\",\"name\":\"dep\",\"cat\":\"dep\",\"id\":%d,\"pid\":%d,\"tid\":%d,"
+                       "\"ts\":%.3f},\n", id, p.stream_device, TID_OF(p, e.deps[k]),
+                    (double)(p.start_ns + (p_end - p.start_ns) / 2) / 1e3);
+            fprintf(f, "{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"dep\",\"cat\":\"dep\",\"id\":%d,\"pid\":%d,"
+                       "\"tid\":%d,\"ts\":%.3f}", id, e.stream_device, TID_OF(e, i), (double)e.start_ns / 1e3);
+        }
     }
     /* the summary at the end of each device's compute track */
     for (int k = 0; k < n_sums; k++) {
@@ -271,6 +313,7 @@ wf_status *wf_trace_write_chrome(const wf_trace *t, const wf_context *ctx, const
         fprintf(f, "}");
     }
 #undef SEP
+#undef TID_OF
     fprintf(f, "\n],\n\"otherData\":{\"producer\":\"weft %s\",\"wall_us\":%.3f,\"devices\":[", wf_version(),
             (double)wall / 1e3);
     for (int k = 0; k < n_sums; k++) {

@@ -117,10 +117,10 @@ copies = [e for e in ev if e["cat"] == "copy"]
 tracks = {(m["pid"], m["tid"]): m["args"]["name"] for m in t["traceEvents"] if m["ph"] == "M" and m["name"] == "thread_name"}
 for e in copies:
     assert e["args"]["op"] == "Copy" and e["args"]["bytes"] > 0, e
-    assert tracks[(e["pid"], e["tid"])].startswith("copy"), e
+    assert tracks[(e["pid"], e["tid"])].split(" ")[1] == "copy", e
 for e in ev:
     if e["cat"] != "copy":
-        assert tracks[(e["pid"], e["tid"])].startswith("compute"), e
+        assert tracks[(e["pid"], e["tid"])].split(" ")[1] == "compute", e
 if sys.argv[3] == "1":
     assert copies, "no copy events"
     assert any(e["name"] == "mm1" and e["args"]["shapes"] == "f32[4,16]" for e in ev)

@@ -20,7 +20,7 @@ static void usage(FILE *f)
             "  run MODEL.onnx [--input NAME=FILE.npy|.pb]... [--random-inputs] [--output-dir DIR]\n"
             "                 [--iterations N] [--threads N] [--device SPEC] [--strict-placement]\n"
             "                 [--memory-limit SPEC=SIZE]... [--log-device-placement] [--place PATTERN=SPEC]...\n"
-            "                 [--explain] [--calibrate] [--profile FILE.json]\n"
+            "                 [--explain] [--calibrate] [--profile FILE.json] [--report FILE.html]\n"
             "                       import an ONNX model, run it, print and save its outputs, time it\n"
             "  inspect MODEL.onnx   IR and opset versions, inputs, outputs, op histogram, parameters,\n"
             "                       unsupported ops\n"

@@ -119,6 +119,7 @@ static void run_usage(FILE *f)
                "                [--intra-op-threads N] [--device SPEC]\n"
                "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
                "                [--place PATTERN=SPEC]... [--explain] [--calibrate] [--profile FILE.json]\n"
+               "                [--report FILE.html]\n"
                "Imports an ONNX model, runs it, prints and saves its outputs and times repeated runs.\n"
                "  --input NAME=FILE      feed the model's input NAME from a .npy or TensorProto .pb file\n"
                "  --random-inputs        deterministic values for every input not given\n"
@@ -138,6 +139,9 @@ static void run_usage(FILE *f)
                "  --calibrate            measure the devices' figures first and save them\n"
                "  --profile FILE.json    one more run, traced, written as a Chrome trace (checked writable\n"
                "                         before the run)\n"
+               "  --report FILE.html     a self-contained HTML report of that traced run (timeline per\n"
+               "                         device stream, utilisation, top ops, copies per link, live\n"
+               "                         memory, the placed graph); with --profile, of the same run\n"
                "Exit status: 0 done, 1 the model, an input, a file or the run failed, 2 a usage error.\n");
 }
 
@@ -215,7 +219,7 @@ static void list_inputs(const wf_onnx_model *m, FILE *f)
 int cmd_run(int argc, char **argv)
 {
     const char *model_path = NULL, *out_dir = NULL, *device = NULL;
-    const char *profile_path = NULL;
+    const char *profile_path = NULL, *report_path = NULL;
     int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0, strict = 0, log_placement = 0, n_limits = 0;
     int inter_threads = -1, intra_threads = -1; /* -1: as --threads */
     int n_places = 0, explain = 0, calibrate = 0;
@@ -289,6 +293,7 @@ int cmd_run(int argc, char **argv)
         } else if (!strcmp(a, "--explain")) explain = 1;
         else if (!strcmp(a, "--calibrate")) calibrate = 1;
         else if (!strcmp(a, "--profile")) { VALUE("FILE.json"); profile_path = v; }
+        else if (!strcmp(a, "--report")) { VALUE("FILE.html"); report_path = v; }
         else if (a[0] == '-' && a[1]) {
             cli_usage_error("run", "unknown option '%s' (see 'weft run --help')", a);
             goto usage_out;
@@ -308,6 +313,10 @@ int cmd_run(int argc, char **argv)
         goto usage_out;
     }
     if (profile_path && cli_check_writable("run", "--profile", profile_path, "")) {
+        rc = 1;
+        goto usage_out;
+    }
+    if (report_path && cli_check_writable("run", "--report", report_path, "")) {
         rc = 1;
         goto usage_out;
     }
@@ -458,7 +467,7 @@ int cmd_run(int argc, char **argv)
             if ((s = wf_npy_write(path, t))) goto out;
         }
     }
-    if (profile_path) {
+    if (profile_path || report_path) {
         /* One more run, traced: tracing waits for accelerators after each of their nodes, which would
          * distort the timed runs above. */
         wf_tensor **pouts = calloc((size_t)n_out + 1, sizeof *pouts);
@@ -471,10 +480,13 @@ int cmd_run(int argc, char **argv)
         for (int j = 0; j < n_out; j++) wf_tensor_free(pouts[j]);
         free(pouts);
         if (s) goto out;
-        if ((s = wf_trace_write_chrome(trace, ctx, profile_path))) goto out;
+        if (profile_path && (s = wf_trace_write_chrome(trace, ctx, profile_path))) goto out;
+        if (report_path && (s = wf_trace_write_report(trace, ctx, report_path))) goto out;
         char *text = NULL;
         if ((s = wf_trace_summary_text(trace, ctx, &text))) goto out;
-        fprintf(stderr, "%s(trace written to %s)\n", text, profile_path);
+        fputs(text, stderr);
+        if (profile_path) fprintf(stderr, "(trace written to %s)\n", profile_path);
+        if (report_path) fprintf(stderr, "(report written to %s)\n", report_path);
         wf_free(text);
     }
     int nt = iterations == 1 ? 1 : iterations;
