@@ -76,7 +76,7 @@ else skip report_split "no OPENCL:0 (weft devices --match OPENCL:0 finds none): 
 
 R="$D/report.html"
 if ! "$WEFT" run "$D/m.onnx" --input "x=$D/x.npy" --iterations 2 $PLACE --profile "$D/p.json" --report "$R" \
-    >"$D/out" 2>"$D/err" || ! grep -q "(report written to $R)" "$D/err"; then
+    >"$D/out" 2>"$D/err" || ! grep -q "(report written to $R)" "$D/err" || grep -qE 'Sanitizer|runtime error' "$D/err"; then
     bad report_written "weft run --report failed or did not say so"; finish
 fi
 ok report_written
