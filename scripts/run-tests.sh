@@ -124,6 +124,10 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         sh tests/cli/test_plugins.sh build/weft >build/test_plugins_cli.log 2>&1; rc=$?
         tail -n 1 build/test_plugins_cli.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_plugins_cli.log | head -20
         result release:test_plugins_cli $rc build/test_plugins_cli.log
+        note "the HTML report in headless Chromium: weft run --report of a CPU+OPENCL:0 split, DOM and screenshot"
+        sh tests/cli/test_report.sh build/weft >build/test_report.log 2>&1; rc=$?
+        tail -n 1 build/test_report.log; [ $rc -ne 0 ] && grep FAIL -A3 build/test_report.log | head -30
+        result release:test_report $rc build/test_report.log
         note "ONNX node tests that passed when this list was made (tests/onnx/node_tests_pass.txt)"
         sh scripts/conformance.sh --check build; result "release:onnx-node-tests" $?
         example
