@@ -625,10 +625,18 @@ static void test_concurrent_same_node(void)
     }
     if (a[0].want && a[1].want) {
         CHECK(memcmp(wf_tensor_data(a[0].want), wf_tensor_data(a[1].want), wf_tensor_bytes(a[0].want)) != 0);
+        wf__dn_stats before, after;
+        wf__dn_stats_get(&before);
         pthread_t th[2];
         for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, conc_run, &a[i]);
         for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        wf__dn_stats_get(&after);
         CHECK_INT(a[0].bad + a[1].bad, 0);
+        /* 20 runs of two oneDNN nodes: no primitive is rebuilt, and each node makes at most one more run
+         * context (memory objects, scratchpad) for the second concurrent run, not one per run */
+        CHECK_INT(after.prims - before.prims, 0);
+        CHECK(after.runs - before.runs <= 2);
+        CHECK(after.mems - before.mems <= 2 * 16);
     }
     for (int i = 0; i < 2; i++) {
         wf_tensor_free(a[i].in);
