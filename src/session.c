@@ -320,6 +320,9 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
         if (v < 0) continue; /* wf_assign checked it; a variable is never removed */
         wf_tensor *nv = outs[n_fetches + n_targets + i];
         outs[n_fetches + n_targets + i] = NULL;
+        /* the committed value is final: stamp it (see wf_tensor.version) unless someone else holds it too
+         * (an Assign of a Const keeps the Const's stamp; of a caller's tensor or a view of one, none) */
+        if (nv && !nv->base && wf__tensor_refs(nv) == 1) nv->version = wf__tensor_new_version();
         wf_tensor_free(s->var_value[v]);
         s->var_value[v] = nv;
     }
@@ -377,6 +380,7 @@ wf_status *wf_session_set_variable(wf_session *s, const char *name, const wf_ten
     if (!s || !name || !value) return wf__status(WF_INVALID_ARGUMENT, "wf_session_set_variable: NULL argument");
     wf_tensor *copy;
     WF__TRY(wf_tensor_new(value->dtype, value->rank, value->dims, value->data, &copy));
+    copy->version = wf__tensor_new_version();
     pthread_mutex_lock(&s->mu);
     wf_status *st = scan_variables(s);
     int v = st ? -1 : var_index(s, name);
@@ -443,6 +447,7 @@ wf_status *wf_session_restore(wf_session *s, const char *path)
         wf_tensor_free(s->var_value[v]);
         s->var_value[v] = vals[map[v]];
         vals[map[v]] = NULL;
+        if (wf__tensor_refs(s->var_value[v]) == 1) s->var_value[v]->version = wf__tensor_new_version();
     }
     pthread_mutex_unlock(&s->mu);
     wf__free(map);

@@ -7,6 +7,7 @@
  * it prints why and counts itself skipped, so CI machines without a GPU pass.
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -362,6 +363,90 @@ static void test_mlp_training_matches_cpu(void)
     wf_model_free(cm);
 }
 
+/* One index op on GPU:0 fed x and idx; *y its output (NULL on failure, whose status is returned). */
+static wf_status *index_op_on_gpu(const char *op, const char *name, const wf_tensor *x, const wf_tensor *idx,
+                                  const wf_attr *at, int n_at, bool relu_after, wf_tensor **y)
+{
+    wf_graph *g;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output xo, io, out;
+    CHECK_OK(wf_placeholder(g, "x", wf_tensor_dtype(x), wf_tensor_rank(x), wf_tensor_dims(x), &xo));
+    CHECK_OK(wf_placeholder(g, "idx", wf_tensor_dtype(idx), wf_tensor_rank(idx), wf_tensor_dims(idx), &io));
+    wf_output in[2] = {xo, io};
+    wf_node *n;
+    CHECK_OK(wf_op(g, op, name, in, 2, at, n_at, &n));
+    out = wf_out(n, 0);
+    if (relu_after) CHECK_OK(wf_unary(g, "Relu", "after", out, &out));
+    wf_feed f[2] = {{xo, (wf_tensor *)x}, {io, (wf_tensor *)idx}};
+    *y = NULL;
+    wf_status *st = run_on_gpu(g, f, 2, out, y);
+    wf_graph_free(g);
+    return st;
+}
+
+static void expect_index_error(wf_status *st, const char *want)
+{
+    CHECK(st != NULL);
+    if (!st) return;
+    CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(wf_status_message(st), want);
+    wf_status_free(st);
+}
+
+/* Gather, GatherElements and GatherND check their indices in the kernel (no read-back): a bad index sets
+ * the device's error record, read when the run downloads its results, and the status names the node and
+ * the index in the words of the old host check, also when the bad output only fed another kernel. The
+ * record is cleared once read: the next run with good indices gives numpy's values. */
+static void test_index_errors_on_device(void)
+{
+    int64_t xd[2] = {4, 2}, id[1] = {3};
+    float xv[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int64_t bad[3] = {0, 5, 1}, good[3] = {3, -4, 1};
+    wf_tensor *x, *ib, *ig, *y;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, xv, &x));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, id, bad, &ib));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, id, good, &ig));
+    expect_index_error(index_op_on_gpu("Gather", "g", x, ib, NULL, 0, false, &y),
+                       "node 'g' (Gather): index 5 (element 1 of indices i64[3]) is out of range for axis 0 of data f32[4,2]");
+    expect_index_error(index_op_on_gpu("Gather", "g2", x, ib, NULL, 0, true, &y),
+                       "node 'g2' (Gather): index 5 (element 1 of indices i64[3])");
+    CHECK_OK(index_op_on_gpu("Gather", "g3", x, ig, NULL, 0, false, &y));
+    const float want_g[6] = {6, 7, 0, 1, 2, 3}; /* numpy: x[[3, -4, 1]] */
+    CHECK(y && wf_tensor_size(y) == 6 && !memcmp(wf_tensor_data(y), want_g, sizeof want_g));
+    wf_tensor_free(y);
+
+    /* GatherElements on axis 1 of [[0,1,2],[3,4,5]] */
+    int64_t ed[2] = {2, 3};
+    float ev[6] = {0, 1, 2, 3, 4, 5};
+    int64_t ebad[6] = {0, 1, -7, 2, 2, 2}, egood[6] = {2, -1, 0, 1, 0, -3};
+    wf_tensor *ex, *eb, *eg;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, ed, ev, &ex));
+    CHECK_OK(wf_tensor_new(WF_I64, 2, ed, ebad, &eb));
+    CHECK_OK(wf_tensor_new(WF_I64, 2, ed, egood, &eg));
+    wf_attr ax1 = wf_attr_int("axis", 1);
+    expect_index_error(index_op_on_gpu("GatherElements", "ge", ex, eb, &ax1, 1, false, &y),
+                       "node 'ge' (GatherElements): index -7 (at position 2) is out of range for axis 1 of data f32[2,3]");
+    CHECK_OK(index_op_on_gpu("GatherElements", "ge2", ex, eg, &ax1, 1, false, &y));
+    const float want_e[6] = {2, 2, 0, 4, 3, 3}; /* numpy: np.take_along_axis(x, idx, 1) */
+    CHECK(y && wf_tensor_size(y) == 6 && !memcmp(wf_tensor_data(y), want_e, sizeof want_e));
+    wf_tensor_free(y);
+
+    /* GatherND: tuples (row, col) into [2,3] */
+    int64_t nd[2] = {2, 2};
+    int64_t nbad[4] = {1, 0, 0, 3}, ngood[4] = {1, 2, -2, -1};
+    wf_tensor *nb, *ng;
+    CHECK_OK(wf_tensor_new(WF_I64, 2, nd, nbad, &nb));
+    CHECK_OK(wf_tensor_new(WF_I64, 2, nd, ngood, &ng));
+    expect_index_error(index_op_on_gpu("GatherND", "gn", ex, nb, NULL, 0, false, &y),
+                       "node 'gn' (GatherND): index 3 (tuple 1, entry 1) is out of range for dim 1 of data f32[2,3]");
+    CHECK_OK(index_op_on_gpu("GatherND", "gn2", ex, ng, NULL, 0, false, &y));
+    const float want_n[2] = {5, 2}; /* x[1, 2], x[-2, -1] */
+    CHECK(y && wf_tensor_size(y) == 2 && !memcmp(wf_tensor_data(y), want_n, sizeof want_n));
+    wf_tensor_free(y);
+    wf_tensor *all[] = {x, ib, ig, ex, eb, eg, nb, ng};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     plugin_path_default();
@@ -389,6 +474,7 @@ int main(void)
     RUN_TEST(test_broadcast_add);
     RUN_TEST(test_kernels_match_cpu);
     RUN_TEST(test_mlp_training_matches_cpu);
+    RUN_TEST(test_index_errors_on_device);
     wf_context_free(g_ctx);
     return check_summary();
 }

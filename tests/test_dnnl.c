@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "device/kernel.h"
+#include "backends/cpu/k_dnnl_stats.h"
 
 typedef struct kc {
     wf__kctx k;
@@ -420,6 +421,149 @@ static void test_conv_weight_cache(void)
     for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
 }
 
+/* No byte compare of the weights: weights without a content version (a caller's tensor) are reordered on
+ * every run even when their bytes are equal, while stamped weights are reordered once per version, and
+ * a new version (same pointer, new content) is reordered exactly once and followed by the output. */
+static void test_conv_weight_versions(void)
+{
+    unsigned seed = 16;
+    int64_t dx[4] = {1, 8, 7, 7}, dw[4] = {16, 8, 3, 3}, pads[4] = {1, 1, 1, 1};
+    wf_tensor *in[2] = {randn(WF_F32, 4, dx, &seed), randn(WF_F32, 4, dw, &seed)};
+    kc c;
+    kc_init(&c, "Conv2D", WF_F32, in, 2);
+    kc_set_ints(&c, "pads", pads, 4);
+    wf__dn_stats a, b;
+    wf_tensor_free(kc_run(&c)); /* builds the primitive */
+    wf__dn_stats_get(&a);
+    for (int r = 0; r < 5; r++) wf_tensor_free(kc_run(&c));
+    wf__dn_stats_get(&b);
+    int64_t per_run = (b.wpacks - a.wpacks) / 5; /* 0 when the primitive takes plain weights */
+    if (!per_run) {
+        printf("SKIP test_conv_weight_versions: oneDNN takes the plain weight layout on this CPU (no reorder)\n");
+        kc_done(&c);
+        for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+        return;
+    }
+    CHECK_INT(b.wpacks - a.wpacks, 5); /* unstamped: one reorder per run, equal bytes or not */
+    in[1]->version = wf__tensor_new_version();
+    wf__dn_stats_get(&a);
+    for (int r = 0; r < 10; r++) {
+        wf_tensor *y = kc_run(&c);
+        CHECK_INT(conv_mismatches(y, in[0], in[1], 1), 0);
+        wf_tensor_free(y);
+    }
+    wf__dn_stats_get(&b);
+    CHECK_INT(b.wpacks - a.wpacks, 1);
+    float *wp = in[1]->data;
+    for (int64_t i = 0; i < in[1]->size; i++) wp[i] = wp[i] * -0.5f + 0.125f;
+    in[1]->version = wf__tensor_new_version(); /* what a commit to a variable does */
+    wf__dn_stats_get(&a);
+    for (int r = 0; r < 3; r++) {
+        wf_tensor *y = kc_run(&c);
+        CHECK_INT(conv_mismatches(y, in[0], in[1], 1), 0);
+        wf_tensor_free(y);
+    }
+    wf__dn_stats_get(&b);
+    CHECK_INT(b.wpacks - a.wpacks, 1);
+    CHECK_INT(b.prims - a.prims, 0);
+    CHECK_INT(b.mems - a.mems, 0);
+    CHECK_INT(b.runs - a.runs, 0);
+    kc_done(&c);
+    for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+}
+
+/* A conv-pool-conv-matmul model run 10 times in one session: oneDNN primitives, run contexts (memory
+ * objects, scratchpads) and the Const weights' reorder are made by the first run only; the second conv
+ * reads a variable that a target Assign updates between runs (w <- w * 0.5 + 0.25, the training step's
+ * shape), and each run's output follows the variable's value of that run, against a direct loop. */
+static void test_state_once_and_variable(void)
+{
+    wf_context *ctx = NULL;
+    wf_context_options o;
+    wf_context_options_init(&o);
+    o.inter_op_threads = o.intra_op_threads = 1;
+    CHECK_OK(wf_context_new(&o, &ctx));
+    wf_graph *g;
+    CHECK_OK(wf_graph_new(&g));
+    unsigned seed = 21;
+    int64_t xd[4] = {1, 4, 10, 10}, w1d[4] = {8, 4, 3, 3}, w2d[4] = {8, 8, 3, 3}, pads[4] = {1, 1, 1, 1};
+    wf_tensor *xt = randn(WF_F32, 4, xd, &seed), *w1 = randn(WF_F32, 4, w1d, &seed), *w2 = randn(WF_F32, 4, w2d, &seed);
+    wf_output x, c1w, v, half, quarter, scaled, upd, y1, y2;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, xd, &x));
+    CHECK_OK(wf_const(g, "w1", w1, &c1w));
+    CHECK_OK(wf_variable(g, "w2", w2, &v));
+    wf_attr ca = wf_attr_ints("pads", pads, 4);
+    wf_node *n;
+    wf_output in1[2] = {x, c1w};
+    CHECK_OK(wf_op(g, "Conv2D", "conv1", in1, 2, &ca, 1, &n));
+    y1 = wf_out(n, 0);
+    wf_output in2[2] = {y1, v};
+    CHECK_OK(wf_op(g, "Conv2D", "conv2", in2, 2, &ca, 1, &n));
+    y2 = wf_out(n, 0);
+    CHECK_OK(wf_const_scalar(g, "half", WF_F32, 0.5, &half));
+    CHECK_OK(wf_const_scalar(g, "quarter", WF_F32, 0.25, &quarter));
+    CHECK_OK(wf_binary(g, "Mul", "scaled", v, half, &scaled));
+    CHECK_OK(wf_add(g, "upd", scaled, quarter, &upd));
+    wf_output asg;
+    CHECK_OK(wf_assign(g, "step", v, upd, &asg));
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    /* the reference weights of each run, and conv1's output computed directly */
+    wf_tensor *wref = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 4, w2d, w2->data, &wref));
+    wf_tensor *y1ref = NULL;
+    int64_t yd[4] = {1, 8, 10, 10};
+    CHECK_OK(wf_tensor_new(WF_F32, 4, yd, NULL, &y1ref));
+    for (int64_t q = 0; q < 8; q++)
+        for (int64_t i = 0; i < 10; i++)
+            for (int64_t j = 0; j < 10; j++)
+                ((float *)y1ref->data)[(q * 10 + i) * 10 + j] = (float)conv_ref_at(xt, w1, 1, 0, q, i, j);
+    wf_run_options ro = {0};
+    ro.targets = &asg;
+    ro.n_targets = 1;
+    wf__dn_stats a0, a = {0}, b;
+    wf__dn_stats_get(&a0);
+    int bad = 0;
+    for (int r = 0; r < 10; r++) {
+        if (r == 1) wf__dn_stats_get(&a);
+        wf_feed f = {x, xt};
+        wf_tensor *got = NULL;
+        CHECK_OK(wf_session_run(s, &f, 1, &y2, 1, &got, &ro));
+        bad += conv_mismatches(got, y1ref, wref, 1);
+        wf_tensor_free(got);
+        float *wp = wref->data; /* the Assign's update, in the test's own arithmetic */
+        for (int64_t i = 0; i < wref->size; i++) wp[i] = wp[i] * 0.5f + 0.25f;
+    }
+    wf__dn_stats_get(&b);
+    CHECK_INT(bad, 0);
+    CHECK_INT(b.prims - a.prims, 0);
+    CHECK_INT(b.runs - a.runs, 0);
+    CHECK_INT(b.mems - a.mems, 0);
+    CHECK_INT(b.streams - a.streams, 0);
+    /* runs 2..10: conv2's weights changed 9 times (one reorder each), conv1's Const none */
+    /* run 1 reorders both convs' weights (when the primitives want another layout) */
+    CHECK(a.wpacks - a0.wpacks == 2 || a.wpacks - a0.wpacks == 0);
+    CHECK_INT(b.wpacks - a.wpacks, a.wpacks - a0.wpacks ? 9 : 0);
+    CHECK_INT(a.prims - a0.prims, 2);
+    /* a variable set by the caller is followed too */
+    wf_tensor *w3 = randn(WF_F32, 4, w2d, &seed);
+    CHECK_OK(wf_session_set_variable(s, "w2", w3));
+    wf_feed f = {x, xt};
+    wf_tensor *got = NULL;
+    CHECK_OK(wf_session_run(s, &f, 1, &y2, 1, &got, NULL));
+    CHECK_INT(conv_mismatches(got, y1ref, w3, 1), 0);
+    wf_tensor_free(got);
+    wf_tensor_free(w3);
+    wf_tensor_free(wref);
+    wf_tensor_free(y1ref);
+    wf_tensor_free(xt);
+    wf_tensor_free(w1);
+    wf_tensor_free(w2);
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
 /* One session runs the same Conv2D and MaxPool2D nodes concurrently from two threads with different
  * inputs: the node's shared weight cache and pooling primitive must give each run its own right answer. */
 typedef struct conc_arg {
@@ -481,10 +625,18 @@ static void test_concurrent_same_node(void)
     }
     if (a[0].want && a[1].want) {
         CHECK(memcmp(wf_tensor_data(a[0].want), wf_tensor_data(a[1].want), wf_tensor_bytes(a[0].want)) != 0);
+        wf__dn_stats before, after;
+        wf__dn_stats_get(&before);
         pthread_t th[2];
         for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, conc_run, &a[i]);
         for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        wf__dn_stats_get(&after);
         CHECK_INT(a[0].bad + a[1].bad, 0);
+        /* 20 runs of two oneDNN nodes: no primitive is rebuilt, and each node makes at most one more run
+         * context (memory objects, scratchpad) for the second concurrent run, not one per run */
+        CHECK_INT(after.prims - before.prims, 0);
+        CHECK(after.runs - before.runs <= 2);
+        CHECK(after.mems - before.mems <= 2 * 16);
     }
     for (int i = 0; i < 2; i++) {
         wf_tensor_free(a[i].in);
@@ -506,5 +658,7 @@ int main(void)
     RUN_TEST(test_concurrent_branches);
     RUN_TEST(test_conv_weight_cache);
     RUN_TEST(test_concurrent_same_node);
+    RUN_TEST(test_conv_weight_versions);
+    RUN_TEST(test_state_once_and_variable);
     return check_summary();
 }

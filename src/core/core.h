@@ -134,6 +134,12 @@ struct wf_tensor {
     void *dev_priv;  /* the device allocator's record of the block */
     const struct wf__device *device; /* NULL: host memory */
     void (*dev_release)(wf_tensor *t);
+    /* The content's version: 0 while anyone may still write the buffer (a kernel's output, a caller's
+     * tensor), else a process-unique stamp (wf__tensor_new_version) given when the runtime made the content
+     * final: a graph's attribute tensors (Const values, a Variable's initial value) and each value committed
+     * to a session variable. A write to a stamped buffer must give it a new stamp. Kernels key what they
+     * derive from an input (prepacked weights) on (version != 0, version) instead of comparing bytes. */
+    uint64_t version;
 };
 
 /* Allocates an uninitialised tensor (header and data in one block). OOM status names `what`. */
@@ -147,6 +153,8 @@ wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_te
 void wf__tensor_cache_flush(void);
 /* Frees the large blocks tensor.c keeps for reuse (wf_set_allocator calls it before switching). */
 void wf__tensor_large_cache_flush(void);
+/* A new process-unique, non-zero content version (see wf_tensor.version). */
+uint64_t wf__tensor_new_version(void);
 static inline int wf__tensor_refs(const wf_tensor *t) { return atomic_load_explicit(&t->refs, memory_order_acquire); }
 
 /* ---- f16 / bf16 inline conversions for kernels ------------------------------------------------- */

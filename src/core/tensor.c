@@ -175,8 +175,15 @@ wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const
     t->dev_offset = 0;
     t->device = NULL;
     t->dev_release = NULL;
+    t->version = 0;
     *out = t;
     return NULL;
+}
+
+uint64_t wf__tensor_new_version(void)
+{
+    static atomic_uint_least64_t next = 1;
+    return atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
 }
 
 wf_status *wf__tensor_alloc_header(wf_dtype dtype, int rank, const int64_t *dims, wf_tensor **out)

@@ -88,6 +88,7 @@ wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtyp
         in->dtype == dtype && in->rank == rank &&
         (rank == 0 || !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank))) {
         WF__TRY(set_output(k, idx, wf_tensor_ref(in)));
+        in->version = 0; /* about to be written: no longer the content any stamp named */
         if (out) *out = in;
         if (reused) *reused = true;
         return NULL;

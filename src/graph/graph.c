@@ -225,6 +225,7 @@ static wf_status *set_attrs(const char *name, const wf__op_def *op, const wf_att
             if (!in->tensor) return NODE_ERR(WF_INVALID_ARGUMENT, "attribute '%s' is a NULL tensor", in->name);
             WF__TRY(wf_tensor_new(in->tensor->dtype, in->tensor->rank, in->tensor->dims, in->tensor->data,
                                   &d->t));
+            d->t->version = wf__tensor_new_version(); /* the graph's copy is never written again */
             break;
         }
     }

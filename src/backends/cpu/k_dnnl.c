@@ -1,6 +1,6 @@
 /*
- * Shared oneDNN plumbing of the CPU neural-network kernels (one engine, the per-node primitive cache,
- * execution with user scratchpads, reorders), the C epilogue of the fallback paths, BiasAdd, and the
+ * Shared oneDNN plumbing of the CPU neural-network kernels (one engine, a stream per thread, the per-node
+ * primitive cache with its run contexts, execution with user scratchpads, reorders), the C epilogue of the fallback paths, BiasAdd, and the
  * kernel table. The kernels live in k_dnnl_matmul.c, k_dnnl_conv.c and k_pool.c (see k_dnnl.h).
  */
 #include "k_dnnl.h"
@@ -12,12 +12,34 @@
 
 /* ---- shared oneDNN plumbing ---------------------------------------------------------------------- */
 
-/* One engine for the process: oneDNN engines are thread-safe, streams are not (one per call). */
+/* One engine for the process: oneDNN engines are thread-safe, streams are not, so each thread that
+ * executes gets its own stream, made by its first execution and destroyed when the thread exits. */
 static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
 static dnnl_engine_t g_engine;
 static dnnl_status_t g_engine_status;
+static pthread_key_t g_stream_key;
+static int g_stream_key_rc;
 
-static void engine_init(void) { g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0); }
+static atomic_int_least64_t g_prims, g_runs, g_mems, g_streams, g_wpacks;
+
+void wf__dn_stats_get(wf__dn_stats *out)
+{
+    out->prims = atomic_load(&g_prims);
+    out->runs = atomic_load(&g_runs);
+    out->mems = atomic_load(&g_mems);
+    out->streams = atomic_load(&g_streams);
+    out->wpacks = atomic_load(&g_wpacks);
+}
+
+void wf__dn_count_wpack(void) { atomic_fetch_add(&g_wpacks, 1); }
+
+static void stream_destroy(void *st) { dnnl_stream_destroy(st); }
+
+static void engine_init(void)
+{
+    g_engine_status = dnnl_engine_create(&g_engine, dnnl_cpu, 0);
+    g_stream_key_rc = pthread_key_create(&g_stream_key, stream_destroy);
+}
 
 wf_status *wf__dn_fail(const wf__kctx *k, dnnl_status_t st, const char *what)
 {
@@ -31,8 +53,35 @@ static wf_status *dn_engine(const wf__kctx *k, dnnl_engine_t *out)
 {
     pthread_once(&g_engine_once, engine_init);
     if (g_engine_status != dnnl_success) return wf__dn_fail(k, g_engine_status, "CPU engine creation");
+    if (g_stream_key_rc) return wf__kctx_fail(k, WF_INTERNAL, "cannot create the thread key of oneDNN streams");
     *out = g_engine;
     return NULL;
+}
+
+/* The calling thread's stream (the engine exists: dn_engine succeeded). */
+static wf_status *dn_stream(const wf__kctx *k, dnnl_stream_t *out)
+{
+    dnnl_stream_t st = pthread_getspecific(g_stream_key);
+    if (!st) {
+        dnnl_status_t rc = dnnl_stream_create(&st, g_engine, dnnl_stream_default_flags);
+        if (rc != dnnl_success) return wf__dn_fail(k, rc, "stream creation");
+        if (pthread_setspecific(g_stream_key, st)) {
+            dnnl_stream_destroy(st);
+            return wf__kctx_fail(k, WF_INTERNAL, "cannot keep the thread's oneDNN stream");
+        }
+        atomic_fetch_add(&g_streams, 1);
+    }
+    *out = st;
+    return NULL;
+}
+
+static void dn_run_destroy(wf__dn_run *r)
+{
+    for (int i = 0; i < WF__DN_NSLOT; i++)
+        if (r->mem[i]) dnnl_memory_destroy(r->mem[i]);
+    wf__aligned_free(r->sbuf);
+    for (int i = 0; i < WF__DN_NBUF; i++) wf__aligned_free(r->buf[i]);
+    wf__free(r);
 }
 
 static void dn_prim_destroy(wf__dn_prim *p)
@@ -42,10 +91,13 @@ static void dn_prim_destroy(wf__dn_prim *p)
     if (p->wreorder) dnnl_primitive_destroy(p->wreorder);
     if (p->sreorder) dnnl_primitive_destroy(p->sreorder);
     if (p->dreorder) dnnl_primitive_destroy(p->dreorder);
-    if (p->wlock_init) pthread_mutex_destroy(&p->wlock);
+    if (p->lock_init) pthread_mutex_destroy(&p->lock);
+    while (p->runs) {
+        wf__dn_run *r = p->runs;
+        p->runs = r->next;
+        dn_run_destroy(r);
+    }
     wf__aligned_free(p->wcache);
-    wf__aligned_free(p->wsrc);
-    wf__aligned_free(p->abuf);
     wf__free(p);
 }
 
@@ -56,6 +108,8 @@ void wf__dn_free_state(void *state)
     wf__dn_prim *p = state;
     if (p && --p->refs == 0) dn_prim_destroy(p);
 }
+
+static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
 
 wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_build_fn build, void *arg,
                           wf__dn_prim **out)
@@ -80,12 +134,12 @@ wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_buil
         goto done;
     }
     p->nkey = nkey;
-    if (pthread_mutex_init(&p->wlock, NULL)) {
-        s = wf__kctx_fail(k, WF_INTERNAL, "cannot initialise the weight-cache lock of a primitive cache entry");
+    if (pthread_mutex_init(&p->lock, NULL)) {
+        s = wf__kctx_fail(k, WF_INTERNAL, "cannot initialise the lock of a primitive cache entry");
         wf__free(p);
         goto done;
     }
-    p->wlock_init = true;
+    p->lock_init = true;
     memcpy(p->key, key, sizeof(int64_t) * (size_t)nkey);
     /* oneDNN picks its implementation and sizes its scratchpad for the thread count in effect at
      * creation; execution may use fewer threads (the intra-op gate) but never more. */
@@ -96,6 +150,9 @@ wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_buil
         dn_prim_destroy(p);
         goto done;
     }
+    atomic_fetch_add(&g_prims, 1);
+    p->scratch_max = size_max(size_max(dnnl_memory_desc_get_size(&p->scratch), dnnl_memory_desc_get_size(&p->wscratch)),
+                              size_max(dnnl_memory_desc_get_size(&p->sscratch), dnnl_memory_desc_get_size(&p->dscratch)));
     if (cached) {
         p->refs = 2;
         if (cur && --cur->refs == 0) dn_prim_destroy(cur);
@@ -118,61 +175,106 @@ void wf__dn_release(wf__kctx *k, wf__dn_prim *p)
     if (last) dn_prim_destroy(p);
 }
 
-wf_status *wf__dn_exec(wf__kctx *k, dnnl_primitive_t prim, int n, const int *ids,
+wf_status *wf__dn_run_get(wf__kctx *k, wf__dn_prim *p, wf__dn_run **out)
+{
+    pthread_mutex_lock(&p->lock);
+    wf__dn_run *r = p->runs;
+    if (r) p->runs = r->next;
+    pthread_mutex_unlock(&p->lock);
+    if (!r) {
+        if (!(r = wf__calloc(1, sizeof *r)))
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for a oneDNN run context",
+                                 sizeof *r);
+        if (p->scratch_max && !(r->sbuf = wf__aligned_alloc(p->scratch_max, WF__ALIGN))) {
+            wf__free(r);
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
+                                 "out of memory allocating %zu bytes of oneDNN scratchpad on CPU:0", p->scratch_max);
+        }
+        atomic_fetch_add(&g_runs, 1);
+    }
+    r->next = NULL;
+    *out = r;
+    return NULL;
+}
+
+void wf__dn_run_put(wf__dn_prim *p, wf__dn_run *r)
+{
+    if (!r) return;
+    pthread_mutex_lock(&p->lock);
+    r->next = p->runs;
+    p->runs = r;
+    pthread_mutex_unlock(&p->lock);
+}
+
+wf_status *wf__dn_run_buf(wf__kctx *k, wf__dn_run *r, int which, size_t bytes, void **out)
+{
+    if (!bytes) bytes = 1;
+    if (!r->buf[which] || r->buf_bytes[which] < bytes) {
+        wf__aligned_free(r->buf[which]);
+        r->buf_bytes[which] = 0;
+        if (!(r->buf[which] = wf__aligned_alloc(bytes, WF__ALIGN)))
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for %s on CPU:0", bytes,
+                                 which == WF__DN_BUF_ACT ? "blocked activations" : "reordered weights");
+        r->buf_bytes[which] = bytes;
+    }
+    *out = r->buf[which];
+    return NULL;
+}
+
+/* r's memory object in `slot`, described by md and pointing at ptr: made by the first use, re-pointed
+ * when the pointer changed. */
+static wf_status *dn_mem(wf__kctx *k, wf__dn_run *r, int slot, const dnnl_memory_desc_t *md, void *ptr)
+{
+    dnnl_status_t st;
+    if (!r->mem[slot]) {
+        if ((st = dnnl_memory_create(&r->mem[slot], md, g_engine, ptr)) != dnnl_success) {
+            r->mem[slot] = NULL;
+            return wf__dn_fail(k, st, "memory creation");
+        }
+        atomic_fetch_add(&g_mems, 1);
+    } else if (r->mptr[slot] != ptr) {
+        if ((st = dnnl_memory_set_data_handle(r->mem[slot], ptr)) != dnnl_success)
+            return wf__dn_fail(k, st, "memory handle update");
+    }
+    r->mptr[slot] = ptr;
+    return NULL;
+}
+
+wf_status *wf__dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, int n, const int *ids,
                        const dnnl_memory_desc_t *const *mds, void *const *ptrs, const dnnl_memory_desc_t *scratch)
 {
     dnnl_engine_t eng = NULL;
-    WF__TRY(dn_engine(k, &eng));
-    dnnl_memory_t mem[8] = {0};
-    dnnl_exec_arg_t args[8];
     dnnl_stream_t stream = NULL;
-    wf_status *s = NULL;
-    dnnl_status_t st;
+    WF__TRY(dn_engine(k, &eng));
+    WF__TRY(dn_stream(k, &stream));
+    dnnl_exec_arg_t args[8];
+    if (n > 7 || slot + n >= WF__DN_NSLOT)
+        return wf__kctx_fail(k, WF_INTERNAL, "oneDNN execution with %d arguments at slot %d", n, slot);
     size_t sbytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
-    void *sbuf = NULL;
-    if (sbytes) {
-        if (!(sbuf = wf__aligned_alloc(sbytes, WF__ALIGN)))
-            return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes of oneDNN scratchpad on CPU:0",
-                                 sbytes);
-        if ((st = dnnl_memory_create(&mem[n], scratch, eng, sbuf)) != dnnl_success) {
-            s = wf__dn_fail(k, st, "scratchpad creation");
-            goto done;
-        }
-        args[n].arg = DNNL_ARG_SCRATCHPAD;
-        args[n].memory = mem[n];
-    }
     for (int i = 0; i < n; i++) {
-        if ((st = dnnl_memory_create(&mem[i], mds[i], eng, ptrs[i])) != dnnl_success) {
-            s = wf__dn_fail(k, st, "memory creation");
-            goto done;
-        }
+        WF__TRY(dn_mem(k, r, slot + i, mds[i], ptrs[i]));
         args[i].arg = ids[i];
-        args[i].memory = mem[i];
+        args[i].memory = r->mem[slot + i];
     }
-    if ((st = dnnl_stream_create(&stream, eng, dnnl_stream_default_flags)) != dnnl_success) {
-        s = wf__dn_fail(k, st, "stream creation");
-        goto done;
+    if (sbytes) {
+        WF__TRY(dn_mem(k, r, slot + n, scratch, r->sbuf));
+        args[n].arg = DNNL_ARG_SCRATCHPAD;
+        args[n].memory = r->mem[slot + n];
     }
     int tok = wf__intra_begin(k);
-    st = dnnl_primitive_execute(prim, stream, n + (sbytes != 0), args);
+    dnnl_status_t st = dnnl_primitive_execute(prim, stream, n + (sbytes != 0), args);
     if (st == dnnl_success) st = dnnl_stream_wait(stream);
     wf__intra_end(k, tok);
-    if (st != dnnl_success) s = wf__dn_fail(k, st, "execution");
-done:
-    if (stream) dnnl_stream_destroy(stream);
-    for (int i = 0; i <= n; i++)
-        if (mem[i]) dnnl_memory_destroy(mem[i]);
-    wf__aligned_free(sbuf);
-    return s;
+    return st != dnnl_success ? wf__dn_fail(k, st, "execution") : NULL;
 }
 
-wf_status *wf__dn_reorder(wf__kctx *k, dnnl_primitive_t r, const dnnl_memory_desc_t *from, const void *src,
-                          const dnnl_memory_desc_t *to, void *dst, const dnnl_memory_desc_t *scratch)
+wf_status *wf__dn_reorder(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, const dnnl_memory_desc_t *from,
+                          const void *src, const dnnl_memory_desc_t *to, void *dst, const dnnl_memory_desc_t *scratch)
 {
     int ids[2] = {DNNL_ARG_FROM, DNNL_ARG_TO};
     const dnnl_memory_desc_t *mds[2] = {from, to};
     void *ptrs[2] = {(void *)src, dst};
-    return wf__dn_exec(k, r, 2, ids, mds, ptrs, scratch);
+    return wf__dn_exec(k, r, slot, prim, 2, ids, mds, ptrs, scratch);
 }
 
 dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
@@ -190,34 +292,6 @@ dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t 
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (attr) dnnl_primitive_attr_destroy(attr);
     return st;
-}
-
-wf_status *wf__dn_abuf_get(wf__kctx *k, wf__dn_prim *p, size_t bytes, void **buf, bool *kept)
-{
-    *buf = NULL;
-    *kept = false;
-    pthread_mutex_lock(&p->wlock);
-    if (!p->abusy) {
-        /* the size is fixed by the primitive's key, so a kept buffer always fits */
-        if (!p->abuf) p->abuf = wf__aligned_alloc(bytes ? bytes : 1, WF__ALIGN);
-        if (p->abuf) p->abusy = *kept = true, *buf = p->abuf;
-    }
-    pthread_mutex_unlock(&p->wlock);
-    if (!*buf && !(*buf = wf__aligned_alloc(bytes ? bytes : 1, WF__ALIGN)))
-        return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for blocked activations on CPU:0",
-                             bytes);
-    return NULL;
-}
-
-void wf__dn_abuf_put(wf__dn_prim *p, void *buf, bool kept)
-{
-    if (!kept) {
-        wf__aligned_free(buf);
-        return;
-    }
-    pthread_mutex_lock(&p->wlock);
-    p->abusy = false;
-    pthread_mutex_unlock(&p->wlock);
 }
 
 /* Whether oneDNN applies act as a post-op. Plain relu is the exception: oneDNN's JIT relu with alpha 0
@@ -269,8 +343,8 @@ void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int 
 
 /* Primitive attributes: the activation post-op (where wf__dn_act_in_prim), and a user-managed
  * scratchpad. oneDNN's default scratchpad is one global buffer shared by all primitives, which is wrong
- * as soon as two nodes run concurrently on different inter-op threads; with user mode each execution
- * brings its own. */
+ * as soon as two nodes run concurrently on different inter-op threads; with user mode each run context
+ * (wf__dn_run) brings its own. */
 dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out)
 {
     *out = NULL;

@@ -12,6 +12,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "k_dnnl_stats.h"
+
 /* The window geometry of Conv2D, ConvTranspose2D and the pools (rules in graph/nn_window.h), resolved
  * through the op registry's attribute getter so inference and kernels agree on shapes and pads. */
 #include "graph/nn_window.h"
@@ -19,9 +21,29 @@ int wf__nn_window_resolve(const wf__op_def *op, const wf__attr *attrs, int kind,
                           const int64_t *wk, wf__nn_window *w, char *err, size_t en);
 
 /* A cached oneDNN primitive, keyed by everything its creation depended on (shapes, dtypes, epilogue),
- * with the reorders that bring the user's plain tensors to the layouts the primitive chose. */
+ * with the reorders that bring the user's plain tensors to the layouts the primitive chose. Everything
+ * here is built once (wf__dn_acquire) and then only read, except the run contexts and the weight cache,
+ * both under `lock`. */
 #define WF__DN_KEY_MAX 96
 enum { WF__DN_SRC, WF__DN_WEI, WF__DN_BIAS, WF__DN_DST, WF__DN_WEI_PRIM, WF__DN_SRC_PRIM, WF__DN_DST_PRIM, WF__DN_NMD };
+/* Memory-object slots of a run context, one range per primitive a kernel executes (a range holds the
+ * primitive's arguments, then its scratchpad). */
+enum { WF__DN_SLOT_WREORDER = 0, WF__DN_SLOT_SREORDER = 3, WF__DN_SLOT_PRIM = 6, WF__DN_SLOT_DREORDER = 11,
+       WF__DN_NSLOT = 16 };
+enum { WF__DN_BUF_ACT, WF__DN_BUF_WEI, WF__DN_NBUF };
+/* What one run of a primitive writes besides its output: oneDNN memory objects made once and re-pointed
+ * with dnnl_memory_set_data_handle, one scratchpad buffer (the largest of the primitive's and its
+ * reorders'; they execute one after another), and the blocked activations / privately reordered weights
+ * of the run. A run takes one from the primitive's free list (or makes one when all are in use by
+ * concurrent runs) and gives it back, so steady-state runs allocate nothing and create no objects. */
+typedef struct wf__dn_run {
+    struct wf__dn_run *next;
+    dnnl_memory_t mem[WF__DN_NSLOT];
+    void *mptr[WF__DN_NSLOT]; /* the handle mem[i] points at */
+    void *sbuf;
+    void *buf[WF__DN_NBUF];
+    size_t buf_bytes[WF__DN_NBUF];
+} wf__dn_run;
 typedef struct wf__dn_prim {
     int64_t key[WF__DN_KEY_MAX];
     int nkey;
@@ -32,17 +54,16 @@ typedef struct wf__dn_prim {
     /* Conv2D: user weights / source / destination to and from the primitive's layouts; NULL when equal */
     dnnl_primitive_t wreorder, sreorder, dreorder;
     dnnl_memory_desc_t wscratch, sscratch, dscratch;
-    /* Conv2D weight cache: the reordered weights with a copy of the plain weights they came from, so a run
-     * with equal weights (a Const input) skips the reorder. wusers counts runs reading wcache; wlock
-     * guards it and abuf/abusy below. */
-    pthread_mutex_t wlock;
-    bool wlock_init;
-    void *wcache, *wsrc;
+    size_t scratch_max; /* bytes of a run context's scratchpad */
+    pthread_mutex_t lock; /* runs, and the weight cache */
+    bool lock_init;
+    wf__dn_run *runs; /* free run contexts */
+    /* Conv2D weight cache: the weights in the primitive's layout, reordered from the input whose content
+     * version (wf_tensor.version, never 0 here) is wver; wusers counts runs reading it. A run whose weights
+     * carry another version repacks it when no run reads it, else reorders into its own run context. */
+    void *wcache;
+    uint64_t wver;
     int wusers;
-    /* Conv2D: the blocked input and output of the last run, kept for the next one so a run does not pay
-     * page faults on fresh buffers; abusy while a run uses it (a concurrent run allocates its own). */
-    void *abuf;
-    bool abusy;
 } wf__dn_prim;
 typedef wf_status *(*wf__dn_build_fn)(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p);
 
@@ -53,20 +74,24 @@ wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_buil
 void wf__dn_release(wf__kctx *k, wf__dn_prim *p);
 /* free_state of every kernel that caches a primitive */
 void wf__dn_free_state(void *state);
-/* Executes prim on n (arg id, descriptor, pointer) triples with a fresh user scratchpad of `scratch`'s
- * size, inside the intra-op gate. */
-wf_status *wf__dn_exec(wf__kctx *k, dnnl_primitive_t prim, int n, const int *ids, const dnnl_memory_desc_t *const *mds,
-                       void *const *ptrs, const dnnl_memory_desc_t *scratch);
-/* Runs a reorder primitive from `from` to `to`. */
-wf_status *wf__dn_reorder(wf__kctx *k, dnnl_primitive_t r, const dnnl_memory_desc_t *from, const void *src,
-                          const dnnl_memory_desc_t *to, void *dst, const dnnl_memory_desc_t *scratch);
+/* A run context of p (see wf__dn_run); give it back with wf__dn_run_put before releasing p. */
+wf_status *wf__dn_run_get(wf__kctx *k, wf__dn_prim *p, wf__dn_run **out);
+void wf__dn_run_put(wf__dn_prim *p, wf__dn_run *r);
+/* The run context's buffer `which` (WF__DN_BUF_*) of `bytes`, allocated by its first use. */
+wf_status *wf__dn_run_buf(wf__kctx *k, wf__dn_run *r, int which, size_t bytes, void **out);
+/* Executes prim on n (arg id, descriptor, pointer) triples through r's memory objects slot..slot+n-1
+ * (slot+n: the scratchpad of `scratch`'s size, in r's scratch buffer), on the calling thread's stream,
+ * inside the intra-op gate. A slot must always see the same descriptor. */
+wf_status *wf__dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, int n, const int *ids,
+                       const dnnl_memory_desc_t *const *mds, void *const *ptrs, const dnnl_memory_desc_t *scratch);
+/* Runs a reorder primitive from `from` to `to` through slots slot..slot+2. */
+wf_status *wf__dn_reorder(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, const dnnl_memory_desc_t *from,
+                          const void *src, const dnnl_memory_desc_t *to, void *dst, const dnnl_memory_desc_t *scratch);
+/* Counts a Conv2D weight reorder (wf__dn_stats.wpacks). */
+void wf__dn_count_wpack(void);
 /* Creates a reorder primitive (user scratchpad) from one descriptor to another. */
 dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                     dnnl_primitive_t *out, dnnl_memory_desc_t *scratch);
-/* A buffer of `bytes` for the blocked activations of one run: p's kept buffer when no other run holds it
- * (no page faults on a fresh one), else a private allocation. Return it with wf__dn_abuf_put. */
-wf_status *wf__dn_abuf_get(wf__kctx *k, wf__dn_prim *p, size_t bytes, void **buf, bool *kept);
-void wf__dn_abuf_put(wf__dn_prim *p, void *buf, bool kept);
 /* Primitive attributes: user scratchpad and the activation act (WF__ACT_*) as a post-op where
  * wf__dn_act_in_prim(act, alpha); otherwise (relu, whose oneDNN JIT form drops NaN) the caller runs
  * wf__dn_relu_pass over the n elements of the primitive's output y (f32 or bf16) after it. */

@@ -138,74 +138,69 @@ fail:
     return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
 }
 
-/* The weights in the primitive's layout. A node whose weights are a Const sees the same bytes on every
- * run, so the reordered copy is kept with a copy of the plain weights it came from: a memcmp of the plain
- * weights is far cheaper than allocating and reordering them. Fed or changing weights simply miss. On a
- * hit, or when this run refreshed the cache, *cached is set and the caller must call conv_weights_done. */
-static wf_status *conv_weights(wf__kctx *k, wf__dn_prim *p, const void *w, void **wbuf, bool *cached)
+/* The weights in the primitive's layout. Weights whose content is stamped (wf_tensor.version: a Const,
+ * a variable's committed value) are reordered once per version into the node's cache: a run compares one
+ * integer, and a variable assigned between runs invalidates exactly the nodes it feeds. Unstamped
+ * weights (fed by the caller, or computed by the run) are reordered into the run context every run. On
+ * a cache hit, or when this run refreshed the cache, *cached is set and the caller must call
+ * conv_weights_done. */
+static wf_status *conv_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *w, uint64_t wver, void **wbuf,
+                               bool *cached)
 {
     *wbuf = NULL;
     *cached = false;
-    size_t wb = dnnl_memory_desc_get_size(&p->md[WF__DN_WEI]);
     size_t pb = dnnl_memory_desc_get_size(&p->md[WF__DN_WEI_PRIM]);
     wf_status *s = NULL;
-    pthread_mutex_lock(&p->wlock);
-    if (p->wcache && !memcmp(p->wsrc, w, wb)) {
-        p->wusers++;
-        *wbuf = p->wcache;
-        *cached = true;
-        pthread_mutex_unlock(&p->wlock);
-        return NULL;
-    }
-    if (!p->wusers) {
-        /* refresh the cache in place (concurrent runs of this node wait on the lock meanwhile) */
-        if (!p->wcache) {
-            p->wcache = wf__aligned_alloc(pb ? pb : 1, WF__ALIGN);
-            p->wsrc = wf__aligned_alloc(wb ? wb : 1, WF__ALIGN);
-        }
-        if (p->wcache && p->wsrc &&
-            !(s = wf__dn_reorder(k, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM], p->wcache,
-                                 &p->wscratch))) {
-            memcpy(p->wsrc, w, wb);
+    if (wver) {
+        pthread_mutex_lock(&p->lock);
+        if (p->wcache && p->wver == wver) {
             p->wusers++;
             *wbuf = p->wcache;
             *cached = true;
-            pthread_mutex_unlock(&p->wlock);
+            pthread_mutex_unlock(&p->lock);
             return NULL;
         }
-        /* a failed refresh leaves no cache behind that could match stale bytes */
-        wf__aligned_free(p->wcache);
-        wf__aligned_free(p->wsrc);
-        p->wcache = p->wsrc = NULL;
-        pthread_mutex_unlock(&p->wlock);
-        if (s) return s;
-    } else {
-        pthread_mutex_unlock(&p->wlock);
+        if (!p->wusers) {
+            /* refresh the cache in place (concurrent runs of this node wait on the lock meanwhile) */
+            p->wver = 0;
+            if (!p->wcache) p->wcache = wf__aligned_alloc(pb ? pb : 1, WF__ALIGN);
+            if (!p->wcache) {
+                pthread_mutex_unlock(&p->lock);
+                return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
+                                     "out of memory allocating %zu bytes for reordered weights on CPU:0", pb);
+            }
+            s = wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
+                               p->wcache, &p->wscratch);
+            wf__dn_count_wpack();
+            if (!s) {
+                p->wver = wver;
+                p->wusers++;
+                *wbuf = p->wcache;
+                *cached = true;
+            }
+            pthread_mutex_unlock(&p->lock);
+            return s;
+        }
+        pthread_mutex_unlock(&p->lock);
     }
-    /* another run reads the cache (or it could not be allocated): a private copy for this run */
-    if (!(*wbuf = wf__aligned_alloc(pb ? pb : 1, WF__ALIGN)))
-        return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for reordered weights on CPU:0",
-                             pb);
-    if ((s = wf__dn_reorder(k, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM], *wbuf, &p->wscratch))) {
-        wf__aligned_free(*wbuf);
-        *wbuf = NULL;
-    }
-    return s;
+    /* unstamped, or another run reads the cache: this run's own copy */
+    WF__TRY(wf__dn_run_buf(k, r, WF__DN_BUF_WEI, pb, wbuf));
+    wf__dn_count_wpack();
+    return wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
+                          *wbuf, &p->wscratch);
 }
 
-static void conv_weights_done(wf__dn_prim *p, void *wbuf, bool cached)
+static void conv_weights_done(wf__dn_prim *p, bool cached)
 {
-    if (!cached) {
-        wf__aligned_free(wbuf);
-        return;
-    }
-    pthread_mutex_lock(&p->wlock);
+    if (!cached) return;
+    pthread_mutex_lock(&p->lock);
     p->wusers--;
-    pthread_mutex_unlock(&p->wlock);
+    pthread_mutex_unlock(&p->lock);
 }
 
+/* wver: the content version of the weights w came from (0: none) */
 static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt, const void *x, const void *w,
-                            const void *bias, void *y, int act, double alpha)
+                            uint64_t wver, const void *bias, void *y, int act, double alpha)
 {
     conv_build_arg ca = {g, dt, bias != NULL, conv_wants_any(g), act, alpha};
     int64_t key[WF__DN_KEY_MAX];
@@ -223,31 +218,35 @@ static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt
     wf__dn_prim *p;
     WF__TRY(wf__dn_acquire(k, key, nk, conv_build, &ca, &p));
     wf_status *s = NULL;
+    wf__dn_run *r = NULL;
     void *wbuf = NULL, *sbuf = NULL, *dbuf = NULL, *abuf = NULL;
-    bool wcached = false, abuf_kept = false;
-    if (p->wreorder && (s = conv_weights(k, p, w, &wbuf, &wcached))) goto done;
+    bool wcached = false;
+    if ((s = wf__dn_run_get(k, p, &r))) goto done;
+    if (p->wreorder && (s = conv_weights(k, p, r, w, wver, &wbuf, &wcached))) goto done;
     size_t sb = p->sreorder ? (dnnl_memory_desc_get_size(&p->md[WF__DN_SRC_PRIM]) + WF__ALIGN - 1) / WF__ALIGN * WF__ALIGN
                             : 0;
     size_t db = p->dreorder ? dnnl_memory_desc_get_size(&p->md[WF__DN_DST_PRIM]) : 0;
     if (sb + db) {
-        if ((s = wf__dn_abuf_get(k, p, sb + db, &abuf, &abuf_kept))) goto done;
+        if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sb + db, &abuf))) goto done;
         sbuf = p->sreorder ? abuf : NULL;
         dbuf = p->dreorder ? (char *)abuf + sb : NULL;
     }
-    if (sbuf &&
-        (s = wf__dn_reorder(k, p->sreorder, &p->md[WF__DN_SRC], x, &p->md[WF__DN_SRC_PRIM], sbuf, &p->sscratch)))
+    if (sbuf && (s = wf__dn_reorder(k, r, WF__DN_SLOT_SREORDER, p->sreorder, &p->md[WF__DN_SRC], x,
+                                    &p->md[WF__DN_SRC_PRIM], sbuf, &p->sscratch)))
         goto done;
     int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
     const dnnl_memory_desc_t *mds[4] = {&p->md[sbuf ? WF__DN_SRC_PRIM : WF__DN_SRC],
                                         &p->md[wbuf ? WF__DN_WEI_PRIM : WF__DN_WEI],
                                         &p->md[dbuf ? WF__DN_DST_PRIM : WF__DN_DST], &p->md[WF__DN_BIAS]};
     void *ptrs[4] = {sbuf ? sbuf : (void *)x, wbuf ? wbuf : (void *)w, dbuf ? dbuf : y, (void *)bias};
-    if ((s = wf__dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch))) goto done;
-    if (dbuf) s = wf__dn_reorder(k, p->dreorder, &p->md[WF__DN_DST_PRIM], dbuf, &p->md[WF__DN_DST], y, &p->dscratch);
+    if ((s = wf__dn_exec(k, r, WF__DN_SLOT_PRIM, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch))) goto done;
+    if (dbuf)
+        s = wf__dn_reorder(k, r, WF__DN_SLOT_DREORDER, p->dreorder, &p->md[WF__DN_DST_PRIM], dbuf, &p->md[WF__DN_DST], y,
+                           &p->dscratch);
     if (!s && !wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dt, g->n * g->oc * g->win.out[0] * g->win.out[1], act, alpha);
 done:
-    if (wbuf) conv_weights_done(p, wbuf, wcached);
-    if (abuf) wf__dn_abuf_put(p, abuf, abuf_kept);
+    if (wbuf) conv_weights_done(p, wcached);
+    wf__dn_run_put(p, r);
     wf__dn_release(k, p);
     return s;
 }
@@ -321,14 +320,14 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
         wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], NULL, act, k->fused_alpha);
     } else {
         if (t == WF_F32 || t == WF_BF16) {
-            s = conv_dnnl(k, &g, wf__dn_dtype(t), x->data, w->data, bias, y->data, act, k->fused_alpha);
+            s = conv_dnnl(k, &g, wf__dn_dtype(t), x->data, w->data, w->version, bias, y->data, act, k->fused_alpha);
             if (t == WF_F32 || !s || wf_status_code(s) != WF_UNIMPLEMENTED) goto done;
             wf_status_free(s);
         }
         float *fx = NULL, *fw = NULL, *fbias = NULL, *fy = NULL;
         if (!(s = wf__dn_to_f32(k, x->data, t, x->size, &fx)) && !(s = wf__dn_to_f32(k, w->data, t, w->size, &fw)) &&
             !(s = wf__dn_to_f32(k, bias, t, g.oc, &fbias)) && !(s = wf__dn_alloc_f32(k, y->size, &fy)) &&
-            !(s = conv_dnnl(k, &g, dnnl_f32, fx, fw, fbias, fy, act, k->fused_alpha)))
+            !(s = conv_dnnl(k, &g, dnnl_f32, fx, fw, w->version, fbias, fy, act, k->fused_alpha)))
             wf__convert(fy, WF_F32, y->data, t, y->size);
         wf__aligned_free(fx);
         wf__aligned_free(fw);

@@ -151,7 +151,10 @@ static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, co
     const dnnl_memory_desc_t *mds[4] = {&p->md[WF__DN_SRC], &p->md[WF__DN_WEI], &p->md[WF__DN_DST],
                                         &p->md[WF__DN_BIAS]};
     void *ptrs[4] = {(void *)a, (void *)b, c, (void *)bias};
-    wf_status *s = wf__dn_exec(k, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch);
+    wf__dn_run *r = NULL;
+    wf_status *s = wf__dn_run_get(k, p, &r);
+    if (!s) s = wf__dn_exec(k, r, WF__DN_SLOT_PRIM, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch);
+    wf__dn_run_put(p, r);
     wf__dn_release(k, p);
     if (!s && !wf__dn_act_in_prim(act, alpha)) {
         int64_t n = 1;

@@ -140,29 +140,32 @@ static wf_status *pool_dnnl(wf__kctx *k, const pool_geom *g, const void *x, void
     wf__dn_prim *p;
     WF__TRY(wf__dn_acquire(k, key, nk, pool_build, (void *)g, &p));
     wf_status *s = NULL;
+    wf__dn_run *r = NULL;
     void *abuf = NULL, *sbuf = NULL, *dbuf = NULL;
-    bool kept = false;
     if (!p->prim) goto done;
     *done = true;
+    if ((s = wf__dn_run_get(k, p, &r))) goto done;
     size_t sb = p->sreorder ? (dnnl_memory_desc_get_size(&p->md[WF__DN_SRC_PRIM]) + WF__ALIGN - 1) / WF__ALIGN * WF__ALIGN
                             : 0;
     size_t db = p->dreorder ? dnnl_memory_desc_get_size(&p->md[WF__DN_DST_PRIM]) : 0;
     if (sb + db) {
-        if ((s = wf__dn_abuf_get(k, p, sb + db, &abuf, &kept))) goto done;
+        if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sb + db, &abuf))) goto done;
         sbuf = p->sreorder ? abuf : NULL;
         dbuf = p->dreorder ? (char *)abuf + sb : NULL;
     }
-    if (sbuf &&
-        (s = wf__dn_reorder(k, p->sreorder, &p->md[WF__DN_SRC], x, &p->md[WF__DN_SRC_PRIM], sbuf, &p->sscratch)))
+    if (sbuf && (s = wf__dn_reorder(k, r, WF__DN_SLOT_SREORDER, p->sreorder, &p->md[WF__DN_SRC], x,
+                                    &p->md[WF__DN_SRC_PRIM], sbuf, &p->sscratch)))
         goto done;
     int ids[2] = {DNNL_ARG_SRC, DNNL_ARG_DST};
     const dnnl_memory_desc_t *mds[2] = {&p->md[sbuf ? WF__DN_SRC_PRIM : WF__DN_SRC],
                                         &p->md[dbuf ? WF__DN_DST_PRIM : WF__DN_DST]};
     void *ptrs[2] = {sbuf ? sbuf : (void *)x, dbuf ? dbuf : y};
-    if ((s = wf__dn_exec(k, p->prim, 2, ids, mds, ptrs, &p->scratch))) goto done;
-    if (dbuf) s = wf__dn_reorder(k, p->dreorder, &p->md[WF__DN_DST_PRIM], dbuf, &p->md[WF__DN_DST], y, &p->dscratch);
+    if ((s = wf__dn_exec(k, r, WF__DN_SLOT_PRIM, p->prim, 2, ids, mds, ptrs, &p->scratch))) goto done;
+    if (dbuf)
+        s = wf__dn_reorder(k, r, WF__DN_SLOT_DREORDER, p->dreorder, &p->md[WF__DN_DST_PRIM], dbuf, &p->md[WF__DN_DST], y,
+                           &p->dscratch);
 done:
-    if (abuf) wf__dn_abuf_put(p, abuf, kept);
+    wf__dn_run_put(p, r);
     wf__dn_release(k, p);
     return s;
 }

@@ -39,6 +39,14 @@ typedef struct cu_dev {
     pthread_mutex_t dnn_mu;
     char name[160];
     int cc_major, cc_minor;
+    /* Index checks on the device (cuda_index.c): the device's error record (cuk_err, device memory), the
+     * host's ring of the launch sites that may write it (which node, which check, the shapes for the
+     * message), and how many checking launches were enqueued since the record was last read. */
+    cuk_err *err;
+    void *err_sites;
+    unsigned long long err_next;
+    _Atomic long long err_armed;
+    pthread_mutex_t err_mu;
 } cu_dev;
 
 static inline cu_dev *cu_of(const wf__kctx *k) { return (cu_dev *)k->device->dev; }
@@ -116,6 +124,16 @@ const char *cu_blas_load(void);
 /* cuDNN (cuda_conv.c): "cuDNN 9.x.y" or why it is unusable, for the device description (loads it once);
  * and the release of a device's cuDNN handle and workspace. */
 const char *cu_cudnn_describe(char *buf, size_t n);
+/* Index checks that run on the device. cu_err_site registers a checking launch of node k (kind
+ * CU_SITE_*, the axis or batch dims and the shapes its message names) and gives the record and site id to
+ * pass to the kernel; cu_err_take, after the compute stream has drained (a download, a synchronisation),
+ * reads the record if any checking launch ran since the last read and returns the first bad index as the
+ * status the host check used to return, naming the node. */
+enum { CU_SITE_GATHER, CU_SITE_ELEMENTS, CU_SITE_ND };
+wf_status *cu_err_site(wf__kctx *k, int kind, int axis, const wf_tensor *ix, const wf_tensor *x, cuk_err **err,
+                       unsigned long long *site);
+wf_status *cu_err_take(cu_dev *d);
+void cu_err_release(cu_dev *d);
 void cu_cudnn_release(cu_dev *d);
 
 #endif

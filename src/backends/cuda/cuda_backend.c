@@ -158,6 +158,7 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
 static void dev_release(cu_dev *d)
 {
     cu_cudnn_release(d);
+    cu_err_release(d);
     for (int i = 0; i < 2; i++) {
         if (d->stage_free[i]) cudaEventDestroy(d->stage_free[i]);
         if (d->stage[i]) cudaFreeHost(d->stage[i]);
@@ -204,6 +205,7 @@ static wf_status *device_open(void *b, int i, void **out)
     pthread_mutex_init(&d->copy_mu, NULL);
     pthread_mutex_init(&d->blas_mu, NULL);
     pthread_mutex_init(&d->dnn_mu, NULL);
+    pthread_mutex_init(&d->err_mu, NULL);
     *out = d;
     return NULL;
 fail:;
@@ -221,6 +223,7 @@ static void device_close(void *dev)
     pthread_mutex_destroy(&d->copy_mu);
     pthread_mutex_destroy(&d->blas_mu);
     pthread_mutex_destroy(&d->dnn_mu);
+    pthread_mutex_destroy(&d->err_mu);
     dev_release(d);
 }
 
@@ -346,9 +349,12 @@ static wf_status *copy_to_device(void *dev, void *chunk, size_t off, const void 
     return transfer(dev, (char *)chunk + off, src, n, cudaMemcpyHostToDevice);
 }
 
+/* A download waits for the compute stream: the point where the kernels' index checks are read
+ * (cu_err_take), so a bad index fails the run that reads its results. */
 static wf_status *copy_to_host(void *dev, void *dst, const void *chunk, size_t off, size_t n)
 {
-    return transfer(dev, dst, (const char *)chunk + off, n, cudaMemcpyDeviceToHost);
+    wf_status *s = transfer(dev, dst, (const char *)chunk + off, n, cudaMemcpyDeviceToHost);
+    return s ? s : cu_err_take(dev);
 }
 
 static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *src, size_t soff, size_t n)
@@ -382,7 +388,7 @@ static wf_status *synchronize(void *dev)
     cu_dev *d = dev;
     cudaError_t e = cudaSetDevice(d->ordinal);
     if (e == cudaSuccess) e = cudaStreamSynchronize(d->compute);
-    return e == cudaSuccess ? NULL : rt_fail(WF_INTERNAL, "stream synchronisation", d->ordinal, e);
+    return e == cudaSuccess ? cu_err_take(d) : rt_fail(WF_INTERNAL, "stream synchronisation", d->ordinal, e);
 }
 
 static void destroy(void *b) { cu_host->free(b); }

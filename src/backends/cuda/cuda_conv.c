@@ -151,100 +151,169 @@ static bool math_ok(wf_dtype t, cudnnMathType_t m)
     return t == WF_F16 || (m != CUDNN_TENSOR_OP_MATH && m != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
 }
 
+/* What a node's convolution keeps between runs (its kernel state): the four descriptors and the chosen
+ * algorithm with its workspace size, keyed by everything that went into them, so a run with the shapes of
+ * the previous one sets no descriptor and runs no heuristic. Built and used under the device's dnn_mu (the
+ * handle and workspace are the device's), so one state never serves two runs at once. */
+#define DNN_KEY_N 24
+typedef struct dnn_state {
+    int64_t key[DNN_KEY_N];
+    dnn_descs ds;
+    int algo;       /* cudnnConvolutionFwdAlgo_t or cudnnConvolutionBwdDataAlgo_t */
+    size_t ws;      /* its workspace */
+    bool unsup;     /* cuDNN declined this geometry: the direct kernel runs */
+} dnn_state;
+
+static void dnn_state_free(void *p)
+{
+    dnn_state *st = p;
+    if (!st) return;
+    if (g_dnn.ok) descs_free(&st->ds);
+    cu_host->free(st);
+}
+
+/* Sets up st for the key: descriptors, then the heuristics' first usable algorithm (skipping what is
+ * unusable or would need too much workspace). */
+static cudnnStatus_t dnn_state_build(cu_dev *d, dnn_state *st, bool transposed, wf_dtype t, const wf_tensor *fin,
+                                     const wf_tensor *fout, const wf_tensor *w, const wf__nn_window *wn, int64_t groups,
+                                     const char **what)
+{
+    cudnnDataType_t dt = t == WF_F64 ? CUDNN_DATA_DOUBLE : t == WF_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    cudnnDataType_t ct = t == WF_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; /* f16 accumulates in f32, as the CPU */
+    dnn_descs *ds = &st->ds;
+    cudnnStatus_t rc;
+    *what = "descriptor setup";
+    if ((rc = g_dnn.cudnnCreateTensorDescriptor(&ds->x)) || (rc = g_dnn.cudnnCreateTensorDescriptor(&ds->y)) ||
+        (rc = g_dnn.cudnnCreateFilterDescriptor(&ds->w)) || (rc = g_dnn.cudnnCreateConvolutionDescriptor(&ds->c)))
+        return rc;
+    if ((rc = g_dnn.cudnnSetTensor4dDescriptor(ds->x, CUDNN_TENSOR_NCHW, dt, (int)fin->dims[0], (int)fin->dims[1],
+                                               (int)fin->dims[2], (int)fin->dims[3])) ||
+        (rc = g_dnn.cudnnSetTensor4dDescriptor(ds->y, CUDNN_TENSOR_NCHW, dt, (int)fout->dims[0], (int)fout->dims[1],
+                                               (int)fout->dims[2], (int)fout->dims[3])) ||
+        /* W is [K, C/group, kh, kw] with K the forward conv's output channels: Conv2D's [OC, C/g, ..] and
+         * ConvTranspose2D's [C, OC/g, ..] alike */
+        (rc = g_dnn.cudnnSetFilter4dDescriptor(ds->w, dt, CUDNN_TENSOR_NCHW, (int)w->dims[0], (int)w->dims[1],
+                                               (int)w->dims[2], (int)w->dims[3])) ||
+        (rc = g_dnn.cudnnSetConvolution2dDescriptor(ds->c, (int)wn->pb[0], (int)wn->pb[1], (int)wn->s[0], (int)wn->s[1],
+                                                    (int)wn->d[0], (int)wn->d[1], CUDNN_CROSS_CORRELATION, ct)) ||
+        (rc = g_dnn.cudnnSetConvolutionGroupCount(ds->c, (int)groups)) ||
+        (rc = g_dnn.cudnnSetConvolutionMathType(ds->c, t == WF_F16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH)))
+        return rc;
+    int n = 0, pick = -1;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    if (!transposed) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        *what = "cudnnGetConvolutionForwardAlgorithm_v7";
+        if ((rc = g_dnn.cudnnGetConvolutionForwardAlgorithm_v7((cudnnHandle_t)d->dnn, ds->x, ds->w, ds->c, ds->y,
+                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf)))
+            return rc;
+        for (int i = 0; i < n && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && math_ok(t, perf[i].mathType) && perf[i].memory <= CU_WS_CAP &&
+                ws_reserve(d, perf[i].memory))
+                pick = i, st->algo = (int)perf[i].algo, st->ws = perf[i].memory, math = perf[i].mathType;
+    } else {
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        *what = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+        if ((rc = g_dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7((cudnnHandle_t)d->dnn, ds->w, ds->y, ds->c, ds->x,
+                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf)))
+            return rc;
+        for (int i = 0; i < n && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && math_ok(t, perf[i].mathType) && perf[i].memory <= CU_WS_CAP &&
+                ws_reserve(d, perf[i].memory))
+                pick = i, st->algo = (int)perf[i].algo, st->ws = perf[i].memory, math = perf[i].mathType;
+    }
+    if (pick < 0) {
+        st->unsup = true; /* kept: the next run goes straight to the direct kernel */
+        return CUDNN_STATUS_SUCCESS;
+    }
+    if (t == WF_F16 && (rc = g_dnn.cudnnSetConvolutionMathType(ds->c, math))) return rc;
+    return CUDNN_STATUS_SUCCESS;
+}
+
 /* The convolution through cuDNN: forward for Conv2D (x: input, y: output) or backward data for
  * ConvTranspose2D (x is the forward conv's dy, y its dx). Returns CUDNN_STATUS_NOT_SUPPORTED in *unsup
- * (and no status) when cuDNN declines the geometry, so the caller can take the direct kernel. */
+ * (and no status) when cuDNN declines the geometry, so the caller can take the direct kernel. The
+ * descriptors and algorithm live in the node's state (dnn_state) while the shapes stay the same. */
 static wf_status *dnn_conv(wf__kctx *k, bool transposed, const wf_tensor *x, const wf_tensor *w, const wf_tensor *y,
                            const wf__nn_window *wn, int64_t groups, bool *unsup)
 {
     cu_dev *d = cu_of(k);
     wf_dtype t = x->dtype;
-    cudnnDataType_t dt = t == WF_F64 ? CUDNN_DATA_DOUBLE : t == WF_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-    cudnnDataType_t ct = t == WF_F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; /* f16 accumulates in f32, as the CPU */
     /* the forward conv's input is x for Conv2D and y for ConvTranspose2D; its output the other one */
     const wf_tensor *fin = transposed ? y : x, *fout = transposed ? x : y;
-    dnn_descs ds = {0};
-    cudnnStatus_t st;
+    int64_t key[DNN_KEY_N] = {transposed, t, groups, wn->pb[0], wn->pb[1], wn->s[0], wn->s[1], wn->d[0], wn->d[1]};
+    for (int i = 0; i < 4; i++) key[9 + i] = fin->dims[i], key[13 + i] = fout->dims[i], key[17 + i] = w->dims[i];
+    cudnnStatus_t rc = CUDNN_STATUS_SUCCESS;
     const char *what = "descriptor setup";
     *unsup = false;
     wf_status *s = NULL;
+    dnn_state local = {0}, *st = NULL;
+    bool own = false; /* st is `local` (no node state) or a fresh one not yet kept */
     pthread_mutex_lock(&d->dnn_mu);
     if (!d->dnn) {
         cudnnHandle_t h = NULL;
         what = "handle creation";
-        if ((st = g_dnn.cudnnCreate(&h)) != CUDNN_STATUS_SUCCESS) goto fail;
+        if ((rc = g_dnn.cudnnCreate(&h)) != CUDNN_STATUS_SUCCESS) goto fail;
         d->dnn = h;
     }
     what = "cudnnSetStream";
-    if ((st = g_dnn.cudnnSetStream((cudnnHandle_t)d->dnn, d->compute)) != CUDNN_STATUS_SUCCESS) goto fail;
-    what = "descriptor setup";
-    if ((st = g_dnn.cudnnCreateTensorDescriptor(&ds.x)) || (st = g_dnn.cudnnCreateTensorDescriptor(&ds.y)) ||
-        (st = g_dnn.cudnnCreateFilterDescriptor(&ds.w)) || (st = g_dnn.cudnnCreateConvolutionDescriptor(&ds.c)))
-        goto fail;
-    if ((st = g_dnn.cudnnSetTensor4dDescriptor(ds.x, CUDNN_TENSOR_NCHW, dt, (int)fin->dims[0], (int)fin->dims[1],
-                                               (int)fin->dims[2], (int)fin->dims[3])) ||
-        (st = g_dnn.cudnnSetTensor4dDescriptor(ds.y, CUDNN_TENSOR_NCHW, dt, (int)fout->dims[0], (int)fout->dims[1],
-                                               (int)fout->dims[2], (int)fout->dims[3])) ||
-        /* W is [K, C/group, kh, kw] with K the forward conv's output channels: Conv2D's [OC, C/g, ..] and
-         * ConvTranspose2D's [C, OC/g, ..] alike */
-        (st = g_dnn.cudnnSetFilter4dDescriptor(ds.w, dt, CUDNN_TENSOR_NCHW, (int)w->dims[0], (int)w->dims[1],
-                                               (int)w->dims[2], (int)w->dims[3])) ||
-        (st = g_dnn.cudnnSetConvolution2dDescriptor(ds.c, (int)wn->pb[0], (int)wn->pb[1], (int)wn->s[0], (int)wn->s[1],
-                                                    (int)wn->d[0], (int)wn->d[1], CUDNN_CROSS_CORRELATION, ct)) ||
-        (st = g_dnn.cudnnSetConvolutionGroupCount(ds.c, (int)groups)) ||
-        (st = g_dnn.cudnnSetConvolutionMathType(ds.c, t == WF_F16 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH)))
-        goto fail;
+    if ((rc = g_dnn.cudnnSetStream((cudnnHandle_t)d->dnn, d->compute)) != CUDNN_STATUS_SUCCESS) goto fail;
+    if (k->state) {
+        cu_host->kctx_lock_state(k);
+        st = *k->state;
+        cu_host->kctx_unlock_state(k);
+    }
+    if (!st || memcmp(st->key, key, sizeof key)) {
+        dnn_state *fresh = k->state ? cu_host->malloc(sizeof *fresh) : &local;
+        if (!fresh) {
+            pthread_mutex_unlock(&d->dnn_mu);
+            return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating cuDNN state on %s",
+                                      k->device->short_name);
+        }
+        memset(fresh, 0, sizeof *fresh);
+        memcpy(fresh->key, key, sizeof key);
+        own = true;
+        st = fresh;
+        if ((rc = dnn_state_build(d, st, transposed, t, fin, fout, w, wn, groups, &what))) goto fail;
+        if (k->state) {
+            /* every user of the old state holds dnn_mu, as this run does: it can go now */
+            cu_host->kctx_lock_state(k);
+            dnn_state *old = *k->state;
+            *k->state = st;
+            cu_host->kctx_unlock_state(k);
+            dnn_state_free(old);
+            own = false;
+        }
+    }
+    if (st->unsup) {
+        *unsup = true;
+        goto done;
+    }
+    ws_reserve(d, st->ws); /* the workspace only grows: already big enough */
     double a64 = 1, b64 = 0;
     float a32 = 1, b32 = 0;
     const void *alpha = t == WF_F64 ? (const void *)&a64 : &a32, *beta = t == WF_F64 ? (const void *)&b64 : &b32;
-    int n = 0;
+    const dnn_descs *ds = &st->ds;
     if (!transposed) {
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        what = "cudnnGetConvolutionForwardAlgorithm_v7";
-        if ((st = g_dnn.cudnnGetConvolutionForwardAlgorithm_v7((cudnnHandle_t)d->dnn, ds.x, ds.w, ds.c, ds.y,
-                                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf)))
-            goto fail;
-        /* the heuristics' order, skipping what is unusable or would need too much memory */
-        int pick = -1;
-        for (int i = 0; i < n && pick < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && math_ok(t, perf[i].mathType) && perf[i].memory <= CU_WS_CAP &&
-                ws_reserve(d, perf[i].memory))
-                pick = i;
-        if (pick < 0) {
-            st = CUDNN_STATUS_NOT_SUPPORTED;
-            goto fail;
-        }
-        if (t == WF_F16 && (st = g_dnn.cudnnSetConvolutionMathType(ds.c, perf[pick].mathType))) goto fail;
         what = "cudnnConvolutionForward";
-        st = g_dnn.cudnnConvolutionForward((cudnnHandle_t)d->dnn, alpha, ds.x, cu_ptr(x), ds.w, cu_ptr(w), ds.c,
-                                           perf[pick].algo, d->ws, perf[pick].memory, beta, ds.y, cu_ptr(y));
+        rc = g_dnn.cudnnConvolutionForward((cudnnHandle_t)d->dnn, alpha, ds->x, cu_ptr(x), ds->w, cu_ptr(w), ds->c,
+                                           (cudnnConvolutionFwdAlgo_t)st->algo, d->ws, st->ws, beta, ds->y, cu_ptr(y));
     } else {
-        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        what = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
-        if ((st = g_dnn.cudnnGetConvolutionBackwardDataAlgorithm_v7((cudnnHandle_t)d->dnn, ds.w, ds.y, ds.c, ds.x,
-                                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf)))
-            goto fail;
-        int pick = -1;
-        for (int i = 0; i < n && pick < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && math_ok(t, perf[i].mathType) && perf[i].memory <= CU_WS_CAP &&
-                ws_reserve(d, perf[i].memory))
-                pick = i;
-        if (pick < 0) {
-            st = CUDNN_STATUS_NOT_SUPPORTED;
-            goto fail;
-        }
-        if (t == WF_F16 && (st = g_dnn.cudnnSetConvolutionMathType(ds.c, perf[pick].mathType))) goto fail;
         what = "cudnnConvolutionBackwardData";
         /* dy is the transposed conv's input x, dx its output y */
-        st = g_dnn.cudnnConvolutionBackwardData((cudnnHandle_t)d->dnn, alpha, ds.w, cu_ptr(w), ds.y, cu_ptr(x), ds.c,
-                                                perf[pick].algo, d->ws, perf[pick].memory, beta, ds.x, cu_ptr(y));
+        rc = g_dnn.cudnnConvolutionBackwardData((cudnnHandle_t)d->dnn, alpha, ds->w, cu_ptr(w), ds->y, cu_ptr(x), ds->c,
+                                                (cudnnConvolutionBwdDataAlgo_t)st->algo, d->ws, st->ws, beta, ds->x,
+                                                cu_ptr(y));
     }
-    if (st == CUDNN_STATUS_SUCCESS) goto done;
+    if (rc == CUDNN_STATUS_SUCCESS) goto done;
 fail:
-    if (st == CUDNN_STATUS_NOT_SUPPORTED) *unsup = true;
-    else s = dnn_fail(k, st, what);
+    if (rc == CUDNN_STATUS_NOT_SUPPORTED) *unsup = true;
+    else s = dnn_fail(k, rc, what);
 done:
-    descs_free(&ds);
+    if (own && st) {
+        descs_free(&st->ds);
+        if (st != &local) cu_host->free(st);
+    }
     pthread_mutex_unlock(&d->dnn_mu);
     return s;
 }
@@ -264,6 +333,12 @@ void cu_cudnn_release(cu_dev *d)
     d->ws_size = 0;
 }
 
+#define CU_CONV_FREE_STATE dnn_state_free
+
+#endif
+
+#ifndef CU_CONV_FREE_STATE
+#define CU_CONV_FREE_STATE NULL
 #endif
 
 /* ---- Conv2D / ConvTranspose2D ------------------------------------------------------------------------- */
@@ -384,8 +459,8 @@ static wf_status *k_global_avg_pool(wf__kctx *k)
 }
 
 const wf__kernel_def cu_kernels_conv[] = {
-    {"Conv2D", "GPU", WF__DT_FLOATS, 0, k_conv, NULL, 0},
-    {"ConvTranspose2D", "GPU", WF__DT_FLOATS, 0, k_convt, NULL, 0},
+    {"Conv2D", "GPU", WF__DT_FLOATS, 0, k_conv, CU_CONV_FREE_STATE, 0},
+    {"ConvTranspose2D", "GPU", WF__DT_FLOATS, 0, k_convt, CU_CONV_FREE_STATE, 0},
     {"MaxPool2D", "GPU", WF__DT_FLOATS, 0, k_pool, NULL, 0},
     {"AvgPool2D", "GPU", WF__DT_FLOATS, 0, k_pool, NULL, 0},
     {"GlobalAvgPool", "GPU", WF__DT_FLOATS, 0, k_global_avg_pool, NULL, 0},

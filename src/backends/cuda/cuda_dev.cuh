@@ -93,6 +93,16 @@ inline unsigned blocks_for(int64_t n)
     return (unsigned)(b < 1 ? 1 : b > (1 << 20) ? (1 << 20) : b); /* grid-stride loops cover the rest */
 }
 
+/* Reports a bad index to the device's error record: the first report wins (see cuk_err). */
+__device__ __forceinline__ void cuk_flag(cuk_err *e, unsigned long long site, int64_t v, int64_t pos, int64_t entry)
+{
+    if (atomicCAS(&e->site, 0ull, site) == 0ull) {
+        e->value = v;
+        e->pos = pos;
+        e->entry = entry;
+    }
+}
+
 #define GRID_LOOP(i, n)                                                                                            \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)blockDim.x * gridDim.x)
 

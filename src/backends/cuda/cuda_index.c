@@ -54,6 +54,101 @@ static wf_status *index_host(wf__kctx *k, const wf_tensor *ix, int64_t limit, in
     return NULL;
 }
 
+/* ---- index checks on the device -------------------------------------------------------------------------- */
+
+/* One checking launch: what its message says besides the bad index. The ring holds the last CU_ERR_SITES
+ * launches of the device; a record whose site has left the ring (that many checking launches between the
+ * bad one and the next read) still fails the run, with a message that says less. */
+#define CU_ERR_SITES 512
+typedef struct cu_err_site_rec {
+    unsigned long long id;
+    int kind, axis;
+    char node[192], op[32], ix[160], x[160];
+} cu_err_site_rec;
+
+wf_status *cu_err_site(wf__kctx *k, int kind, int axis, const wf_tensor *ix, const wf_tensor *x, cuk_err **err,
+                       unsigned long long *site)
+{
+    cu_dev *d = cu_of(k);
+    wf_status *s = NULL;
+    pthread_mutex_lock(&d->err_mu);
+    if (!d->err) {
+        cuk_err *e = NULL;
+        cudaError_t rc = cudaMalloc((void **)&e, sizeof *e);
+        if (rc == cudaSuccess) rc = cudaMemsetAsync(e, 0, sizeof *e, d->compute);
+        cu_err_site_rec *ring = rc == cudaSuccess ? cu_host->malloc(sizeof *ring * CU_ERR_SITES) : NULL;
+        if (!ring) {
+            if (e) cudaFree(e);
+            cudaGetLastError();
+            s = cu_host->kctx_fail(k, rc == cudaSuccess ? WF_OUT_OF_MEMORY : WF_INTERNAL,
+                                   "cannot set up the index-error record on %s", k->device->short_name);
+            goto out;
+        }
+        memset(ring, 0, sizeof *ring * CU_ERR_SITES);
+        d->err = e;
+        d->err_sites = ring;
+    }
+    cu_err_site_rec *r = &((cu_err_site_rec *)d->err_sites)[++d->err_next % CU_ERR_SITES];
+    r->id = d->err_next;
+    r->kind = kind;
+    r->axis = axis;
+    snprintf(r->node, sizeof r->node, "%s", k->node);
+    snprintf(r->op, sizeof r->op, "%s", k->op->name);
+    cu_tstr(ix, r->ix);
+    cu_tstr(x, r->x);
+    *err = d->err;
+    *site = r->id;
+    atomic_fetch_add(&d->err_armed, 1);
+out:
+    pthread_mutex_unlock(&d->err_mu);
+    return s;
+}
+
+wf_status *cu_err_take(cu_dev *d)
+{
+    long long armed = atomic_load(&d->err_armed);
+    if (!armed) return NULL;
+    cuk_err rec;
+    cudaError_t rc = cudaStreamSynchronize(d->compute);
+    if (rc == cudaSuccess) rc = cudaMemcpy(&rec, d->err, sizeof rec, cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess)
+        return cu_host->status(WF_INTERNAL, "reading the index-error record of GPU %d (%s) failed: %s", d->ordinal,
+                               d->name, cudaGetErrorString(rc));
+    atomic_fetch_sub(&d->err_armed, armed); /* launches after the snapshot are read next time */
+    if (!rec.site) return NULL;
+    /* cleared in stream order: a kernel enqueued after this may report again */
+    cudaMemsetAsync(d->err, 0, sizeof *d->err, d->compute);
+    pthread_mutex_lock(&d->err_mu);
+    cu_err_site_rec r = ((cu_err_site_rec *)d->err_sites)[rec.site % CU_ERR_SITES];
+    pthread_mutex_unlock(&d->err_mu);
+    if (r.id != rec.site)
+        return cu_host->status(WF_INVALID_ARGUMENT, "an index kernel on GPU %d met index %lld out of range (its node has "
+                               "left the record of the last %d checking launches)", d->ordinal, rec.value, CU_ERR_SITES);
+    /* the wording of the host checks these replace */
+    switch (r.kind) {
+    case CU_SITE_GATHER:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): index %lld (element %lld of indices %s) is out of range for axis %d of data %s",
+                               r.node, r.op, rec.value, rec.pos, r.ix, r.axis, r.x);
+    case CU_SITE_ELEMENTS:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): index %lld (at position %lld) is out of range for axis %d of data %s", r.node,
+                               r.op, rec.value, rec.pos, r.axis, r.x);
+    default:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
+                               r.node, r.op, rec.value, rec.pos, rec.entry, r.axis + rec.entry, r.x);
+    }
+}
+
+void cu_err_release(cu_dev *d)
+{
+    if (d->err) cudaFree(d->err);
+    cu_host->free(d->err_sites);
+    d->err = NULL;
+    d->err_sites = NULL;
+}
+
 static wf_status *copy_whole(wf__kctx *k, wf_tensor *y, const wf_tensor *x)
 {
     if (!x->bytes) return NULL;
@@ -324,7 +419,7 @@ typedef struct nd_info {
 } nd_info;
 
 /* Checks indices [..., last] against dims [bd, bd + last) of data, on the host when small. */
-static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, nd_info *nd)
+static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, bool host, nd_info *nd)
 {
     char b1[160], b2[160];
     int q = ix->rank;
@@ -349,6 +444,7 @@ static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix,
     }
     nd->slice = numel(x->rank - bd - (int)last, x->dims + bd + last);
     nd->n = ix->size / last;
+    if (!host) return NULL; /* the kernel checks (GatherND) */
     int64_t *v;
     wf_status *s = index_host(k, ix, CU_INDEX_CHECK, &v);
     if (s || !v) return s;
@@ -380,8 +476,7 @@ static wf_status *k_gathernd(wf__kctx *k)
     if (bd < 0 || bd >= WF_MAX_RANK)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch_dims %" PRId64 " is out of range", bd);
     nd_info nd;
-    if ((s = nd_check(k, x, ix, (int)bd, &nd))) return s;
-    cu_host->free(nd.off);
+    if ((s = nd_check(k, x, ix, (int)bd, false, &nd))) return s;
     int q = ix->rank, r = 0;
     int64_t d[2 * WF_MAX_RANK];
     for (int i = 0; i < q - 1; i++) d[r++] = ix->dims[i];
@@ -389,10 +484,18 @@ static wf_status *k_gathernd(wf__kctx *k)
     if (r > WF_MAX_RANK) return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "output rank %d is above %d", r, WF_MAX_RANK);
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
+    char b1[160];
+    for (int c = 0; c < nd.nd.n; c++)
+        if (nd.nd.d[c] == 0 && nd.n)
+            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices are out of range for the empty dim %d of data %s",
+                                      (int)bd + c, cu_tstr(x, b1));
     int64_t batches = numel((int)bd, x->dims), per_batch = batches ? nd.n / batches : 1;
+    cuk_err *err;
+    unsigned long long site;
+    if ((s = cu_err_site(k, CU_SITE_ND, (int)bd, ix, x, &err, &site))) return s;
     return cu_check(k, cuk_gathernd(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(ix), ix->dtype == WF_I64,
                                     cu_ptr(y), y->size, &nd.nd, nd.slice, per_batch ? per_batch : 1,
-                                    numel(x->rank - (int)bd, x->dims + bd)),
+                                    numel(x->rank - (int)bd, x->dims + bd), err, site),
                     "GatherND kernel");
 }
 
@@ -416,7 +519,7 @@ static wf_status *k_scatternd(wf__kctx *k)
                                   "data.shape[indices.shape[-1]:])",
                                   cu_tstr(u, b1), cu_tstr(ix, b2), cu_tstr(x, b3));
     nd_info nd;
-    if ((s = nd_check(k, x, ix, 0, &nd))) return s;
+    if ((s = nd_check(k, x, ix, 0, true, &nd))) return s;
     bool seq = !nd.off || !wf__ku_all_distinct(nd.off, nd.n);
     cu_host->free(nd.off);
     wf_tensor *y;
@@ -431,7 +534,7 @@ static wf_status *k_scatternd(wf__kctx *k)
 
 /* Checks indices against data on the axis and the other dims; *seq_needed tells whether two indices hit
  * one element (always when they were too many to read back). */
-static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int *ax, bool *dup)
+static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, bool host, int *ax, bool *dup)
 {
     char b0[160], b1[160];
     *dup = true;
@@ -448,8 +551,8 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
         if (d != *ax && ix->dims[d] > x->dims[d])
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices %s is larger than data %s in dim %d",
                                       cu_tstr(ix, b1), cu_tstr(x, b0), d);
-    int64_t D = x->dims[*ax], *v;
-    if ((s = index_host(k, ix, CU_INDEX_CHECK, &v))) return s;
+    int64_t D = x->dims[*ax], *v = NULL;
+    if (host && (s = index_host(k, ix, CU_INDEX_CHECK, &v))) return s;
     if (!v) {
         if (D == 0 && ix->size)
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices are out of range for the empty axis %d of data %s",
@@ -482,15 +585,18 @@ static wf_status *k_gather_elements(wf__kctx *k)
     int ax;
     bool dup;
     wf_status *s = cu_enter(k);
-    if (s || (s = elements_check(k, x, ix, &ax, &dup))) return s;
+    if (s || (s = elements_check(k, x, ix, false, &ax, &dup))) return s;
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, ix->rank, ix->dims, &y)) || !y->size) return s;
+    cuk_err *err;
+    unsigned long long site;
+    if ((s = cu_err_site(k, CU_SITE_ELEMENTS, ax, ix, x, &err, &site))) return s;
     int64_t xst[WF_MAX_RANK];
     wf__ku_strides(x->rank, x->dims, xst);
     cuk_dims id;
     idx_dims(ix, &id);
     return cu_check(k, cuk_gather_el(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(ix), ix->dtype == WF_I64,
-                                     cu_ptr(y), y->size, &id, xst, ax, x->dims[ax]),
+                                     cu_ptr(y), y->size, &id, xst, ax, x->dims[ax], err, site),
                     "GatherElements kernel");
 }
 
@@ -504,7 +610,7 @@ static wf_status *k_scatter_elements(wf__kctx *k)
     int ax;
     bool dup;
     wf_status *s = cu_enter(k);
-    if (s || (s = elements_check(k, x, ix, &ax, &dup))) return s;
+    if (s || (s = elements_check(k, x, ix, true, &ax, &dup))) return s;
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || (s = copy_whole(k, y, x))) return s;
     if (!ix->size) return NULL;

@@ -75,10 +75,18 @@ int cuk_gemm_fill(cudaStream_t s, int dtype, void *y, const void *c, int64_t m, 
 /* y[dst walk] = x[src walk] over walk w: operand 0 the destination, operand 1 the source, strides in
  * elements (negative allowed, for reversed slices). */
 int cuk_copy(cudaStream_t s, int esize, const void *x, void *y, const cuk_walk *w, int64_t n);
+/* The device's error record (cu_err_* in cuda_index.c): the first bad index a kernel meets, written by the
+ * kernel that wins the compare-and-swap of `site` from 0 to its launch's site id, and read by the host
+ * once, at the next synchronisation. */
+typedef struct cuk_err {
+    unsigned long long site;
+    long long value, pos, entry;
+} cuk_err;
+
 /* y[o, j, i] = x[o, idx[j], i] with x's middle dim of length axis_len; negative indices count from the
- * end (the host has checked the range). */
+ * end. An index out of range gives 0 and is reported in err as (site, index, j). */
 int cuk_gather(cudaStream_t s, int esize, const void *x, const void *idx, int idx_i64, void *y, int64_t outer,
-               int64_t n_idx, int64_t inner, int64_t axis_len);
+               int64_t n_idx, int64_t inner, int64_t axis_len, cuk_err *err, unsigned long long site);
 /* Softmax / LogSoftmax over `R` rows `inner` elements apart, for outer * inner independent vectors. */
 int cuk_softmax(cudaStream_t s, int dtype, const void *x, void *y, int64_t outer, int64_t R, int64_t inner, int is_log);
 /* One output per kept position: op over the reduced positions. Kept dims kd (nk of them, strides ks in

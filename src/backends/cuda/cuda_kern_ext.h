@@ -47,18 +47,21 @@ typedef struct cuk_dims {
 int cuk_onehot(cudaStream_t s, int esize, int idt, const void *idx, const void *vals, void *y, int64_t n, int64_t depth,
                int64_t inner);
 /* GatherND: y[u] = x[(t / per_batch) * batch_elems + tuple_off(t) + u % slice] with t = u / slice; the
- * tuple's `last` = nd.n entries index dims nd.d with strides nd.s (negative wrap, then clamped). */
+ * tuple's `last` = nd.n entries index dims nd.d with strides nd.s (negative wrap, then clamped). An entry
+ * out of range is reported in err as (site, index, tuple, entry). */
 int cuk_gathernd(cudaStream_t s, int esize, const void *x, const void *idx, int i64, void *y, int64_t n,
-                 const cuk_dims *nd, int64_t slice, int64_t per_batch, int64_t batch_elems);
+                 const cuk_dims *nd, int64_t slice, int64_t per_batch, int64_t batch_elems, cuk_err *err,
+                 unsigned long long site);
 /* ScatterND into y (already a copy of data) of updates u: reduction 0 none, 1 add, 2 mul, 3 max, 4 min;
  * seq: one thread per slice element walks the tuples in order (duplicate targets), else one thread per
  * (tuple, element). dtype is the data's wf_dtype. */
 int cuk_scatternd(cudaStream_t s, int dtype, void *y, const void *u, const void *idx, int i64, const cuk_dims *nd,
                   int64_t slice, int64_t ntup, int seq, int red);
 /* GatherElements: y[i] = x[offset of i with its axis coordinate replaced by idx[i]] over index dims id
- * and data strides xs (id.s unused). */
+ * and data strides xs (id.s unused). An index out of range gives 0 and is reported in err as (site, index,
+ * position). */
 int cuk_gather_el(cudaStream_t s, int esize, const void *x, const void *idx, int i64, void *y, int64_t n,
-                  const cuk_dims *id, const int64_t *xs, int ax, int64_t D);
+                  const cuk_dims *id, const int64_t *xs, int ax, int64_t D, cuk_err *err, unsigned long long site);
 /* ScatterElements: the inverse walk, sequential in index order when seq. */
 int cuk_scatter_el(cudaStream_t s, int dtype, void *y, const void *u, const void *idx, int i64, int64_t n,
                    const cuk_dims *id, const int64_t *ys, int ax, int64_t D, int seq, int red);

@@ -321,13 +321,18 @@ template <typename E> __global__ void k_copy(const E *x, E *y, cuk_walk w, int64
 
 template <typename E>
 __global__ void k_gather(const E *x, const void *idx, int idx_i64, E *y, int64_t n, int64_t n_idx, int64_t inner,
-                         int64_t axis_len)
+                         int64_t axis_len, cuk_err *err, unsigned long long site)
 {
     GRID_LOOP(i, n) {
         int64_t in = i % inner, t = i / inner, j = t % n_idx, o = t / n_idx;
         int64_t ix = idx_i64 ? ((const int64_t *)idx)[j] : (int64_t)((const int32_t *)idx)[j];
-        if (ix < 0) ix += axis_len;
-        y[i] = x[(o * axis_len + ix) * inner + in];
+        if (ix < -axis_len || ix >= axis_len) {
+            cuk_flag(err, site, ix, j, 0);
+            y[i] = E();
+        } else {
+            if (ix < 0) ix += axis_len;
+            y[i] = x[(o * axis_len + ix) * inner + in];
+        }
     }
 }
 
@@ -593,12 +598,12 @@ int cuk_copy(cudaStream_t s, int esize, const void *x, void *y, const cuk_walk *
 }
 
 int cuk_gather(cudaStream_t s, int esize, const void *x, const void *idx, int idx_i64, void *y, int64_t outer,
-               int64_t n_idx, int64_t inner, int64_t axis_len)
+               int64_t n_idx, int64_t inner, int64_t axis_len, cuk_err *err, unsigned long long site)
 {
     int64_t n = outer * n_idx * inner;
     if (n <= 0) return 0;
     DISPATCH_SIZE(esize, (k_gather<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, idx, idx_i64, (T *)y, n, n_idx,
-                                                                        inner, axis_len)));
+                                                                        inner, axis_len, err, site)));
     return last_error();
 }
 

@@ -67,10 +67,18 @@ __global__ void k_onehot(const S *ix, const E *vals, E *y, int64_t n, int64_t de
 
 template <typename E>
 __global__ void k_gathernd(const E *x, const void *ix, int i64, E *y, int64_t n, cuk_dims nd, int64_t slice,
-                           int64_t per_batch, int64_t batch_elems)
+                           int64_t per_batch, int64_t batch_elems, cuk_err *err, unsigned long long site)
 {
     GRID_LOOP(u, n) {
         int64_t e = u % slice, t = u / slice;
+        if (e == 0) /* one thread per tuple checks it; the clamped read below stays inside data */
+            for (int c = 0; c < nd.n; c++) {
+                int64_t v = ld_idx(ix, i64, t * nd.n + c);
+                if (v < -nd.d[c] || v >= nd.d[c]) {
+                    cuk_flag(err, site, v, t, c);
+                    break;
+                }
+            }
         y[u] = x[(t / per_batch) * batch_elems + tuple_off(ix, i64, t, nd) + e];
     }
 }
@@ -115,9 +123,17 @@ __global__ void k_scatternd(S *y, const S *u, const void *ix, int i64, cuk_dims 
 
 template <typename E>
 __global__ void k_gather_el(const E *x, const void *ix, int i64, E *y, int64_t n, cuk_dims id, strides8 xs, int ax,
-                            int64_t D)
+                            int64_t D, cuk_err *err, unsigned long long site)
 {
-    GRID_LOOP(i, n) { y[i] = x[elem_off(ix, i64, i, id, xs.v, ax, D)]; }
+    GRID_LOOP(i, n) {
+        int64_t v = ld_idx(ix, i64, i);
+        if (v < -D || v >= D) {
+            cuk_flag(err, site, v, i, 0);
+            y[i] = E();
+        } else {
+            y[i] = x[elem_off(ix, i64, i, id, xs.v, ax, D)];
+        }
+    }
 }
 
 /* seq: a single thread walks every index in order */
@@ -226,11 +242,12 @@ int cuk_onehot(cudaStream_t s, int esize, int idt, const void *idx, const void *
 }
 
 int cuk_gathernd(cudaStream_t s, int esize, const void *x, const void *idx, int i64, void *y, int64_t n,
-                 const cuk_dims *nd, int64_t slice, int64_t per_batch, int64_t batch_elems)
+                 const cuk_dims *nd, int64_t slice, int64_t per_batch, int64_t batch_elems, cuk_err *err,
+                 unsigned long long site)
 {
     if (n <= 0) return 0;
     DISPATCH_SIZE(esize, (k_gathernd<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, idx, i64, (T *)y, n, *nd, slice,
-                                                                          per_batch, batch_elems)));
+                                                                          per_batch, batch_elems, err, site)));
     return last_error();
 }
 
@@ -245,11 +262,11 @@ int cuk_scatternd(cudaStream_t s, int dtype, void *y, const void *u, const void 
 }
 
 int cuk_gather_el(cudaStream_t s, int esize, const void *x, const void *idx, int i64, void *y, int64_t n,
-                  const cuk_dims *id, const int64_t *xs, int ax, int64_t D)
+                  const cuk_dims *id, const int64_t *xs, int ax, int64_t D, cuk_err *err, unsigned long long site)
 {
     if (n <= 0) return 0;
     DISPATCH_SIZE(esize, (k_gather_el<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, idx, i64, (T *)y, n, *id,
-                                                                           to8(xs, id->n), ax, D)));
+                                                                           to8(xs, id->n), ax, D, err, site)));
     return last_error();
 }
 

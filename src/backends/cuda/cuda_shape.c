@@ -245,21 +245,11 @@ static wf_status *k_gather(wf__kctx *k)
     int64_t dim = x->dims[a];
     wf_status *s = cu_enter(k);
     if (s) return s;
-    /* the range check needs the values on the host: a kernel cannot fail per element */
-    if (idx->size) {
-        size_t bytes = (size_t)idx->size * cu_size(idx->dtype);
-        void *buf = cu_host->malloc(bytes);
-        if (!buf) return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading back %zu bytes of indices", bytes);
-        s = cu_read(k, idx, buf, bytes);
-        for (int64_t i = 0; i < idx->size && !s; i++) {
-            int64_t v = cu_int_at(buf, idx->dtype, i);
-            if (v < -dim || v >= dim)
-                s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "index %lld (element %lld of indices %s) is out of range for axis %d of data %s",
-                                       (long long)v, (long long)i, cu_tstr(idx, b1), a, cu_tstr(x, b0));
-        }
-        cu_host->free(buf);
-        if (s) return s;
-    }
+    /* the range check runs in the kernel, which reports the first bad index through the device's error
+     * record (cu_err_site): no read-back here; an empty axis makes every index bad */
+    if (idx->size && dim == 0)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices %s are out of range for the empty axis %d of data %s",
+                                  cu_tstr(idx, b1), a, cu_tstr(x, b0));
     int64_t d[WF_MAX_RANK], outer = 1, inner = 1;
     int r = 0;
     for (int i = 0; i < a; i++) d[r++] = x->dims[i], outer *= x->dims[i];
@@ -267,8 +257,11 @@ static wf_status *k_gather(wf__kctx *k)
     for (int i = a + 1; i < x->rank; i++) d[r++] = x->dims[i], inner *= x->dims[i];
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, r, d, &y)) || !y->size) return s;
+    cuk_err *err;
+    unsigned long long site;
+    if ((s = cu_err_site(k, CU_SITE_GATHER, a, idx, x, &err, &site))) return s;
     return cu_check(k, cuk_gather(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(idx), idx->dtype == WF_I64,
-                                  cu_ptr(y), outer, idx->size, inner, dim),
+                                  cu_ptr(y), outer, idx->size, inner, dim, err, site),
                     "Gather kernel");
 }
 
