@@ -293,6 +293,58 @@ out:
     wf_context_free(ctx);
 }
 
+/* A view of an arena value outlives the value's last reader: y = relu(v) + v with v = Identity(x @ W1).
+ * The plan gives relu's output the bytes of x @ W1 (whose only reader, Identity, has run); v (a view
+ * of them on TESTDEV, a reference on the CPU) must have been given bytes of its own, or the Add reads
+ * relu(v) twice. */
+static void test_view_alias(void)
+{
+    wf_context *ctx;
+    int dev = open_device(g_spec, g_name, &ctx);
+    if (dev < 0) return;
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t xd[2] = {-1, N}, wd[2] = {N, N};
+    wf_tensor *w1;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w1v, &w1));
+    wf_output x, c1, m1, r, y;
+    wf_node *id = NULL;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, xd, &x));
+    CHECK_OK(wf_const(g, "w1", w1, &c1));
+    wf_tensor_free(w1);
+    CHECK_OK(wf_matmul(g, "mm1", x, c1, 0, 0, &m1));
+    CHECK_OK(wf_op(g, "Identity", "view", &m1, 1, NULL, 0, &id));
+    wf_output v = wf_out(id, 0);
+    CHECK_OK(wf_relu(g, "relu", v, &r));
+    CHECK_OK(wf_add(g, "sum", r, v, &y));
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = g_spec;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    float *xs = malloc(sizeof(float) * 2 * N);
+    fill(xs, 2 * N, 2);
+    int bad = 0;
+    for (int rep = 0; s && rep < 3; rep++) {
+        wf_tensor *t = run(s, x, y, 2);
+        if (!t) break;
+        const float *out = wf_tensor_data(t);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < N; j++) {
+                double m = 0;
+                for (int k = 0; k < N; k++) m += (double)xs[i * N + k] * w1v[k * N + j];
+                double want = (m > 0 ? m : 0) + m;
+                if (fabs(out[i * N + j] - want) > 1e-3 * (1 + fabs(want))) bad++;
+            }
+        wf_tensor_free(t);
+    }
+    CHECK_INT(bad, 0);
+    free(xs);
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
 int main(void)
 {
     /* the emulated CUDA plugin first, then the OpenCL plugin of this build, then the test backend */
@@ -310,6 +362,7 @@ int main(void)
         RUN_TEST(test_steady_state);
         RUN_TEST(test_weights_once);
         RUN_TEST(test_lru_eviction);
+        RUN_TEST(test_view_alias);
     }
     free(w1v);
     free(w2v);
