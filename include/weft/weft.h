@@ -231,8 +231,10 @@ typedef struct wf_plugin_info {
 /* Caps the device memory weft may take on every device that `device_spec` matches (0: no limit). Out
  * of memory is then a status naming the device and the size; the run's memory is freed and the next
  * run works. On the CPU the limit and the statistics count the host tensors its kernels produce
- * (intermediates, and fetched results until the caller frees them), not the graph's constants, the
- * feeds or kernels' scratch memory. */
+ * (the plans' arenas, and outputs outside them until freed), not the graph's constants, the feeds,
+ * kernels' scratch memory or fetched results. Runs place intermediates in their plan's arena (one per
+ * device, reserved by the plan's first run and kept while the plan is cached); a fetched value is
+ * handed out as a copy in ordinary host memory, so the next run never overwrites it. */
 WF_API wf_status *wf_context_set_memory_limit(wf_context *ctx, const char *device_spec, uint64_t bytes);
 
 typedef struct wf_memory_stats {

@@ -40,7 +40,10 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
         const wf__kmem *m = k->mem;
         int sl = m->out_slot[idx];
         int64_t e = -1;
-        if (m->slot_off[sl] >= 0 && wf__shape_bytes_checked(rank, dims, wf_dtype_size(dtype), NULL, &e) && e >= 0 &&
+        /* a second request for the same output while the kernel still holds the first (used as scratch,
+         * as low-precision MatMul does) must not get the same bytes: it goes to the allocator */
+        bool again = k->out[idx] && wf__tensor_in_arena(k->out[idx]);
+        if (!again && m->slot_off[sl] >= 0 && wf__shape_bytes_checked(rank, dims, wf_dtype_size(dtype), NULL, &e) && e >= 0 &&
             (size_t)e <= m->slot_cap[sl]) {
             wf_status *s = wf__arena_tensor(k->device, m->arena, m->slot_off[sl], dtype, rank, dims, &t);
             if (s) return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
