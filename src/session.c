@@ -1,12 +1,16 @@
 /*
  * Sessions: a plan cache keyed by (feeds, fetches, input shapes) over one graph and context. Planning
  * happens once per key under the session lock; runs execute outside it, so threads run concurrently.
+ * The cache is bounded (least recently used evicted first); plans are counted references, so a plan
+ * evicted while a run uses it is freed when that run ends. Device copies of constants and variables
+ * belong to the session (s->weights), not to a plan: every input shape shares them.
  */
 #include <pthread.h>
 #include <stdio.h>
 
 #include "device/device.h"
 #include "exec/exec.h"
+#include "lower/memplan.h"
 #include "session_internal.h"
 
 struct wf_session {
@@ -14,8 +18,10 @@ struct wf_session {
     wf_context *own_ctx;
     wf_graph *g;
     pthread_mutex_t mu;
-    wf__plan **plans;
+    wf__plan **plans;     /* least recently used first */
     int n_plans, cap_plans;
+    int max_plans;
+    wf__weights *weights;
     wf__place_opts place;
     char *device;
     /* variables: the graph's Variable nodes seen so far and their current values (under mu) */
@@ -71,6 +77,15 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
     }
     s->place.device = s->device;
     s->place.strict = opts && opts->strict_placement;
+    s->max_plans = opts && opts->plan_cache_size > 0 ? opts->plan_cache_size : 16;
+    wf_status *ws = wf__weights_new(&s->weights);
+    if (ws) {
+        wf_context_free(s->own_ctx);
+        wf__free(s->device);
+        wf__free(s);
+        return ws;
+    }
+    s->place.weights = s->weights;
     pthread_mutex_init(&s->mu, NULL);
     *out = s;
     return NULL;
@@ -79,8 +94,9 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
 void wf_session_free(wf_session *s)
 {
     if (!s) return;
-    for (int i = 0; i < s->n_plans; i++) wf__plan_free(s->plans[i]);
+    for (int i = 0; i < s->n_plans; i++) wf__plan_unref(s->plans[i]);
     for (int i = 0; i < s->n_vars; i++) wf_tensor_free(s->var_value[i]);
+    wf__weights_free(s->weights); /* after the plans: their Const states hold references into it */
     wf__free(s->var_node);
     wf__free(s->var_value);
     wf__free(s->plans);
@@ -96,18 +112,29 @@ static wf_status *get_plan(wf_session *s, const wf_feed *feeds, int n_feeds, con
     pthread_mutex_lock(&s->mu);
     for (int i = s->n_plans - 1; i >= 0; i--)
         if (wf__plan_matches(s->plans[i], feeds, n_feeds, fetches, n_fetches)) {
-            *out = s->plans[i];
+            wf__plan *p = s->plans[i];
+            /* most recently used goes last */
+            memmove(&s->plans[i], &s->plans[i + 1], sizeof *s->plans * (size_t)(s->n_plans - 1 - i));
+            s->plans[s->n_plans - 1] = p;
+            wf__plan_ref(p);
+            *out = p;
             pthread_mutex_unlock(&s->mu);
             return NULL;
         }
     wf__plan *p = NULL;
     wf_status *st = wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &s->place, &p);
+    if (!st && s->n_plans >= s->max_plans) {
+        /* evict the least recently used: its arenas go now, or when the last run using it ends */
+        wf__plan_unref(s->plans[0]);
+        memmove(&s->plans[0], &s->plans[1], sizeof *s->plans * (size_t)(s->n_plans - 1));
+        s->n_plans--;
+    }
     if (!st && s->n_plans == s->cap_plans) {
         int cap = s->cap_plans ? s->cap_plans * 2 : 4;
         wf__plan **pl = wf__realloc(s->plans, sizeof *pl * (size_t)s->cap_plans, sizeof *pl * (size_t)cap);
         if (!pl) {
             st = wf__oom("the session's plan cache", sizeof *pl * (size_t)cap);
-            wf__plan_free(p);
+            wf__plan_unref(p);
         } else {
             s->plans = pl;
             s->cap_plans = cap;
@@ -115,6 +142,7 @@ static wf_status *get_plan(wf_session *s, const wf_feed *feeds, int n_feeds, con
     }
     if (!st) {
         s->plans[s->n_plans++] = p;
+        wf__plan_ref(p); /* the caller's */
         *out = p;
     }
     pthread_mutex_unlock(&s->mu);
@@ -140,6 +168,7 @@ static wf_status *scan_variables(wf_session *s)
         /* the initial value is the graph's; runs never write into a fed tensor, so sharing it is safe */
         s->var_node[s->n_vars] = n;
         s->var_value[s->n_vars++] = wf_tensor_ref(wf__attr_get(n->op, n->attrs, "value")->t);
+        WF__TRY(wf__weights_track(s->weights, s->var_value[s->n_vars - 1]));
     }
     return NULL;
 }
@@ -288,7 +317,9 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
     if (!n_vars && !n_targets) {
         wf__plan *p;
         WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
-        return wf__execute(s->ctx, p, feeds, outputs, opts ? opts->trace : NULL);
+        st = wf__execute(s->ctx, p, feeds, outputs, opts ? opts->trace : NULL);
+        wf__plan_unref(p);
+        return st;
     }
     /* With state: compute the fetches, the targets and the Assigns they need, then commit the
      * Assigns. */
@@ -302,7 +333,9 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
     }
     wf__plan *p;
     if ((st = get_plan(s, sf.fd, sf.nf, sf.fx, sf.n_all, &p))) goto out;
-    if ((st = wf__execute(s->ctx, p, sf.fd, outs, opts ? opts->trace : NULL))) goto out;
+    st = wf__execute(s->ctx, p, sf.fd, outs, opts ? opts->trace : NULL);
+    wf__plan_unref(p);
+    if (st) goto out;
     /* the caller's fetches in host memory (an Assign it fetches may be a resident variable's value),
      * before anything is committed */
     for (int i = 0; i < n_fetches; i++) {
@@ -323,8 +356,10 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
         /* the committed value is final: stamp it (see wf_tensor.version) unless someone else holds it too
          * (an Assign of a Const keeps the Const's stamp; of a caller's tensor or a view of one, none) */
         if (nv && !nv->base && wf__tensor_refs(nv) == 1) nv->version = wf__tensor_new_version();
+        wf__weights_forget(s->weights, s->var_value[v]);
         wf_tensor_free(s->var_value[v]);
         s->var_value[v] = nv;
+        if (!st) st = wf__weights_track(s->weights, nv);
     }
     pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < n_fetches; i++) {
@@ -387,9 +422,11 @@ wf_status *wf_session_set_variable(wf_session *s, const char *name, const wf_ten
     if (!st && v < 0) st = wf__status(WF_NOT_FOUND, "the graph has no variable named '%s'", name);
     if (!st) st = fits_variable(s, v, copy, "wf_session_set_variable");
     if (!st) {
+        wf__weights_forget(s->weights, s->var_value[v]);
         wf_tensor_free(s->var_value[v]);
         s->var_value[v] = copy;
         copy = NULL;
+        st = wf__weights_track(s->weights, s->var_value[v]);
     }
     pthread_mutex_unlock(&s->mu);
     wf_tensor_free(copy);
@@ -444,10 +481,12 @@ wf_status *wf_session_restore(wf_session *s, const char *path)
         if (var_index(s, names[i]) < 0)
             st = wf__status(WF_INVALID_ARGUMENT, "%s: tensor '%s' is not a variable of this graph", path, names[i]);
     for (int v = 0; !st && v < s->n_vars; v++) {
+        wf__weights_forget(s->weights, s->var_value[v]);
         wf_tensor_free(s->var_value[v]);
         s->var_value[v] = vals[map[v]];
         vals[map[v]] = NULL;
         if (wf__tensor_refs(s->var_value[v]) == 1) s->var_value[v]->version = wf__tensor_new_version();
+        st = wf__weights_track(s->weights, s->var_value[v]);
     }
     pthread_mutex_unlock(&s->mu);
     wf__free(map);
@@ -467,9 +506,11 @@ wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds
                         pn->fused_names ? "+" : "", pn->fused_names ? pn->fused_names : "",
                         s->ctx->devices[pn->device].name, pn->reason);
     }
+    int n_nodes = p->n_nodes;
+    wf__plan_unref(p);
     if (out.failed || !out.p) {
         wf__str_free(&out);
-        if (p->n_nodes == 0) {
+        if (n_nodes == 0) {
             *text = wf__strdup("");
             return *text ? NULL : wf__oom("placement text", 1);
         }
@@ -514,6 +555,7 @@ wf_status *wf__session_placement_get(wf_session *s, const wf_feed *feeds, int n_
     }
     if (!pl || !pl->e || !pl->strings) {
         wf_placement_free(pl);
+        wf__plan_unref(p);
         return wf__oom("a placement", chars);
     }
     char *w = pl->strings;
@@ -538,6 +580,7 @@ wf_status *wf__session_placement_get(wf_session *s, const wf_feed *feeds, int n_
     }
 #undef PUT
     pl->makespan_ms = p->est_makespan * 1e3;
+    wf__plan_unref(p);
     *out = pl;
     return NULL;
 }

@@ -231,8 +231,10 @@ typedef struct wf_plugin_info {
 /* Caps the device memory weft may take on every device that `device_spec` matches (0: no limit). Out
  * of memory is then a status naming the device and the size; the run's memory is freed and the next
  * run works. On the CPU the limit and the statistics count the host tensors its kernels produce
- * (intermediates, and fetched results until the caller frees them), not the graph's constants, the
- * feeds or kernels' scratch memory. */
+ * (the plans' arenas, and outputs outside them until freed), not the graph's constants, the feeds,
+ * kernels' scratch memory or fetched results. Runs place intermediates in their plan's arena (one per
+ * device, reserved by the plan's first run and kept while the plan is cached); a fetched value is
+ * handed out as a copy in ordinary host memory, so the next run never overwrites it. */
 WF_API wf_status *wf_context_set_memory_limit(wf_context *ctx, const char *device_spec, uint64_t bytes);
 
 typedef struct wf_memory_stats {
@@ -241,7 +243,15 @@ typedef struct wf_memory_stats {
     uint64_t reserved;    /* bytes taken from the device */
     uint64_t limit;       /* 0: none */
     int64_t n_allocs;     /* live allocations */
-    int64_t total_allocs;
+    int64_t total_allocs; /* allocations of the device's allocator so far (the CPU: counted host tensors
+                             and arenas). A steady-state run makes none: runs 2..N leave it unchanged */
+    int64_t chunk_allocs; /* chunks the allocator took from the backend so far (the CPU: as total_allocs) */
+    uint64_t arena_bytes; /* bytes of the plans' arenas on the device (part of in_use): each cached plan
+                             keeps one arena per device per concurrent run */
+    int64_t fallback_allocs; /* outputs of runs with an arena that still came from the allocator: values
+                                whose size is known only at run time (data-dependent ops such as NonZero,
+                                Unique, or a Reshape to a computed shape), and a view of an arena value
+                                whose own slot is missing */
 } wf_memory_stats;
 
 /* Statistics of a device's allocator (for the CPU: of the tensors counted as above). */
@@ -444,6 +454,9 @@ typedef struct wf_session_options {
                              wf_session_new fail with the list of devices. Copied. */
     int strict_placement; /* an unsatisfiable request is an error (TensorFlow's message) instead of a
                              fallback to the CPU with the reason recorded */
+    int plan_cache_size;  /* plans kept (one per feed/fetch set and input shapes), least recently used
+                             evicted first; evicting one frees its arenas, never the session's device
+                             copies of constants and variables. 0: 16 */
 } wf_session_options;
 
 WF_API void wf_session_options_init(wf_session_options *o);

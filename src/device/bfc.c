@@ -135,6 +135,7 @@ static bool grow(wf__bfc *a, size_t size)
     b->free = true;
     bin_insert(a, b);
     a->st.reserved += want;
+    a->st.chunk_allocs++;
     if (step && a->next_chunk < ((size_t)1 << 32)) a->next_chunk = want * 2;
     return true;
 }

@@ -25,6 +25,7 @@ typedef struct wf__bfc_stats {
     size_t limit;         /* 0: none */
     long n_allocs;        /* live allocations */
     long total_allocs;
+    long chunk_allocs;    /* chunks taken from the backend so far */
 } wf__bfc_stats;
 
 /* A block handed out: chunk plus byte offset. */

@@ -165,7 +165,9 @@ wf_status *wf_context_memory_stats(const wf_context *c, int i, wf_memory_stats *
         out->peak = atomic_load(&a->peak);
         out->limit = atomic_load(&a->limit);
         out->n_allocs = atomic_load(&a->n_allocs);
-        out->total_allocs = atomic_load(&a->total);
+        out->total_allocs = out->chunk_allocs = atomic_load(&a->total);
+        out->arena_bytes = atomic_load(&c->devices[i].arena_bytes);
+        out->fallback_allocs = atomic_load(&c->devices[i].fallback_allocs);
         return NULL;
     }
     if (!c->devices[i].bfc)
@@ -177,6 +179,9 @@ wf_status *wf_context_memory_stats(const wf_context *c, int i, wf_memory_stats *
     out->limit = st.limit;
     out->n_allocs = st.n_allocs;
     out->total_allocs = st.total_allocs;
+    out->chunk_allocs = st.chunk_allocs;
+    out->arena_bytes = atomic_load(&c->devices[i].arena_bytes);
+    out->fallback_allocs = atomic_load(&c->devices[i].fallback_allocs);
     return NULL;
 }
 

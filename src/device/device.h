@@ -56,6 +56,8 @@ struct wf__device {
     uint64_t limit;      /* 0: none */
     wf__memacct *host_acct; /* the CPU device's host memory accounting (NULL for backend devices) */
     wf_device_perf perf;    /* the placer's cost model of this device */
+    _Atomic uint64_t arena_bytes;    /* bytes in plans' arenas (lower/memplan.c) */
+    _Atomic int64_t fallback_allocs; /* outputs of arena-planned runs that still came from the allocator */
 };
 
 /* Default figures of the CPU device (from /proc/cpuinfo) and of a backend device (from its info). */
@@ -93,5 +95,7 @@ wf_status *wf__device_tensor_alloc(const struct wf__device *d, wf_dtype dtype, i
  * device-resident variable. */
 wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, wf_tensor **out);
 void wf__pool_free(wf__pool *p);
+/* Copies src's bytes into dst (same dtype and byte size), wherever each lives. */
+wf_status *wf__tensor_copy_into(wf_tensor *dst, const wf_tensor *src);
 
 #endif

@@ -32,6 +32,11 @@ typedef struct wf_host_api {
     void (*tensor_free)(wf_tensor *t);
     void (*status_free)(wf_status *s);
     const char *(*status_message)(const wf_status *s);
+    /* (size >= this field) output idx, written in place into input in_idx where allowed: outside a run
+     * with an arena when this node holds the input's last use; in a run with an arena (lower/memplan.c)
+     * the output goes to the slot the memory plan gave it. *reused (may be NULL) says which. */
+    wf_status *(*kctx_output_reuse)(wf__kctx *k, int idx, int in_idx, wf_dtype dtype, int rank, const int64_t *dims,
+                                    wf_tensor **out, bool *reused);
 } wf_host_api;
 
 /* What a backend says about one of its devices. */

@@ -49,6 +49,7 @@ const wf_host_api wf__host_api = {
     .tensor_free = wf_tensor_free,
     .status_free = wf_status_free,
     .status_message = wf_status_message,
+    .kctx_output_reuse = wf__kctx_output_reuse,
 };
 
 /* The folders searched, in order. */

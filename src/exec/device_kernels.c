@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
+#include "lower/memplan.h"
 #include "lower/plan.h"
 
 static void device_release(wf_tensor *t)
@@ -64,6 +65,8 @@ static wf_status *copy_data(wf_tensor *dst, const wf_tensor *src)
     return s;
 }
 
+wf_status *wf__tensor_copy_into(wf_tensor *dst, const wf_tensor *src) { return copy_data(dst, src); }
+
 wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, wf_tensor **out)
 {
     if (src->device == dst) {
@@ -102,7 +105,11 @@ static wf_status *k_const_device(wf__kctx *k)
     wf__kctx_lock_state(k);
     wf_tensor *t = *k->state;
     wf_status *s = NULL;
-    if (!t) {
+    if (!t && k->weights) {
+        /* the session's one copy on this device, shared by all of its plans */
+        const wf__attr *v = wf__attr_get(k->op, k->attrs, "value");
+        if (!(s = wf__weights_get(k->weights, k->device, v->t, &t))) *k->state = t;
+    } else if (!t) {
         const wf__attr *v = wf__attr_get(k->op, k->attrs, "value");
         s = wf__device_tensor_alloc(k->device, v->t->dtype, v->t->rank, v->t->dims, &t);
         if (!s && v->t->bytes)

@@ -12,6 +12,7 @@
 #include "device/device.h"
 #include "exec/exec.h"
 #include "exec/pool.h"
+#include "lower/memplan.h"
 
 #define LOCAL_MAX 256
 #define INLINE_ARGS 16
@@ -43,6 +44,7 @@ struct wf__run {
     char **t_shapes;
     unsigned char *t_enqueue;
     int64_t *t_out_bytes;
+    struct wf__arena_set *arena; /* this run's arenas (lower/memplan.c); NULL: the plan has none */
 };
 
 static _Thread_local int tl_thread_id = -1;
@@ -113,7 +115,9 @@ static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_te
             out[0] = wf_tensor_ref((wf_tensor *)t);
             return NULL;
         }
-        wf_status *s = wf__tensor_move(d, t, &out[0]);
+        wf_status *s = NULL;
+        /* a session's variable: its device copy is uploaded once and shared by the session's plans */
+        if (!wf__weights_get_tracked(r->p->weights, d, t, &out[0], &s)) s = wf__tensor_move(d, t, &out[0]);
         return s ? wf__status_wrap(s, "feeding node '%s' (%s)", pn->name, pn->op->name) : NULL;
     }
     uint32_t owned = 0;
@@ -133,13 +137,24 @@ static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_te
         .fused_bias = pn->fused_bias, .fused_act = pn->fused_act, .fused_alpha = pn->fused_alpha,
         .device = r->ctx->devices[pn->device].vt ? &r->ctx->devices[pn->device] : NULL,
         .host_acct = r->ctx->devices[pn->device].host_acct,
+        .weights = r->p->weights,
     };
+    wf__kmem mem;
+    if (r->arena) {
+        mem = (wf__kmem){&r->arena->dev[pn->device], pn->out_slot, r->p->slot_off, r->p->slot_cap,
+                         &r->ctx->devices[pn->device].fallback_allocs};
+        k.mem = &mem;
+    }
     wf_status *s = pn->kernel->compute(&k);
     if (s) return s;
-    for (int j = 0; j < pn->n_out; j++)
+    for (int j = 0; j < pn->n_out; j++) {
         if (!out[j])
             return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->name,
                               pn->op->name, j);
+        /* a view or reference of another value's arena bytes gets bytes of its own */
+        if (k.mem && (s = wf__arena_fix_output(k.device, k.mem, j, &out[j])))
+            return wf__status_wrap(s, "node '%s' (%s): output %d", pn->name, pn->op->name, j);
+    }
     return NULL;
 }
 
@@ -379,7 +394,8 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
         r.t_enqueue = wf__calloc(n ? n : 1, sizeof *r.t_enqueue);
         r.t_out_bytes = wf__calloc(n ? n : 1, sizeof *r.t_out_bytes);
     }
-    wf_status *s = NULL;
+    wf_status *s = wf__arena_acquire(ctx, p, &r.arena);
+    if (s) goto done;
     if (!r.slots || !r.uses || !r.pending ||
         (trace && (!r.t_start || !r.t_end || !r.t_thread || !r.t_bytes || !r.t_shapes || !r.t_enqueue || !r.t_out_bytes))) {
         s = wf__oom("the run's state", (n + ns) * 16);
@@ -398,8 +414,14 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
     }
     s = atomic_load(&r.error);
     if (!s) {
-        for (int i = 0; i < p->n_fetches; i++) outputs[i] = wf_tensor_ref(r.slots[p->fetch_slot[i]]);
-        if (trace && !(*trace = make_trace(&r))) {
+        /* fetched values in an arena are copied out: the next run overwrites the arena */
+        for (int i = 0; i < p->n_fetches && !s; i++) {
+            wf_tensor *t = r.slots[p->fetch_slot[i]];
+            if (!wf__tensor_in_arena(t)) outputs[i] = wf_tensor_ref(t);
+            else if ((s = wf__arena_copy_out(t, &outputs[i])))
+                for (int j = 0; j < i; j++) wf_tensor_free(outputs[j]);
+        }
+        if (!s && trace && !(*trace = make_trace(&r))) {
             for (int i = 0; i < p->n_fetches; i++) wf_tensor_free(outputs[i]);
             s = wf__oom("the run's trace", n * sizeof(wf_trace_event));
         }
@@ -408,6 +430,7 @@ done:
     if (r.slots)
         for (size_t i = 0; i < ns; i++) wf_tensor_free(r.slots[i]);
     wf__free(r.slots);
+    wf__arena_release(p, r.arena); /* after the slots: nothing of this run points into it any more */
     wf__free((void *)r.uses);
     wf__free((void *)r.pending);
     wf__free(r.t_start);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
+#include "lower/memplan.h"
 
 wf_status *wf__kctx_fail(const wf__kctx *k, wf_code code, const char *fmt, ...)
 {
@@ -34,6 +35,24 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
                            wf_tensor **out)
 {
     wf_tensor *t;
+    if (k->mem && idx >= 0 && idx < k->n_out) {
+        /* the plan's slot in the run's arena, when the output fits there */
+        const wf__kmem *m = k->mem;
+        int sl = m->out_slot[idx];
+        int64_t e = -1;
+        /* a second request for the same output while the kernel still holds the first (used as scratch,
+         * as low-precision MatMul does) must not get the same bytes: it goes to the allocator */
+        bool again = k->out[idx] && wf__tensor_in_arena(k->out[idx]);
+        if (!again && m->slot_off[sl] >= 0 && wf__shape_bytes_checked(rank, dims, wf_dtype_size(dtype), NULL, &e) && e >= 0 &&
+            (size_t)e <= m->slot_cap[sl]) {
+            wf_status *s = wf__arena_tensor(k->device, m->arena, m->slot_off[sl], dtype, rank, dims, &t);
+            if (s) return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
+            WF__TRY(set_output(k, idx, t));
+            if (out) *out = t;
+            return NULL;
+        }
+        atomic_fetch_add_explicit(m->fallbacks, 1, memory_order_relaxed);
+    }
     if (k->device) {
         wf_status *s = wf__device_tensor_alloc(k->device, dtype, rank, dims, &t);
         if (s) return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
@@ -84,7 +103,10 @@ wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtyp
     /* A tensor that is also another input of this node is read after the output is written. */
     bool twice = false;
     for (int i = 0; in && i < k->n_in && !twice; i++) twice = i != in_idx && k->in[i] == in;
-    if (in && !twice && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
+    /* In a run with arenas the plan decides where outputs go: an input's arena bytes are the plan's
+     * to reuse, and an output with a slot of its own is written there. */
+    bool planned = k->mem && idx >= 0 && idx < k->n_out && k->mem->slot_off[k->mem->out_slot[idx]] >= 0;
+    if (in && !twice && !planned && !wf__tensor_in_arena(in) && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
         in->dtype == dtype && in->rank == rank &&
         (rank == 0 || !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank))) {
         WF__TRY(set_output(k, idx, wf_tensor_ref(in)));

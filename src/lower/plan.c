@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
+#include "lower/memplan.h"
 #include "lower/place.h"
 #include "lower/plan.h"
 
@@ -1164,6 +1165,8 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     for (int v = 0; v < n_nodes; v++)
         if (p->nodes[v].pending0 == 0) p->roots[p->n_roots++] = v;
     p->serial = plan_is_serial(p);
+    p->weights = b->po ? b->po->weights : NULL;
+    s = wf__memplan_build(b->ctx, p);
 out:
 #undef ROUTE
     wf__free(slot_dev);
@@ -1232,13 +1235,25 @@ wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *fee
         wf__plan_free(p);
         return s;
     }
+    atomic_init(&p->refs, 1);
     *out = p;
     return NULL;
+}
+
+void wf__plan_ref(wf__plan *p) { atomic_fetch_add(&p->refs, 1); }
+
+void wf__plan_unref(wf__plan *p)
+{
+    if (p && atomic_fetch_sub(&p->refs, 1) == 1) wf__plan_free(p);
 }
 
 void wf__plan_free(wf__plan *p)
 {
     if (!p) return;
+    wf__arena_pool_free(p);
+    wf__free(p->slot_off);
+    wf__free(p->slot_cap);
+    wf__free(p->arena_bytes);
     for (int i = 0; p->nodes && i < p->n_nodes; i++) {
         wf__pnode *pn = &p->nodes[i];
         if (pn->state && pn->kernel && pn->kernel->free_state) pn->kernel->free_state(pn->state);

@@ -46,6 +46,8 @@ typedef struct wf__place_opts {
     const char *device;           /* every node on this device spec (NULL: each node's own request) */
     bool strict;                  /* an unsatisfiable request is an error instead of a fallback */
     int policy;                   /* WF__POLICY_*: benchmarks compare other rules under the same costs */
+    struct wf__weights *weights;  /* the session's device copies of constants and variables (NULL: each
+                                     plan uploads its own) */
 } wf__place_opts;
 
 enum {
@@ -75,6 +77,16 @@ typedef struct wf__plan {
     wf_output *key_fetch;
     wf_output *key_feed;
     wf__tinfo *key_feed_info;
+    /* the static memory plan (lower/memplan.c) */
+    int64_t *slot_off;            /* per slot: byte offset in its device's arena, -1: allocated at run time */
+    size_t *slot_cap;             /* per slot: bytes reserved there */
+    size_t *arena_bytes;          /* per context device; NULL: the plan has no arenas */
+    int n_arena_dev;
+    pthread_mutex_t arena_mu;
+    struct wf__arena_set *arena_pool; /* arenas of finished runs, for the next */
+    struct wf_context *arena_ctx; /* whose devices the arenas are on */
+    struct wf__weights *weights;  /* see wf__place_opts */
+    atomic_int refs;              /* the session's cache holds one, each run using it one */
 } wf__plan;
 
 typedef struct wf_context wf_context;
@@ -87,6 +99,9 @@ extern const wf__op_def wf__copy_op;
 extern const wf__kernel_def wf__copy_kernel;
 extern const wf__kernel_def wf__device_const_kernel;
 void wf__plan_free(wf__plan *p);
+/* Reference counting for a plan cache that evicts: the last reference frees the plan. */
+void wf__plan_ref(wf__plan *p);
+void wf__plan_unref(wf__plan *p);
 /* Does p match this request (same fetches, feeds in the same order, same feed dtypes and shapes)? */
 bool wf__plan_matches(const wf__plan *p, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                       int n_fetches);

@@ -82,7 +82,8 @@ static wf_status *k_mul(wf__kctx *k) { return k_binary(k, 1); }
 static wf_status *k_relu(wf__kctx *k)
 {
     wf_tensor *o;
-    wf_status *s = H->kctx_output(k, 0, WF_F32, k->in[0]->rank, k->in[0]->dims, &o);
+    /* in place where the core allows it (the host API's output reuse) */
+    wf_status *s = H->kctx_output_reuse(k, 0, 0, WF_F32, k->in[0]->rank, k->in[0]->dims, &o, NULL);
     if (s) return s;
     float *x = fptr(k->in[0]), *z = fptr(o);
     for (int64_t i = 0; i < o->size; i++) z[i] = x[i] > 0 ? x[i] : 0;

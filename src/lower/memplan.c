@@ -1,0 +1,459 @@
+/*
+ * The static memory plan and the session's weights (see memplan.h).
+ *
+ * Layout: plan nodes are visited in a topological order; each value whose size is known (dtype and
+ * every dim) goes into a buffer of its device. A buffer is free for a node v when every reader of the
+ * buffer's last value is an ancestor of v (the last value's producer when nothing reads it), so the
+ * bytes are dead whatever order the executor runs ready nodes in; earlier values of the buffer are
+ * then dead too (their readers are ancestors of the last value's producer). Of the free buffers the
+ * smallest that fits is taken, else the largest (grown); else a new buffer. Fetched values keep their
+ * buffer to the end of the run. Buffers are laid out one after another per device, each rounded to
+ * WF__ARENA_ALIGN bytes.
+ */
+#include <stdio.h>
+
+#include "device/device.h"
+#include "lower/memplan.h"
+
+/* Ancestor bitsets cost n^2/8 bytes: past this many nodes a plan gets no arena. */
+#define MEMPLAN_MAX_NODES 8192
+
+static size_t round_up(size_t n) { return (n + WF__ARENA_ALIGN - 1) / WF__ARENA_ALIGN * WF__ARENA_ALIGN; }
+
+/* Fetched Assigns stay where they ran (a resident variable's next value): they outlive the run. */
+static bool outlives_run(const wf__plan *p, int slot)
+{
+    for (int i = 0; i < p->n_fetches; i++)
+        if (p->fetch_slot[i] == slot && p->key_fetch[i].index == 0 && p->key_fetch[i].node &&
+            !strcmp(p->key_fetch[i].node->op->name, "Assign"))
+            return true;
+    return false;
+}
+
+wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
+{
+    int n = p->n_nodes, ns = p->n_slots, nd = ctx->n_devices;
+    pthread_mutex_init(&p->arena_mu, NULL);
+    p->arena_ctx = ctx;
+    p->slot_off = wf__malloc(sizeof *p->slot_off * (size_t)(ns ? ns : 1));
+    p->slot_cap = wf__calloc((size_t)(ns ? ns : 1), sizeof *p->slot_cap);
+    if (!p->slot_off || !p->slot_cap) return wf__oom("the memory plan", sizeof(int64_t) * (size_t)ns * 2);
+    for (int i = 0; i < ns; i++) p->slot_off[i] = -1;
+    if (n == 0 || n > MEMPLAN_MAX_NODES) return NULL;
+
+    size_t words = ((size_t)n + 63) / 64;
+    uint64_t *anc = wf__calloc((size_t)n * words, sizeof *anc);
+    int *order = wf__malloc(sizeof(int) * (size_t)n), *pend = wf__malloc(sizeof(int) * (size_t)n);
+    int *producer = wf__malloc(sizeof(int) * (size_t)ns), *fetched = wf__calloc((size_t)ns, sizeof(int));
+    int *rd_start = wf__calloc((size_t)ns + 1, sizeof(int)), *rd = NULL;
+    int *buf_of = wf__malloc(sizeof(int) * (size_t)ns);
+    int nb = 0, cap_b = 16;
+    size_t *b_size = wf__malloc(sizeof(size_t) * (size_t)cap_b);
+    int *b_last = wf__malloc(sizeof(int) * (size_t)cap_b), *b_dev = wf__malloc(sizeof(int) * (size_t)cap_b);
+    wf_status *s = NULL;
+    if (!anc || !order || !pend || !producer || !fetched || !rd_start || !buf_of || !b_size || !b_last || !b_dev) {
+        s = wf__oom("the memory plan", (size_t)n * words * 8);
+        goto out;
+    }
+    /* readers of each slot (a node reading one slot twice counts once per input: harmless) */
+    size_t n_reads = 0;
+    for (int v = 0; v < n; v++)
+        for (int i = 0; i < p->nodes[v].n_in; i++)
+            if (p->nodes[v].in_slot[i] >= 0) rd_start[p->nodes[v].in_slot[i] + 1]++, n_reads++;
+    for (int i = 0; i < ns; i++) rd_start[i + 1] += rd_start[i];
+    if (!(rd = wf__malloc(sizeof(int) * (n_reads ? n_reads : 1)))) {
+        s = wf__oom("the memory plan", sizeof(int) * n_reads);
+        goto out;
+    }
+    for (int i = 0; i < ns; i++) buf_of[i] = rd_start[i]; /* fill cursor */
+    for (int v = 0; v < n; v++)
+        for (int i = 0; i < p->nodes[v].n_in; i++)
+            if (p->nodes[v].in_slot[i] >= 0) rd[buf_of[p->nodes[v].in_slot[i]]++] = v;
+    for (int i = 0; i < ns; i++) producer[i] = -1, buf_of[i] = -1;
+    for (int v = 0; v < n; v++)
+        for (int j = 0; j < p->nodes[v].n_out; j++) producer[p->nodes[v].out_slot[j]] = v;
+    for (int i = 0; i < p->n_fetches; i++) fetched[p->fetch_slot[i]] = 1;
+    /* topological order (Kahn) and ancestor sets */
+    int head = 0, tail = 0;
+    for (int v = 0; v < n; v++)
+        if (!(pend[v] = p->nodes[v].pending0)) order[tail++] = v;
+    while (head < tail) {
+        int u = order[head++];
+        const wf__pnode *pu = &p->nodes[u];
+        for (int k = 0; k < pu->n_succ; k++) {
+            int w = pu->succ[k];
+            uint64_t *aw = anc + (size_t)w * words, *au = anc + (size_t)u * words;
+            for (size_t x = 0; x < words; x++) aw[x] |= au[x];
+            aw[u / 64] |= 1ull << (u % 64);
+            if (--pend[w] == 0) order[tail++] = w;
+        }
+    }
+    if (tail != n) goto out; /* not a DAG: leave everything to the allocator */
+    for (int oi = 0; oi < n; oi++) {
+        int v = order[oi];
+        const wf__pnode *pn = &p->nodes[v];
+        if (pn->feed >= 0) continue;
+        const uint64_t *av = anc + (size_t)v * words;
+        for (int j = 0; j < pn->n_out; j++) {
+            int sl = pn->out_slot[j];
+            const wf__tinfo *ti = &pn->out_info[j];
+            if (p->slot_static[sl] || outlives_run(p, sl) || ti->rank < 0 || ti->dtype == WF_DTYPE_INVALID)
+                continue;
+            int64_t e = wf__numel(ti->rank, ti->dims);
+            size_t es = wf_dtype_size(ti->dtype);
+            if (e < 0 || es == 0) continue; /* known only at run time (data-dependent) */
+            size_t raw = (size_t)e * es, need = round_up(raw ? raw : 1);
+            int best = -1;
+            for (int b = 0; b < nb; b++) {
+                if (b_dev[b] != pn->device || b_last[b] < 0) continue;
+                int last = b_last[b];
+                bool dead = true;
+                if (rd_start[last] == rd_start[last + 1]) {
+                    int pr = producer[last];
+                    dead = pr != v && (av[pr / 64] >> (pr % 64) & 1);
+                }
+                for (int r = rd_start[last]; dead && r < rd_start[last + 1]; r++)
+                    dead = rd[r] != v && (av[rd[r] / 64] >> (rd[r] % 64) & 1);
+                if (!dead) continue;
+                if (best < 0) best = b;
+                else if (b_size[b] >= need && (b_size[best] < need || b_size[b] < b_size[best])) best = b;
+                else if (b_size[best] < need && b_size[b] > b_size[best]) best = b;
+            }
+            if (best < 0) {
+                if (nb == cap_b) {
+                    int nc = cap_b * 2;
+                    size_t *ns2 = wf__realloc(b_size, sizeof *b_size * (size_t)cap_b, sizeof *b_size * (size_t)nc);
+                    if (ns2) b_size = ns2;
+                    int *nl = ns2 ? wf__realloc(b_last, sizeof(int) * (size_t)cap_b, sizeof(int) * (size_t)nc) : NULL;
+                    if (nl) b_last = nl;
+                    int *ndv = nl ? wf__realloc(b_dev, sizeof(int) * (size_t)cap_b, sizeof(int) * (size_t)nc) : NULL;
+                    if (!ndv) {
+                        s = wf__oom("the memory plan", sizeof(size_t) * (size_t)nc * 2);
+                        goto out;
+                    }
+                    b_dev = ndv;
+                    cap_b = nc;
+                }
+                best = nb++;
+                b_size[best] = 0;
+                b_dev[best] = pn->device;
+            }
+            if (b_size[best] < need) b_size[best] = need;
+            b_last[best] = fetched[sl] ? -1 : sl; /* -1: held to the end of the run */
+            buf_of[sl] = best;
+        }
+    }
+    if (nb == 0) goto out;
+    size_t *b_off = wf__malloc(sizeof(size_t) * (size_t)nb);
+    p->arena_bytes = wf__calloc((size_t)nd, sizeof *p->arena_bytes);
+    if (!b_off || !p->arena_bytes) {
+        wf__free(b_off);
+        s = wf__oom("the memory plan", sizeof(size_t) * (size_t)(nb + nd));
+        goto out;
+    }
+    p->n_arena_dev = nd;
+    for (int b = 0; b < nb; b++) {
+        b_off[b] = p->arena_bytes[b_dev[b]];
+        p->arena_bytes[b_dev[b]] += b_size[b];
+    }
+    for (int sl = 0; sl < ns; sl++)
+        if (buf_of[sl] >= 0) {
+            p->slot_off[sl] = (int64_t)b_off[buf_of[sl]];
+            p->slot_cap[sl] = b_size[buf_of[sl]];
+        }
+    wf__free(b_off);
+out:
+    wf__free(anc);
+    wf__free(order);
+    wf__free(pend);
+    wf__free(producer);
+    wf__free(fetched);
+    wf__free(rd_start);
+    wf__free(rd);
+    wf__free(buf_of);
+    wf__free(b_size);
+    wf__free(b_last);
+    wf__free(b_dev);
+    return s;
+}
+
+/* ---- arenas at run time ---- */
+
+static void arena_set_free(wf_context *ctx, wf__arena_set *a)
+{
+    if (!a) return;
+    for (int d = 0; a->dev && d < a->n_dev; d++) {
+        wf__arena_dev *ad = &a->dev[d];
+        struct wf__device *dv = &ctx->devices[d];
+        if (!ad->bytes) continue;
+        if (ad->host) {
+            wf__aligned_free(ad->host);
+            if (dv->host_acct) wf__memacct_release(dv->host_acct, ad->bytes);
+        } else if (ad->priv) {
+            wf__bfc_block b = {ad->chunk, ad->off, ad->bytes, ad->priv};
+            wf__bfc_release(dv->bfc, &b);
+        }
+        atomic_fetch_sub(&dv->arena_bytes, ad->bytes);
+    }
+    wf__free(a->dev);
+    wf__free(a);
+}
+
+wf_status *wf__arena_acquire(wf_context *ctx, const wf__plan *p, wf__arena_set **out)
+{
+    *out = NULL;
+    if (!p->arena_bytes) return NULL;
+    wf__plan *mp = (wf__plan *)p; /* the pool is the plan's only mutable part, under arena_mu */
+    pthread_mutex_lock(&mp->arena_mu);
+    wf__arena_set *a = mp->arena_pool;
+    if (a) mp->arena_pool = a->next;
+    pthread_mutex_unlock(&mp->arena_mu);
+    if (a) {
+        *out = a;
+        return NULL;
+    }
+    a = wf__calloc(1, sizeof *a);
+    if (a) a->dev = wf__calloc((size_t)p->n_arena_dev, sizeof *a->dev);
+    if (!a || !a->dev) {
+        wf__free(a);
+        return wf__oom("a run's arenas", sizeof *a->dev * (size_t)p->n_arena_dev);
+    }
+    a->n_dev = p->n_arena_dev;
+    for (int d = 0; d < p->n_arena_dev; d++) {
+        size_t bytes = p->arena_bytes[d];
+        struct wf__device *dv = &ctx->devices[d];
+        wf__arena_dev *ad = &a->dev[d];
+        if (!bytes) continue;
+        wf_status *s = NULL;
+        if (!dv->vt) {
+            if (dv->host_acct && !wf__memacct_reserve(dv->host_acct, bytes)) {
+                s = wf__status(WF_OUT_OF_MEMORY,
+                               "out of memory on %s: cannot allocate a %zu-byte arena for a run (%llu bytes in use "
+                               "of its %llu-byte limit)",
+                               dv->short_name, bytes, (unsigned long long)atomic_load(&dv->host_acct->in_use),
+                               (unsigned long long)atomic_load(&dv->host_acct->limit));
+            } else if (!(ad->host = wf__aligned_alloc(bytes, WF__ARENA_ALIGN))) {
+                if (dv->host_acct) wf__memacct_release(dv->host_acct, bytes);
+                s = wf__oom("a run's arena on CPU:0", bytes);
+            }
+        } else {
+            wf__bfc_block b;
+            s = wf__bfc_alloc(dv->bfc, bytes, &b);
+            if (!s) ad->chunk = b.chunk, ad->off = b.offset, ad->priv = b.priv;
+        }
+        if (s) {
+            arena_set_free(ctx, a);
+            return wf__status_wrap(s, "the run's arena on %s", dv->short_name);
+        }
+        ad->bytes = bytes;
+        atomic_fetch_add(&dv->arena_bytes, bytes);
+    }
+    *out = a;
+    return NULL;
+}
+
+void wf__arena_release(const wf__plan *p, wf__arena_set *a)
+{
+    if (!a) return;
+    wf__plan *mp = (wf__plan *)p;
+    pthread_mutex_lock(&mp->arena_mu);
+    a->next = mp->arena_pool;
+    mp->arena_pool = a;
+    pthread_mutex_unlock(&mp->arena_mu);
+}
+
+void wf__arena_pool_free(wf__plan *p)
+{
+    if (!p->slot_off) return; /* memplan never ran: the mutex was not initialised */
+    for (wf__arena_set *a = p->arena_pool, *an; a; a = an) {
+        an = a->next;
+        arena_set_free(p->arena_ctx, a);
+    }
+    p->arena_pool = NULL;
+    pthread_mutex_destroy(&p->arena_mu);
+}
+
+static void arena_noop_release(wf_tensor *t) { (void)t; }
+
+bool wf__tensor_in_arena(const wf_tensor *t)
+{
+    if (t && t->base) t = t->base;
+    return t && t->dev_release == arena_noop_release;
+}
+
+wf_status *wf__arena_tensor(const struct wf__device *d, const wf__arena_dev *a, int64_t off, wf_dtype dtype,
+                            int rank, const int64_t *dims, wf_tensor **out)
+{
+    wf_tensor *t;
+    WF__TRY(wf__tensor_alloc_header(dtype, rank, dims, &t));
+    if (a->host) {
+        t->data = a->host + off;
+    } else {
+        t->dev_chunk = a->chunk;
+        t->dev_offset = a->off + (size_t)off;
+        t->device = d;
+    }
+    t->dev_release = arena_noop_release;
+    *out = t;
+    return NULL;
+}
+
+/* Where t's bytes are: a comparable address for host and device tensors. */
+static bool same_bytes(const wf_tensor *t, const wf__arena_dev *a, int64_t off)
+{
+    if (t->base) return false; /* a view of something: never the slot's own tensor */
+    if (a->host) return t->data == a->host + off;
+    return t->dev_chunk == a->chunk && t->dev_offset == a->off + (size_t)off;
+}
+
+wf_status *wf__arena_fix_output(const struct wf__device *d, const wf__kmem *m, int j, wf_tensor **out)
+{
+    wf_tensor *t = *out;
+    if (!wf__tensor_in_arena(t)) return NULL;
+    int sl = m->out_slot[j];
+    int64_t off = m->slot_off[sl];
+    if (off >= 0 && same_bytes(t, m->arena, off)) return NULL;
+    wf_tensor *c;
+    if (off >= 0 && t->bytes <= m->slot_cap[sl]) {
+        WF__TRY(wf__arena_tensor(d, m->arena, off, t->dtype, t->rank, t->dims, &c));
+    } else {
+        if (d) WF__TRY(wf__device_tensor_alloc(d, t->dtype, t->rank, t->dims, &c));
+        else WF__TRY(wf__tensor_alloc(t->dtype, t->rank, t->dims, "a copy of a view", &c));
+        atomic_fetch_add(m->fallbacks, 1);
+    }
+    wf_status *s = wf__tensor_copy_into(c, t);
+    if (s) {
+        wf_tensor_free(c);
+        return s;
+    }
+    wf_tensor_free(t);
+    *out = c;
+    return NULL;
+}
+
+wf_status *wf__arena_copy_out(const wf_tensor *t, wf_tensor **out)
+{
+    if (t->device) return wf__tensor_move(NULL, t, out);
+    wf_tensor *c;
+    WF__TRY(wf__tensor_alloc(t->dtype, t->rank, t->dims, "a fetched value", &c));
+    if (t->bytes) memcpy(c->data, t->data, t->bytes);
+    *out = c;
+    return NULL;
+}
+
+/* ---- weights ---- */
+
+typedef struct wentry {
+    wf_tensor *host;             /* a reference: the key stays valid */
+    const struct wf__device *dev; /* NULL: tracked, no device copy yet */
+    wf_tensor *copy;
+} wentry;
+
+struct wf__weights {
+    pthread_mutex_t mu;
+    wentry *e;
+    int n, cap;
+};
+
+wf_status *wf__weights_new(wf__weights **out)
+{
+    wf__weights *w = wf__calloc(1, sizeof *w);
+    if (!w) return wf__oom("the session's weights", sizeof *w);
+    pthread_mutex_init(&w->mu, NULL);
+    *out = w;
+    return NULL;
+}
+
+void wf__weights_free(wf__weights *w)
+{
+    if (!w) return;
+    for (int i = 0; i < w->n; i++) {
+        wf_tensor_free(w->e[i].host);
+        wf_tensor_free(w->e[i].copy);
+    }
+    wf__free(w->e);
+    pthread_mutex_destroy(&w->mu);
+    wf__free(w);
+}
+
+static wentry *add_entry(wf__weights *w, const wf_tensor *h, const struct wf__device *d)
+{
+    if (w->n == w->cap) {
+        int cap = w->cap ? w->cap * 2 : 32;
+        wentry *e = wf__realloc(w->e, sizeof *e * (size_t)w->cap, sizeof *e * (size_t)cap);
+        if (!e) return NULL;
+        w->e = e;
+        w->cap = cap;
+    }
+    wentry *e = &w->e[w->n++];
+    e->host = wf_tensor_ref((wf_tensor *)h);
+    e->dev = d;
+    e->copy = NULL;
+    return e;
+}
+
+/* Caller holds mu. */
+static wf_status *get_locked(wf__weights *w, const struct wf__device *d, const wf_tensor *h, wf_tensor **out)
+{
+    wentry *e = NULL;
+    for (int i = 0; i < w->n && !e; i++)
+        if (w->e[i].host == h && w->e[i].dev == d) e = &w->e[i];
+    if (!e && !(e = add_entry(w, h, d))) return wf__oom("the session's weights", sizeof *e * (size_t)w->n);
+    if (!e->copy) {
+        wf_status *s = wf__tensor_move(d, h, &e->copy);
+        if (s) {
+            e->copy = NULL;
+            return s;
+        }
+    }
+    *out = wf_tensor_ref(e->copy);
+    return NULL;
+}
+
+wf_status *wf__weights_get(wf__weights *w, const struct wf__device *d, const wf_tensor *h, wf_tensor **out)
+{
+    pthread_mutex_lock(&w->mu);
+    wf_status *s = get_locked(w, d, h, out);
+    pthread_mutex_unlock(&w->mu);
+    return s;
+}
+
+wf_status *wf__weights_track(wf__weights *w, const wf_tensor *h)
+{
+    if (!w || !h || h->device) return NULL;
+    pthread_mutex_lock(&w->mu);
+    bool have = false;
+    for (int i = 0; i < w->n && !have; i++) have = w->e[i].host == h && !w->e[i].dev;
+    wf_status *s = have || add_entry(w, h, NULL) ? NULL : wf__oom("the session's weights", sizeof(wentry));
+    pthread_mutex_unlock(&w->mu);
+    return s;
+}
+
+void wf__weights_forget(wf__weights *w, const wf_tensor *h)
+{
+    if (!w || !h) return;
+    pthread_mutex_lock(&w->mu);
+    for (int i = 0; i < w->n;) {
+        if (w->e[i].host == h) {
+            wf_tensor_free(w->e[i].host);
+            wf_tensor_free(w->e[i].copy);
+            w->e[i] = w->e[--w->n];
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+bool wf__weights_get_tracked(wf__weights *w, const struct wf__device *d, const wf_tensor *h, wf_tensor **out,
+                             wf_status **err)
+{
+    *err = NULL;
+    if (!w || !d || h->device) return false;
+    pthread_mutex_lock(&w->mu);
+    bool tracked = false;
+    for (int i = 0; i < w->n && !tracked; i++) tracked = w->e[i].host == h && !w->e[i].dev;
+    if (tracked) *err = get_locked(w, d, h, out);
+    pthread_mutex_unlock(&w->mu);
+    return tracked;
+}

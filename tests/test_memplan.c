@@ -1,0 +1,370 @@
+/*
+ * The static memory plan and the session's weights, on CPU:0, OPENCL:0 (PoCL), the test backend
+ * TESTDEV:0 and the emulated GPU:0:
+ * - a steady-state run allocates nothing: the device allocator's counts (allocations and backend
+ *   chunks) are the same after runs 2 and 100, and every run returns what the first did and what a
+ *   plain C reference computes;
+ * - one device copy of the weights per session: three batch sizes held at once use weights + the
+ *   three arenas; with one plan cached, the peak is weights + the largest plan's arena;
+ * - LRU eviction frees the evicted plan's arena, and its shape runs again afterwards.
+ *
+ * The model is a chain x[B,N] -> MatMul(W1) -> Add(h,h) -> Relu -> MatMul(W2) -> Add(h,h), every value
+ * B*N floats with one reader. Its expected arena is worked out here from the shapes: in a chain a value
+ * can take the bytes of the one before its input, so two buffers of B*N*4 bytes hold every value (on
+ * an accelerator: the input's copy and the five results; on the CPU: the five results, the fetched last
+ * one keeping its buffer). On an accelerator the result is copied back into CPU:0's arena (one buffer).
+ * N*4 is a multiple of every device's alignment (256), so no rounding enters the figures. The CPU's
+ * weights are the graph's constants, which its statistics do not count.
+ */
+#include <stdlib.h>
+
+#include "check.h"
+
+#define N 512
+
+static float *w1v, *w2v;
+
+static void fill(float *p, int64_t n, int seed)
+{
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((i * 37 + seed * 11) % 23 - 11) / 64.0f;
+}
+
+static wf_graph *build(wf_output *x, wf_output *y)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t xd[2] = {-1, N}, wd[2] = {N, N};
+    wf_tensor *w1, *w2;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w1v, &w1));
+    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w2v, &w2));
+    wf_output c1, c2, m1, a1, r, m2;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, xd, x));
+    CHECK_OK(wf_const(g, "w1", w1, &c1));
+    CHECK_OK(wf_const(g, "w2", w2, &c2));
+    wf_tensor_free(w1);
+    wf_tensor_free(w2);
+    CHECK_OK(wf_matmul(g, "mm1", *x, c1, 0, 0, &m1));
+    CHECK_OK(wf_add(g, "double1", m1, m1, &a1));
+    CHECK_OK(wf_relu(g, "relu", a1, &r));
+    CHECK_OK(wf_matmul(g, "mm2", r, c2, 0, 0, &m2));
+    CHECK_OK(wf_add(g, "double2", m2, m2, y));
+    return g;
+}
+
+static wf_tensor *input(int64_t b)
+{
+    int64_t d[2] = {b, N};
+    wf_tensor *t = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, d, NULL, &t));
+    if (t) fill(wf_tensor_data(t), b * N, (int)b);
+    return t;
+}
+
+/* The model in plain C, in double. */
+static double *reference(int64_t b)
+{
+    float *x = malloc(sizeof(float) * (size_t)(b * N));
+    double *h = calloc((size_t)(b * N), sizeof(double)), *y = calloc((size_t)(b * N), sizeof(double));
+    fill(x, b * N, (int)b);
+    for (int64_t i = 0; i < b; i++)
+        for (int k = 0; k < N; k++)
+            for (int j = 0; j < N; j++) h[i * N + j] += (double)x[i * N + k] * w1v[k * N + j];
+    for (int64_t i = 0; i < b * N; i++) h[i] = 2 * h[i] > 0 ? 2 * h[i] : 0;
+    for (int64_t i = 0; i < b; i++)
+        for (int k = 0; k < N; k++)
+            for (int j = 0; j < N; j++) y[i * N + j] += h[i * N + k] * w2v[k * N + j];
+    for (int64_t i = 0; i < b * N; i++) y[i] *= 2;
+    free(x);
+    free(h);
+    return y;
+}
+
+static int close_to_reference(const wf_tensor *t, int64_t b)
+{
+    double *ref = reference(b), worst = 0, scale = 0;
+    const float *v = wf_tensor_data(t);
+    for (int64_t i = 0; i < b * N; i++) {
+        double d = fabs(v[i] - ref[i]);
+        if (d > worst) worst = d;
+        if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+    }
+    free(ref);
+    return worst <= 1e-4 * (scale > 1 ? scale : 1);
+}
+
+static int find_device(wf_context *ctx, const char *spec)
+{
+    wf_device_spec want, have;
+    if (wf_device_spec_parse(spec, &want)) return -1;
+    for (int i = 0; i < wf_context_num_devices(ctx); i++) {
+        wf_device_info di;
+        wf_status *s = wf_context_device(ctx, i, &di);
+        if (s) {
+            wf_status_free(s);
+            continue;
+        }
+        if (!wf_device_spec_parse(di.name, &have) && wf_device_spec_matches(&want, &have)) return i;
+    }
+    return -1;
+}
+
+static wf_memory_stats stats(wf_context *ctx, int dev)
+{
+    wf_memory_stats m;
+    memset(&m, 0, sizeof m);
+    CHECK_OK(wf_context_memory_stats(ctx, dev, &m));
+    return m;
+}
+
+static wf_tensor *run(wf_session *s, wf_output x, wf_output y, int64_t b)
+{
+    wf_tensor *xt = input(b), *out = NULL;
+    wf_feed f = {x, xt};
+    CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, NULL));
+    wf_tensor_free(xt);
+    return out;
+}
+
+/* Opens a context; -1 (after SKIP) when the device is not there. */
+static int open_device(const char *spec, const char *test, wf_context **ctx)
+{
+    *ctx = NULL;
+    CHECK_OK(wf_context_new(NULL, ctx));
+    if (!*ctx) return -1;
+    int dev = find_device(*ctx, spec);
+    if (dev < 0) {
+        char why[512] = "";
+        for (int i = 0; i < wf_context_num_plugins(*ctx); i++) {
+            wf_plugin_info pi;
+            wf_status *s = wf_context_plugin(*ctx, i, &pi);
+            if (s) {
+                wf_status_free(s);
+                continue;
+            }
+            size_t l = strlen(why);
+            snprintf(why + l, sizeof why - l, "%s%s: %s%s%s", l ? "; " : "", pi.name, pi.status,
+                     pi.reason && *pi.reason ? " - " : "", pi.reason ? pi.reason : "");
+        }
+        CHECK_SKIP(test, "no device matches %s here (plugins: %s)", spec, *why ? why : "none found");
+        wf_context_free(*ctx);
+        *ctx = NULL;
+    }
+    return dev;
+}
+
+static const char *g_spec;
+static char g_name[64];
+
+static uint64_t arena_of(int64_t b) { return 2 * (uint64_t)b * N * 4; }
+
+static void test_steady_state(void)
+{
+    wf_context *ctx;
+    int dev = open_device(g_spec, g_name, &ctx);
+    if (dev < 0) return;
+    wf_output x, y;
+    wf_graph *g = build(&x, &y);
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = g_spec;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    if (!s) goto out;
+    wf_tensor *first = run(s, x, y, 2);
+    CHECK(first && close_to_reference(first, 2));
+    wf_memory_stats d2 = {0}, c2 = {0}, d100, c100;
+    int same = 1;
+    for (int r = 2; r <= 100 && first; r++) {
+        wf_tensor *t = run(s, x, y, 2);
+        if (!t || memcmp(wf_tensor_data(t), wf_tensor_data(first), wf_tensor_bytes(first))) same = 0;
+        wf_tensor_free(t);
+        if (r == 2) d2 = stats(ctx, dev), c2 = stats(ctx, 0);
+    }
+    d100 = stats(ctx, dev);
+    c100 = stats(ctx, 0);
+    CHECK(same);
+    CHECK_INT(d100.total_allocs, d2.total_allocs);
+    CHECK_INT(d100.chunk_allocs, d2.chunk_allocs);
+    CHECK_INT(c100.total_allocs, c2.total_allocs);
+    CHECK_INT(d100.fallback_allocs, 0);
+    CHECK_INT(d100.arena_bytes, arena_of(2));
+    if (dev != 0) CHECK_INT(c100.arena_bytes, arena_of(2) / 2);
+    printf("%s steady state: allocations after run 2: %lld (chunks %lld), after run 100: %lld (chunks %lld); "
+           "CPU:0 %lld -> %lld; arena %llu bytes, in use %llu bytes, fallbacks %lld\n",
+           g_spec, (long long)d2.total_allocs, (long long)d2.chunk_allocs, (long long)d100.total_allocs,
+           (long long)d100.chunk_allocs, (long long)c2.total_allocs, (long long)c100.total_allocs,
+           (unsigned long long)d100.arena_bytes, (unsigned long long)d100.in_use, (long long)d100.fallback_allocs);
+    wf_tensor_free(first);
+out:
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
+/* Three batch sizes in one session: one copy of the weights, and each plan's own arena. */
+static void test_weights_once(void)
+{
+    wf_context *ctx;
+    int dev = open_device(g_spec, g_name, &ctx);
+    if (dev < 0) return;
+    uint64_t weights = dev == 0 ? 0 : 2ull * N * N * 4;
+    wf_output x, y;
+    wf_graph *g = build(&x, &y);
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = g_spec;
+    o.plan_cache_size = 1;
+    /* one plan cached at a time: the peak is the weights and the largest arena */
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    int64_t batches[3] = {1, 4, 2};
+    for (int i = 0; s && i < 3; i++)
+        for (int rep = 0; rep < 2; rep++) {
+            wf_tensor *t = run(s, x, y, batches[i]);
+            CHECK(t && close_to_reference(t, batches[i]));
+            wf_tensor_free(t);
+        }
+    wf_memory_stats m = stats(ctx, dev);
+    CHECK_INT(m.peak, weights + arena_of(4));
+    CHECK_INT(m.in_use, weights + arena_of(2));
+    printf("%s one plan cached, batches 1, 4, 2: peak %llu bytes = weights %llu + largest arena %llu; in use %llu\n",
+           g_spec, (unsigned long long)m.peak, (unsigned long long)weights, (unsigned long long)arena_of(4),
+           (unsigned long long)m.in_use);
+    wf_session_free(s);
+    s = NULL;
+    m = stats(ctx, dev);
+    CHECK_INT(m.in_use, 0); /* the session's weights and arenas go with it */
+
+    /* three plans cached: still one copy of the weights */
+    o.plan_cache_size = 3;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    for (int i = 0; s && i < 3; i++) {
+        wf_tensor *t = run(s, x, y, batches[i]);
+        CHECK(t && close_to_reference(t, batches[i]));
+        wf_tensor_free(t);
+    }
+    m = stats(ctx, dev);
+    CHECK_INT(m.in_use, weights + arena_of(1) + arena_of(2) + arena_of(4));
+    printf("%s three plans cached: in use %llu bytes = weights %llu + arenas %llu + %llu + %llu\n", g_spec,
+           (unsigned long long)m.in_use, (unsigned long long)weights, (unsigned long long)arena_of(1),
+           (unsigned long long)arena_of(4), (unsigned long long)arena_of(2));
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
+/* LRU eviction frees the evicted plan's arena, never the weights; the evicted shape runs again. */
+static void test_lru_eviction(void)
+{
+    wf_context *ctx;
+    int dev = open_device(g_spec, g_name, &ctx);
+    if (dev < 0) return;
+    uint64_t weights = dev == 0 ? 0 : 2ull * N * N * 4;
+    wf_output x, y;
+    wf_graph *g = build(&x, &y);
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = g_spec;
+    o.plan_cache_size = 2;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    if (!s) goto out;
+    wf_tensor *t = run(s, x, y, 1);
+    wf_tensor_free(t);
+    t = run(s, x, y, 2);
+    wf_tensor_free(t);
+    wf_memory_stats before = stats(ctx, dev);
+    CHECK_INT(before.in_use, weights + arena_of(1) + arena_of(2));
+    t = run(s, x, y, 4); /* evicts batch 1's plan */
+    wf_tensor_free(t);
+    wf_memory_stats after = stats(ctx, dev);
+    CHECK_INT(after.in_use, weights + arena_of(2) + arena_of(4));
+    CHECK_INT(after.arena_bytes, arena_of(2) + arena_of(4));
+    t = run(s, x, y, 1); /* built again; evicts batch 2's */
+    CHECK(t && close_to_reference(t, 1));
+    wf_tensor_free(t);
+    wf_memory_stats again = stats(ctx, dev);
+    CHECK_INT(again.in_use, weights + arena_of(4) + arena_of(1));
+    printf("%s LRU of 2: in use %llu (batches 1, 2) -> %llu (4 evicts 1) -> %llu (1 again evicts 2)\n", g_spec,
+           (unsigned long long)before.in_use, (unsigned long long)after.in_use, (unsigned long long)again.in_use);
+out:
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
+/* A view of an arena value outlives the value's last reader: y = relu(v) + v with v = Identity(x @ W1).
+ * The plan gives relu's output the bytes of x @ W1 (whose only reader, Identity, has run); v (a view
+ * of them on TESTDEV, a reference on the CPU) must have been given bytes of its own, or the Add reads
+ * relu(v) twice. */
+static void test_view_alias(void)
+{
+    wf_context *ctx;
+    int dev = open_device(g_spec, g_name, &ctx);
+    if (dev < 0) return;
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t xd[2] = {-1, N}, wd[2] = {N, N};
+    wf_tensor *w1;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w1v, &w1));
+    wf_output x, c1, m1, r, y;
+    wf_node *id = NULL;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, xd, &x));
+    CHECK_OK(wf_const(g, "w1", w1, &c1));
+    wf_tensor_free(w1);
+    CHECK_OK(wf_matmul(g, "mm1", x, c1, 0, 0, &m1));
+    CHECK_OK(wf_op(g, "Identity", "view", &m1, 1, NULL, 0, &id));
+    wf_output v = wf_out(id, 0);
+    CHECK_OK(wf_relu(g, "relu", v, &r));
+    CHECK_OK(wf_add(g, "sum", r, v, &y));
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = g_spec;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    float *xs = malloc(sizeof(float) * 2 * N);
+    fill(xs, 2 * N, 2);
+    int bad = 0;
+    for (int rep = 0; s && rep < 3; rep++) {
+        wf_tensor *t = run(s, x, y, 2);
+        if (!t) break;
+        const float *out = wf_tensor_data(t);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < N; j++) {
+                double m = 0;
+                for (int k = 0; k < N; k++) m += (double)xs[i * N + k] * w1v[k * N + j];
+                double want = (m > 0 ? m : 0) + m;
+                if (fabs(out[i * N + j] - want) > 1e-3 * (1 + fabs(want))) bad++;
+            }
+        wf_tensor_free(t);
+    }
+    CHECK_INT(bad, 0);
+    free(xs);
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
+int main(void)
+{
+    /* the emulated CUDA plugin first, then the OpenCL plugin of this build, then the test backend */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cudaemu:%s:%s", WEFT_BUILD_DIR, WEFT_BUILD_DIR, WEFT_TEST_PLUGIN_DIR);
+    setenv("WEFT_PLUGIN_PATH", path, 1);
+    w1v = malloc(sizeof(float) * N * N);
+    w2v = malloc(sizeof(float) * N * N);
+    fill(w1v, (int64_t)N * N, 1);
+    fill(w2v, (int64_t)N * N, 2);
+    const char *specs[] = {"CPU:0", "OPENCL:0", "TESTDEV:0", "GPU:0"};
+    for (int i = 0; i < 4; i++) {
+        g_spec = specs[i];
+        snprintf(g_name, sizeof g_name, "memplan on %s", specs[i]);
+        RUN_TEST(test_steady_state);
+        RUN_TEST(test_weights_once);
+        RUN_TEST(test_lru_eviction);
+        RUN_TEST(test_view_alias);
+    }
+    free(w1v);
+    free(w2v);
+    return check_summary();
+}
