@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "device/kernel.h"
+#include "graph/op.h"
 
 typedef struct kc {
     wf__kctx k;

@@ -5,7 +5,7 @@
 #ifndef WF_GRAPH_OPS_MISC_H
 #define WF_GRAPH_OPS_MISC_H
 
-#include "device/kutil_einsum.h"
+#include "ops/kutil_einsum.h"
 #include "graph/op.h"
 
 /* Resize's output shape and per-axis scales for input dims x[0..rank). scales (n_scales values) or

@@ -5,7 +5,7 @@
  */
 #include "graph/grad.h"
 #include "graph/op.h"
-#include "graph/nn_window.h"
+#include "ops/nn_window.h"
 #include "graph/ops_nn_grad.h"
 
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * sequence_lens can stop each one at its own length.
  */
 #include "backends/cpu/k_onnx2.h"
-#include "device/kutil_rnn.h"
+#include "ops/kutil_rnn.h"
 
 #include <ctype.h>
 #include <inttypes.h>

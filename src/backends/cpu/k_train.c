@@ -11,8 +11,8 @@
 #include <math.h>
 
 #include "backends/cpu/k_elementwise.h"
-#include "device/kutil_random.h"
-#include "device/kutil_train.h"
+#include "ops/kutil_random.h"
+#include "ops/kutil_train.h"
 
 /* ---- ApplyAdam ------------------------------------------------------------------------------------- */
 

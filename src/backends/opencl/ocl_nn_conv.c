@@ -6,8 +6,8 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_conv.h"
-#include "graph/nn_window.h"
+#include "ops/kutil_conv.h"
+#include "ops/nn_window.h"
 
 /* The window geometry: the same header the registry's shape inference uses, read through the host table. */
 static int window_resolve(const wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, wf__nn_window *w,

@@ -10,8 +10,8 @@
 #include <strings.h>
 
 #include "backends/opencl/ocl_seq.h"
-#include "device/kutil_attn.h"
-#include "device/kutil_rnn.h"
+#include "ops/kutil_attn.h"
+#include "ops/kutil_rnn.h"
 
 /* ---- kernel source (one program per float dtype: -DDT=<wf_dtype>) -------------------------------------- */
 

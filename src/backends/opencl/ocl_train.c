@@ -7,8 +7,8 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_random.h"
-#include "device/kutil_train.h"
+#include "ops/kutil_random.h"
+#include "ops/kutil_train.h"
 
 /* FP_CONTRACT OFF and correctly rounded sqrt and division (the build option): ApplyAdam rounds once per
  * operation, as the CPU and the composite graph do. The hash constants are kutil_random.h's. The

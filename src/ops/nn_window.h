@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/op.h"
+#include "ops/op.h"
 
 typedef const wf__attr *(*wf__nn_attr_get_fn)(const wf__op_def *op, const wf__attr *attrs, const char *name);
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/op.h"
+#include "ops/attr.h"
 
 /* W is [OC, C/g, kh, kw] for Conv2D and [C, OC/g, kh, kw] for ConvTranspose2D. Sets *oc and returns
  * whether the input channels c, W's dims and group g agree. */
