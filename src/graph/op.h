@@ -61,6 +61,9 @@ wf_status *wf__infer_check_dtype(const wf__infer_ctx *ctx, int idx, uint32_t mas
 /* Reads an integer vector from a known input value (i32 or i64, rank <= 1); false if unknown. */
 bool wf__infer_const_ints(const wf__infer_ctx *ctx, int idx, int64_t *vals, int max, int *n);
 
+/* The op of the copy nodes that partitioning inserts (registry.c; not in the lookup tables). */
+extern const wf__op_def wf__copy_op;
+
 /* Lookup by name; NULL if unknown. */
 const wf__op_def *wf__op_lookup(const char *name);
 /* Calls fn for every registered op (for docs and tests). */

@@ -8,7 +8,7 @@
  */
 #include "ops/nn_window.h"
 #include "graph/op.h"
-#include "train/train.h"
+#include "graph/grad_losses.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -204,3 +204,9 @@ const wf__op_def wf__ops_core[] = {
      .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},
     {0},
 };
+
+/* The op of the copy nodes that partitioning inserts between devices (its kernel is the device
+ * layer's wf__copy_kernel, device/device_kernels.c); not in the lookup tables. */
+static wf_status *infer_copy(wf__infer_ctx *ic) { return wf__infer_same_as_input0(ic); }
+
+const wf__op_def wf__copy_op = {.name = "Copy", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_copy};

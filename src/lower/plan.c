@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
-#include "lower/place.h"
+#include "place/place.h"
 #include "lower/plan.h"
 
 typedef struct builder {

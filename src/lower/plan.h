@@ -82,10 +82,6 @@ typedef struct wf_context wf_context;
 /* Builds a plan. Errors name the node, feed or fetch at fault. */
 wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *feeds, int n_feeds,
                           const wf_output *fetches, int n_fetches, const wf__place_opts *opts, wf__plan **out);
-/* The core's kernels that work on any device: Copy between devices, Const uploaded once. */
-extern const wf__op_def wf__copy_op;
-extern const wf__kernel_def wf__copy_kernel;
-extern const wf__kernel_def wf__device_const_kernel;
 void wf__plan_free(wf__plan *p);
 /* Does p match this request (same fetches, feeds in the same order, same feed dtypes and shapes)? */
 bool wf__plan_matches(const wf__plan *p, const wf_feed *feeds, int n_feeds, const wf_output *fetches,

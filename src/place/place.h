@@ -4,8 +4,8 @@
  * (plan.c) builds the problem from a graph and formats the reasons; tests and benchmarks build it
  * by hand, with declared device speeds and links.
  */
-#ifndef WF_LOWER_PLACE_H
-#define WF_LOWER_PLACE_H
+#ifndef WF_PLACE_PLACE_H
+#define WF_PLACE_PLACE_H
 
 #include <stdbool.h>
 #include <stdint.h>
