@@ -10,6 +10,7 @@
 
 #include "device/kernel.h"
 #include "graph/graph.h"
+#include "place/place.h"
 
 typedef struct wf__device wf__device;
 
@@ -41,19 +42,6 @@ typedef struct wf__pnode {
     char *own_name;               /* a copy node's name (gn == NULL) */
 } wf__pnode;
 
-/* How a session wants nodes placed. */
-typedef struct wf__place_opts {
-    const char *device;           /* every node on this device spec (NULL: each node's own request) */
-    bool strict;                  /* an unsatisfiable request is an error instead of a fallback */
-    int policy;                   /* WF__POLICY_*: benchmarks compare other rules under the same costs */
-} wf__place_opts;
-
-enum {
-    WF__POLICY_HEFT = 0,          /* weft's: earliest estimated finish, copies included */
-    WF__POLICY_CPU_ONLY = 1,      /* every node on CPU:0 where it has a kernel */
-    WF__POLICY_ACCEL_FIRST = 2,   /* TensorFlow's rule: an accelerator whenever it has a kernel */
-    WF__POLICY_FASTEST = 3        /* every node on the device with the highest dense rate, if it can */
-};
 
 typedef struct wf__plan {
     int n_nodes;

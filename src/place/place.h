@@ -75,4 +75,18 @@ wf_status *wf__place_evaluate(const wf__place_problem *p, const int *dev_of, wf_
 /* A lower bound: the critical path with every node on its fastest allowed device and no copies. */
 double wf__place_lower_bound(const wf__place_problem *p);
 
+/* How a session wants nodes placed. */
+typedef struct wf__place_opts {
+    const char *device;           /* every node on this device spec (NULL: each node's own request) */
+    bool strict;                  /* an unsatisfiable request is an error instead of a fallback */
+    int policy;                   /* WF__POLICY_*: benchmarks compare other rules under the same costs */
+} wf__place_opts;
+
+enum {
+    WF__POLICY_HEFT = 0,          /* weft's: earliest estimated finish, copies included */
+    WF__POLICY_CPU_ONLY = 1,      /* every node on CPU:0 where it has a kernel */
+    WF__POLICY_ACCEL_FIRST = 2,   /* TensorFlow's rule: an accelerator whenever it has a kernel */
+    WF__POLICY_FASTEST = 3        /* every node on the device with the highest dense rate, if it can */
+};
+
 #endif
