@@ -4,8 +4,8 @@
  * inference, the CPU kernels and the device plugins (which cannot link libweft) must all resolve it by
  * the same rules; `get` is wf__attr_get in the core and the host table's attr_get in a plugin.
  */
-#ifndef WF_GRAPH_NN_WINDOW_H
-#define WF_GRAPH_NN_WINDOW_H
+#ifndef WF_OPS_NN_WINDOW_H
+#define WF_OPS_NN_WINDOW_H
 
 #include <stdio.h>
 #include <string.h>

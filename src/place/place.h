@@ -1,7 +1,7 @@
 /*
  * Cost-based placement: HEFT (heterogeneous earliest finish time) list scheduling over an abstract
  * graph whose constraints are already folded into a mask of allowed devices per node. The planner
- * (plan.c) builds the problem from a graph and formats the reasons; tests and benchmarks build it
+ * (placement.c) builds the problem from a graph and formats the reasons; tests and benchmarks build it
  * by hand, with declared device speeds and links.
  */
 #ifndef WF_PLACE_PLACE_H

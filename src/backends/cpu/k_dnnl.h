@@ -12,7 +12,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
-/* The window geometry of Conv2D, ConvTranspose2D and the pools (rules in graph/nn_window.h), resolved
+/* The window geometry of Conv2D, ConvTranspose2D and the pools (rules in ops/nn_window.h), resolved
  * through the op registry's attribute getter so inference and kernels agree on shapes and pads. */
 #include "ops/nn_window.h"
 int wf__nn_window_resolve(const wf__op_def *op, const wf__attr *attrs, int kind, const int64_t *in_hw,

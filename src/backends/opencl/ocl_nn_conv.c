@@ -1,7 +1,7 @@
 /*
  * OpenCL Conv2D, ConvTranspose2D, MaxPool2D, AvgPool2D and GlobalAvgPool as direct kernels, one output
  * element per work-item (a gather, so no two work-items write the same element). The window geometry
- * comes from graph/nn_window.h, the header the registry's shape inference uses too.
+ * comes from ops/nn_window.h, the header the registry's shape inference uses too.
  */
 #include <stdio.h>
 
