@@ -166,10 +166,7 @@ static int act_of(const wf_node *n)
 
 /* Epilogue fusion: MatMul -> BiasAdd(last dim) -> act and Conv2D -> BiasAdd(NCHW) -> act, when each
  * intermediate value has a single consumer and is not fetched. */
-typedef struct fusion {
-    int bias_node;   /* graph id of the absorbed BiasAdd or -1 */
-    int act_node;    /* graph id of the absorbed activation or -1 */
-} fusion;
+typedef wf__plan_fusion fusion;
 
 static void plan_fusion(builder *b, fusion *fu)
 {
@@ -208,8 +205,6 @@ static void plan_fusion(builder *b, fusion *fu)
     }
 }
 
-/* Fetched Assigns stay where they ran: they are a resident variable's next value. */
-static bool keep_on_device(const wf_output *f) { return f->index == 0 && !strcmp(f->node->op->name, "Assign"); }
 
 /* How much a plan can overlap: its estimated work over its critical path (nodes without an estimate
  * count 1 us). Below 1.5, handing ready nodes to other executor threads costs more than it saves: a
@@ -316,57 +311,17 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         b->pidx[id] = n_nodes++;
         for (int j = 0; j < n->n_out; j++) b->slot[id][j] = n_slots++;
     }
-    /* Partition: one copy node per (value, destination device), shared by every consumer there. */
-    if (b->ctx->n_devices > 64) {
+    /* Partition (place/partition.c): one copy node per (value, destination device). */
+    int n_graph_nodes = n_nodes, n_graph_slots = n_slots;
+    wf__partition pt;
+    wf_status *ps = wf__partition_copies(b, fu, fetches, n_fetches, n_slots, &pt);
+    if (ps) {
         wf__free(fu);
-        return wf__status(WF_UNIMPLEMENTED, "planning: more than 64 devices");
+        return ps;
     }
-    int n_graph_nodes = n_nodes, n_graph_slots = n_slots, n_copies = 0;
-    int *slot_dev = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
-    int *slot_gid = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
-    int *slot_out = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
-    int *copy_base = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
-    uint64_t *copy_mask = wf__calloc((size_t)(n_slots ? n_slots : 1), sizeof(uint64_t));
-    if (!slot_dev || !slot_gid || !slot_out || !copy_base || !copy_mask) {
-        wf__free(slot_dev);
-        wf__free(slot_gid);
-        wf__free(slot_out);
-        wf__free(copy_base);
-        wf__free(copy_mask);
-        wf__free(fu);
-        return wf__oom("planning", sizeof(int) * (size_t)n_slots * 5);
-    }
-    for (int id = 0; id < b->n; id++) {
-        if (!b->live[id] || b->fused_away[id]) continue;
-        for (int j = 0; j < g->nodes[id]->n_out; j++) {
-            slot_dev[b->slot[id][j]] = b->dev_of[id];
-            slot_gid[b->slot[id][j]] = id;
-            slot_out[b->slot[id][j]] = j;
-        }
-    }
-    for (int id = 0; id < b->n; id++) {
-        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0) continue;
-        const wf_node *n = g->nodes[id];
-        int dest = b->dev_of[id];
-        for (int i = 0; i < n->n_in; i++) {
-            if (!n->in[i].node) continue;
-            int sl = b->slot[n->in[i].node->id][n->in[i].index];
-            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
-        }
-        if (fu[id].bias_node >= 0) {
-            const wf_node *ba = g->nodes[fu[id].bias_node];
-            int sl = b->slot[ba->in[1].node->id][ba->in[1].index];
-            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
-        }
-    }
-    for (int i = 0; i < n_fetches; i++) {
-        int sl = b->slot[fetches[i].node->id][fetches[i].index];
-        if (slot_dev[sl] != 0 && !keep_on_device(&fetches[i])) copy_mask[sl] |= 1;
-    }
-    for (int sl = 0; sl < n_graph_slots; sl++) {
-        copy_base[sl] = n_copies;
-        n_copies += __builtin_popcountll(copy_mask[sl]);
-    }
+    int n_copies = pt.n_copies, *slot_dev = pt.slot_dev, *slot_gid = pt.slot_gid, *slot_out = pt.slot_out,
+        *copy_base = pt.copy_base;
+    uint64_t *copy_mask = pt.copy_mask;
     n_nodes += n_copies;
     n_slots += n_copies;
 #define ROUTE(sl, dest)                                                                                          \
@@ -583,7 +538,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     }
     for (int i = 0; i < n_fetches; i++) {
         int sl = b->slot[fetches[i].node->id][fetches[i].index];
-        p->fetch_slot[i] = keep_on_device(&fetches[i]) ? sl : ROUTE(sl, 0);
+        p->fetch_slot[i] = wf__keep_on_device(&fetches[i]) ? sl : ROUTE(sl, 0);
         p->slot_uses[p->fetch_slot[i]]++;
         p->key_fetch[i] = fetches[i];
     }

@@ -30,6 +30,27 @@ typedef struct wf__plan_builder {
     double est_makespan, est_lower_bound;
 } wf__plan_builder;
 
+/* Epilogue fusion chosen by lowering, per graph node (partition copies a fused bias too). */
+typedef struct wf__plan_fusion {
+    int bias_node;   /* graph id of the absorbed BiasAdd or -1 */
+    int act_node;    /* graph id of the absorbed activation or -1 */
+} wf__plan_fusion;
+
+/* Where each slot lives and which copies partitioning inserts: copy_mask[sl] has bit d when slot sl
+ * (a graph slot) is needed on device d; its copies are numbered from copy_base[sl]. Freed by the
+ * caller (wf__free of each array). */
+typedef struct wf__partition {
+    int n_copies;
+    int *slot_dev, *slot_gid, *slot_out, *copy_base;
+    uint64_t *copy_mask;
+} wf__partition;
+
+/* Fetched Assigns stay where they ran: they are a resident variable's next value. */
+bool wf__keep_on_device(const wf_output *f);
+/* Partition (partition.c): the copies the placed graph needs, for n_slots graph slots. */
+wf_status *wf__partition_copies(wf__plan_builder *b, const wf__plan_fusion *fu, const wf_output *fetches,
+                                int n_fetches, int n_slots, wf__partition *pt);
+
 /* Decides the device of every live node (dev_of, reason_of, est_of). */
 wf_status *wf__place_nodes(wf__plan_builder *b);
 /* Fed Variables move to the device of the Assign that updates them (or of all their consumers). */
