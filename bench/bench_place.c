@@ -18,7 +18,7 @@
 
 #include "core/core.h"
 #include "device/device.h"
-#include "lower/place.h"
+#include "place/place.h"
 #include "lower/plan.h"
 #include "weft/weft.h"
 

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "device/kernel.h"
 #include "backends/cpu/k_dnnl_stats.h"
+#include "graph/op.h"
 
 typedef struct kc {
     wf__kctx k;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "lower/place.h"
+#include "place/place.h"
 #include "weft/weft.h"
 
 /* ---- the abstract placer ------------------------------------------------------------------------- */

@@ -6,10 +6,9 @@
 #ifndef WF_DEVICE_DEVICE_H
 #define WF_DEVICE_DEVICE_H
 
+#include "core/pool.h"
 #include "device/bfc.h"
 #include "device/device_impl.h"
-
-typedef struct wf__pool wf__pool;
 
 /* A loaded (or failed) backend plugin, kept for `weft devices --verbose`. */
 typedef struct wf__plugin {
@@ -81,20 +80,22 @@ struct wf_context {
     int inter_op_threads;
 };
 
-wf_status *wf__pool_new(int threads, wf__pool **out);
 /* Finds and loads the backend plugins, appending their devices to c (plugins.c). Only running out of
  * memory is an error; everything else becomes a plugin diagnostic. */
 wf_status *wf__plugins_load(wf_context *c);
 void wf__plugins_unload(wf_context *c);
 extern const wf_host_api wf__host_api;
-/* A tensor in device d's memory (exec/device_kernels.c). OUT_OF_MEMORY names the device. */
+/* The core's kernels that work on any device (device_kernels.c): Copy between devices (its op is
+ * graph/registry.c's wf__copy_op), Const uploaded once. */
+extern const wf__kernel_def wf__copy_kernel;
+extern const wf__kernel_def wf__device_const_kernel;
+/* A tensor in device d's memory (device_kernels.c). OUT_OF_MEMORY names the device. */
 wf_status *wf__device_tensor_alloc(const struct wf__device *d, wf_dtype dtype, int rank, const int64_t *dims,
                                    wf_tensor **out);
 /* src in dst's memory (dst NULL: the host): a new reference when it is there already, else a copy
  * (through the host between two devices). Used for feeds placed on a device and for reading a
  * device-resident variable. */
 wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, wf_tensor **out);
-void wf__pool_free(wf__pool *p);
 /* Copies src's bytes into dst (same dtype and byte size), wherever each lives. */
 wf_status *wf__tensor_copy_into(wf_tensor *dst, const wf_tensor *src);
 

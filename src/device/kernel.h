@@ -6,7 +6,7 @@
 #ifndef WF_DEVICE_KERNEL_H
 #define WF_DEVICE_KERNEL_H
 
-#include "graph/op.h"
+#include "ops/op.h"
 
 typedef struct wf__kctx wf__kctx;
 typedef struct wf__intra wf__intra;

@@ -11,7 +11,7 @@
 
 #include "device/device.h"
 #include "exec/exec.h"
-#include "exec/pool.h"
+#include "core/pool.h"
 #include "lower/memplan.h"
 
 #define LOCAL_MAX 256
@@ -176,7 +176,7 @@ static void lstack_push(wf__run *r, lstack *ls, int idx)
         if (!v) {
             /* No memory to hold it: queue it, or as a last resort run it right here. */
             wf__work w = {r, idx};
-            if (!wf__pool_push(r->ctx->pool, &w, 1)) exec_node(r, idx, ls);
+            if (!wf__pool_push(r->ctx->pool, wf__exec_batch, &w, 1)) exec_node(r, idx, ls);
             return;
         }
         memcpy(v, ls->v, sizeof *v * (size_t)ls->n);
@@ -264,7 +264,7 @@ static void run_local(wf__run *r, const int *first, int n_first)
             wf__work *w = give <= LOCAL_MAX ? wbuf : wf__malloc(sizeof *w * (size_t)give);
             if (w) {
                 for (int i = 0; i < give; i++) w[i] = (wf__work){r, ls.v[i]};
-                if (wf__pool_push(pool, w, give)) {
+                if (wf__pool_push(pool, wf__exec_batch, w, give)) {
                     memmove(ls.v, ls.v + give, sizeof *ls.v * (size_t)(ls.n - give));
                     ls.n -= give;
                 }
@@ -410,7 +410,7 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
     r.t0 = wf__now_ns();
     if (p->n_nodes) {
         run_local(&r, p->roots, p->n_roots);
-        if (!atomic_load_explicit(&r.done, memory_order_acquire)) wf__pool_help_until(ctx->pool, &r.done);
+        if (!atomic_load_explicit(&r.done, memory_order_acquire)) wf__pool_help_until(ctx->pool, wf__exec_batch, &r.done);
     }
     s = atomic_load(&r.error);
     if (!s) {

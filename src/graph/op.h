@@ -8,33 +8,7 @@
 #define WF_GRAPH_OP_H
 
 #include "core/core.h"
-
-#define WF__MAX_ATTRS 12
-
-typedef struct wf__attr_def {
-    const char *name;
-    wf_attr_type type;
-    bool required;   /* no default: must be given */
-    int64_t i;       /* default for INT and DTYPE (a wf_dtype) */
-    double f;        /* default for FLOAT */
-    const char *s;   /* default for STRING */
-    /* INTS / FLOATS default to empty (n == 0); kernels treat empty as "use the op's default". */
-} wf__attr_def;
-
-/* An attribute value on a node; index k matches op->attrs[k]. */
-typedef struct wf__attr {
-    bool set;        /* given by the user (else the default is in place) */
-    wf_attr_type type;
-    int64_t i;
-    double f;
-    int n;
-    int64_t *ints;
-    double *floats;
-    char *s;
-    wf_tensor *t;
-} wf__attr;
-
-typedef struct wf__op_def wf__op_def;
+#include "ops/op.h"
 
 /* An omitted optional input (ONNX-style, wf_output.node == NULL) shows as dtype WF_DTYPE_INVALID and
  * rank -1 here, and as in[i] == NULL in a kernel.
@@ -53,12 +27,6 @@ typedef struct wf__infer_ctx {
     wf_tensor **out_value;   /* optional: infer may store a constant value it computed (caller owns) */
 } wf__infer_ctx;
 
-enum {
-    WF__OP_SOURCE = 1u << 0,   /* no inputs: Const, Placeholder */
-    WF__OP_STATEFUL = 1u << 1, /* never folded or deduplicated */
-    WF__OP_CHEAP = 1u << 2     /* tiny work per element: run inline by the executor */
-};
-
 /* What a gradient function sees: the forward node, the gradient flowing into each of its outputs
  * (dy[j].node == NULL: none reaches that output, treat it as zero), and where to put the gradient of
  * each input (leave dx[i].node NULL for none: integer inputs, shapes, indices). It adds the backward
@@ -71,26 +39,6 @@ typedef struct wf__grad_ctx {
     const char *prefix;
 } wf__grad_ctx;
 
-struct wf__op_def {
-    const char *name;
-    int min_in, max_in;      /* max_in -1: any number (Concat) */
-    int n_out;               /* -1: num_outputs() decides (Split) */
-    wf__attr_def attrs[WF__MAX_ATTRS]; /* terminated by name == NULL */
-    /* Checks inputs and attributes and fills ctx->out. Errors come from wf__infer_fail. */
-    wf_status *(*infer)(wf__infer_ctx *ctx);
-    /* Optional: FLOPs and bytes moved for known shapes; NULL = one flop per output element and
-     * the bytes of inputs and outputs. */
-    void (*cost)(const wf__infer_ctx *ctx, double *flops, double *bytes);
-    /* Optional, for n_out == -1. */
-    int (*num_outputs)(const wf__attr *attrs, int n_in);
-    unsigned flags;
-    /* Inputs that kernels read on the host (shapes, axes, sizes: bit i for input i). The placer keeps
-     * the nodes that only compute such arguments on the CPU, next to the host. */
-    uint32_t host_in;
-    /* Optional: reverse-mode gradient (graph/grad.c builds the backward graph with it). */
-    wf_status *(*grad)(wf__grad_ctx *ctx);
-};
-
 /* "node 'NAME' (OP): message" with the given code. */
 wf_status *wf__infer_fail(const wf__infer_ctx *ctx, wf_code code, const char *fmt, ...) WF__PRINTF(3, 4);
 
@@ -100,11 +48,6 @@ wf_status *wf__infer_overflow(const wf__infer_ctx *ctx, const char *fmt, ...) WF
  * (wf__node_infer runs it after each op's infer, so later stages may multiply known dims freely). */
 wf_status *wf__infer_check_sizes(const wf__infer_ctx *ctx);
 
-/* Attribute getters by name (the op's table must declare it; asserts otherwise). */
-const wf__attr *wf__attr_get(const wf__op_def *op, const wf__attr *attrs, const char *name);
-int64_t wf__attr_i(const wf__op_def *op, const wf__attr *attrs, const char *name);
-double wf__attr_f(const wf__op_def *op, const wf__attr *attrs, const char *name);
-const char *wf__attr_s(const wf__op_def *op, const wf__attr *attrs, const char *name);
 /* Shorthands inside an infer function. */
 #define WF__IC_I(ic, nm) wf__attr_i((ic)->op, (ic)->attrs, nm)
 #define WF__IC_F(ic, nm) wf__attr_f((ic)->op, (ic)->attrs, nm)
@@ -117,6 +60,9 @@ wf_status *wf__infer_same_as_input0(wf__infer_ctx *ctx);  /* out0 = in0 */
 wf_status *wf__infer_check_dtype(const wf__infer_ctx *ctx, int idx, uint32_t mask);
 /* Reads an integer vector from a known input value (i32 or i64, rank <= 1); false if unknown. */
 bool wf__infer_const_ints(const wf__infer_ctx *ctx, int idx, int64_t *vals, int max, int *n);
+
+/* The op of the copy nodes that partitioning inserts (registry.c; not in the lookup tables). */
+extern const wf__op_def wf__copy_op;
 
 /* Lookup by name; NULL if unknown. */
 const wf__op_def *wf__op_lookup(const char *name);

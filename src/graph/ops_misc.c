@@ -5,7 +5,7 @@
  * in src/backends/cpu/k_misc*.c.
  */
 #include "graph/ops_misc.h"
-#include "device/kutil_resize.h"
+#include "ops/kutil_resize.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /*
  * Shared between the misc op group's inference (ops_misc.c) and its CPU kernels (k_misc_*.c): Resize's
- * output-shape rule, so building and running agree on it (Einsum's parser is device/kutil_einsum.h).
+ * output-shape rule, so building and running agree on it (Einsum's parser is ops/kutil_einsum.h).
  */
 #ifndef WF_GRAPH_OPS_MISC_H
 #define WF_GRAPH_OPS_MISC_H
 
-#include "device/kutil_einsum.h"
+#include "ops/kutil_einsum.h"
 #include "graph/op.h"
 
 /* Resize's output shape and per-axis scales for input dims x[0..rank). scales (n_scales values) or

@@ -5,7 +5,7 @@
  */
 #include "graph/grad.h"
 #include "graph/op.h"
-#include "graph/nn_window.h"
+#include "ops/nn_window.h"
 #include "graph/ops_nn_grad.h"
 
 #include <stdio.h>
@@ -171,7 +171,7 @@ static wf_status *infer_bias_add(wf__infer_ctx *ctx)
     return NULL;
 }
 
-/* Shared with the CPU kernels (src/backends/cpu/k_dnnl*.c); the rules live in graph/nn_window.h. */
+/* Shared with the CPU kernels (src/backends/cpu/k_dnnl*.c); the rules live in ops/nn_window.h. */
 int wf__nn_window_resolve(const wf__op_def *op, const wf__attr *attrs, int kind, const int64_t *in_hw,
                           const int64_t *wk, wf__nn_window *w, char *err, size_t en)
 {

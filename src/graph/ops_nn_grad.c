@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "graph/grad.h"
-#include "graph/nn_window.h"
+#include "ops/nn_window.h"
 
 /* ---- shape inference ----------------------------------------------------------------------------- */
 

@@ -6,9 +6,9 @@
  * CenterCropPad and the window generators. Names, attributes and defaults are ONNX's latest opset;
  * kernels are in src/backends/cpu/k_onnx*.c.
  */
-#include "graph/nn_window.h"
+#include "ops/nn_window.h"
 #include "graph/op.h"
-#include "train/train.h"
+#include "graph/grad_losses.h"
 
 #include <math.h>
 #include <stdio.h>

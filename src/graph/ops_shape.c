@@ -3,7 +3,7 @@
  * (Reshape's shape, Slice's starts/ends, Pad's pads...) are read here when they are constants; otherwise
  * the dims they decide stay unknown and the CPU kernels (k_shape*.c) work them out at run time.
  */
-#include "device/kutil_shape.h"
+#include "ops/kutil_shape.h"
 #include "graph/grad.h"
 #include "graph/op.h"
 

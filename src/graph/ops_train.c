@@ -12,7 +12,7 @@
  *
  * StatelessRandomUniform(like, counter; seed) -> values in [0, 1) of like's shape and dtype, the value at
  * flat index i a pure function of (seed, counter, i): a splitmix64-style counter-based hash, spelled out
- * in device/kutil_random.h, which every backend shares so that CPU and devices agree bit for bit. Only
+ * in ops/kutil_random.h, which every backend shares so that CPU and devices agree bit for bit. Only
  * like's shape and dtype are read. counter is an i64 scalar read on the host; training feeds the
  * optimizer's step so each step draws a new mask and a resumed run draws the same ones.
  */

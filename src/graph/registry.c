@@ -92,32 +92,6 @@ wf_status *wf__infer_check_sizes(const wf__infer_ctx *ctx)
     return NULL;
 }
 
-const wf__attr *wf__attr_get(const wf__op_def *op, const wf__attr *attrs, const char *name)
-{
-    for (int k = 0; k < WF__MAX_ATTRS && op->attrs[k].name; k++)
-        if (!strcmp(op->attrs[k].name, name)) return &attrs[k];
-    assert(!"attribute not declared by the op");
-    return NULL;
-}
-
-int64_t wf__attr_i(const wf__op_def *op, const wf__attr *attrs, const char *name)
-{
-    const wf__attr *a = wf__attr_get(op, attrs, name);
-    return a ? a->i : 0;
-}
-
-double wf__attr_f(const wf__op_def *op, const wf__attr *attrs, const char *name)
-{
-    const wf__attr *a = wf__attr_get(op, attrs, name);
-    return a ? a->f : 0;
-}
-
-const char *wf__attr_s(const wf__op_def *op, const wf__attr *attrs, const char *name)
-{
-    const wf__attr *a = wf__attr_get(op, attrs, name);
-    return a && a->s ? a->s : "";
-}
-
 wf_status *wf__infer_same_as_input0(wf__infer_ctx *ctx)
 {
     ctx->out[0] = ctx->in[0];
@@ -230,3 +204,9 @@ const wf__op_def wf__ops_core[] = {
      .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},
     {0},
 };
+
+/* The op of the copy nodes that partitioning inserts between devices (its kernel is the device
+ * layer's wf__copy_kernel, device/device_kernels.c); not in the lookup tables. */
+static wf_status *infer_copy(wf__infer_ctx *ic) { return wf__infer_same_as_input0(ic); }
+
+const wf__op_def wf__copy_op = {.name = "Copy", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_copy};

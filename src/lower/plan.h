@@ -10,6 +10,7 @@
 
 #include "device/kernel.h"
 #include "graph/graph.h"
+#include "place/place.h"
 
 typedef struct wf__device wf__device;
 
@@ -41,21 +42,6 @@ typedef struct wf__pnode {
     char *own_name;               /* a copy node's name (gn == NULL) */
 } wf__pnode;
 
-/* How a session wants nodes placed. */
-typedef struct wf__place_opts {
-    const char *device;           /* every node on this device spec (NULL: each node's own request) */
-    bool strict;                  /* an unsatisfiable request is an error instead of a fallback */
-    int policy;                   /* WF__POLICY_*: benchmarks compare other rules under the same costs */
-    struct wf__weights *weights;  /* the session's device copies of constants and variables (NULL: each
-                                     plan uploads its own) */
-} wf__place_opts;
-
-enum {
-    WF__POLICY_HEFT = 0,          /* weft's: earliest estimated finish, copies included */
-    WF__POLICY_CPU_ONLY = 1,      /* every node on CPU:0 where it has a kernel */
-    WF__POLICY_ACCEL_FIRST = 2,   /* TensorFlow's rule: an accelerator whenever it has a kernel */
-    WF__POLICY_FASTEST = 3        /* every node on the device with the highest dense rate, if it can */
-};
 
 typedef struct wf__plan {
     int n_nodes;
@@ -94,10 +80,6 @@ typedef struct wf_context wf_context;
 /* Builds a plan. Errors name the node, feed or fetch at fault. */
 wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *feeds, int n_feeds,
                           const wf_output *fetches, int n_fetches, const wf__place_opts *opts, wf__plan **out);
-/* The core's kernels that work on any device: Copy between devices, Const uploaded once. */
-extern const wf__op_def wf__copy_op;
-extern const wf__kernel_def wf__copy_kernel;
-extern const wf__kernel_def wf__device_const_kernel;
 void wf__plan_free(wf__plan *p);
 /* Reference counting for a plan cache that evicts: the last reference frees the plan. */
 void wf__plan_ref(wf__plan *p);

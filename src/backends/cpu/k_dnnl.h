@@ -14,9 +14,9 @@
 
 #include "k_dnnl_stats.h"
 
-/* The window geometry of Conv2D, ConvTranspose2D and the pools (rules in graph/nn_window.h), resolved
+/* The window geometry of Conv2D, ConvTranspose2D and the pools (rules in ops/nn_window.h), resolved
  * through the op registry's attribute getter so inference and kernels agree on shapes and pads. */
-#include "graph/nn_window.h"
+#include "ops/nn_window.h"
 int wf__nn_window_resolve(const wf__op_def *op, const wf__attr *attrs, int kind, const int64_t *in_hw,
                           const int64_t *wk, wf__nn_window *w, char *err, size_t en);
 

@@ -3,7 +3,7 @@
  * activation as post-ops (f16 converts through f32); f64 and integers through a plain C loop.
  */
 #include "k_dnnl.h"
-#include "device/kutil_matmul.h"
+#include "ops/kutil_matmul.h"
 
 /* ---- MatMul -------------------------------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
  * contiguous stretch with each input either advancing (stride 1) or held (stride 0).
  */
 #include "backends/cpu/k_elementwise.h"
-#include "device/kutil_elementwise.h"
+#include "ops/kutil_elementwise.h"
 
 #include <math.h>
 

@@ -5,7 +5,7 @@
  * element moves, so a bad index is a status and never a stray access.
  */
 #include "backends/cpu/k_misc.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_shape.h"
 
 #include <inttypes.h>
 #include <stdio.h>

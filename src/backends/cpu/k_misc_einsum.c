@@ -4,7 +4,7 @@
  * (repeated labels, broadcast "..." dims, any number of operands) rather than fast.
  */
 #include "backends/cpu/k_misc.h"
-#include "graph/ops_misc.h"
+#include "ops/kutil_einsum.h"
 
 #include <inttypes.h>
 #include <stdio.h>

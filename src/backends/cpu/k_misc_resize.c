@@ -5,8 +5,7 @@
  * reproduces the ONNX reference's neighbour choice (edge padding, ties to the left pixel).
  */
 #include "backends/cpu/k_misc.h"
-#include "device/kutil_resize.h"
-#include "graph/ops_misc.h"
+#include "ops/kutil_resize.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -89,7 +88,7 @@ wf_status *wf__k_resize(wf__kctx *k)
         for (int i = 0; i < nsz; i++) sz[i] = ((const int64_t *)t->data)[i];
     }
     if (!nsc == !nsz) return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "give exactly one of scales (input 2) and sizes (input 3)");
-    if (!wf__resize_shape(x->rank, x->dims, axes, na, sc, nsc, sz, nsz,
+    if (!wf__ku_resize_shape(x->rank, x->dims, axes, na, sc, nsc, sz, nsz,
                           wf__attr_s(k->op, k->attrs, "keep_aspect_ratio_policy"), yd, scale, err, sizeof err))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s", err);
     bool crop = !strcmp(P.ctm, "tf_crop_and_resize");

@@ -2,7 +2,7 @@
  * The backward ops of convolution and pooling on the CPU (Conv2DBackpropInput, Conv2DBackpropFilter,
  * MaxPool2DGrad, AvgPool2DGrad, GlobalAvgPoolGrad) as direct loops in f32 and f64; f16 and bf16 are
  * computed in f32. Each parallel task owns whole output planes (or filter slices), so no two tasks write
- * the same element and no atomics are needed. The window rules are graph/nn_window.h's, as in the forward.
+ * the same element and no atomics are needed. The window rules are ops/nn_window.h's, as in the forward.
  */
 #include "k_dnnl.h"
 

@@ -4,7 +4,7 @@
  * in place and narrowed back, so each loop exists for f32 and f64 only.
  */
 #include "device/kernel.h"
-#include "device/kutil_reduce.h"
+#include "ops/kutil_reduce.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
  * sequence_lens can stop each one at its own length.
  */
 #include "backends/cpu/k_onnx2.h"
-#include "device/kutil_rnn.h"
+#include "ops/kutil_rnn.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -77,7 +77,7 @@ static double act_apply(const act *a, double x)
     }
 }
 
-/* `activations` and their alpha/beta, read as src/device/kutil_rnn.h describes. */
+/* `activations` and their alpha/beta, read as src/ops/kutil_rnn.h describes. */
 static wf_status *parse_acts(const wf__kctx *k, int per_dir, int nd, const char *const *defaults, act *out)
 {
     int kind[WF__KU_MAX_ACTS];

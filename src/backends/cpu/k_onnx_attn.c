@@ -5,7 +5,7 @@
  * results agree with the reference to the last bit or two.
  */
 #include "backends/cpu/k_onnx.h"
-#include "device/kutil_attn.h"
+#include "ops/kutil_attn.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "device/kutil_quant.h"
+#include "ops/kutil_quant.h"
 
 #define SB WF__KO_SB
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "backends/cpu/k_shape.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_shape.h"
 
 #define SB 160
 #define MAXR (2 * WF_MAX_RANK)

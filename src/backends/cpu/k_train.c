@@ -1,7 +1,7 @@
 /*
  * CPU kernels of the training ops (graph/ops_train.c): ApplyAdam as one fused, vectorised pass (blocked
  * around a scalar sqrt, see below) in f32 and f64, and StatelessRandomUniform through the shared counter
- * hash of device/kutil_random.h. Both split large tensors over the intra-op pool in contiguous ranges,
+ * hash of ops/kutil_random.h. Both split large tensors over the intra-op pool in contiguous ranges,
  * like the elementwise kernels.
  */
 /* ApplyAdam must equal the composite graph (one rounding per operation), and gnu11 lets GCC contract
@@ -11,8 +11,8 @@
 #include <math.h>
 
 #include "backends/cpu/k_elementwise.h"
-#include "device/kutil_random.h"
-#include "device/kutil_train.h"
+#include "ops/kutil_random.h"
+#include "ops/kutil_train.h"
 
 /* ---- ApplyAdam ------------------------------------------------------------------------------------- */
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "backends/cuda/cuda.h"
-#include "device/kutil_elementwise.h"
+#include "ops/kutil_elementwise.h"
 
 const wf_host_api *cu_host;
 

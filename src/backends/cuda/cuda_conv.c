@@ -11,8 +11,8 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
-#include "device/kutil_conv.h"
-#include "graph/nn_window.h"
+#include "ops/kutil_conv.h"
+#include "ops/nn_window.h"
 
 #if defined(__has_include)
 #if __has_include(<cudnn.h>)

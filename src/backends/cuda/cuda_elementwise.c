@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
-#include "device/kutil_elementwise.h"
+#include "ops/kutil_elementwise.h"
 
 /* ---- binary ------------------------------------------------------------------------------------------ */
 

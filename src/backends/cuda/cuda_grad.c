@@ -10,7 +10,7 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_kern_ext.h"
-#include "graph/nn_window.h"
+#include "ops/nn_window.h"
 
 /* Targets read back for the range check up to this many; beyond, out-of-range ones count as ignored. */
 #define CU_TARGET_CHECK ((int64_t)1 << 22)

@@ -12,9 +12,9 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_image.h"
-#include "device/kutil_einsum.h"
-#include "device/kutil_half.h"
-#include "device/kutil_resize.h"
+#include "ops/kutil_einsum.h"
+#include "ops/kutil_half.h"
+#include "ops/kutil_resize.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846

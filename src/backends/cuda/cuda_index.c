@@ -13,8 +13,8 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_kern_ext.h"
-#include "device/kutil_half.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_half.h"
+#include "ops/kutil_shape.h"
 
 #define CU_INDEX_CHECK ((int64_t)1 << 22)
 

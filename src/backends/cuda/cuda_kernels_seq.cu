@@ -80,7 +80,7 @@ __device__ __forceinline__ double rnd(double v, int dt)
 
 /* ---- RNN, GRU, LSTM ---- */
 
-/* the activations of src/device/kutil_rnn.h, as the CPU computes them */
+/* the activations of src/ops/kutil_rnn.h, as the CPU computes them */
 __device__ double act(int kind, double al, double be, double x)
 {
     switch (kind) {
@@ -390,7 +390,7 @@ __global__ void k_matmul_int(cuk_imm g, const A *a, const B *b, const void *az, 
 {
     GRID_LOOP(o, n) {
         int64_t nn = o % g.N, t = o / g.N, m = t % g.M, bi = t / g.M;
-        /* batch offsets as device/kutil_matmul.h's wf__ku_mm_batch_offsets */
+        /* batch offsets as ops/kutil_matmul.h's wf__ku_mm_batch_offsets */
         int64_t sa = g.M * g.K, sb = g.K * g.N, oa = 0, ob = 0;
         for (int i = g.nb - 1; i >= 0; i--) {
             int64_t idx = bi % g.bat[i];

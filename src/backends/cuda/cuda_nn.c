@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
-#include "device/kutil_matmul.h"
+#include "ops/kutil_matmul.h"
 
 typedef wf__ku_mm mm_geom;
 

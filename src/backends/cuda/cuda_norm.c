@@ -10,11 +10,11 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_norm.h"
-#include "device/kutil_conv.h"
-#include "device/kutil_half.h"
-#include "device/kutil_reduce.h"
-#include "device/kutil_select.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_conv.h"
+#include "ops/kutil_half.h"
+#include "ops/kutil_reduce.h"
+#include "ops/kutil_select.h"
+#include "ops/kutil_shape.h"
 
 /* Stream-ordered scratch on the compute stream: freed after the kernels queued before the free. */
 static wf_status *scratch(wf__kctx *k, size_t bytes, void **p)

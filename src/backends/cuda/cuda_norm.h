@@ -16,7 +16,7 @@ extern "C" {
 
 #define CUN_MAX_RANK 8
 
-/* A fold as device/kutil_reduce.h plans it: kept groups (kd, ks; nk) enumerate the outputs, reduced
+/* A fold as ops/kutil_reduce.h plans it: kept groups (kd, ks; nk) enumerate the outputs, reduced
  * groups (rd, rs; nr >= 1) the `count` elements each folds; strides in elements. */
 typedef struct cun_geom {
     int64_t kd[CUN_MAX_RANK], ks[CUN_MAX_RANK], rd[CUN_MAX_RANK], rs[CUN_MAX_RANK];

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
-#include "device/kutil_reduce.h"
+#include "ops/kutil_reduce.h"
 
 /* The node's axes (attribute or input 1, read back from the device) as flags in red[]; *none when none
  * were given. */

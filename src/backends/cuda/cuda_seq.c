@@ -12,11 +12,11 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_seq.h"
-#include "device/kutil_attn.h"
-#include "device/kutil_half.h"
-#include "device/kutil_matmul.h"
-#include "device/kutil_quant.h"
-#include "device/kutil_rnn.h"
+#include "ops/kutil_attn.h"
+#include "ops/kutil_half.h"
+#include "ops/kutil_matmul.h"
+#include "ops/kutil_quant.h"
+#include "ops/kutil_rnn.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------------ */
 

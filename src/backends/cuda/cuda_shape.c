@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "backends/cuda/cuda.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_shape.h"
 
 /* dst[coord * dst_st] = src[coord * src_st] for every coord in dims (strides in elements). */
 static wf_status *strided_copy(wf__kctx *k, size_t es, const void *src, void *dst, int rank, const int64_t *dims,

@@ -5,8 +5,8 @@
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_train.h"
-#include "device/kutil_random.h"
-#include "device/kutil_train.h"
+#include "ops/kutil_random.h"
+#include "ops/kutil_train.h"
 
 static wf_status *k_apply_adam(wf__kctx *k)
 {

@@ -1,7 +1,7 @@
 /*
  * Device code of the CUDA training ops (cuda_train.c): ApplyAdam with every operation through a
  * round-to-nearest intrinsic, which nvcc never contracts into an FMA, so each rounds once as on the CPU;
- * and StatelessRandomUniform through the counter hash of device/kutil_random.h, bit-identical to the CPU.
+ * and StatelessRandomUniform through the counter hash of ops/kutil_random.h, bit-identical to the CPU.
  */
 #include "cuda_dev.cuh"
 #include "cuda_train.h"

@@ -18,7 +18,7 @@ extern "C" {
 int cuk_apply_adam(cudaStream_t s, int dtype, const void *w, const void *m, const void *v, const void *g,
                    const void *lr, const void *b1, const void *b2, const void *eps, void *wn, void *mn, void *vn,
                    int64_t n);
-/* StatelessRandomUniform: n values of dtype (f32, f64, f16, bf16) from the key of device/kutil_random.h. */
+/* StatelessRandomUniform: n values of dtype (f32, f64, f16, bf16) from the key of ops/kutil_random.h. */
 int cuk_random_uniform(cudaStream_t s, int dtype, void *y, int64_t n, uint64_t key);
 
 #ifdef __cplusplus

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_elementwise.h"
-#include "device/kutil_elementwise.h"
+#include "ops/kutil_elementwise.h"
 
 /* ---- kernel source -------------------------------------------------------------------------------- */
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_elementwise.h"
-#include "device/kutil_elementwise.h"
+#include "ops/kutil_elementwise.h"
 
 /* Every unary kernel takes the same arguments: float parameters a, b, c (in PT) and integer ones
  * i0..i3, so one host path launches them all. v is the element in CT. */

@@ -9,8 +9,8 @@
 
 #include "backends/opencl/ocl_image.h"
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_conv.h"
-#include "device/kutil_resize.h"
+#include "ops/kutil_conv.h"
+#include "ops/kutil_resize.h"
 
 #define MAXSP 3 /* spatial dims GridSample handles */
 

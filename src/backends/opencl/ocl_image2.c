@@ -9,8 +9,8 @@
 
 #include "backends/opencl/ocl_image.h"
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_half.h"
-#include "device/kutil_quant.h"
+#include "ops/kutil_half.h"
+#include "ops/kutil_quant.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846

@@ -9,7 +9,7 @@
 #include <clblast_c.h>
 
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_matmul.h"
+#include "ops/kutil_matmul.h"
 
 /* ---- shared helpers (ocl_nnr.h) -------------------------------------------------------------------- */
 

@@ -1,13 +1,13 @@
 /*
  * OpenCL Conv2D, ConvTranspose2D, MaxPool2D, AvgPool2D and GlobalAvgPool as direct kernels, one output
  * element per work-item (a gather, so no two work-items write the same element). The window geometry
- * comes from graph/nn_window.h, the header the registry's shape inference uses too.
+ * comes from ops/nn_window.h, the header the registry's shape inference uses too.
  */
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_conv.h"
-#include "graph/nn_window.h"
+#include "ops/kutil_conv.h"
+#include "ops/nn_window.h"
 
 /* The window geometry: the same header the registry's shape inference uses, read through the host table. */
 static int window_resolve(const wf__kctx *k, int kind, const int64_t *in_hw, const int64_t *wk, wf__nn_window *w,

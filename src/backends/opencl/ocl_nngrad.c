@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
-#include "graph/nn_window.h"
+#include "ops/nn_window.h"
 
 /* Geometry travels as one long16: n c h w m g kh kw oh ow sh sw dh dw ph pw (pools: m unused, g 1), and
  * the pools' end pads as a long2. Sums accumulate in DBL (double where the device has it). */

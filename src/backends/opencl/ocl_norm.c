@@ -7,8 +7,8 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_norm.h"
-#include "device/kutil_conv.h"
-#include "device/kutil_reduce.h"
+#include "ops/kutil_conv.h"
+#include "ops/kutil_reduce.h"
 
 /* ---- kernel source ------------------------------------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_reduce.h"
+#include "ops/kutil_reduce.h"
 
 /* ---- kernels ----------------------------------------------------------------------------------------- */
 

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "backends/opencl/ocl_seq.h"
-#include "device/kutil_einsum.h"
-#include "device/kutil_select.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_einsum.h"
+#include "ops/kutil_select.h"
+#include "ops/kutil_shape.h"
 
 /* ---- kernel source (one program per dtype: -DDT=<wf_dtype>) ----------------------------------------- */
 

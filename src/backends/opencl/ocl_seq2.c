@@ -10,8 +10,8 @@
 #include <strings.h>
 
 #include "backends/opencl/ocl_seq.h"
-#include "device/kutil_attn.h"
-#include "device/kutil_rnn.h"
+#include "ops/kutil_attn.h"
+#include "ops/kutil_rnn.h"
 
 /* ---- kernel source (one program per float dtype: -DDT=<wf_dtype>) -------------------------------------- */
 
@@ -253,7 +253,7 @@ typedef struct rnn_t {
     cl_float aa[6], ab[6];
 } rnn_t;
 
-/* `activations` and their alpha/beta into m, read as src/device/kutil_rnn.h describes. */
+/* `activations` and their alpha/beta into m, read as src/ops/kutil_rnn.h describes. */
 static wf_status *parse_acts(wf__kctx *k, int per_dir, int nd, const char *const *defaults, rnn_t *m)
 {
     const wf__attr *sa = ocl_host->attr_get(k->op, k->attrs, "activations");

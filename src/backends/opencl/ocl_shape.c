@@ -9,7 +9,7 @@
 
 #include "backends/opencl/ocl_elementwise.h"
 #include "backends/opencl/ocl_shape.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_shape.h"
 
 #define SB OCL_SB
 

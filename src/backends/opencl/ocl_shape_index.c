@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "backends/opencl/ocl_shape.h"
-#include "device/kutil_shape.h"
+#include "ops/kutil_shape.h"
 
 #define SB OCL_SB
 

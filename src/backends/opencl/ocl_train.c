@@ -1,14 +1,14 @@
 /*
  * OpenCL kernels of the training ops (graph/ops_train.c): ApplyAdam in f32 and f64, one work-item per
  * element reading the four scalars from their device buffers (no read-back), and StatelessRandomUniform
- * in every float dtype through the counter hash of device/kutil_random.h, so that the values equal the
+ * in every float dtype through the counter hash of ops/kutil_random.h, so that the values equal the
  * CPU's bit for bit. Semantics are src/backends/cpu/k_train.c's.
  */
 #include <stdio.h>
 
 #include "backends/opencl/ocl_nnr.h"
-#include "device/kutil_random.h"
-#include "device/kutil_train.h"
+#include "ops/kutil_random.h"
+#include "ops/kutil_train.h"
 
 /* FP_CONTRACT OFF and correctly rounded sqrt and division (the build option): ApplyAdam rounds once per
  * operation, as the CPU and the composite graph do. The hash constants are kutil_random.h's. The

@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
-#include "lower/memplan.h"
+#include "device/arena.h"
 
 wf_status *wf__kctx_fail(const wf__kctx *k, wf_code code, const char *fmt, ...)
 {

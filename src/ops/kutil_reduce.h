@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/kutil_shape.h"
-#include "graph/op.h"
+#include "ops/kutil_shape.h"
+#include "ops/attr.h"
 #include "weft/weft.h"
 
 enum { WF__KU_AXES_OK = 0, WF__KU_AXES_RANGE = 1, WF__KU_AXES_REPEATED = 2 };

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "device/kutil_conv.h"
-#include "graph/op.h"
+#include "ops/kutil_conv.h"
+#include "ops/attr.h"
 
 /* Where element i of x finds its parameter: kind 0 per tensor, 1 per axis, 2 blocked. The sizes are
  * at least 1 (an empty x reads nothing; this keeps the divisions of an index map defined). */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "graph/op.h"
+#include "ops/attr.h"
 
 /* The OpenCL kernel source numbers these the same way (0..10). */
 enum {

@@ -6,8 +6,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
-#include "lower/memplan.h"
-#include "lower/plan.h"
+#include "device/arena.h"
 
 static void device_release(wf_tensor *t)
 {
@@ -94,9 +93,6 @@ static wf_status *k_copy(wf__kctx *k)
     return s ? wf__status_wrap(s, "node '%s' (Copy)", k->node) : NULL;
 }
 
-static wf_status *infer_copy(wf__infer_ctx *ic) { return wf__infer_same_as_input0(ic); }
-
-const wf__op_def wf__copy_op = {.name = "Copy", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_copy};
 const wf__kernel_def wf__copy_kernel = {"Copy", "*", WF__DT_ALL, 0, k_copy};
 
 /* The constant's device copy lives in the plan node's state: uploaded by the first run. */

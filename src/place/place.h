@@ -1,11 +1,11 @@
 /*
  * Cost-based placement: HEFT (heterogeneous earliest finish time) list scheduling over an abstract
  * graph whose constraints are already folded into a mask of allowed devices per node. The planner
- * (plan.c) builds the problem from a graph and formats the reasons; tests and benchmarks build it
+ * (placement.c) builds the problem from a graph and formats the reasons; tests and benchmarks build it
  * by hand, with declared device speeds and links.
  */
-#ifndef WF_LOWER_PLACE_H
-#define WF_LOWER_PLACE_H
+#ifndef WF_PLACE_PLACE_H
+#define WF_PLACE_PLACE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -74,5 +74,21 @@ wf_status *wf__place_evaluate(const wf__place_problem *p, const int *dev_of, wf_
 
 /* A lower bound: the critical path with every node on its fastest allowed device and no copies. */
 double wf__place_lower_bound(const wf__place_problem *p);
+
+/* How a session wants nodes placed. */
+typedef struct wf__place_opts {
+    const char *device;           /* every node on this device spec (NULL: each node's own request) */
+    bool strict;                  /* an unsatisfiable request is an error instead of a fallback */
+    int policy;                   /* WF__POLICY_*: benchmarks compare other rules under the same costs */
+    struct wf__weights *weights;  /* the session's device copies of constants and variables (NULL: each
+                                     plan uploads its own) */
+} wf__place_opts;
+
+enum {
+    WF__POLICY_HEFT = 0,          /* weft's: earliest estimated finish, copies included */
+    WF__POLICY_CPU_ONLY = 1,      /* every node on CPU:0 where it has a kernel */
+    WF__POLICY_ACCEL_FIRST = 2,   /* TensorFlow's rule: an accelerator whenever it has a kernel */
+    WF__POLICY_FASTEST = 3        /* every node on the device with the highest dense rate, if it can */
+};
 
 #endif

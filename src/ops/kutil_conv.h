@@ -1,7 +1,7 @@
 /*
  * Host-side checks of Conv2D / ConvTranspose2D shared by the device plugins: how X's channels, W and
  * group fit together and the output channel count they give; and LpPool's N-d window plan. The 2-D
- * window itself is graph/nn_window.h.
+ * window itself is ops/nn_window.h.
  * Header-only and free of libweft calls because the plugins cannot link libweft.
  */
 #ifndef WF_DEVICE_KUTIL_CONV_H
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/op.h"
+#include "ops/attr.h"
 
 /* W is [OC, C/g, kh, kw] for Conv2D and [C, OC/g, kh, kw] for ConvTranspose2D. Sets *oc and returns
  * whether the input channels c, W's dims and group g agree. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "core/core.h"
-#include "lower/place.h"
+#include "place/place.h"
 
 double wf__place_exec_time(const wf__place_dev *d, double flops, double bytes)
 {

@@ -4,13 +4,13 @@
  * inference, the CPU kernels and the device plugins (which cannot link libweft) must all resolve it by
  * the same rules; `get` is wf__attr_get in the core and the host table's attr_get in a plugin.
  */
-#ifndef WF_GRAPH_NN_WINDOW_H
-#define WF_GRAPH_NN_WINDOW_H
+#ifndef WF_OPS_NN_WINDOW_H
+#define WF_OPS_NN_WINDOW_H
 
 #include <stdio.h>
 #include <string.h>
 
-#include "graph/op.h"
+#include "ops/op.h"
 
 typedef const wf__attr *(*wf__nn_attr_get_fn)(const wf__op_def *op, const wf__attr *attrs, const char *name);
 

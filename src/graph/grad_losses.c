@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "graph/grad.h"
-#include "train/train.h"
+#include "graph/grad_losses.h"
 
 #define T(expr) WF__TRY(expr)
 #define OUT(j) wf_out((wf_node *)c->node, j)

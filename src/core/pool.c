@@ -5,8 +5,7 @@
  */
 #include <pthread.h>
 
-#include "device/device.h"
-#include "exec/pool.h"
+#include "core/pool.h"
 
 struct wf__pool {
     pthread_mutex_t mu;
@@ -18,6 +17,7 @@ struct wf__pool {
     int idle;          /* workers waiting for work */
     atomic_int idle_hint; /* idle, readable without the lock */
     bool stop;
+    wf__pool_batch_fn batch; /* set by the pushes, read under mu */
 };
 
 #define BATCH 32
@@ -47,8 +47,9 @@ static void *worker_main(void *arg)
         int nodes[BATCH];
         int n = pop_locked(p, &run, nodes);
         if (n) {
+            wf__pool_batch_fn fn = p->batch;
             pthread_mutex_unlock(&p->mu);
-            wf__exec_batch(run, nodes, n);
+            fn(run, nodes, n);
             pthread_mutex_lock(&p->mu);
             continue;
         }
@@ -104,9 +105,10 @@ void wf__pool_free(wf__pool *p)
 int wf__pool_workers(const wf__pool *p) { return p->n_threads; }
 int wf__pool_idle(wf__pool *p) { return atomic_load_explicit(&p->idle_hint, memory_order_relaxed); }
 
-bool wf__pool_push(wf__pool *p, const wf__work *w, int n)
+bool wf__pool_push(wf__pool *p, wf__pool_batch_fn fn, const wf__work *w, int n)
 {
     pthread_mutex_lock(&p->mu);
+    p->batch = fn;
     if (p->count + (size_t)n > p->cap) {
         size_t cap = p->cap ? p->cap : 256;
         while (cap < p->count + (size_t)n) cap *= 2;
@@ -130,7 +132,7 @@ bool wf__pool_push(wf__pool *p, const wf__work *w, int n)
     return true;
 }
 
-void wf__pool_help_until(wf__pool *p, atomic_int *done)
+void wf__pool_help_until(wf__pool *p, wf__pool_batch_fn fn, atomic_int *done)
 {
     pthread_mutex_lock(&p->mu);
     while (!atomic_load_explicit(done, memory_order_acquire)) {
@@ -139,7 +141,7 @@ void wf__pool_help_until(wf__pool *p, atomic_int *done)
         int n = pop_locked(p, &run, nodes);
         if (n) {
             pthread_mutex_unlock(&p->mu);
-            wf__exec_batch(run, nodes, n);
+            fn(run, nodes, n);
             pthread_mutex_lock(&p->mu);
             continue;
         }

@@ -1,0 +1,70 @@
+/*
+ * Partition, the planner's stage after placement: for every value consumed on another device than its
+ * producer's (or fetched from a device), one copy node per (value, destination device), shared by every
+ * consumer there. Lowering (lower/plan.c) creates the copy nodes and routes inputs through them.
+ */
+#include "place/placement.h"
+
+typedef wf__plan_builder builder;
+
+bool wf__keep_on_device(const wf_output *f) { return f->index == 0 && !strcmp(f->node->op->name, "Assign"); }
+
+wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_output *fetches, int n_fetches,
+                                int n_slots, wf__partition *pt)
+{
+    /* Partition: one copy node per (value, destination device), shared by every consumer there. */
+    if (b->ctx->n_devices > 64) return wf__status(WF_UNIMPLEMENTED, "planning: more than 64 devices");
+    const wf_graph *g = b->g;
+    int n_graph_slots = n_slots, n_copies = 0;
+    int *slot_dev = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    int *slot_gid = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    int *slot_out = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    int *copy_base = wf__malloc(sizeof(int) * (size_t)(n_slots ? n_slots : 1));
+    uint64_t *copy_mask = wf__calloc((size_t)(n_slots ? n_slots : 1), sizeof(uint64_t));
+    if (!slot_dev || !slot_gid || !slot_out || !copy_base || !copy_mask) {
+        wf__free(slot_dev);
+        wf__free(slot_gid);
+        wf__free(slot_out);
+        wf__free(copy_base);
+        wf__free(copy_mask);
+        return wf__oom("planning", sizeof(int) * (size_t)n_slots * 5);
+    }
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || b->fused_away[id]) continue;
+        for (int j = 0; j < g->nodes[id]->n_out; j++) {
+            slot_dev[b->slot[id][j]] = b->dev_of[id];
+            slot_gid[b->slot[id][j]] = id;
+            slot_out[b->slot[id][j]] = j;
+        }
+    }
+    for (int id = 0; id < b->n; id++) {
+        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0) continue;
+        const wf_node *n = g->nodes[id];
+        int dest = b->dev_of[id];
+        for (int i = 0; i < n->n_in; i++) {
+            if (!n->in[i].node) continue;
+            int sl = b->slot[n->in[i].node->id][n->in[i].index];
+            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+        }
+        if (fu[id].bias_node >= 0) {
+            const wf_node *ba = g->nodes[fu[id].bias_node];
+            int sl = b->slot[ba->in[1].node->id][ba->in[1].index];
+            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+        }
+    }
+    for (int i = 0; i < n_fetches; i++) {
+        int sl = b->slot[fetches[i].node->id][fetches[i].index];
+        if (slot_dev[sl] != 0 && !wf__keep_on_device(&fetches[i])) copy_mask[sl] |= 1;
+    }
+    for (int sl = 0; sl < n_graph_slots; sl++) {
+        copy_base[sl] = n_copies;
+        n_copies += __builtin_popcountll(copy_mask[sl]);
+    }
+    pt->n_copies = n_copies;
+    pt->slot_dev = slot_dev;
+    pt->slot_gid = slot_gid;
+    pt->slot_out = slot_out;
+    pt->copy_base = copy_base;
+    pt->copy_mask = copy_mask;
+    return NULL;
+}

@@ -1,0 +1,64 @@
+/*
+ * The planner's state shared by its stages: placement (place/placement.c), partition and lowering
+ * (lower/plan.c). Internal to planning.
+ */
+#ifndef WF_PLACE_PLACEMENT_H
+#define WF_PLACE_PLACEMENT_H
+
+#include "device/device.h"
+#include "graph/graph.h"
+#include "place/place.h"
+
+typedef struct wf__plan_builder {
+    wf_context *ctx;
+    const wf_graph *g;
+    int n;                  /* graph nodes */
+    bool *live;             /* reachable from the fetches */
+    bool *fused_away;       /* folded into a producer's epilogue */
+    int *feed_of;           /* feed index per graph node or -1 */
+    wf__tinfo **info;       /* per graph node: planned output info */
+    wf_tensor ***value;     /* per graph node: known values */
+    int **slot;             /* per graph node: slot per output */
+    int *consumers;         /* per graph node: number of live consumer inputs of output 0 */
+    int *fetched;           /* per graph node: how many fetches name output 0 */
+    int *pidx;              /* graph node -> plan node index, -1 */
+    int *fuse_into;         /* fused-away node -> the graph node that absorbs it */
+    int *dev_of;            /* graph node -> device index */
+    char **reason_of;       /* graph node -> why it runs there */
+    double *est_of;         /* graph node -> the placer's run-time estimate, s (-1: none) */
+    const wf__place_opts *po;
+    double est_makespan, est_lower_bound;
+} wf__plan_builder;
+
+/* Epilogue fusion chosen by lowering, per graph node (partition copies a fused bias too). */
+typedef struct wf__plan_fusion {
+    int bias_node;   /* graph id of the absorbed BiasAdd or -1 */
+    int act_node;    /* graph id of the absorbed activation or -1 */
+} wf__plan_fusion;
+
+/* Where each slot lives and which copies partitioning inserts: copy_mask[sl] has bit d when slot sl
+ * (a graph slot) is needed on device d; its copies are numbered from copy_base[sl]. Freed by the
+ * caller (wf__free of each array). */
+typedef struct wf__partition {
+    int n_copies;
+    int *slot_dev, *slot_gid, *slot_out, *copy_base;
+    uint64_t *copy_mask;
+} wf__partition;
+
+/* Fetched Assigns stay where they ran: they are a resident variable's next value. */
+bool wf__keep_on_device(const wf_output *f);
+/* Partition (partition.c): the copies the placed graph needs, for n_slots graph slots. */
+wf_status *wf__partition_copies(wf__plan_builder *b, const wf__plan_fusion *fu, const wf_output *fetches,
+                                int n_fetches, int n_slots, wf__partition *pt);
+
+/* Decides the device of every live node (dev_of, reason_of, est_of). */
+wf_status *wf__place_nodes(wf__plan_builder *b);
+/* Fed Variables move to the device of the Assign that updates them (or of all their consumers). */
+wf_status *wf__place_variables(wf__plan_builder *b);
+/* The kernel for graph node n on device dev, for planned input types in; NULL if none. */
+const wf__kernel_def *wf__plan_kernel_on(wf__plan_builder *b, int dev, const wf_node *n, const wf__tinfo *in);
+/* One flop per output element and the bytes of the inputs and outputs (ops without a cost function). */
+void wf__plan_default_cost(const wf_node *n, const wf__tinfo *in, const wf__tinfo *out, double *flops,
+                           double *bytes);
+
+#endif
