@@ -110,6 +110,10 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         timeout 900 $PY tests/models/export_models.py build/models >build/export_models.log 2>&1 ||
             { tail -n 5 build/export_models.log; result "release:export_models" 1; }
         suite release build
+        note "include layout (scripts/check-layout.sh): no include points backwards along the pipeline"
+        { sh scripts/check-layout.sh --self-test && sh scripts/check-layout.sh; } >build/check-layout.log 2>&1
+        rc=$?; tail -n 1 build/check-layout.log; [ $rc -ne 0 ] && head -30 build/check-layout.log
+        result "release:check-layout" $rc build/check-layout.log
         note "op-case dtype coverage: every (op, dtype) with a CPU kernel has a case or a line in tests/ops/untested_dtypes.txt"
         coverage release build ""
         note "CLI on bad ONNX input"
