@@ -37,6 +37,8 @@ struct wf__kctx {
     const struct wf__device *device; /* where outputs are allocated; NULL: host memory (the CPU) */
     struct wf__memacct *host_acct;   /* the CPU device's accounting of host outputs (core only; plugins
                                         never see host outputs) */
+    double est;                  /* the placer's estimate of this node's time, s; <= 0: none. Kernels
+                                    estimated below WF__INTRA_MIN_EST run on one thread (intra.c) */
 };
 
 enum { WF__ACT_NONE = 0, WF__ACT_RELU = 1, WF__ACT_LEAKY_RELU = 2, WF__ACT_SIGMOID = 3, WF__ACT_TANH = 4 };
