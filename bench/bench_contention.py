@@ -171,6 +171,9 @@ def measure(cs, rounds, seconds, label):
 
 
 def main():
+    # a SIGTERM (timeout) unwinds like an exception, so the busy loop is always killed
+    import signal
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"))
     ap.add_argument("--models", default=None, help="exported test models (default BUILD/models)")
