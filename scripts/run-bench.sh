@@ -7,6 +7,8 @@ echo "== executor overhead"; "$B/bench/bench_exec"
 echo; echo "== MatMul 1024^3 f32: weft vs oneDNN called directly"; "$B/bench/bench_matmul"
 echo; echo "== demo model forward pass"; "$B/bench/bench_demo"
 echo; echo "== Conv2D layers: weft vs oneDNN (plain NCHW and its chosen layout)"; "$B/bench/bench_conv"
+echo; echo "== contention: default thread counts against --threads 1, idle and with one core busy"
+/usr/bin/python3 bench/bench_contention.py "$B" --rounds 3
 echo; echo "== real models (ONNX from PyTorch): weft run vs PyTorch"; /usr/bin/python3 bench/bench_models.py "$B"
 echo; echo "== every device against the CPU: GEMM and ResNet-18 through weft run --device"; /usr/bin/python3 bench/bench_devices.py "$B"
 echo; echo "== placement: HEFT against other rules (estimates), placement speed, ResNet-18 placed vs single devices"

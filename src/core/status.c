@@ -3,8 +3,10 @@
  * Building a status must not itself fail silently, so an allocation failure here returns a static
  * out-of-memory status that wf_status_free ignores.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "core/core.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,8 +128,21 @@ int64_t wf__now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The cores this process may use: its affinity mask (taskset, a container's cpuset), capped by a
+ * cgroup v2 CPU quota (cpu.max "QUOTA PERIOD", rounded up). Threads beyond that only wait for a core. */
 int wf__num_cores(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) n = CPU_COUNT(&set);
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        long long quota, period;
+        if (fscanf(f, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0) {
+            long q = (long)((quota + period - 1) / period);
+            if (q < n) n = q;
+        }
+        fclose(f);
+    }
     return n > 0 ? (int)n : 1;
 }

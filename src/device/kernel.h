@@ -39,6 +39,8 @@ struct wf__kctx {
                                         never see host outputs) */
     const struct wf__kmem *mem;      /* the run's arena and the plan's slots (core only; NULL: none) */
     struct wf__weights *weights;     /* the session's device copies of constants (core only; NULL: none) */
+    double est;                  /* the placer's estimate of this node's time, s; <= 0: none. Kernels
+                                    estimated below WF__INTRA_MIN_EST run on one thread (intra.c) */
 };
 
 enum { WF__ACT_NONE = 0, WF__ACT_RELU = 1, WF__ACT_LEAKY_RELU = 2, WF__ACT_SIGMOID = 3, WF__ACT_TANH = 4 };

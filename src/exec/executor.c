@@ -136,7 +136,7 @@ static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_te
         .state = (void **)&pn->state, .state_lock = (void *)&pn->state_lock, .intra = &r->ctx->intra,
         .fused_bias = pn->fused_bias, .fused_act = pn->fused_act, .fused_alpha = pn->fused_alpha,
         .device = r->ctx->devices[pn->device].vt ? &r->ctx->devices[pn->device] : NULL,
-        .host_acct = r->ctx->devices[pn->device].host_acct,
+        .host_acct = r->ctx->devices[pn->device].host_acct, .est = pn->est,
         .weights = r->p->weights,
     };
     wf__kmem mem;
