@@ -9,6 +9,8 @@ echo; echo "== demo model forward pass"; "$B/bench/bench_demo"
 echo; echo "== Conv2D layers: weft vs oneDNN (plain NCHW and its chosen layout)"; "$B/bench/bench_conv"
 echo; echo "== contention: default thread counts against --threads 1, idle and with one core busy"
 /usr/bin/python3 bench/bench_contention.py "$B" --rounds 3
+echo; echo "== ResNet-18 and MobileNetV2 on CPU:0 (and GPU:0 where there is one): before (a baseline revision, built once) and after"
+/usr/bin/python3 bench/bench_before_after.py "$B" --rounds 3
 echo; echo "== real models (ONNX from PyTorch): weft run vs PyTorch"; /usr/bin/python3 bench/bench_models.py "$B"
 echo; echo "== every device against the CPU: GEMM and ResNet-18 through weft run --device"; /usr/bin/python3 bench/bench_devices.py "$B"
 echo; echo "== placement: HEFT against other rules (estimates), placement speed, ResNet-18 placed vs single devices"
