@@ -1,7 +1,8 @@
 /*
  * Traced runs and their Chrome trace: every plan node (copies included) has an event, the file is
  * valid JSON with copies on their destination's copy track, the summary adds up (busy <= wall), and a
- * bad path is an error naming it. Runs on the CPU, on the TESTDEV plugin (no synchronize entry: its
+ * bad path is an error naming it. Runs on the CPU, on the TESTDEV plugin (streams and events: device
+ * times from its events; and loaded as a plugin of before streams, without a synchronize entry: its
  * times are enqueue times) and on OPENCL:0 when the OpenCL plugin finds a device.
  */
 #include <stdlib.h>
@@ -213,9 +214,15 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
             CHECK(sscanf(e.shapes, "f32[%ld,%ld]", &d0, &d1) == 2);
             CHECK_INT(e.bytes, d0 * d1 * 4);
         }
-        /* only the backend without a synchronize entry is timed by enqueueing */
-        CHECK_INT(e.enqueue_only, !strncmp(e.device_short, "TESTDEV", 7));
+        /* only the backend without a synchronize entry is timed by enqueueing (TESTDEV when loaded as
+         * the plugin of before streams, WEFT_TESTDEV_V1=1) */
+        CHECK_INT(e.enqueue_only, expect_enqueue && !strncmp(e.device_short, "TESTDEV", 7));
         enq += e.enqueue_only;
+        /* with streams and events (TESTDEV): device times from the events, copies on the copy stream */
+        if (!expect_enqueue && !strncmp(e.device_short, "TESTDEV", 7)) {
+            CHECK(e.device_start_ns > 0 && e.device_end_ns >= e.device_start_ns);
+            CHECK_INT(e.stream, e.is_copy ? 1 : 0);
+        }
         if (!strcmp(e.node, "add")) add_dev = e.device_index;
         if (!strcmp(e.node, "mm")) {
             CHECK_STR_CONTAINS(e.shapes, "f32[16,8]");
@@ -290,9 +297,28 @@ static void test_cpu(void) { traced_run(NULL, 0, 0); }
 
 static void test_testdev(void)
 {
-    /* TESTDEV has no synchronize entry: its nodes can only be timed as enqueued */
+    /* TESTDEV has streams and events: its nodes are timed on its streams */
+    CHECK(find_device("TESTDEV:0") >= 0);
+    traced_run("TESTDEV:0", 1, 0);
+}
+
+static void test_testdev_v1(void)
+{
+    /* TESTDEV loaded as a plugin of before streams (no synchronize entry): its nodes can only be timed
+     * as enqueued */
+    wf_context *saved = ctx;
+    setenv("WEFT_TESTDEV_V1", "1", 1);
+    wf_status *s = wf_context_new(NULL, &ctx);
+    unsetenv("WEFT_TESTDEV_V1");
+    CHECK_OK(s);
+    if (s) {
+        ctx = saved;
+        return;
+    }
     CHECK(find_device("TESTDEV:0") >= 0);
     traced_run("TESTDEV:0", 1, 1);
+    wf_context_free(ctx);
+    ctx = saved;
 }
 
 static void test_opencl(void)
@@ -342,6 +368,7 @@ int main(void)
     CHECK_OK(wf_context_new(NULL, &ctx));
     RUN_TEST(test_cpu);
     RUN_TEST(test_testdev);
+    RUN_TEST(test_testdev_v1);
     RUN_TEST(test_opencl);
     RUN_TEST(test_bad_path);
     wf_context_free(ctx);

@@ -479,6 +479,12 @@ typedef struct wf_trace_event {
     int is_copy;              /* 1: a Copy the planner inserted (device = its destination) */
     const char *reason;       /* why the node runs on its device (as wf_session_placement says) */
     int enqueue_only;         /* 1: start/end are the enqueue times of an accelerator node */
+    int stream;               /* 0: the device's compute stream (and every host node), 1: its copy stream */
+    /* On a device with streams and events: the node's times on the device's own clock (ns), from
+     * its events (a kernel: from its stream reaching it to its end; a copy: the transfer). Comparable
+     * between the events of one device only; 0 elsewhere. start_ns/end_ns are then the host's times
+     * of its enqueue and of its completion being seen. */
+    int64_t device_start_ns, device_end_ns;
 } wf_trace_event;
 
 typedef struct wf_trace wf_trace;
