@@ -460,9 +460,12 @@ typedef struct wf_feed {
 } wf_feed;
 
 /* One executed node, as recorded by a traced run. Strings are owned by the trace.
- * In a traced run every node on an accelerator is followed by a wait for its device (the backend's
- * synchronize), so start/end cover the node's execution, not just its enqueueing; untraced runs never
- * wait. A backend without a synchronize entry cannot be waited on: its nodes have enqueue_only = 1. */
+ * In a traced run every node on an accelerator without streams and events is followed by a wait for
+ * its device (the backend's synchronize), so start/end cover the node's execution, not just its
+ * enqueueing; untraced runs never wait. A backend without a synchronize entry cannot be waited on: its
+ * nodes have enqueue_only = 1. On a device with streams and events (OpenCL, the test backend) nothing
+ * waits: start/end run from the node's enqueue to its completion being seen, and device_start_ns /
+ * device_end_ns are its times on the device's streams, from its events. */
 typedef struct wf_trace_event {
     const char *node;
     const char *op;

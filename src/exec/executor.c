@@ -143,6 +143,8 @@ static wf_status *kernel_async(wf__run *r, int idx, const wf__pnode *pn, wf__kct
 {
     wf__nodeev *ne = &r->nev[idx];
     wf_status *s = NULL;
+    ne->dev = d;
+    ne->stream = WF_STREAM_COMPUTE;
     for (int i = 0; i < pn->n_in && !s; i++) {
         int sl = pn->in_slot[i];
         wf_event *e = sl >= 0 ? r->slot_ev[sl] : NULL;
@@ -160,8 +162,6 @@ static wf_status *kernel_async(wf__run *r, int idx, const wf__pnode *pn, wf__kct
         s = d->vt->event_record(d->dev, WF_STREAM_COMPUTE, &ne->ev);
         if (s) s = wf__status_wrap(s, "node '%s' (%s): recording its event on %s", pn->name, pn->op->name, d->short_name);
     }
-    ne->dev = d;
-    ne->stream = WF_STREAM_COMPUTE;
     if (s) {
         /* what it enqueued may still use its outputs and temporaries */
         drain_event(d, WF_STREAM_COMPUTE);
