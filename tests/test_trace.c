@@ -218,8 +218,9 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
          * the plugin of before streams, WEFT_TESTDEV_V1=1) */
         CHECK_INT(e.enqueue_only, expect_enqueue && !strncmp(e.device_short, "TESTDEV", 7));
         enq += e.enqueue_only;
-        /* with streams and events (TESTDEV): device times from the events, copies on the copy stream */
-        if (!expect_enqueue && !strncmp(e.device_short, "TESTDEV", 7)) {
+        /* with streams and events (TESTDEV, its copies to and from the host): device times from the
+         * events, copies on the copy stream */
+        if (!expect_enqueue && mm_device && !strcmp(mm_device, "TESTDEV:0") && !strncmp(e.device_short, "TESTDEV", 7)) {
             CHECK(e.device_start_ns > 0 && e.device_end_ns >= e.device_start_ns);
             CHECK_INT(e.stream, e.is_copy ? 1 : 0);
         }

@@ -178,12 +178,12 @@ static wf_status *stream_drain(tstream *q)
 
 /* WEFT_TESTDEV_V1=1 at load: the backend of before streams (a vtable without the stream slots nor a
  * synchronize entry, kernels computed when called), to test the core's path for such plugins. */
-static int g_v1;
+static atomic_int g_v1;
 
 /* Enqueues fn(arg) on the compute stream; arg (from H->malloc) is freed after it ran. */
 static wf_status *launch(wf__kctx *k, wf_status *(*fn)(void *), void *arg)
 {
-    if (g_v1) {
+    if (atomic_load(&g_v1)) {
         wf_status *e = fn(arg);
         H->free(arg);
         if (!e) return NULL;
@@ -573,10 +573,12 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
                                                                   void **backend)
 {
     if (host->abi_version != WF_BACKEND_ABI_VERSION) return NULL;
-    H = host;
+    /* loaded again by every context: written only when it changes, since the stream threads of an
+     * earlier context read these */
+    if (H != host) H = host;
     const char *v1 = getenv("WEFT_TESTDEV_V1");
-    g_v1 = v1 && !strcmp(v1, "1");
-    *vt = g_v1 ? &g_vt_v1 : &g_vt;
+    atomic_store(&g_v1, v1 && !strcmp(v1, "1"));
+    *vt = atomic_load(&g_v1) ? &g_vt_v1 : &g_vt;
     *backend = NULL;
     return NULL;
 }
