@@ -4,7 +4,8 @@
  * host) with the events it waited for (the producers of its inputs, finished before it started), the
  * file is valid JSON with one named track per (device, stream) and a flow per dependency, the
  * summary adds up (busy <= wall), the HTML report escapes node names, and a bad path is an error
- * naming it. Runs on the CPU, on the TESTDEV plugin (no synchronize entry: its
+ * naming it. Runs on the CPU, on the TESTDEV plugin (streams and events: device
+ * times from its events; and loaded as a plugin of before streams, without a synchronize entry: its
  * times are enqueue times) and on OPENCL:0 when the OpenCL plugin finds a device.
  */
 #include <stdlib.h>
@@ -276,9 +277,16 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
             CHECK(sscanf(e.shapes, "f32[%ld,%ld]", &d0, &d1) == 2);
             CHECK_INT(e.bytes, d0 * d1 * 4);
         }
-        /* only the backend without a synchronize entry is timed by enqueueing */
-        CHECK_INT(e.enqueue_only, !strncmp(e.device_short, "TESTDEV", 7));
+        /* only the backend without a synchronize entry is timed by enqueueing (TESTDEV when loaded as
+         * the plugin of before streams, WEFT_TESTDEV_V1=1) */
+        CHECK_INT(e.enqueue_only, expect_enqueue && !strncmp(e.device_short, "TESTDEV", 7));
         enq += e.enqueue_only;
+        /* with streams and events (TESTDEV, its copies to and from the host): device times from the
+         * events, copies on the copy stream */
+        if (!expect_enqueue && mm_device && !strcmp(mm_device, "TESTDEV:0") && !strncmp(e.device_short, "TESTDEV", 7)) {
+            CHECK(e.device_start_ns > 0 && e.device_end_ns >= e.device_start_ns);
+            CHECK_INT(e.stream, e.is_copy ? 1 : 0);
+        }
         if (!strcmp(e.node, "add")) add_dev = e.device_index;
         /* the stream: copies on the copy stream of their destination, or of their source to the host */
         CHECK_INT(e.stream, e.is_copy ? WF_STREAM_COPY : WF_STREAM_COMPUTE);
@@ -286,8 +294,16 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
         for (int k = 0; k < e.n_deps; k++) {
             CHECK(e.deps[k] >= 0 && e.deps[k] < n_ev && e.deps[k] != i);
             if (e.deps[k] < 0 || e.deps[k] >= n_ev) continue;
-            /* a producer ends before its consumer starts */
-            CHECK(wf_trace_event_at(trace, e.deps[k]).end_ns <= e.start_ns);
+            /* a producer ends before its consumer starts: on the device's clock where both ran on one
+             * device with streams (a kernel is enqueued once its producer there is enqueued, so its
+             * host start may precede the producer's completion), on the host's otherwise */
+            wf_trace_event d = wf_trace_event_at(trace, e.deps[k]);
+            if (e.device_start_ns && d.device_end_ns && d.stream_device == e.stream_device)
+                CHECK(d.device_end_ns <= e.device_start_ns);
+            else if (!e.device_start_ns)
+                CHECK(d.end_ns <= e.start_ns);
+            else
+                CHECK(d.start_ns <= e.start_ns);
         }
         if (e.is_copy) {
             CHECK_INT(e.n_deps, 1);
@@ -429,9 +445,28 @@ static void test_cpu(void) { traced_run(NULL, 0, 0); }
 
 static void test_testdev(void)
 {
-    /* TESTDEV has no synchronize entry: its nodes can only be timed as enqueued */
+    /* TESTDEV has streams and events: its nodes are timed on its streams */
+    CHECK(find_device("TESTDEV:0") >= 0);
+    traced_run("TESTDEV:0", 1, 0);
+}
+
+static void test_testdev_v1(void)
+{
+    /* TESTDEV loaded as a plugin of before streams (no synchronize entry): its nodes can only be timed
+     * as enqueued */
+    wf_context *saved = ctx;
+    setenv("WEFT_TESTDEV_V1", "1", 1);
+    wf_status *s = wf_context_new(NULL, &ctx);
+    unsetenv("WEFT_TESTDEV_V1");
+    CHECK_OK(s);
+    if (s) {
+        ctx = saved;
+        return;
+    }
     CHECK(find_device("TESTDEV:0") >= 0);
     traced_run("TESTDEV:0", 1, 1);
+    wf_context_free(ctx);
+    ctx = saved;
 }
 
 static void test_opencl(void)
@@ -548,6 +583,7 @@ int main(void)
     CHECK_OK(wf_context_new(NULL, &ctx));
     RUN_TEST(test_cpu);
     RUN_TEST(test_testdev);
+    RUN_TEST(test_testdev_v1);
     RUN_TEST(test_opencl);
     RUN_TEST(test_bad_path);
     RUN_TEST(test_report);

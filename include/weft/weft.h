@@ -473,9 +473,12 @@ typedef struct wf_feed {
 } wf_feed;
 
 /* One executed node, as recorded by a traced run. Strings are owned by the trace.
- * In a traced run every node on an accelerator is followed by a wait for its device (the backend's
- * synchronize), so start/end cover the node's execution, not just its enqueueing; untraced runs never
- * wait. A backend without a synchronize entry cannot be waited on: its nodes have enqueue_only = 1. */
+ * In a traced run every node on an accelerator without streams and events is followed by a wait for
+ * its device (the backend's synchronize), so start/end cover the node's execution, not just its
+ * enqueueing; untraced runs never wait. A backend without a synchronize entry cannot be waited on: its
+ * nodes have enqueue_only = 1. On a device with streams and events (OpenCL, the test backend) nothing
+ * waits: start/end run from the node's enqueue to its completion being seen, and device_start_ns /
+ * device_end_ns are its times on the device's streams, from its events. */
 typedef struct wf_trace_event {
     const char *node;
     const char *op;
@@ -503,6 +506,11 @@ typedef struct wf_trace_event {
     int64_t release_ns;       /* when its outputs were released: the end of their last reader (its own
                                  end when nothing reads them); -1 when they outlive the run (a fetch,
                                  a feed, a constant) */
+    /* On a device with streams and events: the node's times on the device's own clock (ns), from
+     * its events (a kernel: from its stream reaching it to its end; a copy: the transfer). Comparable
+     * between the events of one device only; 0 elsewhere. start_ns/end_ns are then the host's times
+     * of its enqueue and of its completion being seen. */
+    int64_t device_start_ns, device_end_ns;
 } wf_trace_event;
 
 enum { WF_STREAM_COMPUTE = 0, WF_STREAM_COPY = 1 };

@@ -2,8 +2,8 @@
  * Best-fit with coalescing. Each chunk is cut into blocks kept in address order (a doubly linked list
  * per chunk); free blocks also sit in size-ordered bins. Allocation takes the smallest free block that
  * fits from the bins, splitting off the rest; release merges a block with free neighbours. When nothing
- * fits, a new chunk of max(request, the last chunk's size * 2) is taken, within the limit; if the
- * device refuses, empty chunks are returned and the request retried once.
+ * fits, a new chunk of max(request, the last chunk's size * 2) is taken (exactly the request under a
+ * limit), within the limit; if the device refuses, empty chunks are returned and the request retried once.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -109,7 +109,9 @@ static blk *best_fit(wf__bfc *a, size_t size)
 
 static bool grow(wf__bfc *a, size_t size)
 {
-    size_t want = size > a->next_chunk ? size : a->next_chunk;
+    /* Under a limit, reserve exactly what is asked: a growth step's unused tail would count against
+     * the limit and could refuse a later block that fits (a small arena in a 1 MiB chunk, then 1 MiB). */
+    size_t want = a->limit ? size : size > a->next_chunk ? size : a->next_chunk;
     if (a->limit && a->st.reserved + want > a->limit) {
         want = a->limit - a->st.reserved; /* whatever is left under the limit */
         if (want < size) return false;

@@ -99,4 +99,19 @@ wf_status *wf__tensor_move(const struct wf__device *dst, const wf_tensor *src, w
 /* Copies src's bytes into dst (same dtype and byte size), wherever each lives. */
 wf_status *wf__tensor_copy_into(wf_tensor *dst, const wf_tensor *src);
 
+/* Device blocks released while a kernel of a device with streams is being enqueued (its temporaries)
+ * are held back until the node's event has completed, so that no copy or later kernel on another
+ * stream reuses a block the queued kernel still reads (exec/device_kernels.c). */
+typedef struct wf__defer {
+    const struct wf__device *dev;
+    wf__bfc_block *v;
+    int n, cap;
+    bool lost; /* a block could not be held (no memory): it was released after waiting for the device */
+} wf__defer;
+/* Between begin and end, releases of dev's blocks on this thread go to *df instead of the allocator. */
+void wf__defer_begin(wf__defer *df, const struct wf__device *dev);
+void wf__defer_end(void);
+/* Gives df's blocks back to the allocator (the work that used them has completed). */
+void wf__defer_release(wf__defer *df);
+
 #endif

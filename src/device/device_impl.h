@@ -8,10 +8,15 @@
 #ifndef WF_DEVICE_DEVICE_IMPL_H
 #define WF_DEVICE_DEVICE_IMPL_H
 
+#include <stddef.h>
+
 #include "device/kernel.h"
 
 #define WF_BACKEND_ABI_VERSION 1
 #define WF_BACKEND_ENTRY "wf_backend_entry"
+
+/* A backend's event (streams and events, below): opaque to the core. */
+typedef struct wf_event wf_event;
 
 /* Functions of the core a backend may call. */
 typedef struct wf_host_api {
@@ -77,7 +82,53 @@ typedef struct wf_backend_vtable {
     /* (optional) waits until queued work is done */
     wf_status *(*synchronize)(void *dev);
     void (*destroy)(void *backend);
+
+    /* ---- (optional, all or none) streams and events: see "Streams and events" below ---------------- */
+    /* A new event marking everything enqueued on `stream` so far; it completes when that work has. */
+    wf_status *(*event_record)(void *dev, int stream, wf_event **ev);
+    /* Work enqueued on `stream` after this call starts only once ev (of this device, recorded on
+     * another stream) has completed. The host does not wait. */
+    wf_status *(*stream_wait)(void *dev, int stream, wf_event *ev);
+    /* *done = 1 once ev has completed; the status is the error of the work it marks, if any. */
+    wf_status *(*event_query)(void *dev, wf_event *ev, int *done);
+    /* The host waits for ev; returns the error of the work it marks, if any. */
+    wf_status *(*event_sync)(void *dev, wf_event *ev);
+    /* fn(arg, err) is called exactly once when ev completes, from any thread (a backend thread, or
+     * this one if it has already completed); err (owned by fn) is the error of the work it marks or
+     * NULL. fn must not block nor call into the backend. At most one callback per event. */
+    wf_status *(*event_notify)(void *dev, wf_event *ev, void (*fn)(void *arg, wf_status *err), void *arg);
+    /* Device-side timestamps of a completed event, in ns of the device's clock (comparable between
+     * events of one device only): for a copy's event the transfer's start and end, for a recorded
+     * event the moment the stream reached it (start == end or nearly). */
+    wf_status *(*event_times)(void *dev, wf_event *ev, int64_t *start_ns, int64_t *end_ns);
+    void (*event_release)(void *dev, wf_event *ev);
+    /* Asynchronous transfers on WF_STREAM_COPY, in order with each other and with nothing else: the
+     * caller orders them against compute with events. *ev completes when the data has arrived. src
+     * (to_device) and dst (to_host) must stay valid until then; the backend may stage through
+     * pinned memory it owns. */
+    wf_status *(*copy_to_device_async)(void *dev, void *chunk, size_t offset, const void *src, size_t n,
+                                       wf_event **ev);
+    wf_status *(*copy_to_host_async)(void *dev, void *dst, const void *chunk, size_t offset, size_t n,
+                                     wf_event **ev);
 } wf_backend_vtable;
+
+/* Streams and events (the slots after `destroy`). A device with them has in-order streams:
+ * WF_STREAM_COMPUTE, where a kernel's compute() enqueues all its work (it returns once enqueued, and
+ * an error found while running is reported by the next event recorded on the stream), and
+ * WF_STREAM_COPY for the *_async transfers. The core then never waits on a device in a run: it
+ * records an event after each node, makes the compute stream wait for uploads with stream_wait, takes
+ * a node as complete when its event fires (event_notify), and frees a device block only once compute
+ * work enqueued before its release has completed (so a copy may never land in a block a queued kernel
+ * still reads). The synchronous copy_to_device / copy_to_host stay ordered after all work enqueued
+ * before them. A backend without these slots (size short of them, or event_record NULL) runs as
+ * before: kernels are taken as done once enqueued, copies are synchronous. */
+enum { WF_STREAM_COUNT = 2 }; /* WF_STREAM_COMPUTE and WF_STREAM_COPY are in weft.h (trace events carry them) */
+
+/* Whether vt has the streams-and-events slots. */
+#define WF_BACKEND_HAS_STREAMS(vt)                                                                             \
+    ((vt)->size >= offsetof(wf_backend_vtable, copy_to_host_async) + sizeof(void *) && (vt)->event_record &&    \
+     (vt)->stream_wait && (vt)->event_query && (vt)->event_sync && (vt)->event_notify && (vt)->event_times &&   \
+     (vt)->event_release && (vt)->copy_to_device_async && (vt)->copy_to_host_async)
 
 /* The one symbol a plugin exports. On success *vt and *backend are set; a status is a diagnostic, and
  * the core goes on without this backend: UNAVAILABLE (no driver or device, e.g. "libcuda.so.1 not

@@ -8,9 +8,45 @@
 #include "device/device.h"
 #include "device/arena.h"
 
+static _Thread_local wf__defer *tl_defer;
+
+void wf__defer_begin(wf__defer *df, const struct wf__device *dev)
+{
+    df->dev = dev;
+    tl_defer = df;
+}
+
+void wf__defer_end(void) { tl_defer = NULL; }
+
+void wf__defer_release(wf__defer *df)
+{
+    for (int i = 0; i < df->n; i++) wf__bfc_release(df->dev->bfc, &df->v[i]);
+    wf__free(df->v);
+    df->v = NULL;
+    df->n = df->cap = 0;
+}
+
 static void device_release(wf_tensor *t)
 {
     wf__bfc_block b = {t->dev_chunk, t->dev_offset, 0, t->dev_priv};
+    wf__defer *df = tl_defer;
+    if (df && df->dev == t->device) {
+        if (df->n == df->cap) {
+            int cap = df->cap ? df->cap * 2 : 8;
+            wf__bfc_block *v = wf__realloc(df->v, sizeof *v * (size_t)df->cap, sizeof *v * (size_t)cap);
+            if (v) {
+                df->v = v;
+                df->cap = cap;
+            }
+        }
+        if (df->n < df->cap) {
+            df->v[df->n++] = b;
+            return;
+        }
+        /* nowhere to hold it: wait until the device has done what is queued, then it is free */
+        df->lost = true;
+        wf_status_free(t->device->vt->synchronize ? t->device->vt->synchronize(t->device->dev) : NULL);
+    }
     wf__bfc_release(t->device->bfc, &b);
 }
 

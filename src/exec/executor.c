@@ -6,6 +6,17 @@
  * place into an input whose last use it is. A traced run also records each node's times, bytes and
  * output shapes, and waits for an accelerator after each of its nodes so that times are execution
  * times (the only place the executor ever waits for a device: untraced runs stay asynchronous).
+ *
+ * Devices with streams and events (device_impl.h) run on events instead, and no inter-op thread ever
+ * waits for them. A node there is enqueued (its kernel on the compute stream, an upload or download on
+ * the copy stream) and an event recorded after it; the compute stream waits for an upload with a
+ * stream wait, not the host. A kernel on the same device as its producer is enqueued as soon as the
+ * producer is (the stream keeps the order); every other successor, and the node's own completion
+ * (its inputs freed, its blocks given back), waits for the event to fire. Completion comes by event
+ * callback (event_notify), which pushes a completion item onto the inter-op queue, so one host thread
+ * keeps every device busy; downloads are enqueued only once their producer has completed, so an
+ * upload is never stuck behind a download on the in-order copy stream. Traced runs then take device
+ * times from the events, and do not wait after each node.
  */
 #include <stdio.h>
 
@@ -45,7 +56,25 @@ struct wf__run {
     unsigned char *t_enqueue;
     int64_t *t_out_bytes;
     struct wf__arena_set *arena; /* this run's arenas (lower/memplan.c); NULL: the plan has none */
+    /* devices with streams: per node, its event (NULL: none, or completed synchronously), the device
+     * and stream it was recorded on, the blocks its kernel released while enqueueing, and its
+     * completion callback's argument; traced runs also record an event before each kernel */
+    struct wf__nodeev *nev;
+    wf_event **slot_ev;        /* the event of each slot's producer, when on a device's copy stream */
+    int64_t *t_dstart, *t_dend;
 };
+
+typedef struct wf__nodeev {
+    wf_event *ev, *begin;
+    const struct wf__device *dev;
+    int stream;                /* WF_STREAM_COMPUTE or WF_STREAM_COPY */
+    wf__defer defer;
+    wf__run *run;
+    int idx;
+    wf_status *err;            /* from the callback */
+} wf__nodeev;
+
+static bool has_streams(const struct wf__device *d) { return d && d->vt && WF_BACKEND_HAS_STREAMS(d->vt); }
 
 static _Thread_local int tl_thread_id = -1;
 static atomic_int g_thread_ids;
@@ -88,7 +117,7 @@ static wf_status *trace_node_done(wf__run *r, int idx, wf_tensor **in, wf_tensor
     r->t_bytes[idx] = bytes + out_bytes;
     r->t_out_bytes[idx] = out_bytes;
     r->t_shapes[idx] = shapes_of(out, pn->n_out);
-    if (!d->vt || pn->feed >= 0) return NULL;
+    if (!d->vt || pn->feed >= 0 || (r->nev && r->nev[idx].ev)) return NULL;
     if (!d->vt->synchronize) {
         r->t_enqueue[idx] = 1;
         return NULL;
@@ -104,7 +133,73 @@ static void record_error(wf__run *r, wf_status *s)
     atomic_store_explicit(&r->failed, 1, memory_order_release);
 }
 
-static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_tensor **out)
+/* Waits (on the host) for an event after a failed enqueue, so that blocks are never released under
+ * queued work, and drops it. */
+static void drain_event(const struct wf__device *d, int stream)
+{
+    wf_event *e = NULL;
+    if (d->vt->event_record(d->dev, stream, &e)) return;
+    wf_status_free(d->vt->event_sync(d->dev, e));
+    d->vt->event_release(d->dev, e);
+}
+
+/* A kernel on a device with streams: waits for uploads of its inputs on the compute stream, enqueues,
+ * and records the node's event. */
+static wf_status *kernel_async(wf__run *r, int idx, const wf__pnode *pn, wf__kctx *k, const struct wf__device *d)
+{
+    wf__nodeev *ne = &r->nev[idx];
+    wf_status *s = NULL;
+    ne->dev = d;
+    ne->stream = WF_STREAM_COMPUTE;
+    for (int i = 0; i < pn->n_in && !s; i++) {
+        int sl = pn->in_slot[i];
+        wf_event *e = sl >= 0 ? r->slot_ev[sl] : NULL;
+        if (!e) continue;
+        bool seen = false; /* one wait per distinct upload */
+        for (int j = 0; j < i; j++) seen |= pn->in_slot[j] >= 0 && r->slot_ev[pn->in_slot[j]] == e;
+        if (!seen) s = d->vt->stream_wait(d->dev, WF_STREAM_COMPUTE, e);
+    }
+    if (!s && r->t_start) s = d->vt->event_record(d->dev, WF_STREAM_COMPUTE, &ne->begin);
+    if (s) return wf__status_wrap(s, "node '%s' (%s): ordering after its inputs on %s", pn->name, pn->op->name, d->short_name);
+    wf__defer_begin(&ne->defer, d);
+    s = pn->kernel->compute(k);
+    wf__defer_end();
+    if (!s) {
+        s = d->vt->event_record(d->dev, WF_STREAM_COMPUTE, &ne->ev);
+        if (s) s = wf__status_wrap(s, "node '%s' (%s): recording its event on %s", pn->name, pn->op->name, d->short_name);
+    }
+    if (s) {
+        /* what it enqueued may still use its outputs and temporaries */
+        drain_event(d, WF_STREAM_COMPUTE);
+        wf__defer_release(&ne->defer);
+    }
+    return s;
+}
+
+/* A Copy between the host and a device with streams, on that device's copy stream. Its input is
+ * complete (a host value, or a device value whose producer has completed), and stays alive until the
+ * node completes. */
+static wf_status *copy_async(wf__run *r, int idx, const wf__pnode *pn, wf__kctx *k, const struct wf__device *d,
+                             bool up)
+{
+    wf__nodeev *ne = &r->nev[idx];
+    const wf_tensor *src = k->in[0];
+    wf_tensor *dst;
+    WF__TRY(wf__kctx_output(k, 0, src->dtype, src->rank, src->dims, &dst));
+    wf_status *s = up ? d->vt->copy_to_device_async(d->dev, dst->dev_chunk, dst->dev_offset, src->data, src->bytes, &ne->ev)
+                      : d->vt->copy_to_host_async(d->dev, dst->data, src->dev_chunk, src->dev_offset, src->bytes, &ne->ev);
+    ne->dev = d;
+    ne->stream = WF_STREAM_COPY;
+    if (s) {
+        ne->ev = NULL;
+        drain_event(d, WF_STREAM_COPY);
+        return wf__status_wrap(s, "node '%s' (Copy): enqueueing the transfer %s %s", pn->name, up ? "to" : "from",
+                               d->short_name);
+    }
+    return NULL;
+}
+
+static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **in, wf_tensor **out)
 {
     if (pn->feed >= 0) {
         /* Fed values are host tensors, except variables a session keeps on their device: a feed
@@ -144,6 +239,27 @@ static wf_status *compute(wf__run *r, const wf__pnode *pn, wf_tensor **in, wf_te
         mem = (wf__kmem){&r->arena->dev[pn->device], pn->out_slot, r->p->slot_off, r->p->slot_cap,
                          &r->ctx->devices[pn->device].fallback_allocs};
         k.mem = &mem;
+    }
+    if (r->nev) {
+        const struct wf__device *d = k.device;
+        if (pn->op == &wf__copy_op && in[0] && in[0]->bytes) {
+            if (!in[0]->device && has_streams(d)) WF__TRY(copy_async(r, idx, pn, &k, d, true));
+            else if (!d && has_streams(in[0]->device)) WF__TRY(copy_async(r, idx, pn, &k, in[0]->device, false));
+        } else if (pn->op != &wf__copy_op && has_streams(d)) {
+            WF__TRY(kernel_async(r, idx, pn, &k, d));
+        }
+        if (r->nev[idx].ev) {
+            wf_status *s;
+            for (int j = 0; j < pn->n_out; j++) {
+                if (!out[j])
+                    return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->name,
+                                      pn->op->name, j);
+                /* as below; the fix's copy is synchronous, so ordered after the kernel's enqueued work */
+                if (k.mem && (s = wf__arena_fix_output(k.device, k.mem, j, &out[j])))
+                    return wf__status_wrap(s, "node '%s' (%s): output %d", pn->name, pn->op->name, j);
+            }
+            return NULL;
+        }
     }
     wf_status *s = pn->kernel->compute(&k);
     if (s) return s;
@@ -187,6 +303,49 @@ static void lstack_push(wf__run *r, lstack *ls, int idx)
     ls->v[ls->n++] = idx;
 }
 
+static void finish_node(wf__run *r, int idx, lstack *ls, bool chained_done);
+
+/* Whether successor sidx was made ready when node ne's work was enqueued: a kernel on the same device
+ * with streams (the in-order compute stream, or a stream wait on the upload, orders it). */
+static bool chained(const wf__run *r, const wf__nodeev *ne, int sidx)
+{
+    const wf__pnode *sn = &r->p->nodes[sidx];
+    return ne->ev && ne->dev == &r->ctx->devices[sn->device] && sn->op != &wf__copy_op && sn->feed < 0;
+}
+
+/* A node's event fired (any thread): its completion goes onto the inter-op queue. */
+static void on_event(void *arg, wf_status *err)
+{
+    wf__nodeev *ne = arg;
+    wf__run *r = ne->run;
+    ne->err = err;
+    wf__work w = {r, -1 - ne->idx};
+    if (!wf__pool_push(r->ctx->pool, wf__exec_batch, &w, 1)) wf__exec_batch(r, &w.node, 1); /* no memory: complete it here */
+}
+
+/* The completion of an enqueued node: its error (naming it), its device times, then as any node. */
+static void complete_async(wf__run *r, int idx, lstack *ls)
+{
+    const wf__pnode *pn = &r->p->nodes[idx];
+    wf__nodeev *ne = &r->nev[idx];
+    wf_status *err = ne->err;
+    ne->err = NULL;
+    if (err)
+        record_error(r, wf__status_wrap(err, "node '%s' (%s) on %s", pn->name, pn->op->name, ne->dev->short_name));
+    wf__defer_release(&ne->defer);
+    if (r->t_start) {
+        int64_t a = 0, b = 0, c = 0, d = 0;
+        const wf_backend_vtable *vt = ne->dev->vt;
+        wf_status *s = vt->event_times(ne->dev->dev, ne->ev, &c, &d);
+        if (!s && ne->begin) s = vt->event_times(ne->dev->dev, ne->begin, &a, &b);
+        else a = b = c;
+        wf_status_free(s);
+        r->t_dstart[idx] = ne->begin ? b : c;
+        r->t_dend[idx] = d;
+    }
+    finish_node(r, idx, ls, true);
+}
+
 /* Runs node idx and pushes the successors it makes ready onto the thread's stack. */
 static void exec_node(wf__run *r, int idx, lstack *ls)
 {
@@ -195,6 +354,7 @@ static void exec_node(wf__run *r, int idx, lstack *ls)
     wf_tensor *in_buf[INLINE_ARGS], *out_buf[INLINE_ARGS];
     wf_tensor **in = in_buf, **out = out_buf;
     int64_t t_start = r->t_start ? wf__now_ns() : 0;
+    wf__nodeev *ne = r->nev ? &r->nev[idx] : NULL;
 
     if (!atomic_load_explicit(&r->failed, memory_order_acquire)) {
         wf_status *s = NULL;
@@ -205,7 +365,12 @@ static void exec_node(wf__run *r, int idx, lstack *ls)
                            pn->name, pn->op->name);
         } else {
             memset(out, 0, sizeof *out * (size_t)pn->n_out);
-            s = compute(r, pn, in, out);
+            s = compute(r, idx, pn, in, out);
+            if (s && ne && ne->ev) {
+                drain_event(ne->dev, ne->stream);
+                ne->dev->vt->event_release(ne->dev->dev, ne->ev);
+                ne->ev = NULL;
+            }
             if (!s && r->t_start) s = trace_node_done(r, idx, in, out);
         }
         if (s) {
@@ -214,15 +379,48 @@ static void exec_node(wf__run *r, int idx, lstack *ls)
         } else {
             for (int j = 0; j < pn->n_out; j++) {
                 int slot = pn->out_slot[j];
-                if (p->slot_uses[slot] == 0 && !p->slot_static[slot])
+                if (p->slot_uses[slot] == 0 && !p->slot_static[slot] && !(ne && ne->ev))
                     wf_tensor_free(out[j]); /* nobody reads it (an unused Split output) */
                 else
                     r->slots[slot] = out[j];
+                if (ne && ne->ev && ne->stream == WF_STREAM_COPY) r->slot_ev[slot] = ne->ev;
             }
         }
         if (in != in_buf) wf__free(in);
         if (out != out_buf) wf__free(out);
     }
+    if (r->t_start) {
+        r->t_start[idx] = t_start - r->t0;
+        r->t_thread[idx] = thread_id();
+    }
+    if (ne && ne->ev) {
+        /* enqueued: kernels after it on its device go now, everything else when its event fires */
+        for (int k = pn->n_succ - 1; k >= 0; k--) {
+            int sidx = pn->succ[k];
+            if (chained(r, ne, sidx) && atomic_fetch_sub_explicit(&r->pending[sidx], 1, memory_order_acq_rel) == 1)
+                lstack_push(r, ls, sidx);
+        }
+        ne->run = r;
+        ne->idx = idx;
+        const struct wf__device *d = ne->dev;
+        wf_status *s = d->vt->event_notify(d->dev, ne->ev, on_event, ne);
+        if (s) {
+            /* no callback to be had: wait for it here */
+            wf_status_free(s);
+            ne->err = d->vt->event_sync(d->dev, ne->ev);
+            complete_async(r, idx, ls);
+        }
+        return;
+    }
+    finish_node(r, idx, ls, false);
+}
+
+/* A node is done (run, failed, skipped, or its event fired): its inputs' uses, its times, and the
+ * successors it makes ready (those made ready at enqueue excepted). */
+static void finish_node(wf__run *r, int idx, lstack *ls, bool chained_done)
+{
+    const wf__plan *p = r->p;
+    const wf__pnode *pn = &p->nodes[idx];
     for (int i = 0; i < pn->n_in; i++) {
         int s = pn->in_slot[i];
         if (s >= 0 && !p->slot_static[s] && atomic_fetch_sub_explicit(&r->uses[s], 1, memory_order_acq_rel) == 1) {
@@ -230,14 +428,20 @@ static void exec_node(wf__run *r, int idx, lstack *ls)
             r->slots[s] = NULL;
         }
     }
-    if (r->t_start) {
-        r->t_start[idx] = t_start - r->t0;
-        r->t_end[idx] = wf__now_ns() - r->t0;
-        r->t_thread[idx] = thread_id();
-    }
+    if (chained_done)
+        for (int j = 0; j < pn->n_out; j++) {
+            int slot = pn->out_slot[j];
+            if (p->slot_uses[slot] == 0 && !p->slot_static[slot]) {
+                wf_tensor_free(r->slots[slot]); /* nobody reads it: kept only until its writer finished */
+                r->slots[slot] = NULL;
+            }
+        }
+    if (r->t_start) r->t_end[idx] = wf__now_ns() - r->t0;
+    const wf__nodeev *ne = chained_done ? &r->nev[idx] : NULL;
     /* Pushed last to first so they pop in plan order, which walks the plan's memory forwards. */
     for (int k = pn->n_succ - 1; k >= 0; k--) {
         int sidx = pn->succ[k];
+        if (ne && chained(r, ne, sidx)) continue;
         if (atomic_fetch_sub_explicit(&r->pending[sidx], 1, memory_order_acq_rel) == 1) lstack_push(r, ls, sidx);
     }
     ls->finished++;
@@ -256,7 +460,8 @@ static void run_local(wf__run *r, const int *first, int n_first)
     while (ls.n > 0) {
         /* LIFO keeps a producer's value hot in cache for its consumer. */
         int idx = ls.v[--ls.n];
-        exec_node(r, idx, &ls);
+        if (idx < 0) complete_async(r, -1 - idx, &ls);
+        else exec_node(r, idx, &ls);
         if (share && ls.n > 1 && wf__pool_idle(pool) > 0) {
             /* Hand the oldest half to idle workers in one batch. */
             int give = ls.n / 2;
@@ -277,7 +482,8 @@ static void run_local(wf__run *r, const int *first, int n_first)
      * run. r may be freed by its caller as soon as done is visible, so nothing of it is touched after. */
     if (ls.finished && atomic_fetch_sub_explicit(&r->outstanding, ls.finished, memory_order_acq_rel) == ls.finished) {
         atomic_store_explicit(&r->done, 1, memory_order_release);
-        if (share) wf__pool_notify_all(pool);
+        /* always: with streams, a run's last node may complete on a thread other than its caller's */
+        wf__pool_notify_all(pool);
     }
 }
 
@@ -372,6 +578,8 @@ static wf_trace *make_trace(const wf__run *r)
         e->bytes = r->t_bytes[i];
         e->is_copy = pn->op == &wf__copy_op;
         e->enqueue_only = r->t_enqueue[i];
+        e->device_start_ns = r->t_dstart && r->nev[i].ev ? r->t_dstart[i] : 0;
+        e->device_end_ns = r->t_dend && r->nev[i].ev ? r->t_dend[i] : 0;
         if (e->end_ns > t->wall_ns) t->wall_ns = e->end_ns;
     }
     return trace_links(r, t) ? t : (wf_trace_free(t), NULL);
@@ -394,9 +602,26 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
         r.t_enqueue = wf__calloc(n ? n : 1, sizeof *r.t_enqueue);
         r.t_out_bytes = wf__calloc(n ? n : 1, sizeof *r.t_out_bytes);
     }
+    bool streams = false;
+    for (int i = 0; i < ctx->n_devices; i++) streams |= has_streams(&ctx->devices[i]);
+    if (streams) {
+        r.nev = wf__calloc(n ? n : 1, sizeof *r.nev);
+        r.slot_ev = wf__calloc(ns ? ns : 1, sizeof *r.slot_ev);
+        if (trace) {
+            r.t_dstart = wf__calloc(n ? n : 1, sizeof *r.t_dstart);
+            r.t_dend = wf__calloc(n ? n : 1, sizeof *r.t_dend);
+        }
+    }
     wf_status *s = wf__arena_acquire(ctx, p, &r.arena);
+    if (wf_status_code(s) == WF_OUT_OF_MEMORY) {
+        /* An arena that does not fit (a memory limit, a hostile shape): this run allocates each output
+         * as it is produced and frees it at its last use, so it needs only what is live at once, and an
+         * output that cannot fit fails naming its node. */
+        wf_status_free(s);
+        s = NULL;
+    }
     if (s) goto done;
-    if (!r.slots || !r.uses || !r.pending ||
+    if (!r.slots || !r.uses || !r.pending || (streams && (!r.nev || !r.slot_ev || (trace && (!r.t_dstart || !r.t_dend)))) ||
         (trace && (!r.t_start || !r.t_end || !r.t_thread || !r.t_bytes || !r.t_shapes || !r.t_enqueue || !r.t_out_bytes))) {
         s = wf__oom("the run's state", (n + ns) * 16);
         goto done;
@@ -427,6 +652,18 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
         }
     }
 done:
+    /* every node has completed: its events can go */
+    for (size_t i = 0; r.nev && i < n; i++) {
+        wf__nodeev *ne = &r.nev[i];
+        if (ne->ev) ne->dev->vt->event_release(ne->dev->dev, ne->ev);
+        if (ne->begin) ne->dev->vt->event_release(ne->dev->dev, ne->begin);
+        wf__defer_release(&ne->defer);
+        wf_status_free(ne->err);
+    }
+    wf__free(r.nev);
+    wf__free(r.slot_ev);
+    wf__free(r.t_dstart);
+    wf__free(r.t_dend);
     if (r.slots)
         for (size_t i = 0; i < ns; i++) wf_tensor_free(r.slots[i]);
     wf__free(r.slots);

@@ -35,6 +35,13 @@ typedef struct ocl_dev {
     cl_mem stage_mem[2];      /* CL_MEM_ALLOC_HOST_PTR buffers, mapped once at stage_ptr */
     void *stage_ptr[2];
     cl_event stage_ev[2];     /* the last transfer through each slot, NULL if none pending */
+    /* streams and events (device contract v2): q is WF_STREAM_COMPUTE, copy_q WF_STREAM_COPY, both
+     * with profiling on (event timestamps); a wf_event is a cl_event. Asynchronous uploads stage
+     * through pinned buffers of their own (pins, under copy_mu), each reused once its transfer has
+     * completed; aux_q only maps new ones, so that mapping never waits behind queued copies. */
+    cl_command_queue aux_q;
+    struct ocl_pin *pins;
+    size_t pin_bytes;         /* pinned bytes held by pins */
     char name[160];
     char version[160];        /* driver version, part of the binary cache key */
     bool fp16, fp64;

@@ -1,7 +1,9 @@
 /*
  * The OpenCL backend plugin: every device of every OpenCL platform becomes an OPENCL device. Memory
  * is cl_mem chunks that the core carves up; kernels run on an in-order compute queue and host<->device
- * copies on a second in-order queue (through pinned staging on discrete devices), so they overlap;
+ * copies on a second in-order queue (through pinned staging on discrete devices), so they overlap; the
+ * two queues are the device's compute and copy streams, with cl_events as its events (device contract
+ * v2, "streams and events" below);
  * programs are built from source on first use and cached per device and on disk (keyed by source,
  * options, device and driver), so a second process skips the compiler.
  */
@@ -26,6 +28,15 @@ struct ocl_prog {
         char *name;
         cl_kernel k;
     } kernels[32];
+};
+
+/* A pinned staging buffer of asynchronous uploads (see "streams and events"). */
+struct ocl_pin {
+    struct ocl_pin *next;
+    cl_mem mem;
+    void *ptr;
+    size_t bytes;
+    cl_event busy; /* the last transfer from it, NULL if none */
 };
 
 typedef struct ocl_backend {
@@ -412,9 +423,11 @@ static wf_status *device_open(void *b, int i, void **out)
     d->platform = be->dev_plat[i];
     cl_int st;
     d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &st);
-    if (d->ctx) d->q = clCreateCommandQueue(d->ctx, d->id, 0, &st);
-    if (d->q) d->copy_q = clCreateCommandQueue(d->ctx, d->id, 0, &st);
-    if (!d->ctx || !d->q || !d->copy_q) {
+    if (d->ctx) d->q = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &st);
+    if (d->q) d->copy_q = clCreateCommandQueue(d->ctx, d->id, CL_QUEUE_PROFILING_ENABLE, &st);
+    if (d->copy_q) d->aux_q = clCreateCommandQueue(d->ctx, d->id, 0, &st);
+    if (!d->ctx || !d->q || !d->copy_q || !d->aux_q) {
+        if (d->copy_q) clReleaseCommandQueue(d->copy_q);
         if (d->q) clReleaseCommandQueue(d->q);
         if (d->ctx) clReleaseContext(d->ctx);
         ocl_host->free(d);
@@ -447,6 +460,14 @@ static void device_close(void *dev)
         if (d->stage_ptr[i]) clEnqueueUnmapMemObject(d->copy_q, d->stage_mem[i], d->stage_ptr[i], 0, NULL, NULL);
     }
     clFinish(d->copy_q);
+    for (struct ocl_pin *p = d->pins, *pn; p; p = pn) {
+        pn = p->next;
+        if (p->busy) clReleaseEvent(p->busy);
+        clEnqueueUnmapMemObject(d->aux_q, p->mem, p->ptr, 0, NULL, NULL);
+        clFinish(d->aux_q);
+        clReleaseMemObject(p->mem);
+        ocl_host->free(p);
+    }
     notice_free(d->notice);
     for (int i = 0; i < 2; i++)
         if (d->stage_mem[i]) clReleaseMemObject(d->stage_mem[i]);
@@ -459,6 +480,7 @@ static void device_close(void *dev)
         clReleaseProgram(p->prog);
         ocl_host->free(p);
     }
+    clReleaseCommandQueue(d->aux_q);
     clReleaseCommandQueue(d->copy_q);
     clReleaseCommandQueue(d->q);
     clReleaseContext(d->ctx);
@@ -648,6 +670,202 @@ static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *
                             : ocl_host->status(WF_INTERNAL, "OpenCL copy of %zu bytes on %s failed: %s", n, d->name, ocl_err(st));
 }
 
+/* ---- streams and events --------------------------------------------------------------------------
+ * WF_STREAM_COMPUTE is q, WF_STREAM_COPY is copy_q (both in order, with profiling); an event is a
+ * marker (clEnqueueMarkerWithWaitList: everything before it on its queue) or a transfer's own
+ * cl_event; a stream waits with clEnqueueBarrierWithWaitList; completion is told by clSetEventCallback;
+ * timestamps are CL_PROFILING_COMMAND_START/END. The asynchronous transfers take no marker of q and
+ * leave no barrier on it: the core orders them with events. */
+
+#define OCL_PIN_MAX ((size_t)256 << 20) /* pinned bytes a device keeps for asynchronous uploads */
+
+static cl_command_queue stream_q(ocl_dev *d, int stream) { return stream == WF_STREAM_COPY ? d->copy_q : d->q; }
+
+static wf_status *cl_status(ocl_dev *d, cl_int st, const char *what)
+{
+    return ocl_host->status(WF_INTERNAL, "OpenCL %s on %s failed: %s (%d)", what, d->name, ocl_err(st), (int)st);
+}
+
+static wf_status *event_record(void *dev, int stream, wf_event **ev)
+{
+    ocl_dev *d = dev;
+    cl_event e = NULL;
+    cl_int st = clEnqueueMarkerWithWaitList(stream_q(d, stream), 0, NULL, &e);
+    if (st == CL_SUCCESS) st = clFlush(stream_q(d, stream)); /* submitted, so that it can complete */
+    if (st != CL_SUCCESS) {
+        if (e) clReleaseEvent(e);
+        return cl_status(d, st, "marker");
+    }
+    *ev = (wf_event *)e;
+    return NULL;
+}
+
+static wf_status *stream_wait(void *dev, int stream, wf_event *ev)
+{
+    ocl_dev *d = dev;
+    cl_event e = (cl_event)ev;
+    cl_int st = clEnqueueBarrierWithWaitList(stream_q(d, stream), 1, &e, NULL);
+    return st == CL_SUCCESS ? NULL : cl_status(d, st, "barrier");
+}
+
+static wf_status *exec_error(ocl_dev *d, cl_int status)
+{
+    return ocl_host->status(WF_INTERNAL, "OpenCL command failed while running on %s: %s (%d)", d->name, ocl_err(status),
+                            (int)status);
+}
+
+static wf_status *event_query(void *dev, wf_event *ev, int *done)
+{
+    ocl_dev *d = dev;
+    cl_int status = CL_QUEUED;
+    cl_int st = clGetEventInfo((cl_event)ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    if (st != CL_SUCCESS) {
+        *done = 1;
+        return cl_status(d, st, "event query");
+    }
+    *done = status == CL_COMPLETE || status < 0;
+    return status < 0 ? exec_error(d, status) : NULL;
+}
+
+static wf_status *event_sync(void *dev, wf_event *ev)
+{
+    ocl_dev *d = dev;
+    cl_event e = (cl_event)ev;
+    cl_int st = clWaitForEvents(1, &e);
+    cl_int status = CL_COMPLETE;
+    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    if (status < 0) return exec_error(d, status);
+    return st == CL_SUCCESS ? NULL : cl_status(d, st, "event wait");
+}
+
+typedef struct ocl_notify {
+    ocl_dev *d;
+    void (*fn)(void *, wf_status *);
+    void *arg;
+} ocl_notify;
+
+static void CL_CALLBACK notify_tramp(cl_event e, cl_int status, void *user)
+{
+    ocl_notify *n = user;
+    wf_status *err = status < 0 ? exec_error(n->d, status) : NULL;
+    void (*fn)(void *, wf_status *) = n->fn;
+    void *arg = n->arg;
+    ocl_host->free(n);
+    fn(arg, err);
+}
+
+static wf_status *event_notify(void *dev, wf_event *ev, void (*fn)(void *, wf_status *), void *arg)
+{
+    ocl_dev *d = dev;
+    ocl_notify *n = ocl_host->malloc(sizeof *n);
+    if (!n) return ocl_host->status(WF_OUT_OF_MEMORY, "out of memory for an OpenCL event callback");
+    *n = (ocl_notify){d, fn, arg};
+    cl_int st = clSetEventCallback((cl_event)ev, CL_COMPLETE, notify_tramp, n);
+    if (st != CL_SUCCESS) {
+        ocl_host->free(n);
+        return cl_status(d, st, "event callback");
+    }
+    return NULL;
+}
+
+static wf_status *event_times(void *dev, wf_event *ev, int64_t *t0, int64_t *t1)
+{
+    ocl_dev *d = dev;
+    cl_ulong a = 0, b = 0;
+    cl_int st = clGetEventProfilingInfo((cl_event)ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
+    if (st == CL_SUCCESS) st = clGetEventProfilingInfo((cl_event)ev, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
+    if (st != CL_SUCCESS) return cl_status(d, st, "profiling query");
+    *t0 = (int64_t)a;
+    *t1 = (int64_t)b;
+    return NULL;
+}
+
+static void event_release(void *dev, wf_event *ev) { clReleaseEvent((cl_event)ev); }
+
+/* Under copy_mu: a pinned buffer of at least n bytes whose last transfer has completed, mapped; NULL
+ * when none can be had within OCL_PIN_MAX (the transfer then goes direct). */
+static struct ocl_pin *pin_take(ocl_dev *d, size_t n)
+{
+    struct ocl_pin *best = NULL;
+    for (struct ocl_pin *p = d->pins; p; p = p->next) {
+        if (p->bytes < n || (best && best->bytes <= p->bytes)) continue;
+        cl_int status = CL_COMPLETE;
+        if (p->busy) clGetEventInfo(p->busy, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+        if (status == CL_COMPLETE || status < 0) best = p;
+    }
+    if (best || d->pin_bytes + n > OCL_PIN_MAX) return best;
+    struct ocl_pin *p = ocl_host->malloc(sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    cl_int st;
+    p->mem = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, n, NULL, &st);
+    if (p->mem)
+        p->ptr = clEnqueueMapBuffer(d->aux_q, p->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, n, 0, NULL, NULL, &st);
+    if (!p->ptr) {
+        if (p->mem) clReleaseMemObject(p->mem);
+        ocl_host->free(p);
+        return NULL;
+    }
+    p->bytes = n;
+    p->next = d->pins;
+    d->pins = p;
+    d->pin_bytes += n;
+    return p;
+}
+
+static wf_status *copy_to_device_async(void *dev, void *chunk, size_t off, const void *src, size_t n, wf_event **ev)
+{
+    ocl_dev *d = dev;
+    cl_event e = NULL;
+    pthread_mutex_lock(&d->copy_mu);
+    cl_int st = CL_SUCCESS;
+    struct ocl_pin *p = stage_ready(d) ? pin_take(d, n) : NULL;
+    if (p) {
+        memcpy(p->ptr, src, n);
+        st = clEnqueueWriteBuffer(d->copy_q, (cl_mem)chunk, CL_FALSE, off, n, p->ptr, 0, NULL, &e);
+        if (st == CL_SUCCESS) {
+            if (p->busy) clReleaseEvent(p->busy);
+            clRetainEvent(e);
+            p->busy = e;
+        }
+    } else {
+        /* host-unified memory (or no pinned memory to be had): straight from src, which the caller
+         * keeps until the event completes */
+        st = clEnqueueWriteBuffer(d->copy_q, (cl_mem)chunk, CL_FALSE, off, n, src, 0, NULL, &e);
+    }
+    if (st == CL_SUCCESS) st = clFlush(d->copy_q);
+    pthread_mutex_unlock(&d->copy_mu);
+    if (st != CL_SUCCESS) {
+        if (e) {
+            clWaitForEvents(1, &e);
+            clReleaseEvent(e);
+        }
+        return ocl_host->status(WF_INTERNAL, "OpenCL write of %zu bytes to %s failed: %s", n, d->name, ocl_err(st));
+    }
+    *ev = (wf_event *)e;
+    return NULL;
+}
+
+/* Straight into dst (the core's host tensor, kept until the event completes); the driver stages. */
+static wf_status *copy_to_host_async(void *dev, void *dst, const void *chunk, size_t off, size_t n, wf_event **ev)
+{
+    ocl_dev *d = dev;
+    cl_event e = NULL;
+    pthread_mutex_lock(&d->copy_mu);
+    cl_int st = clEnqueueReadBuffer(d->copy_q, (cl_mem)chunk, CL_FALSE, off, n, dst, 0, NULL, &e);
+    if (st == CL_SUCCESS) st = clFlush(d->copy_q);
+    pthread_mutex_unlock(&d->copy_mu);
+    if (st != CL_SUCCESS) {
+        if (e) {
+            clWaitForEvents(1, &e);
+            clReleaseEvent(e);
+        }
+        return ocl_host->status(WF_INTERNAL, "OpenCL read of %zu bytes from %s failed: %s", n, d->name, ocl_err(st));
+    }
+    *ev = (wf_event *)e;
+    return NULL;
+}
+
 static const wf__kernel_def *const g_tables[] = {ocl_kernels_elementwise, ocl_kernels_shape, ocl_kernels_nn,
                                                  ocl_kernels_reduce, ocl_kernels_norm, ocl_kernels_image,
                                                  ocl_kernels_seq, ocl_kernels_nngrad, ocl_kernels_train};
@@ -688,6 +906,9 @@ static const wf_backend_vtable g_vt = {
     .device_close = device_close, .chunk_alloc = chunk_alloc, .chunk_free = chunk_free,
     .copy_to_device = copy_to_device, .copy_to_host = copy_to_host, .copy_on_device = copy_on_device,
     .find_kernel = find_kernel, .synchronize = synchronize, .destroy = destroy,
+    .event_record = event_record, .stream_wait = stream_wait, .event_query = event_query, .event_sync = event_sync,
+    .event_notify = event_notify, .event_times = event_times, .event_release = event_release,
+    .copy_to_device_async = copy_to_device_async, .copy_to_host_async = copy_to_host_async,
 };
 
 __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host_api *host, const wf_backend_vtable **vt,
