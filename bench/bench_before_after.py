@@ -73,7 +73,7 @@ def build_baseline(build, rev, cuda):
     with open(log, "w") as f:
         subprocess.run(["cmake", "-S", src, "-B", os.path.join(top, "build")] + flags, stdout=f,
                        stderr=subprocess.STDOUT, check=True)
-        targets = ["weft"] + (["weft-cuda"] if cuda else [])
+        targets = ["weft_cli"] + (["weft-cuda"] if cuda else [])
         subprocess.run(["cmake", "--build", os.path.join(top, "build"), "-j%d" % (os.cpu_count() or 1),
                         "--target"] + targets, stdout=f, stderr=subprocess.STDOUT, check=True)
     return full, exe

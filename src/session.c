@@ -17,7 +17,8 @@ struct wf_session {
     wf_context *ctx;       /* the caller's, or an own copy when the thread options differ */
     wf_context *own_ctx;
     wf_graph *g;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;    /* the plan cache, the variables: held briefly, never while planning */
+    pthread_mutex_t build_mu; /* one plan built at a time; runs of cached plans never take it */
     wf__plan **plans;     /* least recently used first */
     int n_plans, cap_plans;
     int max_plans;
@@ -87,6 +88,7 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
     }
     s->place.weights = s->weights;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->build_mu, NULL);
     *out = s;
     return NULL;
 }
@@ -101,28 +103,53 @@ void wf_session_free(wf_session *s)
     wf__free(s->var_value);
     wf__free(s->plans);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->build_mu);
     wf_context_free(s->own_ctx);
     wf__free(s->device);
     wf__free(s);
 }
 
+/* The cached plan for (feeds, fetches), most recently used moved last, with a reference for the
+ * caller; NULL when there is none (caller holds mu). */
+static wf__plan *cached_plan(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                             int n_fetches)
+{
+    for (int i = s->n_plans - 1; i >= 0; i--)
+        if (wf__plan_matches(s->plans[i], feeds, n_feeds, fetches, n_fetches)) {
+            wf__plan *p = s->plans[i];
+            memmove(&s->plans[i], &s->plans[i + 1], sizeof *s->plans * (size_t)(s->n_plans - 1 - i));
+            s->plans[s->n_plans - 1] = p;
+            wf__plan_ref(p);
+            return p;
+        }
+    return NULL;
+}
+
+void (*wf__session_build_hook)(void *arg);
+void *wf__session_build_hook_arg;
+
+/* A cached plan costs one short hold of mu. A new one is built under build_mu only, so runs of cached
+ * plans on other threads go on meanwhile; two threads missing on the same key build it once (the
+ * second finds it in the cache after waiting for build_mu). */
 static wf_status *get_plan(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                            int n_fetches, wf__plan **out)
 {
     pthread_mutex_lock(&s->mu);
-    for (int i = s->n_plans - 1; i >= 0; i--)
-        if (wf__plan_matches(s->plans[i], feeds, n_feeds, fetches, n_fetches)) {
-            wf__plan *p = s->plans[i];
-            /* most recently used goes last */
-            memmove(&s->plans[i], &s->plans[i + 1], sizeof *s->plans * (size_t)(s->n_plans - 1 - i));
-            s->plans[s->n_plans - 1] = p;
-            wf__plan_ref(p);
-            *out = p;
-            pthread_mutex_unlock(&s->mu);
-            return NULL;
-        }
+    *out = cached_plan(s, feeds, n_feeds, fetches, n_fetches);
+    pthread_mutex_unlock(&s->mu);
+    if (*out) return NULL;
+    pthread_mutex_lock(&s->build_mu);
+    pthread_mutex_lock(&s->mu);
+    *out = cached_plan(s, feeds, n_feeds, fetches, n_fetches);
+    pthread_mutex_unlock(&s->mu);
+    if (*out) {
+        pthread_mutex_unlock(&s->build_mu);
+        return NULL;
+    }
+    if (wf__session_build_hook) wf__session_build_hook(wf__session_build_hook_arg);
     wf__plan *p = NULL;
     wf_status *st = wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &s->place, &p);
+    pthread_mutex_lock(&s->mu);
     if (!st && s->n_plans >= s->max_plans) {
         /* evict the least recently used: its arenas go now, or when the last run using it ends */
         wf__plan_unref(s->plans[0]);
@@ -146,6 +173,7 @@ static wf_status *get_plan(wf_session *s, const wf_feed *feeds, int n_feeds, con
         *out = p;
     }
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->build_mu);
     return st;
 }
 

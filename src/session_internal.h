@@ -12,4 +12,10 @@ wf_status *wf__session_placement_get(wf_session *s, const wf_feed *feeds, int n_
 /* The graph a session runs (export checks that outputs belong to it). */
 const wf_graph *wf__session_graph(const wf_session *s);
 
+/* Tests only: called (when set) by the thread that builds a new plan, just before it builds, with no
+ * session lock but the build lock held; test_session blocks in it to show that runs of cached plans
+ * do not wait for a build. */
+extern void (*wf__session_build_hook)(void *arg);
+extern void *wf__session_build_hook_arg;
+
 #endif

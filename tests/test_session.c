@@ -3,9 +3,11 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "check.h"
 #include "core/core.h"
+#include "session_internal.h"
 
 static wf_context *ctx;
 
@@ -405,6 +407,121 @@ static void test_concurrent_runs(void)
     wf_graph_free(g);
 }
 
+/* ---- runs of cached plans do not wait for a plan being built (issue 13): a thread building a new
+ * shape's plan is held inside the build (the test hook) while another thread runs the cached shape;
+ * those runs must all finish while the build is still held. The 60 s waits only turn a deadlock into a
+ * failure; nothing is timed. ------------------------------------------------------------------------ */
+
+typedef struct build_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered, release, cached_done;
+} build_gate;
+
+static void gate_hook(void *arg)
+{
+    build_gate *g = arg;
+    pthread_mutex_lock(&g->mu);
+    g->entered = 1;
+    pthread_cond_broadcast(&g->cv);
+    while (!g->release) pthread_cond_wait(&g->cv, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+typedef struct shape_run {
+    wf_session *s;
+    wf_output x, y;
+    int64_t n;
+    int runs, bad;
+    build_gate *gate; /* set: signal cached_done at the end */
+} shape_run;
+
+static void *run_shape(void *p)
+{
+    shape_run *a = p;
+    for (int it = 0; it < a->runs; it++) {
+        float *v = malloc(sizeof *v * (size_t)a->n);
+        for (int64_t i = 0; i < a->n; i++) v[i] = (float)(it * 7 + i);
+        wf_tensor *t = NULL, *o = NULL;
+        if (wf_tensor_new(WF_F32, 1, &a->n, v, &t)) { a->bad++; free(v); continue; }
+        wf_feed f = {a->x, t};
+        wf_status *st = wf_session_run(a->s, &f, 1, &a->y, 1, &o, NULL);
+        if (st) { a->bad++; wf_status_free(st); }
+        else {
+            const float *ov = wf_tensor_data(o);
+            for (int64_t i = 0; i < a->n; i++) if (ov[i] != v[i] * 2 + 1) a->bad++;
+        }
+        wf_tensor_free(o);
+        wf_tensor_free(t);
+        free(v);
+    }
+    if (a->gate) {
+        pthread_mutex_lock(&a->gate->mu);
+        a->gate->cached_done = 1;
+        pthread_cond_broadcast(&a->gate->cv);
+        pthread_mutex_unlock(&a->gate->mu);
+    }
+    return NULL;
+}
+
+/* waits until *flag, at most 60 s; returns *flag */
+static int gate_wait(build_gate *g, int *flag)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&g->mu);
+    while (!*flag && pthread_cond_timedwait(&g->cv, &g->mu, &until) == 0) {}
+    int v = *flag;
+    pthread_mutex_unlock(&g->mu);
+    return v;
+}
+
+static void test_cached_runs_during_build(void)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t d[1] = {-1};
+    wf_output x, two, one, m, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, d, &x));
+    CHECK_OK(wf_const_scalar(g, "two", WF_F32, 2, &two));
+    CHECK_OK(wf_const_scalar(g, "one", WF_F32, 1, &one));
+    CHECK_OK(wf_mul(g, "m", x, two, &m));
+    CHECK_OK(wf_add(g, "y", m, one, &y));
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    shape_run warm = {s, x, y, 64, 1, 0, NULL};
+    run_shape(&warm); /* the 64-element plan is now cached */
+    CHECK_INT(warm.bad, 0);
+
+    build_gate gate = {.entered = 0};
+    pthread_mutex_init(&gate.mu, NULL);
+    pthread_cond_init(&gate.cv, NULL);
+    wf__session_build_hook_arg = &gate;
+    wf__session_build_hook = gate_hook;
+    shape_run fresh = {s, x, y, 128, 1, 0, NULL}, cached = {s, x, y, 64, 20, 0, &gate};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, run_shape, &fresh);
+    CHECK(gate_wait(&gate, &gate.entered)); /* the 128-element plan is being built, and held there */
+    pthread_create(&tb, NULL, run_shape, &cached);
+    int done_during_build = gate_wait(&gate, &gate.cached_done);
+    CHECK(done_during_build); /* 20 runs of the cached plan finished while the build was held */
+    pthread_mutex_lock(&gate.mu);
+    gate.release = 1;
+    pthread_cond_broadcast(&gate.cv);
+    pthread_mutex_unlock(&gate.mu);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    wf__session_build_hook = NULL;
+    wf__session_build_hook_arg = NULL;
+    CHECK_INT(cached.bad, 0);
+    CHECK_INT(fresh.bad, 0);
+    pthread_cond_destroy(&gate.cv);
+    pthread_mutex_destroy(&gate.mu);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
 /* ---- overflowing and huge sizes at run time (issue 12): shape inputs fed at run time reach the kernels,
  * which must return INVALID_ARGUMENT for an overflow and OUT_OF_MEMORY (naming the node and the bytes)
  * for a size larger than the machine, and the session stays usable. ---------------------------------- */
@@ -544,6 +661,7 @@ int main(void)
     RUN_TEST(test_fusion);
     RUN_TEST(test_fusion_nan);
     RUN_TEST(test_concurrent_runs);
+    RUN_TEST(test_cached_runs_during_build);
     RUN_TEST(test_overflow_at_run_time);
     RUN_TEST(test_huge_tensor_new);
     wf_context_free(ctx);
