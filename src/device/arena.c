@@ -42,13 +42,19 @@ static bool same_bytes(const wf_tensor *t, const wf__arena_dev *a, int64_t off)
     return t->dev_chunk == a->chunk && t->dev_offset == a->off + (size_t)off;
 }
 
+bool wf__arena_needs_fix(const wf__kmem *m, int j, const wf_tensor *t)
+{
+    if (!wf__tensor_in_arena(t)) return false;
+    int64_t off = m->slot_off[m->out_slot[j]];
+    return !(off >= 0 && same_bytes(t, m->arena, off));
+}
+
 wf_status *wf__arena_fix_output(const struct wf__device *d, const wf__kmem *m, int j, wf_tensor **out)
 {
     wf_tensor *t = *out;
-    if (!wf__tensor_in_arena(t)) return NULL;
+    if (!wf__arena_needs_fix(m, j, t)) return NULL;
     int sl = m->out_slot[j];
     int64_t off = m->slot_off[sl];
-    if (off >= 0 && same_bytes(t, m->arena, off)) return NULL;
     wf_tensor *c;
     if (off >= 0 && t->bytes <= m->slot_cap[sl]) {
         WF__TRY(wf__arena_tensor(d, m->arena, off, t->dtype, t->rank, t->dims, &c));

@@ -36,6 +36,8 @@ bool wf__tensor_in_arena(const wf_tensor *t);
 /* A header over arena bytes at slot `slot` of a; NULL status on success. */
 wf_status *wf__arena_tensor(const struct wf__device *d, const wf__arena_dev *a, int64_t off, wf_dtype dtype,
                             int rank, const int64_t *dims, wf_tensor **out);
+/* Does output j (t) alias another value's arena bytes, so that wf__arena_fix_output would copy it? */
+bool wf__arena_needs_fix(const wf__kmem *m, int j, const wf_tensor *t);
 /* After a kernel: an output that aliases another value's arena bytes (a view or a reference of an
  * input) is copied into the output's own slot, or into allocator memory when it has none, so the
  * plan's sharing stays correct. */

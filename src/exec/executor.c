@@ -250,13 +250,25 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
         }
         if (r->nev[idx].ev) {
             wf_status *s;
+            bool fix = false;
             for (int j = 0; j < pn->n_out; j++) {
                 if (!out[j])
                     return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->name,
                                       pn->op->name, j);
-                /* as below; the fix's copy is synchronous, so ordered after the kernel's enqueued work */
+                /* as below; the copy goes on the compute stream, after the kernel and its waits for its inputs */
+                fix |= k.mem && wf__arena_needs_fix(k.mem, j, out[j]);
                 if (k.mem && (s = wf__arena_fix_output(k.device, k.mem, j, &out[j])))
                     return wf__status_wrap(s, "node '%s' (%s): output %d", pn->name, pn->op->name, j);
+            }
+            if (fix) {
+                /* the copy that gave a view of an arena value its own bytes was enqueued on the compute
+                 * stream after the node's event: the node completes after it */
+                wf__nodeev *ne = &r->nev[idx];
+                k.device->vt->event_release(k.device->dev, ne->ev);
+                ne->ev = NULL;
+                if ((s = k.device->vt->event_record(k.device->dev, WF_STREAM_COMPUTE, &ne->ev)))
+                    return wf__status_wrap(s, "node '%s' (%s): recording its event on %s", pn->name, pn->op->name,
+                                           k.device->short_name);
             }
             return NULL;
         }
