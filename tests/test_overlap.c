@@ -17,6 +17,7 @@
  * SKIP where the device is absent.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -221,11 +222,23 @@ static void test_async_error_names_node(void)
 {
     wf_graph *g = NULL;
     CHECK_OK(wf_graph_new(&g));
+    /* Six Relu branches beside the Sqrt, so that other threads enqueue on the same stream while the Sqrt
+     * is enqueued: the error must still be reported as the Sqrt's (found once in an ASan run, where a
+     * Relu's event, recorded between the Sqrt's kernel and its event, carried the error). */
     wf_output x, r, sq, out_o;
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){8}, &x));
-    CHECK_OK(wf_relu(g, "before", x, &r));
     CHECK_OK(wf_unary(g, "Sqrt", "sq", x, &sq));
-    CHECK_OK(wf_add(g, "after", sq, r, &out_o));
+    CHECK_OK(wf_relu(g, "before", x, &r));
+    out_o = r;
+    for (int b = 0; b < 5; b++) {
+        char name[16];
+        wf_output rb;
+        snprintf(name, sizeof name, "before%d", b);
+        CHECK_OK(wf_relu(g, name, x, &rb));
+        snprintf(name, sizeof name, "sum%d", b);
+        CHECK_OK(wf_add(g, name, out_o, rb, &out_o));
+    }
+    CHECK_OK(wf_add(g, "after", sq, out_o, &out_o));
     wf_session_options o;
     wf_session_options_init(&o);
     o.device = "TESTDEV:0";
@@ -237,7 +250,7 @@ static void test_async_error_names_node(void)
     CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){8}, bad, &bt));
     CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){8}, good, &gt));
     if (s && bt && gt) {
-        for (int rep = 0; rep < 3; rep++) {
+        for (int rep = 0; rep < 20; rep++) {
             wf_feed f = {x, bt};
             wf_status *st = wf_session_run(s, &f, 1, &out_o, 1, &out, NULL);
             CHECK(st != NULL);
@@ -252,7 +265,7 @@ static void test_async_error_names_node(void)
             f.tensor = gt;
             CHECK_OK(wf_session_run(s, &f, 1, &out_o, 1, &out, NULL));
             if (out) {
-                const float want[8] = {2, 6, 12, 0, 20, 30, 42, 56}; /* sqrt(x) + relu(x) */
+                const float want[8] = {7, 26, 57, 0, 100, 155, 222, 301}; /* sqrt(x) + 6 relu(x) */
                 for (int i = 0; i < 8; i++) CHECK_NEAR(((float *)wf_tensor_data(out))[i], want[i], 1e-5);
             }
             wf_tensor_free(out);

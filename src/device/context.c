@@ -88,6 +88,10 @@ void wf_context_free(wf_context *c)
         struct wf__device *d = &c->devices[i];
         wf__bfc_free(d->bfc);
         if (d->vt && d->dev) d->vt->device_close(d->dev);
+        if (d->enqueue_mu) {
+            pthread_mutex_destroy(d->enqueue_mu);
+            wf__free(d->enqueue_mu);
+        }
         wf__free(c->devices[i].name);
         wf__free(c->devices[i].short_name);
         wf__free(c->devices[i].description);

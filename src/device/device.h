@@ -6,6 +6,8 @@
 #ifndef WF_DEVICE_DEVICE_H
 #define WF_DEVICE_DEVICE_H
 
+#include <pthread.h>
+
 #include "core/pool.h"
 #include "device/bfc.h"
 #include "device/device_impl.h"
@@ -57,6 +59,11 @@ struct wf__device {
     wf_device_perf perf;    /* the placer's cost model of this device */
     _Atomic uint64_t arena_bytes;    /* bytes in plans' arenas (lower/memplan.c) */
     _Atomic int64_t fallback_allocs; /* outputs of arena-planned runs that still came from the allocator */
+    /* Backend devices with streams: held by the executor from a node's first enqueue to the record of
+     * its event, so that the commands of one node are contiguous on the compute stream and an error a
+     * stream reports through the next event is the error of that event's node. Allocated on its own
+     * (the device list is reallocated as plugins load). */
+    pthread_mutex_t *enqueue_mu;
 };
 
 /* Default figures of the CPU device (from /proc/cpuinfo) and of a backend device (from its info). */

@@ -149,6 +149,8 @@ static wf_status *add_devices(wf_context *c, wf__plugin *p)
         dv->dev = dev;
         c->n_devices++; /* counted now so that context teardown closes it whatever happens next */
         if (!dv->name || !dv->short_name || !dv->description) return wf__oom("the device list", 256);
+        if (!(dv->enqueue_mu = wf__malloc(sizeof *dv->enqueue_mu))) return wf__oom("the device list", sizeof *dv->enqueue_mu);
+        pthread_mutex_init(dv->enqueue_mu, NULL);
         wf__bfc_backend be = {p->vt->chunk_alloc, p->vt->chunk_free, dev};
         WF__TRY(wf__bfc_new(dv->short_name, 0, info.alignment, be, &dv->bfc));
         p->n_devices++;

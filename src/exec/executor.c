@@ -199,6 +199,31 @@ static wf_status *copy_async(wf__run *r, int idx, const wf__pnode *pn, wf__kctx 
     return NULL;
 }
 
+/* The outputs of a node enqueued on a device with streams (its event recorded): each one checked, and a
+ * view of an arena value given its own bytes by a copy on the compute stream, after the kernel and its
+ * waits for its inputs; the node's event is then recorded again, so that the node completes after it. */
+static wf_status *async_outputs(wf__run *r, int idx, const wf__pnode *pn, const wf__kctx *k, wf_tensor **out)
+{
+    wf_status *s;
+    bool fix = false;
+    for (int j = 0; j < pn->n_out; j++) {
+        if (!out[j])
+            return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->name, pn->op->name, j);
+        fix |= k->mem && wf__arena_needs_fix(k->mem, j, out[j]);
+        if (k->mem && (s = wf__arena_fix_output(k->device, k->mem, j, &out[j])))
+            return wf__status_wrap(s, "node '%s' (%s): output %d", pn->name, pn->op->name, j);
+    }
+    if (fix) {
+        wf__nodeev *ne = &r->nev[idx];
+        k->device->vt->event_release(k->device->dev, ne->ev);
+        ne->ev = NULL;
+        if ((s = k->device->vt->event_record(k->device->dev, WF_STREAM_COMPUTE, &ne->ev)))
+            return wf__status_wrap(s, "node '%s' (%s): recording its event on %s", pn->name, pn->op->name,
+                                   k->device->short_name);
+    }
+    return NULL;
+}
+
 static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **in, wf_tensor **out)
 {
     if (pn->feed >= 0) {
@@ -246,32 +271,14 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
             if (!in[0]->device && has_streams(d)) WF__TRY(copy_async(r, idx, pn, &k, d, true));
             else if (!d && has_streams(in[0]->device)) WF__TRY(copy_async(r, idx, pn, &k, in[0]->device, false));
         } else if (pn->op != &wf__copy_op && has_streams(d)) {
-            WF__TRY(kernel_async(r, idx, pn, &k, d));
+            /* the node's commands and its event stay contiguous on the compute stream (see enqueue_mu) */
+            pthread_mutex_lock(d->enqueue_mu);
+            wf_status *s = kernel_async(r, idx, pn, &k, d);
+            if (!s && r->nev[idx].ev) s = async_outputs(r, idx, pn, &k, out);
+            pthread_mutex_unlock(d->enqueue_mu);
+            return s;
         }
-        if (r->nev[idx].ev) {
-            wf_status *s;
-            bool fix = false;
-            for (int j = 0; j < pn->n_out; j++) {
-                if (!out[j])
-                    return wf__status(WF_INTERNAL, "node '%s' (%s): kernel produced no output %d", pn->name,
-                                      pn->op->name, j);
-                /* as below; the copy goes on the compute stream, after the kernel and its waits for its inputs */
-                fix |= k.mem && wf__arena_needs_fix(k.mem, j, out[j]);
-                if (k.mem && (s = wf__arena_fix_output(k.device, k.mem, j, &out[j])))
-                    return wf__status_wrap(s, "node '%s' (%s): output %d", pn->name, pn->op->name, j);
-            }
-            if (fix) {
-                /* the copy that gave a view of an arena value its own bytes was enqueued on the compute
-                 * stream after the node's event: the node completes after it */
-                wf__nodeev *ne = &r->nev[idx];
-                k.device->vt->event_release(k.device->dev, ne->ev);
-                ne->ev = NULL;
-                if ((s = k.device->vt->event_record(k.device->dev, WF_STREAM_COMPUTE, &ne->ev)))
-                    return wf__status_wrap(s, "node '%s' (%s): recording its event on %s", pn->name, pn->op->name,
-                                           k.device->short_name);
-            }
-            return NULL;
-        }
+        if (r->nev[idx].ev) return async_outputs(r, idx, pn, &k, out);
     }
     wf_status *s = pn->kernel->compute(&k);
     if (s) return s;

@@ -109,6 +109,8 @@ void wf__dn_free_state(void *state)
     if (p && --p->refs == 0) dn_prim_destroy(p);
 }
 
+static pthread_mutex_t g_build_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static size_t size_max(size_t a, size_t b) { return a > b ? a : b; }
 
 wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_build_fn build, void *arg,
@@ -144,7 +146,14 @@ wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_buil
     /* oneDNN picks its implementation and sizes its scratchpad for the thread count in effect at
      * creation; execution may use fewer threads (the intra-op gate) but never more. */
     int tok = wf__intra_begin_create(k);
+    /* One build at a time in the process: oneDNN's primitive cache shares primitive descriptors between
+     * threads, synchronised inside libdnnl where ThreadSanitizer cannot see it (two convolutions built at
+     * once on two inter-op threads were reported as a race on a cached descriptor). A build happens once
+     * per node and shape, so the lock costs nothing in steady state, and identical primitives wanted by
+     * two threads are JIT-compiled once instead of twice. */
+    pthread_mutex_lock(&g_build_mu);
     s = build(k, arg, eng, p);
+    pthread_mutex_unlock(&g_build_mu);
     wf__intra_end(k, tok);
     if (s) {
         dn_prim_destroy(p);
