@@ -78,7 +78,7 @@ extern const wf__op_def wf__ops_reduce[];      /* ops_reduce.c: reductions, soft
 extern const wf__op_def wf__ops_math[];        /* ops_math.c: more unary math and activations */
 extern const wf__op_def wf__ops_misc[];        /* ops_misc.c: ops the ONNX suite asks for (TopK, CumSum, ...) */
 extern const wf__op_def wf__ops_onnx[];        /* ops_onnx.c: losses, attention, quantization, ... */
-extern const wf__op_def wf__ops_onnx2[];       /* ops_onnx2.c: recurrent, signal, detection ops */
+extern const wf__op_def wf__ops_rnn_image[];       /* ops_rnn_image.c: recurrent, signal, detection ops */
 extern const wf__op_def wf__ops_nn_grad[];     /* ops_nn_grad.c: conv and pool backward ops */
 extern const wf__op_def wf__ops_train[];       /* ops_train.c: ApplyAdam, StatelessRandomUniform */
 

@@ -11,7 +11,7 @@
 
 static const wf__op_def *const g_tables[] = {wf__ops_core, wf__ops_elementwise, wf__ops_shape,
                                              wf__ops_nn,   wf__ops_reduce,      wf__ops_math,
-                                             wf__ops_misc, wf__ops_onnx,        wf__ops_onnx2,
+                                             wf__ops_misc, wf__ops_onnx,        wf__ops_rnn_image,
                                              wf__ops_nn_grad, wf__ops_train};
 
 const wf__op_def *wf__op_lookup(const char *name)

@@ -1,7 +1,7 @@
 /*
  * Host side of the CUDA resampling, signal and contraction ops: Resize, GridSample, AffineGrid, RoiAlign,
  * Col2Im, CenterCropPad, DFT, the Hann / Hamming / Blackman windows and Einsum, with the kernel table.
- * Follows the OpenCL port (src/backends/opencl/ocl_image.c, ocl_image2.c, ocl_seq.c) of the CPU kernels:
+ * Follows the OpenCL port (src/backends/opencl/ocl_image.c, ocl_quant_signal.c, ocl_seq.c) of the CPU kernels:
  * small operands (sizes, scales, batch indices) are read back and checked on the host, Resize tap tables,
  * DFT twiddles and the Einsum plan are built on the host and uploaded to stream-ordered scratch memory
  * (cudaMallocAsync on the compute stream, freed behind the kernels that use it).

@@ -1,6 +1,6 @@
 /*
  * Device code of the CUDA resampling, signal and contraction ops (cuda_image.c). Ports of the CPU
- * kernels (src/backends/cpu/k_misc_resize.c, k_onnx2_sample.c, k_onnx2_misc.c, k_onnx.c,
+ * kernels (src/backends/cpu/k_misc_resize.c, k_image_sample.c, k_signal_misc.c, k_onnx.c,
  * k_misc_einsum.c): arithmetic in double, every product through a round-to-nearest intrinsic so that
  * nvcc never contracts it into an FMA (the CPU rounds each step, and nearest-neighbour ties, truncation
  * to integers and border tests depend on the last bit).

@@ -1,6 +1,6 @@
 /*
  * Device code of the CUDA sequence and quantisation ops (cuda_seq.c). Ports of the OpenCL kernels
- * (src/backends/opencl/ocl_seq2.c, ocl_image2.c) with the CPU kernels' arithmetic: recurrences and
+ * (src/backends/opencl/ocl_rnn_attn.c, ocl_quant_signal.c) with the CPU kernels' arithmetic: recurrences and
  * attention in double with each step rounded where the CPU rounds, integer products in 64 bits, and
  * products that the CPU rounds separately written with _rn intrinsics so nvcc never fuses them.
  */

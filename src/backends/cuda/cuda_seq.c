@@ -2,8 +2,9 @@
  * Host side of the CUDA sequence and quantisation ops: RNN, GRU, LSTM (the time loop runs here, one launch
  * per step), Attention, RotaryEmbedding, Quantize / Dequantize / DynamicQuantizeLinear, MatMulInteger,
  * QLinearMatMul, ConvInteger and QLinearConv, with the family's kernel table. Checks and shapes follow the
- * OpenCL port (src/backends/opencl/ocl_seq2.c, ocl_image2.c) of the CPU kernels (src/backends/cpu/k_onnx2.c,
- * k_onnx_attn.c, k_onnx_quant.c); small per-tensor parameters are read back, the rest is read on the device.
+ * OpenCL port (src/backends/opencl/ocl_rnn_attn.c, ocl_quant_signal.c) of the CPU kernels
+ * (src/backends/cpu/k_rnn.c, k_onnx_attn.c, k_onnx_quant.c); small per-tensor parameters are read back,
+ * the rest is read on the device.
  */
 #include <inttypes.h>
 #include <math.h>

@@ -1,8 +1,8 @@
 /*
  * OpenCL kernels of resampling and geometry: Resize, GridSample, AffineGrid, RoiAlign, Col2Im, MaxUnpool,
- * CenterCropPad, plus the family's shared host helpers and kernel table (ocl_image2.c adds signal,
+ * CenterCropPad, plus the family's shared host helpers and kernel table (ocl_quant_signal.c adds signal,
  * quantisation, BitCast and RotaryEmbedding). Semantics follow src/backends/cpu/k_misc_resize.c,
- * k_onnx2_sample.c and k_onnx.c; like them, arithmetic runs in double where the device has it.
+ * k_image_sample.c and k_onnx.c; like them, arithmetic runs in double where the device has it.
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * Private glue between ocl_image.c (resampling and geometry: Resize, GridSample, AffineGrid, RoiAlign,
- * Col2Im, MaxUnpool, CenterCropPad) and ocl_image2.c (signal, quantisation, BitCast, RotaryEmbedding):
+ * Col2Im, MaxUnpool, CenterCropPad) and ocl_quant_signal.c (signal, quantisation, BitCast, RotaryEmbedding):
  * the kernel-source prelude that adds a wide accumulator type to the elementwise prelude, and small
  * host helpers for scratch buffers and read-backs.
  */
@@ -48,7 +48,7 @@ double oclimg_attr_f(const wf__kctx *k, const char *name);
 const char *oclimg_attr_s(const wf__kctx *k, const char *name);
 static inline bool oclimg_has(const wf__kctx *k, int i) { return i < k->n_in && k->in[i] != NULL; }
 
-/* Kernels of ocl_image2.c, listed in the table of ocl_image.c: X(Op, dtype mask, key input). */
+/* Kernels of ocl_quant_signal.c, listed in the table of ocl_image.c: X(Op, dtype mask, key input). */
 #define OCLIMG_QI (WF__DT_BIT(WF_U8) | WF__DT_BIT(WF_I8))
 #define OCLIMG2_OPS(X)                                                                                             \
     X(DFT, WF__DT_FLOATS, 0)                                                                                       \

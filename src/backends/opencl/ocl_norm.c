@@ -2,7 +2,7 @@
  * OpenCL kernels: the reductions beyond the basic ones (ReduceL1, ReduceSumSquare, ReduceLogSum,
  * ReduceLogSumExp, bool ReduceMin/ReduceMax), GlobalMaxPool, LpPool, Hardmax, LpNormalization, TopK and
  * Det, plus the family's single program source and kernel table (the normalisations and losses are in
- * ocl_norm2.c). Semantics are the CPU's (k_misc_norm.c, k_math_axis.c, k_onnx.c): floats go through DBL.
+ * ocl_norm_loss.c). Semantics are the CPU's (k_misc_norm.c, k_math_axis.c, k_onnx.c): floats go through DBL.
  */
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /*
  * Private glue between ocl_norm.c (the family's kernel source, the reductions, Hardmax, LpNormalization,
- * TopK, Det, the pools and the kernel table) and ocl_norm2.c (Group/Instance/RMS/MeanVariance
+ * TopK, Det, the pools and the kernel table) and ocl_norm_loss.c (Group/Instance/RMS/MeanVariance
  * normalisation, LRN and the two losses).
  */
 #ifndef WF_OCL_NORM_H
@@ -24,7 +24,7 @@ void ocl_norm_plan_make(const wf_tensor *x, unsigned mask, ocl_norm_plan *p);
 /* A scratch device buffer of n bytes (at least 1); release it after the kernels using it are queued. */
 wf_status *ocl_norm_scratch(wf__kctx *k, size_t n, cl_mem *out);
 
-/* Kernels of ocl_norm2.c, listed in ocl_norm.c's table. */
+/* Kernels of ocl_norm_loss.c, listed in ocl_norm.c's table. */
 wf_status *ocl_norm_k_groupnorm(wf__kctx *k);
 wf_status *ocl_norm_k_rmsnorm(wf__kctx *k);
 wf_status *ocl_norm_k_mvn(wf__kctx *k);

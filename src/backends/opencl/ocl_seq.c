@@ -1,7 +1,7 @@
 /*
  * OpenCL kernels of Einsum and the ops whose output size depends on the data (NonZero, Compress, Unique,
  * NonMaxSuppression), plus the seq family's kernel table (the recurrent ops and Attention are in
- * ocl_seq2.c). Semantics follow src/backends/cpu/k_misc*.c and k_onnx2_misc.c.
+ * ocl_rnn_attn.c). Semantics follow src/backends/cpu/k_misc*.c and k_signal_misc.c.
  */
 #include <inttypes.h>
 #include <stdio.h>

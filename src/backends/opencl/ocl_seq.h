@@ -1,6 +1,6 @@
 /*
  * Private glue between the OpenCL "seq" files: ocl_seq.c (Einsum, NonZero, Compress, Unique,
- * NonMaxSuppression and the family's kernel table) and ocl_seq2.c (RNN, GRU, LSTM, Attention).
+ * NonMaxSuppression and the family's kernel table) and ocl_rnn_attn.c (RNN, GRU, LSTM, Attention).
  */
 #ifndef WF_OCL_SEQ_H
 #define WF_OCL_SEQ_H

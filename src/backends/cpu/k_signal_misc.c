@@ -1,8 +1,8 @@
 /*
- * CPU kernels of ops_onnx2.c whose outputs are not images: NonMaxSuppression, Unique (all four outputs,
+ * CPU kernels of ops_rnn_image.c whose outputs are not images: NonMaxSuppression, Unique (all four outputs,
  * with or without an axis), DFT (real or complex input, onesided, inverse) and BitCast.
  */
-#include "backends/cpu/k_onnx2.h"
+#include "backends/cpu/k_rnn_image.h"
 
 #include <inttypes.h>
 #include <math.h>

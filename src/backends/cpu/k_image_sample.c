@@ -1,9 +1,9 @@
 /*
- * CPU kernels of ops_onnx2.c that sample or scatter images: GridSample (1 to 3 spatial dims), AffineGrid,
+ * CPU kernels of ops_rnn_image.c that sample or scatter images: GridSample (1 to 3 spatial dims), AffineGrid,
  * RoiAlign, Col2Im and MaxUnpool. Coordinates follow the ONNX reference implementation, including its
  * choices at the borders, since the conformance data is generated from it.
  */
-#include "backends/cpu/k_onnx2.h"
+#include "backends/cpu/k_rnn_image.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,7 +1,8 @@
 /*
  * Ops from the ONNX suite: recurrent (RNN, GRU, LSTM), sampling (GridSample, AffineGrid, RoiAlign,
  * Col2Im, MaxUnpool), detection (NonMaxSuppression), Unique, DFT and BitCast. Names, inputs, outputs
- * and defaults follow the latest ONNX opset; kernels are in src/backends/cpu/k_onnx2*.c.
+ * and defaults follow the latest ONNX opset; kernels are in src/backends/cpu/k_rnn.c,
+ * k_image_sample.c and k_signal_misc.c.
  */
 #include "graph/op.h"
 
@@ -356,7 +357,7 @@ static wf_status *infer_bitcast(wf__infer_ctx *c)
     return NULL;
 }
 
-const wf__op_def wf__ops_onnx2[] = {
+const wf__op_def wf__ops_rnn_image[] = {
     {.name = "RNN", .min_in = 3, .max_in = 6, .n_out = 2, .attrs = {RNN_COMMON_ATTRS}, .infer = infer_rnn},
     {.name = "GRU", .min_in = 3, .max_in = 6, .n_out = 2,
      .attrs = {RNN_COMMON_ATTRS, {"linear_before_reset", WF_ATTR_INT, .i = 0}}, .infer = infer_rnn},

@@ -1,7 +1,7 @@
 /*
  * OpenCL kernels of signal ops (DFT, the Hann / Hamming / Blackman windows), quantisation (Quantize /
  * Dequantize / DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv), BitCast
- * and RotaryEmbedding. Semantics follow src/backends/cpu/k_onnx2_misc.c, k_onnx.c, k_onnx_quant.c and
+ * and RotaryEmbedding. Semantics follow src/backends/cpu/k_signal_misc.c, k_onnx.c, k_onnx_quant.c and
  * k_onnx_attn.c; small per-tensor parameters (zero points, biases, scales) are read back on the host.
  */
 #include <math.h>

@@ -1,9 +1,9 @@
 /*
- * CPU kernels of ops_onnx2.c: the recurrent ops (RNN, GRU, LSTM) here, with the helpers the
- * k_onnx2*.c files share and the group's kernel table. The recurrences run per batch entry so that
- * sequence_lens can stop each one at its own length.
+ * CPU kernels of ops_rnn_image.c: the recurrent ops (RNN, GRU, LSTM) here, with the helpers that
+ * k_rnn.c, k_image_sample.c and k_signal_misc.c share and the group's kernel table. The recurrences
+ * run per batch entry so that sequence_lens can stop each one at its own length.
  */
-#include "backends/cpu/k_onnx2.h"
+#include "backends/cpu/k_rnn_image.h"
 #include "ops/kutil_rnn.h"
 
 #include <ctype.h>
@@ -302,7 +302,7 @@ done:
     return s;
 }
 
-const wf__kernel_def wf__cpu_kernels_onnx2[] = {
+const wf__kernel_def wf__cpu_kernels_rnn_image[] = {
     {"RNN", "CPU", WF__DT_FLOATS, 0, k_rnn, NULL, 0},
     {"GRU", "CPU", WF__DT_FLOATS, 0, k_rnn, NULL, 0},
     {"LSTM", "CPU", WF__DT_FLOATS, 0, k_rnn, NULL, 0},

@@ -1,10 +1,10 @@
 /*
- * Private to the CPU kernels of ops_onnx2.c (k_onnx2*.c): shared helpers and the kernels the table in
- * k_onnx2.c lists. Float kernels widen their inputs to f64 once, compute there and narrow the result,
- * so each loop exists once for f32, f64, f16 and bf16.
+ * Private to the CPU kernels of ops_rnn_image.c (k_rnn.c, k_image_sample.c, k_signal_misc.c): shared
+ * helpers and the kernels the table in k_rnn.c lists. Float kernels widen their inputs to f64 once,
+ * compute there and narrow the result, so each loop exists once for f32, f64, f16 and bf16.
  */
-#ifndef WF_BACKENDS_CPU_K_ONNX2_H
-#define WF_BACKENDS_CPU_K_ONNX2_H
+#ifndef WF_BACKENDS_CPU_K_RNN_IMAGE_H
+#define WF_BACKENDS_CPU_K_RNN_IMAGE_H
 
 #include "device/kernel.h"
 

@@ -1,7 +1,7 @@
 /*
  * OpenCL kernels of the recurrent ops (RNN, GRU, LSTM: the time loop runs on the host, each step is one
  * launch over direction x batch x hidden unit) and of ONNX Attention (one work item per query row).
- * Semantics and rounding follow src/backends/cpu/k_onnx2.c and k_onnx_attn.c.
+ * Semantics and rounding follow src/backends/cpu/k_rnn.c and k_onnx_attn.c.
  */
 #include <inttypes.h>
 #include <math.h>
