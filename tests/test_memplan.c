@@ -157,6 +157,26 @@ static char g_name[64];
 
 static uint64_t arena_of(int64_t b) { return 2 * (uint64_t)b * N * 4; }
 
+/* A session on the device under test with room for `cache` plans (0: the default), or NULL. */
+static wf_session *session_on(wf_context *ctx, wf_graph *g, int cache)
+{
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = g_spec;
+    if (cache) o.plan_cache_size = cache;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    return s;
+}
+
+/* One run at `batch`, checked against the double reference. */
+static void run_checked(wf_session *s, wf_output x, wf_output y, int64_t batch)
+{
+    wf_tensor *t = run(s, x, y, batch);
+    CHECK(t && close_to_reference(t, batch));
+    wf_tensor_free(t);
+}
+
 static void test_steady_state(void)
 {
     wf_context *ctx;
@@ -164,11 +184,7 @@ static void test_steady_state(void)
     if (dev < 0) return;
     wf_output x, y;
     wf_graph *g = build(&x, &y);
-    wf_session_options o;
-    wf_session_options_init(&o);
-    o.device = g_spec;
-    wf_session *s = NULL;
-    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    wf_session *s = session_on(ctx, g, 0);
     if (!s) goto out;
     wf_tensor *first = run(s, x, y, 2);
     CHECK(first && close_to_reference(first, 2));
@@ -210,20 +226,11 @@ static void test_weights_once(void)
     uint64_t weights = dev == 0 ? 0 : 2ull * N * N * 4;
     wf_output x, y;
     wf_graph *g = build(&x, &y);
-    wf_session_options o;
-    wf_session_options_init(&o);
-    o.device = g_spec;
-    o.plan_cache_size = 1;
     /* one plan cached at a time: the peak is the weights and the largest arena */
-    wf_session *s = NULL;
-    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    wf_session *s = session_on(ctx, g, 1);
     int64_t batches[3] = {1, 4, 2};
     for (int i = 0; s && i < 3; i++)
-        for (int rep = 0; rep < 2; rep++) {
-            wf_tensor *t = run(s, x, y, batches[i]);
-            CHECK(t && close_to_reference(t, batches[i]));
-            wf_tensor_free(t);
-        }
+        for (int rep = 0; rep < 2; rep++) run_checked(s, x, y, batches[i]);
     wf_memory_stats m = stats(ctx, dev);
     CHECK_INT(m.peak, weights + arena_of(4));
     CHECK_INT(m.in_use, weights + arena_of(2));
@@ -236,13 +243,8 @@ static void test_weights_once(void)
     CHECK_INT(m.in_use, 0); /* the session's weights and arenas go with it */
 
     /* three plans cached: still one copy of the weights */
-    o.plan_cache_size = 3;
-    CHECK_OK(wf_session_new(ctx, g, &o, &s));
-    for (int i = 0; s && i < 3; i++) {
-        wf_tensor *t = run(s, x, y, batches[i]);
-        CHECK(t && close_to_reference(t, batches[i]));
-        wf_tensor_free(t);
-    }
+    s = session_on(ctx, g, 3);
+    for (int i = 0; s && i < 3; i++) run_checked(s, x, y, batches[i]);
     m = stats(ctx, dev);
     CHECK_INT(m.in_use, weights + arena_of(1) + arena_of(2) + arena_of(4));
     printf("%s three plans cached: in use %llu bytes = weights %llu + arenas %llu + %llu + %llu\n", g_spec,
@@ -262,27 +264,17 @@ static void test_lru_eviction(void)
     uint64_t weights = dev == 0 ? 0 : 2ull * N * N * 4;
     wf_output x, y;
     wf_graph *g = build(&x, &y);
-    wf_session_options o;
-    wf_session_options_init(&o);
-    o.device = g_spec;
-    o.plan_cache_size = 2;
-    wf_session *s = NULL;
-    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    wf_session *s = session_on(ctx, g, 2);
     if (!s) goto out;
-    wf_tensor *t = run(s, x, y, 1);
-    wf_tensor_free(t);
-    t = run(s, x, y, 2);
-    wf_tensor_free(t);
+    run_checked(s, x, y, 1);
+    run_checked(s, x, y, 2);
     wf_memory_stats before = stats(ctx, dev);
     CHECK_INT(before.in_use, weights + arena_of(1) + arena_of(2));
-    t = run(s, x, y, 4); /* evicts batch 1's plan */
-    wf_tensor_free(t);
+    run_checked(s, x, y, 4); /* evicts batch 1's plan */
     wf_memory_stats after = stats(ctx, dev);
     CHECK_INT(after.in_use, weights + arena_of(2) + arena_of(4));
     CHECK_INT(after.arena_bytes, arena_of(2) + arena_of(4));
-    t = run(s, x, y, 1); /* built again; evicts batch 2's */
-    CHECK(t && close_to_reference(t, 1));
-    wf_tensor_free(t);
+    run_checked(s, x, y, 1); /* built again; evicts batch 2's */
     wf_memory_stats again = stats(ctx, dev);
     CHECK_INT(again.in_use, weights + arena_of(4) + arena_of(1));
     printf("%s LRU of 2: in use %llu (batches 1, 2) -> %llu (4 evicts 1) -> %llu (1 again evicts 2)\n", g_spec,
@@ -317,11 +309,7 @@ static void test_view_alias(void)
     wf_output v = wf_out(id, 0);
     CHECK_OK(wf_relu(g, "relu", v, &r));
     CHECK_OK(wf_add(g, "sum", r, v, &y));
-    wf_session_options o;
-    wf_session_options_init(&o);
-    o.device = g_spec;
-    wf_session *s = NULL;
-    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    wf_session *s = session_on(ctx, g, 0);
     float *xs = malloc(sizeof(float) * 2 * N);
     fill(xs, 2 * N, 2);
     int bad = 0;

@@ -2,22 +2,11 @@
 # `weft run` and `weft inspect` on bad input: each case must exit non-zero (never by a signal), print
 # one error line that names the file and the problem, and nothing from a sanitizer. One good run is
 # checked against numpy. Usage: tests/cli/test_cli.sh [path/to/weft] (default build/weft).
-# The models come from tests/onnx/make_bad_models.py. Ends with the line "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
-WEFT=${1:-build/weft}
-PY=/usr/bin/python3
-PASS=0
-FAIL=0
-SKIP=0
-D=$(mktemp -d "${TMPDIR:-/tmp}/weft-cli-XXXXXX")
-trap 'rm -rf "$D"' EXIT
-
-if [ ! -x "$WEFT" ]; then echo "test_cli: $WEFT not found"; echo "0 passed, 1 failed"; exit 1; fi
+# The models come from tests/onnx/make_bad_models.py. Ends with "N passed, N failed, N skipped".
+T=test_cli
+. "$(dirname "$0")/common.sh"
 $PY tests/onnx/make_bad_models.py "$D" || { echo "test_cli: make_bad_models.py failed"; echo "0 passed, 1 failed"; exit 1; }
 
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1: $2"; sed 's/^/       | /' "$D/err" | head -20; }
 
 # expect NAME LINES TEXT... -- weft ARGS: non-zero exit below 124, no sanitizer report, the first stderr
 # line holds every TEXT; LINES: 1 = stderr is that one line, any = more may follow (lists of inputs).
@@ -392,5 +381,4 @@ expect_exit inspect_npy_4tib 1 "$D/huge.npy" "needs 4398046511104 bytes but 0 fo
 expect onnx_external_4tib 1 "$D/big_external.onnx" "external data file 'big.bin' holds 16 bytes, fewer than 0 + 4398046511104" -- \
     $R "$D/big_external.onnx"
 
-echo "$PASS passed, $FAIL failed, $SKIP skipped"
-[ "$FAIL" -eq 0 ]
+summary

@@ -4,17 +4,9 @@
 # once per (tensor, device), the Chrome trace is JSON with copy events, a request for a missing GPU
 # falls back softly (and says so) or fails under --strict-placement, and a pattern matching nothing
 # fails naming it. Usage: tests/cli/test_placement.sh [path/to/weft] (default build/weft).
-# Ends with the line "N passed, N failed".
-set -u
-cd "$(dirname "$0")/../.."
-WEFT=${1:-build/weft}
-PY=/usr/bin/python3
-PASS=0
-FAIL=0
-D=$(mktemp -d "${TMPDIR:-/tmp}/weft-place-XXXXXX")
-trap 'rm -rf "$D"' EXIT
-
-if [ ! -x "$WEFT" ]; then echo "test_placement: $WEFT not found"; echo "0 passed, 1 failed"; exit 1; fi
+# Ends with the line "N passed, N failed, N skipped".
+T=test_placement
+. "$(dirname "$0")/common.sh"
 
 # y = 2 * (relu(x @ w1 + b1) @ w2), sg = sigmoid(x @ w1): x @ w1 is read on two devices when the
 # MatMuls are forced away from the CPU, so copies appear in both directions.
@@ -49,9 +41,6 @@ np.save(out + "/y_ref.npy", z + z)
 np.save(out + "/sg_ref.npy", 1 / (1 + np.exp(-h)))
 EOF
 
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1: $2"; sed 's/^/       | /' "$D/err" | head -20; }
-skip() { echo "skip $1: $2"; }
 sanitizer() { grep -qE 'Sanitizer|runtime error' "$D/err"; }
 
 M="$D/mlp.onnx"
@@ -246,5 +235,4 @@ if "$WEFT" run "$M" $X --iterations 1 --place 'mm*=CPU:0' --place '*=/device:GPU
     grep -q "^relu: (Relu): .*GPU:7" "$D/out"; then ok place_first_match_wins
 else cat "$D/out" >>"$D/err"; bad place_first_match_wins "mm1 not requested on CPU:0 or relu not on GPU:7"; fi
 
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" -eq 0 ]
+summary

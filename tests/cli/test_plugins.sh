@@ -6,23 +6,9 @@
 # kernels, and a second run with the cache warm does not. Usage: tests/cli/test_plugins.sh
 # [path/to/weft] (default build/weft; its folder is the plugin path). Ends with "N passed, N failed,
 # N skipped". /usr/bin/time is Debian's package "time" (scripts/setup.sh installs it).
-set -u
-cd "$(dirname "$0")/../.."
-WEFT=${1:-build/weft}
+T=test_plugins
+. "$(dirname "$0")/common.sh"
 BUILD=$(dirname "$WEFT")
-PY=/usr/bin/python3
-PASS=0
-FAIL=0
-SKIP=0
-D=$(mktemp -d "${TMPDIR:-/tmp}/weft-plugins-XXXXXX")
-trap 'rm -rf "$D"' EXIT
-: >"$D/err"
-
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1: $2"; sed 's/^/       | /' "$D/err" | head -20; }
-skip() { SKIP=$((SKIP + 1)); echo "SKIP $1: $2"; }
-
-if [ ! -x "$WEFT" ]; then echo "test_plugins: $WEFT not found"; echo "0 passed, 1 failed"; exit 1; fi
 export WEFT_PLUGIN_PATH="$BUILD"
 
 # --- the CUDA plugin where there is no driver ---------------------------------------------------------
@@ -101,5 +87,4 @@ else
     else cp "$D/err2" "$D/err"; bad ocl_notice_silent_when_cached "the second run with a warm cache printed the notice or failed"; fi
 fi
 
-echo "$PASS passed, $FAIL failed, $SKIP skipped"
-[ $FAIL = 0 ]
+summary

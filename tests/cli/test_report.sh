@@ -13,33 +13,20 @@
 # "SKIP test_report: chromium not installed". The screenshot is kept at build/report-screenshot.png.
 # Usage: tests/cli/test_report.sh [path/to/weft] (default build/weft).
 # Ends with the line "N passed, N failed, N skipped".
-set -u
-cd "$(dirname "$0")/../.."
-WEFT=${1:-build/weft}
-PY=/usr/bin/python3
-PASS=0
-FAIL=0
-SKIP=0
-D=$(mktemp -d "${TMPDIR:-/tmp}/weft-report-XXXXXX")
-trap 'rm -rf "$D"' EXIT
+T=test_report
+. "$(dirname "$0")/common.sh"
 : "${WEFT_PLUGIN_PATH:=$(dirname "$WEFT")}"
 : "${POCL_CACHE_DIR:=$PWD/build/pocl-cache}"
 : "${WEFT_CACHE_DIR:=$PWD/build/cl-cache}"
 export WEFT_PLUGIN_PATH POCL_CACHE_DIR WEFT_CACHE_DIR
 
-ok() { PASS=$((PASS + 1)); echo "ok   $1"; }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL $1: $2"; sed 's/^/       | /' "$D/err" | head -30; }
-skip() { SKIP=$((SKIP + 1)); echo "SKIP $1: $2"; }
-finish() { echo "$PASS passed, $FAIL failed, $SKIP skipped"; [ $FAIL -eq 0 ]; exit $?; }
-
-if [ ! -x "$WEFT" ]; then echo "test_report: $WEFT not found"; FAIL=1; finish; fi
 CHROME=""
 for c in chromium chromium-browser; do command -v "$c" >/dev/null 2>&1 && { CHROME=$c; break; }; done
-if [ -z "$CHROME" ]; then skip test_report "chromium not installed"; finish; fi
+if [ -z "$CHROME" ]; then skip test_report "chromium not installed"; summary; fi
 
 # y = tanh(relu(x @ w1 + b1) @ w2) + sigmoid(x @ w1) @ w3: three MatMuls, two branches, one Relu
 # named as markup.
-$PY - "$D" <<'EOF' || { echo "test_report: making the model failed"; FAIL=1; finish; }
+$PY - "$D" <<'EOF' || { echo "test_report: making the model failed"; FAIL=1; summary; }
 import sys
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -77,7 +64,7 @@ else skip report_split "no OPENCL:0 (weft devices --match OPENCL:0 finds none): 
 R="$D/report.html"
 if ! "$WEFT" run "$D/m.onnx" --input "x=$D/x.npy" --iterations 2 $PLACE --profile "$D/p.json" --report "$R" \
     >"$D/out" 2>"$D/err" || ! grep -q "(report written to $R)" "$D/err" || grep -qE 'Sanitizer|runtime error' "$D/err"; then
-    bad report_written "weft run --report failed or did not say so"; finish
+    bad report_written "weft run --report failed or did not say so"; summary
 fi
 ok report_written
 
@@ -246,4 +233,4 @@ EOF
 else
     cat "$D/chrome.err" >>"$D/err"; bad report_screenshot_shows_devices "chromium --screenshot failed"
 fi
-finish
+summary
