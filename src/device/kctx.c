@@ -116,7 +116,16 @@ wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtyp
         return NULL;
     }
     if (reused) *reused = false;
-    return wf__kctx_output(k, idx, dtype, rank, dims, out);
+    wf_tensor *t;
+    WF__TRY(wf__kctx_output(k, idx, dtype, rank, dims, &t));
+    /* the memory plan put the output in the input's bytes (WF__K_INPLACE): the kernel works in place, as
+     * when it reuses the input itself (and must not copy the input over itself first) */
+    if (reused && in && planned && in->bytes == t->bytes &&
+        (t->device ? in->device == t->device && in->dev_chunk == t->dev_chunk && in->dev_offset == t->dev_offset
+                   : !in->device && in->data == t->data))
+        *reused = true;
+    if (out) *out = t;
+    return NULL;
 }
 
 wf_status *wf__kctx_output_view(wf__kctx *k, int idx, int in_idx, int rank, const int64_t *dims)

@@ -30,6 +30,32 @@ static bool outlives_run(const wf__plan *p, int slot)
     return false;
 }
 
+/* The buffer of node v's input 0 if v's output 0 can take it: the kernel works in place
+ * (WF__K_INPLACE: it writes output element i only after reading input element i), the input is a planned
+ * value of the same dtype and byte size on v's device, still the buffer's last value (not fetched), read
+ * once by v, and every other reader of it is an ancestor of v (it has run whatever the order). -1 if not. */
+static int in_place_buffer(const wf__plan *p, int v, const uint64_t *av, size_t raw, const int *buf_of,
+                           const int *b_last, const int *b_dev, const int *producer, const int *rd_start,
+                           const int *rd)
+{
+    const wf__pnode *pn = &p->nodes[v];
+    if (!pn->kernel || !(pn->kernel->flags & WF__K_INPLACE) || pn->n_in < 1 || pn->n_out < 1) return -1;
+    int a = pn->in_slot[0];
+    if (a < 0 || buf_of[a] < 0 || b_last[buf_of[a]] != a || b_dev[buf_of[a]] != pn->device) return -1;
+    for (int i = 1; i < pn->n_in; i++)
+        if (pn->in_slot[i] == a) return -1;
+    const wf__tinfo *to = &pn->out_info[0], *ti = NULL;
+    const wf__pnode *pa = producer[a] >= 0 ? &p->nodes[producer[a]] : NULL;
+    for (int j = 0; pa && j < pa->n_out; j++)
+        if (pa->out_slot[j] == a) ti = &pa->out_info[j];
+    if (!ti || ti->dtype != to->dtype || ti->rank < 0) return -1;
+    int64_t e = wf__numel(ti->rank, ti->dims);
+    if (e < 0 || (size_t)e * wf_dtype_size(ti->dtype) != raw) return -1;
+    for (int r = rd_start[a]; r < rd_start[a + 1]; r++)
+        if (rd[r] != v && !(av[rd[r] / 64] >> (rd[r] % 64) & 1)) return -1;
+    return buf_of[a];
+}
+
 wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
 {
     int n = p->n_nodes, ns = p->n_slots, nd = ctx->n_devices;
@@ -103,8 +129,12 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
             size_t es = wf_dtype_size(ti->dtype);
             if (e < 0 || es == 0) continue; /* known only at run time (data-dependent) */
             size_t raw = (size_t)e * es, need = round_up(raw ? raw : 1);
-            int best = -1;
-            for (int b = 0; b < nb; b++) {
+            /* output 0 in the buffer of input 0 where the kernel allows it, else the best fit among the
+             * dead buffers */
+            int best = j == 0 ? in_place_buffer(p, v, av, raw, buf_of, b_last, b_dev, producer, rd_start, rd) : -1;
+            bool in_place = best >= 0;
+            p->n_in_place += in_place;
+            for (int b = 0; !in_place && b < nb; b++) {
                 if (b_dev[b] != pn->device || b_last[b] < 0) continue;
                 int last = b_last[b];
                 bool dead = true;

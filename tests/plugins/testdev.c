@@ -537,9 +537,14 @@ static wf_status *k_matmul(wf__kctx *k)
 }
 
 static const wf__kernel_def g_kernels[] = {
-    {"Add", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_add},        {"Mul", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_mul},
-    {"Relu", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_relu},      {"Identity", "TESTDEV", WF__DT_ALL, 0, k_identity},
-    {"MatMul", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_matmul},   {"Sqrt", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_sqrt},
+    /* the elementwise kernels write element i after reading element i: the memory plan may give their
+     * output the bytes of input 0 (WF__K_INPLACE) */
+    {"Add", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_add, NULL, WF__K_INPLACE},
+    {"Mul", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_mul, NULL, WF__K_INPLACE},
+    {"Relu", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_relu, NULL, WF__K_INPLACE},
+    {"Sqrt", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_sqrt, NULL, WF__K_INPLACE},
+    {"Identity", "TESTDEV", WF__DT_ALL, 0, k_identity},
+    {"MatMul", "TESTDEV", WF__DT_BIT(WF_F32), 0, k_matmul},
 };
 
 static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
