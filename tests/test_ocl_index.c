@@ -76,7 +76,6 @@ static void expect_error(wf_status *st, const char *node, const char *want)
 {
     CHECK(st != NULL);
     if (!st) return;
-    if (getenv("SHOWMSG")) fprintf(stderr, "%s\n", wf_status_message(st));
     CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(wf_status_message(st), node);
     CHECK_STR_CONTAINS(wf_status_message(st), want);
