@@ -11,6 +11,7 @@
 #endif
 #include <CL/cl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "device/device.h"
 
@@ -50,6 +51,16 @@ typedef struct ocl_dev {
     pthread_mutex_t mu;       /* program cache and kernel argument setting */
     ocl_prog *progs;
     struct ocl_notice *notice; /* the first-run "compiling OpenCL kernels" line (ocl_backend.c); NULL: off */
+    /* index checks on the device ("index errors" in ocl_backend.c): the error record, the ring of
+     * checking launches (sites) under err_mu, how many checking launches were enqueued on q since the
+     * record was last read (changed under mu, with the enqueues), and reads no event has examined */
+    pthread_mutex_t err_mu;
+    cl_mem err_mem;
+    struct ocl_err_site *err_sites;
+    unsigned err_next;
+    atomic_int err_armed;
+    struct ocl_errbuf *err_orphans;
+    bool no_readback;         /* WEFT_OCL_NO_READBACK set: kernels' read-backs (ocl_shp_read) fail */
 } ocl_dev;
 
 /* The device state of a kernel's context. */
@@ -86,6 +97,18 @@ typedef struct ocl_arg {
 /* Sets the arguments and enqueues over a global size (1-3 dims; local NULL lets the driver choose). */
 wf_status *ocl_launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims, const size_t *global,
                       const size_t *local);
+
+/* Index checks that run on the device. ocl_err_site registers a checking launch of node k (kind
+ * OCL_SITE_*, the axis or batch dims, and data's shape as its message names it) and gives the record
+ * buffer and the site id to pass to the kernel, which sets the record's site word from 0 to the id by
+ * atomic_cmpxchg (the first bad index wins) and then writes the index, its position and its entry (see
+ * ocl_shape_index.c). The launch goes through ocl_launch_checked, which arms the record: the next event
+ * recorded on the compute queue reads it back without blocking and reports the index as its error; a
+ * synchronisation or a synchronous download reads what no event has. */
+enum { OCL_SITE_GATHER, OCL_SITE_ELEMENTS, OCL_SITE_ND };
+wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape, cl_mem *err, cl_uint *site);
+wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims,
+                              const size_t *global);
 
 /* The OpenCL type name of a dtype inside kernel source ("float", "half", "int", "uchar" for bool...). */
 const char *ocl_type(wf_dtype t);

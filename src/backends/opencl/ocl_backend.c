@@ -361,19 +361,225 @@ done:
     return s;
 }
 
-wf_status *ocl_launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims, const size_t *global,
-                      const size_t *local)
+static wf_status *launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims, const size_t *global,
+                         const size_t *local, bool arm)
 {
     ocl_dev *d = ocl_of(k);
     for (int i = 0; i < dims; i++)
         if (global[i] == 0) return NULL; /* nothing to do */
     cl_int st = CL_SUCCESS;
-    /* arguments live in the cl_kernel object: set and enqueue together */
+    /* arguments live in the cl_kernel object: set and enqueue together; a checking launch is counted
+     * with its enqueue, so that a read of the record (err_enqueue_read) is before or after both */
     pthread_mutex_lock(&d->mu);
     for (int i = 0; i < n_args && st == CL_SUCCESS; i++) st = clSetKernelArg(kern, (cl_uint)i, args[i].size, args[i].value);
     if (st == CL_SUCCESS) st = clEnqueueNDRangeKernel(d->q, kern, (cl_uint)dims, NULL, global, local, 0, NULL, NULL);
+    if (st == CL_SUCCESS && arm) atomic_fetch_add(&d->err_armed, 1);
     pthread_mutex_unlock(&d->mu);
     return st == CL_SUCCESS ? NULL : ocl_fail(k, st, "kernel launch");
+}
+
+wf_status *ocl_launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims, const size_t *global,
+                      const size_t *local)
+{
+    return launch(k, kern, n_args, args, dims, global, local, false);
+}
+
+wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims,
+                              const size_t *global)
+{
+    return launch(k, kern, n_args, args, dims, global, NULL, true);
+}
+
+/* ---- index errors ----------------------------------------------------------------------------------
+ * A checking kernel (ocl_shape_index.c) that meets a bad index writes it into the device's record
+ * (err_mem: the site id of its launch, set from 0 by compare-and-swap so the first one wins, then the
+ * index, its position and entry) instead of the host reading the indices back before the launch. The
+ * host keeps the last OCL_ERR_SITES launches (node, op, axis, data's shape), so the message can be the
+ * one the host check gave. The record is read back without blocking (err_enqueue_read, then reset, both
+ * on q) by the first event recorded on q after a checking launch: the event completes after the read,
+ * and event_query / event_sync / the notify callback return the index as its error. The executor
+ * records a node's event under the device's enqueue lock right after its commands, so that is the
+ * node's own event. An event released before anyone looked at its completion (the executor records a
+ * node's event again after an output copy) hands its reads on to the next event recorded on q
+ * (err_orphans); synchronize and the synchronous copy_to_host read what is armed and orphaned. */
+
+#define OCL_ERR_SITES 512
+
+typedef struct ocl_err_rec {
+    cl_uint site, pad;
+    cl_long value, pos, entry;
+} ocl_err_rec;
+
+struct ocl_err_site {
+    unsigned id;
+    int kind, axis;
+    char node[192], op[32], x[160];
+};
+
+/* One read of the record: its host copy, complete once `read` is. */
+typedef struct ocl_errbuf {
+    struct ocl_errbuf *next;
+    cl_event read;
+    ocl_err_rec rec;
+    atomic_bool seen; /* an event's completion has reported it (or found it clean) */
+} ocl_errbuf;
+
+/* A wf_event: the cl_event and the reads of the record it carries. */
+typedef struct ocl_ev {
+    cl_event e;
+    ocl_errbuf *errs;
+} ocl_ev;
+
+wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape, cl_mem *err, cl_uint *site)
+{
+    ocl_dev *d = ocl_of(k);
+    wf_status *s = NULL;
+    pthread_mutex_lock(&d->err_mu);
+    if (!d->err_mem) {
+        ocl_err_rec zero;
+        memset(&zero, 0, sizeof zero);
+        cl_int st = CL_SUCCESS;
+        cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &st);
+        struct ocl_err_site *ring = m ? ocl_host->malloc(sizeof *ring * OCL_ERR_SITES) : NULL;
+        if (!ring) {
+            if (m) clReleaseMemObject(m);
+            s = m ? ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the index-error record of %s",
+                                        k->device->short_name)
+                  : ocl_fail(k, st, "index-error record allocation");
+            goto out;
+        }
+        memset(ring, 0, sizeof *ring * OCL_ERR_SITES);
+        d->err_mem = m;
+        d->err_sites = ring;
+    }
+    if (++d->err_next == 0) d->err_next = 1; /* 0 is "no error" */
+    struct ocl_err_site *r = &d->err_sites[d->err_next % OCL_ERR_SITES];
+    r->id = d->err_next;
+    r->kind = kind;
+    r->axis = axis;
+    snprintf(r->node, sizeof r->node, "%s", k->node ? k->node : "?");
+    snprintf(r->op, sizeof r->op, "%s", k->op->name);
+    snprintf(r->x, sizeof r->x, "%s", data_shape);
+    *err = d->err_mem;
+    *site = r->id;
+out:
+    pthread_mutex_unlock(&d->err_mu);
+    return s;
+}
+
+/* If a checking launch was enqueued since the last read: a read of the record into a new buffer and a
+ * reset of it, on q (under mu, so no checking launch falls between them); *out NULL if none was. */
+static cl_int err_enqueue_read(ocl_dev *d, ocl_errbuf **out)
+{
+    *out = NULL;
+    if (!atomic_load(&d->err_armed)) return CL_SUCCESS;
+    ocl_errbuf *b = ocl_host->malloc(sizeof *b);
+    if (!b) return CL_OUT_OF_HOST_MEMORY;
+    memset(b, 0, sizeof *b);
+    atomic_init(&b->seen, false);
+    cl_int st = CL_SUCCESS;
+    pthread_mutex_lock(&d->mu);
+    int armed = atomic_exchange(&d->err_armed, 0);
+    if (armed) {
+        static const cl_uint zero = 0;
+        st = clEnqueueReadBuffer(d->q, d->err_mem, CL_FALSE, 0, sizeof b->rec, &b->rec, 0, NULL, &b->read);
+        if (st == CL_SUCCESS) st = clEnqueueFillBuffer(d->q, d->err_mem, &zero, sizeof zero, 0, sizeof b->rec, 0, NULL, NULL);
+        if (st != CL_SUCCESS) atomic_fetch_add(&d->err_armed, armed); /* read next time */
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (st != CL_SUCCESS || !armed) {
+        if (b->read) {
+            clWaitForEvents(1, &b->read);
+            clReleaseEvent(b->read);
+        }
+        ocl_host->free(b);
+        return st;
+    }
+    *out = b;
+    return CL_SUCCESS;
+}
+
+/* The error of a completed read: the host check's message, naming the node. */
+static wf_status *err_status(ocl_dev *d, const ocl_err_rec *rec)
+{
+    if (!rec->site) return NULL;
+    pthread_mutex_lock(&d->err_mu);
+    struct ocl_err_site r = d->err_sites[rec->site % OCL_ERR_SITES];
+    pthread_mutex_unlock(&d->err_mu);
+    long long v = (long long)rec->value, pos = (long long)rec->pos, ent = (long long)rec->entry;
+    if (r.id != rec->site)
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "an index kernel on %s met index %lld out of range (its node has left the record of "
+                                "the last %d checking launches)", d->name, v, OCL_ERR_SITES);
+    if (r.kind == OCL_SITE_ND)
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
+                                r.node, r.op, v, pos, ent, (long long)r.axis + ent, r.x);
+    return ocl_host->status(WF_INVALID_ARGUMENT,
+                            "node '%s' (%s): index %lld (at position %lld) is out of range for axis %d of data %s", r.node,
+                            r.op, v, pos, r.axis, r.x);
+}
+
+/* The first error of a list of completed reads; all of them are marked seen. */
+static wf_status *errs_check(ocl_dev *d, ocl_errbuf *list)
+{
+    wf_status *s = NULL;
+    for (ocl_errbuf *b = list; b; b = b->next) {
+        if (!s) s = err_status(d, &b->rec);
+        atomic_store(&b->seen, true);
+    }
+    return s;
+}
+
+/* Frees a list of reads; those no completion has looked at go to err_orphans, for the next event. */
+static void errs_free(ocl_dev *d, ocl_errbuf *list)
+{
+    for (ocl_errbuf *b = list, *bn; b; b = bn) {
+        bn = b->next;
+        if (!atomic_load(&b->seen)) {
+            pthread_mutex_lock(&d->err_mu);
+            b->next = d->err_orphans;
+            d->err_orphans = b;
+            pthread_mutex_unlock(&d->err_mu);
+            continue;
+        }
+        if (b->read) clReleaseEvent(b->read);
+        ocl_host->free(b);
+    }
+}
+
+/* Under no lock, on the host (synchronize, copy_to_host): reads what is armed, waits for it and the
+ * orphaned reads, and returns the first error, naming its node. */
+static wf_status *err_take(ocl_dev *d)
+{
+    ocl_errbuf *b = NULL;
+    cl_int st = err_enqueue_read(d, &b);
+    if (st != CL_SUCCESS)
+        return ocl_host->status(WF_INTERNAL, "reading the index-error record of %s failed: %s", d->name, ocl_err(st));
+    pthread_mutex_lock(&d->err_mu);
+    ocl_errbuf *list = d->err_orphans;
+    d->err_orphans = NULL;
+    pthread_mutex_unlock(&d->err_mu);
+    if (b) {
+        b->next = list;
+        list = b;
+    }
+    for (ocl_errbuf *p = list; p && st == CL_SUCCESS; p = p->next) st = clWaitForEvents(1, &p->read);
+    wf_status *s = st == CL_SUCCESS ? errs_check(d, list)
+                                    : ocl_host->status(WF_INTERNAL, "reading the index-error record of %s failed: %s",
+                                                       d->name, ocl_err(st));
+    for (ocl_errbuf *p = list; p; p = p->next) atomic_store(&p->seen, true);
+    errs_free(d, list);
+    return s;
+}
+
+static void err_release(ocl_dev *d)
+{
+    for (ocl_errbuf *p = d->err_orphans; p; p = p->next) atomic_store(&p->seen, true);
+    errs_free(d, d->err_orphans);
+    d->err_orphans = NULL;
+    if (d->err_mem) clReleaseMemObject(d->err_mem);
+    ocl_host->free(d->err_sites);
 }
 
 /* ---- the vtable ------------------------------------------------------------------------------------- */
@@ -444,6 +650,10 @@ static wf_status *device_open(void *b, int i, void **out)
     d->mem_align /= 8;
     pthread_mutex_init(&d->mu, NULL);
     pthread_mutex_init(&d->copy_mu, NULL);
+    pthread_mutex_init(&d->err_mu, NULL);
+    atomic_init(&d->err_armed, 0);
+    const char *nr = getenv("WEFT_OCL_NO_READBACK");
+    d->no_readback = nr && *nr && strcmp(nr, "0") != 0;
     d->staging = -1;
     d->notice = notice_new();
     *out = d;
@@ -460,6 +670,7 @@ static void device_close(void *dev)
         if (d->stage_ptr[i]) clEnqueueUnmapMemObject(d->copy_q, d->stage_mem[i], d->stage_ptr[i], 0, NULL, NULL);
     }
     clFinish(d->copy_q);
+    err_release(d);
     for (struct ocl_pin *p = d->pins, *pn; p; p = pn) {
         pn = p->next;
         if (p->busy) clReleaseEvent(p->busy);
@@ -484,6 +695,7 @@ static void device_close(void *dev)
     clReleaseCommandQueue(d->copy_q);
     clReleaseCommandQueue(d->q);
     clReleaseContext(d->ctx);
+    pthread_mutex_destroy(&d->err_mu);
     pthread_mutex_destroy(&d->copy_mu);
     pthread_mutex_destroy(&d->mu);
     ocl_host->free(d);
@@ -657,8 +869,9 @@ static wf_status *copy_to_host(void *dev, void *dst, const void *chunk, size_t o
         st = clEnqueueReadBuffer(d->copy_q, (cl_mem)chunk, CL_TRUE, off, n, dst, 1, &m, NULL);
     if (m) clReleaseEvent(m);
     pthread_mutex_unlock(&d->copy_mu);
-    return st == CL_SUCCESS ? NULL
-                            : ocl_host->status(WF_INTERNAL, "OpenCL read of %zu bytes from %s failed: %s", n, d->name, ocl_err(st));
+    if (st != CL_SUCCESS)
+        return ocl_host->status(WF_INTERNAL, "OpenCL read of %zu bytes from %s failed: %s", n, d->name, ocl_err(st));
+    return err_take(d); /* a bad index found by a kernel before the download fails it */
 }
 
 /* On the compute queue: after the kernels that produce src (in order) and the barriers of the uploads. */
@@ -686,24 +899,51 @@ static wf_status *cl_status(ocl_dev *d, cl_int st, const char *what)
     return ocl_host->status(WF_INTERNAL, "OpenCL %s on %s failed: %s (%d)", what, d->name, ocl_err(st), (int)st);
 }
 
+static wf_status *ev_new(ocl_dev *d, cl_event e, ocl_errbuf *errs, wf_event **ev)
+{
+    ocl_ev *w = ocl_host->malloc(sizeof *w);
+    if (!w) {
+        clWaitForEvents(1, &e);
+        clReleaseEvent(e);
+        if (errs) clWaitForEvents(1, &errs->read);
+        errs_free(d, errs);
+        return ocl_host->status(WF_OUT_OF_MEMORY, "out of memory for an OpenCL event");
+    }
+    w->e = e;
+    w->errs = errs;
+    *ev = (wf_event *)w;
+    return NULL;
+}
+
+/* On q, first the reads of the index-error record that no event has carried yet (see "index errors"). */
 static wf_status *event_record(void *dev, int stream, wf_event **ev)
 {
     ocl_dev *d = dev;
     cl_event e = NULL;
-    cl_int st = clEnqueueMarkerWithWaitList(stream_q(d, stream), 0, NULL, &e);
+    ocl_errbuf *errs = NULL;
+    cl_int st = stream == WF_STREAM_COPY ? CL_SUCCESS : err_enqueue_read(d, &errs);
+    if (st == CL_SUCCESS && stream != WF_STREAM_COPY) {
+        pthread_mutex_lock(&d->err_mu);
+        ocl_errbuf **tail = &errs;
+        while (*tail) tail = &(*tail)->next;
+        *tail = d->err_orphans;
+        d->err_orphans = NULL;
+        pthread_mutex_unlock(&d->err_mu);
+    }
+    if (st == CL_SUCCESS) st = clEnqueueMarkerWithWaitList(stream_q(d, stream), 0, NULL, &e);
     if (st == CL_SUCCESS) st = clFlush(stream_q(d, stream)); /* submitted, so that it can complete */
     if (st != CL_SUCCESS) {
         if (e) clReleaseEvent(e);
+        errs_free(d, errs); /* unseen: back to the orphans */
         return cl_status(d, st, "marker");
     }
-    *ev = (wf_event *)e;
-    return NULL;
+    return ev_new(d, e, errs, ev);
 }
 
 static wf_status *stream_wait(void *dev, int stream, wf_event *ev)
 {
     ocl_dev *d = dev;
-    cl_event e = (cl_event)ev;
+    cl_event e = ((ocl_ev *)ev)->e;
     cl_int st = clEnqueueBarrierWithWaitList(stream_q(d, stream), 1, &e, NULL);
     return st == CL_SUCCESS ? NULL : cl_status(d, st, "barrier");
 }
@@ -714,40 +954,52 @@ static wf_status *exec_error(ocl_dev *d, cl_int status)
                             (int)status);
 }
 
+/* The error of a completed event: the command's, else a bad index its reads of the record found. */
+static wf_status *ev_error(ocl_dev *d, ocl_ev *w, cl_int status)
+{
+    if (status < 0) return exec_error(d, status);
+    return errs_check(d, w->errs);
+}
+
 static wf_status *event_query(void *dev, wf_event *ev, int *done)
 {
     ocl_dev *d = dev;
+    ocl_ev *w = (ocl_ev *)ev;
     cl_int status = CL_QUEUED;
-    cl_int st = clGetEventInfo((cl_event)ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    cl_int st = clGetEventInfo(w->e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
     if (st != CL_SUCCESS) {
         *done = 1;
         return cl_status(d, st, "event query");
     }
     *done = status == CL_COMPLETE || status < 0;
-    return status < 0 ? exec_error(d, status) : NULL;
+    return *done ? ev_error(d, w, status) : NULL;
 }
 
 static wf_status *event_sync(void *dev, wf_event *ev)
 {
     ocl_dev *d = dev;
-    cl_event e = (cl_event)ev;
-    cl_int st = clWaitForEvents(1, &e);
+    ocl_ev *w = (ocl_ev *)ev;
+    cl_int st = clWaitForEvents(1, &w->e);
     cl_int status = CL_COMPLETE;
-    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-    if (status < 0) return exec_error(d, status);
-    return st == CL_SUCCESS ? NULL : cl_status(d, st, "event wait");
+    clGetEventInfo(w->e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    if (status < 0 || st == CL_SUCCESS) return ev_error(d, w, status);
+    return cl_status(d, st, "event wait");
 }
 
 typedef struct ocl_notify {
     ocl_dev *d;
+    ocl_ev *w;
     void (*fn)(void *, wf_status *);
     void *arg;
 } ocl_notify;
 
+/* On a driver thread: calls no OpenCL function (the reads of the record have completed before the
+ * event, so their host copies are there to look at). */
 static void CL_CALLBACK notify_tramp(cl_event e, cl_int status, void *user)
 {
+    (void)e;
     ocl_notify *n = user;
-    wf_status *err = status < 0 ? exec_error(n->d, status) : NULL;
+    wf_status *err = ev_error(n->d, n->w, status);
     void (*fn)(void *, wf_status *) = n->fn;
     void *arg = n->arg;
     ocl_host->free(n);
@@ -757,10 +1009,11 @@ static void CL_CALLBACK notify_tramp(cl_event e, cl_int status, void *user)
 static wf_status *event_notify(void *dev, wf_event *ev, void (*fn)(void *, wf_status *), void *arg)
 {
     ocl_dev *d = dev;
+    ocl_ev *w = (ocl_ev *)ev;
     ocl_notify *n = ocl_host->malloc(sizeof *n);
     if (!n) return ocl_host->status(WF_OUT_OF_MEMORY, "out of memory for an OpenCL event callback");
-    *n = (ocl_notify){d, fn, arg};
-    cl_int st = clSetEventCallback((cl_event)ev, CL_COMPLETE, notify_tramp, n);
+    *n = (ocl_notify){d, w, fn, arg};
+    cl_int st = clSetEventCallback(w->e, CL_COMPLETE, notify_tramp, n);
     if (st != CL_SUCCESS) {
         ocl_host->free(n);
         return cl_status(d, st, "event callback");
@@ -771,16 +1024,23 @@ static wf_status *event_notify(void *dev, wf_event *ev, void (*fn)(void *, wf_st
 static wf_status *event_times(void *dev, wf_event *ev, int64_t *t0, int64_t *t1)
 {
     ocl_dev *d = dev;
+    cl_event e = ((ocl_ev *)ev)->e;
     cl_ulong a = 0, b = 0;
-    cl_int st = clGetEventProfilingInfo((cl_event)ev, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
-    if (st == CL_SUCCESS) st = clGetEventProfilingInfo((cl_event)ev, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
+    cl_int st = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_START, sizeof a, &a, NULL);
+    if (st == CL_SUCCESS) st = clGetEventProfilingInfo(e, CL_PROFILING_COMMAND_END, sizeof b, &b, NULL);
     if (st != CL_SUCCESS) return cl_status(d, st, "profiling query");
     *t0 = (int64_t)a;
     *t1 = (int64_t)b;
     return NULL;
 }
 
-static void event_release(void *dev, wf_event *ev) { clReleaseEvent((cl_event)ev); }
+static void event_release(void *dev, wf_event *ev)
+{
+    ocl_ev *w = (ocl_ev *)ev;
+    errs_free(dev, w->errs); /* reads nobody looked at go to the next event */
+    clReleaseEvent(w->e);
+    ocl_host->free(w);
+}
 
 /* Under copy_mu: a pinned buffer of at least n bytes whose last transfer has completed, mapped; NULL
  * when none can be had within OCL_PIN_MAX (the transfer then goes direct). */
@@ -813,25 +1073,27 @@ static struct ocl_pin *pin_take(ocl_dev *d, size_t n)
     return p;
 }
 
-static wf_status *copy_to_device_async(void *dev, void *chunk, size_t off, const void *src, size_t n, wf_event **ev)
+/* An asynchronous transfer on copy_q. An upload stages through a pinned buffer when the device wants
+ * staging and one can be had; else, and for every download, it goes straight from or to the caller's
+ * memory (host-unified memory, or the driver stages), which the caller keeps until the event completes. */
+static wf_status *transfer_async(ocl_dev *d, bool up, cl_mem chunk, size_t off, void *host, size_t n, wf_event **ev)
 {
-    ocl_dev *d = dev;
     cl_event e = NULL;
     pthread_mutex_lock(&d->copy_mu);
     cl_int st = CL_SUCCESS;
-    struct ocl_pin *p = stage_ready(d) ? pin_take(d, n) : NULL;
+    struct ocl_pin *p = up && stage_ready(d) ? pin_take(d, n) : NULL;
     if (p) {
-        memcpy(p->ptr, src, n);
-        st = clEnqueueWriteBuffer(d->copy_q, (cl_mem)chunk, CL_FALSE, off, n, p->ptr, 0, NULL, &e);
+        memcpy(p->ptr, host, n);
+        st = clEnqueueWriteBuffer(d->copy_q, chunk, CL_FALSE, off, n, p->ptr, 0, NULL, &e);
         if (st == CL_SUCCESS) {
             if (p->busy) clReleaseEvent(p->busy);
             clRetainEvent(e);
             p->busy = e;
         }
+    } else if (up) {
+        st = clEnqueueWriteBuffer(d->copy_q, chunk, CL_FALSE, off, n, host, 0, NULL, &e);
     } else {
-        /* host-unified memory (or no pinned memory to be had): straight from src, which the caller
-         * keeps until the event completes */
-        st = clEnqueueWriteBuffer(d->copy_q, (cl_mem)chunk, CL_FALSE, off, n, src, 0, NULL, &e);
+        st = clEnqueueReadBuffer(d->copy_q, chunk, CL_FALSE, off, n, host, 0, NULL, &e);
     }
     if (st == CL_SUCCESS) st = clFlush(d->copy_q);
     pthread_mutex_unlock(&d->copy_mu);
@@ -840,30 +1102,20 @@ static wf_status *copy_to_device_async(void *dev, void *chunk, size_t off, const
             clWaitForEvents(1, &e);
             clReleaseEvent(e);
         }
-        return ocl_host->status(WF_INTERNAL, "OpenCL write of %zu bytes to %s failed: %s", n, d->name, ocl_err(st));
+        return ocl_host->status(WF_INTERNAL, "OpenCL %s of %zu bytes %s %s failed: %s", up ? "write" : "read", n,
+                                up ? "to" : "from", d->name, ocl_err(st));
     }
-    *ev = (wf_event *)e;
-    return NULL;
+    return ev_new(d, e, NULL, ev);
 }
 
-/* Straight into dst (the core's host tensor, kept until the event completes); the driver stages. */
+static wf_status *copy_to_device_async(void *dev, void *chunk, size_t off, const void *src, size_t n, wf_event **ev)
+{
+    return transfer_async(dev, true, (cl_mem)chunk, off, (void *)src, n, ev);
+}
+
 static wf_status *copy_to_host_async(void *dev, void *dst, const void *chunk, size_t off, size_t n, wf_event **ev)
 {
-    ocl_dev *d = dev;
-    cl_event e = NULL;
-    pthread_mutex_lock(&d->copy_mu);
-    cl_int st = clEnqueueReadBuffer(d->copy_q, (cl_mem)chunk, CL_FALSE, off, n, dst, 0, NULL, &e);
-    if (st == CL_SUCCESS) st = clFlush(d->copy_q);
-    pthread_mutex_unlock(&d->copy_mu);
-    if (st != CL_SUCCESS) {
-        if (e) {
-            clWaitForEvents(1, &e);
-            clReleaseEvent(e);
-        }
-        return ocl_host->status(WF_INTERNAL, "OpenCL read of %zu bytes from %s failed: %s", n, d->name, ocl_err(st));
-    }
-    *ev = (wf_event *)e;
-    return NULL;
+    return transfer_async(dev, false, (cl_mem)chunk, off, dst, n, ev);
 }
 
 static const wf__kernel_def *const g_tables[] = {ocl_kernels_elementwise, ocl_kernels_shape, ocl_kernels_nn,
@@ -895,7 +1147,8 @@ static wf_status *synchronize(void *dev)
     cl_int st = clFinish(d->q);
     cl_int st2 = clFinish(d->copy_q);
     if (st == CL_SUCCESS) st = st2;
-    return st == CL_SUCCESS ? NULL : ocl_host->status(WF_INTERNAL, "OpenCL finish on %s failed: %s", d->name, ocl_err(st));
+    if (st != CL_SUCCESS) return ocl_host->status(WF_INTERNAL, "OpenCL finish on %s failed: %s", d->name, ocl_err(st));
+    return err_take(d);
 }
 
 static void destroy(void *b) { ocl_host->free(b); }

@@ -223,6 +223,9 @@ wf_status *ocl_shp_read(wf__kctx *k, const wf_tensor *t, void *dst)
         memcpy(dst, t->data, t->bytes);
         return NULL;
     }
+    if (ocl_of(k)->no_readback)
+        return ocl_host->kctx_fail(k, WF_FAILED_PRECONDITION, "reads %zu bytes of an input back from %s "
+                                   "(WEFT_OCL_NO_READBACK is set)", t->bytes, k->device->short_name);
     cl_int st = clEnqueueReadBuffer(ocl_of(k)->q, ocl_mem(t), CL_TRUE, t->dev_offset, t->bytes, dst, 0, NULL, NULL);
     return st == CL_SUCCESS ? NULL : ocl_fail(k, st, "read of a small input");
 }

@@ -9,9 +9,9 @@
 #include "backends/opencl/ocl.h"
 
 #define OCL_SB 160
-/* Index tensors up to this many elements are read back and checked on the host; larger ones are
- * clamped into range inside the kernels instead (an out-of-range index then reads a border element
- * rather than failing). */
+/* The scatters' index tensors up to this many elements are read back and checked on the host; larger
+ * ones are clamped into range inside the kernels instead (an out-of-range index then writes a border
+ * element rather than failing). The gathers check theirs on the device, whatever their size. */
 #ifndef OCL_SHP_HOST_CHECK
 #define OCL_SHP_HOST_CHECK ((int64_t)1 << 22)
 #endif

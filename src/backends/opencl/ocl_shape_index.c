@@ -1,10 +1,12 @@
 /*
  * OpenCL kernels of the indexing ops (Gather, GatherND, ScatterND, GatherElements, ScatterElements,
  * OneHot, ReverseSequence), Pad, Trilu, EyeLike, CumSum/CumProd, and the ops that make tensors from
- * shapes and scalars (Range, Shape, Size, Fill, ConstantOfShape). Index tensors are read back and
- * checked on the host when small (OCL_SHP_HOST_CHECK), so a bad index is a status; larger ones are
- * clamped into range on the device. Scatters run in parallel when the host saw no duplicate target,
- * else in index order, as the reference does.
+ * shapes and scalars (Range, Shape, Size, Fill, ConstantOfShape). Gather, GatherND and GatherElements
+ * check their indices on the device (check_on_device: no read-back; a bad index fails the run through
+ * the device's error record, see ocl.h) and clamp them while gathering, so memory stays in bounds. The
+ * scatters still read small index tensors back (OCL_SHP_HOST_CHECK) and check them on the host: they run
+ * in parallel only when the host saw no duplicate target, else in index order, as the reference does;
+ * larger ones are clamped into range on the device and run in order.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -148,6 +150,50 @@ static wf_status *arith_kernel(wf__kctx *k, wf_dtype dt, const char *name, cl_ke
     return ocl_kernel(k, "shape_arith", g_arith_src, opts, name, out);
 }
 
+/* ---- kernel source: index checks on the device ------------------------------------------------------ */
+
+/* Entry g of the indices, entry c = g % last of tuple g / last, must be in [-d[c], d[c]); the first bad
+ * one met sets the record's site word (err[0]) from 0 to this launch's site and writes the index, the
+ * tuple and the entry as longs at err[2..7]. */
+static const char *g_check_src =
+    "#define UNPACK(v, a) long a[8] = {v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7}\n"
+    "#define IDX(p, o, i) (is64 ? ((__global const long *)(p))[(o) + (i)] : (long)(p)[(o) + (i)])\n"
+    "__kernel void check_idx(__global const int *ix, ulong io, int is64, int last, long8 dims, __global int *err,\n"
+    "                        uint site) {\n"
+    "  UNPACK(dims, d);\n"
+    "  long g = get_global_id(0), v = IDX(ix, io, g);\n"
+    "  int c = (int)(g % last);\n"
+    "  long n = d[c];\n"
+    "  if (v >= -n && v < n) return;\n"
+    "  if (atomic_cmpxchg((volatile __global int *)err, 0, (int)site) == 0) {\n"
+    "    __global long *e = (__global long *)err;\n"
+    "    e[1] = v;\n"
+    "    e[2] = g / last;\n"
+    "    e[3] = c;\n"
+    "  }\n"
+    "}\n";
+
+/* Enqueues the check of indices ix, seen as tuples of `last` entries, entry c against dims[c], for a
+ * site of `kind` (axis: the gathered axis, or GatherND's batch dims) naming data x's shape. */
+static wf_status *check_on_device(wf__kctx *k, const wf_tensor *ix, int last, const int64_t *dims, int kind, int axis,
+                                  const wf_tensor *x)
+{
+    if (!ix->size) return NULL;
+    char b[SB];
+    cl_mem em;
+    cl_uint site;
+    cl_kernel kern;
+    WF__TRY(ocl_kernel(k, "shape_check", g_check_src, "", "check_idx", &kern));
+    WF__TRY(ocl_err_site(k, kind, axis, ocl_shp_shape(x->rank, x->dims, b), &em, &site));
+    cl_mem im = ocl_mem(ix);
+    cl_ulong io = ocl_off(ix);
+    cl_int is64 = ix->dtype == WF_I64, l = last;
+    cl_long8 ld = ocl_shp_l8(last, dims, 1);
+    ocl_arg args[] = {OCL_ARG(im), OCL_ARG(io), OCL_ARG(is64), OCL_ARG(l), OCL_ARG(ld), OCL_ARG(em), OCL_ARG(site)};
+    size_t g = (size_t)ix->size;
+    return ocl_launch_checked(k, kern, 7, args, 1, &g);
+}
+
 /* ---- shared pieces -------------------------------------------------------------------------------- */
 
 static wf_status *check_index_dtype(wf__kctx *k, const wf_tensor *t, const char *what)
@@ -191,18 +237,8 @@ wf_status *ocl_shp_gather(wf__kctx *k)
                                    ocl_shp_shape(x->rank, x->dims, b));
     int r = x->rank - 1 + ix->rank;
     if (r > WF_MAX_RANK) return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "output rank %d is above %d", r, WF_MAX_RANK);
-    int64_t D = x->dims[ax], *v;
-    WF__TRY(ocl_shp_index_host(k, ix, OCL_SHP_HOST_CHECK, &v));
-    for (int64_t i = 0; i < ix->size && (v || D == 0); i++) {
-        int64_t q = v ? v[i] : 0;
-        if (q < -D || q >= D) {
-            ocl_host->free(v);
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                       "index %" PRId64 " (at position %" PRId64 ") is out of range for axis %d of data %s",
-                                       q, i, ax, ocl_shp_shape(x->rank, x->dims, b));
-        }
-    }
-    ocl_host->free(v);
+    int64_t D = x->dims[ax];
+    WF__TRY(check_on_device(k, ix, 1, &D, OCL_SITE_GATHER, ax, x));
     int64_t d[WF_MAX_RANK];
     int q = 0;
     for (int i = 0; i < ax; i++) d[q++] = x->dims[i];
@@ -210,7 +246,7 @@ wf_status *ocl_shp_gather(wf__kctx *k)
     for (int i = ax + 1; i < x->rank; i++) d[q++] = x->dims[i];
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, r, d, &y));
-    if (!y->size) return NULL;
+    if (!y->size || D == 0) return NULL; /* an empty axis: every index is bad, and the check says so */
     cl_kernel kern;
     WF__TRY(ocl_shp_move_kernel(k, ocl_size(x->dtype), "gather", &kern));
     cl_mem ym = ocl_mem(y), xm = ocl_mem(x), im = ocl_mem(ix);
@@ -233,8 +269,9 @@ typedef struct {
     int64_t *off;           /* host offsets of every tuple (within a batch), or NULL when not read back */
 } nd_info;
 
-/* Checks indices [..., last] against dims [bd, bd + last) of data, on the host when small. */
-static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, nd_info *nd)
+/* Checks the shapes of indices [..., last] against data; host: also their values against dims
+ * [bd, bd + last) of data, read back when small (else the caller checks them on the device). */
+static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, bool host, nd_info *nd)
 {
     char b1[SB], b2[SB];
     int q = ix->rank;
@@ -260,6 +297,7 @@ static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix,
     }
     nd->slice = ocl_shp_numel(x->rank - bd - (int)last, x->dims + bd + last);
     nd->n = ix->size / last;
+    if (!host) return NULL;
     int64_t *v;
     WF__TRY(ocl_shp_index_host(k, ix, OCL_SHP_HOST_CHECK, &v));
     if (!v) return NULL;
@@ -290,8 +328,10 @@ wf_status *ocl_shp_gathernd(wf__kctx *k)
     if (bd < 0 || bd >= WF_MAX_RANK)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch_dims %" PRId64 " is out of range", bd);
     nd_info nd;
-    WF__TRY(nd_check(k, x, ix, (int)bd, &nd));
-    ocl_host->free(nd.off);
+    WF__TRY(nd_check(k, x, ix, (int)bd, false, &nd));
+    WF__TRY(check_on_device(k, ix, nd.last, nd.dims, OCL_SITE_ND, (int)bd, x));
+    bool empty_dim = false;
+    for (int c = 0; c < nd.last; c++) empty_dim |= nd.dims[c] == 0;
     int q = ix->rank;
     int64_t d[WF_MAX_RANK];
     int r = 0;
@@ -299,7 +339,7 @@ wf_status *ocl_shp_gathernd(wf__kctx *k)
     for (int i = (int)bd + nd.last; i < x->rank; i++) d[r++] = x->dims[i];
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, r, d, &y));
-    if (!y->size) return NULL;
+    if (!y->size || empty_dim) return NULL; /* an empty indexed dim: the check fails every tuple */
     int64_t batches = ocl_shp_numel((int)bd, x->dims);
     cl_kernel kern;
     WF__TRY(ocl_shp_move_kernel(k, ocl_size(x->dtype), "gathernd", &kern));
@@ -336,7 +376,7 @@ wf_status *ocl_shp_scatternd(wf__kctx *k)
                                    ocl_shp_shape(u->rank, u->dims, b1), ocl_shp_shape(q, ix->dims, b2),
                                    ocl_shp_shape(x->rank, x->dims, b3));
     nd_info nd;
-    WF__TRY(nd_check(k, x, ix, 0, &nd));
+    WF__TRY(nd_check(k, x, ix, 0, true, &nd));
     bool seq = !nd.off || !wf__ku_all_distinct(nd.off, nd.n);
     ocl_host->free(nd.off);
     wf_tensor *y;
@@ -359,9 +399,11 @@ wf_status *ocl_shp_scatternd(wf__kctx *k)
 
 /* ---- GatherElements / ScatterElements ----------------------------------------------------------- */
 
-/* Checks indices against data on the axis and the other dims; *off gets the host offsets in data of
- * every index element (NULL when the indices are too many to read back). */
-static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int *ax, int64_t **off)
+/* Checks indices against data on the axis and the other dims; host: also their values, read back
+ * when small, and *off gets the host offsets in data of every index element (NULL when the indices are
+ * too many to read back, or !host: the caller checks them on the device). */
+static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, bool host, int *ax,
+                                 int64_t **off)
 {
     char b0[SB], b1[SB];
     *off = NULL;
@@ -377,6 +419,7 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
         if (d != *ax && ix->dims[d] > x->dims[d])
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices %s is larger than data %s in dim %d",
                                        ocl_shp_shape(ix->rank, ix->dims, b1), ocl_shp_shape(x->rank, x->dims, b0), d);
+    if (!host) return NULL;
     int64_t D = x->dims[*ax], *v;
     WF__TRY(ocl_shp_index_host(k, ix, OCL_SHP_HOST_CHECK, &v));
     if (!v) {
@@ -402,11 +445,12 @@ wf_status *ocl_shp_gather_elements(wf__kctx *k)
     const wf_tensor *x = k->in[0], *ix = k->in[1];
     int ax;
     int64_t *off;
-    WF__TRY(elements_check(k, x, ix, &ax, &off));
-    ocl_host->free(off);
+    WF__TRY(elements_check(k, x, ix, false, &ax, &off));
+    int64_t D0 = x->dims[ax];
+    WF__TRY(check_on_device(k, ix, 1, &D0, OCL_SITE_ELEMENTS, ax, x));
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, ix->rank, ix->dims, &y));
-    if (!y->size) return NULL;
+    if (!y->size || D0 == 0) return NULL; /* an empty axis: every index is bad, and the check says so */
     int64_t xst[WF_MAX_RANK];
     ocl_shp_strides(x->rank, x->dims, xst);
     cl_kernel kern;
@@ -431,7 +475,7 @@ wf_status *ocl_shp_scatter_elements(wf__kctx *k)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "updates %s must have the shape of indices %s",
                                    ocl_shp_shape(u->rank, u->dims, b2), ocl_shp_shape(ix->rank, ix->dims, b1));
     int64_t *off;
-    WF__TRY(elements_check(k, x, ix, &ax, &off));
+    WF__TRY(elements_check(k, x, ix, true, &ax, &off));
     bool seq = !off || !wf__ku_all_distinct(off, ix->size);
     ocl_host->free(off);
     int red = reduction(k);

@@ -1,0 +1,227 @@
+/*
+ * Index checks on the OpenCL device (issue 13): Gather, GatherElements and GatherND on OPENCL:0 check
+ * their indices in a kernel, not by reading them back to the host. A bad index fails the run with a
+ * status that names the node, the op and the index in the words of the old host check (also when the
+ * bad output only feeds another kernel, and for index tensors above the old read-back limit of 2^22,
+ * which used to be clamped); the next run of the same session with good indices gives the values of
+ * numpy (worked out by hand below) and those of CPU:0. The whole test runs with WEFT_OCL_NO_READBACK=1,
+ * which makes any read-back of a kernel's input fail the run: the good runs passing shows the gathers
+ * read nothing back. SKIP where there is no OPENCL:0.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "check.h"
+
+static wf_context *ctx;
+
+static bool has_opencl(void)
+{
+    for (int d = 0; d < wf_context_num_devices(ctx); d++) {
+        wf_device_info di;
+        if (wf_context_device(ctx, d, &di)) continue;
+        if (strstr(di.name, "OPENCL:0")) return true;
+    }
+    return false;
+}
+
+typedef struct op_graph {
+    wf_graph *g;
+    wf_output x, idx, y;
+    wf_session *dev, *cpu;
+} op_graph;
+
+/* op(x, idx) (then a Relu when relu_after), in a session on OPENCL:0 and one on CPU:0. */
+static void op_graph_new(op_graph *o, const char *op, const char *name, const wf_tensor *x, const wf_tensor *idx,
+                         const wf_attr *at, int n_at, bool relu_after)
+{
+    memset(o, 0, sizeof *o);
+    CHECK_OK(wf_graph_new(&o->g));
+    CHECK_OK(wf_placeholder(o->g, "x", wf_tensor_dtype(x), wf_tensor_rank(x), wf_tensor_dims(x), &o->x));
+    CHECK_OK(wf_placeholder(o->g, "idx", wf_tensor_dtype(idx), wf_tensor_rank(idx), wf_tensor_dims(idx), &o->idx));
+    wf_output in[2] = {o->x, o->idx};
+    wf_node *n = NULL;
+    CHECK_OK(wf_op(o->g, op, name, in, 2, at, n_at, &n));
+    if (!n) return;
+    o->y = wf_out(n, 0);
+    if (relu_after) CHECK_OK(wf_unary(o->g, "Relu", "after", o->y, &o->y));
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = "OPENCL:0";
+    so.strict_placement = 1;
+    CHECK_OK(wf_session_new(ctx, o->g, &so, &o->dev));
+    wf_session_options_init(&so);
+    so.device = "CPU:0";
+    so.intra_op_threads = 1;
+    CHECK_OK(wf_session_new(ctx, o->g, &so, &o->cpu));
+}
+
+static void op_graph_free(op_graph *o)
+{
+    wf_session_free(o->dev);
+    wf_session_free(o->cpu);
+    wf_graph_free(o->g);
+}
+
+static wf_status *run(wf_session *s, const op_graph *o, const wf_tensor *x, const wf_tensor *idx, wf_tensor **y)
+{
+    *y = NULL;
+    if (!s) return NULL; /* no session (already a failed check): no output, no error */
+    wf_feed f[2] = {{o->x, (wf_tensor *)x}, {o->idx, (wf_tensor *)idx}};
+    return wf_session_run(s, f, 2, &o->y, 1, y, NULL);
+}
+
+static void expect_error(wf_status *st, const char *node, const char *want)
+{
+    CHECK(st != NULL);
+    if (!st) return;
+    CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(wf_status_message(st), node);
+    CHECK_STR_CONTAINS(wf_status_message(st), want);
+    wf_status_free(st);
+}
+
+/* A good run on OPENCL:0 equals want (n floats) and the same run on CPU:0. */
+static void expect_values(const op_graph *o, const wf_tensor *x, const wf_tensor *idx, const float *want, int64_t n)
+{
+    wf_tensor *y = NULL, *c = NULL;
+    CHECK_OK(run(o->dev, o, x, idx, &y));
+    CHECK_OK(run(o->cpu, o, x, idx, &c));
+    CHECK(y && wf_tensor_size(y) == n);
+    CHECK(c && wf_tensor_size(c) == n);
+    if (y && c && wf_tensor_size(y) == n && wf_tensor_size(c) == n) {
+        CHECK(!memcmp(wf_tensor_data(y), want, sizeof(float) * (size_t)n));
+        CHECK(!memcmp(wf_tensor_data(y), wf_tensor_data(c), sizeof(float) * (size_t)n));
+    }
+    wf_tensor_free(y);
+    wf_tensor_free(c);
+}
+
+static wf_tensor *i64(int rank, const int64_t *dims, const int64_t *v)
+{
+    wf_tensor *t = NULL;
+    CHECK_OK(wf_tensor_new(WF_I64, rank, dims, v, &t));
+    return t;
+}
+
+static void test_gather(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_gather", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[2] = {4, 2}, id[1] = {3};
+    float xv[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const int64_t bad[3] = {0, 5, 1}, neg[3] = {2, -5, 0}, good[3] = {3, -4, 1};
+    wf_tensor *x = NULL, *ib = i64(1, id, bad), *in = i64(1, id, neg), *ig = i64(1, id, good);
+    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, xv, &x));
+    const float want[6] = {6, 7, 0, 1, 2, 3}; /* numpy: x[[3, -4, 1]] */
+    for (int after = 0; after < 2; after++) {
+        op_graph o;
+        op_graph_new(&o, "Gather", "g", x, ib, NULL, 0, after);
+        wf_tensor *y = NULL;
+        for (int rep = 0; rep < 3; rep++) {
+            /* the error is the Gather's even when only the Relu's output is fetched */
+            expect_error(run(o.dev, &o, x, ib, &y), "node 'g' (Gather)",
+                         "index 5 (at position 1) is out of range for axis 0 of data [4,2]");
+            expect_error(run(o.dev, &o, x, in, &y), "node 'g' (Gather)",
+                         "index -5 (at position 1) is out of range for axis 0 of data [4,2]");
+            expect_values(&o, x, ig, want, 6); /* the session goes on, the record was reset */
+        }
+        op_graph_free(&o);
+    }
+    wf_tensor_free(x);
+    wf_tensor_free(ib);
+    wf_tensor_free(in);
+    wf_tensor_free(ig);
+}
+
+/* More indices than the old host check read back (2^22): they used to be clamped, now they fail. */
+static void test_gather_many(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_gather_many", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    enum { M = (1 << 22) + 5 };
+    int64_t xd[1] = {4}, id[1] = {M};
+    float xv[4] = {10, 11, 12, 13};
+    int32_t *iv = malloc(sizeof *iv * M);
+    float *want = malloc(sizeof *want * M);
+    CHECK(iv && want);
+    if (!iv || !want) return;
+    for (int i = 0; i < M; i++) {
+        iv[i] = i % 7 - 3; /* -3..3, all in range of 4 */
+        want[i] = xv[iv[i] < 0 ? iv[i] + 4 : iv[i]];
+    }
+    wf_tensor *x = NULL, *ig = NULL, *ib = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 1, xd, xv, &x));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, id, iv, &ig));
+    iv[M - 2] = 4;
+    CHECK_OK(wf_tensor_new(WF_I32, 1, id, iv, &ib));
+    op_graph o;
+    if (x && ig && ib) {
+        op_graph_new(&o, "Gather", "big", x, ib, NULL, 0, false);
+        wf_tensor *y = NULL;
+        expect_error(run(o.dev, &o, x, ib, &y), "node 'big' (Gather)",
+                     "index 4 (at position 4194307) is out of range for axis 0 of data [4]");
+        expect_values(&o, x, ig, want, M);
+        op_graph_free(&o);
+    }
+    wf_tensor_free(x);
+    wf_tensor_free(ig);
+    wf_tensor_free(ib);
+    free(iv);
+    free(want);
+}
+
+static void test_gather_elements_and_nd(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_gather_elements_and_nd", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    /* GatherElements on axis 1 of [[0,1,2],[3,4,5]] */
+    int64_t ed[2] = {2, 3};
+    float ev[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t ebad[6] = {0, 1, -7, 2, 2, 2}, egood[6] = {2, -1, 0, 1, 0, -3};
+    wf_tensor *ex = NULL, *eb = i64(2, ed, ebad), *eg = i64(2, ed, egood);
+    CHECK_OK(wf_tensor_new(WF_F32, 2, ed, ev, &ex));
+    wf_attr ax1 = wf_attr_int("axis", 1);
+    op_graph o;
+    wf_tensor *y = NULL;
+    op_graph_new(&o, "GatherElements", "ge", ex, eb, &ax1, 1, false);
+    expect_error(run(o.dev, &o, ex, eb, &y), "node 'ge' (GatherElements)",
+                 "index -7 (at position 2) is out of range for axis 1 of data [2,3]");
+    const float want_e[6] = {2, 2, 0, 4, 3, 3}; /* numpy: np.take_along_axis(x, idx, 1) */
+    expect_values(&o, ex, eg, want_e, 6);
+    op_graph_free(&o);
+
+    /* GatherND: tuples (row, col) into [2,3] */
+    int64_t nd[2] = {2, 2};
+    const int64_t nbad[4] = {1, 0, 0, 3}, ngood[4] = {1, 2, -2, -1};
+    wf_tensor *nb = i64(2, nd, nbad), *ng = i64(2, nd, ngood);
+    op_graph_new(&o, "GatherND", "gn", ex, nb, NULL, 0, true);
+    expect_error(run(o.dev, &o, ex, nb, &y), "node 'gn' (GatherND)",
+                 "index 3 (tuple 1, entry 1) is out of range for dim 1 of data [2,3]");
+    const float want_n[2] = {5, 2}; /* x[1, 2], x[-2, -1] */
+    expect_values(&o, ex, ng, want_n, 2);
+    op_graph_free(&o);
+    wf_tensor *all[] = {ex, eb, eg, nb, ng};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+int main(void)
+{
+    /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
+    setenv("WEFT_OCL_NO_READBACK", "1", 1);
+    setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR "/../..", 1);
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    if (!ctx) return 1;
+    RUN_TEST(test_gather);
+    RUN_TEST(test_gather_many);
+    RUN_TEST(test_gather_elements_and_nd);
+    wf_context_free(ctx);
+    return check_summary();
+}
