@@ -234,7 +234,7 @@ if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
     note "ThreadSanitizer build (executor and sessions)"
     if configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread -DWEFT_BENCH=OFF; then
         # TSan needs a fixed memory layout on kernels with large mmap randomisation.
-        for t in test_executor test_session test_overlap test_dnnl; do
+        for t in test_executor test_session test_overlap test_dnnl test_ocl_index; do
             TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
                 setarch "$(uname -m)" -R build-tsan/tests/$t >build-tsan/$t.log 2>&1
             rc=$?
