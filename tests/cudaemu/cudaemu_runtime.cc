@@ -120,6 +120,11 @@ void segv_handler(int sig, siginfo_t *si, void *uc)
     (void)uc;
 }
 
+/* cuemu_reverse_order or WEFT_CUDAEMU_REVERSE=1: blocks (along x) and the threads of a block start in
+ * reverse order, so a kernel whose result depends on the order its threads run in (two threads writing
+ * one element) shows it. */
+std::atomic<int> g_reverse;
+
 void init_once(void)
 {
     g_cap = env_size("WEFT_CUDAEMU_MEM", (size_t)2 << 30);
@@ -132,6 +137,8 @@ void init_once(void)
     g_quiet = p && *p == '1';
     p = getenv("WEFT_CUDAEMU_DEVICES");
     if (p && *p) g_ndev = atoi(p) > 0 ? 1 : 0;
+    p = getenv("WEFT_CUDAEMU_REVERSE");
+    if (p && *p == '1') g_reverse = 1;
     if (g_cap) {
         void *m = mmap(NULL, g_cap, g_protect ? PROT_NONE : PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -324,10 +331,6 @@ void yield_as(int state)
     t.state = state;
     CORO_SWAP((void **)th_slot(g_cur), sched_target());
 }
-
-/* cuemu_reverse_order: blocks (along x) and the threads of a block start in reverse order, so a kernel
- * whose result depends on the order its threads run in (two threads writing one element) shows it. */
-std::atomic<int> g_reverse;
 
 /* Runs one block to completion; false when its threads deadlock (a barrier some live thread never reaches). */
 bool run_block(void)
