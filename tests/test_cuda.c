@@ -4,8 +4,8 @@
  * double-precision reference computed here; the backward conv and pool ops, the loss and the indexing
  * ops of training graphs match CPU:0, and Adam steps of a small MLP on GPU:0 give the CPU's losses and
  * weights. Index checks run on the device: a bad index of Gather, GatherElements, GatherND, ScatterND,
- * ScatterElements or a bad ReverseSequence length fails the run naming the node, and no index is read
- * back (on the emulator, which counts the copies to the host). Without a CUDA device (no driver, no GPU,
+ * ScatterElements or MaxUnpool, a bad ReverseSequence length or a loss target that is no class fails the
+ * run naming the node, and no index is read back (on the emulator, which counts the copies to the host). Without a CUDA device (no driver, no GPU,
  * plugin not built) it prints why and counts itself skipped, so CI machines without a GPU pass.
  */
 #include <dlfcn.h>
@@ -697,6 +697,65 @@ static void test_scatter_errors_on_device(void)
     if (rev) rev(0);
 }
 
+/* NegativeLogLikelihoodLoss's targets and MaxUnpool's indices are checked in their kernels too: a target
+ * that is no class (and not ignore_index) or an index outside the unpooled image fails the run naming
+ * the node, the same session then gives hand-worked values, and a good run reads nothing back but its
+ * output and the error record. */
+static void test_target_errors_on_device(void)
+{
+    const long long REC = 32;
+    {
+        int64_t xd[2] = {2, 3}, td[1] = {2};
+        float xv[6] = {-1, -2, -3, -4, -5, -6};
+        int64_t bad[2] = {1, 3}, good[2] = {2, 0}, ign[2] = {-1, 1};
+        wf_tensor *x = tens(WF_F32, 2, xd, xv), *tb = tens(WF_I64, 1, td, bad), *tg = tens(WF_I64, 1, td, good),
+                  *ti = tens(WF_I64, 1, td, ign), *y = NULL;
+        wf_attr at = wf_attr_int("ignore_index", -1);
+        const wf_tensor *fb[2] = {x, tb}, *fg[2] = {x, tg}, *fi[2] = {x, ti};
+        gpu_op o;
+        long long nb = 0;
+        if (x && tb && tg && ti && gpu_op_new(&o, "NegativeLogLikelihoodLoss", "nll", fb, 2, &at, 1)) {
+            expect_index_error(gpu_op_run(&o, fb, 2, &y, NULL),
+                               "node 'nll' (NegativeLogLikelihoodLoss): target 3 at position 1 is not a class in [0, 3) "
+                               "nor ignore_index");
+            CHECK_OK(gpu_op_run(&o, fg, 2, &y, &nb));
+            const float want = 3.5f; /* mean of -x[0,2] and -x[1,0] */
+            check_f32(y, &want, 1, "NegativeLogLikelihoodLoss");
+            if (y) check_no_readback(nb, y, REC, "NegativeLogLikelihoodLoss");
+            wf_tensor_free(y);
+            CHECK_OK(gpu_op_run(&o, fi, 2, &y, NULL));
+            const float want_ign = 5.0f; /* -1 ignored: -x[1,1] over one weight */
+            check_f32(y, &want_ign, 1, "NegativeLogLikelihoodLoss ignore_index");
+            wf_tensor_free(y);
+            gpu_op_free(&o);
+        }
+        wf_tensor *all[] = {x, tb, tg, ti};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+    }
+    {
+        int64_t xd[4] = {1, 1, 2, 2}, ks[2] = {2, 2};
+        float xv[4] = {1, 2, 3, 4};
+        int32_t bad[4] = {0, 16, 9, 14}, good[4] = {0, 3, 9, 14}; /* i32: 16 bytes, not the record's 32 */
+        wf_tensor *x = tens(WF_F32, 4, xd, xv), *ib = tens(WF_I32, 4, xd, bad), *ig = tens(WF_I32, 4, xd, good), *y = NULL;
+        wf_attr at[2] = {wf_attr_ints("kernel_shape", ks, 2), wf_attr_ints("strides", ks, 2)};
+        const wf_tensor *fb[2] = {x, ib}, *fg[2] = {x, ig};
+        gpu_op o;
+        long long nb = 0;
+        if (x && ib && ig && gpu_op_new(&o, "MaxUnpool", "mu", fb, 2, at, 2)) {
+            expect_index_error(gpu_op_run(&o, fb, 2, &y, NULL),
+                               "node 'mu' (MaxUnpool): index 16 (at position 1) is outside the 16 unpooled elements");
+            CHECK_OK(gpu_op_run(&o, fg, 2, &y, &nb));
+            const float want[16] = {1, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 4, 0};
+            check_f32(y, want, 16, "MaxUnpool");
+            if (y) check_no_readback(nb, y, REC, "MaxUnpool");
+            wf_tensor_free(y);
+            gpu_op_free(&o);
+        }
+        wf_tensor *all[] = {x, ib, ig};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+    }
+}
+
 int main(void)
 {
     plugin_path_default();
@@ -726,6 +785,7 @@ int main(void)
     RUN_TEST(test_mlp_training_matches_cpu);
     RUN_TEST(test_index_errors_on_device);
     RUN_TEST(test_scatter_errors_on_device);
+    RUN_TEST(test_target_errors_on_device);
     wf_context_free(g_ctx);
     return check_summary();
 }

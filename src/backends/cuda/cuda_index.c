@@ -119,6 +119,14 @@ wf_status *cu_err_take(cu_dev *d)
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): sequence length %lld of batch %lld is outside [0, %lld] for input %s", r.node,
                                r.op, rec.value, rec.pos, rec.entry, r.x);
+    case CU_SITE_TARGET:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): target %lld at position %lld is not a class in [0, %lld) nor ignore_index",
+                               r.node, r.op, rec.value, rec.pos, rec.entry);
+    case CU_SITE_UNPOOL:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): index %lld (at position %lld) is outside the %lld unpooled elements", r.node,
+                               r.op, rec.value, rec.pos, rec.entry);
     default:
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",

@@ -29,10 +29,12 @@ int cuk_pool_grad(cudaStream_t s, int dtype, const void *x, const void *dy, void
 int cuk_gap_grad(cudaStream_t s, int dtype, const void *dy, void *dx, int64_t n, int64_t inner);
 /* NegativeLogLikelihoodLoss (softmax 0) or SoftmaxCrossEntropyLoss (1) of x [N, C, D...] and targets
  * (i32 or i64, t64) [N, D...]; w (may be NULL) one weight per class; targets equal to ign (when has_ign)
- * or outside [0, C) count as ignored. lp (may be NULL) receives the log-probabilities. reduction 0
- * writes the N * D losses to y, 1 their sum and 2 their weighted mean to y[0]. */
+ * or outside [0, C) count as ignored, and one outside [0, C) that is not ign is reported in err as
+ * (site, target, position, C). lp (may be NULL) receives the log-probabilities. reduction 0 writes the
+ * N * D losses to y, 1 their sum and 2 their weighted mean to y[0]. */
 int cuk_class_loss(cudaStream_t s, int dtype, int softmax, const void *x, const void *tgt, int t64, const void *w,
-                   int has_ign, int64_t ign, void *lp, void *y, int reduction, int64_t N, int64_t C, int64_t D);
+                   int has_ign, int64_t ign, void *lp, void *y, int reduction, int64_t N, int64_t C, int64_t D,
+                   cuk_err *err, unsigned long long site);
 
 /* ---- cuda_kernels_index.cu ---- */
 
