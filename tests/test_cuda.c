@@ -4,8 +4,8 @@
  * double-precision reference computed here; the backward conv and pool ops, the loss and the indexing
  * ops of training graphs match CPU:0, and Adam steps of a small MLP on GPU:0 give the CPU's losses and
  * weights. Index checks run on the device: a bad index of Gather, GatherElements, GatherND, ScatterND,
- * ScatterElements or MaxUnpool, a bad ReverseSequence length or a loss target that is no class fails the
- * run naming the node, and no index is read back (on the emulator, which counts the copies to the host). Without a CUDA device (no driver, no GPU,
+ * ScatterElements or MaxUnpool, a bad ReverseSequence or RNN length, RoiAlign batch index, RotaryEmbedding
+ * position id or loss target fails the run naming the node, and no index is read back (on the emulator, which counts the copies to the host). Without a CUDA device (no driver, no GPU,
  * plugin not built) it prints why and counts itself skipped, so CI machines without a GPU pass.
  */
 #include <dlfcn.h>
@@ -487,45 +487,55 @@ static d2h_fn emu_d2h(void)
     return f;
 }
 
-/* One op of n_in placeholders (named by the ops' inputs) on GPU:0 in a session kept for several runs. */
+/* One op of n_in placeholders (x[i] NULL: an omitted input) on a device, in a session kept for several
+ * runs. */
 typedef struct gpu_op {
     wf_graph *g;
     wf_session *s;
-    wf_output in[3], out;
+    wf_output in[5], out;
 } gpu_op;
 
-static bool gpu_op_new(gpu_op *o, const char *op, const char *name, const wf_tensor *const *x, int n_in,
-                       const wf_attr *at, int n_at)
+static bool op_new_on(gpu_op *o, const char *device, const char *op, const char *name, const wf_tensor *const *x,
+                      int n_in, const wf_attr *at, int n_at)
 {
     memset(o, 0, sizeof *o);
     CHECK_OK(wf_graph_new(&o->g));
     if (!o->g) return false;
-    static const char *names[3] = {"in0", "in1", "in2"};
+    static const char *names[5] = {"in0", "in1", "in2", "in3", "in4"};
     for (int i = 0; i < n_in; i++)
-        CHECK_OK(wf_placeholder(o->g, names[i], wf_tensor_dtype(x[i]), wf_tensor_rank(x[i]), wf_tensor_dims(x[i]),
-                                &o->in[i]));
+        if (x[i])
+            CHECK_OK(wf_placeholder(o->g, names[i], wf_tensor_dtype(x[i]), wf_tensor_rank(x[i]), wf_tensor_dims(x[i]),
+                                    &o->in[i]));
     wf_node *n = NULL;
     CHECK_OK(wf_op(o->g, op, name, o->in, n_in, at, n_at, &n));
     if (!n) return false;
     o->out = wf_out(n, 0);
     wf_session_options so;
     wf_session_options_init(&so);
-    so.device = "GPU:0";
+    so.device = device;
     so.strict_placement = 1;
     CHECK_OK(wf_session_new(g_ctx, o->g, &so, &o->s));
     return o->s != NULL;
 }
 
+static bool gpu_op_new(gpu_op *o, const char *op, const char *name, const wf_tensor *const *x, int n_in,
+                       const wf_attr *at, int n_at)
+{
+    return op_new_on(o, "GPU:0", op, name, x, n_in, at, n_at);
+}
+
 /* Runs it on the feeds; *y the output, *d2h_bytes (when the emulator counts) the bytes copied to the host. */
 static wf_status *gpu_op_run(gpu_op *o, const wf_tensor *const *x, int n_in, wf_tensor **y, long long *d2h_bytes)
 {
-    wf_feed f[3];
-    for (int i = 0; i < n_in; i++) f[i] = (wf_feed){o->in[i], (wf_tensor *)x[i]};
+    wf_feed f[5];
+    int nf = 0;
+    for (int i = 0; i < n_in; i++)
+        if (x[i]) f[nf++] = (wf_feed){o->in[i], (wf_tensor *)x[i]};
     d2h_fn cnt = emu_d2h();
     unsigned long long b0 = 0, b1 = 0;
     if (cnt) cnt(&b0);
     *y = NULL;
-    wf_status *st = wf_session_run(o->s, f, n_in, &o->out, 1, y, NULL);
+    wf_status *st = wf_session_run(o->s, f, nf, &o->out, 1, y, NULL);
     if (cnt) cnt(&b1);
     if (d2h_bytes) *d2h_bytes = cnt ? (long long)(b1 - b0) : -1;
     return st;
@@ -756,6 +766,113 @@ static void test_target_errors_on_device(void)
     }
 }
 
+/* The same op on CPU:0: the reference a GPU run is compared with (within rtol 1e-5). */
+static void check_like_cpu(const wf_tensor *y, const char *op, const wf_tensor *const *x, int n_in, const wf_attr *at,
+                           int n_at, const char *what)
+{
+    gpu_op c;
+    wf_tensor *r = NULL;
+    if (!y || !op_new_on(&c, "CPU:0", op, "ref", x, n_in, at, n_at)) return;
+    CHECK_OK(gpu_op_run(&c, x, n_in, &r, NULL));
+    CHECK(r && wf_tensor_size(r) == wf_tensor_size(y) && wf_tensor_size(r) > 0);
+    double worst = 0;
+    for (int64_t i = 0; r && i < wf_tensor_size(r) && i < wf_tensor_size(y); i++) {
+        double a = ((const float *)wf_tensor_data(y))[i], b = ((const float *)wf_tensor_data(r))[i];
+        double e = fabs(a - b) / (1e-6 + fabs(b));
+        if (e > worst) worst = e;
+    }
+    if (worst >= 1e-5) fprintf(stderr, "%s: differs from CPU:0 by %g (relative)\n", what, worst);
+    CHECK(worst < 1e-5);
+    wf_tensor_free(r);
+    gpu_op_free(&c);
+}
+
+/* RoiAlign's batch indices, RotaryEmbedding's position ids and the RNNs' sequence_lens are checked by a
+ * kernel too (the ops' kernels clamp them): a bad one fails the run naming the node, the same session then
+ * gives the CPU's (RoiAlign, RNN) or hand-worked (RotaryEmbedding) values, with nothing read back. */
+static void test_batch_position_lens_on_device(void)
+{
+    const long long REC = 32;
+    {
+        int64_t xd[4] = {2, 1, 2, 2}, rd[2] = {2, 4}, bd[1] = {2};
+        float xv[8] = {1, 2, 3, 4, 10, 20, 30, 40}, rv[8] = {0, 0, 1, 1, 0.5f, 0, 1.5f, 1};
+        int64_t bad[2] = {0, 2}, good[2] = {1, 0};
+        wf_tensor *x = tens(WF_F32, 4, xd, xv), *ro = tens(WF_F32, 2, rd, rv), *bb = tens(WF_I64, 1, bd, bad),
+                  *bg = tens(WF_I64, 1, bd, good), *y = NULL;
+        wf_attr at[3] = {wf_attr_int("output_height", 2), wf_attr_int("output_width", 2),
+                         wf_attr_int("sampling_ratio", 2)};
+        const wf_tensor *fb[3] = {x, ro, bb}, *fg[3] = {x, ro, bg};
+        gpu_op o;
+        long long nb = 0;
+        if (x && ro && bb && bg && gpu_op_new(&o, "RoiAlign", "roi", fb, 3, at, 3)) {
+            expect_index_error(gpu_op_run(&o, fb, 3, &y, NULL),
+                               "node 'roi' (RoiAlign): batch_indices[1] = 2 is outside [0, 2)");
+            CHECK_OK(gpu_op_run(&o, fg, 3, &y, &nb));
+            check_like_cpu(y, "RoiAlign", fg, 3, at, 3, "RoiAlign");
+            if (y) check_no_readback(nb, y, REC, "RoiAlign");
+            wf_tensor_free(y);
+            gpu_op_free(&o);
+        }
+        wf_tensor *all[] = {x, ro, bb, bg};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+    }
+    {
+        /* x [B 1, H 1, S 2, D 2]; cache rows 0..2 are angles 0, pi/2, pi: cos, sin exact */
+        int64_t xd[4] = {1, 1, 2, 2}, cd[2] = {3, 1}, pd[2] = {1, 2};
+        float xv[4] = {1, 2, 3, 4}, cv[3] = {1, 0, -1}, sv[3] = {0, 1, 0};
+        int64_t bad[2] = {1, 3}, good[2] = {2, 1};
+        wf_tensor *x = tens(WF_F32, 4, xd, xv), *cc = tens(WF_F32, 2, cd, cv), *sc = tens(WF_F32, 2, cd, sv),
+                  *pb = tens(WF_I64, 2, pd, bad), *pg = tens(WF_I64, 2, pd, good), *y = NULL;
+        const wf_tensor *fb[4] = {x, cc, sc, pb}, *fg[4] = {x, cc, sc, pg};
+        gpu_op o;
+        long long nb = 0;
+        if (x && cc && sc && pb && pg && gpu_op_new(&o, "RotaryEmbedding", "rot", fb, 4, NULL, 0)) {
+            expect_index_error(gpu_op_run(&o, fb, 4, &y, NULL),
+                               "node 'rot' (RotaryEmbedding): position id 3 (at position 1) is outside the caches' 3 "
+                               "positions");
+            CHECK_OK(gpu_op_run(&o, fg, 4, &y, &nb));
+            /* row 2 (cos -1, sin 0): [-1, -2]; row 1 (cos 0, sin 1): [c x1 - s x2, s x1 + c x2] = [-4, 3] */
+            const float want[4] = {-1, -2, -4, 3};
+            check_f32(y, want, 4, "RotaryEmbedding");
+            if (y) check_no_readback(nb, y, REC, "RotaryEmbedding");
+            wf_tensor_free(y);
+            gpu_op_free(&o);
+        }
+        wf_tensor *all[] = {x, cc, sc, pb, pg};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+    }
+    {
+        /* RNN, X [S 2, B 1, I 1], hidden 1, no bias; sequence_lens i32 (4 bytes) */
+        int64_t xd[3] = {2, 1, 1}, wd[3] = {1, 1, 1}, ld[1] = {1};
+        float xv[2] = {1, 2}, wv[1] = {0.5f}, rv[1] = {0.25f};
+        int32_t bad[1] = {3}, good[1] = {1};
+        wf_tensor *x = tens(WF_F32, 3, xd, xv), *w = tens(WF_F32, 3, wd, wv), *r = tens(WF_F32, 3, wd, rv),
+                  *lb = tens(WF_I32, 1, ld, bad), *lg = tens(WF_I32, 1, ld, good), *y = NULL;
+        wf_attr at = wf_attr_int("hidden_size", 1);
+        const wf_tensor *fb[5] = {x, w, r, NULL, lb}, *fg[5] = {x, w, r, NULL, lg};
+        gpu_op o;
+        long long nb = 0;
+        if (x && w && r && lb && lg && gpu_op_new(&o, "RNN", "rnn", fb, 5, &at, 1)) {
+            expect_index_error(gpu_op_run(&o, fb, 5, &y, NULL), "node 'rnn' (RNN): sequence_lens[0] = 3 is outside [0, 2]");
+            CHECK_OK(gpu_op_run(&o, fg, 5, &y, &nb));
+            if (y) {
+                CHECK_INT(wf_tensor_size(y), 2);
+                /* numpy: y[0] = tanh(0.5 * 1), y[1] = 0 (past the sequence's length) */
+                if (wf_tensor_size(y) == 2) {
+                    CHECK_NEAR(((const float *)wf_tensor_data(y))[0], tanh(0.5), 1e-6);
+                    CHECK_NEAR(((const float *)wf_tensor_data(y))[1], 0.0, 0);
+                }
+            }
+            check_like_cpu(y, "RNN", fg, 5, &at, 1, "RNN");
+            if (y) check_no_readback(nb, y, REC, "RNN");
+            wf_tensor_free(y);
+            gpu_op_free(&o);
+        }
+        wf_tensor *all[] = {x, w, r, lb, lg};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+    }
+}
+
 int main(void)
 {
     plugin_path_default();
@@ -786,6 +903,7 @@ int main(void)
     RUN_TEST(test_index_errors_on_device);
     RUN_TEST(test_scatter_errors_on_device);
     RUN_TEST(test_target_errors_on_device);
+    RUN_TEST(test_batch_position_lens_on_device);
     wf_context_free(g_ctx);
     return check_summary();
 }

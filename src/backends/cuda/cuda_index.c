@@ -127,6 +127,16 @@ wf_status *cu_err_take(cu_dev *d)
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): index %lld (at position %lld) is outside the %lld unpooled elements", r.node,
                                r.op, rec.value, rec.pos, rec.entry);
+    case CU_SITE_ROI_BATCH:
+        return cu_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): batch_indices[%lld] = %lld is outside [0, %lld)",
+                               r.node, r.op, rec.pos, rec.value, rec.entry);
+    case CU_SITE_RNN_LENS:
+        return cu_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): sequence_lens[%lld] = %lld is outside [0, %lld]",
+                               r.node, r.op, rec.pos, rec.value, rec.entry);
+    case CU_SITE_POSITION:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): position id %lld (at position %lld) is outside the caches' %lld positions",
+                               r.node, r.op, rec.value, rec.pos, rec.entry);
     default:
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",

@@ -252,6 +252,16 @@ __global__ void k_revseq(const E *x, const void *lens, int i64, E *y, int64_t n,
     }
 }
 
+/* a value outside [lo, hi) is reported in err as (site, value, position, shown) */
+__global__ void k_range_check(const void *v, int i64, int64_t n, int64_t lo, int64_t hi, int64_t shown, cuk_err *err,
+                              unsigned long long site)
+{
+    GRID_LOOP(i, n) {
+        int64_t x = ld_idx(v, i64, i);
+        if (x < lo || x >= hi) cuk_flag(err, site, x, i, shown);
+    }
+}
+
 template <typename E> __global__ void k_fill(E *y, int64_t n, E pat, int64_t C, int64_t k)
 {
     GRID_LOOP(i, n) { y[i] = (C <= 0 || i % C == i / C + k) ? pat : (E)0; }
@@ -368,6 +378,14 @@ int cuk_revseq(cudaStream_t s, int esize, const void *x, const void *lens, int i
     if (n <= 0 || blk <= 0 || steps <= 0) return last_error();
     DISPATCH_SIZE(esize, (k_revseq<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, lens, i64, (T *)y, n, ba, B, steps,
                                                                         blk)));
+    return last_error();
+}
+
+int cuk_range_check(cudaStream_t s, const void *v, int i64, int64_t n, int64_t lo, int64_t hi, int64_t shown,
+                    cuk_err *err, unsigned long long site)
+{
+    if (n <= 0) return 0;
+    k_range_check<<<blocks_for(n), THREADS, 0, s>>>(v, i64, n, lo, hi, shown, err, site);
     return last_error();
 }
 
