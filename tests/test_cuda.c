@@ -5,8 +5,9 @@
  * ops of training graphs match CPU:0, and Adam steps of a small MLP on GPU:0 give the CPU's losses and
  * weights. Index checks run on the device: a bad index of Gather, GatherElements, GatherND, ScatterND,
  * ScatterElements or MaxUnpool, a bad ReverseSequence or RNN length, RoiAlign batch index, RotaryEmbedding
- * position id or loss target fails the run naming the node, and no index is read back (on the emulator, which counts the copies to the host). Without a CUDA device (no driver, no GPU,
- * plugin not built) it prints why and counts itself skipped, so CI machines without a GPU pass.
+ * position id or loss target fails the run naming the node, and no index is read back (on the emulator,
+ * which counts the copies to the host). Without a CUDA device (no driver, no GPU, plugin not built) it
+ * prints why and counts itself skipped, so CI machines without a GPU pass.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -589,7 +590,8 @@ static void test_scatter_errors_on_device(void)
 {
     order_fn rev;
     *(void **)&rev = emu_sym("cuemu_reverse_order");
-    if (!emu_d2h() || !rev) printf("note: not the emulator; the read-back counts and the reversed order are not checked\n");
+    if (!emu_d2h() || !rev)
+        printf("note: not the emulator; the read-back counts and the reversed order are not checked\n");
     if (rev) rev(1);
     const long long REC = 32;
     /* ScatterElements, axis 1, into [[0,1,2],[3,4,5]] */
@@ -665,7 +667,8 @@ static void test_scatter_errors_on_device(void)
         int64_t d[2] = {2, 3}, ld[1] = {2};
         float xv[6] = {0, 1, 2, 3, 4, 5};
         int64_t bad[2] = {2, 4}, good[2] = {2, 3};
-        wf_tensor *x = tens(WF_F32, 2, d, xv), *lb = tens(WF_I64, 1, ld, bad), *lg = tens(WF_I64, 1, ld, good), *y = NULL;
+        wf_tensor *x = tens(WF_F32, 2, d, xv), *lb = tens(WF_I64, 1, ld, bad), *lg = tens(WF_I64, 1, ld, good),
+                  *y = NULL;
         wf_attr at[2] = {wf_attr_int("batch_axis", 0), wf_attr_int("time_axis", 1)};
         const wf_tensor *fb[2] = {x, lb}, *fg[2] = {x, lg};
         gpu_op o;
@@ -746,7 +749,8 @@ static void test_target_errors_on_device(void)
         int64_t xd[4] = {1, 1, 2, 2}, ks[2] = {2, 2};
         float xv[4] = {1, 2, 3, 4};
         int32_t bad[4] = {0, 16, 9, 14}, good[4] = {0, 3, 9, 14}; /* i32: 16 bytes, not the record's 32 */
-        wf_tensor *x = tens(WF_F32, 4, xd, xv), *ib = tens(WF_I32, 4, xd, bad), *ig = tens(WF_I32, 4, xd, good), *y = NULL;
+        wf_tensor *x = tens(WF_F32, 4, xd, xv), *ib = tens(WF_I32, 4, xd, bad), *ig = tens(WF_I32, 4, xd, good),
+                  *y = NULL;
         wf_attr at[2] = {wf_attr_ints("kernel_shape", ks, 2), wf_attr_ints("strides", ks, 2)};
         const wf_tensor *fb[2] = {x, ib}, *fg[2] = {x, ig};
         gpu_op o;
@@ -853,7 +857,8 @@ static void test_batch_position_lens_on_device(void)
         gpu_op o;
         long long nb = 0;
         if (x && w && r && lb && lg && gpu_op_new(&o, "RNN", "rnn", fb, 5, &at, 1)) {
-            expect_index_error(gpu_op_run(&o, fb, 5, &y, NULL), "node 'rnn' (RNN): sequence_lens[0] = 3 is outside [0, 2]");
+            expect_index_error(gpu_op_run(&o, fb, 5, &y, NULL),
+                               "node 'rnn' (RNN): sequence_lens[0] = 3 is outside [0, 2]");
             CHECK_OK(gpu_op_run(&o, fg, 5, &y, &nb));
             if (y) {
                 CHECK_INT(wf_tensor_size(y), 2);

@@ -276,7 +276,8 @@ static wf_status *k_roi_align(wf__kctx *k)
     int64_t odims[4] = {R, p.C, p.oh, p.ow};
     wf_tensor *y = NULL;
     if ((s = cu_host->kctx_output(k, 0, X->dtype, 4, odims, &y))) return s;
-    /* a batch index outside [0, N) fails the run, as on the CPU: a check kernel reports it (the op kernel clamps it) */
+    /* a batch index outside [0, N) fails the run, as on the CPU: a check kernel reports it (the op kernel
+     * clamps it) */
     cuk_err *err;
     unsigned long long site;
     if (!R || (s = cu_err_site(k, CU_SITE_ROI_BATCH, 0, bi, X, &err, &site))) return s;

@@ -343,8 +343,8 @@ int cuk_scatter_el(cudaStream_t s, int dtype, void *y, const void *u, const void
     if (cudaMemsetAsync(bm, 0, cuk_scatter_bitmap_bytes(targets), s) != cudaSuccess) return last_error();
     strides8 st = to8(ys, id->n);
     k_scatter_el_check<<<blocks_for(n), THREADS, 0, s>>>(idx, i64, n, *id, st, ax, D, bm, err, site);
-    DISPATCH(dtype, (k_scatter_el<T><<<blocks_for(n), THREADS, 0, s>>>((T *)y, (const T *)u, idx, i64, n, *id, st, ax, D,
-                                                                       bm, red)));
+    DISPATCH(dtype, (k_scatter_el<T><<<blocks_for(n), THREADS, 0, s>>>((T *)y, (const T *)u, idx, i64, n, *id, st, ax,
+                                                                       D, bm, red)));
     return last_error();
 }
 

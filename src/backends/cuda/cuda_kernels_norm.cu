@@ -286,8 +286,8 @@ struct unpool_geom {
 };
 
 template <typename E>
-__global__ void k_unpool(const E *x, const void *ix, int ix64, E *y, int64_t n, unpool_geom G, int64_t total, cuk_err *err,
-                         unsigned long long site)
+__global__ void k_unpool(const E *x, const void *ix, int ix64, E *y, int64_t n, unpool_geom G, int64_t total,
+                         cuk_err *err, unsigned long long site)
 {
     GRID_LOOP(e, n) {
         int64_t v = ix64 ? ((const int64_t *)ix)[e] : (int64_t)((const int32_t *)ix)[e], off = 0;
@@ -602,8 +602,8 @@ int cun_max_unpool(cudaStream_t s, int esize, const void *x, const void *ix, int
     }
     int64_t total = 1;
     for (int i = 0; i < rank; i++) total *= ud[i];
-    DISPATCH_SIZE(esize, (k_unpool<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, ix, ix64, (T *)y, n, G, total, err,
-                                                                        site)));
+    DISPATCH_SIZE(esize, (k_unpool<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, ix, ix64, (T *)y, n, G, total,
+                                                                        err, site)));
     return last_error();
 }
 

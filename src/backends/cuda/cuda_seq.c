@@ -142,8 +142,8 @@ static wf_status *k_rnn(wf__kctx *k)
         cuk_err *err;
         unsigned long long site;
         if ((s = cu_err_site(k, CU_SITE_RNN_LENS, 0, L, X, &err, &site)) ||
-            (s = cu_check(k, cuk_range_check(cu_of(k)->compute, cu_ptr(L), L->dtype == WF_I64, B, 0, m.seq + 1, m.seq, err,
-                                             site),
+            (s = cu_check(k, cuk_range_check(cu_of(k)->compute, cu_ptr(L), L->dtype == WF_I64, B, 0, m.seq + 1, m.seq,
+                                             err, site),
                           "sequence_lens check")))
             return s;
         m.lens_dt = L->dtype;
@@ -326,7 +326,8 @@ static wf_status *k_rotary(wf__kctx *k)
     if ((s = cu_enter(k))) return s;
     g.rows = pos ? cc->dims[0] : v.B * v.S;
     if (pos && pos->size) {
-        /* an id outside the caches fails the run, as on the CPU: a check kernel reports it (the op kernel clamps it) */
+        /* an id outside the caches fails the run, as on the CPU: a check kernel reports it (the op kernel
+         * clamps it) */
         cuk_err *err;
         unsigned long long site;
         if ((s = cu_err_site(k, CU_SITE_POSITION, 0, pos, x, &err, &site)) ||
