@@ -5,9 +5,10 @@
  * ops of training graphs match CPU:0, and Adam steps of a small MLP on GPU:0 give the CPU's losses and
  * weights. Index checks run on the device: a bad index of Gather, GatherElements, GatherND, ScatterND,
  * ScatterElements or MaxUnpool, a bad ReverseSequence or RNN length, RoiAlign batch index, RotaryEmbedding
- * position id or loss target fails the run naming the node, and no index is read back (on the emulator,
- * which counts the copies to the host). Without a CUDA device (no driver, no GPU, plugin not built) it
- * prints why and counts itself skipped, so CI machines without a GPU pass.
+ * position id or loss target, a zero integer divisor or a negative integer exponent fails the run naming
+ * the node, and no index is read back (on the emulator, which counts the copies to the host). Without a
+ * CUDA device (no driver, no GPU, plugin not built) it prints why and counts itself skipped, so CI
+ * machines without a GPU pass.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -878,6 +879,44 @@ static void test_batch_position_lens_on_device(void)
     }
 }
 
+/* Integer Div's zero divisors and Pow's negative exponents are found by a checking kernel: the run fails
+ * naming the node and the element, the same session then gives numpy's values (np.int32 // and ** of
+ * positive operands), and a good run reads back only its output and the error record. */
+static void test_int_operands_on_device(void)
+{
+    const long long REC = 32;
+    int64_t d[1] = {3};
+    int32_t av[3] = {7, 9, 4}, zero[3] = {2, 0, 4}, dv[3] = {2, 3, 4}, neg[3] = {1, -1, 2}, ev[3] = {3, 2, 0};
+    wf_tensor *a = tens(WF_I32, 1, d, av), *bz = tens(WF_I32, 1, d, zero), *bd = tens(WF_I32, 1, d, dv),
+              *bn = tens(WF_I32, 1, d, neg), *be = tens(WF_I32, 1, d, ev), *y = NULL;
+    const wf_tensor *fz[2] = {a, bz}, *fd[2] = {a, bd}, *fn[2] = {a, bn}, *fe[2] = {a, be};
+    gpu_op o;
+    long long nb = 0;
+    if (a && bz && bd && gpu_op_new(&o, "Div", "dv", fz, 2, NULL, 0)) {
+        expect_index_error(gpu_op_run(&o, fz, 2, &y, NULL),
+                           "node 'dv' (Div): integer division by zero (element 1 of divisor i32[3])");
+        CHECK_OK(gpu_op_run(&o, fd, 2, &y, &nb));
+        const int32_t want[3] = {3, 3, 1};
+        CHECK(y && wf_tensor_size(y) == 3 && !memcmp(wf_tensor_data(y), want, sizeof want));
+        if (y) check_no_readback(nb, y, REC, "Div");
+        wf_tensor_free(y);
+        gpu_op_free(&o);
+    }
+    if (a && bn && be && gpu_op_new(&o, "Pow", "pw", fn, 2, NULL, 0)) {
+        expect_index_error(gpu_op_run(&o, fn, 2, &y, NULL),
+                           "node 'pw' (Pow): integers to negative integer powers are not allowed (exponent -1 at "
+                           "element 1)");
+        CHECK_OK(gpu_op_run(&o, fe, 2, &y, &nb));
+        const int32_t want[3] = {343, 81, 1};
+        CHECK(y && wf_tensor_size(y) == 3 && !memcmp(wf_tensor_data(y), want, sizeof want));
+        if (y) check_no_readback(nb, y, REC, "Pow");
+        wf_tensor_free(y);
+        gpu_op_free(&o);
+    }
+    wf_tensor *all[] = {a, bz, bd, bn, be};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     plugin_path_default();
@@ -909,6 +948,7 @@ int main(void)
     RUN_TEST(test_scatter_errors_on_device);
     RUN_TEST(test_target_errors_on_device);
     RUN_TEST(test_batch_position_lens_on_device);
+    RUN_TEST(test_int_operands_on_device);
     wf_context_free(g_ctx);
     return check_summary();
 }

@@ -137,6 +137,15 @@ wf_status *cu_err_take(cu_dev *d)
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): position id %lld (at position %lld) is outside the caches' %lld positions",
                                r.node, r.op, rec.value, rec.pos, rec.entry);
+    case CU_SITE_DIV_ZERO:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): integer division by zero (element %lld of divisor %s)", r.node, r.op,
+                               rec.pos, r.ix);
+    case CU_SITE_NEG_POW:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): integers to negative integer powers are not allowed (exponent %lld at "
+                               "element %lld)",
+                               r.node, r.op, rec.value, rec.pos);
     default:
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
