@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <set>
 #include <vector>
@@ -119,6 +120,11 @@ void segv_handler(int sig, siginfo_t *si, void *uc)
     (void)uc;
 }
 
+/* cuemu_reverse_order or WEFT_CUDAEMU_REVERSE=1: blocks (along x) and the threads of a block start in
+ * reverse order, so a kernel whose result depends on the order its threads run in (two threads writing
+ * one element) shows it. */
+std::atomic<int> g_reverse;
+
 void init_once(void)
 {
     g_cap = env_size("WEFT_CUDAEMU_MEM", (size_t)2 << 30);
@@ -131,6 +137,8 @@ void init_once(void)
     g_quiet = p && *p == '1';
     p = getenv("WEFT_CUDAEMU_DEVICES");
     if (p && *p) g_ndev = atoi(p) > 0 ? 1 : 0;
+    p = getenv("WEFT_CUDAEMU_REVERSE");
+    if (p && *p == '1') g_reverse = 1;
     if (g_cap) {
         void *m = mmap(NULL, g_cap, g_protect ? PROT_NONE : PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -330,7 +338,8 @@ bool run_block(void)
     int n = g_nth;
     for (int i = 0; i < n; i++) g_th[i].state = T_NEW;
     for (;;) {
-        for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            int i = g_reverse ? n - 1 - j : j;
             Th &t = g_th[i];
             if (t.state == T_NEW) {
                 t.stack = stack_get();
@@ -556,7 +565,7 @@ cudaError_t __cuemu_run(void (*thunk)(void *), void *ctx)
         for (unsigned z = 0; z < g_launch_grid.z && !e; z++)
             for (unsigned y = 0; y < g_launch_grid.y && !e; y++)
                 for (unsigned x = 0; x < g_launch_grid.x && !e; x++) {
-                    blockIdx.x = x;
+                    blockIdx.x = g_reverse ? g_launch_grid.x - 1 - x : x;
                     blockIdx.y = y;
                     blockIdx.z = z;
                     /* shared memory starts as garbage on a GPU */
@@ -869,6 +878,8 @@ cudaError_t cudaFreeHost(void *ptr)
 
 namespace {
 
+unsigned long long g_d2h_calls, g_d2h_bytes; /* under the lock */
+
 /* A copy's direction checked against where its pointers really are (cudaMemcpyDefault infers it). */
 cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s, const char *what)
 {
@@ -894,12 +905,31 @@ cudaError_t do_copy(void *dst, const void *src, size_t n, enum cudaMemcpyKind ki
              dd && !alloc_of(dst, n) ? "destination" : "source", dd && !alloc_of(dst, n) ? dst : src, n);
         return fail(cudaErrorInvalidValue);
     }
+    if (kind == cudaMemcpyDeviceToHost) {
+        g_d2h_calls++;
+        g_d2h_bytes += n;
+    }
     Window w;
     memmove(dst, src, n);
     return cudaSuccess;
 }
 
 } // namespace
+
+/* Tests' switch of the launch order (see g_reverse): 1 reversed, 0 the natural order. */
+extern "C" __attribute__((visibility("default"))) void cuemu_reverse_order(int on)
+{
+    g_reverse = on;
+}
+
+/* Tests' view of the device-to-host copies so far (a test finds it with dlsym in the loaded plugin): the
+ * number of copies, and their bytes in *bytes. */
+extern "C" __attribute__((visibility("default"))) unsigned long long cuemu_d2h_copies(unsigned long long *bytes)
+{
+    Lock l;
+    if (bytes) *bytes = g_d2h_bytes;
+    return g_d2h_calls;
+}
 
 extern "C" {
 

@@ -129,7 +129,8 @@ const char *cu_cudnn_describe(char *buf, size_t n);
  * pass to the kernel; cu_err_take, after the compute stream has drained (a download, a synchronisation),
  * reads the record if any checking launch ran since the last read and returns the first bad index as the
  * status the host check used to return, naming the node. */
-enum { CU_SITE_GATHER, CU_SITE_ELEMENTS, CU_SITE_ND };
+enum { CU_SITE_GATHER, CU_SITE_ELEMENTS, CU_SITE_ND, CU_SITE_SEQLEN, CU_SITE_TARGET, CU_SITE_UNPOOL, CU_SITE_ROI_BATCH,
+       CU_SITE_RNN_LENS, CU_SITE_POSITION, CU_SITE_DIV_ZERO, CU_SITE_NEG_POW };
 wf_status *cu_err_site(wf__kctx *k, int kind, int axis, const wf_tensor *ix, const wf_tensor *x, cuk_err **err,
                        unsigned long long *site);
 wf_status *cu_err_take(cu_dev *d);

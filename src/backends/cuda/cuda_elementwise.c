@@ -1,8 +1,8 @@
 /*
  * Host side of the CUDA elementwise ops: broadcasting binary arithmetic and comparisons, logic, Where,
  * the unary math and activations, Cast, and the kernel table. Semantics follow src/backends/cpu/
- * k_elementwise*.c; integer division by zero and negative integer exponents are found on the host
- * before launching, since a kernel cannot fail per element.
+ * k_elementwise*.c; integer division by zero and negative integer exponents are found by a checking
+ * kernel that reports to the device's error record (cu_err_site), which fails the run naming the node.
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,25 +14,18 @@
 
 enum { CHECK_NONE, CHECK_ZERO, CHECK_NEG };
 
-static wf_status *check_b(wf__kctx *k, int check, const wf_tensor *b)
+/* A zero integer divisor or a negative integer exponent fails the run, as on the CPU: a kernel reports it
+ * to the device's error record (nothing is read back). */
+static wf_status *check_b(wf__kctx *k, int check, const wf_tensor *b, const wf_tensor *a)
 {
     if (check == CHECK_NONE || !cu_is_int(b->dtype) || (check == CHECK_NEG && b->dtype == WF_U8) || !b->size) return NULL;
-    size_t bytes = (size_t)b->size * cu_size(b->dtype);
-    void *buf = cu_host->malloc(bytes);
-    if (!buf) return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading back %zu bytes", bytes);
-    wf_status *s = cu_read(k, b, buf, bytes);
-    for (int64_t i = 0; i < b->size && !s; i++) {
-        int64_t v = cu_int_at(buf, b->dtype, i);
-        if (check == CHECK_ZERO && v == 0)
-            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "integer division by zero (%s divisor, element %lld)",
-                                   cu_dtype_name(b->dtype), (long long)i);
-        else if (check == CHECK_NEG && v < 0)
-            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                   "integers to negative integer powers are not allowed (exponent %lld at element %lld)",
-                                   (long long)v, (long long)i);
-    }
-    cu_host->free(buf);
-    return s;
+    cuk_err *err;
+    unsigned long long site;
+    wf_status *s = cu_err_site(k, check == CHECK_ZERO ? CU_SITE_DIV_ZERO : CU_SITE_NEG_POW, 0, b, a, &err, &site);
+    if (s) return s;
+    int mode = check == CHECK_ZERO ? 1 : 2;
+    return cu_check(k, cuk_int_check(cu_of(k)->compute, b->dtype, cu_ptr(b), b->size, mode, err, site),
+                    "integer operand check");
 }
 
 static wf_status *binary(wf__kctx *k, int op, bool out_bool, int check)
@@ -43,7 +36,7 @@ static wf_status *binary(wf__kctx *k, int op, bool out_bool, int check)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input dtypes differ (%s and %s)", cu_dtype_name(t),
                                   cu_dtype_name(b->dtype));
     wf_status *s = cu_enter(k);
-    if (s || (s = check_b(k, check, b))) return s;
+    if (s || (s = check_b(k, check, b, a))) return s;
     int ranks[2] = {a->rank, b->rank};
     const int64_t *dims[2] = {a->dims, b->dims};
     int rank;

@@ -12,10 +12,6 @@
 #include "backends/cuda/cuda_kern_ext.h"
 #include "ops/nn_window.h"
 
-/* Targets read back for the range check up to this many; beyond, out-of-range ones count as ignored. */
-#define CU_TARGET_CHECK ((int64_t)1 << 22)
-
-
 /* A shape input (input_sizes, filter_sizes), read back to the host. */
 static wf_status *read_sizes(wf__kctx *k, int idx, const char *what, int min_n, int max_n, int64_t *v, int *n)
 {
@@ -156,27 +152,6 @@ static wf_status *k_gap_grad(wf__kctx *k)
 
 /* ---- NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss ------------------------------------------------- */
 
-/* The CPU fails on a target outside [0, C) that is not ignore_index: read them back to do the same. */
-static wf_status *check_targets(wf__kctx *k, const wf_tensor *t, int64_t C, const wf__attr *ia)
-{
-    if (t->size > CU_TARGET_CHECK || !t->size) return NULL;
-    size_t bytes = (size_t)t->size * cu_size(t->dtype);
-    void *buf = cu_host->malloc(bytes);
-    if (!buf) return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading back %zu bytes of targets", bytes);
-    wf_status *s = cu_read(k, t, buf, bytes);
-    for (int64_t i = 0; i < t->size && !s; i++) {
-        int64_t v = cu_int_at(buf, t->dtype, i);
-        if (ia->set && v == ia->i) continue;
-        if (v < 0 || v >= C)
-            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                   "target %" PRId64 " at position %" PRId64 " is not a class in [0, %" PRId64
-                                   ") nor ignore_index",
-                                   v, i, C);
-    }
-    cu_host->free(buf);
-    return s;
-}
-
 static wf_status *k_loss(wf__kctx *k)
 {
     char b0[160], b1[160];
@@ -199,16 +174,20 @@ static wf_status *k_loss(wf__kctx *k)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "weight %s must have one value per class (%lld) of X's dtype",
                                   cu_tstr(w, b1), (long long)C);
     wf_status *s = cu_enter(k);
-    if (s || (s = check_targets(k, t, C, ia))) return s;
+    if (s) return s;
     wf_tensor *y, *lp = NULL;
     if (softmax && k->n_out > 1 && (s = cu_host->kctx_output(k, 1, x->dtype, x->rank, x->dims, &lp))) return s;
     if ((s = none ? cu_host->kctx_output(k, 0, x->dtype, t->rank, t->dims, &y)
                   : cu_host->kctx_output(k, 0, x->dtype, 0, NULL, &y)))
         return s;
     int reduction = none ? 0 : red && !strcmp(red, "sum") ? 1 : 2;
+    /* a target outside [0, C) that is not ignore_index fails the run, as on the CPU: the kernel reports it */
+    cuk_err *err;
+    unsigned long long site;
+    if ((s = cu_err_site(k, CU_SITE_TARGET, 1, t, x, &err, &site))) return s;
     return cu_check(k, cuk_class_loss(cu_of(k)->compute, x->dtype, softmax, cu_ptr(x), cu_ptr(t), t->dtype == WF_I64,
                                       w ? cu_ptr(w) : NULL, ia->set, ia->i, lp && lp->size ? cu_ptr(lp) : NULL,
-                                      cu_ptr(y), reduction, N, C, D),
+                                      cu_ptr(y), reduction, N, C, D, err, site),
                     "loss kernel");
 }
 

@@ -272,27 +272,22 @@ static wf_status *k_roi_align(wf__kctx *k)
     p.is_max = !strcmp(attr_s(k, "mode"), "max");
     wf_status *s = cu_enter(k);
     if (s) return s;
-    /* batch indices are read back to reject bad ones, as the CPU does, and go back as i64 */
-    int64_t *b64 = cu_host->malloc(sizeof(int64_t) * (size_t)(R + 1));
-    if (!b64) return oom(k, "batch_indices");
-    s = cu_read(k, bi, b64, (size_t)R * cu_size(bi->dtype));
-    if (!s && bi->dtype == WF_I32) /* widen in place from the back */
-        for (int64_t r = R - 1; r >= 0; r--) b64[r] = ((const int32_t *)b64)[r];
-    for (int64_t r = 0; r < R && !s; r++)
-        if (b64[r] < 0 || b64[r] >= N)
-            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch_indices[%" PRId64 "] = %" PRId64 " is outside [0, %" PRId64 ")",
-                                   r, b64[r], N);
+    p.N = N;
     int64_t odims[4] = {R, p.C, p.oh, p.ow};
     wf_tensor *y = NULL;
-    void *bd = NULL;
-    if (!s) s = cu_host->kctx_output(k, 0, X->dtype, 4, odims, &y);
-    if (!s && y->size) s = upload(k, b64, sizeof(int64_t) * (size_t)R, &bd);
-    cu_host->free(b64);
-    if (s || !y->size) return s;
-    s = cu_check(k, cuki_roi_align(cu_of(k)->compute, X->dtype, cu_ptr(X), cu_ptr(rois), bd, cu_ptr(y), y->size, &p),
-                 "RoiAlign kernel");
-    scratch_free(k, bd);
-    return s;
+    if ((s = cu_host->kctx_output(k, 0, X->dtype, 4, odims, &y))) return s;
+    /* a batch index outside [0, N) fails the run, as on the CPU: a check kernel reports it (the op kernel
+     * clamps it) */
+    cuk_err *err;
+    unsigned long long site;
+    if (!R || (s = cu_err_site(k, CU_SITE_ROI_BATCH, 0, bi, X, &err, &site))) return s;
+    if ((s = cu_check(k, cuk_range_check(cu_of(k)->compute, cu_ptr(bi), bi->dtype == WF_I64, R, 0, N, N, err, site),
+                      "batch index check")) ||
+        !y->size)
+        return s;
+    return cu_check(k, cuki_roi_align(cu_of(k)->compute, X->dtype, cu_ptr(X), cu_ptr(rois), cu_ptr(bi),
+                                      bi->dtype == WF_I64, cu_ptr(y), y->size, &p),
+                    "RoiAlign kernel");
 }
 
 /* ---- Col2Im --------------------------------------------------------------------------------------------- */

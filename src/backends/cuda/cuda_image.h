@@ -42,12 +42,13 @@ int cuki_affine_grid(cudaStream_t s, int dtype, const void *theta, void *y, int6
 
 /* RoiAlign geometry. */
 typedef struct cuki_roi {
-    int64_t C, H, W, oh, ow, sr;
+    int64_t N, C, H, W, oh, ow, sr;
     double scale;
     int half, is_max;
 } cuki_roi;
-/* y [R, C, oh, ow] from x [N, C, H, W], rois [R, 4] (x's dtype) and checked i64 batch indices bi. */
-int cuki_roi_align(cudaStream_t s, int dtype, const void *x, const void *rois, const int64_t *bi, void *y,
+/* y [R, C, oh, ow] from x [N, C, H, W], rois [R, 4] (x's dtype) and batch indices bi (i64 when bi64,
+ * else i32; clamped into [0, N), the caller checks them with cuk_range_check). */
+int cuki_roi_align(cudaStream_t s, int dtype, const void *x, const void *rois, const void *bi, int bi64, void *y,
                    int64_t n, const cuki_roi *p);
 
 /* Col2Im geometry per spatial dim: image dims, block dims, blocks per dim, strides, leading pads,

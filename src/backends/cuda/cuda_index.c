@@ -3,8 +3,10 @@
  * Range, NonZero (small outputs computed on the host and uploaded), OneHot, GatherND / ScatterND,
  * GatherElements / ScatterElements, Trilu, CumSum / CumProd and ReverseSequence (device kernels in
  * cuda_kernels_index.cu). Follows the OpenCL port (src/backends/opencl/ocl_shape_index.c) of the CPU
- * kernels: indices are read back and checked when there are at most CU_INDEX_CHECK of them, so a bad
- * index is a status naming it; scatters with duplicate targets run in index order, as the CPU does.
+ * kernels. Indices are never read back: the kernels check them and write the first bad one to the
+ * device's error record (cu_err_site / cu_err_take below), which the next download or synchronisation
+ * turns into a status naming the node and the index, in the words of the CPU's checks. The scatters'
+ * checking pass also finds duplicate targets on the device; those run in index order, as the CPU does.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -15,8 +17,6 @@
 #include "backends/cuda/cuda_kern_ext.h"
 #include "ops/kutil_half.h"
 #include "ops/kutil_shape.h"
-
-#define CU_INDEX_CHECK ((int64_t)1 << 22)
 
 /* ---- helpers ------------------------------------------------------------------------------------------ */
 
@@ -32,25 +32,6 @@ static wf_status *check_index_dtype(wf__kctx *k, const wf_tensor *t, const char 
     if (t->dtype != WF_I32 && t->dtype != WF_I64)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "input '%s' must be i32 or i64, got %s", what,
                                   cu_dtype_name(t->dtype));
-    return NULL;
-}
-
-/* The index tensor widened to i64 on the host, or *v NULL when it has more than `limit` values. */
-static wf_status *index_host(wf__kctx *k, const wf_tensor *ix, int64_t limit, int64_t **v)
-{
-    *v = NULL;
-    if (ix->size > limit) return NULL;
-    int64_t *buf = cu_host->malloc(sizeof(int64_t) * (size_t)(ix->size > 0 ? ix->size : 1));
-    if (!buf) return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading %" PRId64 " indices", ix->size);
-    wf_status *s = cu_read(k, ix, buf, (size_t)ix->size * cu_size(ix->dtype));
-    if (s) {
-        cu_host->free(buf);
-        return s;
-    }
-    /* widen in place from the back, so i32 values never overwrite ones not yet read */
-    if (ix->dtype == WF_I32)
-        for (int64_t i = ix->size - 1; i >= 0; i--) buf[i] = ((const int32_t *)buf)[i];
-    *v = buf;
     return NULL;
 }
 
@@ -134,6 +115,37 @@ wf_status *cu_err_take(cu_dev *d)
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): index %lld (at position %lld) is out of range for axis %d of data %s", r.node,
                                r.op, rec.value, rec.pos, r.axis, r.x);
+    case CU_SITE_SEQLEN:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): sequence length %lld of batch %lld is outside [0, %lld] for input %s", r.node,
+                               r.op, rec.value, rec.pos, rec.entry, r.x);
+    case CU_SITE_TARGET:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): target %lld at position %lld is not a class in [0, %lld) nor ignore_index",
+                               r.node, r.op, rec.value, rec.pos, rec.entry);
+    case CU_SITE_UNPOOL:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): index %lld (at position %lld) is outside the %lld unpooled elements", r.node,
+                               r.op, rec.value, rec.pos, rec.entry);
+    case CU_SITE_ROI_BATCH:
+        return cu_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): batch_indices[%lld] = %lld is outside [0, %lld)",
+                               r.node, r.op, rec.pos, rec.value, rec.entry);
+    case CU_SITE_RNN_LENS:
+        return cu_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): sequence_lens[%lld] = %lld is outside [0, %lld]",
+                               r.node, r.op, rec.pos, rec.value, rec.entry);
+    case CU_SITE_POSITION:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): position id %lld (at position %lld) is outside the caches' %lld positions",
+                               r.node, r.op, rec.value, rec.pos, rec.entry);
+    case CU_SITE_DIV_ZERO:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): integer division by zero (element %lld of divisor %s)", r.node, r.op,
+                               rec.pos, r.ix);
+    case CU_SITE_NEG_POW:
+        return cu_host->status(WF_INVALID_ARGUMENT,
+                               "node '%s' (%s): integers to negative integer powers are not allowed (exponent %lld at "
+                               "element %lld)",
+                               r.node, r.op, rec.value, rec.pos);
     default:
         return cu_host->status(WF_INVALID_ARGUMENT,
                                "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
@@ -154,6 +166,18 @@ static wf_status *copy_whole(wf__kctx *k, wf_tensor *y, const wf_tensor *x)
     if (!x->bytes) return NULL;
     return cu_check(k, (int)cudaMemcpyAsync(cu_ptr(y), cu_ptr(x), x->bytes, cudaMemcpyDeviceToDevice, cu_of(k)->compute),
                     "device copy");
+}
+
+/* Stream-ordered scratch on the compute stream: freed after the kernels queued before the free. */
+static wf_status *scratch(wf__kctx *k, size_t bytes, void **p)
+{
+    *p = NULL;
+    return cu_check(k, (int)cudaMallocAsync(p, bytes ? bytes : 1, cu_of(k)->compute), "scratch allocation");
+}
+
+static void scratch_free(wf__kctx *k, void *p)
+{
+    if (p) cudaFreeAsync(p, cu_of(k)->compute);
 }
 
 enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
@@ -415,11 +439,11 @@ typedef struct nd_info {
     cuk_dims nd;   /* the indexed dims of data and their element strides */
     int64_t n;     /* index tuples */
     int64_t slice; /* elements per tuple */
-    int64_t *off;  /* host offsets of every tuple (within a batch), or NULL when not read back */
 } nd_info;
 
-/* Checks indices [..., last] against dims [bd, bd + last) of data, on the host when small. */
-static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, bool host, nd_info *nd)
+/* Checks the shapes of indices [..., last] against dims [bd, bd + last) of data (the kernels check the
+ * values). */
+static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, nd_info *nd)
 {
     char b1[160], b2[160];
     int q = ix->rank;
@@ -444,26 +468,6 @@ static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix,
     }
     nd->slice = numel(x->rank - bd - (int)last, x->dims + bd + last);
     nd->n = ix->size / last;
-    if (!host) return NULL; /* the kernel checks (GatherND) */
-    int64_t *v;
-    wf_status *s = index_host(k, ix, CU_INDEX_CHECK, &v);
-    if (s || !v) return s;
-    /* the offsets overwrite the values they come from: tuple t is written after reading entries >= t */
-    for (int64_t t = 0; t < nd->n; t++) {
-        int64_t o = 0;
-        for (int c = 0; c < last; c++) {
-            int64_t val = v[t * last + c], dim = nd->nd.d[c];
-            if (val < -dim || val >= dim) {
-                cu_host->free(v);
-                return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                          "index %" PRId64 " (tuple %" PRId64 ", entry %d) is out of range for dim %d of data %s",
-                                          val, t, c, bd + c, cu_tstr(x, b1));
-            }
-            o += (val < 0 ? val + dim : val) * nd->nd.s[c];
-        }
-        v[t] = o;
-    }
-    nd->off = v;
     return NULL;
 }
 
@@ -476,7 +480,7 @@ static wf_status *k_gathernd(wf__kctx *k)
     if (bd < 0 || bd >= WF_MAX_RANK)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch_dims %" PRId64 " is out of range", bd);
     nd_info nd;
-    if ((s = nd_check(k, x, ix, (int)bd, false, &nd))) return s;
+    if ((s = nd_check(k, x, ix, (int)bd, &nd))) return s;
     int q = ix->rank, r = 0;
     int64_t d[2 * WF_MAX_RANK];
     for (int i = 0; i < q - 1; i++) d[r++] = ix->dims[i];
@@ -519,25 +523,30 @@ static wf_status *k_scatternd(wf__kctx *k)
                                   "data.shape[indices.shape[-1]:])",
                                   cu_tstr(u, b1), cu_tstr(ix, b2), cu_tstr(x, b3));
     nd_info nd;
-    if ((s = nd_check(k, x, ix, 0, true, &nd))) return s;
-    bool seq = !nd.off || !wf__ku_all_distinct(nd.off, nd.n);
-    cu_host->free(nd.off);
+    if ((s = nd_check(k, x, ix, 0, &nd))) return s;
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || (s = copy_whole(k, y, x))) return s;
-    if (!nd.n || !nd.slice) return NULL;
-    return cu_check(k, cuk_scatternd(cu_of(k)->compute, x->dtype, cu_ptr(y), cu_ptr(u), cu_ptr(ix), ix->dtype == WF_I64,
-                                     &nd.nd, nd.slice, nd.n, seq, red),
-                    "ScatterND kernel");
+    if (!nd.n) return NULL;
+    cuk_err *err;
+    unsigned long long site;
+    if ((s = cu_err_site(k, CU_SITE_ND, 0, ix, x, &err, &site))) return s;
+    /* an empty output still has its indices checked (every one is out of range for an empty dim) */
+    int64_t targets = numel(nd.nd.n, x->dims);
+    unsigned *bm = NULL;
+    if (y->size && (s = scratch(k, cuk_scatter_bitmap_bytes(targets), (void **)&bm))) return s;
+    s = cu_check(k, cuk_scatternd(cu_of(k)->compute, x->dtype, cu_ptr(y), cu_ptr(u), cu_ptr(ix), ix->dtype == WF_I64,
+                                  &nd.nd, nd.slice, nd.n, bm, targets, red, err, site),
+                 "ScatterND kernel");
+    scratch_free(k, bm);
+    return s;
 }
 
 /* ---- GatherElements / ScatterElements ------------------------------------------------------------------ */
 
-/* Checks indices against data on the axis and the other dims; *seq_needed tells whether two indices hit
- * one element (always when they were too many to read back). */
-static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, bool host, int *ax, bool *dup)
+/* Checks the shapes of indices against data on the axis and the other dims (the kernels check the values). */
+static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int *ax)
 {
     char b0[160], b1[160];
-    *dup = true;
     wf_status *s = check_index_dtype(k, ix, "indices");
     if (s) return s;
     int64_t axis = cu_host->attr_get(k->op, k->attrs, "axis")->i;
@@ -551,24 +560,9 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
         if (d != *ax && ix->dims[d] > x->dims[d])
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices %s is larger than data %s in dim %d",
                                       cu_tstr(ix, b1), cu_tstr(x, b0), d);
-    int64_t D = x->dims[*ax], *v = NULL;
-    if (host && (s = index_host(k, ix, CU_INDEX_CHECK, &v))) return s;
-    if (!v) {
-        if (D == 0 && ix->size)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices are out of range for the empty axis %d of data %s",
-                                      *ax, cu_tstr(x, b0));
-        return NULL;
-    }
-    int64_t bad = wf__ku_elements_offsets(x->rank, x->dims, ix->dims, *ax, v, ix->size);
-    if (bad >= 0) {
-        int64_t val = v[bad];
-        cu_host->free(v);
-        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                  "index %" PRId64 " (at position %" PRId64 ") is out of range for axis %d of data %s", val,
-                                  bad, *ax, cu_tstr(x, b0));
-    }
-    *dup = !wf__ku_all_distinct(v, ix->size);
-    cu_host->free(v);
+    if (x->dims[*ax] == 0 && ix->size)
+        return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices are out of range for the empty axis %d of data %s", *ax,
+                                  cu_tstr(x, b0));
     return NULL;
 }
 
@@ -583,9 +577,8 @@ static wf_status *k_gather_elements(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0], *ix = k->in[1];
     int ax;
-    bool dup;
     wf_status *s = cu_enter(k);
-    if (s || (s = elements_check(k, x, ix, false, &ax, &dup))) return s;
+    if (s || (s = elements_check(k, x, ix, &ax))) return s;
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, ix->rank, ix->dims, &y)) || !y->size) return s;
     cuk_err *err;
@@ -608,19 +601,26 @@ static wf_status *k_scatter_elements(wf__kctx *k)
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "updates %s must have the shape of indices %s and data's dtype",
                                   cu_tstr(u, b2), cu_tstr(ix, b1));
     int ax;
-    bool dup;
     wf_status *s = cu_enter(k);
-    if (s || (s = elements_check(k, x, ix, true, &ax, &dup))) return s;
+    if (s || (s = elements_check(k, x, ix, &ax))) return s;
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || (s = copy_whole(k, y, x))) return s;
     if (!ix->size) return NULL;
+    cuk_err *err;
+    unsigned long long site;
+    unsigned *bm;
+    if ((s = cu_err_site(k, CU_SITE_ELEMENTS, ax, ix, x, &err, &site)) ||
+        (s = scratch(k, cuk_scatter_bitmap_bytes(y->size), (void **)&bm)))
+        return s;
     int64_t yst[WF_MAX_RANK];
     wf__ku_strides(x->rank, x->dims, yst);
     cuk_dims id;
     idx_dims(ix, &id);
-    return cu_check(k, cuk_scatter_el(cu_of(k)->compute, x->dtype, cu_ptr(y), cu_ptr(u), cu_ptr(ix), ix->dtype == WF_I64,
-                                      ix->size, &id, yst, ax, x->dims[ax], dup, reduction(k)),
-                    "ScatterElements kernel");
+    s = cu_check(k, cuk_scatter_el(cu_of(k)->compute, x->dtype, cu_ptr(y), cu_ptr(u), cu_ptr(ix), ix->dtype == WF_I64,
+                                   ix->size, &id, yst, ax, x->dims[ax], bm, y->size, reduction(k), err, site),
+                 "ScatterElements kernel");
+    scratch_free(k, bm);
+    return s;
 }
 
 /* ---- Trilu, CumSum, ReverseSequence ------------------------------------------------------------------- */
@@ -687,22 +687,14 @@ static wf_status *k_reverse_sequence(wf__kctx *k)
     if (x->rank < 2 || l->rank != 1 || (ba != 0 && ba != 1) || ta != 1 - ba || l->dims[0] != x->dims[ba])
         return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "sequence_lens %s must hold one length per batch of input %s",
                                   cu_tstr(l, b1), cu_tstr(x, b0));
-    int64_t B = x->dims[ba], T = x->dims[ta], *v;
-    if ((s = index_host(k, l, CU_INDEX_CHECK, &v))) return s;
-    for (int64_t b = 0; v && b < B; b++)
-        if (v[b] < 0 || v[b] > T) {
-            int64_t bad = v[b];
-            cu_host->free(v);
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                      "sequence length %" PRId64 " of batch %" PRId64 " is outside [0, %" PRId64
-                                      "] for input %s",
-                                      bad, b, T, cu_tstr(x, b0));
-        }
-    cu_host->free(v);
+    int64_t B = x->dims[ba], T = x->dims[ta];
     wf_tensor *y;
-    if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
+    if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !B) return s;
+    cuk_err *err;
+    unsigned long long site;
+    if ((s = cu_err_site(k, CU_SITE_SEQLEN, ta, l, x, &err, &site))) return s;
     return cu_check(k, cuk_revseq(cu_of(k)->compute, (int)cu_size(x->dtype), cu_ptr(x), cu_ptr(l), l->dtype == WF_I64,
-                                  cu_ptr(y), y->size, ba, B, T, numel(x->rank - 2, x->dims + 2)),
+                                  cu_ptr(y), y->size, ba, B, T, numel(x->rank - 2, x->dims + 2), err, site),
                     "ReverseSequence kernel");
 }
 

@@ -83,6 +83,13 @@ typedef struct cuk_err {
     long long value, pos, entry;
 } cuk_err;
 
+/* Checks the n integer elements (wf_dtype dtype) of b: mode 1 reports a zero (a divisor), 2 a negative
+ * value (an exponent) in err as (site, value, element). */
+int cuk_int_check(cudaStream_t s, int dtype, const void *b, int64_t n, int mode, cuk_err *err, unsigned long long site);
+/* Checks n i32 (i64 0) or i64 values against [lo, hi): the first outside is reported in err as (site,
+ * value, position, shown), for the ops whose kernels clamp such values (cuda_kernels_index.cu). */
+int cuk_range_check(cudaStream_t s, const void *v, int i64, int64_t n, int64_t lo, int64_t hi, int64_t shown,
+                    cuk_err *err, unsigned long long site);
 /* y[o, j, i] = x[o, idx[j], i] with x's middle dim of length axis_len; negative indices count from the
  * end. An index out of range gives 0 and is reported in err as (site, index, j). */
 int cuk_gather(cudaStream_t s, int esize, const void *x, const void *idx, int idx_i64, void *y, int64_t outer,

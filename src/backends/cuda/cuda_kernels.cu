@@ -50,8 +50,9 @@ template <typename S> __device__ __forceinline__ typename tr<S>::C bin_op(int op
         default: return 0;
         }
     } else {
-        /* wrapping arithmetic in 64-bit unsigned; the host has rejected zero divisors and negative
-         * exponents, and -1 divisors take their own path so that MIN / -1 cannot trap */
+        /* wrapping arithmetic in 64-bit unsigned; zero divisors and negative exponents are reported by
+         * cuk_int_check (a zero divisor gives 0 here), and -1 divisors take their own path so that
+         * MIN / -1 cannot trap */
         uint64_t ux = (uint64_t)(int64_t)x, uy = (uint64_t)(int64_t)y;
         switch (op) {
         case CUK_ADD: return (C)(ux + uy);
@@ -71,6 +72,7 @@ template <typename S> __device__ __forceinline__ typename tr<S>::C bin_op(int op
             return (C)(x >> y); /* arithmetic for signed types */
         default: break;
         }
+        if (y == 0) return 0;
         if constexpr (tr<S>::kind == K_SINT) {
             if (y == -1) return op == CUK_DIV ? (C)(0 - ux) : (C)0;
             switch (op) {
@@ -89,6 +91,16 @@ template <typename S> __device__ __forceinline__ typename tr<S>::C bin_op(int op
             default: return 0;
             }
         }
+    }
+}
+
+/* mode 1: a zero, 2: a negative value is reported in err as (site, value, element) */
+template <typename S>
+__global__ void k_int_check(const S *b, int64_t n, int mode, cuk_err *err, unsigned long long site)
+{
+    GRID_LOOP(i, n) {
+        int64_t v = (int64_t)tr<S>::ld(b, i);
+        if (mode == 1 ? v == 0 : v < 0) cuk_flag(err, site, v, i, 0);
     }
 }
 
@@ -529,6 +541,13 @@ int cuk_binary(cudaStream_t s, int dtype, int op, const void *a, const void *b, 
 {
     if (n <= 0) return 0;
     DISPATCH(dtype, (k_binary<T><<<blocks_for(n), THREADS, 0, s>>>(op, (const T *)a, (const T *)b, y, *w, n)));
+    return last_error();
+}
+
+int cuk_int_check(cudaStream_t s, int dtype, const void *b, int64_t n, int mode, cuk_err *err, unsigned long long site)
+{
+    if (n <= 0) return 0;
+    DISPATCH(dtype, (k_int_check<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)b, n, mode, err, site)));
     return last_error();
 }
 

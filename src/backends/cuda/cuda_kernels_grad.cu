@@ -161,7 +161,8 @@ template <typename S> __global__ void k_logsm(const S *x, S *lp, int64_t ND, int
  * softmax: they are computed here for the target class only; neither: x holds them (NLL). */
 template <typename S>
 __global__ void k_nll(const S *x, const S *lp, int lp_given, int softmax, const void *tgt, int t64, const S *w,
-                      int has_ign, int64_t ign, S *y, int red, int64_t ND, int64_t C, int64_t D)
+                      int has_ign, int64_t ign, S *y, int red, int64_t ND, int64_t C, int64_t D, cuk_err *err,
+                      unsigned long long site)
 {
     typedef typename tr<S>::C CT;
     double sum = 0, wsum = 0;
@@ -169,6 +170,7 @@ __global__ void k_nll(const S *x, const S *lp, int lp_given, int softmax, const 
         int64_t n = i / D, d = i % D;
         int64_t tv = t64 ? ((const int64_t *)tgt)[i] : (int64_t)((const int32_t *)tgt)[i];
         double l = 0, wt = 0;
+        if (!(has_ign && tv == ign) && (tv < 0 || tv >= C)) cuk_flag(err, site, tv, i, C);
         if (!(has_ign && tv == ign) && tv >= 0 && tv < C) {
             int64_t base = n * C * D + d;
             double lpt;
@@ -239,7 +241,8 @@ int cuk_gap_grad(cudaStream_t s, int dtype, const void *dy, void *dx, int64_t n,
 }
 
 int cuk_class_loss(cudaStream_t s, int dtype, int softmax, const void *x, const void *tgt, int t64, const void *w,
-                   int has_ign, int64_t ign, void *lp, void *y, int reduction, int64_t N, int64_t C, int64_t D)
+                   int has_ign, int64_t ign, void *lp, void *y, int reduction, int64_t N, int64_t C, int64_t D,
+                   cuk_err *err, unsigned long long site)
 {
     int64_t ND = N * D;
     if (softmax && lp && ND > 0 && C > 0) {
@@ -252,7 +255,7 @@ int cuk_class_loss(cudaStream_t s, int dtype, int softmax, const void *x, const 
     unsigned grid = reduction ? 1 : blocks_for(ND);
     DISPATCH_FLT(dtype, (k_nll<T><<<grid, THREADS, 0, s>>>((const T *)x, (const T *)lp, softmax && lp != NULL, softmax, tgt,
                                                            t64, (const T *)w, has_ign, ign, (T *)y, reduction, ND, C,
-                                                           D > 0 ? D : 1)));
+                                                           D > 0 ? D : 1, err, site)));
     return last_error();
 }
 

@@ -171,12 +171,14 @@ __global__ void k_affine_grid(const T *th, T *y, int64_t total, int64_t npts, in
 /* ---- RoiAlign ----------------------------------------------------------------------------------------------- */
 
 template <typename T>
-__global__ void k_roi_align(const T *x, const T *ro, const int64_t *bi, T *y, int64_t total, cuki_roi P)
+__global__ void k_roi_align(const T *x, const T *ro, const void *bi, int bi64, T *y, int64_t total, cuki_roi P)
 {
     GRID_LOOP(g, total) {
         int64_t pw = g % P.ow, t = g / P.ow, ph = t % P.oh;
         t /= P.oh;
-        int64_t c = t % P.C, r = t / P.C, bn = bi[r], H = P.H, W = P.W;
+        int64_t c = t % P.C, r = t / P.C, H = P.H, W = P.W;
+        int64_t bn = bi64 ? ((const int64_t *)bi)[r] : (int64_t)((const int32_t *)bi)[r];
+        bn = bn < 0 ? 0 : bn >= P.N ? P.N - 1 : bn; /* a bad one is reported by the caller's check */
         double off = P.half ? 0.5 : 0.0;
         double x0 = M(ld_d(ro, r * 4), P.scale) - off, y0 = M(ld_d(ro, r * 4 + 1), P.scale) - off;
         double rw = M(ld_d(ro, r * 4 + 2), P.scale) - off - x0, rh = M(ld_d(ro, r * 4 + 3), P.scale) - off - y0;
@@ -424,12 +426,12 @@ int cuki_affine_grid(cudaStream_t s, int dtype, const void *theta, void *y, int6
     return last_error();
 }
 
-int cuki_roi_align(cudaStream_t s, int dtype, const void *x, const void *rois, const int64_t *bi, void *y,
+int cuki_roi_align(cudaStream_t s, int dtype, const void *x, const void *rois, const void *bi, int bi64, void *y,
                    int64_t n, const cuki_roi *p)
 {
-    if (n <= 0) return 0;
-    DISPATCH_FLT(dtype, (k_roi_align<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (const T *)rois, bi, (T *)y,
-                                                                          n, *p)));
+    if (n <= 0 || p->N <= 0) return 0;
+    DISPATCH_FLT(dtype, (k_roi_align<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (const T *)rois, bi, bi64,
+                                                                          (T *)y, n, *p)));
     return last_error();
 }
 

@@ -2,9 +2,11 @@
  * Device code of the CUDA indexing and fill ops (cuda_index.c): OneHot, GatherND / ScatterND,
  * GatherElements / ScatterElements, Trilu, CumSum / CumProd, ReverseSequence and pattern fills
  * (ConstantOfShape, Fill, EyeLike). Ports of the OpenCL kernels (src/backends/opencl/ocl_shape.c,
- * ocl_shape_index.c): indices wrap once when negative and are then clamped (the host has already
- * rejected out-of-range ones where it could read them), scatters with duplicate targets run in index
- * order, and scans accumulate in double (floats) or wrapping 64-bit integers.
+ * ocl_shape_index.c): indices wrap once when negative and are then clamped; an index out of range is
+ * reported in the device's error record (cuk_flag), read by the host at the next synchronisation. The
+ * scatters run a checking pass first, which also marks each index's target in a bitmap: when two indices
+ * hit one target, the scatter runs in index order, as the CPU does, else one thread per index. Scans
+ * accumulate in double (floats) or wrapping 64-bit integers.
  */
 #include "cuda_dev.cuh"
 #include "cuda_kern_ext.h"
@@ -107,17 +109,45 @@ template <typename S> __device__ __forceinline__ void put(S *y, int64_t o, const
     else tr<S>::st(y, o, comb<S>(tr<S>::ld(y, o), tr<S>::ld(u, ui), red));
 }
 
-template <typename S>
-__global__ void k_scatternd(S *y, const S *u, const void *ix, int i64, cuk_dims nd, int64_t slice, int64_t ntup, int seq,
-                            int red, int64_t n)
+/* The scatters' checking pass, one thread per index (ScatterND: per tuple): an index out of range is
+ * reported in err; a valid one sets its target's bit in bm[1...], and a target already set sets bm[0]
+ * (duplicates: the scatter then runs in index order). bm NULL: check only. */
+__device__ __forceinline__ void mark_target(unsigned *bm, int64_t t)
 {
-    GRID_LOOP(g, n) {
-        if (seq) {
-            for (int64_t t = 0; t < ntup; t++) put(y, tuple_off(ix, i64, t, nd) + g, u, t * slice + g, red);
-        } else {
-            int64_t t = g / slice, e = g % slice;
-            put(y, tuple_off(ix, i64, t, nd) + e, u, g, red);
+    unsigned bit = 1u << (unsigned)(t & 31);
+    if (atomicOr(&bm[1 + (t >> 5)], bit) & bit) atomicExch(&bm[0], 1u);
+}
+
+__global__ void k_scatternd_check(const void *ix, int i64, cuk_dims nd, int64_t slice, int64_t ntup, unsigned *bm,
+                                  cuk_err *err, unsigned long long site)
+{
+    GRID_LOOP(t, ntup) {
+        bool ok = true;
+        for (int c = 0; ok && c < nd.n; c++) {
+            int64_t v = ld_idx(ix, i64, t * nd.n + c);
+            if (v < -nd.d[c] || v >= nd.d[c]) {
+                cuk_flag(err, site, v, t, c);
+                ok = false;
+            }
         }
+        if (ok && bm) mark_target(bm, tuple_off(ix, i64, t, nd) / slice);
+    }
+}
+
+/* dup (bm[0], set by the checking pass): one thread per slice element walks the tuples in order */
+template <typename S>
+__global__ void k_scatternd(S *y, const S *u, const void *ix, int i64, cuk_dims nd, int64_t slice, int64_t ntup,
+                            const unsigned *dup, int red, int64_t n)
+{
+    if (*dup) {
+        GRID_LOOP(g, slice) {
+            for (int64_t t = 0; t < ntup; t++) put(y, tuple_off(ix, i64, t, nd) + g, u, t * slice + g, red);
+        }
+        return;
+    }
+    GRID_LOOP(g, n) {
+        int64_t t = g / slice, e = g % slice;
+        put(y, tuple_off(ix, i64, t, nd) + e, u, g, red);
     }
 }
 
@@ -136,12 +166,23 @@ __global__ void k_gather_el(const E *x, const void *ix, int i64, E *y, int64_t n
     }
 }
 
-/* seq: a single thread walks every index in order */
+/* ScatterElements' checking pass: one thread per index, its target the element of y it writes */
+__global__ void k_scatter_el_check(const void *ix, int i64, int64_t n, cuk_dims id, strides8 ys, int ax, int64_t D,
+                                   unsigned *bm, cuk_err *err, unsigned long long site)
+{
+    GRID_LOOP(i, n) {
+        int64_t v = ld_idx(ix, i64, i);
+        if (v < -D || v >= D) cuk_flag(err, site, v, i, 0);
+        else mark_target(bm, elem_off(ix, i64, i, id, ys.v, ax, D));
+    }
+}
+
+/* dup (bm[0], set by the checking pass): a single thread walks every index in order */
 template <typename S>
 __global__ void k_scatter_el(S *y, const S *u, const void *ix, int i64, int64_t n, cuk_dims id, strides8 ys, int ax,
-                             int64_t D, int seq, int red)
+                             int64_t D, const unsigned *dup, int red)
 {
-    if (seq) {
+    if (*dup) {
         if (blockIdx.x == 0 && threadIdx.x == 0)
             for (int64_t i = 0; i < n; i++) put(y, elem_off(ix, i64, i, id, ys.v, ax, D), u, i, red);
         return;
@@ -188,6 +229,15 @@ __global__ void k_cumsum(const S *x, S *y, int64_t lines, int64_t D, int64_t inn
     }
 }
 
+/* a length outside [0, T] is reported in err as (site, length, batch, T) */
+__global__ void k_revseq_check(const void *lens, int i64, int64_t B, int64_t T, cuk_err *err, unsigned long long site)
+{
+    GRID_LOOP(b, B) {
+        int64_t len = ld_idx(lens, i64, b);
+        if (len < 0 || len > T) cuk_flag(err, site, len, b, T);
+    }
+}
+
 template <typename E>
 __global__ void k_revseq(const E *x, const void *lens, int i64, E *y, int64_t n, int ba, int64_t B, int64_t T, int64_t blk)
 {
@@ -199,6 +249,16 @@ __global__ void k_revseq(const E *x, const void *lens, int i64, E *y, int64_t n,
         int64_t s = t < len ? len - 1 - t : t;
         int64_t src = ba == 0 ? b * T + s : s * B + b;
         y[i] = x[src * blk + e];
+    }
+}
+
+/* a value outside [lo, hi) is reported in err as (site, value, position, shown) */
+__global__ void k_range_check(const void *v, int i64, int64_t n, int64_t lo, int64_t hi, int64_t shown, cuk_err *err,
+                              unsigned long long site)
+{
+    GRID_LOOP(i, n) {
+        int64_t x = ld_idx(v, i64, i);
+        if (x < lo || x >= hi) cuk_flag(err, site, x, i, shown);
     }
 }
 
@@ -252,12 +312,17 @@ int cuk_gathernd(cudaStream_t s, int esize, const void *x, const void *idx, int 
 }
 
 int cuk_scatternd(cudaStream_t s, int dtype, void *y, const void *u, const void *idx, int i64, const cuk_dims *nd,
-                  int64_t slice, int64_t ntup, int seq, int red)
+                  int64_t slice, int64_t ntup, unsigned *bm, int64_t targets, int red, cuk_err *err,
+                  unsigned long long site)
 {
-    int64_t n = seq ? slice : slice * ntup;
-    if (n <= 0) return 0;
+    if (ntup <= 0) return 0;
+    int64_t n = slice * ntup;
+    if (n <= 0) bm = nullptr;
+    if (bm && cudaMemsetAsync(bm, 0, cuk_scatter_bitmap_bytes(targets), s) != cudaSuccess) return last_error();
+    k_scatternd_check<<<blocks_for(ntup), THREADS, 0, s>>>(idx, i64, *nd, slice, ntup, bm, err, site);
+    if (!bm) return last_error();
     DISPATCH(dtype, (k_scatternd<T><<<blocks_for(n), THREADS, 0, s>>>((T *)y, (const T *)u, idx, i64, *nd, slice, ntup,
-                                                                      seq, red, n)));
+                                                                      bm, red, n)));
     return last_error();
 }
 
@@ -271,12 +336,21 @@ int cuk_gather_el(cudaStream_t s, int esize, const void *x, const void *idx, int
 }
 
 int cuk_scatter_el(cudaStream_t s, int dtype, void *y, const void *u, const void *idx, int i64, int64_t n,
-                   const cuk_dims *id, const int64_t *ys, int ax, int64_t D, int seq, int red)
+                   const cuk_dims *id, const int64_t *ys, int ax, int64_t D, unsigned *bm, int64_t targets, int red,
+                   cuk_err *err, unsigned long long site)
 {
     if (n <= 0) return 0;
-    DISPATCH(dtype, (k_scatter_el<T><<<seq ? 1 : blocks_for(n), THREADS, 0, s>>>((T *)y, (const T *)u, idx, i64, n, *id,
-                                                                                  to8(ys, id->n), ax, D, seq, red)));
+    if (cudaMemsetAsync(bm, 0, cuk_scatter_bitmap_bytes(targets), s) != cudaSuccess) return last_error();
+    strides8 st = to8(ys, id->n);
+    k_scatter_el_check<<<blocks_for(n), THREADS, 0, s>>>(idx, i64, n, *id, st, ax, D, bm, err, site);
+    DISPATCH(dtype, (k_scatter_el<T><<<blocks_for(n), THREADS, 0, s>>>((T *)y, (const T *)u, idx, i64, n, *id, st, ax,
+                                                                       D, bm, red)));
     return last_error();
+}
+
+size_t cuk_scatter_bitmap_bytes(int64_t targets)
+{
+    return sizeof(unsigned) * (size_t)(1 + (targets + 31) / 32);
 }
 
 int cuk_trilu(cudaStream_t s, int esize, const void *x, void *y, int64_t n, int64_t R, int64_t C, int64_t k, int upper)
@@ -297,11 +371,21 @@ int cuk_cumsum(cudaStream_t s, int dtype, const void *x, void *y, int64_t n, int
 }
 
 int cuk_revseq(cudaStream_t s, int esize, const void *x, const void *lens, int i64, void *y, int64_t n, int ba, int64_t B,
-               int64_t steps, int64_t blk)
+               int64_t steps, int64_t blk, cuk_err *err, unsigned long long site)
 {
-    if (n <= 0 || blk <= 0 || B <= 0 || steps <= 0) return 0;
+    if (B <= 0) return 0;
+    k_revseq_check<<<blocks_for(B), THREADS, 0, s>>>(lens, i64, B, steps, err, site);
+    if (n <= 0 || blk <= 0 || steps <= 0) return last_error();
     DISPATCH_SIZE(esize, (k_revseq<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, lens, i64, (T *)y, n, ba, B, steps,
                                                                         blk)));
+    return last_error();
+}
+
+int cuk_range_check(cudaStream_t s, const void *v, int i64, int64_t n, int64_t lo, int64_t hi, int64_t shown,
+                    cuk_err *err, unsigned long long site)
+{
+    if (n <= 0) return 0;
+    k_range_check<<<blocks_for(n), THREADS, 0, s>>>(v, i64, n, lo, hi, shown, err, site);
     return last_error();
 }
 

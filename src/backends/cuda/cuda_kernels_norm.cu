@@ -285,10 +285,16 @@ struct unpool_geom {
     int rank;
 };
 
-template <typename E> __global__ void k_unpool(const E *x, const void *ix, int ix64, E *y, int64_t n, unpool_geom G)
+template <typename E>
+__global__ void k_unpool(const E *x, const void *ix, int ix64, E *y, int64_t n, unpool_geom G, int64_t total,
+                         cuk_err *err, unsigned long long site)
 {
     GRID_LOOP(e, n) {
         int64_t v = ix64 ? ((const int64_t *)ix)[e] : (int64_t)((const int32_t *)ix)[e], off = 0;
+        if (v < 0 || v >= total) { /* reported, not written */
+            cuk_flag(err, site, v, e, total);
+            continue;
+        }
         for (int i = 0; i < G.rank; i++) off += (v / G.us[i]) % G.ud[i] * G.os[i];
         y[off] = x[e];
     }
@@ -582,7 +588,8 @@ int cun_lppool(cudaStream_t s, int dtype, const void *x, void *y, int64_t n_out,
 }
 
 int cun_max_unpool(cudaStream_t s, int esize, const void *x, const void *ix, int ix64, void *y, int64_t n, int rank,
-                   const int64_t *ud, const int64_t *us, const int64_t *os)
+                   const int64_t *ud, const int64_t *us, const int64_t *os, struct cuk_err *err,
+                   unsigned long long site)
 {
     if (n <= 0) return 0;
     if (rank > CUN_MAX_RANK) return (int)cudaErrorInvalidValue;
@@ -593,7 +600,10 @@ int cun_max_unpool(cudaStream_t s, int esize, const void *x, const void *ix, int
         G.us[i] = i < rank ? us[i] : 1;
         G.os[i] = i < rank ? os[i] : 0;
     }
-    DISPATCH_SIZE(esize, (k_unpool<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, ix, ix64, (T *)y, n, G)));
+    int64_t total = 1;
+    for (int i = 0; i < rank; i++) total *= ud[i];
+    DISPATCH_SIZE(esize, (k_unpool<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, ix, ix64, (T *)y, n, G, total,
+                                                                        err, site)));
     return last_error();
 }
 

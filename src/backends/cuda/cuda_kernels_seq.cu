@@ -127,6 +127,7 @@ __global__ void k_rnn_step(cuk_rnn m, const T *x, const T *w, const T *r, const 
         int64_t H = m.hs, G = m.kind, I = m.in;
         int64_t j = g % H, b = (g / H) % m.batch, d = g / (H * m.batch), si = (d * m.batch + b) * H;
         int64_t len = lens ? ld_i(lens, b, m.lens_dt) : m.seq;
+        len = len < 0 ? 0 : len > m.seq ? m.seq : len; /* a bad length is reported by the caller's check */
         if (m.step >= len) { /* this sequence has ended: its state stays */
             if (m.phase != 1) hn[si + j] = hp[si + j];
             continue;
@@ -307,6 +308,7 @@ __global__ void k_rotary(cuk_rope g, int dt, const T *x, const T *cc, const T *s
         bool first = g.inter ? d % 2 == 0 : d < half;
         int64_t i1 = g.inter ? 2 * i : i, i2 = g.inter ? 2 * i + 1 : i + half;
         int64_t row = g.pos_dt ? ld_i(pos, b * g.S + s, g.pos_dt) : b * g.S + s;
+        row = row < 0 ? 0 : row >= g.rows ? g.rows - 1 : row; /* a bad id is reported by the caller's check */
         double c = ld_d(cc, row * half + i), sv = ld_d(sn, row * half + i);
         double x1 = ld_d(x, base + i1), x2 = ld_d(x, base + i2), v;
         if (first) v = rnd(__dsub_rn(rnd(__dmul_rn(c, x1), dt), rnd(__dmul_rn(sv, x2), dt)), dt);

@@ -312,8 +312,8 @@ static wf_status *k_lppool(wf__kctx *k)
 /* ---- MaxUnpool ------------------------------------------------------------------------------------------ */
 
 /* Indices address the unpooled tensor of the default shape; with output_shape it sits at the start of
- * each axis of the larger output (as the ONNX reference has it). Indices are read back and checked:
- * a kernel cannot fail on a bad one. */
+ * each axis of the larger output (as the ONNX reference has it). The kernel checks the indices: a bad one
+ * is not written and goes to the device's error record, which fails the run naming the node. */
 static wf_status *k_max_unpool(wf__kctx *k)
 {
     const wf_tensor *X = k->in[0], *I = k->in[1];
@@ -338,30 +338,22 @@ static wf_status *k_max_unpool(wf__kctx *k)
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "output_shape must have rank %d and hold the unpooled shape",
                                       rank);
     }
-    int64_t total = 1, ud[WF_MAX_RANK], us[WF_MAX_RANK], os[WF_MAX_RANK], so = 1, si = 1;
-    for (int i = 0; i < rank; i++) total *= inf[i];
+    int64_t ud[WF_MAX_RANK], us[WF_MAX_RANK], os[WF_MAX_RANK], so = 1, si = 1;
     for (int i = rank - 1; i >= 0; i--) {
         ud[i] = inf[i], us[i] = si, os[i] = so;
         si *= inf[i], so *= out[i];
     }
-    size_t bytes = (size_t)I->size * cu_size(I->dtype);
-    void *buf = cu_host->malloc(bytes ? bytes : 1);
-    if (!buf) return oom(k, bytes);
-    s = cu_read(k, I, buf, bytes);
-    for (int64_t e = 0; e < I->size && !s; e++) {
-        int64_t v = cu_int_at(buf, I->dtype, e);
-        if (v < 0 || v >= total)
-            s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "index %lld is outside the %lld unpooled elements", (long long)v,
-                                   (long long)total);
-    }
-    cu_host->free(buf);
     wf_tensor *y;
-    if (s || (s = cu_host->kctx_output(k, 0, X->dtype, rank, out, &y)) || !y->size) return s;
+    if ((s = cu_host->kctx_output(k, 0, X->dtype, rank, out, &y)) || !y->size) return s;
+    /* an index outside the unpooled elements fails the run, as on the CPU: the kernel reports it */
+    cuk_err *err;
+    unsigned long long site;
+    if ((s = cu_err_site(k, CU_SITE_UNPOOL, 0, I, X, &err, &site))) return s;
     size_t es = cu_size(X->dtype);
     if ((s = cu_check(k, (int)cudaMemsetAsync(cu_ptr(y), 0, (size_t)y->size * es, cu_of(k)->compute), "output fill")))
         return s;
     return cu_check(k, cun_max_unpool(cu_of(k)->compute, (int)es, cu_ptr(X), cu_ptr(I), I->dtype == WF_I64, cu_ptr(y),
-                                      X->size, rank, ud, us, os),
+                                      X->size, rank, ud, us, os, err, site),
                     "MaxUnpool kernel");
 }
 

@@ -55,10 +55,12 @@ typedef struct cun_pool {
     int64_t in_plane, out_plane, win;
 } cun_pool;
 int cun_lppool(cudaStream_t s, int dtype, const void *x, void *y, int64_t n_out, const cun_pool *P, double p);
-/* MaxUnpool: y (zero-filled by the caller) at the unpooled index ix[e] (i32 or i64, host-validated)
- * placed in the output: ud the unpooled dims, us their strides, os the output strides. */
+/* MaxUnpool: y (zero-filled by the caller) at the unpooled index ix[e] (i32 or i64) placed in the
+ * output: ud the unpooled dims, us their strides, os the output strides. An index outside the unpooled
+ * elements is not written and is reported in err (cuda_kern.h) as (site, index, position, their count). */
 int cun_max_unpool(cudaStream_t s, int esize, const void *x, const void *ix, int ix64, void *y, int64_t n, int rank,
-                   const int64_t *ud, const int64_t *us, const int64_t *os);
+                   const int64_t *ud, const int64_t *us, const int64_t *os, struct cuk_err *err,
+                   unsigned long long site);
 /* Det of `batch` m x m matrices by LU with partial pivoting in the double scratch a (batch * m * m). */
 int cun_det(cudaStream_t s, int dtype, const void *x, void *y, double *a, int64_t batch, int64_t m);
 /* BitCast of n one-byte elements to bool: any nonzero byte becomes 1. */

@@ -68,11 +68,6 @@ static wf_status *scratch_free(wf__kctx *k, void *p, wf_status *s)
     return s;
 }
 
-static wf_status *oom(wf__kctx *k, size_t bytes, const char *what)
-{
-    return cu_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu host bytes for %s", bytes, what);
-}
-
 /* ---- RNN, GRU, LSTM ----------------------------------------------------------------------------------- */
 
 static wf_status *rnn_check(wf__kctx *k, int idx, const char *what, int rank, const int64_t *want, bool same_dtype)
@@ -139,24 +134,19 @@ static wf_status *k_rnn(wf__kctx *k)
         for (int i = 0; i < per_dir * nd; i++) m.ak[i] = kind[i], m.aa[i] = al[i], m.ab[i] = be[i];
     }
     if ((s = cu_enter(k))) return s;
-    /* sequence_lens: B small values, checked here; the steps read them on the device */
+    /* sequence_lens: checked by a kernel (a bad one fails the run, as on the CPU); the steps clamp them */
     const wf_tensor *L = has_in(k, 4) ? k->in[4] : NULL;
     if (L) {
         if (L->dtype != WF_I32 && L->dtype != WF_I64)
             return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "sequence_lens must be i32 or i64, not %s",
                                       cu_dtype_name(L->dtype));
-        size_t bytes = (size_t)B * cu_size(L->dtype);
-        void *h = cu_host->malloc(bytes ? bytes : 1);
-        if (!h) return oom(k, bytes, "sequence_lens");
-        s = cu_read(k, L, h, bytes);
-        for (int64_t i = 0; i < B && !s; i++) {
-            int64_t v = cu_int_at(h, L->dtype, i);
-            if (v < 0 || v > m.seq)
-                s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                       "sequence_lens[%" PRId64 "] = %" PRId64 " is outside [0, %" PRId64 "]", i, v, m.seq);
-        }
-        cu_host->free(h);
-        if (s) return s;
+        cuk_err *err;
+        unsigned long long site;
+        if ((s = cu_err_site(k, CU_SITE_RNN_LENS, 0, L, X, &err, &site)) ||
+            (s = cu_check(k, cuk_range_check(cu_of(k)->compute, cu_ptr(L), L->dtype == WF_I64, B, 0, m.seq + 1, m.seq,
+                                             err, site),
+                          "sequence_lens check")))
+            return s;
         m.lens_dt = L->dtype;
     }
     wf_dtype t = X->dtype;
@@ -314,7 +304,7 @@ static wf_status *k_rotary(wf__kctx *k)
     wf__ku_attn_view v;
     wf_status *s = view_of(k, x, attr_i(k, "num_heads", 0), "input", &v);
     if (s) return s;
-    cuk_rope g = {v.B, v.H, v.S, v.D, v.bs, v.hs, v.ss, attr_i(k, "rotary_embedding_dim", 0), 0, 0};
+    cuk_rope g = {v.B, v.H, v.S, v.D, v.bs, v.hs, v.ss, attr_i(k, "rotary_embedding_dim", 0), 0, 0, 0};
     if (g.rd == 0) g.rd = v.D;
     g.inter = attr_i(k, "interleaved", 0) != 0;
     int64_t half = g.rd / 2;
@@ -335,21 +325,17 @@ static wf_status *k_rotary(wf__kctx *k)
                                   cu_tstr(cc, b0), cu_tstr(sc, b1), cu_tstr(x, b2),
                                   pos ? "with position_ids" : "without position_ids", g.rd);
     if ((s = cu_enter(k))) return s;
+    g.rows = pos ? cc->dims[0] : v.B * v.S;
     if (pos && pos->size) {
-        /* position ids are read back to reject bad ones, as the CPU does */
-        size_t bytes = (size_t)pos->size * cu_size(pos->dtype);
-        void *h = cu_host->malloc(bytes);
-        if (!h) return oom(k, bytes, "position ids");
-        s = cu_read(k, pos, h, bytes);
-        for (int64_t i = 0; i < pos->size && !s; i++) {
-            int64_t r = cu_int_at(h, pos->dtype, i);
-            if (r < 0 || r >= cc->dims[0])
-                s = cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                       "position id %" PRId64 " is outside the caches' %" PRId64 " positions", r,
-                                       cc->dims[0]);
-        }
-        cu_host->free(h);
-        if (s) return s;
+        /* an id outside the caches fails the run, as on the CPU: a check kernel reports it (the op kernel
+         * clamps it) */
+        cuk_err *err;
+        unsigned long long site;
+        if ((s = cu_err_site(k, CU_SITE_POSITION, 0, pos, x, &err, &site)) ||
+            (s = cu_check(k, cuk_range_check(cu_of(k)->compute, cu_ptr(pos), pos->dtype == WF_I64, pos->size, 0, g.rows,
+                                             g.rows, err, site),
+                          "position id check")))
+            return s;
         g.pos_dt = pos->dtype;
     }
     wf_tensor *y;

@@ -64,6 +64,7 @@ int cuk_attention(cudaStream_t s, int dtype, const cuk_attn *a, const void *q, c
 typedef struct cuk_rope {
     int64_t B, H, S, D, bs, hs, ss, rd;
     int inter, pos_dt;     /* pos_dt 0: rows are b * S + s */
+    int64_t rows;          /* the caches' rows: a row (a position id) is clamped into [0, rows) */
 } cuk_rope;
 
 int cuk_rotary(cudaStream_t s, int dtype, const cuk_rope *g, const void *x, const void *cc, const void *sn,
