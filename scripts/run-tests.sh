@@ -187,6 +187,11 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             env $emu_env timeout 1200 build/tests/test_ops --device GPU:0 build/opcases >build/test_ops_cuda_emu.log 2>&1
             rc=$?; tail -n 2 build/test_ops_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|UNSUPPORTED' build/test_ops_cuda_emu.log | head -20
             result "release:test_ops:GPU:0(emulated)" $rc build/test_ops_cuda_emu.log
+            # the scatters again with the emulator starting blocks and threads in reverse order: a
+            # missed duplicate target then picks another winner than the CPU's index order
+            env $emu_env WEFT_CUDAEMU_REVERSE=1 timeout 600 build/tests/test_ops --device GPU:0 build/opcases catter >build/test_ops_cuda_emu_rev.log 2>&1
+            rc=$?; tail -n 1 build/test_ops_cuda_emu_rev.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_cuda_emu_rev.log | head -20
+            result "release:test_ops:GPU:0(emulated, reversed order, scatters)" $rc build/test_ops_cuda_emu_rev.log
             coverage release build GPU:0 "$PWD/build/cudaemu:$PWD/build"
             for t in test_grad test_grad_nn test_train_ops; do
                 [ -x build/tests/$t ] || continue
