@@ -2,10 +2,10 @@
 """A 2-layer LSTM classifier through `weft run`, before and after, and through ONNX Runtime if given.
 
 usage: bench_lstm.py [BUILD] [--base REV] [--rounds N] [--iterations N] [--ort-python PY]
-                     [--seq 32] [--batch 8] [--input 64] [--hidden 128]
+                     [--cell lstm|gru|rnn] [--seq 32] [--batch 8] [--input 64] [--hidden 128]
 
-Exports torch.nn.LSTM(input, hidden, num_layers=2) + Linear(hidden, 10) on the last step (random
-weights, opset 13) with Debian's torch into BUILD/bench-lstm, builds the baseline weft of REV as
+Exports torch.nn.LSTM(input, hidden, num_layers=2) (or GRU, which exports as ONNX GRU with
+linear_before_reset=1, or RNN with tanh) + Linear(hidden, 10) on the last step (random weights, opset 13) with Debian's torch into BUILD/bench-lstm, builds the baseline weft of REV as
 bench_before_after.py does (BUILD/bench-baseline/REV, once), and runs baseline, current and, with
 --ort-python (a python that imports onnxruntime, e.g. a venv made with `pip install onnxruntime`),
 ONNX Runtime with 2 intra-op threads, interleaved per round. Prints each run's median and the median
@@ -37,10 +37,10 @@ print("time: first %.3f ms, median %.3f ms over %d runs" % (t[0], statistics.med
 '''
 
 
-def export(folder, seq, batch, inp, hidden):
+def export(folder, cell, seq, batch, inp, hidden):
     import numpy as np
     import torch
-    onnx_path = os.path.join(folder, "lstm2.onnx")
+    onnx_path = os.path.join(folder, "%s2.onnx" % cell)
     if os.path.exists(onnx_path):
         return onnx_path
     os.makedirs(folder, exist_ok=True)
@@ -49,7 +49,8 @@ def export(folder, seq, batch, inp, hidden):
     class M(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.lstm = torch.nn.LSTM(inp, hidden, num_layers=2)
+            self.lstm = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn": torch.nn.RNN}[cell](inp, hidden,
+                                                                                               num_layers=2)
             self.fc = torch.nn.Linear(hidden, 10)
 
         def forward(self, x):
@@ -71,21 +72,23 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=50)
     ap.add_argument("--ort-python")
+    ap.add_argument("--cell", choices=("lstm", "gru", "rnn"), default="lstm")
     ap.add_argument("--seq", type=int, default=32)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--input", type=int, default=64)
     ap.add_argument("--hidden", type=int, default=128)
     args = ap.parse_args()
     import numpy as np
-    folder = os.path.join(os.path.abspath(args.build), "bench-lstm")
-    onnx_path = export(folder, args.seq, args.batch, args.input, args.hidden)
+    folder = os.path.join(os.path.abspath(args.build), "bench-lstm", "%s-%d-%d-%d-%d" % (
+        args.cell, args.seq, args.batch, args.input, args.hidden))
+    onnx_path = export(folder, args.cell, args.seq, args.batch, args.input, args.hidden)
     x_path, ref = os.path.join(folder, "x.npy"), np.load(os.path.join(folder, "ref.npy"))
     rev, base = build_baseline(args.build, args.base, False)
     runners = [("weft " + rev, base), ("weft now", os.path.join(args.build, "weft"))]
     if args.ort_python:
         runners.append(("onnxruntime", None))
-    print("2-layer LSTM: seq %d, batch %d, input %d, hidden %d; %d rounds of %d runs, median ms"
-          % (args.seq, args.batch, args.input, args.hidden, args.rounds, args.iterations))
+    print("2-layer %s: seq %d, batch %d, input %d, hidden %d; %d rounds of %d runs, median ms"
+          % (args.cell.upper(), args.seq, args.batch, args.input, args.hidden, args.rounds, args.iterations))
     med = {name: [] for name, _ in runners}
     for r in range(args.rounds):
         for name, exe in runners:
