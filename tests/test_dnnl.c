@@ -473,6 +473,88 @@ static void test_conv_weight_versions(void)
     for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
 }
 
+/* Forward LSTM in f64 from the ONNX equations (gates i, o, f, c; default activations; no states), Y as
+ * [seq][1][batch][H]; returns how many elements of y differ from it. */
+static int lstm_mismatches(const wf_tensor *y, const wf_tensor *x, const wf_tensor *w, const wf_tensor *r,
+                           const wf_tensor *b)
+{
+    if (!y) return -1;
+    int64_t S = x->dims[0], N = x->dims[1], I = x->dims[2], H = r->dims[2];
+    const float *X = x->data, *W = w->data, *R = r->data, *B = b->data;
+    int bad = 0;
+    for (int64_t n = 0; n < N; n++) {
+        double h[64] = {0}, c[64] = {0}, g[256];
+        for (int64_t t = 0; t < S; t++) {
+            for (int64_t j = 0; j < 4 * H; j++) {
+                double a = B[j] + B[4 * H + j];
+                for (int64_t i = 0; i < I; i++) a += W[j * I + i] * (double)X[(t * N + n) * I + i];
+                for (int64_t i = 0; i < H; i++) a += R[j * H + i] * h[i];
+                g[j] = a;
+            }
+            for (int64_t j = 0; j < H; j++) {
+                double gi = 1 / (1 + exp(-g[j])), go = 1 / (1 + exp(-g[H + j])), gf = 1 / (1 + exp(-g[2 * H + j]));
+                c[j] = gf * c[j] + gi * tanh(g[3 * H + j]);
+                h[j] = go * tanh(c[j]);
+                double got = ((const float *)y->data)[(t * N + n) * H + j];
+                bad += !(fabs(got - h[j]) <= 1e-5 * (1 + fabs(h[j])));
+            }
+        }
+    }
+    return bad;
+}
+
+/* An LSTM node (oneDNN's RNN primitive) builds its primitive and packs its stamped weights on the first
+ * run only; later runs build nothing, pack nothing and make no run context or memory object. A new
+ * version of W is packed exactly once and the output follows it; unstamped weights are packed every run. */
+static void test_lstm_state_once(void)
+{
+    unsigned seed = 26;
+    int64_t dx[3] = {6, 3, 5}, dw[3] = {1, 4 * 8, 5}, dr[3] = {1, 4 * 8, 8}, db[2] = {1, 2 * 4 * 8};
+    wf_tensor *in[4] = {randn(WF_F32, 3, dx, &seed), randn(WF_F32, 3, dw, &seed), randn(WF_F32, 3, dr, &seed),
+                        randn(WF_F32, 2, db, &seed)};
+    for (int i = 1; i < 4; i++) in[i]->version = wf__tensor_new_version();
+    kc c;
+    kc_init(&c, "LSTM", WF_F32, in, 4);
+    wf__dn_stats a0, a, b;
+    wf__dn_stats_get(&a0);
+    wf_tensor *y1 = kc_run(&c);
+    wf__dn_stats_get(&a);
+    CHECK_INT(a.prims - a0.prims, 1);
+    CHECK_INT(a.wpacks - a0.wpacks, 1);
+    CHECK_INT(lstm_mismatches(y1, in[0], in[1], in[2], in[3]), 0);
+    wf_tensor *y2 = kc_run(&c);
+    for (int r = 0; r < 3; r++) wf_tensor_free(kc_run(&c));
+    wf__dn_stats_get(&b);
+    CHECK_INT(b.prims - a.prims, 0);
+    CHECK_INT(b.wpacks - a.wpacks, 0);
+    CHECK_INT(b.runs - a.runs, 0);
+    CHECK_INT(b.mems - a.mems, 0);
+    CHECK(y1 && y2 && !memcmp(y1->data, y2->data, y1->bytes));
+    /* W changed in place with a new version: one pack, the output follows the new weights */
+    float *wp = in[1]->data;
+    for (int64_t i = 0; i < in[1]->size; i++) wp[i] = wp[i] * -0.5f + 0.125f;
+    in[1]->version = wf__tensor_new_version();
+    wf__dn_stats_get(&a);
+    for (int r = 0; r < 3; r++) {
+        wf_tensor *y = kc_run(&c);
+        CHECK_INT(lstm_mismatches(y, in[0], in[1], in[2], in[3]), 0);
+        wf_tensor_free(y);
+    }
+    wf__dn_stats_get(&b);
+    CHECK_INT(b.wpacks - a.wpacks, 1);
+    CHECK_INT(b.prims - a.prims, 0);
+    /* unstamped R: packed on every run */
+    in[2]->version = 0;
+    wf__dn_stats_get(&a);
+    for (int r = 0; r < 2; r++) wf_tensor_free(kc_run(&c));
+    wf__dn_stats_get(&b);
+    CHECK_INT(b.wpacks - a.wpacks, 2);
+    wf_tensor_free(y1);
+    wf_tensor_free(y2);
+    kc_done(&c);
+    for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+}
+
 /* A conv-pool-conv-matmul model run 10 times in one session: oneDNN primitives, run contexts (memory
  * objects, scratchpads) and the Const weights' reorder are made by the first run only; the second conv
  * reads a variable that a target Assign updates between runs (w <- w * 0.5 + 0.25, the training step's
@@ -661,5 +743,6 @@ int main(void)
     RUN_TEST(test_concurrent_same_node);
     RUN_TEST(test_conv_weight_versions);
     RUN_TEST(test_state_once_and_variable);
+    RUN_TEST(test_lstm_state_once);
     return check_summary();
 }

@@ -151,11 +151,50 @@ def rnn_cases(rng):
         ref = ref_rnn(op, X, W, R, lens=lens)
         out.append(Case("%s_lens_noB" % op, op, [X, W, R, None, lens], ref, rtol=TOL[0], atol=TOL[1]))
         out.append(err("%s_bad_dir" % op, op, [X, W, R], "direction 'sideways'", attrs={"direction": "sideways"}))
+    out += rnn_full_length_cases(rng)
     # GRU with linear_before_reset=0 (the default) vs 1 differ
     X, W, R, B = rnd(rng, (S, Bn, I)), rnd(rng, (1, 9, I)), rnd(rng, (1, 9, 3)), rnd(rng, (1, 18))
     out.append(Case("GRU_lbr0", "GRU", [X, W, R, B], ref_rnn("GRU", X, W, R, B=B), rtol=TOL[0], atol=TOL[1]))
     # LSTM input_forget is not in the numpy reference; a bad W shape is an error at build time
     out.append(err("LSTM_bad_W", "LSTM", [X, rnd(rng, (1, 7, I)), R], "rows", attrs={"hidden_size": 3}))
+    return out
+
+
+def rnn_full_length_cases(rng):
+    """Every sequence as long as X and the default activations: the shapes the CPU backend runs through
+    oneDNN's RNN primitives (k_rnn.c), each direction and layout with initial states, peepholes, batch 3,
+    sequence_lens all equal to the length or omitted, and GRU with and without linear_before_reset."""
+    out = []
+    I, S, Bn, H = 6, 5, 3, 7
+    for op, G in (("RNN", 1), ("GRU", 3), ("LSTM", 4)):
+        for direction in ("forward", "reverse", "bidirectional"):
+            nd = 2 if direction == "bidirectional" else 1
+            for layout in (0, 1):
+                for lbr in ((0, 1) if op == "GRU" else (0,)):
+                    X = rnd(rng, (S, Bn, I) if not layout else (Bn, S, I))
+                    W, R, B = rnd(rng, (nd, G * H, I)), rnd(rng, (nd, G * H, H)), rnd(rng, (nd, 2 * G * H))
+                    hshape = (nd, Bn, H) if not layout else (Bn, nd, H)
+                    h0 = rnd(rng, hshape)
+                    lens = np.full(Bn, S, np.int32) if layout else None
+                    ins = [X, W, R, B, lens, h0]
+                    kw = dict(B=B, lens=lens, h0=h0, direction=direction, layout=layout, lbr=lbr)
+                    attrs = {"direction": direction, "layout": layout, "hidden_size": H}
+                    if op == "GRU":
+                        attrs["linear_before_reset"] = lbr
+                    if op == "LSTM":
+                        c0, P = rnd(rng, hshape), rnd(rng, (nd, 3 * H))
+                        ins += [c0, P]
+                        kw.update(c0=c0, P=P)
+                    out.append(Case("%s_full_%s_l%d%s" % (op, direction, layout, "_lbr" if lbr else ""), op, ins,
+                                    ref_rnn(op, X, W, R, **kw), attrs=attrs, rtol=TOL[0], atol=TOL[1]))
+    # LSTM with initial_h but no initial_c, and with neither but peepholes (B omitted)
+    X, W, R = rnd(rng, (S, Bn, I)), rnd(rng, (2, 4 * H, I)), rnd(rng, (2, 4 * H, H))
+    h0, P = rnd(rng, (2, Bn, H)), rnd(rng, (2, 3 * H))
+    attrs = {"direction": "bidirectional"}
+    out.append(Case("LSTM_full_h0_only", "LSTM", [X, W, R, None, None, h0], ref_rnn("LSTM", X, W, R, h0=h0,
+                    direction="bidirectional"), attrs=attrs, rtol=TOL[0], atol=TOL[1]))
+    out.append(Case("LSTM_full_peep_noB", "LSTM", [X, W, R, None, None, None, None, P],
+                    ref_rnn("LSTM", X, W, R, P=P, direction="bidirectional"), attrs=attrs, rtol=TOL[0], atol=TOL[1]))
     return out
 
 

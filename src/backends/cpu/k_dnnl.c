@@ -91,6 +91,7 @@ static void dn_prim_destroy(wf__dn_prim *p)
     if (p->wreorder) dnnl_primitive_destroy(p->wreorder);
     if (p->sreorder) dnnl_primitive_destroy(p->sreorder);
     if (p->dreorder) dnnl_primitive_destroy(p->dreorder);
+    if (p->ireorder) dnnl_primitive_destroy(p->ireorder);
     if (p->lock_init) pthread_mutex_destroy(&p->lock);
     while (p->runs) {
         wf__dn_run *r = p->runs;
@@ -162,6 +163,7 @@ wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_buil
     atomic_fetch_add(&g_prims, 1);
     p->scratch_max = size_max(size_max(dnnl_memory_desc_get_size(&p->scratch), dnnl_memory_desc_get_size(&p->wscratch)),
                               size_max(dnnl_memory_desc_get_size(&p->sscratch), dnnl_memory_desc_get_size(&p->dscratch)));
+    p->scratch_max = size_max(p->scratch_max, dnnl_memory_desc_get_size(&p->iscratch));
     if (cached) {
         p->refs = 2;
         if (cur && --cur->refs == 0) dn_prim_destroy(cur);
@@ -256,8 +258,8 @@ wf_status *wf__dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t pr
     dnnl_stream_t stream = NULL;
     WF__TRY(dn_engine(k, &eng));
     WF__TRY(dn_stream(k, &stream));
-    dnnl_exec_arg_t args[8];
-    if (n > 7 || slot + n >= WF__DN_NSLOT)
+    dnnl_exec_arg_t args[WF__DN_MAX_ARGS + 1];
+    if (n > WF__DN_MAX_ARGS || slot + n >= WF__DN_NSLOT)
         return wf__kctx_fail(k, WF_INTERNAL, "oneDNN execution with %d arguments at slot %d", n, slot);
     size_t sbytes = scratch ? dnnl_memory_desc_get_size(scratch) : 0;
     for (int i = 0; i < n; i++) {

@@ -1,7 +1,8 @@
 /*
  * Private glue between the CPU neural-network kernel files: k_dnnl.c (oneDNN engine, per-node primitive
  * cache, execution, the C epilogue, BiasAdd and the kernel table), k_dnnl_matmul.c (MatMul, Gemm),
- * k_dnnl_conv.c (Conv2D, ConvTranspose2D) and k_pool.c (the pools). Nothing here leaves the CPU backend.
+ * k_dnnl_conv.c (Conv2D, ConvTranspose2D), k_pool.c (the pools) and k_rnn.c (RNN, GRU, LSTM). Nothing here
+ * leaves the CPU backend.
  */
 #ifndef WF_K_DNNL_H
 #define WF_K_DNNL_H
@@ -29,7 +30,9 @@ enum { WF__DN_SRC, WF__DN_WEI, WF__DN_BIAS, WF__DN_DST, WF__DN_WEI_PRIM, WF__DN_
 /* Memory-object slots of a run context, one range per primitive a kernel executes (a range holds the
  * primitive's arguments, then its scratchpad). */
 enum { WF__DN_SLOT_WREORDER = 0, WF__DN_SLOT_SREORDER = 3, WF__DN_SLOT_PRIM = 6, WF__DN_SLOT_DREORDER = 11,
-       WF__DN_NSLOT = 16 };
+       WF__DN_NSLOT = 20 };
+/* The most arguments one execution takes (an LSTM's: three sources, four weights, three destinations). */
+#define WF__DN_MAX_ARGS 12
 enum { WF__DN_BUF_ACT, WF__DN_BUF_WEI, WF__DN_NBUF };
 /* What one run of a primitive writes besides its output: oneDNN memory objects made once and re-pointed
  * with dnnl_memory_set_data_handle, one scratchpad buffer (the largest of the primitive's and its
@@ -64,7 +67,14 @@ typedef struct wf__dn_prim {
     void *wcache;
     uint64_t wver;
     int wusers;
+    /* RNN, GRU, LSTM (k_rnn.c): the recurrent weights' reorder beside wreorder (the layer weights), the
+     * descriptors beyond md[] (WF__DN_R*), and the versions of W, R, B, P the weight cache came from */
+    dnnl_primitive_t ireorder;
+    dnnl_memory_desc_t iscratch;
+    dnnl_memory_desc_t rmd[4];
+    uint64_t wvers[4];
 } wf__dn_prim;
+enum { WF__DN_RWI, WF__DN_RWI_PRIM, WF__DN_RSTATE, WF__DN_RPEEP };
 typedef wf_status *(*wf__dn_build_fn)(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p);
 
 wf_status *wf__dn_fail(const wf__kctx *k, dnnl_status_t st, const char *what);

@@ -12,7 +12,7 @@ typedef struct wf__dn_stats {
     int64_t runs;    /* run contexts made (memory objects and scratchpad of one concurrent run) */
     int64_t mems;    /* oneDNN memory objects created */
     int64_t streams; /* oneDNN streams created (one per thread that executes) */
-    int64_t wpacks;  /* Conv2D weight reorders (into the cache or a run's private buffer) */
+    int64_t wpacks;  /* Conv2D weight reorders and RNN/GRU/LSTM weight packs (into the cache or a run's buffer) */
 } wf__dn_stats;
 void wf__dn_stats_get(wf__dn_stats *out);
 
