@@ -481,7 +481,7 @@ static wf_status *k_Min(wf__kctx *k) { return fold(k, "min", false); }
 /* Every kernel here but Cast works in place (WF__K_INPLACE): work item i reads element i of input 0
  * (an input of the output's size is not broadcast) before it writes element i of the output, the
  * kernels' pointers are not restrict, and no later launch of the kernel reads input 0 again. Cast is
- * not marked: its output has another dtype except when it is a copy. */
+ * not marked: its output has another dtype except when it is a view of the input. */
 #define KB_(Op, mask) {#Op, "OPENCL", mask, 0, k_##Op, NULL, WF__K_INPLACE},
 #define KU_(Op, mask) {#Op, "OPENCL", mask, 0, oclew_k_##Op, NULL, WF__K_INPLACE},
 
