@@ -132,6 +132,7 @@ static wf_status *fold(wf__kctx *k, int op, bool mean)
     cudaStream_t st = cu_of(k)->compute;
     cuk_walk w;
     if (n_in == 1) { /* a broadcast of one input is the input itself: same shape */
+        if (cu_ptr(y) == cu_ptr(k->in[0])) return NULL; /* in place: nothing to copy onto itself */
         return cu_check(k, (int)cudaMemcpyAsync(cu_ptr(y), cu_ptr(k->in[0]), (size_t)y->size * cu_size(t),
                                                 cudaMemcpyDeviceToDevice, st),
                         "device copy");
@@ -354,7 +355,12 @@ static wf_status *k_Cast(wf__kctx *k)
 
 /* ---- table ---------------------------------------------------------------------------------------------- */
 
-#define K_(Op, mask) {#Op, "GPU", mask, 0, k_##Op, NULL, 0},
+/* Every kernel here but Cast works in place (WF__K_INPLACE): thread i reads element i of input 0 (an
+ * input of the output's size is not broadcast) before it writes element i of the output, the kernels'
+ * pointers are not __restrict__, and no later launch reads input 0 again. Cast is not marked: its
+ * output has another dtype except when it is a view. */
+#define K_(Op, mask) {#Op, "GPU", mask, 0, k_##Op, NULL, WF__K_INPLACE},
+#define KC_(Op, mask) {#Op, "GPU", mask, 0, k_##Op, NULL, 0},
 #define FLT WF__DT_FLOATS
 #define NUM WF__DT_NUMERIC
 #define BOOL_ WF__DT_BIT(WF_BOOL)
@@ -364,8 +370,8 @@ const wf__kernel_def cu_kernels_elementwise[] = {
     K_(Equal, WF__DT_ALL) K_(NotEqual, WF__DT_ALL) K_(Less, WF__DT_ALL) K_(LessEqual, WF__DT_ALL)
     K_(Greater, WF__DT_ALL) K_(GreaterEqual, WF__DT_ALL)
     K_(And, BOOL_) K_(Or, BOOL_) K_(Xor, BOOL_) K_(Not, BOOL_)
-    {"Where", "GPU", WF__DT_ALL, 1, k_Where, NULL, 0},
-    K_(Cast, WF__DT_ALL)
+    {"Where", "GPU", WF__DT_ALL, 1, k_Where, NULL, WF__K_INPLACE},
+    KC_(Cast, WF__DT_ALL)
     K_(Neg, NUM) K_(Abs, NUM) K_(Sign, NUM) K_(Square, NUM) K_(Relu, NUM) K_(Clip, NUM)
     K_(Exp, FLT) K_(Log, FLT) K_(Sqrt, FLT) K_(Rsqrt, FLT) K_(Reciprocal, FLT) K_(Tanh, FLT) K_(Sigmoid, FLT)
     K_(LeakyRelu, FLT) K_(Elu, FLT) K_(Gelu, FLT) K_(Erf, FLT) K_(Softplus, FLT) K_(Floor, FLT) K_(Ceil, FLT)

@@ -197,6 +197,7 @@ static wf_status *k_bias_add(wf__kctx *k)
 const wf__kernel_def cu_kernels_nn[] = {
     {"MatMul", "GPU", WF__DT_FLOATS | WF__DT_BIT(WF_I32) | WF__DT_BIT(WF_I64), 0, k_matmul, NULL, 0},
     {"Gemm", "GPU", WF__DT_FLOATS | WF__DT_BIT(WF_I32) | WF__DT_BIT(WF_I64), 0, k_gemm, NULL, 0},
-    {"BiasAdd", "GPU", WF__DT_NUMERIC, 0, k_bias_add, NULL, 0},
+    /* in place: thread i reads x[i] before it writes y[i] */
+    {"BiasAdd", "GPU", WF__DT_NUMERIC, 0, k_bias_add, NULL, WF__K_INPLACE},
     {0},
 };

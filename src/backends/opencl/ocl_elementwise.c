@@ -422,6 +422,9 @@ static wf_status *fold(wf__kctx *k, const char *op, bool mean)
     cl_ulong yo = ocl_off(y);
     shape ys = {rank, dims};
     if (n_in == 1) {
+        /* in place (the plan gave the output the input's bytes) there is nothing to copy: an
+         * overlapping clEnqueueCopyBuffer is CL_MEM_COPY_OVERLAP */
+        if (ocl_mem(k->in[0]) == ym && k->in[0]->dev_offset == y->dev_offset) return NULL;
         size_t es = ocl_size(t);
         cl_int st = clEnqueueCopyBuffer(d->q, ocl_mem(k->in[0]), ym, k->in[0]->dev_offset, y->dev_offset, n * es, 0,
                                         NULL, NULL);
@@ -475,8 +478,12 @@ static wf_status *k_Min(wf__kctx *k) { return fold(k, "min", false); }
 
 /* ---- table ---------------------------------------------------------------------------------------- */
 
-#define KB_(Op, mask) {#Op, "OPENCL", mask, 0, k_##Op, NULL, 0},
-#define KU_(Op, mask) {#Op, "OPENCL", mask, 0, oclew_k_##Op, NULL, 0},
+/* Every kernel here but Cast works in place (WF__K_INPLACE): work item i reads element i of input 0
+ * (an input of the output's size is not broadcast) before it writes element i of the output, the
+ * kernels' pointers are not restrict, and no later launch of the kernel reads input 0 again. Cast is
+ * not marked: its output has another dtype except when it is a view of the input. */
+#define KB_(Op, mask) {#Op, "OPENCL", mask, 0, k_##Op, NULL, WF__K_INPLACE},
+#define KU_(Op, mask) {#Op, "OPENCL", mask, 0, oclew_k_##Op, NULL, WF__K_INPLACE},
 
 const wf__kernel_def ocl_kernels_elementwise[] = {
     KB_(Add, WF__DT_NUMERIC)
@@ -496,7 +503,7 @@ const wf__kernel_def ocl_kernels_elementwise[] = {
     KB_(And, WF__DT_BIT(WF_BOOL))
     KB_(Or, WF__DT_BIT(WF_BOOL))
     KB_(Xor, WF__DT_BIT(WF_BOOL))
-    {"Where", "OPENCL", WF__DT_ALL, 1, k_Where, NULL, 0},
+    {"Where", "OPENCL", WF__DT_ALL, 1, k_Where, NULL, WF__K_INPLACE},
     {"Cast", "OPENCL", WF__DT_ALL, 0, oclew_k_Cast, NULL, 0},
     KB_(PRelu, WF__DT_NUMERIC)
     KB_(BitShift, WF__DT_INTS)

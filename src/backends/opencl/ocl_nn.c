@@ -366,7 +366,8 @@ static wf_status *k_bias_add(wf__kctx *k)
 const wf__kernel_def ocl_kernels_nn[] = {
     {"MatMul", "OPENCL", MM_DT, 0, k_matmul},
     {"Gemm", "OPENCL", MM_DT, 0, k_gemm},
-    {"BiasAdd", "OPENCL", WF__DT_NUMERIC, 0, k_bias_add},
+    /* in place: work item i reads x[i] before it writes y[i] */
+    {"BiasAdd", "OPENCL", WF__DT_NUMERIC, 0, k_bias_add, NULL, WF__K_INPLACE},
     {"Conv2D", "OPENCL", WF__DT_FLOATS, 0, ocl_nn_k_conv},
     {"ConvTranspose2D", "OPENCL", WF__DT_FLOATS, 0, ocl_nn_k_convt},
     {"MaxPool2D", "OPENCL", WF__DT_FLOATS, 0, ocl_nn_k_pool},
