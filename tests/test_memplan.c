@@ -171,6 +171,56 @@ static wf_session *session_on(wf_context *ctx, wf_graph *g, int cache)
     return s;
 }
 
+/* A constant node holding a copy of data. */
+static wf_output constant(wf_graph *g, const char *name, wf_dtype dt, int rank, const int64_t *dims, const void *data)
+{
+    wf_tensor *t = NULL;
+    wf_output o = {0};
+    CHECK_OK(wf_tensor_new(dt, rank, dims, data, &t));
+    CHECK_OK(wf_const(g, name, t, &o));
+    wf_tensor_free(t);
+    return o;
+}
+
+/* A graph with the placeholder x[?, N] and m = x @ W (W: N x N floats). */
+static wf_graph *graph_xw(wf_output *x, const float *w, wf_output *m)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t xd[2] = {-1, N}, wd[2] = {N, N};
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, xd, x));
+    CHECK_OK(wf_matmul(g, "mm1", *x, constant(g, "w1", WF_F32, 2, wd, w), 0, 0, m));
+    return g;
+}
+
+/* x @ W in double for the input of batch b (input(b)'s values), B*N values to free. */
+static double *xw_ref(int64_t b, const float *w)
+{
+    float *xs = malloc(sizeof(float) * (size_t)(b * N));
+    double *r = calloc((size_t)(b * N), sizeof(double));
+    fill(xs, b * N, (int)b);
+    for (int64_t i = 0; i < b; i++)
+        for (int k = 0; k < N; k++)
+            for (int j = 0; j < N; j++) r[i * N + j] += (double)xs[i * N + k] * w[k * N + j];
+    free(xs);
+    return r;
+}
+
+/* Three runs at batch b: how many outputs were off want (B*N values) by more than tol*(1+|want|). */
+static int runs_off(wf_session *s, wf_output x, wf_output y, int64_t b, const double *want, double tol)
+{
+    int bad = 0;
+    for (int rep = 0; s && rep < 3; rep++) {
+        wf_tensor *t = run(s, x, y, b);
+        if (!t) return -1;
+        const float *out = wf_tensor_data(t);
+        for (int64_t i = 0; i < b * N; i++)
+            if (fabs(out[i] - want[i]) > tol * (1 + fabs(want[i]))) bad++;
+        wf_tensor_free(t);
+    }
+    return bad;
+}
+
 /* One run at `batch`, checked against the double reference. */
 static void run_checked(wf_session *s, wf_output x, wf_output y, int64_t batch)
 {
@@ -296,40 +346,18 @@ static void test_view_alias(void)
     wf_context *ctx;
     int dev = open_device(g_spec, g_name, &ctx);
     if (dev < 0) return;
-    wf_graph *g = NULL;
-    CHECK_OK(wf_graph_new(&g));
-    int64_t xd[2] = {-1, N}, wd[2] = {N, N};
-    wf_tensor *w1;
-    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w1v, &w1));
-    wf_output x, c1, m1, r, y;
+    wf_output x, m1, r, y;
+    wf_graph *g = graph_xw(&x, w1v, &m1);
     wf_node *id = NULL;
-    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, xd, &x));
-    CHECK_OK(wf_const(g, "w1", w1, &c1));
-    wf_tensor_free(w1);
-    CHECK_OK(wf_matmul(g, "mm1", x, c1, 0, 0, &m1));
     CHECK_OK(wf_op(g, "Identity", "view", &m1, 1, NULL, 0, &id));
     wf_output v = wf_out(id, 0);
     CHECK_OK(wf_relu(g, "relu", v, &r));
     CHECK_OK(wf_add(g, "sum", r, v, &y));
     wf_session *s = session_on(ctx, g, 0);
-    float *xs = malloc(sizeof(float) * 2 * N);
-    fill(xs, 2 * N, 2);
-    int bad = 0;
-    for (int rep = 0; s && rep < 3; rep++) {
-        wf_tensor *t = run(s, x, y, 2);
-        if (!t) break;
-        const float *out = wf_tensor_data(t);
-        for (int i = 0; i < 2; i++)
-            for (int j = 0; j < N; j++) {
-                double m = 0;
-                for (int k = 0; k < N; k++) m += (double)xs[i * N + k] * w1v[k * N + j];
-                double want = (m > 0 ? m : 0) + m;
-                if (fabs(out[i * N + j] - want) > 1e-3 * (1 + fabs(want))) bad++;
-            }
-        wf_tensor_free(t);
-    }
-    CHECK_INT(bad, 0);
-    free(xs);
+    double *want = xw_ref(2, w1v);
+    for (int i = 0; i < 2 * N; i++) want[i] += want[i] > 0 ? want[i] : 0; /* relu(m) + m */
+    CHECK_INT(runs_off(s, x, y, 2, want, 1e-3), 0);
+    free(want);
     wf_session_free(s);
     wf_graph_free(g);
     wf_context_free(ctx);
@@ -346,44 +374,22 @@ static void test_in_place(void)
     wf_context *ctx;
     int dev = open_device(g_spec, g_name, &ctx);
     if (dev < 0) return;
-    wf_graph *g = NULL;
-    CHECK_OK(wf_graph_new(&g));
-    int64_t xd[2] = {-1, N}, wd[2] = {N, N};
-    wf_tensor *w1;
-    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w1v, &w1));
-    wf_output x, c1, m, q, r, sq, y;
-    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, xd, &x));
-    CHECK_OK(wf_const(g, "w1", w1, &c1));
-    wf_tensor_free(w1);
-    CHECK_OK(wf_matmul(g, "mm", x, c1, 0, 0, &m));
+    wf_output x, m, q, r, sq, y;
+    wf_graph *g = graph_xw(&x, w1v, &m);
     CHECK_OK(wf_mul(g, "square", m, m, &q));
     CHECK_OK(wf_relu(g, "relu", q, &r));
     CHECK_OK(wf_unary(g, "Sqrt", "sqrt", r, &sq));
     CHECK_OK(wf_add(g, "plus_m", sq, m, &y));
     wf_session *s = session_on(ctx, g, 0);
-    int bad = 0;
     const int64_t B = 2;
-    float *xs = malloc(sizeof(float) * B * N);
-    fill(xs, B * N, (int)B);
-    for (int rep = 0; s && rep < 3; rep++) {
-        wf_tensor *t = run(s, x, y, B);
-        if (!t) break;
-        const float *out = wf_tensor_data(t);
-        for (int i = 0; i < B; i++)
-            for (int j = 0; j < N; j++) {
-                double mm = 0;
-                for (int k = 0; k < N; k++) mm += (double)xs[i * N + k] * w1v[k * N + j];
-                double want = fabs(mm) + mm; /* sqrt(relu(m * m)) + m */
-                if (fabs(out[i * N + j] - want) > 1e-3 * (1 + fabs(want))) bad++;
-            }
-        wf_tensor_free(t);
-    }
-    CHECK_INT(bad, 0);
+    double *want = xw_ref(B, w1v);
+    for (int64_t i = 0; i < B * N; i++) want[i] += fabs(want[i]); /* sqrt(relu(m * m)) + m */
+    CHECK_INT(runs_off(s, x, y, B, want, 1e-3), 0);
     wf_memory_stats d = stats(ctx, dev);
     CHECK_INT(d.arena_bytes, 2 * (uint64_t)B * N * 4);
     printf("%s in place: arena %llu bytes = 2 buffers of %llu (3 without in-place outputs)\n", g_spec,
            (unsigned long long)d.arena_bytes, (unsigned long long)B * N * 4);
-    free(xs);
+    free(want);
     wf_session_free(s);
     wf_graph_free(g);
     wf_context_free(ctx);
@@ -411,9 +417,7 @@ static void test_in_place_chain(void)
     wf_context *ctx;
     int dev = open_device(g_spec, g_name, &ctx);
     if (dev < 0) return;
-    wf_graph *g = NULL;
-    CHECK_OK(wf_graph_new(&g));
-    int64_t xd[2] = {-1, N}, wd[2] = {N, N}, vd[1] = {N};
+    int64_t wd[2] = {N, N}, vd[1] = {N};
     float bias[N], kv[N];
     uint8_t cv[N];
     for (int j = 0; j < N; j++) {
@@ -421,26 +425,11 @@ static void test_in_place_chain(void)
         kv[j] = (float)j / N - 0.5f;
         cv[j] = j % 3 != 0;
     }
-    wf_tensor *w1, *w2, *bt, *kt, *ct;
-    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w1v, &w1));
-    CHECK_OK(wf_tensor_new(WF_F32, 2, wd, w2v, &w2));
-    CHECK_OK(wf_tensor_new(WF_F32, 1, vd, bias, &bt));
-    CHECK_OK(wf_tensor_new(WF_F32, 1, vd, kv, &kt));
-    CHECK_OK(wf_tensor_new(WF_BOOL, 1, vd, cv, &ct));
-    wf_output x, c1, c2, cb, ck, cc, m, w, a, t, n, b, p, y;
-    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, xd, &x));
-    CHECK_OK(wf_const(g, "w1", w1, &c1));
-    CHECK_OK(wf_const(g, "w2", w2, &c2));
-    CHECK_OK(wf_const(g, "bias", bt, &cb));
-    CHECK_OK(wf_const(g, "k", kt, &ck));
-    CHECK_OK(wf_const(g, "c", ct, &cc));
-    wf_tensor_free(w1);
-    wf_tensor_free(w2);
-    wf_tensor_free(bt);
-    wf_tensor_free(kt);
-    wf_tensor_free(ct);
-    CHECK_OK(wf_matmul(g, "mm1", x, c1, 0, 0, &m));
-    CHECK_OK(wf_matmul(g, "mm2", x, c2, 0, 0, &w));
+    wf_output x, m, w, a, t, n, b, p, y;
+    wf_graph *g = graph_xw(&x, w1v, &m);
+    wf_output cb = constant(g, "bias", WF_F32, 1, vd, bias), ck = constant(g, "k", WF_F32, 1, vd, kv),
+              cc = constant(g, "c", WF_BOOL, 1, vd, cv);
+    CHECK_OK(wf_matmul(g, "mm2", x, constant(g, "w2", WF_F32, 2, wd, w2v), 0, 0, &w));
     CHECK_OK(wf_unary(g, "Sigmoid", "sigmoid", m, &a));
     CHECK_OK(wf_unary(g, "Tanh", "tanh", a, &t));
     CHECK_OK(wf_unary(g, "Neg", "neg", t, &n));
@@ -453,30 +442,14 @@ static void test_in_place_chain(void)
     CHECK_OK(wf_op(g, "Where", "where", wi, 3, NULL, 0, &wn));
     y = wf_out(wn, 0);
     wf_session *s = session_on(ctx, g, 0);
-    int bad = 0;
     const int64_t B = 2;
-    float *xs = malloc(sizeof(float) * B * N);
-    fill(xs, B * N, (int)B);
-    double *want = malloc(sizeof(double) * B * N);
-    for (int i = 0; i < B; i++)
-        for (int j = 0; j < N; j++) {
-            double mm = 0, ww = 0;
-            for (int k = 0; k < N; k++) {
-                mm += (double)xs[i * N + k] * w1v[k * N + j];
-                ww += (double)xs[i * N + k] * w2v[k * N + j];
-            }
-            double pv = (-tanh(1 / (1 + exp(-mm))) + bias[j]) * ww;
-            want[i * N + j] = cv[j] ? pv : kv[j];
-        }
-    for (int rep = 0; s && rep < 3; rep++) {
-        wf_tensor *o = run(s, x, y, B);
-        if (!o) break;
-        const float *out = wf_tensor_data(o);
-        for (int64_t i = 0; i < B * N; i++)
-            if (fabs(out[i] - want[i]) > 1e-4 * (1 + fabs(want[i]))) bad++;
-        wf_tensor_free(o);
+    double *want = xw_ref(B, w1v), *ww = xw_ref(B, w2v);
+    for (int64_t i = 0; i < B * N; i++) {
+        int64_t j = i % N;
+        double pv = (-tanh(1 / (1 + exp(-want[i]))) + bias[j]) * ww[i];
+        want[i] = cv[j] ? pv : kv[j];
     }
-    CHECK_INT(bad, 0);
+    CHECK_INT(runs_off(s, x, y, B, want, 1e-4), 0);
     uint64_t buf = (uint64_t)B * N * 4, bufs = dev == 0 ? 2 : 3;
     wf_memory_stats d = stats(ctx, dev);
     CHECK_INT(d.arena_bytes, bufs * buf);
@@ -485,7 +458,7 @@ static void test_in_place_chain(void)
            (unsigned long long)d.arena_bytes, (unsigned long long)bufs, (unsigned long long)buf,
            (unsigned long long)bufs + 1);
     free(want);
-    free(xs);
+    free(ww);
     wf_session_free(s);
     wf_graph_free(g);
     wf_context_free(ctx);
