@@ -1,12 +1,13 @@
 /*
- * Index checks on the OpenCL device (issue 13): Gather, GatherElements and GatherND on OPENCL:0 check
- * their indices in a kernel, not by reading them back to the host. A bad index fails the run with a
- * status that names the node, the op and the index in the words of the old host check (also when the
- * bad output only feeds another kernel, and for index tensors above the old read-back limit of 2^22,
- * which used to be clamped); the next run of the same session with good indices gives the values of
- * numpy (worked out by hand below) and those of CPU:0. The whole test runs with WEFT_OCL_NO_READBACK=1,
- * which makes any read-back of a kernel's input fail the run: the good runs passing shows the gathers
- * read nothing back. SKIP where there is no OPENCL:0.
+ * Index checks on the OpenCL device (issue 13): Gather, GatherElements, GatherND, ScatterElements and
+ * ScatterND on OPENCL:0 check their indices in a kernel, not by reading them back to the host (the
+ * scatters also find duplicate targets there, which then run in index order, the last one winning).
+ * A bad index fails the run with a status that names the node, the op and the index in the words of
+ * the old host check (also when the bad output only feeds another kernel, and for index tensors above
+ * the old read-back limit of 2^22, which used to be clamped); the next run of the same session with good
+ * indices gives the values of numpy (worked out by hand below) and those of CPU:0. The whole test runs
+ * with WEFT_OCL_NO_READBACK=1, which makes any read-back of a kernel's input fail the run: the good runs
+ * passing shows the gathers and scatters read nothing back. SKIP where there is no OPENCL:0.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,21 +29,24 @@ static bool has_opencl(void)
 
 typedef struct op_graph {
     wf_graph *g;
-    wf_output x, idx, y;
+    wf_output x, idx, upd, y;
+    const wf_tensor *u; /* the scatters' updates, fed with every run (NULL: a gather) */
     wf_session *dev, *cpu;
 } op_graph;
 
-/* op(x, idx) (then a Relu when relu_after), in a session on OPENCL:0 and one on CPU:0. */
-static void op_graph_new(op_graph *o, const char *op, const char *name, const wf_tensor *x, const wf_tensor *idx,
-                         const wf_attr *at, int n_at, bool relu_after)
+/* op(x, idx[, u]) (then a Relu when relu_after), in a session on OPENCL:0 and one on CPU:0. */
+static void op_graph_new_u(op_graph *o, const char *op, const char *name, const wf_tensor *x, const wf_tensor *idx,
+                           const wf_tensor *u, const wf_attr *at, int n_at, bool relu_after)
 {
     memset(o, 0, sizeof *o);
+    o->u = u;
     CHECK_OK(wf_graph_new(&o->g));
     CHECK_OK(wf_placeholder(o->g, "x", wf_tensor_dtype(x), wf_tensor_rank(x), wf_tensor_dims(x), &o->x));
     CHECK_OK(wf_placeholder(o->g, "idx", wf_tensor_dtype(idx), wf_tensor_rank(idx), wf_tensor_dims(idx), &o->idx));
-    wf_output in[2] = {o->x, o->idx};
+    if (u) CHECK_OK(wf_placeholder(o->g, "u", wf_tensor_dtype(u), wf_tensor_rank(u), wf_tensor_dims(u), &o->upd));
+    wf_output in[3] = {o->x, o->idx, o->upd};
     wf_node *n = NULL;
-    CHECK_OK(wf_op(o->g, op, name, in, 2, at, n_at, &n));
+    CHECK_OK(wf_op(o->g, op, name, in, u ? 3 : 2, at, n_at, &n));
     if (!n) return;
     o->y = wf_out(n, 0);
     if (relu_after) CHECK_OK(wf_unary(o->g, "Relu", "after", o->y, &o->y));
@@ -57,6 +61,12 @@ static void op_graph_new(op_graph *o, const char *op, const char *name, const wf
     CHECK_OK(wf_session_new(ctx, o->g, &so, &o->cpu));
 }
 
+static void op_graph_new(op_graph *o, const char *op, const char *name, const wf_tensor *x, const wf_tensor *idx,
+                         const wf_attr *at, int n_at, bool relu_after)
+{
+    op_graph_new_u(o, op, name, x, idx, NULL, at, n_at, relu_after);
+}
+
 static void op_graph_free(op_graph *o)
 {
     wf_session_free(o->dev);
@@ -68,8 +78,8 @@ static wf_status *run(wf_session *s, const op_graph *o, const wf_tensor *x, cons
 {
     *y = NULL;
     if (!s) return NULL; /* no session (already a failed check): no output, no error */
-    wf_feed f[2] = {{o->x, (wf_tensor *)x}, {o->idx, (wf_tensor *)idx}};
-    return wf_session_run(s, f, 2, &o->y, 1, y, NULL);
+    wf_feed f[3] = {{o->x, (wf_tensor *)x}, {o->idx, (wf_tensor *)idx}, {o->upd, (wf_tensor *)o->u}};
+    return wf_session_run(s, f, o->u ? 3 : 2, &o->y, 1, y, NULL);
 }
 
 static void expect_error(wf_status *st, const char *node, const char *want)
@@ -212,6 +222,95 @@ static void test_gather_elements_and_nd(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+static wf_tensor *f32(int rank, const int64_t *dims, const float *v)
+{
+    wf_tensor *t = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, rank, dims, v, &t));
+    return t;
+}
+
+/* ScatterElements on axis 1 of [[0,1,2],[3,4,5]] with updates [[10,11],[12,13]]: the check and the
+ * duplicates decision run on the device, for reduction none (the last index in order wins) and add. */
+static void test_scatter_elements(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_scatter_elements", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[2] = {2, 3}, id[2] = {2, 2};
+    const float xv[6] = {0, 1, 2, 3, 4, 5}, uv[4] = {10, 11, 12, 13};
+    const int64_t bad[4] = {0, 3, 1, 0}, neg[4] = {-4, 0, 1, 2}, distinct[4] = {2, -3, 1, 0}, dup[4] = {1, -2, 0, 0};
+    wf_tensor *x = f32(2, xd, xv), *u = f32(2, id, uv), *ib = i64(2, id, bad), *in = i64(2, id, neg),
+              *idis = i64(2, id, distinct), *idup = i64(2, id, dup);
+    /* numpy: y = x.copy(); for (i, j), v in np.ndenumerate(idx): y[i, v] = u[i, j]   (add: +=) */
+    const float want_distinct[6] = {11, 1, 10, 13, 12, 5}, want_dup[6] = {0, 11, 2, 13, 4, 5};
+    const float want_add_distinct[6] = {11, 1, 12, 16, 16, 5}, want_add_dup[6] = {0, 22, 2, 28, 4, 5};
+    for (int add = 0; add < 2; add++) {
+        wf_attr at[2] = {wf_attr_int("axis", 1), wf_attr_string("reduction", "add")};
+        op_graph o;
+        op_graph_new_u(&o, "ScatterElements", "se", x, ib, u, at, add ? 2 : 1, add);
+        wf_tensor *y = NULL;
+        for (int rep = 0; rep < 2; rep++) {
+            expect_error(run(o.dev, &o, x, ib, &y), "node 'se' (ScatterElements)",
+                         "index 3 (at position 1) is out of range for axis 1 of data [2,3]");
+            expect_error(run(o.dev, &o, x, in, &y), "node 'se' (ScatterElements)",
+                         "index -4 (at position 0) is out of range for axis 1 of data [2,3]");
+            expect_values(&o, x, idup, add ? want_add_dup : want_dup, 6);
+            expect_values(&o, x, idis, add ? want_add_distinct : want_distinct, 6);
+        }
+        op_graph_free(&o);
+    }
+    wf_tensor *all[] = {x, u, ib, in, idis, idup};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* ScatterND into rows of [[0,1],[2,3],[4,5],[6,7]] (updates [[10,11],[12,13],[14,15]]), reduction none
+ * and add, then into single elements (tuples of 2, updates [10,11]). */
+static void test_scatternd(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_scatternd", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[2] = {4, 2}, id[2] = {3, 1}, ud[2] = {3, 2};
+    const float xv[8] = {0, 1, 2, 3, 4, 5, 6, 7}, uv[6] = {10, 11, 12, 13, 14, 15};
+    const int64_t bad[3] = {0, 4, 1}, distinct[3] = {3, -4, 1}, dup[3] = {2, 0, -2};
+    wf_tensor *x = f32(2, xd, xv), *u = f32(2, ud, uv), *ib = i64(2, id, bad), *idis = i64(2, id, distinct),
+              *idup = i64(2, id, dup);
+    /* numpy: y = x.copy(); for t, (r,) in enumerate(idx): y[r] = u[t]   (add: +=) */
+    const float want_distinct[8] = {12, 13, 14, 15, 4, 5, 10, 11}, want_dup[8] = {12, 13, 2, 3, 14, 15, 6, 7};
+    const float want_add_distinct[8] = {12, 14, 16, 18, 4, 5, 16, 18}, want_add_dup[8] = {12, 14, 2, 3, 28, 31, 6, 7};
+    for (int add = 0; add < 2; add++) {
+        wf_attr at = wf_attr_string("reduction", "add");
+        op_graph o;
+        op_graph_new_u(&o, "ScatterND", "sn", x, ib, u, &at, add, add);
+        wf_tensor *y = NULL;
+        for (int rep = 0; rep < 2; rep++) {
+            expect_error(run(o.dev, &o, x, ib, &y), "node 'sn' (ScatterND)",
+                         "index 4 (tuple 1, entry 0) is out of range for dim 0 of data [4,2]");
+            expect_values(&o, x, idup, add ? want_add_dup : want_dup, 8);
+            expect_values(&o, x, idis, add ? want_add_distinct : want_distinct, 8);
+        }
+        op_graph_free(&o);
+    }
+    /* tuples (row, col): x[1, 0] and x[-3, 0] are one target; the second wins */
+    int64_t ed[2] = {2, 2}, eud[1] = {2};
+    const float euv[2] = {10, 11};
+    const int64_t ebad[4] = {1, 0, 0, 2}, egood[4] = {-1, -1, 1, 0}, edup[4] = {1, 0, -3, 0};
+    wf_tensor *eu = f32(1, eud, euv), *eb = i64(2, ed, ebad), *eg = i64(2, ed, egood), *edp = i64(2, ed, edup);
+    const float want_e[8] = {0, 1, 11, 3, 4, 5, 6, 10}, want_edup[8] = {0, 1, 11, 3, 4, 5, 6, 7};
+    op_graph o;
+    op_graph_new_u(&o, "ScatterND", "sn2", x, eb, eu, NULL, 0, true);
+    wf_tensor *y = NULL;
+    expect_error(run(o.dev, &o, x, eb, &y), "node 'sn2' (ScatterND)",
+                 "index 2 (tuple 1, entry 1) is out of range for dim 1 of data [4,2]");
+    expect_values(&o, x, eg, want_e, 8);
+    expect_values(&o, x, edp, want_edup, 8);
+    op_graph_free(&o);
+    wf_tensor *all[] = {x, u, ib, idis, idup, eu, eb, eg, edp};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -222,6 +321,8 @@ int main(void)
     RUN_TEST(test_gather);
     RUN_TEST(test_gather_many);
     RUN_TEST(test_gather_elements_and_nd);
+    RUN_TEST(test_scatter_elements);
+    RUN_TEST(test_scatternd);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -63,14 +63,16 @@ static const char *g_move_src =
     "  long u = get_global_id(0), e = u % slice, t = u / slice;\n"
     "  y[yo + u] = x[xo + (t / per_batch) * batch_elems + tuple_off(ix, io, is64, t, last, d, s) + e];\n"
     "}\n"
-    /* seq: one work item per slice element walks every tuple in order (duplicate indices: the last
-     * one wins, as the reference does); else one work item per (tuple, element) */
+    /* launched over (tuple, element); *dup (set by scatternd_check when two tuples hit one slice): the
+     * first `slice` work items each walk every tuple in order (the last one wins, as the reference
+     * does), the others do nothing; else one work item per (tuple, element) */
     "__kernel void scatternd(__global T *y, ulong yo, __global const T *u, ulong uo, __global const int *ix,\n"
     "                        ulong io, int is64, int last, long8 dims, long8 st, long slice, long ntup,\n"
-    "                        int seq) {\n"
+    "                        __global const uint *dup) {\n"
     "  UNPACK(dims, d); UNPACK(st, s);\n"
     "  long g = get_global_id(0);\n"
-    "  if (seq) {\n"
+    "  if (*dup) {\n"
+    "    if (g >= slice) return;\n"
     "    for (long t = 0; t < ntup; t++)\n"
     "      y[yo + tuple_off(ix, io, is64, t, last, d, s) + g] = u[uo + t * slice + g];\n"
     "  } else {\n"
@@ -84,12 +86,15 @@ static const char *g_move_src =
     "  long i = get_global_id(0);\n"
     "  y[yo + i] = x[xo + elem_off(ix, io, is64, i, rank, ax, id, xs, D)];\n"
     "}\n"
+    /* launched over the indices; *dup (set by scatter_el_check when two indices hit one element): work
+     * item 0 walks every index in order, the others do nothing */
     "__kernel void scatter_el(__global T *y, ulong yo, __global const T *u, ulong uo, __global const int *ix,\n"
     "                         ulong io, int is64, int rank, int ax, long8 idims, long8 yst, long D, long n,\n"
-    "                         int seq) {\n"
+    "                         __global const uint *dup) {\n"
     "  UNPACK(idims, id); UNPACK(yst, ys);\n"
     "  long g = get_global_id(0);\n"
-    "  if (seq) {\n"
+    "  if (*dup) {\n"
+    "    if (g) return;\n"
     "    for (long i = 0; i < n; i++) y[yo + elem_off(ix, io, is64, i, rank, ax, id, ys, D)] = u[uo + i];\n"
     "  } else {\n"
     "    y[yo + elem_off(ix, io, is64, g, rank, ax, id, ys, D)] = u[uo + g];\n"

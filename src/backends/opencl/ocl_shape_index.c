@@ -1,12 +1,14 @@
 /*
  * OpenCL kernels of the indexing ops (Gather, GatherND, ScatterND, GatherElements, ScatterElements,
  * OneHot, ReverseSequence), Pad, Trilu, EyeLike, CumSum/CumProd, and the ops that make tensors from
- * shapes and scalars (Range, Shape, Size, Fill, ConstantOfShape). Gather, GatherND and GatherElements
- * check their indices on the device (check_on_device: no read-back; a bad index fails the run through
- * the device's error record, see ocl.h) and clamp them while gathering, so memory stays in bounds. The
- * scatters still read small index tensors back (OCL_SHP_HOST_CHECK) and check them on the host: they run
- * in parallel only when the host saw no duplicate target, else in index order, as the reference does;
- * larger ones are clamped into range on the device and run in order.
+ * shapes and scalars (Range, Shape, Size, Fill, ConstantOfShape). The indexing ops check their indices
+ * on the device (no read-back; a bad index fails the run through the device's error record, see ocl.h)
+ * and clamp them while indexing, so memory stays in bounds: Gather, GatherND and GatherElements with
+ * check_idx; ScatterND and ScatterElements with a checking kernel of their own, which also marks each
+ * index's target in a bitmap (one bit per target, a scratch buffer per launch) and sets its word 0 when
+ * a bit was already set. The scatter kernel reads that word: with duplicate targets it runs in index
+ * order in the first work items (the last index wins, as the reference does), else one work item per
+ * index. ReverseSequence still reads its small lengths tensor back (OCL_SHP_HOST_CHECK).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -85,9 +87,11 @@ static const char *g_arith_src =
     "}\n"
     "__kernel void scatternd_red(__global T *y, ulong yo, __global const T *u, ulong uo, __global const int *ix,\n"
     "                            ulong io, int is64, int last, long8 dims, long8 st, long slice, long ntup,\n"
-    "                            int seq, int red) {\n"
+    "                            __global const uint *dup, int red) {\n"
     "  UNPACK(dims, d); UNPACK(st, s);\n"
     "  long g = get_global_id(0);\n"
+    "  int seq = *dup != 0;\n"
+    "  if (seq && g >= slice) return;\n"
     "  long t0 = seq ? 0 : g / slice, t1 = seq ? ntup : t0 + 1, e = seq ? g : g % slice;\n"
     "  for (long t = t0; t < t1; t++) {\n"
     "    long o = yo + tuple_off(ix, io, is64, t, last, d, s) + e;\n"
@@ -96,9 +100,11 @@ static const char *g_arith_src =
     "}\n"
     "__kernel void scatter_el_red(__global T *y, ulong yo, __global const T *u, ulong uo, __global const int *ix,\n"
     "                             ulong io, int is64, int rank, int ax, long8 idims, long8 yst, long D, long n,\n"
-    "                             int seq, int red) {\n"
+    "                             __global const uint *dup, int red) {\n"
     "  UNPACK(idims, id); UNPACK(yst, ys);\n"
     "  long g = get_global_id(0);\n"
+    "  int seq = *dup != 0;\n"
+    "  if (seq && g) return;\n"
     "  long i0 = seq ? 0 : g, i1 = seq ? n : g + 1;\n"
     "  for (long i = i0; i < i1; i++) {\n"
     "    long o = yo + elem_off(ix, io, is64, i, rank, ax, id, ys, D);\n"
@@ -171,6 +177,53 @@ static const char *g_check_src =
     "    e[2] = g / last;\n"
     "    e[3] = c;\n"
     "  }\n"
+    "}\n"
+    /* the scatters' checks: a bad index goes to the record as above; a good one sets its target's bit in
+     * bm[1...], and a bit already set sets bm[0] (duplicates: the scatter then runs in index order) */
+    "inline void flag(__global int *err, uint site, long v, long pos, long ent) {\n"
+    "  if (atomic_cmpxchg((volatile __global int *)err, 0, (int)site) == 0) {\n"
+    "    __global long *e = (__global long *)err;\n"
+    "    e[1] = v;\n"
+    "    e[2] = pos;\n"
+    "    e[3] = ent;\n"
+    "  }\n"
+    "}\n"
+    "inline void mark(__global uint *bm, long t) {\n"
+    "  uint bit = 1u << (uint)(t & 31);\n"
+    "  volatile __global uint *w = (volatile __global uint *)bm;\n"
+    "  if (atomic_or(w + 1 + (t >> 5), bit) & bit) atomic_or(w, 1u);\n"
+    "}\n"
+    /* one work item per tuple; its target is the slice it writes (slice 0: nothing to mark) */
+    "__kernel void scatternd_check(__global const int *ix, ulong io, int is64, int last, long8 dims, long8 st,\n"
+    "                              long slice, __global int *err, uint site, __global uint *bm) {\n"
+    "  UNPACK(dims, d); UNPACK(st, s);\n"
+    "  long t = get_global_id(0), o = 0;\n"
+    "  for (int c = 0; c < last; c++) {\n"
+    "    long v = IDX(ix, io, t * last + c), n = d[c];\n"
+    "    if (v < -n || v >= n) {\n"
+    "      flag(err, site, v, t, c);\n"
+    "      return;\n"
+    "    }\n"
+    "    o += (v < 0 ? v + n : v) * s[c];\n"
+    "  }\n"
+    "  if (slice > 0) mark(bm, o / slice);\n"
+    "}\n"
+    /* one work item per index; its target is the element of y it writes */
+    "__kernel void scatter_el_check(__global const int *ix, ulong io, int is64, int rank, int ax, long8 idims,\n"
+    "                               long8 yst, long D, __global int *err, uint site, __global uint *bm) {\n"
+    "  UNPACK(idims, id); UNPACK(yst, ys);\n"
+    "  long i = get_global_id(0), v = IDX(ix, io, i);\n"
+    "  if (v < -D || v >= D) {\n"
+    "    flag(err, site, v, i, 0);\n"
+    "    return;\n"
+    "  }\n"
+    "  long r = i, o = 0;\n"
+    "  for (int a = rank - 1; a >= 0; a--) {\n"
+    "    long c = r % id[a];\n"
+    "    r /= id[a];\n"
+    "    o += (a == ax ? (v < 0 ? v + D : v) : c) * ys[a];\n"
+    "  }\n"
+    "  mark(bm, o);\n"
     "}\n";
 
 /* Enqueues the check of indices ix, seen as tuples of `last` entries, entry c against dims[c], for a
@@ -192,6 +245,23 @@ static wf_status *check_on_device(wf__kctx *k, const wf_tensor *ix, int last, co
     ocl_arg args[] = {OCL_ARG(im), OCL_ARG(io), OCL_ARG(is64), OCL_ARG(l), OCL_ARG(ld), OCL_ARG(em), OCL_ARG(site)};
     size_t g = (size_t)ix->size;
     return ocl_launch_checked(k, kern, 7, args, 1, &g);
+}
+
+/* A zeroed duplicates bitmap for `targets` target elements: word 0 is the "duplicates" flag, then one
+ * bit per target. The caller releases it after enqueueing the kernels that use it (the runtime keeps it
+ * alive until they finish). */
+static wf_status *bitmap_new(wf__kctx *k, int64_t targets, cl_mem *out)
+{
+    static const cl_uint zero = 0;
+    size_t bytes = sizeof(cl_uint) * (size_t)(1 + (targets + 31) / 32);
+    cl_int st = CL_SUCCESS;
+    *out = clCreateBuffer(ocl_of(k)->ctx, CL_MEM_READ_WRITE, bytes, NULL, &st);
+    if (!*out) return ocl_fail(k, st, "scatter bitmap allocation");
+    st = clEnqueueFillBuffer(ocl_of(k)->q, *out, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
+    if (st == CL_SUCCESS) return NULL;
+    clReleaseMemObject(*out);
+    *out = NULL;
+    return ocl_fail(k, st, "scatter bitmap fill");
 }
 
 /* ---- shared pieces -------------------------------------------------------------------------------- */
@@ -266,12 +336,11 @@ typedef struct {
     int64_t dims[8], st[8]; /* the indexed dims of data and their element strides */
     int64_t n;              /* index tuples */
     int64_t slice;          /* elements per tuple */
-    int64_t *off;           /* host offsets of every tuple (within a batch), or NULL when not read back */
 } nd_info;
 
-/* Checks the shapes of indices [..., last] against data; host: also their values against dims
- * [bd, bd + last) of data, read back when small (else the caller checks them on the device). */
-static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, bool host, nd_info *nd)
+/* Checks the shapes of indices [..., last] against data (their values against dims [bd, bd + last) of
+ * data are checked on the device). */
+static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int bd, nd_info *nd)
 {
     char b1[SB], b2[SB];
     int q = ix->rank;
@@ -297,26 +366,6 @@ static wf_status *nd_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix,
     }
     nd->slice = ocl_shp_numel(x->rank - bd - (int)last, x->dims + bd + last);
     nd->n = ix->size / last;
-    if (!host) return NULL;
-    int64_t *v;
-    WF__TRY(ocl_shp_index_host(k, ix, OCL_SHP_HOST_CHECK, &v));
-    if (!v) return NULL;
-    /* the offsets overwrite the values they come from: tuple t is written after reading entries >= t */
-    for (int64_t t = 0; t < nd->n; t++) {
-        int64_t o = 0;
-        for (int c = 0; c < last; c++) {
-            int64_t val = v[t * last + c], dim = nd->dims[c];
-            if (val < -dim || val >= dim) {
-                ocl_host->free(v);
-                return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                           "index %" PRId64 " (tuple %" PRId64 ", entry %d) is out of range for dim %d of data %s",
-                                           val, t, c, bd + c, ocl_shp_shape(x->rank, x->dims, b1));
-            }
-            o += (val < 0 ? val + dim : val) * nd->st[c];
-        }
-        v[t] = o;
-    }
-    nd->off = v;
     return NULL;
 }
 
@@ -328,7 +377,7 @@ wf_status *ocl_shp_gathernd(wf__kctx *k)
     if (bd < 0 || bd >= WF_MAX_RANK)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch_dims %" PRId64 " is out of range", bd);
     nd_info nd;
-    WF__TRY(nd_check(k, x, ix, (int)bd, false, &nd));
+    WF__TRY(nd_check(k, x, ix, (int)bd, &nd));
     WF__TRY(check_on_device(k, ix, nd.last, nd.dims, OCL_SITE_ND, (int)bd, x));
     bool empty_dim = false;
     for (int c = 0; c < nd.last; c++) empty_dim |= nd.dims[c] == 0;
@@ -376,37 +425,51 @@ wf_status *ocl_shp_scatternd(wf__kctx *k)
                                    ocl_shp_shape(u->rank, u->dims, b1), ocl_shp_shape(q, ix->dims, b2),
                                    ocl_shp_shape(x->rank, x->dims, b3));
     nd_info nd;
-    WF__TRY(nd_check(k, x, ix, 0, true, &nd));
-    bool seq = !nd.off || !wf__ku_all_distinct(nd.off, nd.n);
-    ocl_host->free(nd.off);
+    WF__TRY(nd_check(k, x, ix, 0, &nd));
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y));
     WF__TRY(copy_whole(k, y, x));
-    if (!nd.n || !nd.slice) return NULL;
-    cl_kernel kern;
-    if (red == RED_NONE) WF__TRY(ocl_shp_move_kernel(k, ocl_size(x->dtype), "scatternd", &kern));
-    else WF__TRY(arith_kernel(k, x->dtype, "scatternd_red", &kern));
+    if (!nd.n) return NULL;
+    /* the check marks each tuple's target slice; an empty output still has its indices checked (every
+     * one is out of range for an empty dim) */
+    bool empty_dim = false;
+    for (int c = 0; c < nd.last; c++) empty_dim |= nd.dims[c] == 0;
+    cl_mem em, bm = NULL;
+    cl_uint site;
+    cl_kernel ck, kern;
+    wf_status *s = NULL;
+    if ((s = ocl_kernel(k, "shape_check", g_check_src, "", "scatternd_check", &ck)) ||
+        (s = ocl_err_site(k, OCL_SITE_ND, 0, ocl_shp_shape(x->rank, x->dims, b1), &em, &site)) ||
+        (s = bitmap_new(k, ocl_shp_numel(nd.last, x->dims), &bm)))
+        goto done;
     cl_mem ym = ocl_mem(y), um = ocl_mem(u), im = ocl_mem(ix);
     cl_ulong yo = ocl_off(y), uo = ocl_off(u), io = ocl_off(ix);
-    cl_int is64 = ix->dtype == WF_I64, lst = nd.last, sq = seq, rd = red;
+    cl_int is64 = ix->dtype == WF_I64, lst = nd.last, rd = red;
     cl_long8 ld = ocl_shp_l8(nd.last, nd.dims, 1), ls = ocl_shp_l8(nd.last, nd.st, 0);
     cl_long slice = nd.slice, ntup = nd.n;
+    ocl_arg cargs[] = {OCL_ARG(im), OCL_ARG(io), OCL_ARG(is64), OCL_ARG(lst), OCL_ARG(ld),
+                       OCL_ARG(ls), OCL_ARG(slice), OCL_ARG(em), OCL_ARG(site), OCL_ARG(bm)};
+    size_t cg = (size_t)nd.n;
+    if ((s = ocl_launch_checked(k, ck, 10, cargs, 1, &cg)) || !nd.slice || empty_dim) goto done;
+    if (red == RED_NONE) s = ocl_shp_move_kernel(k, ocl_size(x->dtype), "scatternd", &kern);
+    else s = arith_kernel(k, x->dtype, "scatternd_red", &kern);
+    if (s) goto done;
     ocl_arg args[] = {OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(um), OCL_ARG(uo), OCL_ARG(im), OCL_ARG(io), OCL_ARG(is64),
-                      OCL_ARG(lst), OCL_ARG(ld), OCL_ARG(ls), OCL_ARG(slice), OCL_ARG(ntup), OCL_ARG(sq), OCL_ARG(rd)};
-    size_t g = (size_t)(seq ? nd.slice : nd.slice * nd.n);
-    return ocl_launch(k, kern, red == RED_NONE ? 13 : 14, args, 1, &g, NULL);
+                      OCL_ARG(lst), OCL_ARG(ld), OCL_ARG(ls), OCL_ARG(slice), OCL_ARG(ntup), OCL_ARG(bm), OCL_ARG(rd)};
+    size_t g = (size_t)(nd.slice * nd.n); /* with duplicates only the first nd.slice work items run */
+    s = ocl_launch(k, kern, red == RED_NONE ? 13 : 14, args, 1, &g, NULL);
+done:
+    if (bm) clReleaseMemObject(bm); /* the queued kernels keep it alive until they finish */
+    return s;
 }
 
 /* ---- GatherElements / ScatterElements ----------------------------------------------------------- */
 
-/* Checks indices against data on the axis and the other dims; host: also their values, read back
- * when small, and *off gets the host offsets in data of every index element (NULL when the indices are
- * too many to read back, or !host: the caller checks them on the device). */
-static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, bool host, int *ax,
-                                 int64_t **off)
+/* Checks the shapes of indices against data on the axis and the other dims (their values are checked
+ * on the device). */
+static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tensor *ix, int *ax)
 {
     char b0[SB], b1[SB];
-    *off = NULL;
     WF__TRY(check_index_dtype(k, ix, "indices"));
     int64_t axis = ocl_host->attr_get(k->op, k->attrs, "axis")->i;
     if (!ocl_shp_axis(axis, x->rank, ax))
@@ -419,24 +482,6 @@ static wf_status *elements_check(wf__kctx *k, const wf_tensor *x, const wf_tenso
         if (d != *ax && ix->dims[d] > x->dims[d])
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices %s is larger than data %s in dim %d",
                                        ocl_shp_shape(ix->rank, ix->dims, b1), ocl_shp_shape(x->rank, x->dims, b0), d);
-    if (!host) return NULL;
-    int64_t D = x->dims[*ax], *v;
-    WF__TRY(ocl_shp_index_host(k, ix, OCL_SHP_HOST_CHECK, &v));
-    if (!v) {
-        if (D == 0 && ix->size)
-            return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "indices are out of range for the empty axis %d of data %s",
-                                       *ax, ocl_shp_shape(x->rank, x->dims, b0));
-        return NULL;
-    }
-    int64_t bad = wf__ku_elements_offsets(x->rank, x->dims, ix->dims, *ax, v, ix->size);
-    if (bad >= 0) {
-        int64_t val = v[bad];
-        ocl_host->free(v);
-        return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                   "index %" PRId64 " (at position %" PRId64 ") is out of range for axis %d of data %s",
-                                   val, bad, *ax, ocl_shp_shape(x->rank, x->dims, b0));
-    }
-    *off = v;
     return NULL;
 }
 
@@ -444,8 +489,7 @@ wf_status *ocl_shp_gather_elements(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0], *ix = k->in[1];
     int ax;
-    int64_t *off;
-    WF__TRY(elements_check(k, x, ix, false, &ax, &off));
+    WF__TRY(elements_check(k, x, ix, &ax));
     int64_t D0 = x->dims[ax];
     WF__TRY(check_on_device(k, ix, 1, &D0, OCL_SITE_ELEMENTS, ax, x));
     wf_tensor *y;
@@ -474,30 +518,42 @@ wf_status *ocl_shp_scatter_elements(wf__kctx *k)
     if (u->rank != ix->rank || memcmp(u->dims, ix->dims, sizeof(int64_t) * (size_t)ix->rank))
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "updates %s must have the shape of indices %s",
                                    ocl_shp_shape(u->rank, u->dims, b2), ocl_shp_shape(ix->rank, ix->dims, b1));
-    int64_t *off;
-    WF__TRY(elements_check(k, x, ix, true, &ax, &off));
-    bool seq = !off || !wf__ku_all_distinct(off, ix->size);
-    ocl_host->free(off);
+    WF__TRY(elements_check(k, x, ix, &ax));
     int red = reduction(k);
     wf_tensor *y;
     WF__TRY(ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y));
     WF__TRY(copy_whole(k, y, x));
     if (!ix->size) return NULL;
+    /* the check marks each index's target element (an empty axis: every index is bad, and it says so) */
     int64_t yst[WF_MAX_RANK];
     ocl_shp_strides(x->rank, x->dims, yst);
-    cl_kernel kern;
-    if (red == RED_NONE) WF__TRY(ocl_shp_move_kernel(k, ocl_size(x->dtype), "scatter_el", &kern));
-    else WF__TRY(arith_kernel(k, x->dtype, "scatter_el_red", &kern));
+    cl_mem em, bm = NULL;
+    cl_uint site;
+    cl_kernel ck, kern;
+    wf_status *s = NULL;
+    if ((s = ocl_kernel(k, "shape_check", g_check_src, "", "scatter_el_check", &ck)) ||
+        (s = ocl_err_site(k, OCL_SITE_ELEMENTS, ax, ocl_shp_shape(x->rank, x->dims, b1), &em, &site)) ||
+        (s = bitmap_new(k, x->size, &bm)))
+        goto done;
     cl_mem ym = ocl_mem(y), um = ocl_mem(u), im = ocl_mem(ix);
     cl_ulong yo = ocl_off(y), uo = ocl_off(u), io = ocl_off(ix);
-    cl_int is64 = ix->dtype == WF_I64, rank = x->rank, a = ax, sq = seq, rd = red;
+    cl_int is64 = ix->dtype == WF_I64, rank = x->rank, a = ax, rd = red;
     cl_long8 lid = ocl_shp_l8(ix->rank, ix->dims, 1), lys = ocl_shp_l8(x->rank, yst, 0);
     cl_long D = x->dims[ax], n = ix->size;
+    ocl_arg cargs[] = {OCL_ARG(im),  OCL_ARG(io), OCL_ARG(is64), OCL_ARG(rank), OCL_ARG(a),
+                       OCL_ARG(lid), OCL_ARG(lys), OCL_ARG(D),   OCL_ARG(em),   OCL_ARG(site), OCL_ARG(bm)};
+    size_t g = (size_t)ix->size; /* with duplicates only work item 0 runs */
+    if ((s = ocl_launch_checked(k, ck, 11, cargs, 1, &g)) || D == 0) goto done;
+    if (red == RED_NONE) s = ocl_shp_move_kernel(k, ocl_size(x->dtype), "scatter_el", &kern);
+    else s = arith_kernel(k, x->dtype, "scatter_el_red", &kern);
+    if (s) goto done;
     ocl_arg args[] = {OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(um), OCL_ARG(uo), OCL_ARG(im), OCL_ARG(io), OCL_ARG(is64),
-                      OCL_ARG(rank), OCL_ARG(a), OCL_ARG(lid), OCL_ARG(lys), OCL_ARG(D), OCL_ARG(n), OCL_ARG(sq),
+                      OCL_ARG(rank), OCL_ARG(a), OCL_ARG(lid), OCL_ARG(lys), OCL_ARG(D), OCL_ARG(n), OCL_ARG(bm),
                       OCL_ARG(rd)};
-    size_t g = seq ? 1 : (size_t)ix->size;
-    return ocl_launch(k, kern, red == RED_NONE ? 14 : 15, args, 1, &g, NULL);
+    s = ocl_launch(k, kern, red == RED_NONE ? 14 : 15, args, 1, &g, NULL);
+done:
+    if (bm) clReleaseMemObject(bm); /* the queued kernels keep it alive until they finish */
+    return s;
 }
 
 /* ---- Pad ---------------------------------------------------------------------------------------- */
