@@ -105,7 +105,7 @@ extern const wf__kernel_def wf__cpu_kernels_reduce[];      /* k_reduce.c */
 extern const wf__kernel_def wf__cpu_kernels_math[];        /* k_math.c */
 extern const wf__kernel_def wf__cpu_kernels_misc[];        /* k_misc.c */
 extern const wf__kernel_def wf__cpu_kernels_onnx[];        /* k_onnx.c */
-extern const wf__kernel_def wf__cpu_kernels_rnn_image[];       /* k_rnn.c */
+extern const wf__kernel_def wf__cpu_kernels_rnn_image[];   /* k_rnn.c: RNNs, sampling, signal */
 extern const wf__kernel_def wf__cpu_kernels_nn_grad[];     /* k_nn_grad.c: conv and pool backward */
 extern const wf__kernel_def wf__cpu_kernels_train[];       /* k_train.c: ApplyAdam, StatelessRandomUniform */
 

@@ -133,7 +133,6 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
              * dead buffers */
             int best = j == 0 ? in_place_buffer(p, v, av, raw, buf_of, b_last, b_dev, producer, rd_start, rd) : -1;
             bool in_place = best >= 0;
-            p->n_in_place += in_place;
             for (int b = 0; !in_place && b < nb; b++) {
                 if (b_dev[b] != pn->device || b_last[b] < 0) continue;
                 int last = b_last[b];

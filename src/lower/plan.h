@@ -67,7 +67,6 @@ typedef struct wf__plan {
     int64_t *slot_off;            /* per slot: byte offset in its device's arena, -1: allocated at run time */
     size_t *slot_cap;             /* per slot: bytes reserved there */
     size_t *arena_bytes;          /* per context device; NULL: the plan has no arenas */
-    int n_in_place;               /* outputs planned in the buffer of their node's input 0 */
     int n_arena_dev;
     pthread_mutex_t arena_mu;
     struct wf__arena_set *arena_pool; /* arenas of finished runs, for the next */
