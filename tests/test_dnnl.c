@@ -1,11 +1,13 @@
 /* The oneDNN-backed CPU kernels called directly through a hand-built kernel context: a fused bias and
  * activation (as the lowering pass requests them) must match the unfused computation, and the per-node
  * primitive cache must survive repeated runs and shape changes. */
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "device/device.h" /* wf__intra */
 #include "device/kernel.h"
 #include "backends/cpu/k_dnnl_stats.h"
 #include "graph/op.h"
@@ -387,6 +389,55 @@ static int conv_mismatches(const wf_tensor *y, const wf_tensor *x, const wf_tens
     return bad;
 }
 
+/* Threads of this process (/proc/self/task), -1 when unreadable. */
+static int process_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* A oneDNN kernel the intra-op gate keeps on its thread (here: estimated below the minimum for a
+ * parallel region) runs on that thread, although its primitive was built for two: oneDNN fixes its
+ * thread count at creation and opens `omp parallel num_threads(2)` whatever omp_set_num_threads says,
+ * so before the gate set max-active-levels 0 such a call started an OpenMP team (the second thread
+ * appeared here) and oversubscribed the cores beside concurrent nodes. Must run first in the process:
+ * an OpenMP team started by an earlier test would already exist. Then the same node, estimated large,
+ * may use both threads and gives the same numbers. */
+static void test_solo_stays_on_thread(void)
+{
+    unsigned seed = 26;
+    int64_t dx[4] = {1, 16, 40, 40}, dw[4] = {16, 16, 3, 3}, pads[4] = {1, 1, 1, 1};
+    wf_tensor *in[2] = {randn(WF_F32, 4, dx, &seed), randn(WF_F32, 4, dw, &seed)};
+    wf__intra intra = {.threads = 2};
+    atomic_flag_clear(&intra.busy);
+    kc c;
+    kc_init(&c, "Conv2D", WF_F32, in, 2);
+    kc_set_ints(&c, "pads", pads, 4);
+    c.k.intra = &intra;
+    c.k.est = 1e-6;
+    int before = process_threads();
+    if (before < 0) {
+        CHECK_SKIP("test_solo_stays_on_thread", "/proc/self/task unreadable");
+    } else {
+        wf_tensor *y1 = kc_run(&c), *y2 = kc_run(&c);
+        CHECK_INT(process_threads(), before);
+        CHECK_INT(conv_mismatches(y1, in[0], in[1], 1), 0);
+        c.k.est = 1e-3;
+        wf_tensor *y3 = kc_run(&c);
+        CHECK(y1 && y2 && y3 && !memcmp(y1->data, y2->data, y1->bytes));
+        CHECK_INT(conv_mismatches(y3, in[0], in[1], 1), 0);
+        wf_tensor_free(y1);
+        wf_tensor_free(y2);
+        wf_tensor_free(y3);
+    }
+    kc_done(&c);
+    for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+}
+
 /* The reordered weights are kept across runs while the weight bytes stay equal; weights changed in place
  * (same pointer, as a variable would) must be reordered again, and so must other weights of equal shape. */
 static void test_conv_weight_cache(void)
@@ -733,6 +784,7 @@ static void test_concurrent_same_node(void)
 
 int main(void)
 {
+    RUN_TEST(test_solo_stays_on_thread); /* first: see there */
     RUN_TEST(test_matmul_fused);
     RUN_TEST(test_gemm_fused);
     RUN_TEST(test_conv_fused);

@@ -14,17 +14,29 @@
  * kernel, at most once per probe interval, an empty region of the same threads is timed: when the other
  * threads took longer than WF__INTRA_LATE_NS to join, kernels run on the calling thread until the next
  * probe, and the interval doubles (up to WF__INTRA_PROBE_MAX_NS) while that lasts, so that probing a busy
- * machine costs little; an idle result restores every thread and the shortest interval. With the load
- * average at 15 on 2 cores, `weft demo` took 44 ms a step by default (0.7 to 124 ms) before, against
- * 0.49 ms with --threads 1.
+ * machine costs little; an idle result halves it again. With the load average at 15 on 2 cores,
+ * `weft demo` took 44 ms a step by default (0.7 to 124 ms) before, against 0.49 ms with --threads 1.
+ *
+ * A probe does not see one core kept busy by one other process: the woken thread preempts it at once,
+ * joins in time, and then shares that core for the rest of the region, whose equal halves make it as
+ * slow as one thread (ResNet-18 with a busy loop on the other core: 160 ms a run by default against
+ * 132 ms with --threads 1). So a region of a kernel estimated at WF__INTRA_WATCH_EST or more reads the
+ * process's involuntary context switches and CPU time before and after (getrusage, about 1 us each):
+ * preempted threads that steadily lose time (the average in region_done) mean another process wants the
+ * cores, handled like a busy probe. An idle machine preempts nobody; imbalance alone preempts nobody.
  */
 #include <omp.h>
+#include <sys/resource.h>
+#include <stdlib.h>
+#include <string.h>
 #include <stdatomic.h>
 
 #include "device/device.h"
 #include "device/kernel.h"
 
 #define WF__INTRA_MIN_EST 30e-6
+#define WF__INTRA_WATCH_EST 200e-6
+#define WF__INTRA_LOST_PERMILLE 120
 
 #define WF__INTRA_LATE_NS 150000
 #define WF__INTRA_PROBE_MIN_NS 10000000
@@ -37,8 +49,22 @@ static atomic_int g_solo; /* the last probe found the cores busy */
 
 /* Whether `threads` threads may run a region now; probes when the last probe is old. The caller holds
  * the intra-op flag, so regions never overlap a probe. */
+/* WEFT_INTRA_SOLO=1 (tests): every kernel runs as if the cores were busy, on its calling thread. */
+static int forced_solo(void)
+{
+    static atomic_int v = -1;
+    int x = atomic_load_explicit(&v, memory_order_relaxed);
+    if (x < 0) {
+        const char *e = getenv("WEFT_INTRA_SOLO");
+        x = e && *e && strcmp(e, "0") != 0;
+        atomic_store_explicit(&v, x, memory_order_relaxed);
+    }
+    return x;
+}
+
 static bool cores_free(int threads)
 {
+    if (forced_solo()) return false;
     int64_t now = wf__now_ns(), next = atomic_load_explicit(&g_next_probe_ns, memory_order_relaxed);
     if (now < next ||
         !atomic_compare_exchange_strong_explicit(&g_next_probe_ns, &next, INT64_MAX, memory_order_relaxed,
@@ -52,18 +78,64 @@ static bool cores_free(int threads)
     int64_t took = wf__now_ns() - t0;
     bool busy = took > WF__INTRA_LATE_NS;
     int64_t iv = atomic_load_explicit(&g_probe_interval_ns, memory_order_relaxed);
-    iv = busy ? (iv * 2 < WF__INTRA_PROBE_MAX_NS ? iv * 2 : WF__INTRA_PROBE_MAX_NS) : WF__INTRA_PROBE_MIN_NS;
+    /* halved, not reset, by a free probe: a region found the last busy spell, which a probe cannot see */
+    iv = busy ? (iv * 2 < WF__INTRA_PROBE_MAX_NS ? iv * 2 : WF__INTRA_PROBE_MAX_NS)
+              : (iv / 2 > WF__INTRA_PROBE_MIN_NS ? iv / 2 : WF__INTRA_PROBE_MIN_NS);
     atomic_store_explicit(&g_probe_interval_ns, iv, memory_order_relaxed);
     atomic_store_explicit(&g_solo, busy, memory_order_relaxed);
     atomic_store_explicit(&g_next_probe_ns, wf__now_ns() + iv, memory_order_relaxed);
     return !busy;
 }
 
-/* After a region of a kernel estimated at est s that took `took` ns: far slower than its estimate means
- * a thread waited for a core, handled like a busy probe. */
-static void region_done(double est, int64_t took)
+/* A parallel region in flight: when it began, its threads, and when watched the process's involuntary
+ * context switches and CPU time then (preempt0 -1: not watched). */
+typedef struct {
+    int64_t t0, cpu0;
+    long preempt0;
+    double est;
+    int threads;
+} region;
+
+/* The process's involuntary context switches and CPU time (all threads, ns). */
+static long usage(int64_t *cpu_ns)
 {
-    if (!(est > 0) || took <= (int64_t)(4 * est * 1e9) + WF__INTRA_LATE_NS) return;
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u)) return -1;
+    *cpu_ns = ((int64_t)u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000000 +
+              ((int64_t)u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1000;
+    return u.ru_nivcsw;
+}
+
+static region region_begin(double est, int threads)
+{
+    region g = {.est = est, .threads = threads, .preempt0 = -1};
+    if (est >= WF__INTRA_WATCH_EST) g.preempt0 = usage(&g.cpu0);
+    g.t0 = wf__now_ns();
+    return g;
+}
+
+/* The share of watched regions' thread time lost to preemption, a moving average in thousandths. */
+static atomic_int g_lost_permille;
+
+/* After a region: far slower than its estimate, or preempted threads that lose a steady share of their
+ * regions' time (threads x wall against the process's CPU time), mean threads wait for a core: handled
+ * like a busy probe. The average keeps a process that preempts us now and then (a low-priority build, a
+ * timer) from sending every kernel to one thread for a probe interval. */
+static void region_done(const region *g)
+{
+    int64_t took = wf__now_ns() - g->t0, cpu = 0;
+    bool slow = g->est > 0 && took > (int64_t)(4 * g->est * 1e9) + WF__INTRA_LATE_NS;
+    bool lost = false;
+    if (g->preempt0 >= 0 && took > 0) {
+        long n = usage(&cpu);
+        double share = n > g->preempt0 ? 1.0 - (double)(cpu - g->cpu0) / ((double)g->threads * (double)took) : 0.0;
+        int pm = share <= 0 ? 0 : share >= 1 ? 1000 : (int)(share * 1000);
+        int avg = atomic_load_explicit(&g_lost_permille, memory_order_relaxed);
+        avg = (3 * avg + pm) / 4;
+        atomic_store_explicit(&g_lost_permille, avg, memory_order_relaxed);
+        lost = avg > WF__INTRA_LOST_PERMILLE;
+    }
+    if (!slow && !lost) return;
     int64_t iv = atomic_load_explicit(&g_probe_interval_ns, memory_order_relaxed);
     iv = iv * 2 < WF__INTRA_PROBE_MAX_NS ? iv * 2 : WF__INTRA_PROBE_MAX_NS;
     atomic_store_explicit(&g_probe_interval_ns, iv, memory_order_relaxed);
@@ -71,8 +143,7 @@ static void region_done(double est, int64_t took)
     atomic_store_explicit(&g_next_probe_ns, wf__now_ns() + iv, memory_order_relaxed);
 }
 
-static _Thread_local int64_t tl_region_t0;
-static _Thread_local double tl_region_est;
+static _Thread_local region tl_region;
 
 /* Worth a parallel region: no estimate (kernels run outside a plan) or one of at least the minimum. */
 static bool big_enough(const wf__kctx *k) { return !(k->est > 0) || k->est >= WF__INTRA_MIN_EST; }
@@ -103,15 +174,33 @@ void wf__parallel_for(wf__kctx *k, int64_t n, int64_t grain, wf__range_fn fn, vo
         return;
     }
     /* Contiguous equal blocks, one per thread: the loops we run are uniform in cost. */
-    int64_t t0 = wf__now_ns();
+    region g = region_begin(k->est, nt);
 #pragma omp parallel num_threads(nt)
     {
         int t = omp_get_thread_num(), T = omp_get_num_threads();
         int64_t b = n * t / T, e = n * (t + 1) / T;
         if (b < e) fn(arg, b, e);
     }
-    region_done(k->est, wf__now_ns() - t0);
+    region_done(&g);
     atomic_flag_clear_explicit(&in->busy, memory_order_release);
+}
+
+/* The calling thread's max-active-levels before a solo call, restored by wf__intra_end; -1: not changed.
+ * oneDNN fixes a primitive's thread count at creation (jcp.nthr) and opens `omp parallel num_threads(nthr)`
+ * whatever omp_set_num_threads said since, so the thread count alone does not keep a solo call on its
+ * thread: a conv run "solo" still used every core (ResNet-18 forced solo: 55-70 ms, against 100-128 ms
+ * at --threads 1). With max-active-levels 0 on the calling thread (an ICV of the thread's task in libgomp,
+ * so other threads are unaffected) every region it opens is inactive: oneDNN's kernels are then called as
+ * thread 0 of 1, the path they take inside a user's parallel region. */
+static _Thread_local int tl_saved_levels = -1;
+
+static void solo_enter(void)
+{
+    omp_set_num_threads(1);
+    if (tl_saved_levels < 0) {
+        tl_saved_levels = omp_get_max_active_levels();
+        omp_set_max_active_levels(0);
+    }
 }
 
 int wf__intra_begin(wf__kctx *k)
@@ -120,13 +209,12 @@ int wf__intra_begin(wf__kctx *k)
     if (in && in->threads > 1 && big_enough(k) && !atomic_flag_test_and_set_explicit(&in->busy, memory_order_acquire)) {
         if (cores_free(in->threads)) {
             omp_set_num_threads(in->threads);
-            tl_region_t0 = wf__now_ns();
-            tl_region_est = k->est;
+            tl_region = region_begin(k->est, in->threads);
             return 1;
         }
         atomic_flag_clear_explicit(&in->busy, memory_order_release);
     }
-    omp_set_num_threads(1);
+    solo_enter();
     return 0;
 }
 
@@ -139,6 +227,10 @@ int wf__intra_begin_create(wf__kctx *k)
 void wf__intra_end(wf__kctx *k, int token)
 {
     omp_set_num_threads(1);
-    if (token) region_done(tl_region_est, wf__now_ns() - tl_region_t0);
+    if (tl_saved_levels >= 0) {
+        omp_set_max_active_levels(tl_saved_levels);
+        tl_saved_levels = -1;
+    }
+    if (token) region_done(&tl_region);
     if (token && k && k->intra) atomic_flag_clear_explicit(&k->intra->busy, memory_order_release);
 }
