@@ -16,6 +16,7 @@ struct wf__pool {
     pthread_t *threads;
     int idle;          /* workers waiting for work */
     atomic_int idle_hint; /* idle, readable without the lock */
+    atomic_int helpers;   /* callers inside wf__pool_help_until */
     bool stop;
     wf__pool_batch_fn batch; /* set by the pushes, read under mu */
 };
@@ -135,7 +136,11 @@ bool wf__pool_push(wf__pool *p, wf__pool_batch_fn fn, const wf__work *w, int n)
 void wf__pool_help_until(wf__pool *p, wf__pool_batch_fn fn, atomic_int *done)
 {
     pthread_mutex_lock(&p->mu);
-    while (!atomic_load_explicit(done, memory_order_acquire)) {
+    /* counted before done is read, and done is set before helpers is read (both sequentially
+     * consistent): either this thread sees done, or wf__pool_notify_helpers sees it and broadcasts
+     * under the lock this thread holds until it waits */
+    atomic_fetch_add(&p->helpers, 1);
+    while (!atomic_load(done)) {
         wf__run *run;
         int nodes[BATCH];
         int n = pop_locked(p, &run, nodes);
@@ -147,7 +152,13 @@ void wf__pool_help_until(wf__pool *p, wf__pool_batch_fn fn, atomic_int *done)
         }
         pthread_cond_wait(&p->cv, &p->mu);
     }
+    atomic_fetch_sub(&p->helpers, 1);
     pthread_mutex_unlock(&p->mu);
+}
+
+void wf__pool_notify_helpers(wf__pool *p)
+{
+    if (atomic_load(&p->helpers) > 0) wf__pool_notify_all(p);
 }
 
 void wf__pool_notify_all(wf__pool *p)

@@ -500,9 +500,10 @@ static void run_local(wf__run *r, const int *first, int n_first)
     /* One atomic per batch instead of per node: the thread that brings the count to zero ends the
      * run. r may be freed by its caller as soon as done is visible, so nothing of it is touched after. */
     if (ls.finished && atomic_fetch_sub_explicit(&r->outstanding, ls.finished, memory_order_acq_rel) == ls.finished) {
-        atomic_store_explicit(&r->done, 1, memory_order_release);
-        /* always: with streams, a run's last node may complete on a thread other than its caller's */
-        wf__pool_notify_all(pool);
+        atomic_store(&r->done, 1);
+        /* with streams, a run's last node may complete on a thread other than its caller's, which then
+         * waits in wf__pool_help_until */
+        wf__pool_notify_helpers(pool);
     }
 }
 

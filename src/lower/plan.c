@@ -211,8 +211,12 @@ static void plan_fusion(builder *b, fusion *fu)
  * count 1 us). Below 1.5, handing ready nodes to other executor threads costs more than it saves: a
  * wake-up per hand-off, and two kernels that each run on every core through their intra-op threads
  * oversubscribe them (the demo model's training step took 0.43 ms with hand-offs and 0.28 ms
- * without, on 2 cores). Such a plan, if it is all on the CPU, runs on the calling thread; its kernels
- * still use every core. */
+ * without, on 2 cores). The same holds when all the work off the critical path is less than
+ * WF__HANDOFF_MIN_GAIN: a hand-off's wake-up and the caller's wait for the last node cost 10-30 us
+ * (the MLP test model, 25 us a run, took 0.040 ms by default against 0.024 ms with --threads 1, and a
+ * small attention model 0.058 against 0.024 ms with the other core busy). Such a plan, if it is all
+ * on the CPU, runs on the calling thread; its kernels still use every core. */
+#define WF__HANDOFF_MIN_GAIN 50e-6
 static bool plan_is_serial(const wf__plan *p)
 {
     int n = p->n_nodes;
@@ -242,7 +246,7 @@ static bool plan_is_serial(const wf__plan *p)
                 if (--indeg[w] == 0) queue[tail++] = w;
             }
         }
-        serial = tail == n && work < 1.5 * cp;
+        serial = tail == n && (work < 1.5 * cp || work - cp < WF__HANDOFF_MIN_GAIN);
     }
     wf__free(indeg);
     wf__free(queue);
