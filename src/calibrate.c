@@ -259,7 +259,7 @@ static wf_status *calibrate_device(wf_context *c, const struct wf__device *d, wf
     p.vector_gflops = 10.0 * TANH_N / net(t_tanh, t_launch) * 1e-9;
     double mem_bytes = 12.0 * VEC_N; /* two inputs and one output */
     p.mem_gbps = mem_bytes / net(t_add, t_launch) * 1e-9;
-    if (d->vt) {
+    if (!d->info.host_memory) {
         double t_lat, t_bw;
         WF__TRY(measure_link_latency(c, d, &t_lat));
         WF__TRY(measure_link_bw(c, d, &t_bw));
@@ -394,7 +394,7 @@ static void apply_line(void *user, const char *text, const cache_line *l)
     for (int i = 0; i < c->n_devices; i++) {
         struct wf__device *d = &c->devices[i];
         /* a backend device needs a link to be costed at all */
-        if (line_is_device(l, d) && (!d->vt || l->p.link_gbps > 0)) d->perf = l->p;
+        if (line_is_device(l, d) && (d->info.host_memory || l->p.link_gbps > 0)) d->perf = l->p;
     }
 }
 

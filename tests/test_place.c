@@ -127,7 +127,7 @@ static void test_shared_cores(void)
     prob q = {0};
     const double dense[2] = {1e11, 1e11};
     devices(&q, 2, dense);
-    q.dev[1].shares_dev0 = true;
+    q.dev[1].shares_with = 1; /* device 0's cores */
     int x = node(&q, 0, 0, 1e3, 1, NULL);
     q.pinned[x] = 1;
     int in[] = {x, -1};

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "device/device.h"
+#include "device/device_impl.h"
 #include "testutil.h"
 
 static const wf_plugin_info *find_plugin(wf_context *c, const char *name, wf_plugin_info *buf)
@@ -141,8 +143,44 @@ static void test_testdev_devices(void)
     unsetenv("WEFT_PLUGIN_PATH");
 }
 
+/* The CPU is a backend like the plugins' (issue 13): device 0 is opened through the built-in backend's
+ * table, answers find_kernel with the CPU registry's kernels and copies with its own calls, and is told
+ * apart only by what its info declares (host memory), not by a missing table. The test backend, built
+ * before host_memory meant anything to it, declares device memory by leaving it 0. */
+static void test_cpu_is_a_backend(void)
+{
+    setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR, 1);
+    wf_context *c = NULL;
+    CHECK_OK(wf_context_new(NULL, &c));
+    if (!c) return;
+    const struct wf__device *d = &c->devices[0];
+    CHECK(d->vt && !strcmp(d->vt->name, "builtin") && d->vt->abi_version == WF_BACKEND_ABI_VERSION);
+    CHECK(!strcmp(d->type, "CPU") && !strcmp(d->short_name, "CPU:0") && !strcmp(d->backend, "builtin"));
+    CHECK_INT(d->info.host_memory, 1);
+    CHECK(d->host_acct && !d->bfc && d->dev);
+    wf__tinfo in[2] = {{.dtype = WF_F32, .rank = 0}, {.dtype = WF_F32, .rank = 0}}, out = {.dtype = WF_F32, .rank = 0};
+    const wf__kernel_def *k = d->vt->find_kernel(d->dev, "Add", in, 2, &out);
+    CHECK(k && k == wf__kernel_find("Add", "CPU", in, 2, &out));
+    CHECK(d->vt->find_kernel(d->dev, "NoSuchOp", in, 2, &out) == NULL);
+    float src[5] = {1, 2, 3, 4, 5}, back[5] = {0};
+    void *chunk = d->vt->chunk_alloc(d->dev, 64);
+    CHECK(chunk != NULL);
+    if (chunk) {
+        CHECK_OK(d->vt->copy_to_device(d->dev, chunk, 8, src, sizeof src));
+        CHECK_OK(d->vt->copy_to_host(d->dev, back, chunk, 8, sizeof back));
+        CHECK(!memcmp(src, back, sizeof src));
+        d->vt->chunk_free(d->dev, chunk);
+    }
+    for (int i = 1; i < c->n_devices; i++) CHECK(c->devices[i].vt && !c->devices[i].info.host_memory);
+    wf_plugin_info p;
+    CHECK(find_plugin(c, "builtin", &p) == NULL); /* not listed among the plugins */
+    wf_context_free(c);
+    unsetenv("WEFT_PLUGIN_PATH");
+}
+
 int main(void)
 {
+    RUN_TEST(test_cpu_is_a_backend);
     RUN_TEST(test_bad_plugins);
     if (access(cuda_plugin(), R_OK) == 0)
         RUN_TEST(test_cuda_plugin_probe_first);

@@ -1,4 +1,4 @@
-/* The context: its devices (the CPU for now) and thread pools. */
+/* The context: its devices (the built-in CPU backend's, then the plugins') and thread pools. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/sysinfo.h>
@@ -8,27 +8,6 @@
 void wf_context_options_init(wf_context_options *o)
 {
     memset(o, 0, sizeof *o);
-}
-
-static char *cpu_model(void)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    char *name = NULL;
-    while (f && fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "model name", 10)) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c++;
-                while (*c == ' ') c++;
-                c[strcspn(c, "\n")] = 0;
-                name = wf__strdup(c);
-            }
-            break;
-        }
-    }
-    if (f) fclose(f);
-    return name ? name : wf__strdup("unknown CPU");
 }
 
 wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
@@ -47,28 +26,8 @@ wf_status *wf_context_new(const wf_context_options *opts, wf_context **out)
     c->inter_op_threads = o.inter_op_threads ? o.inter_op_threads : cores;
     c->intra.threads = o.intra_op_threads ? o.intra_op_threads : cores;
     atomic_flag_clear(&c->intra.busy);
-    c->devices = wf__calloc(1, sizeof *c->devices);
-    if (!c->devices) {
-        s = wf__oom("a context", sizeof *c->devices);
-        goto fail;
-    }
-    c->n_devices = 1;
-    struct wf__device *d = &c->devices[0];
-    d->name = wf__strdup("/job:localhost/replica:0/task:0/device:CPU:0");
-    d->short_name = wf__strdup("CPU:0");
-    d->type = "CPU";
-    d->backend = "builtin";
-    d->description = cpu_model();
-    d->compute_units = cores;
-    d->threads = c->intra.threads;
-    struct sysinfo si;
-    d->memory_bytes = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
-    d->host_acct = wf__memacct_new();
-    wf__perf_default_cpu(d);
-    if (!d->name || !d->short_name || !d->description || !d->host_acct) {
-        s = wf__oom("a context", 256);
-        goto fail;
-    }
+    /* the CPU first, through the same table as every backend */
+    if ((s = wf__plugins_add_builtin(c))) goto fail;
     if ((s = wf__pool_new(c->inter_op_threads, &c->pool))) goto fail;
     if ((s = wf__plugins_load(c))) goto fail;
     /* measured figures from an earlier calibration; an unreadable cache leaves the defaults */
@@ -87,7 +46,7 @@ void wf_context_free(wf_context *c)
     for (int i = 0; c->devices && i < c->n_devices; i++) {
         struct wf__device *d = &c->devices[i];
         wf__bfc_free(d->bfc);
-        if (d->vt && d->dev) d->vt->device_close(d->dev);
+        if (d->dev) d->vt->device_close(d->dev);
         if (d->enqueue_mu) {
             pthread_mutex_destroy(d->enqueue_mu);
             wf__free(d->enqueue_mu);
@@ -290,7 +249,7 @@ wf_status *wf_context_set_device_perf(wf_context *c, const char *device_spec, co
         if (!wf_device_spec_matches(&spec, &ds)) continue;
         matched++;
         c->devices[i].perf = *perf;
-        if (c->devices[i].vt && !(perf->link_gbps > 0)) c->devices[i].perf.link_gbps = 5;
+        if (!c->devices[i].info.host_memory && !(perf->link_gbps > 0)) c->devices[i].perf.link_gbps = 5;
     }
     if (!matched) return wf__status(WF_NOT_FOUND, "device performance: spec '%s' matches no device", device_spec);
     return NULL;

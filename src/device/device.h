@@ -49,13 +49,13 @@ struct wf__device {
     int compute_units;
     int threads;
     uint64_t memory_bytes;
-    /* backend devices (vt == NULL for the built-in CPU) */
+    /* the backend: the built-in CPU's (src/backends/cpu/cpu_backend.c) or a plugin's */
     const wf_backend_vtable *vt;
     void *dev;
     wf_backend_device_info info;
     wf__bfc *bfc;        /* device memory */
     uint64_t limit;      /* 0: none */
-    wf__memacct *host_acct; /* the CPU device's host memory accounting (NULL for backend devices) */
+    wf__memacct *host_acct; /* accounting of a host-memory device (info.host_memory; else NULL) */
     wf_device_perf perf;    /* the placer's cost model of this device */
     _Atomic uint64_t arena_bytes;    /* bytes in plans' arenas (lower/memplan.c) */
     _Atomic int64_t fallback_allocs; /* outputs of arena-planned runs that still came from the allocator */
@@ -82,6 +82,7 @@ struct wf_context {
     struct wf__device *devices;
     int n_plugins;
     wf__plugin *plugins;
+    wf__plugin builtin;       /* the CPU backend, opened first (not listed among the plugins) */
     struct wf__intra intra;
     wf__pool *pool;           /* inter-op threads */
     int inter_op_threads;
@@ -90,6 +91,8 @@ struct wf_context {
 /* Finds and loads the backend plugins, appending their devices to c (plugins.c). Only running out of
  * memory is an error; everything else becomes a plugin diagnostic. */
 wf_status *wf__plugins_load(wf_context *c);
+/* Opens the built-in CPU backend's device through the same table and checks (first, so it is device 0). */
+wf_status *wf__plugins_add_builtin(wf_context *c);
 void wf__plugins_unload(wf_context *c);
 extern const wf_host_api wf__host_api;
 /* The core's kernels that work on any device (device_kernels.c): Copy between devices (its op is

@@ -57,6 +57,10 @@ typedef struct wf_backend_device_info {
     size_t alignment;         /* of sub-allocations inside a chunk */
     int shares_host_cores;    /* 1: the device computes on the host's CPU cores (an OpenCL CPU device),
                                  so it cannot run at the same time as CPU:0 without slowing it */
+    int host_memory;          /* 1: the device computes in host memory: its kernels read and write
+                                 ordinary host tensors (kctx.device NULL), the core accounts its memory,
+                                 and values reach it without copies (the built-in CPU backend). 0 (what a
+                                 backend built before this field leaves): chunks of its own memory */
 } wf_backend_device_info;
 
 typedef struct wf_backend_vtable {
@@ -135,5 +139,9 @@ enum { WF_STREAM_COUNT = 2 }; /* WF_STREAM_COMPUTE and WF_STREAM_COPY are in wef
  * found") is reported as "unavailable", any other code as "failed". Probe for the driver before
  * loading anything large: every weft process pays for what the entry point loads. */
 typedef wf_status *(*wf_backend_entry_fn)(const wf_host_api *host, const wf_backend_vtable **vt, void **backend);
+
+/* The built-in CPU backend (src/backends/cpu/cpu_backend.c): linked into libweft, and opened through
+ * this same entry and table before any plugin, so that the CPU is device 0 by order, not by rule. */
+wf_status *wf__cpu_backend_entry(const wf_host_api *host, const wf_backend_vtable **vt, void **backend);
 
 #endif

@@ -123,9 +123,8 @@ static wf_status *add_devices(wf_context *c, wf__plugin *p)
             return wf__oom("the device list", sizeof *d);
         }
         c->devices = d;
-        /* a backend device's type points into its own info, which the realloc may have moved */
-        for (int k = 0; k < c->n_devices; k++)
-            if (d[k].vt) d[k].type = d[k].info.type;
+        /* a device's type points into its own info, which the realloc may have moved */
+        for (int k = 0; k < c->n_devices; k++) d[k].type = d[k].info.type;
         struct wf__device *dv = &d[c->n_devices];
         memset(dv, 0, sizeof *dv);
         dv->info = info;
@@ -142,17 +141,26 @@ static wf_status *add_devices(wf_context *c, wf__plugin *p)
         dv->description = wf__strdup(info.description);
         dv->backend = p->name;
         dv->compute_units = info.compute_units;
-        dv->threads = 1;
+        /* a device in host memory computes on the cores the intra-op threads use */
+        dv->threads = info.host_memory ? c->intra.threads : 1;
         dv->memory_bytes = info.memory_bytes;
-        wf__perf_default_backend(dv);
+        if (info.host_memory)
+            wf__perf_default_cpu(dv);
+        else
+            wf__perf_default_backend(dv);
         dv->vt = p->vt;
         dv->dev = dev;
         c->n_devices++; /* counted now so that context teardown closes it whatever happens next */
         if (!dv->name || !dv->short_name || !dv->description) return wf__oom("the device list", 256);
         if (!(dv->enqueue_mu = wf__malloc(sizeof *dv->enqueue_mu))) return wf__oom("the device list", sizeof *dv->enqueue_mu);
         pthread_mutex_init(dv->enqueue_mu, NULL);
-        wf__bfc_backend be = {p->vt->chunk_alloc, p->vt->chunk_free, dev};
-        WF__TRY(wf__bfc_new(dv->short_name, 0, info.alignment, be, &dv->bfc));
+        if (info.host_memory) {
+            /* host tensors come from the tensor allocator; the device only counts their bytes */
+            if (!(dv->host_acct = wf__memacct_new())) return wf__oom("the device list", sizeof(wf__memacct));
+        } else {
+            wf__bfc_backend be = {p->vt->chunk_alloc, p->vt->chunk_free, dev};
+            WF__TRY(wf__bfc_new(dv->short_name, 0, info.alignment, be, &dv->bfc));
+        }
         p->n_devices++;
     }
     if (!p->n_devices && !*p->reason) {
@@ -160,6 +168,43 @@ static wf_status *add_devices(wf_context *c, wf__plugin *p)
         p->reason = wf__strdup("the backend found no device");
         if (!p->reason) return wf__oom("plugin diagnostics", 64);
     }
+    return NULL;
+}
+
+/* Whether vt is a table this core can use; why: what is wrong with it. */
+static bool table_ok(const wf_backend_vtable *vt, char *why, size_t n)
+{
+    *why = 0;
+    if (!vt)
+        snprintf(why, n, "the backend returned no function table");
+    else if (vt->abi_version != WF_BACKEND_ABI_VERSION)
+        snprintf(why, n, "built for backend ABI version %u; this weft speaks version %d", vt->abi_version,
+                 WF_BACKEND_ABI_VERSION);
+    else if (vt->size < offsetof(wf_backend_vtable, destroy) + sizeof vt->destroy || !vt->device_count ||
+             !vt->device_info || !vt->device_open || !vt->device_close || !vt->chunk_alloc || !vt->chunk_free ||
+             !vt->copy_to_device || !vt->copy_to_host || !vt->find_kernel || !vt->destroy)
+        snprintf(why, n, "its function table is incomplete");
+    return !*why;
+}
+
+wf_status *wf__plugins_add_builtin(wf_context *c)
+{
+    wf__plugin *p = &c->builtin;
+    memset(p, 0, sizeof *p);
+    char why[256];
+    wf_status *s = wf__cpu_backend_entry(&wf__host_api, &p->vt, &p->backend);
+    if (!s && !table_ok(p->vt, why, sizeof why)) s = wf__status(WF_INTERNAL, "the CPU backend: %s", why);
+    if (s) {
+        p->vt = NULL;
+        return s;
+    }
+    p->name = wf__strdup(p->vt->name);
+    p->path = wf__strdup("");
+    p->status = wf__strdup("built in");
+    p->reason = wf__strdup("");
+    if (!p->name || !p->path || !p->status || !p->reason) return wf__oom("the CPU backend", 64);
+    WF__TRY(add_devices(c, p));
+    if (!p->n_devices) return wf__status(WF_INTERNAL, "the CPU backend opened no device: %s", p->reason);
     return NULL;
 }
 
@@ -184,17 +229,8 @@ static wf_status *load_one(wf_context *c, const char *name, const char *path)
         dlclose(h);
         return d;
     }
-    char why[256] = "";
-    if (!vt)
-        snprintf(why, sizeof why, "the backend returned no function table");
-    else if (vt->abi_version != WF_BACKEND_ABI_VERSION)
-        snprintf(why, sizeof why, "built for backend ABI version %u; this weft speaks version %d", vt->abi_version,
-                 WF_BACKEND_ABI_VERSION);
-    else if (vt->size < offsetof(wf_backend_vtable, destroy) + sizeof vt->destroy || !vt->device_count ||
-             !vt->device_info || !vt->device_open || !vt->device_close || !vt->chunk_alloc || !vt->chunk_free ||
-             !vt->copy_to_device || !vt->copy_to_host || !vt->find_kernel || !vt->destroy)
-        snprintf(why, sizeof why, "its function table is incomplete");
-    if (*why) {
+    char why[256];
+    if (!table_ok(vt, why, sizeof why)) {
         if (vt && vt->destroy && vt->abi_version == WF_BACKEND_ABI_VERSION) vt->destroy(backend);
         dlclose(h);
         return add_plugin(c, name, path, "failed", why, NULL);
@@ -272,18 +308,22 @@ wf_status *wf__plugins_load(wf_context *c)
     return NULL;
 }
 
+static void plugin_free(wf__plugin *p)
+{
+    if (p->vt) p->vt->destroy(p->backend);
+    if (p->handle) dlclose(p->handle);
+    wf__free(p->name);
+    wf__free(p->path);
+    wf__free(p->status);
+    wf__free(p->reason);
+}
+
 void wf__plugins_unload(wf_context *c)
 {
-    for (int i = 0; i < c->n_plugins; i++) {
-        wf__plugin *p = &c->plugins[i];
-        if (p->vt) p->vt->destroy(p->backend);
-        if (p->handle) dlclose(p->handle);
-        wf__free(p->name);
-        wf__free(p->path);
-        wf__free(p->status);
-        wf__free(p->reason);
-    }
+    for (int i = 0; i < c->n_plugins; i++) plugin_free(&c->plugins[i]);
     wf__free(c->plugins);
     c->plugins = NULL;
     c->n_plugins = 0;
+    plugin_free(&c->builtin);
+    memset(&c->builtin, 0, sizeof c->builtin);
 }

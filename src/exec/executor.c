@@ -74,7 +74,7 @@ typedef struct wf__nodeev {
     wf_status *err;            /* from the callback */
 } wf__nodeev;
 
-static bool has_streams(const struct wf__device *d) { return d && d->vt && WF_BACKEND_HAS_STREAMS(d->vt); }
+static bool has_streams(const struct wf__device *d) { return d && WF_BACKEND_HAS_STREAMS(d->vt); }
 
 static _Thread_local int tl_thread_id = -1;
 static atomic_int g_thread_ids;
@@ -117,7 +117,7 @@ static wf_status *trace_node_done(wf__run *r, int idx, wf_tensor **in, wf_tensor
     r->t_bytes[idx] = bytes + out_bytes;
     r->t_out_bytes[idx] = out_bytes;
     r->t_shapes[idx] = shapes_of(out, pn->n_out);
-    if (!d->vt || pn->feed >= 0 || (r->nev && r->nev[idx].ev)) return NULL;
+    if (d->info.host_memory || pn->feed >= 0 || (r->nev && r->nev[idx].ev)) return NULL;
     if (!d->vt->synchronize) {
         r->t_enqueue[idx] = 1;
         return NULL;
@@ -224,13 +224,20 @@ static wf_status *async_outputs(wf__run *r, int idx, const wf__pnode *pn, const 
     return NULL;
 }
 
+/* Where the node's outputs live, as kernels see it: NULL for host memory. */
+static const struct wf__device *kernel_device(const wf__run *r, const wf__pnode *pn)
+{
+    const struct wf__device *d = &r->ctx->devices[pn->device];
+    return d->info.host_memory ? NULL : d;
+}
+
 static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **in, wf_tensor **out)
 {
     if (pn->feed >= 0) {
         /* Fed values are host tensors, except variables a session keeps on their device: a feed
          * placed on a device (a resident variable) is uploaded unless it is there already. */
         const wf_tensor *t = r->feeds[pn->feed].tensor;
-        const struct wf__device *d = r->ctx->devices[pn->device].vt ? &r->ctx->devices[pn->device] : NULL;
+        const struct wf__device *d = kernel_device(r, pn);
         if (t->device == d) {
             out[0] = wf_tensor_ref((wf_tensor *)t);
             return NULL;
@@ -255,7 +262,7 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
         .n_out = pn->n_out, .out = out, .out_info = pn->out_info, .in_owned = owned,
         .state = (void **)&pn->state, .state_lock = (void *)&pn->state_lock, .intra = &r->ctx->intra,
         .fused_bias = pn->fused_bias, .fused_act = pn->fused_act, .fused_alpha = pn->fused_alpha,
-        .device = r->ctx->devices[pn->device].vt ? &r->ctx->devices[pn->device] : NULL,
+        .device = kernel_device(r, pn),
         .host_acct = r->ctx->devices[pn->device].host_acct, .est = pn->est,
         .weights = r->p->weights,
     };
@@ -509,7 +516,7 @@ static void run_local(wf__run *r, const int *first, int n_first)
 
 void wf__exec_batch(wf__run *run, const int *nodes, int n) { run_local(run, nodes, n); }
 
-static bool is_host(const struct wf__device *d) { return !strcmp(d->type, "CPU"); }
+static bool is_host(const struct wf__device *d) { return d->info.host_memory; }
 
 /* The trace's streams, dependencies (the reverse of the plan's successor lists) and value lifetimes. */
 static bool trace_links(const wf__run *r, wf_trace *t)

@@ -254,7 +254,7 @@ wf_status *wf__arena_acquire(wf_context *ctx, const wf__plan *p, wf__arena_set *
         wf__arena_dev *ad = &a->dev[d];
         if (!bytes) continue;
         wf_status *s = NULL;
-        if (!dv->vt) {
+        if (dv->info.host_memory) {
             if (dv->host_acct && !wf__memacct_reserve(dv->host_acct, bytes)) {
                 s = wf__status(WF_OUT_OF_MEMORY,
                                "out of memory on %s: cannot allocate a %zu-byte arena for a run (%llu bytes in use "

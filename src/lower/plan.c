@@ -217,13 +217,13 @@ static void plan_fusion(builder *b, fusion *fu)
  * small attention model 0.058 against 0.024 ms with the other core busy). Such a plan, if it is all
  * on the CPU, runs on the calling thread; its kernels still use every core. */
 #define WF__HANDOFF_MIN_GAIN 50e-6
-static bool plan_is_serial(const wf__plan *p)
+static bool plan_is_serial(const wf_context *ctx, const wf__plan *p)
 {
     int n = p->n_nodes;
     if (n < 2) return true;
-    /* an accelerator's nodes and copies overlap the CPU's: keep the hand-offs */
+    /* an accelerator's nodes and copies overlap the host's: keep the hand-offs */
     for (int v = 0; v < n; v++)
-        if (p->nodes[v].device != 0) return false;
+        if (!ctx->devices[p->nodes[v].device].info.host_memory) return false;
     int *indeg = wf__malloc(sizeof(int) * (size_t)n), *queue = wf__malloc(sizeof(int) * (size_t)n);
     double *start = wf__calloc((size_t)n, sizeof(double));
     bool serial = false;
@@ -557,7 +557,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     }
     for (int v = 0; v < n_nodes; v++)
         if (p->nodes[v].pending0 == 0) p->roots[p->n_roots++] = v;
-    p->serial = plan_is_serial(p);
+    p->serial = plan_is_serial(b->ctx, p);
     p->weights = b->po ? b->po->weights : NULL;
     s = wf__memplan_build(b->ctx, p);
 out:

@@ -160,6 +160,9 @@ typedef struct trial {
     double ready, est, copy, start, eft, new_bytes;
 } trial;
 
+/* The device whose timeline device d's nodes occupy. */
+static int timeline(const wf__place_problem *p, int d) { return p->dev[d].shares_with ? p->dev[d].shares_with - 1 : d; }
+
 static trial try_device(const wf__place_problem *p, const sched *s, const double *avail, int v, int d)
 {
     int D = p->n_dev;
@@ -186,7 +189,7 @@ static trial try_device(const wf__place_problem *p, const sched *s, const double
         if (at > t.ready) t.ready = at;
     }
     t.est = wf__place_exec_time(&p->dev[d], p->flops[v], p->bytes[v]);
-    double free_at = avail[p->dev[d].shares_dev0 ? 0 : d];
+    double free_at = avail[timeline(p, d)];
     t.start = t.ready > free_at ? t.ready : free_at;
     t.eft = t.start + t.est;
     return t;
@@ -304,7 +307,7 @@ static wf_status *schedule(const wf__place_problem *p, const int *fixed, wf__pla
         }
         s.dev[v] = best;
         s.finish[v] = tb.eft;
-        avail[p->dev[best].shares_dev0 ? 0 : best] = tb.eft;
+        avail[timeline(p, best)] = tb.eft;
         if (g >= 0 && s.group_dev[g] < 0) s.group_dev[g] = best;
         if (tb.eft > r->makespan) r->makespan = tb.eft;
     }

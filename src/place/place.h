@@ -21,8 +21,9 @@ typedef struct wf__place_dev {
     double mem_bw;       /* bytes/s of memory traffic */
     double launch;       /* seconds per node */
     double mem_limit;    /* bytes the plan may hold there at once; 0: no limit */
-    bool shares_dev0;    /* computes on device 0's cores (an OpenCL CPU device beside CPU:0): the two
-                            share one timeline, one node at a time */
+    int shares_with;     /* 1 + the index of the device whose cores this one computes on (an OpenCL
+                            CPU device beside CPU:0): the two share one timeline, one node at a
+                            time; 0: its own timeline */
 } wf__place_dev;
 
 typedef struct wf__place_problem {

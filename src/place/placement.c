@@ -33,12 +33,9 @@ const wf__kernel_def *wf__plan_kernel_on(builder *b, int dev, const wf_node *n, 
 {
     const struct wf__device *d = &b->ctx->devices[dev];
     /* Assign passes its value through: Identity's kernel, on every device */
-    if (!strcmp(n->op->name, "Assign")) {
-        if (!d->vt) return wf__kernel_find("Identity", "CPU", in, 1, b->info[n->id]);
-        return d->vt->find_kernel(d->dev, "Identity", in, 1, b->info[n->id]);
-    }
-    if (!d->vt) return wf__kernel_find(n->op->name, "CPU", in, n->n_in, b->info[n->id]);
-    if (!strcmp(n->op->name, "Const")) return &wf__device_const_kernel;
+    if (!strcmp(n->op->name, "Assign")) return d->vt->find_kernel(d->dev, "Identity", in, 1, b->info[n->id]);
+    /* a constant off host memory is the session's shared device copy (device_kernels.c) */
+    if (!strcmp(n->op->name, "Const") && !d->info.host_memory) return &wf__device_const_kernel;
     return d->vt->find_kernel(d->dev, n->op->name, in, n->n_in, b->info[n->id]);
 }
 
@@ -347,12 +344,16 @@ wf_status *wf__place_nodes(builder *b)
             }
     }
     /* the devices and links the cost model sees */
+    /* the device in host memory (the CPU) whose cores a device that shares_host_cores computes on */
+    int host = -1;
+    for (int d = 0; d < D && host < 0; d++)
+        if (c->devices[d].info.host_memory) host = d;
     for (int d = 0; d < D; d++) {
         const struct wf__device *dv = &c->devices[d];
         dev[d] = (wf__place_dev){.dense_flops = dv->perf.dense_gflops * 1e9, .vector_flops = dv->perf.vector_gflops * 1e9,
                                  .mem_bw = dv->perf.mem_gbps * 1e9, .launch = dv->perf.launch_us * 1e-6,
                                  .mem_limit = (double)dv->limit,
-                                 .shares_dev0 = dv->vt && dv->info.shares_host_cores};
+                                 .shares_with = !dv->info.host_memory && dv->info.shares_host_cores && host >= 0 ? host + 1 : 0};
     }
     for (int a = 0; a < D; a++)
         for (int z = 0; z < D; z++) {
@@ -360,11 +361,11 @@ wf_status *wf__place_nodes(builder *b)
             /* through host memory: each accelerator's own link, in series */
             const wf_device_perf *pa = &c->devices[a].perf, *pz = &c->devices[z].perf;
             double l = 0, inv = 0;
-            if (c->devices[a].vt) {
+            if (!c->devices[a].info.host_memory) {
                 l += pa->link_latency_us * 1e-6;
                 inv += 1 / (pa->link_gbps * 1e9);
             }
-            if (c->devices[z].vt) {
+            if (!c->devices[z].info.host_memory) {
                 l += pz->link_latency_us * 1e-6;
                 inv += 1 / (pz->link_gbps * 1e9);
             }
