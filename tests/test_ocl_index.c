@@ -311,6 +311,37 @@ static void test_scatternd(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* ReverseSequence of [[0,1,2],[3,4,5]] (batch axis 0, time axis 1): its lengths are checked on the device. */
+static void test_reverse_sequence(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_reverse_sequence", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[2] = {2, 3}, ld[1] = {2};
+    const float xv[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t bad[2] = {2, 4}, neg[2] = {-1, 0}, good[2] = {3, 2};
+    wf_tensor *x = f32(2, xd, xv), *lb = i64(1, ld, bad), *ln = i64(1, ld, neg), *lg = i64(1, ld, good);
+    /* numpy: y = x.copy(); y[b, :n] = x[b, :n][::-1] for each batch b with length n */
+    const float want[6] = {2, 1, 0, 4, 3, 5};
+    wf_attr at[2] = {wf_attr_int("batch_axis", 0), wf_attr_int("time_axis", 1)};
+    for (int after = 0; after < 2; after++) {
+        op_graph o;
+        op_graph_new(&o, "ReverseSequence", "rs", x, lb, at, 2, after);
+        wf_tensor *y = NULL;
+        for (int rep = 0; rep < 2; rep++) {
+            expect_error(run(o.dev, &o, x, lb, &y), "node 'rs' (ReverseSequence)",
+                         "sequence length 4 of batch 1 is outside [0, 3] for input [2,3]");
+            expect_error(run(o.dev, &o, x, ln, &y), "node 'rs' (ReverseSequence)",
+                         "sequence length -1 of batch 0 is outside [0, 3] for input [2,3]");
+            expect_values(&o, x, lg, want, 6);
+        }
+        op_graph_free(&o);
+    }
+    wf_tensor *all[] = {x, lb, ln, lg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -323,6 +354,7 @@ int main(void)
     RUN_TEST(test_gather_elements_and_nd);
     RUN_TEST(test_scatter_elements);
     RUN_TEST(test_scatternd);
+    RUN_TEST(test_reverse_sequence);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -105,10 +105,26 @@ wf_status *ocl_launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *ar
  * ocl_shape_index.c). The launch goes through ocl_launch_checked, which arms the record: the next event
  * recorded on the compute queue reads it back without blocking and reports the index as its error; a
  * synchronisation or a synchronous download reads what no event has. */
-enum { OCL_SITE_GATHER, OCL_SITE_ELEMENTS, OCL_SITE_ND };
+enum {
+    OCL_SITE_GATHER,
+    OCL_SITE_ELEMENTS,
+    OCL_SITE_ND,
+    OCL_SITE_SEQLEN,     /* ReverseSequence: data_shape is the input's shape, entry the time steps */
+    OCL_SITE_DIV_ZERO,   /* Div / Mod: data_shape is the divisor's dtype name */
+    OCL_SITE_NEG_POW,    /* Pow: an integer exponent below zero */
+    OCL_SITE_TARGET,     /* the losses: entry is the class count */
+    OCL_SITE_ROI_BATCH,  /* RoiAlign: entry is the batch size */
+    OCL_SITE_POSITION    /* RotaryEmbedding: entry is the caches' positions */
+};
 wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape, cl_mem *err, cl_uint *site);
 wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims,
                               const size_t *global);
+/* Checks every value of integer tensor t (i8, u8, i16, i32 or i64) on the device, so nothing is read
+ * back: a value inside [lo, hi] when bad_inside, else one outside it, that is not *skip (NULL: none),
+ * fails the run through the record as a site of `kind` (data_shape: the text its message names); the
+ * record holds the value, its element number in t and `entry`. */
+wf_status *ocl_check_ints(wf__kctx *k, const wf_tensor *t, int kind, int64_t lo, int64_t hi, bool bad_inside,
+                          const int64_t *skip, int64_t entry, const char *data_shape);
 
 /* The OpenCL type name of a dtype inside kernel source ("float", "half", "int", "uchar" for bool...). */
 const char *ocl_type(wf_dtype t);

@@ -467,6 +467,59 @@ out:
     return s;
 }
 
+/* Value checks (ocl_check_ints): one work item per element of an integer tensor of dtype code dt. */
+static const char *g_vcheck_src =
+    "__kernel void check_vals(__global const char *p, ulong off, int dt, long lo, long hi, int bad_inside,\n"
+    "                         int has_skip, long skip, long ent, __global int *err, uint site) {\n"
+    "  ulong g = get_global_id(0);\n"
+    "  long v;\n"
+    "  switch (dt) {\n"
+    "  case 0: v = p[off + g]; break;\n"
+    "  case 1: v = ((__global const uchar *)p)[off + g]; break;\n"
+    "  case 2: v = ((__global const short *)p)[off + g]; break;\n"
+    "  case 3: v = ((__global const int *)p)[off + g]; break;\n"
+    "  default: v = ((__global const long *)p)[off + g]; break;\n"
+    "  }\n"
+    "  if (has_skip && v == skip) return;\n"
+    "  if ((v >= lo && v <= hi) != (bad_inside != 0)) return;\n"
+    "  if (atomic_cmpxchg((volatile __global int *)err, 0, (int)site) == 0) {\n"
+    "    __global long *e = (__global long *)err;\n"
+    "    e[1] = v;\n"
+    "    e[2] = (long)g;\n"
+    "    e[3] = ent;\n"
+    "  }\n"
+    "}\n";
+
+wf_status *ocl_check_ints(wf__kctx *k, const wf_tensor *t, int kind, int64_t lo, int64_t hi, bool bad_inside,
+                          const int64_t *skip, int64_t entry, const char *data_shape)
+{
+    if (!t->size) return NULL;
+    cl_int dt;
+    switch (t->dtype) {
+    case WF_I8: dt = 0; break;
+    case WF_U8: dt = 1; break;
+    case WF_I16: dt = 2; break;
+    case WF_I32: dt = 3; break;
+    case WF_I64: dt = 4; break;
+    default:
+        return ocl_host->kctx_fail(k, WF_INTERNAL, "a value check on %s needs an integer tensor, got dtype %d",
+                                   k->device->short_name, (int)t->dtype);
+    }
+    cl_kernel kern;
+    cl_mem em;
+    cl_uint site;
+    WF__TRY(ocl_kernel(k, "value_check", g_vcheck_src, "", "check_vals", &kern));
+    WF__TRY(ocl_err_site(k, kind, 0, data_shape, &em, &site));
+    cl_mem tm = ocl_mem(t);
+    cl_ulong to = ocl_off(t); /* in elements of the loaded type */
+    cl_long l = lo, h = hi, sk = skip ? *skip : 0, ent = entry;
+    cl_int bi = bad_inside, hs = skip != NULL;
+    ocl_arg args[] = {OCL_ARG(tm), OCL_ARG(to), OCL_ARG(dt), OCL_ARG(l),  OCL_ARG(h), OCL_ARG(bi),
+                      OCL_ARG(hs), OCL_ARG(sk), OCL_ARG(ent), OCL_ARG(em), OCL_ARG(site)};
+    size_t g = (size_t)t->size;
+    return ocl_launch_checked(k, kern, 11, args, 1, &g);
+}
+
 /* If a checking launch was enqueued since the last read: a read of the record into a new buffer and a
  * reset of it, on q (under mu, so no checking launch falls between them); *out NULL if none was. */
 static cl_int err_enqueue_read(ocl_dev *d, ocl_errbuf **out)
@@ -511,10 +564,36 @@ static wf_status *err_status(ocl_dev *d, const ocl_err_rec *rec)
         return ocl_host->status(WF_INVALID_ARGUMENT,
                                 "an index kernel on %s met index %lld out of range (its node has left the record of "
                                 "the last %d checking launches)", d->name, v, OCL_ERR_SITES);
-    if (r.kind == OCL_SITE_ND)
+    /* the wording of the host checks these replace (those of the CPU) */
+    switch (r.kind) {
+    case OCL_SITE_ND:
         return ocl_host->status(WF_INVALID_ARGUMENT,
                                 "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
                                 r.node, r.op, v, pos, ent, (long long)r.axis + ent, r.x);
+    case OCL_SITE_SEQLEN:
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "node '%s' (%s): sequence length %lld of batch %lld is outside [0, %lld] for input %s",
+                                r.node, r.op, v, pos, ent, r.x);
+    case OCL_SITE_DIV_ZERO:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): integer division by zero (%s divisor, element %lld)",
+                                r.node, r.op, r.x, pos);
+    case OCL_SITE_NEG_POW:
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "node '%s' (%s): integers to negative integer powers are not allowed (exponent %lld at "
+                                "element %lld)",
+                                r.node, r.op, v, pos);
+    case OCL_SITE_TARGET:
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "node '%s' (%s): target %lld at position %lld is not a class in [0, %lld) nor ignore_index",
+                                r.node, r.op, v, pos, ent);
+    case OCL_SITE_ROI_BATCH:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): batch_indices[%lld] = %lld is outside [0, %lld)",
+                                r.node, r.op, pos, v, ent);
+    case OCL_SITE_POSITION:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): position id %lld is outside the caches' %lld positions",
+                                r.node, r.op, v, ent);
+    default: break;
+    }
     return ocl_host->status(WF_INVALID_ARGUMENT,
                             "node '%s' (%s): index %lld (at position %lld) is out of range for axis %d of data %s", r.node,
                             r.op, v, pos, r.axis, r.x);
