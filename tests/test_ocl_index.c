@@ -92,8 +92,9 @@ static void expect_error(wf_status *st, const char *node, const char *want)
     wf_status_free(st);
 }
 
-/* A good run on OPENCL:0 equals want (n floats) and the same run on CPU:0. */
-static void expect_values(const op_graph *o, const wf_tensor *x, const wf_tensor *idx, const float *want, int64_t n)
+/* A good run on OPENCL:0 equals want (n elements of es bytes) and the same run on CPU:0. */
+static void expect_bytes(const op_graph *o, const wf_tensor *x, const wf_tensor *idx, const void *want, int64_t n,
+                         size_t es)
 {
     wf_tensor *y = NULL, *c = NULL;
     CHECK_OK(run(o->dev, o, x, idx, &y));
@@ -101,11 +102,16 @@ static void expect_values(const op_graph *o, const wf_tensor *x, const wf_tensor
     CHECK(y && wf_tensor_size(y) == n);
     CHECK(c && wf_tensor_size(c) == n);
     if (y && c && wf_tensor_size(y) == n && wf_tensor_size(c) == n) {
-        CHECK(!memcmp(wf_tensor_data(y), want, sizeof(float) * (size_t)n));
-        CHECK(!memcmp(wf_tensor_data(y), wf_tensor_data(c), sizeof(float) * (size_t)n));
+        CHECK(!memcmp(wf_tensor_data(y), want, es * (size_t)n));
+        CHECK(!memcmp(wf_tensor_data(y), wf_tensor_data(c), es * (size_t)n));
     }
     wf_tensor_free(y);
     wf_tensor_free(c);
+}
+
+static void expect_values(const op_graph *o, const wf_tensor *x, const wf_tensor *idx, const float *want, int64_t n)
+{
+    expect_bytes(o, x, idx, want, n, sizeof(float));
 }
 
 static wf_tensor *i64(int rank, const int64_t *dims, const int64_t *v)
@@ -342,6 +348,54 @@ static void test_reverse_sequence(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* Integer Div, Mod and Pow check their divisors / exponents on the device (the values are numpy's). */
+static void test_int_divisors(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_int_divisors", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t d4[1] = {4}, d22[2] = {2, 2}, d2[1] = {2};
+    const int32_t a32[4] = {7, -7, 9, 5}, bad32[4] = {2, 0, 3, 1}, good32[4] = {2, -2, 4, -1};
+    const int32_t want_div[4] = {3, 3, 2, -5}; /* exact in both truncating and floor division */
+    wf_tensor *a = NULL, *bb = NULL, *bg = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, a32, &a));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, bad32, &bb));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, good32, &bg));
+    op_graph o;
+    wf_tensor *y = NULL;
+    op_graph_new(&o, "Div", "dv", a, bb, NULL, 0, false);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(run(o.dev, &o, a, bb, &y), "node 'dv' (Div)", "integer division by zero (i32 divisor, element 1)");
+        expect_bytes(&o, a, bg, want_div, 4, sizeof(int32_t));
+    }
+    op_graph_free(&o);
+
+    /* Mod (numpy.mod: the divisor's sign) of i64 [[7,-7],[9,5]] by a broadcast row */
+    const int64_t a64[4] = {7, -7, 9, 5}, mbad[2] = {3, 0}, mgood[2] = {3, -4};
+    const int64_t want_mod[4] = {1, -3, 0, -3};
+    wf_tensor *ma = i64(2, d22, a64), *mb = i64(1, d2, mbad), *mg = i64(1, d2, mgood);
+    op_graph_new(&o, "Mod", "md", ma, mb, NULL, 0, false);
+    expect_error(run(o.dev, &o, ma, mb, &y), "node 'md' (Mod)", "integer division by zero (i64 divisor, element 1)");
+    expect_bytes(&o, ma, mg, want_mod, 4, sizeof(int64_t));
+    op_graph_free(&o);
+
+    /* Pow of i32 [2,3,-2,5]: a negative exponent fails, as numpy raises */
+    const int32_t p32[4] = {2, 3, -2, 5}, ebad[4] = {1, -3, 2, 0}, egood[4] = {3, 2, 3, 0};
+    const int32_t want_pow[4] = {8, 9, -8, 1};
+    wf_tensor *pa = NULL, *pb = NULL, *pg = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, p32, &pa));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, ebad, &pb));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, egood, &pg));
+    op_graph_new(&o, "Pow", "pw", pa, pb, NULL, 0, false);
+    expect_error(run(o.dev, &o, pa, pb, &y), "node 'pw' (Pow)",
+                 "integers to negative integer powers are not allowed (exponent -3 at element 1)");
+    expect_bytes(&o, pa, pg, want_pow, 4, sizeof(int32_t));
+    op_graph_free(&o);
+    wf_tensor *all[] = {a, bb, bg, ma, mb, mg, pa, pb, pg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -355,6 +409,7 @@ int main(void)
     RUN_TEST(test_scatter_elements);
     RUN_TEST(test_scatternd);
     RUN_TEST(test_reverse_sequence);
+    RUN_TEST(test_int_divisors);
     wf_context_free(ctx);
     return check_summary();
 }

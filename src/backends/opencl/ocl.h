@@ -60,7 +60,8 @@ typedef struct ocl_dev {
     unsigned err_next;
     atomic_int err_armed;
     struct ocl_errbuf *err_orphans;
-    bool no_readback;         /* WEFT_OCL_NO_READBACK set: kernels' read-backs (ocl_shp_read) fail */
+    bool no_readback;         /* WEFT_OCL_NO_READBACK set: kernels' read-backs (ocl_shp_read, oclew_read,
+                               * ocl_nnr_read) fail */
 } ocl_dev;
 
 /* The device state of a kernel's context. */
