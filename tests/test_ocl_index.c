@@ -9,6 +9,7 @@
  * with WEFT_OCL_NO_READBACK=1, which makes any read-back of a kernel's input fail the run: the good runs
  * passing shows the gathers and scatters read nothing back. SKIP where there is no OPENCL:0.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +397,47 @@ static void test_int_divisors(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* The losses check their targets on the device: NegativeLogLikelihoodLoss over log-probabilities
+ * [[-1,-2,-3],[-4,-5,-6]] (reduction none, ignore_index -100), SoftmaxCrossEntropyLoss over zeros. */
+static void test_loss_targets(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_loss_targets", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[2] = {2, 3}, td[1] = {2};
+    const float xv[6] = {-1, -2, -3, -4, -5, -6}, zv[6] = {0};
+    const int64_t over[2] = {1, 3}, under[2] = {-2, 0}, ign[2] = {1, -100}, good[2] = {2, 0};
+    wf_tensor *x = f32(2, xd, xv), *z = f32(2, xd, zv), *to = i64(1, td, over), *tu = i64(1, td, under),
+              *ti = i64(1, td, ign), *tg = i64(1, td, good);
+    wf_attr at[2] = {wf_attr_string("reduction", "none"), wf_attr_int("ignore_index", -100)};
+    op_graph o;
+    wf_tensor *y = NULL;
+    op_graph_new(&o, "NegativeLogLikelihoodLoss", "nll", x, to, at, 2, false);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(run(o.dev, &o, x, to, &y), "node 'nll' (NegativeLogLikelihoodLoss)",
+                     "target 3 at position 1 is not a class in [0, 3) nor ignore_index");
+        expect_error(run(o.dev, &o, x, tu, &y), "node 'nll' (NegativeLogLikelihoodLoss)",
+                     "target -2 at position 0 is not a class in [0, 3) nor ignore_index");
+        const float want_i[2] = {2, 0}, want_g[2] = {3, 4}; /* -x[i, t[i]], 0 where ignored */
+        expect_values(&o, x, ti, want_i, 2);
+        expect_values(&o, x, tg, want_g, 2);
+    }
+    op_graph_free(&o);
+
+    /* mean over both rows of -log(softmax(0, 0, 0)) = log 3; the bad target has no ignore_index */
+    op_graph_new(&o, "SoftmaxCrossEntropyLoss", "sce", z, ti, NULL, 0, false);
+    expect_error(run(o.dev, &o, z, ti, &y), "node 'sce' (SoftmaxCrossEntropyLoss)",
+                 "target -100 at position 1 is not a class in [0, 3) nor ignore_index");
+    CHECK_OK(run(o.dev, &o, z, tg, &y));
+    CHECK(y && wf_tensor_size(y) == 1);
+    if (y && wf_tensor_size(y) == 1) CHECK(fabs(((const float *)wf_tensor_data(y))[0] - log(3.0)) < 1e-6);
+    wf_tensor_free(y);
+    op_graph_free(&o);
+    wf_tensor *all[] = {x, z, to, tu, ti, tg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -410,6 +452,7 @@ int main(void)
     RUN_TEST(test_scatternd);
     RUN_TEST(test_reverse_sequence);
     RUN_TEST(test_int_divisors);
+    RUN_TEST(test_loss_targets);
     wf_context_free(ctx);
     return check_summary();
 }
