@@ -438,6 +438,137 @@ static void test_loss_targets(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* op(in[0..n-1]) in a session on OPENCL:0 and one on CPU:0; every run feeds all n inputs. */
+typedef struct multi_graph {
+    wf_graph *g;
+    wf_output in[4], y;
+    int n;
+    wf_session *dev, *cpu;
+} multi_graph;
+
+static void multi_new(multi_graph *m, const char *op, const char *name, wf_tensor *const *in, int n, const wf_attr *at,
+                      int n_at)
+{
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    CHECK_OK(wf_graph_new(&m->g));
+    for (int i = 0; i < n; i++) {
+        char pn[8];
+        snprintf(pn, sizeof pn, "in%d", i);
+        CHECK_OK(wf_placeholder(m->g, pn, wf_tensor_dtype(in[i]), wf_tensor_rank(in[i]), wf_tensor_dims(in[i]), &m->in[i]));
+    }
+    wf_node *nd = NULL;
+    CHECK_OK(wf_op(m->g, op, name, m->in, n, at, n_at, &nd));
+    if (!nd) return;
+    m->y = wf_out(nd, 0);
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = "OPENCL:0";
+    so.strict_placement = 1;
+    CHECK_OK(wf_session_new(ctx, m->g, &so, &m->dev));
+    wf_session_options_init(&so);
+    so.device = "CPU:0";
+    so.intra_op_threads = 1;
+    CHECK_OK(wf_session_new(ctx, m->g, &so, &m->cpu));
+}
+
+static wf_status *multi_run(wf_session *s, const multi_graph *m, wf_tensor *const *in, wf_tensor **y)
+{
+    *y = NULL;
+    if (!s) return NULL;
+    wf_feed f[4];
+    for (int i = 0; i < m->n; i++) f[i] = (wf_feed){m->in[i], in[i]};
+    return wf_session_run(s, f, m->n, &m->y, 1, y, NULL);
+}
+
+/* A good run on OPENCL:0 equals want (n floats) and the same run on CPU:0. */
+static void multi_expect(const multi_graph *m, wf_tensor *const *in, const float *want, int64_t n)
+{
+    wf_tensor *y = NULL, *c = NULL;
+    CHECK_OK(multi_run(m->dev, m, in, &y));
+    CHECK_OK(multi_run(m->cpu, m, in, &c));
+    CHECK(y && wf_tensor_size(y) == n && c && wf_tensor_size(c) == n);
+    if (y && c && wf_tensor_size(y) == n && wf_tensor_size(c) == n) {
+        CHECK(!memcmp(wf_tensor_data(y), want, sizeof(float) * (size_t)n));
+        CHECK(!memcmp(wf_tensor_data(y), wf_tensor_data(c), sizeof(float) * (size_t)n));
+    }
+    wf_tensor_free(y);
+    wf_tensor_free(c);
+}
+
+static void multi_free(multi_graph *m)
+{
+    wf_session_free(m->dev);
+    wf_session_free(m->cpu);
+    wf_graph_free(m->g);
+}
+
+/* RoiAlign over X [2,1,2,2] (batch 0 all 1, batch 1 all 7) with two whole-image rois and 1x1 outputs:
+ * each output is its batch's constant (half_pixel: the one sample is at (0, 0)). */
+static void test_roi_align(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_roi_align", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[4] = {2, 1, 2, 2}, rd[2] = {2, 4}, bd[1] = {2};
+    const float xv[8] = {1, 1, 1, 1, 7, 7, 7, 7}, rv[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    const int64_t over[2] = {0, 2}, under[2] = {-1, 0}, good[2] = {1, 0};
+    wf_tensor *x = f32(4, xd, xv), *r = f32(2, rd, rv), *bo = i64(1, bd, over), *bu = i64(1, bd, under),
+              *bg = i64(1, bd, good);
+    wf_attr at[4] = {wf_attr_int("output_height", 1), wf_attr_int("output_width", 1), wf_attr_int("sampling_ratio", 1),
+                     wf_attr_string("coordinate_transformation_mode", "half_pixel")};
+    wf_tensor *in_o[3] = {x, r, bo}, *in_u[3] = {x, r, bu}, *in_g[3] = {x, r, bg};
+    multi_graph m;
+    wf_tensor *y = NULL;
+    multi_new(&m, "RoiAlign", "ra", in_o, 3, at, 4);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(multi_run(m.dev, &m, in_o, &y), "node 'ra' (RoiAlign)", "batch_indices[1] = 2 is outside [0, 2)");
+        expect_error(multi_run(m.dev, &m, in_u, &y), "node 'ra' (RoiAlign)", "batch_indices[0] = -1 is outside [0, 2)");
+        const float want[2] = {7, 1};
+        multi_expect(&m, in_g, want, 2);
+    }
+    multi_free(&m);
+    wf_tensor *all[] = {x, r, bo, bu, bg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* RotaryEmbedding of x [1,1,2,2] = [[1,2],[3,4]] with caches of 3 positions (cos, sin): (1, 0), (0, 1),
+ * (-1, 0); y = (c x1 - s x2, s x1 + c x2) at each position's row. */
+static void test_rotary_positions(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_rotary_positions", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[4] = {1, 1, 2, 2}, cd[2] = {3, 1}, pd[2] = {1, 2};
+    const float xv[4] = {1, 2, 3, 4}, cv[3] = {1, 0, -1}, sv[3] = {0, 1, 0};
+    const int64_t over[2] = {0, 3}, under[2] = {-1, 0}, good[2] = {2, 1};
+    const int32_t good32[2] = {1, 0};
+    wf_tensor *x = f32(4, xd, xv), *c = f32(2, cd, cv), *sn = f32(2, cd, sv), *po = i64(2, pd, over),
+              *pu = i64(2, pd, under), *pg = i64(2, pd, good), *pg32 = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 2, pd, good32, &pg32));
+    wf_tensor *in_o[4] = {x, c, sn, po}, *in_u[4] = {x, c, sn, pu}, *in_g[4] = {x, c, sn, pg}, *in_32[4] = {x, c, sn, pg32};
+    multi_graph m;
+    wf_tensor *y = NULL;
+    multi_new(&m, "RotaryEmbedding", "rope", in_o, 4, NULL, 0);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(multi_run(m.dev, &m, in_o, &y), "node 'rope' (RotaryEmbedding)",
+                     "position id 3 is outside the caches' 3 positions");
+        expect_error(multi_run(m.dev, &m, in_u, &y), "node 'rope' (RotaryEmbedding)",
+                     "position id -1 is outside the caches' 3 positions");
+        const float want[4] = {-1, -2, -4, 3}; /* rows 2 and 1 */
+        multi_expect(&m, in_g, want, 4);
+    }
+    multi_free(&m);
+    multi_new(&m, "RotaryEmbedding", "rope32", in_32, 4, NULL, 0);
+    const float want32[4] = {-2, 1, 3, 4}; /* rows 1 and 0 */
+    multi_expect(&m, in_32, want32, 4);
+    multi_free(&m);
+    wf_tensor *all[] = {x, c, sn, po, pu, pg, pg32};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -453,6 +584,8 @@ int main(void)
     RUN_TEST(test_reverse_sequence);
     RUN_TEST(test_int_divisors);
     RUN_TEST(test_loss_targets);
+    RUN_TEST(test_roi_align);
+    RUN_TEST(test_rotary_positions);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -126,6 +126,12 @@ wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl
  * record holds the value, its element number in t and `entry`. */
 wf_status *ocl_check_ints(wf__kctx *k, const wf_tensor *t, int kind, int64_t lo, int64_t hi, bool bad_inside,
                           const int64_t *skip, int64_t entry, const char *data_shape);
+/* The code of an integer dtype that ocl_check_ints's kernel (and others that load any integer dtype)
+ * switches on: 0 i8, 1 u8, 2 i16, 3 i32, 4 i64; -1 for other dtypes. */
+static inline int ocl_int_code(wf_dtype t)
+{
+    return t == WF_I8 ? 0 : t == WF_U8 ? 1 : t == WF_I16 ? 2 : t == WF_I32 ? 3 : t == WF_I64 ? 4 : -1;
+}
 
 /* The OpenCL type name of a dtype inside kernel source ("float", "half", "int", "uchar" for bool...). */
 const char *ocl_type(wf_dtype t);

@@ -494,17 +494,10 @@ wf_status *ocl_check_ints(wf__kctx *k, const wf_tensor *t, int kind, int64_t lo,
                           const int64_t *skip, int64_t entry, const char *data_shape)
 {
     if (!t->size) return NULL;
-    cl_int dt;
-    switch (t->dtype) {
-    case WF_I8: dt = 0; break;
-    case WF_U8: dt = 1; break;
-    case WF_I16: dt = 2; break;
-    case WF_I32: dt = 3; break;
-    case WF_I64: dt = 4; break;
-    default:
+    cl_int dt = ocl_int_code(t->dtype);
+    if (dt < 0)
         return ocl_host->kctx_fail(k, WF_INTERNAL, "a value check on %s needs an integer tensor, got dtype %d",
                                    k->device->short_name, (int)t->dtype);
-    }
     cl_kernel kern;
     cl_mem em;
     cl_uint site;
