@@ -60,6 +60,11 @@ typedef struct ocl_dev {
     unsigned err_next;
     atomic_int err_armed;
     struct ocl_errbuf *err_orphans;
+    /* under err_mu: the node of the checking launches registered since the record was last read, and
+     * whether they all were that one node's (err_one: then the event recorded right after them is that
+     * node's, and the executor's wrapper names it, so the index error does not) */
+    char err_node[192];
+    bool err_any, err_one;
     bool no_readback;         /* WEFT_OCL_NO_READBACK set: kernels' read-backs (ocl_shp_read, oclew_read,
                                * ocl_nnr_read) fail */
 } ocl_dev;

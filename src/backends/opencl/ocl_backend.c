@@ -422,6 +422,8 @@ typedef struct ocl_errbuf {
     cl_event read;
     ocl_err_rec rec;
     atomic_bool seen; /* an event's completion has reported it (or found it clean) */
+    bool one_node;    /* the launches it covers were all one node's (err_one when it was enqueued) */
+    bool own;         /* read by the event it is on, right after that node's commands (not handed on) */
 } ocl_errbuf;
 
 /* A wf_event: the cl_event and the reads of the record it carries. */
@@ -460,6 +462,12 @@ wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape,
     snprintf(r->node, sizeof r->node, "%s", k->node ? k->node : "?");
     snprintf(r->op, sizeof r->op, "%s", k->op->name);
     snprintf(r->x, sizeof r->x, "%s", data_shape);
+    if (!d->err_any) {
+        snprintf(d->err_node, sizeof d->err_node, "%s", r->node);
+        d->err_any = d->err_one = true;
+    } else if (strcmp(d->err_node, r->node) != 0) {
+        d->err_one = false;
+    }
     *err = d->err_mem;
     *site = r->id;
 out:
@@ -527,6 +535,10 @@ static cl_int err_enqueue_read(ocl_dev *d, ocl_errbuf **out)
     pthread_mutex_lock(&d->mu);
     int armed = atomic_exchange(&d->err_armed, 0);
     if (armed) {
+        pthread_mutex_lock(&d->err_mu);
+        b->one_node = d->err_any && d->err_one;
+        d->err_any = false;
+        pthread_mutex_unlock(&d->err_mu);
         static const cl_uint zero = 0;
         st = clEnqueueReadBuffer(d->q, d->err_mem, CL_FALSE, 0, sizeof b->rec, &b->rec, 0, NULL, &b->read);
         if (st == CL_SUCCESS) st = clEnqueueFillBuffer(d->q, d->err_mem, &zero, sizeof zero, 0, sizeof b->rec, 0, NULL, NULL);
@@ -545,9 +557,11 @@ static cl_int err_enqueue_read(ocl_dev *d, ocl_errbuf **out)
     return CL_SUCCESS;
 }
 
-/* The error of a completed read: the host check's message, naming the node. */
-static wf_status *err_status(ocl_dev *d, const ocl_err_rec *rec)
+/* The error of a completed read: the host check's message, naming the node unless the executor's
+ * wrapper of the event it is on will (b->own and b->one_node: the event is that node's own). */
+static wf_status *err_status(ocl_dev *d, const ocl_errbuf *b)
 {
+    const ocl_err_rec *rec = &b->rec;
     if (!rec->site) return NULL;
     pthread_mutex_lock(&d->err_mu);
     struct ocl_err_site r = d->err_sites[rec->site % OCL_ERR_SITES];
@@ -558,38 +572,39 @@ static wf_status *err_status(ocl_dev *d, const ocl_err_rec *rec)
                                 "an index kernel on %s met index %lld out of range (its node has left the record of "
                                 "the last %d checking launches)", d->name, v, OCL_ERR_SITES);
     /* the wording of the host checks these replace (those of the CPU) */
+    char who[256] = "";
+    if (!b->own || !b->one_node) snprintf(who, sizeof who, "node '%s' (%s): ", r.node, r.op);
     switch (r.kind) {
     case OCL_SITE_ND:
         return ocl_host->status(WF_INVALID_ARGUMENT,
-                                "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
-                                r.node, r.op, v, pos, ent, (long long)r.axis + ent, r.x);
+                                "%sindex %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
+                                who, v, pos, ent, (long long)r.axis + ent, r.x);
     case OCL_SITE_SEQLEN:
         return ocl_host->status(WF_INVALID_ARGUMENT,
-                                "node '%s' (%s): sequence length %lld of batch %lld is outside [0, %lld] for input %s",
-                                r.node, r.op, v, pos, ent, r.x);
+                                "%ssequence length %lld of batch %lld is outside [0, %lld] for input %s",
+                                who, v, pos, ent, r.x);
     case OCL_SITE_DIV_ZERO:
-        return ocl_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): integer division by zero (%s divisor, element %lld)",
-                                r.node, r.op, r.x, pos);
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%sinteger division by zero (%s divisor, element %lld)",
+                                who, r.x, pos);
     case OCL_SITE_NEG_POW:
         return ocl_host->status(WF_INVALID_ARGUMENT,
-                                "node '%s' (%s): integers to negative integer powers are not allowed (exponent %lld at "
+                                "%sintegers to negative integer powers are not allowed (exponent %lld at "
                                 "element %lld)",
-                                r.node, r.op, v, pos);
+                                who, v, pos);
     case OCL_SITE_TARGET:
         return ocl_host->status(WF_INVALID_ARGUMENT,
-                                "node '%s' (%s): target %lld at position %lld is not a class in [0, %lld) nor ignore_index",
-                                r.node, r.op, v, pos, ent);
+                                "%starget %lld at position %lld is not a class in [0, %lld) nor ignore_index",
+                                who, v, pos, ent);
     case OCL_SITE_ROI_BATCH:
-        return ocl_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): batch_indices[%lld] = %lld is outside [0, %lld)",
-                                r.node, r.op, pos, v, ent);
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%sbatch_indices[%lld] = %lld is outside [0, %lld)",
+                                who, pos, v, ent);
     case OCL_SITE_POSITION:
-        return ocl_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): position id %lld is outside the caches' %lld positions",
-                                r.node, r.op, v, ent);
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%sposition id %lld is outside the caches' %lld positions",
+                                who, v, ent);
     default: break;
     }
     return ocl_host->status(WF_INVALID_ARGUMENT,
-                            "node '%s' (%s): index %lld (at position %lld) is out of range for axis %d of data %s", r.node,
-                            r.op, v, pos, r.axis, r.x);
+                            "%sindex %lld (at position %lld) is out of range for axis %d of data %s", who, v, pos, r.axis, r.x);
 }
 
 /* The first error of a list of completed reads; all of them are marked seen. */
@@ -597,7 +612,7 @@ static wf_status *errs_check(ocl_dev *d, ocl_errbuf *list)
 {
     wf_status *s = NULL;
     for (ocl_errbuf *b = list; b; b = b->next) {
-        if (!s) s = err_status(d, &b->rec);
+        if (!s) s = err_status(d, b);
         atomic_store(&b->seen, true);
     }
     return s;
@@ -609,6 +624,7 @@ static void errs_free(ocl_dev *d, ocl_errbuf *list)
     for (ocl_errbuf *b = list, *bn; b; b = bn) {
         bn = b->next;
         if (!atomic_load(&b->seen)) {
+            b->own = false; /* the next event is another node's, or this one's recorded again */
             pthread_mutex_lock(&d->err_mu);
             b->next = d->err_orphans;
             d->err_orphans = b;
@@ -994,6 +1010,7 @@ static wf_status *event_record(void *dev, int stream, wf_event **ev)
     cl_event e = NULL;
     ocl_errbuf *errs = NULL;
     cl_int st = stream == WF_STREAM_COPY ? CL_SUCCESS : err_enqueue_read(d, &errs);
+    if (errs) errs->own = true; /* right after the commands of the node whose event this is */
     if (st == CL_SUCCESS && stream != WF_STREAM_COPY) {
         pthread_mutex_lock(&d->err_mu);
         ocl_errbuf **tail = &errs;
