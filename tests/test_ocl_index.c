@@ -1,13 +1,15 @@
 /*
- * Index checks on the OpenCL device (issue 13): Gather, GatherElements, GatherND, ScatterElements and
- * ScatterND on OPENCL:0 check their indices in a kernel, not by reading them back to the host (the
- * scatters also find duplicate targets there, which then run in index order, the last one winning).
- * A bad index fails the run with a status that names the node, the op and the index in the words of
- * the old host check (also when the bad output only feeds another kernel, and for index tensors above
- * the old read-back limit of 2^22, which used to be clamped); the next run of the same session with good
- * indices gives the values of numpy (worked out by hand below) and those of CPU:0. The whole test runs
- * with WEFT_OCL_NO_READBACK=1, which makes any read-back of a kernel's input fail the run: the good runs
- * passing shows the gathers and scatters read nothing back. SKIP where there is no OPENCL:0.
+ * Checks on the OpenCL device (issue 13): Gather, GatherElements, GatherND, ScatterElements and ScatterND
+ * on OPENCL:0 check their indices in a kernel, not by reading them back to the host (the scatters also
+ * find duplicate targets there, which then run in index order, the last one winning); so do
+ * ReverseSequence (sequence_lens), integer Div and Mod (divisors) and Pow (exponents), the losses
+ * (targets), RoiAlign (batch_indices) and RotaryEmbedding (position_ids). A bad value fails the run with
+ * a status that names the node and the op once and the value in the words of the CPU's check (also when
+ * the bad output only feeds another kernel, and for index tensors above the old read-back limit of
+ * 2^22, which used to be clamped); the next run of the same session with good values gives the values
+ * of numpy (worked out by hand below) and those of CPU:0. The whole test runs with
+ * WEFT_OCL_NO_READBACK=1, which makes any read-back of a kernel's input fail the run: the good runs
+ * passing shows these ops read nothing back. SKIP where there is no OPENCL:0.
  */
 #include <math.h>
 #include <stdbool.h>

@@ -391,7 +391,8 @@ wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl
 }
 
 /* ---- index errors ----------------------------------------------------------------------------------
- * A checking kernel (ocl_shape_index.c) that meets a bad index writes it into the device's record
+ * A checking kernel (ocl_shape_index.c's, or check_vals below for the ops that check the values of an
+ * integer input: ocl_check_ints) that meets a bad index writes it into the device's record
  * (err_mem: the site id of its launch, set from 0 by compare-and-swap so the first one wins, then the
  * index, its position and entry) instead of the host reading the indices back before the launch. The
  * host keeps the last OCL_ERR_SITES launches (node, op, axis, data's shape), so the message can be the
@@ -401,7 +402,10 @@ wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl
  * records a node's event under the device's enqueue lock right after its commands, so that is the
  * node's own event. An event released before anyone looked at its completion (the executor records a
  * node's event again after an output copy) hands its reads on to the next event recorded on q
- * (err_orphans); synchronize and the synchronous copy_to_host read what is armed and orphaned. */
+ * (err_orphans); synchronize and the synchronous copy_to_host read what is armed and orphaned. The
+ * executor's wrapper of an event's error names the event's node, so the message leaves the node out
+ * when the read is the event's own and its launches were one node's (ocl_errbuf.own, one_node), and
+ * names it otherwise. */
 
 #define OCL_ERR_SITES 512
 
