@@ -1,14 +1,17 @@
 /*
- * Index checks on the OpenCL device (issue 13): Gather, GatherElements, GatherND, ScatterElements and
- * ScatterND on OPENCL:0 check their indices in a kernel, not by reading them back to the host (the
- * scatters also find duplicate targets there, which then run in index order, the last one winning).
- * A bad index fails the run with a status that names the node, the op and the index in the words of
- * the old host check (also when the bad output only feeds another kernel, and for index tensors above
- * the old read-back limit of 2^22, which used to be clamped); the next run of the same session with good
- * indices gives the values of numpy (worked out by hand below) and those of CPU:0. The whole test runs
- * with WEFT_OCL_NO_READBACK=1, which makes any read-back of a kernel's input fail the run: the good runs
- * passing shows the gathers and scatters read nothing back. SKIP where there is no OPENCL:0.
+ * Checks on the OpenCL device (issue 13): Gather, GatherElements, GatherND, ScatterElements and ScatterND
+ * on OPENCL:0 check their indices in a kernel, not by reading them back to the host (the scatters also
+ * find duplicate targets there, which then run in index order, the last one winning); so do
+ * ReverseSequence (sequence_lens), integer Div and Mod (divisors) and Pow (exponents), the losses
+ * (targets), RoiAlign (batch_indices) and RotaryEmbedding (position_ids). A bad value fails the run with
+ * a status that names the node and the op once and the value in the words of the CPU's check (also when
+ * the bad output only feeds another kernel, and for index tensors above the old read-back limit of
+ * 2^22, which used to be clamped); the next run of the same session with good values gives the values
+ * of numpy (worked out by hand below) and those of CPU:0. The whole test runs with
+ * WEFT_OCL_NO_READBACK=1, which makes any read-back of a kernel's input fail the run: the good runs
+ * passing shows these ops read nothing back. SKIP where there is no OPENCL:0.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,18 +85,25 @@ static wf_status *run(wf_session *s, const op_graph *o, const wf_tensor *x, cons
     return wf_session_run(s, f, o->u ? 3 : 2, &o->y, 1, y, NULL);
 }
 
+/* The error names the node once, at its start ("node 'g' (Gather) on OPENCL:0: " from the executor,
+ * or "node 'g' (Gather): " where the plugin names it), and then says want. */
 static void expect_error(wf_status *st, const char *node, const char *want)
 {
     CHECK(st != NULL);
     if (!st) return;
     CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
-    CHECK_STR_CONTAINS(wf_status_message(st), node);
-    CHECK_STR_CONTAINS(wf_status_message(st), want);
+    const char *m = wf_status_message(st);
+    char on_dev[256], bare[256];
+    snprintf(on_dev, sizeof on_dev, "%s on OPENCL:0: %s", node, want);
+    snprintf(bare, sizeof bare, "%s: %s", node, want);
+    if (strcmp(m, on_dev) != 0 && strcmp(m, bare) != 0)
+        CHECK_FAIL_("error '%s' is neither '%s' nor '%s'", m, on_dev, bare);
     wf_status_free(st);
 }
 
-/* A good run on OPENCL:0 equals want (n floats) and the same run on CPU:0. */
-static void expect_values(const op_graph *o, const wf_tensor *x, const wf_tensor *idx, const float *want, int64_t n)
+/* A good run on OPENCL:0 equals want (n elements of es bytes) and the same run on CPU:0. */
+static void expect_bytes(const op_graph *o, const wf_tensor *x, const wf_tensor *idx, const void *want, int64_t n,
+                         size_t es)
 {
     wf_tensor *y = NULL, *c = NULL;
     CHECK_OK(run(o->dev, o, x, idx, &y));
@@ -101,11 +111,16 @@ static void expect_values(const op_graph *o, const wf_tensor *x, const wf_tensor
     CHECK(y && wf_tensor_size(y) == n);
     CHECK(c && wf_tensor_size(c) == n);
     if (y && c && wf_tensor_size(y) == n && wf_tensor_size(c) == n) {
-        CHECK(!memcmp(wf_tensor_data(y), want, sizeof(float) * (size_t)n));
-        CHECK(!memcmp(wf_tensor_data(y), wf_tensor_data(c), sizeof(float) * (size_t)n));
+        CHECK(!memcmp(wf_tensor_data(y), want, es * (size_t)n));
+        CHECK(!memcmp(wf_tensor_data(y), wf_tensor_data(c), es * (size_t)n));
     }
     wf_tensor_free(y);
     wf_tensor_free(c);
+}
+
+static void expect_values(const op_graph *o, const wf_tensor *x, const wf_tensor *idx, const float *want, int64_t n)
+{
+    expect_bytes(o, x, idx, want, n, sizeof(float));
 }
 
 static wf_tensor *i64(int rank, const int64_t *dims, const int64_t *v)
@@ -311,6 +326,257 @@ static void test_scatternd(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* ReverseSequence of [[0,1,2],[3,4,5]] (batch axis 0, time axis 1): its lengths are checked on the device. */
+static void test_reverse_sequence(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_reverse_sequence", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[2] = {2, 3}, ld[1] = {2};
+    const float xv[6] = {0, 1, 2, 3, 4, 5};
+    const int64_t bad[2] = {2, 4}, neg[2] = {-1, 0}, good[2] = {3, 2};
+    wf_tensor *x = f32(2, xd, xv), *lb = i64(1, ld, bad), *ln = i64(1, ld, neg), *lg = i64(1, ld, good);
+    /* numpy: y = x.copy(); y[b, :n] = x[b, :n][::-1] for each batch b with length n */
+    const float want[6] = {2, 1, 0, 4, 3, 5};
+    wf_attr at[2] = {wf_attr_int("batch_axis", 0), wf_attr_int("time_axis", 1)};
+    for (int after = 0; after < 2; after++) {
+        op_graph o;
+        op_graph_new(&o, "ReverseSequence", "rs", x, lb, at, 2, after);
+        wf_tensor *y = NULL;
+        for (int rep = 0; rep < 2; rep++) {
+            expect_error(run(o.dev, &o, x, lb, &y), "node 'rs' (ReverseSequence)",
+                         "sequence length 4 of batch 1 is outside [0, 3] for input [2,3]");
+            expect_error(run(o.dev, &o, x, ln, &y), "node 'rs' (ReverseSequence)",
+                         "sequence length -1 of batch 0 is outside [0, 3] for input [2,3]");
+            expect_values(&o, x, lg, want, 6);
+        }
+        op_graph_free(&o);
+    }
+    wf_tensor *all[] = {x, lb, ln, lg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* Integer Div, Mod and Pow check their divisors / exponents on the device (the values are numpy's). */
+static void test_int_divisors(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_int_divisors", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t d4[1] = {4}, d22[2] = {2, 2}, d2[1] = {2};
+    const int32_t a32[4] = {7, -7, 9, 5}, bad32[4] = {2, 0, 3, 1}, good32[4] = {2, -2, 4, -1};
+    const int32_t want_div[4] = {3, 3, 2, -5}; /* exact in both truncating and floor division */
+    wf_tensor *a = NULL, *bb = NULL, *bg = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, a32, &a));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, bad32, &bb));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, good32, &bg));
+    op_graph o;
+    wf_tensor *y = NULL;
+    op_graph_new(&o, "Div", "dv", a, bb, NULL, 0, false);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(run(o.dev, &o, a, bb, &y), "node 'dv' (Div)", "integer division by zero (i32 divisor, element 1)");
+        expect_bytes(&o, a, bg, want_div, 4, sizeof(int32_t));
+    }
+    op_graph_free(&o);
+
+    /* Mod (numpy.mod: the divisor's sign) of i64 [[7,-7],[9,5]] by a broadcast row */
+    const int64_t a64[4] = {7, -7, 9, 5}, mbad[2] = {3, 0}, mgood[2] = {3, -4};
+    const int64_t want_mod[4] = {1, -3, 0, -3};
+    wf_tensor *ma = i64(2, d22, a64), *mb = i64(1, d2, mbad), *mg = i64(1, d2, mgood);
+    op_graph_new(&o, "Mod", "md", ma, mb, NULL, 0, false);
+    expect_error(run(o.dev, &o, ma, mb, &y), "node 'md' (Mod)", "integer division by zero (i64 divisor, element 1)");
+    expect_bytes(&o, ma, mg, want_mod, 4, sizeof(int64_t));
+    op_graph_free(&o);
+
+    /* Pow of i32 [2,3,-2,5]: a negative exponent fails, as numpy raises */
+    const int32_t p32[4] = {2, 3, -2, 5}, ebad[4] = {1, -3, 2, 0}, egood[4] = {3, 2, 3, 0};
+    const int32_t want_pow[4] = {8, 9, -8, 1};
+    wf_tensor *pa = NULL, *pb = NULL, *pg = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, p32, &pa));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, ebad, &pb));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, d4, egood, &pg));
+    op_graph_new(&o, "Pow", "pw", pa, pb, NULL, 0, false);
+    expect_error(run(o.dev, &o, pa, pb, &y), "node 'pw' (Pow)",
+                 "integers to negative integer powers are not allowed (exponent -3 at element 1)");
+    expect_bytes(&o, pa, pg, want_pow, 4, sizeof(int32_t));
+    op_graph_free(&o);
+    wf_tensor *all[] = {a, bb, bg, ma, mb, mg, pa, pb, pg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* The losses check their targets on the device: NegativeLogLikelihoodLoss over log-probabilities
+ * [[-1,-2,-3],[-4,-5,-6]] (reduction none, ignore_index -100), SoftmaxCrossEntropyLoss over zeros. */
+static void test_loss_targets(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_loss_targets", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[2] = {2, 3}, td[1] = {2};
+    const float xv[6] = {-1, -2, -3, -4, -5, -6}, zv[6] = {0};
+    const int64_t over[2] = {1, 3}, under[2] = {-2, 0}, ign[2] = {1, -100}, good[2] = {2, 0};
+    wf_tensor *x = f32(2, xd, xv), *z = f32(2, xd, zv), *to = i64(1, td, over), *tu = i64(1, td, under),
+              *ti = i64(1, td, ign), *tg = i64(1, td, good);
+    wf_attr at[2] = {wf_attr_string("reduction", "none"), wf_attr_int("ignore_index", -100)};
+    op_graph o;
+    wf_tensor *y = NULL;
+    op_graph_new(&o, "NegativeLogLikelihoodLoss", "nll", x, to, at, 2, false);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(run(o.dev, &o, x, to, &y), "node 'nll' (NegativeLogLikelihoodLoss)",
+                     "target 3 at position 1 is not a class in [0, 3) nor ignore_index");
+        expect_error(run(o.dev, &o, x, tu, &y), "node 'nll' (NegativeLogLikelihoodLoss)",
+                     "target -2 at position 0 is not a class in [0, 3) nor ignore_index");
+        const float want_i[2] = {2, 0}, want_g[2] = {3, 4}; /* -x[i, t[i]], 0 where ignored */
+        expect_values(&o, x, ti, want_i, 2);
+        expect_values(&o, x, tg, want_g, 2);
+    }
+    op_graph_free(&o);
+
+    /* mean over both rows of -log(softmax(0, 0, 0)) = log 3; the bad target has no ignore_index */
+    op_graph_new(&o, "SoftmaxCrossEntropyLoss", "sce", z, ti, NULL, 0, false);
+    expect_error(run(o.dev, &o, z, ti, &y), "node 'sce' (SoftmaxCrossEntropyLoss)",
+                 "target -100 at position 1 is not a class in [0, 3) nor ignore_index");
+    CHECK_OK(run(o.dev, &o, z, tg, &y));
+    CHECK(y && wf_tensor_size(y) == 1);
+    if (y && wf_tensor_size(y) == 1) CHECK(fabs(((const float *)wf_tensor_data(y))[0] - log(3.0)) < 1e-6);
+    wf_tensor_free(y);
+    op_graph_free(&o);
+    wf_tensor *all[] = {x, z, to, tu, ti, tg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* op(in[0..n-1]) in a session on OPENCL:0 and one on CPU:0; every run feeds all n inputs. */
+typedef struct multi_graph {
+    wf_graph *g;
+    wf_output in[4], y;
+    int n;
+    wf_session *dev, *cpu;
+} multi_graph;
+
+static void multi_new(multi_graph *m, const char *op, const char *name, wf_tensor *const *in, int n, const wf_attr *at,
+                      int n_at)
+{
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    CHECK_OK(wf_graph_new(&m->g));
+    for (int i = 0; i < n; i++) {
+        char pn[8];
+        snprintf(pn, sizeof pn, "in%d", i);
+        CHECK_OK(wf_placeholder(m->g, pn, wf_tensor_dtype(in[i]), wf_tensor_rank(in[i]), wf_tensor_dims(in[i]), &m->in[i]));
+    }
+    wf_node *nd = NULL;
+    CHECK_OK(wf_op(m->g, op, name, m->in, n, at, n_at, &nd));
+    if (!nd) return;
+    m->y = wf_out(nd, 0);
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = "OPENCL:0";
+    so.strict_placement = 1;
+    CHECK_OK(wf_session_new(ctx, m->g, &so, &m->dev));
+    wf_session_options_init(&so);
+    so.device = "CPU:0";
+    so.intra_op_threads = 1;
+    CHECK_OK(wf_session_new(ctx, m->g, &so, &m->cpu));
+}
+
+static wf_status *multi_run(wf_session *s, const multi_graph *m, wf_tensor *const *in, wf_tensor **y)
+{
+    *y = NULL;
+    if (!s) return NULL;
+    wf_feed f[4];
+    for (int i = 0; i < m->n; i++) f[i] = (wf_feed){m->in[i], in[i]};
+    return wf_session_run(s, f, m->n, &m->y, 1, y, NULL);
+}
+
+/* A good run on OPENCL:0 equals want (n floats) and the same run on CPU:0. */
+static void multi_expect(const multi_graph *m, wf_tensor *const *in, const float *want, int64_t n)
+{
+    wf_tensor *y = NULL, *c = NULL;
+    CHECK_OK(multi_run(m->dev, m, in, &y));
+    CHECK_OK(multi_run(m->cpu, m, in, &c));
+    CHECK(y && wf_tensor_size(y) == n && c && wf_tensor_size(c) == n);
+    if (y && c && wf_tensor_size(y) == n && wf_tensor_size(c) == n) {
+        CHECK(!memcmp(wf_tensor_data(y), want, sizeof(float) * (size_t)n));
+        CHECK(!memcmp(wf_tensor_data(y), wf_tensor_data(c), sizeof(float) * (size_t)n));
+    }
+    wf_tensor_free(y);
+    wf_tensor_free(c);
+}
+
+static void multi_free(multi_graph *m)
+{
+    wf_session_free(m->dev);
+    wf_session_free(m->cpu);
+    wf_graph_free(m->g);
+}
+
+/* RoiAlign over X [2,1,2,2] (batch 0 all 1, batch 1 all 7) with two whole-image rois and 1x1 outputs:
+ * each output is its batch's constant (half_pixel: the one sample is at (0, 0)). */
+static void test_roi_align(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_roi_align", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[4] = {2, 1, 2, 2}, rd[2] = {2, 4}, bd[1] = {2};
+    const float xv[8] = {1, 1, 1, 1, 7, 7, 7, 7}, rv[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+    const int64_t over[2] = {0, 2}, under[2] = {-1, 0}, good[2] = {1, 0};
+    wf_tensor *x = f32(4, xd, xv), *r = f32(2, rd, rv), *bo = i64(1, bd, over), *bu = i64(1, bd, under),
+              *bg = i64(1, bd, good);
+    wf_attr at[4] = {wf_attr_int("output_height", 1), wf_attr_int("output_width", 1), wf_attr_int("sampling_ratio", 1),
+                     wf_attr_string("coordinate_transformation_mode", "half_pixel")};
+    wf_tensor *in_o[3] = {x, r, bo}, *in_u[3] = {x, r, bu}, *in_g[3] = {x, r, bg};
+    multi_graph m;
+    wf_tensor *y = NULL;
+    multi_new(&m, "RoiAlign", "ra", in_o, 3, at, 4);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(multi_run(m.dev, &m, in_o, &y), "node 'ra' (RoiAlign)", "batch_indices[1] = 2 is outside [0, 2)");
+        expect_error(multi_run(m.dev, &m, in_u, &y), "node 'ra' (RoiAlign)", "batch_indices[0] = -1 is outside [0, 2)");
+        const float want[2] = {7, 1};
+        multi_expect(&m, in_g, want, 2);
+    }
+    multi_free(&m);
+    wf_tensor *all[] = {x, r, bo, bu, bg};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* RotaryEmbedding of x [1,1,2,2] = [[1,2],[3,4]] with caches of 3 positions (cos, sin): (1, 0), (0, 1),
+ * (-1, 0); y = (c x1 - s x2, s x1 + c x2) at each position's row. */
+static void test_rotary_positions(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_rotary_positions", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[4] = {1, 1, 2, 2}, cd[2] = {3, 1}, pd[2] = {1, 2};
+    const float xv[4] = {1, 2, 3, 4}, cv[3] = {1, 0, -1}, sv[3] = {0, 1, 0};
+    const int64_t over[2] = {0, 3}, under[2] = {-1, 0}, good[2] = {2, 1};
+    const int32_t good32[2] = {1, 0};
+    wf_tensor *x = f32(4, xd, xv), *c = f32(2, cd, cv), *sn = f32(2, cd, sv), *po = i64(2, pd, over),
+              *pu = i64(2, pd, under), *pg = i64(2, pd, good), *pg32 = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 2, pd, good32, &pg32));
+    wf_tensor *in_o[4] = {x, c, sn, po}, *in_u[4] = {x, c, sn, pu}, *in_g[4] = {x, c, sn, pg}, *in_32[4] = {x, c, sn, pg32};
+    multi_graph m;
+    wf_tensor *y = NULL;
+    multi_new(&m, "RotaryEmbedding", "rope", in_o, 4, NULL, 0);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(multi_run(m.dev, &m, in_o, &y), "node 'rope' (RotaryEmbedding)",
+                     "position id 3 is outside the caches' 3 positions");
+        expect_error(multi_run(m.dev, &m, in_u, &y), "node 'rope' (RotaryEmbedding)",
+                     "position id -1 is outside the caches' 3 positions");
+        const float want[4] = {-1, -2, -4, 3}; /* rows 2 and 1 */
+        multi_expect(&m, in_g, want, 4);
+    }
+    multi_free(&m);
+    multi_new(&m, "RotaryEmbedding", "rope32", in_32, 4, NULL, 0);
+    const float want32[4] = {-2, 1, 3, 4}; /* rows 1 and 0 */
+    multi_expect(&m, in_32, want32, 4);
+    multi_free(&m);
+    wf_tensor *all[] = {x, c, sn, po, pu, pg, pg32};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -323,6 +589,11 @@ int main(void)
     RUN_TEST(test_gather_elements_and_nd);
     RUN_TEST(test_scatter_elements);
     RUN_TEST(test_scatternd);
+    RUN_TEST(test_reverse_sequence);
+    RUN_TEST(test_int_divisors);
+    RUN_TEST(test_loss_targets);
+    RUN_TEST(test_roi_align);
+    RUN_TEST(test_rotary_positions);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -60,7 +60,13 @@ typedef struct ocl_dev {
     unsigned err_next;
     atomic_int err_armed;
     struct ocl_errbuf *err_orphans;
-    bool no_readback;         /* WEFT_OCL_NO_READBACK set: kernels' read-backs (ocl_shp_read) fail */
+    /* under err_mu: the node of the checking launches registered since the record was last read, and
+     * whether they all were that one node's (err_one: then the event recorded right after them is that
+     * node's, and the executor's wrapper names it, so the index error does not) */
+    char err_node[192];
+    bool err_any, err_one;
+    bool no_readback;         /* WEFT_OCL_NO_READBACK set: kernels' read-backs (ocl_shp_read, oclew_read,
+                               * ocl_nnr_read) fail */
 } ocl_dev;
 
 /* The device state of a kernel's context. */
@@ -105,10 +111,32 @@ wf_status *ocl_launch(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *ar
  * ocl_shape_index.c). The launch goes through ocl_launch_checked, which arms the record: the next event
  * recorded on the compute queue reads it back without blocking and reports the index as its error; a
  * synchronisation or a synchronous download reads what no event has. */
-enum { OCL_SITE_GATHER, OCL_SITE_ELEMENTS, OCL_SITE_ND };
+enum {
+    OCL_SITE_GATHER,
+    OCL_SITE_ELEMENTS,
+    OCL_SITE_ND,
+    OCL_SITE_SEQLEN,     /* ReverseSequence: data_shape is the input's shape, entry the time steps */
+    OCL_SITE_DIV_ZERO,   /* Div / Mod: data_shape is the divisor's dtype name */
+    OCL_SITE_NEG_POW,    /* Pow: an integer exponent below zero */
+    OCL_SITE_TARGET,     /* the losses: entry is the class count */
+    OCL_SITE_ROI_BATCH,  /* RoiAlign: entry is the batch size */
+    OCL_SITE_POSITION    /* RotaryEmbedding: entry is the caches' positions */
+};
 wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape, cl_mem *err, cl_uint *site);
 wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims,
                               const size_t *global);
+/* Checks every value of integer tensor t (i8, u8, i16, i32 or i64) on the device, so nothing is read
+ * back: a value inside [lo, hi] when bad_inside, else one outside it, that is not *skip (NULL: none),
+ * fails the run through the record as a site of `kind` (data_shape: the text its message names); the
+ * record holds the value, its element number in t and `entry`. */
+wf_status *ocl_check_ints(wf__kctx *k, const wf_tensor *t, int kind, int64_t lo, int64_t hi, bool bad_inside,
+                          const int64_t *skip, int64_t entry, const char *data_shape);
+/* The code of an integer dtype that ocl_check_ints's kernel (and others that load any integer dtype)
+ * switches on: 0 i8, 1 u8, 2 i16, 3 i32, 4 i64; -1 for other dtypes. */
+static inline int ocl_int_code(wf_dtype t)
+{
+    return t == WF_I8 ? 0 : t == WF_U8 ? 1 : t == WF_I16 ? 2 : t == WF_I32 ? 3 : t == WF_I64 ? 4 : -1;
+}
 
 /* The OpenCL type name of a dtype inside kernel source ("float", "half", "int", "uchar" for bool...). */
 const char *ocl_type(wf_dtype t);

@@ -391,7 +391,8 @@ wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl
 }
 
 /* ---- index errors ----------------------------------------------------------------------------------
- * A checking kernel (ocl_shape_index.c) that meets a bad index writes it into the device's record
+ * A checking kernel (ocl_shape_index.c's, or check_vals below for the ops that check the values of an
+ * integer input: ocl_check_ints) that meets a bad index writes it into the device's record
  * (err_mem: the site id of its launch, set from 0 by compare-and-swap so the first one wins, then the
  * index, its position and entry) instead of the host reading the indices back before the launch. The
  * host keeps the last OCL_ERR_SITES launches (node, op, axis, data's shape), so the message can be the
@@ -401,7 +402,10 @@ wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl
  * records a node's event under the device's enqueue lock right after its commands, so that is the
  * node's own event. An event released before anyone looked at its completion (the executor records a
  * node's event again after an output copy) hands its reads on to the next event recorded on q
- * (err_orphans); synchronize and the synchronous copy_to_host read what is armed and orphaned. */
+ * (err_orphans); synchronize and the synchronous copy_to_host read what is armed and orphaned. The
+ * executor's wrapper of an event's error names the event's node, so the message leaves the node out
+ * when the read is the event's own and its launches were one node's (ocl_errbuf.own, one_node), and
+ * names it otherwise. */
 
 #define OCL_ERR_SITES 512
 
@@ -422,6 +426,8 @@ typedef struct ocl_errbuf {
     cl_event read;
     ocl_err_rec rec;
     atomic_bool seen; /* an event's completion has reported it (or found it clean) */
+    bool one_node;    /* the launches it covers were all one node's (err_one when it was enqueued) */
+    bool own;         /* read by the event it is on, right after that node's commands (not handed on) */
 } ocl_errbuf;
 
 /* A wf_event: the cl_event and the reads of the record it carries. */
@@ -460,11 +466,63 @@ wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape,
     snprintf(r->node, sizeof r->node, "%s", k->node ? k->node : "?");
     snprintf(r->op, sizeof r->op, "%s", k->op->name);
     snprintf(r->x, sizeof r->x, "%s", data_shape);
+    if (!d->err_any) {
+        snprintf(d->err_node, sizeof d->err_node, "%s", r->node);
+        d->err_any = d->err_one = true;
+    } else if (strcmp(d->err_node, r->node) != 0) {
+        d->err_one = false;
+    }
     *err = d->err_mem;
     *site = r->id;
 out:
     pthread_mutex_unlock(&d->err_mu);
     return s;
+}
+
+/* Value checks (ocl_check_ints): one work item per element of an integer tensor of dtype code dt. */
+static const char *g_vcheck_src =
+    "__kernel void check_vals(__global const char *p, ulong off, int dt, long lo, long hi, int bad_inside,\n"
+    "                         int has_skip, long skip, long ent, __global int *err, uint site) {\n"
+    "  ulong g = get_global_id(0);\n"
+    "  long v;\n"
+    "  switch (dt) {\n"
+    "  case 0: v = p[off + g]; break;\n"
+    "  case 1: v = ((__global const uchar *)p)[off + g]; break;\n"
+    "  case 2: v = ((__global const short *)p)[off + g]; break;\n"
+    "  case 3: v = ((__global const int *)p)[off + g]; break;\n"
+    "  default: v = ((__global const long *)p)[off + g]; break;\n"
+    "  }\n"
+    "  if (has_skip && v == skip) return;\n"
+    "  if ((v >= lo && v <= hi) != (bad_inside != 0)) return;\n"
+    "  if (atomic_cmpxchg((volatile __global int *)err, 0, (int)site) == 0) {\n"
+    "    __global long *e = (__global long *)err;\n"
+    "    e[1] = v;\n"
+    "    e[2] = (long)g;\n"
+    "    e[3] = ent;\n"
+    "  }\n"
+    "}\n";
+
+wf_status *ocl_check_ints(wf__kctx *k, const wf_tensor *t, int kind, int64_t lo, int64_t hi, bool bad_inside,
+                          const int64_t *skip, int64_t entry, const char *data_shape)
+{
+    if (!t->size) return NULL;
+    cl_int dt = ocl_int_code(t->dtype);
+    if (dt < 0)
+        return ocl_host->kctx_fail(k, WF_INTERNAL, "a value check on %s needs an integer tensor, got dtype %d",
+                                   k->device->short_name, (int)t->dtype);
+    cl_kernel kern;
+    cl_mem em;
+    cl_uint site;
+    WF__TRY(ocl_kernel(k, "value_check", g_vcheck_src, "", "check_vals", &kern));
+    WF__TRY(ocl_err_site(k, kind, 0, data_shape, &em, &site));
+    cl_mem tm = ocl_mem(t);
+    cl_ulong to = ocl_off(t); /* in elements of the loaded type */
+    cl_long l = lo, h = hi, sk = skip ? *skip : 0, ent = entry;
+    cl_int bi = bad_inside, hs = skip != NULL;
+    ocl_arg args[] = {OCL_ARG(tm), OCL_ARG(to), OCL_ARG(dt), OCL_ARG(l),  OCL_ARG(h), OCL_ARG(bi),
+                      OCL_ARG(hs), OCL_ARG(sk), OCL_ARG(ent), OCL_ARG(em), OCL_ARG(site)};
+    size_t g = (size_t)t->size;
+    return ocl_launch_checked(k, kern, 11, args, 1, &g);
 }
 
 /* If a checking launch was enqueued since the last read: a read of the record into a new buffer and a
@@ -481,6 +539,10 @@ static cl_int err_enqueue_read(ocl_dev *d, ocl_errbuf **out)
     pthread_mutex_lock(&d->mu);
     int armed = atomic_exchange(&d->err_armed, 0);
     if (armed) {
+        pthread_mutex_lock(&d->err_mu);
+        b->one_node = d->err_any && d->err_one;
+        d->err_any = false;
+        pthread_mutex_unlock(&d->err_mu);
         static const cl_uint zero = 0;
         st = clEnqueueReadBuffer(d->q, d->err_mem, CL_FALSE, 0, sizeof b->rec, &b->rec, 0, NULL, &b->read);
         if (st == CL_SUCCESS) st = clEnqueueFillBuffer(d->q, d->err_mem, &zero, sizeof zero, 0, sizeof b->rec, 0, NULL, NULL);
@@ -499,9 +561,11 @@ static cl_int err_enqueue_read(ocl_dev *d, ocl_errbuf **out)
     return CL_SUCCESS;
 }
 
-/* The error of a completed read: the host check's message, naming the node. */
-static wf_status *err_status(ocl_dev *d, const ocl_err_rec *rec)
+/* The error of a completed read: the host check's message, naming the node unless the executor's
+ * wrapper of the event it is on will (b->own and b->one_node: the event is that node's own). */
+static wf_status *err_status(ocl_dev *d, const ocl_errbuf *b)
 {
+    const ocl_err_rec *rec = &b->rec;
     if (!rec->site) return NULL;
     pthread_mutex_lock(&d->err_mu);
     struct ocl_err_site r = d->err_sites[rec->site % OCL_ERR_SITES];
@@ -511,13 +575,40 @@ static wf_status *err_status(ocl_dev *d, const ocl_err_rec *rec)
         return ocl_host->status(WF_INVALID_ARGUMENT,
                                 "an index kernel on %s met index %lld out of range (its node has left the record of "
                                 "the last %d checking launches)", d->name, v, OCL_ERR_SITES);
-    if (r.kind == OCL_SITE_ND)
+    /* the wording of the host checks these replace (those of the CPU) */
+    char who[256] = "";
+    if (!b->own || !b->one_node) snprintf(who, sizeof who, "node '%s' (%s): ", r.node, r.op);
+    switch (r.kind) {
+    case OCL_SITE_ND:
         return ocl_host->status(WF_INVALID_ARGUMENT,
-                                "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
-                                r.node, r.op, v, pos, ent, (long long)r.axis + ent, r.x);
+                                "%sindex %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
+                                who, v, pos, ent, (long long)r.axis + ent, r.x);
+    case OCL_SITE_SEQLEN:
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "%ssequence length %lld of batch %lld is outside [0, %lld] for input %s",
+                                who, v, pos, ent, r.x);
+    case OCL_SITE_DIV_ZERO:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%sinteger division by zero (%s divisor, element %lld)",
+                                who, r.x, pos);
+    case OCL_SITE_NEG_POW:
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "%sintegers to negative integer powers are not allowed (exponent %lld at "
+                                "element %lld)",
+                                who, v, pos);
+    case OCL_SITE_TARGET:
+        return ocl_host->status(WF_INVALID_ARGUMENT,
+                                "%starget %lld at position %lld is not a class in [0, %lld) nor ignore_index",
+                                who, v, pos, ent);
+    case OCL_SITE_ROI_BATCH:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%sbatch_indices[%lld] = %lld is outside [0, %lld)",
+                                who, pos, v, ent);
+    case OCL_SITE_POSITION:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%sposition id %lld is outside the caches' %lld positions",
+                                who, v, ent);
+    default: break;
+    }
     return ocl_host->status(WF_INVALID_ARGUMENT,
-                            "node '%s' (%s): index %lld (at position %lld) is out of range for axis %d of data %s", r.node,
-                            r.op, v, pos, r.axis, r.x);
+                            "%sindex %lld (at position %lld) is out of range for axis %d of data %s", who, v, pos, r.axis, r.x);
 }
 
 /* The first error of a list of completed reads; all of them are marked seen. */
@@ -525,7 +616,7 @@ static wf_status *errs_check(ocl_dev *d, ocl_errbuf *list)
 {
     wf_status *s = NULL;
     for (ocl_errbuf *b = list; b; b = b->next) {
-        if (!s) s = err_status(d, &b->rec);
+        if (!s) s = err_status(d, b);
         atomic_store(&b->seen, true);
     }
     return s;
@@ -537,6 +628,7 @@ static void errs_free(ocl_dev *d, ocl_errbuf *list)
     for (ocl_errbuf *b = list, *bn; b; b = bn) {
         bn = b->next;
         if (!atomic_load(&b->seen)) {
+            b->own = false; /* the next event is another node's, or this one's recorded again */
             pthread_mutex_lock(&d->err_mu);
             b->next = d->err_orphans;
             d->err_orphans = b;
@@ -922,6 +1014,7 @@ static wf_status *event_record(void *dev, int stream, wf_event **ev)
     cl_event e = NULL;
     ocl_errbuf *errs = NULL;
     cl_int st = stream == WF_STREAM_COPY ? CL_SUCCESS : err_enqueue_read(d, &errs);
+    if (errs) errs->own = true; /* right after the commands of the node whose event this is */
     if (st == CL_SUCCESS && stream != WF_STREAM_COPY) {
         pthread_mutex_lock(&d->err_mu);
         ocl_errbuf **tail = &errs;

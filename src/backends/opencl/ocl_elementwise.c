@@ -37,9 +37,9 @@
     "  }\n"                                                                                                        \
     "}\n"
 
-/* Binary ops for one dtype. x and y are the operands in CT. Integer division and remainder never see a
- * zero divisor (the host rejects those first) and take -1 on a separate path, so that MIN / -1 neither
- * traps nor needs to be speculated. */
+/* Binary ops for one dtype. x and y are the operands in CT. Integer division and remainder give 0 for a
+ * zero divisor (check_b's kernel has failed the run then) and take -1 on a separate path, so that
+ * MIN / -1 neither traps nor needs to be speculated. */
 static const char *g_bin_src =
     OCLEW_PRELUDE BC_SRC
     "#define BIN_T(n, E) __kernel void k_##n(__global const ST *pa, ulong ao, __global const ST *pb, ulong bo, "
@@ -120,21 +120,21 @@ static const char *g_bin_src =
     /* BitShift (opset 28): an amount < 0 or >= the width leaves only the sign fill */
     "BIN_T(shl, (UT)y >= BITS ? (UT)0 : (UT)x << (UT)y)\n"
     "#ifdef IS_SINT\n"
-    "ST idiv(ST x, ST y) { if (y == -1) return (ST)((UT)0 - (UT)x); return x / y; }\n"
+    "ST idiv(ST x, ST y) { if (y == 0) return 0; if (y == -1) return (ST)((UT)0 - (UT)x); return x / y; }\n"
     "ST imod(ST x, ST y) {\n"
-    "  if (y == -1) return 0;\n"
+    "  if (y == -1 || y == 0) return 0;\n"
     "  ST r = x % y;\n"
     "  return (r != 0 && ((r < 0) != (y < 0))) ? (ST)(r + y) : r;\n"
     "}\n"
-    "ST ifmod(ST x, ST y) { if (y == -1) return 0; return x % y; }\n"
+    "ST ifmod(ST x, ST y) { if (y == -1 || y == 0) return 0; return x % y; }\n"
     "BIN_T(div, idiv(x, y))\n"
     "BIN_T(mod, imod(x, y))\n"
     "BIN_T(fmod, ifmod(x, y))\n"
     "BIN_T(shr, (UT)y >= BITS ? (x < 0 ? -1 : 0) : x >> y)\n"
     "#else\n"
-    "BIN_T(div, x / y)\n"
-    "BIN_T(mod, x % y)\n"
-    "BIN_T(fmod, x % y)\n"
+    "BIN_T(div, y == 0 ? 0 : x / y)\n"
+    "BIN_T(mod, y == 0 ? 0 : x % y)\n"
+    "BIN_T(fmod, y == 0 ? 0 : x % y)\n"
     "BIN_T(shr, y >= 8 ? 0 : x >> y)\n"
     "#endif\n"
     "#endif\n";
@@ -161,6 +161,9 @@ void oclew_opts(const wf__kctx *k, wf_dtype t, char *buf, size_t n)
 wf_status *oclew_read(wf__kctx *k, const wf_tensor *t, void **out)
 {
     size_t bytes = (size_t)t->size * ocl_size(t->dtype);
+    if (bytes && ocl_of(k)->no_readback)
+        return ocl_host->kctx_fail(k, WF_FAILED_PRECONDITION, "reads %zu bytes of an input back from %s "
+                                   "(WEFT_OCL_NO_READBACK is set)", bytes, k->device->short_name);
     void *buf = ocl_host->malloc(bytes ? bytes : 1);
     if (!buf) return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading back %zu bytes", bytes);
     if (bytes) {
@@ -274,26 +277,15 @@ wf_status *oclew_kernel(wf__kctx *k, const char *prog, const char *src, wf_dtype
     return ocl_kernel(k, prog, src, opts, full, out);
 }
 
-/* Integer divisors and exponents are read back and scanned before launching: a kernel cannot fail
- * per element, and the CPU rejects these values with an error naming the element. */
+/* A zero integer divisor or a negative integer exponent fails the run, as on the CPU (whose message
+ * names the element): a kernel checks b on the device and reports to the error record, nothing is read
+ * back. The arithmetic kernels that run after it never trap on a zero divisor. */
 static wf_status *check_b(wf__kctx *k, int check, const wf_tensor *b)
 {
     if (check == CHECK_NONE || !oclew_is_int(b->dtype) || (check == CHECK_NEG && b->dtype == WF_U8)) return NULL;
-    void *buf;
-    wf_status *s = oclew_read(k, b, &buf);
-    if (s) return s;
-    for (int64_t i = 0; i < b->size && !s; i++) {
-        int64_t v = oclew_load_i64(buf, b->dtype, i);
-        if (check == CHECK_ZERO && v == 0)
-            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "integer division by zero (%s divisor, element %lld)",
-                                    oclew_dtype_name(b->dtype), (long long)i);
-        else if (check == CHECK_NEG && v < 0)
-            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                    "integers to negative integer powers are not allowed "
-                                    "(exponent %lld at element %lld)", (long long)v, (long long)i);
-    }
-    ocl_host->free(buf);
-    return s;
+    if (check == CHECK_ZERO)
+        return ocl_check_ints(k, b, OCL_SITE_DIV_ZERO, 0, 0, true, NULL, 0, oclew_dtype_name(b->dtype));
+    return ocl_check_ints(k, b, OCL_SITE_NEG_POW, INT64_MIN, -1, true, NULL, 0, "");
 }
 
 /* y = name(a, b) over the broadcast of a's and b's shapes; a, b, y are (buffer, element offset). */

@@ -193,11 +193,13 @@ static const char *g_src =
     "}\n"
     /* RoiAlign: one work item per output element (roi, channel, ph, pw). */
     "__kernel void k_roi_align(__global const ST *x, ulong xo, __global const ST *ro, ulong roo,\n"
-    "    __global const long *bi, __global ST *y, ulong yo, long C, long H, long W, long oh, long ow, long sr,\n"
-    "    ACC scale, int hpx, int is_max) {\n"
+    "    __global const int *bi, ulong bio, int bi64, long N, __global ST *y, ulong yo, long C, long H, long W,\n"
+    "    long oh, long ow, long sr, ACC scale, int hpx, int is_max) {\n"
     "  ulong g = get_global_id(0);\n"
     "  long pw = (long)(g % (ulong)ow), t = (long)(g / (ulong)ow), ph = t % oh; t /= oh;\n"
-    "  long c = t % C, r = t / C, bn = bi[r];\n"
+    /* a bad batch index has failed the run (ocl_check_ints): clamped, it stays in bounds */
+    "  long c = t % C, r = t / C, bn = bi64 ? ((__global const long *)bi)[bio + r] : (long)bi[bio + r];\n"
+    "  bn = bn < 0 ? 0 : bn >= N ? N - 1 : bn;\n"
     "  ACC off = hpx ? (ACC)0.5 : (ACC)0;\n"
     "  ACC x0 = LDA(ro, roo + r * 4) * scale - off, y0 = LDA(ro, roo + r * 4 + 1) * scale - off;\n"
     "  ACC rw = LDA(ro, roo + r * 4 + 2) * scale - off - x0, rh = LDA(ro, roo + r * 4 + 3) * scale - off - y0;\n"
@@ -504,39 +506,24 @@ static wf_status *k_RoiAlign(wf__kctx *k)
     double scale = oclimg_attr_f(k, "spatial_scale");
     cl_int half = !strcmp(oclimg_attr_s(k, "coordinate_transformation_mode"), "half_pixel");
     cl_int is_max = !strcmp(oclimg_attr_s(k, "mode"), "max");
-    /* batch indices are read back to reject bad ones, as the CPU does, and go back as i64 */
-    void *buf;
-    wf_status *s = oclew_read(k, bi, &buf);
-    if (s) return s;
-    cl_long *b64 = ocl_host->malloc(sizeof(cl_long) * (size_t)(R + 1));
-    if (!b64) s = ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for batch_indices");
-    for (int64_t r = 0; r < R && !s; r++) {
-        b64[r] = oclew_load_i64(buf, bi->dtype, r);
-        if (b64[r] < 0 || b64[r] >= N)
-            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "batch_indices[%lld] = %lld is outside [0, %lld)",
-                                    (long long)r, (long long)b64[r], (long long)N);
-    }
-    ocl_host->free(buf);
+    /* a batch index outside [0, N) fails the run, as on the CPU: checked on the device, not read back */
+    wf_status *s = ocl_check_ints(k, bi, OCL_SITE_ROI_BATCH, 0, N - 1, false, NULL, N, "");
     int64_t odims[4] = {R, C, oh, ow};
     wf_tensor *y = NULL;
-    cl_mem bm = NULL;
     if (!s) s = ocl_host->kctx_output(k, 0, X->dtype, 4, odims, &y);
-    if (!s && y->size) s = oclimg_buffer(k, sizeof(cl_long) * (size_t)(R + 1), b64, &bm);
-    ocl_host->free(b64);
-    if (s || !y->size) return s;
+    if (s || !y->size || !N) return s; /* no batch: every index is bad, the run fails */
     cl_kernel kern;
-    if (!(s = oclimg_kernel(k, "image", g_src, X->dtype, "roi_align", &kern))) {
-        cl_mem xm = ocl_mem(X), rm = ocl_mem(rois), ym = ocl_mem(y);
-        cl_ulong xo = ocl_off(X), ro = ocl_off(rois), yo = ocl_off(y);
-        cl_double sd = scale;
-        cl_float sf = (cl_float)scale;
-        ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(rm), OCL_ARG(ro), OCL_ARG(bm), OCL_ARG(ym),
-                          OCL_ARG(yo), OCL_ARG(C),  OCL_ARG(H),  OCL_ARG(W),  OCL_ARG(oh), OCL_ARG(ow),
-                          OCL_ARG(sr), ocl_of(k)->fp64 ? OCL_ARG(sd) : OCL_ARG(sf), OCL_ARG(half), OCL_ARG(is_max)};
-        s = oclimg_run(k, kern, 16, args, (size_t)y->size);
-    }
-    clReleaseMemObject(bm);
-    return s;
+    if ((s = oclimg_kernel(k, "image", g_src, X->dtype, "roi_align", &kern))) return s;
+    cl_mem xm = ocl_mem(X), rm = ocl_mem(rois), bm = ocl_mem(bi), ym = ocl_mem(y);
+    cl_ulong xo = ocl_off(X), ro = ocl_off(rois), bo = ocl_off(bi), yo = ocl_off(y);
+    cl_int b64 = bi->dtype == WF_I64;
+    cl_double sd = scale;
+    cl_float sf = (cl_float)scale;
+    ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(rm), OCL_ARG(ro),   OCL_ARG(bm), OCL_ARG(bo),
+                      OCL_ARG(b64), OCL_ARG(N), OCL_ARG(ym), OCL_ARG(yo),   OCL_ARG(C),  OCL_ARG(H),
+                      OCL_ARG(W),  OCL_ARG(oh), OCL_ARG(ow), OCL_ARG(sr),   ocl_of(k)->fp64 ? OCL_ARG(sd) : OCL_ARG(sf),
+                      OCL_ARG(half), OCL_ARG(is_max)};
+    return oclimg_run(k, kern, 19, args, (size_t)y->size);
 }
 
 /* ---- Col2Im --------------------------------------------------------------------------------------------- */

@@ -50,6 +50,9 @@ wf_status *ocl_nnr_read(wf__kctx *k, const wf_tensor *t, void *dst, size_t bytes
         memcpy(dst, t->data, bytes);
         return NULL;
     }
+    if (ocl_of(k)->no_readback)
+        return ocl_host->kctx_fail(k, WF_FAILED_PRECONDITION, "reads %zu bytes of an input back from %s "
+                                   "(WEFT_OCL_NO_READBACK is set)", bytes, k->device->short_name);
     cl_int st = clEnqueueReadBuffer(ocl_of(k)->q, ocl_mem(t), CL_TRUE, t->dev_offset, bytes, dst, 0, NULL, NULL);
     return st == CL_SUCCESS ? NULL : ocl_fail(k, st, "read-back of a small input");
 }

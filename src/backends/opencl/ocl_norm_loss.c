@@ -174,24 +174,13 @@ wf_status *ocl_norm_k_lrn(wf__kctx *k)
 
 /* ---- NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss -------------------------------------------------- */
 
-/* Targets are read back and checked first: a kernel cannot fail per element, and the CPU rejects a
- * target outside [0, C) that is not ignore_index with an error naming it. */
+/* A target outside [0, C) that is not ignore_index fails the run, as on the CPU (whose message names
+ * it): a kernel checks them on the device and reports to the error record, nothing is read back; the
+ * loss kernel gives such a target a zero loss and weight. */
 static wf_status *check_targets(wf__kctx *k, const wf_tensor *t, int64_t C, const wf__attr *ia)
 {
-    size_t bytes = (size_t)t->size * ocl_size(t->dtype);
-    void *buf = ocl_host->malloc(bytes ? bytes : 1);
-    if (!buf) return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reading back %zu bytes of targets", bytes);
-    wf_status *s = ocl_nnr_read(k, t, buf, bytes);
-    for (int64_t i = 0; i < t->size && !s; i++) {
-        int64_t tv = ocl_nnr_int_at(buf, t->dtype, i);
-        if (ia->set && tv == ia->i) continue;
-        if (tv < 0 || tv >= C)
-            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                    "target %lld at position %lld is not a class in [0, %lld) nor ignore_index",
-                                    (long long)tv, (long long)i, (long long)C);
-    }
-    ocl_host->free(buf);
-    return s;
+    int64_t ign = ia->i;
+    return ocl_check_ints(k, t, OCL_SITE_TARGET, 0, C - 1, false, ia->set ? &ign : NULL, C, "");
 }
 
 wf_status *ocl_norm_k_loss(wf__kctx *k)

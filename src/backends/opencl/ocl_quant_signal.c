@@ -211,7 +211,8 @@ static const char *g_src =
     "}\n"
     /* RotaryEmbedding per element; a: B H S D, b: strides bs hs ss; rows[b * S + s] is the cache row. */
     "__kernel void k_rope(__global const ST *x, ulong xo, __global const ST *cc, ulong co, __global const ST *sn,\n"
-    "    ulong so, __global const long *rows, __global ST *y, ulong yo, p6_t P, long rd, int inter) {\n"
+    "    ulong so, __global const char *pp, ulong po, int pdt, long np, __global ST *y, ulong yo, p6_t P, long rd,\n"
+    "    int inter) {\n"
     "  ulong g = get_global_id(0);\n"
     "  long D = P.a[3], S = P.a[2], H = P.a[1];\n"
     "  long d = (long)(g % (ulong)D), t = (long)(g / (ulong)D), s = t % S; t /= S;\n"
@@ -219,7 +220,16 @@ static const char *g_src =
     "  if (d >= rd) { STA(y, yo + base + d, LDA(x, xo + base + d)); return; }\n"
     "  long half_ = rd / 2, i = inter ? d / 2 : d % half_;\n"
     "  bool first = inter ? d % 2 == 0 : d < half_;\n"
-    "  long i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half_, row = rows[b * S + s];\n"
+    "  long i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half_, row = b * S + s;\n"
+    /* position_ids of integer dtype code pdt (-1: none); a bad one has failed the run, clamped it stays in
+     * bounds */
+    "  if (pdt >= 0) {\n"
+    "    ulong j = po + (ulong)row;\n"
+    "    row = pdt == 0 ? (long)pp[j] : pdt == 1 ? (long)((__global const uchar *)pp)[j]\n"
+    "        : pdt == 2 ? (long)((__global const short *)pp)[j] : pdt == 3 ? (long)((__global const int *)pp)[j]\n"
+    "        : ((__global const long *)pp)[j];\n"
+    "    row = row < 0 ? 0 : row >= np ? np - 1 : row;\n"
+    "  }\n"
     "  ACC c = LDA(cc, co + row * half_ + i), sv = LDA(sn, so + row * half_ + i);\n"
     "  ACC x1 = LDA(x, xo + base + i1), x2 = LDA(x, xo + base + i2), v;\n"
     "  if (first) v = rnd(rnd(c * x1, DT) - rnd(sv * x2, DT), DT);\n"
@@ -747,32 +757,20 @@ wf_status *oclimg_k_RotaryEmbedding(wf__kctx *k)
     if (!ok)
         return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "cos_cache and sin_cache do not fit the input (%s, %lld rotated dims)",
                                    pos ? "with position_ids" : "without position_ids", (long long)rd);
-    /* cache rows per (batch, position): position_ids are read back to reject bad ones, as the CPU does */
-    cl_long *rows = ocl_host->malloc(sizeof(cl_long) * (size_t)(B * S + 1));
-    if (!rows) return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for position ids");
-    wf_status *s = NULL;
-    void *pb = NULL;
-    if (pos) s = oclew_read(k, pos, &pb);
-    for (int64_t i = 0; i < B * S && !s; i++) {
-        rows[i] = pb ? oclew_load_i64(pb, pos->dtype, i) : i;
-        if (pb && (rows[i] < 0 || rows[i] >= cc->dims[0]))
-            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "position id %lld is outside the caches' %lld positions",
-                                    (long long)rows[i], (long long)cc->dims[0]);
-    }
-    ocl_host->free(pb);
+    /* a position id outside the caches fails the run, as on the CPU: checked on the device, not read back */
+    wf_status *s = pos ? ocl_check_ints(k, pos, OCL_SITE_POSITION, 0, cc->dims[0] - 1, false, NULL, cc->dims[0], "")
+                       : NULL;
     wf_tensor *y = NULL;
-    cl_mem rm = NULL;
     if (!s) s = ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y);
-    if (!s && y->size) s = oclimg_buffer(k, sizeof(cl_long) * (size_t)(B * S + 1), rows, &rm);
-    ocl_host->free(rows);
+    if (s || !y->size || (pos && !cc->dims[0])) return s; /* no cache rows: every position id is bad */
     cl_kernel kk;
-    if (!s && y->size && !(s = kern(k, x->dtype, "rope", &kk))) {
-        cl_mem xm = ocl_mem(x), cm = ocl_mem(cc), sm = ocl_mem(sc), ym = ocl_mem(y);
-        cl_ulong xo = ocl_off(x), co = ocl_off(cc), so = ocl_off(sc), yo = ocl_off(y);
-        ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(cm), OCL_ARG(co), OCL_ARG(sm), OCL_ARG(so),
-                          OCL_ARG(rm), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(P),  OCL_ARG(rd), OCL_ARG(inter)};
-        s = oclimg_run(k, kk, 12, args, (size_t)y->size);
-    }
-    if (rm) clReleaseMemObject(rm);
-    return s;
+    if ((s = kern(k, x->dtype, "rope", &kk))) return s;
+    cl_mem xm = ocl_mem(x), cm = ocl_mem(cc), sm = ocl_mem(sc), ym = ocl_mem(y), pm = pos ? ocl_mem(pos) : xm;
+    cl_ulong xo = ocl_off(x), co = ocl_off(cc), so = ocl_off(sc), yo = ocl_off(y), po = pos ? ocl_off(pos) : 0;
+    cl_int pdt = pos ? ocl_int_code(pos->dtype) : -1;
+    cl_long np = cc->dims[0];
+    ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(cm), OCL_ARG(co), OCL_ARG(sm),  OCL_ARG(so),
+                      OCL_ARG(pm), OCL_ARG(po), OCL_ARG(pdt), OCL_ARG(np), OCL_ARG(ym), OCL_ARG(yo),
+                      OCL_ARG(P),  OCL_ARG(rd), OCL_ARG(inter)};
+    return oclimg_run(k, kk, 15, args, (size_t)y->size);
 }

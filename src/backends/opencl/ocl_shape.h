@@ -9,13 +9,6 @@
 #include "backends/opencl/ocl.h"
 
 #define OCL_SB 160
-/* The scatters' index tensors up to this many elements are read back and checked on the host; larger
- * ones are clamped into range inside the kernels instead (an out-of-range index then writes a border
- * element rather than failing). The gathers check theirs on the device, whatever their size. */
-#ifndef OCL_SHP_HOST_CHECK
-#define OCL_SHP_HOST_CHECK ((int64_t)1 << 22)
-#endif
-
 static inline bool ocl_shp_has(const wf__kctx *k, int i) { return i < k->n_in && k->in[i] != NULL; }
 
 const char *ocl_shp_dtname(wf_dtype t);
@@ -38,7 +31,7 @@ void ocl_shp_store_f64(void *p, wf_dtype t, int64_t i, double v);
 /* Reads an i32/i64 input of rank <= 1 with at most max values; errors name `what`. */
 wf_status *ocl_shp_ints(wf__kctx *k, int idx, const char *what, int64_t *v, int max, int *n);
 /* Reads a whole index tensor (i32/i64) as int64 into a new buffer (caller frees with ocl_host->free);
- * *v is NULL when it has more than `limit` elements (OCL_SHP_HOST_CHECK for indices to validate). */
+ * *v is NULL when it has more than `limit` elements. */
 wf_status *ocl_shp_index_host(wf__kctx *k, const wf_tensor *ix, int64_t limit, int64_t **v);
 
 /* The kernel `name` of the byte-moving program for elements of eb bytes. */
