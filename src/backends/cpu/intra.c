@@ -220,7 +220,9 @@ int wf__intra_begin(wf__kctx *k)
 
 int wf__intra_begin_create(wf__kctx *k)
 {
-    omp_set_num_threads(k && k->intra && k->intra->threads > 0 ? k->intra->threads : 1);
+    /* a kernel too small for a region is built for one thread, as with --threads 1: oneDNN may pick
+     * another implementation and work split for two threads, which this kernel would never use */
+    omp_set_num_threads(k && k->intra && k->intra->threads > 0 && big_enough(k) ? k->intra->threads : 1);
     return 0;
 }
 
