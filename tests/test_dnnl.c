@@ -400,13 +400,13 @@ static int process_threads(void)
     return n;
 }
 
-/* A oneDNN kernel the intra-op gate keeps on its thread (here: estimated below the minimum for a
- * parallel region) runs on that thread, although its primitive was built for two: oneDNN fixes its
- * thread count at creation and opens `omp parallel num_threads(2)` whatever omp_set_num_threads says,
- * so before the gate set max-active-levels 0 such a call started an OpenMP team (the second thread
- * appeared here) and oversubscribed the cores beside concurrent nodes. Must run first in the process:
- * an OpenMP team started by an earlier test would already exist. Then the same node, estimated large,
- * may use both threads and gives the same numbers. */
+/* A oneDNN kernel the intra-op gate keeps on its thread (here: another kernel holds the parallel
+ * region, as a concurrent node would) runs on that thread, although its primitive was built for two:
+ * oneDNN fixes its thread count at creation and opens `omp parallel num_threads(2)` whatever
+ * omp_set_num_threads says, so before the gate set max-active-levels 0 such a call started an OpenMP
+ * team (the second thread appeared here) and oversubscribed the cores beside the other node. Must run
+ * first in the process: an OpenMP team started by an earlier test would already exist. Then, with the
+ * region free, the same node may use both threads and gives the same numbers. */
 static void test_solo_stays_on_thread(void)
 {
     unsigned seed = 26;
@@ -418,7 +418,8 @@ static void test_solo_stays_on_thread(void)
     kc_init(&c, "Conv2D", WF_F32, in, 2);
     kc_set_ints(&c, "pads", pads, 4);
     c.k.intra = &intra;
-    c.k.est = 1e-6;
+    c.k.est = 1e-3; /* large enough for a region: built for two threads */
+    (void)atomic_flag_test_and_set(&intra.busy); /* the region is taken */
     int before = process_threads();
     if (before < 0) {
         CHECK_SKIP("test_solo_stays_on_thread", "/proc/self/task unreadable");
@@ -426,7 +427,7 @@ static void test_solo_stays_on_thread(void)
         wf_tensor *y1 = kc_run(&c), *y2 = kc_run(&c);
         CHECK_INT(process_threads(), before);
         CHECK_INT(conv_mismatches(y1, in[0], in[1], 1), 0);
-        c.k.est = 1e-3;
+        atomic_flag_clear(&intra.busy);
         wf_tensor *y3 = kc_run(&c);
         CHECK(y1 && y2 && y3 && !memcmp(y1->data, y2->data, y1->bytes));
         CHECK_INT(conv_mismatches(y3, in[0], in[1], 1), 0);
