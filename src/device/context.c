@@ -39,6 +39,13 @@ fail:
     return s;
 }
 
+int wf__host_device(const wf_context *c)
+{
+    for (int i = 0; i < c->n_devices; i++)
+        if (c->devices[i].info.host_memory) return i;
+    return 0;
+}
+
 void wf_context_free(wf_context *c)
 {
     if (!c) return;

@@ -91,6 +91,9 @@ struct wf_context {
 /* Finds and loads the backend plugins, appending their devices to c (plugins.c). Only running out of
  * memory is an error; everything else becomes a plugin diagnostic. */
 wf_status *wf__plugins_load(wf_context *c);
+/* The device whose memory is the host's (the CPU): where feeds arrive, fetches leave and host-memory
+ * arguments are read. The first device with info.host_memory. */
+int wf__host_device(const wf_context *c);
 /* Opens the built-in CPU backend's device through the same table and checks (first, so it is device 0). */
 wf_status *wf__plugins_add_builtin(wf_context *c);
 void wf__plugins_unload(wf_context *c);

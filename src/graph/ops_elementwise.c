@@ -251,7 +251,7 @@ const wf__op_def wf__ops_elementwise[] = {
      .grad = wf__grad_none},
     {.name = "Round", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_un_float, .flags = WF__OP_CHEAP,
      .grad = wf__grad_none},
-    {.name = "Clip", .min_in = 1, .max_in = 3, .n_out = 1, .infer = infer_clip, .flags = WF__OP_CHEAP,
+    {.name = "Clip", .host_in = 0x6u, .min_in = 1, .max_in = 3, .n_out = 1, .infer = infer_clip, .flags = WF__OP_CHEAP,
      .grad = wf__grad_clip},
     {.name = "Cast", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"to", WF_ATTR_DTYPE, .required = true}},
      .infer = infer_cast, .flags = WF__OP_CHEAP, .grad = wf__grad_cast},

@@ -626,7 +626,7 @@ static wf_status *infer_resize(wf__infer_ctx *c)
 /* ---- the table ------------------------------------------------------------------------------------ */
 
 #define REDUCE_OP(NAME)                                                                                    \
-    {.name = NAME, .min_in = 1, .max_in = 2, .n_out = 1,                                                   \
+    {.name = NAME, .host_in = 1u << 1, .min_in = 1, .max_in = 2, .n_out = 1,                               \
      .attrs = {{"keepdims", WF_ATTR_INT, .i = 1}, {"noop_with_empty_axes", WF_ATTR_INT, .i = 0},            \
                {"axes", WF_ATTR_INTS}},                                                                   \
      .infer = infer_reduce}
@@ -637,11 +637,11 @@ const wf__op_def wf__ops_misc[] = {
     {.name = "ScatterElements", .min_in = 3, .max_in = 3, .n_out = 1,
      .attrs = {{"axis", WF_ATTR_INT, .i = 0}, {"reduction", WF_ATTR_STRING, .s = "none"}},
      .infer = infer_scatter_elements},
-    {.name = "Trilu", .min_in = 1, .max_in = 2, .n_out = 1, .attrs = {{"upper", WF_ATTR_INT, .i = 1}},
+    {.name = "Trilu", .host_in = 1u << 1, .min_in = 1, .max_in = 2, .n_out = 1, .attrs = {{"upper", WF_ATTR_INT, .i = 1}},
      .infer = infer_trilu},
     {.name = "CumSum", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1,
      .attrs = {{"exclusive", WF_ATTR_INT, .i = 0}, {"reverse", WF_ATTR_INT, .i = 0}}, .infer = infer_cum},
-    {.name = "CumProd", .min_in = 2, .max_in = 2, .n_out = 1,
+    {.name = "CumProd", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1,
      .attrs = {{"exclusive", WF_ATTR_INT, .i = 0}, {"reverse", WF_ATTR_INT, .i = 0}}, .infer = infer_cum},
     {.name = "TopK", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 2,
      .attrs = {{"axis", WF_ATTR_INT, .i = -1}, {"largest", WF_ATTR_INT, .i = 1}, {"sorted", WF_ATTR_INT, .i = 1}},

@@ -551,7 +551,7 @@ static wf_status *infer_window(wf__infer_ctx *c)
     {{"auto_pad", WF_ATTR_STRING, .s = "NOTSET"}, {"dilations", WF_ATTR_INTS}, {"group", WF_ATTR_INT, .i = 1}, \
      {"kernel_shape", WF_ATTR_INTS}, {"pads", WF_ATTR_INTS}, {"strides", WF_ATTR_INTS}}
 #define WINDOW_OP(NAME)                                                                                   \
-    {.name = NAME, .min_in = 1, .max_in = 1, .n_out = 1,                                                  \
+    {.name = NAME, .host_in = 1u, .min_in = 1, .max_in = 1, .n_out = 1,                                   \
      .attrs = {{"output_datatype", WF_ATTR_DTYPE, .i = WF_F32}, {"periodic", WF_ATTR_INT, .i = 1}},       \
      .infer = infer_window}
 
@@ -590,7 +590,7 @@ const wf__op_def wf__ops_onnx[] = {
                {"dilations", WF_ATTR_INTS}, {"kernel_shape", WF_ATTR_INTS, .required = true},
                {"p", WF_ATTR_INT, .i = 2}, {"pads", WF_ATTR_INTS}, {"strides", WF_ATTR_INTS}},
      .infer = infer_lppool},
-    {.name = "CenterCropPad", .min_in = 2, .max_in = 2, .n_out = 1, .attrs = {{"axes", WF_ATTR_INTS}},
+    {.name = "CenterCropPad", .host_in = 1u << 1, .min_in = 2, .max_in = 2, .n_out = 1, .attrs = {{"axes", WF_ATTR_INTS}},
      .infer = infer_center_crop_pad},
     WINDOW_OP("HannWindow"),
     WINDOW_OP("HammingWindow"),

@@ -311,7 +311,7 @@ static void cost_dropout(const wf__infer_ctx *ctx, double *flops, double *bytes)
 /* ---- the table ------------------------------------------------------------------------------------ */
 
 #define REDUCE_OP(NAME)                                                                                    \
-    {.name = NAME, .min_in = 1, .max_in = 2, .n_out = 1,                                                   \
+    {.name = NAME, .host_in = 1u << 1, .min_in = 1, .max_in = 2, .n_out = 1,                               \
      .attrs = {{"keepdims", WF_ATTR_INT, .i = 1}, {"noop_with_empty_axes", WF_ATTR_INT, .i = 0},            \
                {"axes", WF_ATTR_INTS}},                                                                   \
      .infer = infer_reduce, .cost = cost_reduce, .grad = wf__grad_reduce}
@@ -343,7 +343,7 @@ const wf__op_def wf__ops_reduce[] = {
      .attrs = {{"axis", WF_ATTR_INT, .i = -1}, {"epsilon", WF_ATTR_FLOAT, .f = 1e-5},
                {"stash_type", WF_ATTR_INT, .i = 1}},
      .infer = infer_layernorm, .cost = cost_softmax, .grad = wf__grad_layer_norm},
-    {.name = "Dropout", .min_in = 1, .max_in = 3, .n_out = 2, .attrs = {{"seed", WF_ATTR_INT, .i = 0}},
+    {.name = "Dropout", .host_in = 0x6u, .min_in = 1, .max_in = 3, .n_out = 2, .attrs = {{"seed", WF_ATTR_INT, .i = 0}},
      .infer = infer_dropout, .cost = cost_dropout, .flags = WF__OP_CHEAP, .grad = wf__grad_dropout},
     {0},
 };

@@ -398,7 +398,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         if (pn->feed >= 0) pn->n_in = 0; /* fed: its default input is not computed */
         int dest = b->dev_of[id];
         for (int i = 0; i < pn->n_in && i < n->n_in; i++)
-            pn->in_slot[i] = n->in[i].node ? ROUTE(b->slot[n->in[i].node->id][n->in[i].index], dest) : -1;
+            pn->in_slot[i] = n->in[i].node ? ROUTE(b->slot[n->in[i].node->id][n->in[i].index], wf__input_device(b, n, i)) : -1;
         wf__str names = {0};
         if (extra) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
@@ -543,7 +543,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     }
     for (int i = 0; i < n_fetches; i++) {
         int sl = b->slot[fetches[i].node->id][fetches[i].index];
-        p->fetch_slot[i] = wf__keep_on_device(&fetches[i]) ? sl : ROUTE(sl, 0);
+        p->fetch_slot[i] = wf__keep_on_device(&fetches[i]) ? sl : ROUTE(sl, wf__host_device(b->ctx));
         p->slot_uses[p->fetch_slot[i]]++;
         p->key_fetch[i] = fetches[i];
     }

@@ -2,12 +2,20 @@
  * Partition, the planner's stage after placement: for every value consumed on another device than its
  * producer's (or fetched from a device), one copy node per (value, destination device), shared by every
  * consumer there. Lowering (lower/plan.c) creates the copy nodes and routes inputs through them.
+ * A host-memory argument (wf__op_def.host_in: a shape, axes, a count) is consumed in host memory
+ * whatever the consumer's device: a device kernel reads it on the host, so it is copied to the host
+ * device if anything, never uploaded to be read back.
  */
 #include "place/placement.h"
 
 typedef wf__plan_builder builder;
 
 bool wf__keep_on_device(const wf_output *f) { return f->index == 0 && !strcmp(f->node->op->name, "Assign"); }
+
+int wf__input_device(const wf__plan_builder *b, const wf_node *n, int i)
+{
+    return i < 32 && (n->op->host_in >> i & 1) ? wf__host_device(b->ctx) : b->dev_of[n->id];
+}
 
 wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_output *fetches, int n_fetches,
                                 int n_slots, wf__partition *pt)
@@ -43,8 +51,8 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
         int dest = b->dev_of[id];
         for (int i = 0; i < n->n_in; i++) {
             if (!n->in[i].node) continue;
-            int sl = b->slot[n->in[i].node->id][n->in[i].index];
-            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+            int sl = b->slot[n->in[i].node->id][n->in[i].index], at = wf__input_device(b, n, i);
+            if (slot_dev[sl] != at) copy_mask[sl] |= 1ull << at;
         }
         if (fu[id].bias_node >= 0) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
@@ -52,9 +60,10 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
             if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
         }
     }
+    int host = wf__host_device(b->ctx);
     for (int i = 0; i < n_fetches; i++) {
         int sl = b->slot[fetches[i].node->id][fetches[i].index];
-        if (slot_dev[sl] != 0 && !wf__keep_on_device(&fetches[i])) copy_mask[sl] |= 1;
+        if (slot_dev[sl] != host && !wf__keep_on_device(&fetches[i])) copy_mask[sl] |= 1ull << host;
     }
     for (int sl = 0; sl < n_graph_slots; sl++) {
         copy_base[sl] = n_copies;

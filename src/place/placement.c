@@ -100,6 +100,7 @@ typedef struct pconstr {
     uint64_t allowed;
     uint64_t kernels;  /* devices with a kernel for it */
     bool pinned;       /* fed, or no choice to make */
+    bool own_request;  /* the node's own device request (not the session's default) */
     char *why;         /* the constraint's reason, or NULL */
 } pconstr;
 
@@ -148,6 +149,7 @@ static wf_status *constrain(builder *b, const wf_node *n, pconstr *pc)
     }
     if (match & kern) {
         pc->allowed = match & kern;
+        pc->own_request = !(b->po && b->po->device && *b->po->device);
         return why(pc, "requested '%s'", req);
     }
     wf__str devs = {0};
@@ -216,6 +218,7 @@ wf_status *wf__place_nodes(builder *b)
         s = wf__oom("planning", sizeof(double) * L * 8);
         goto out;
     }
+    const uint64_t host_bit = (uint64_t)1 << wf__host_device(c);
     int n_groups = 0, e = 0;
     for (int id = 0; id < b->n && !s; id++) {
         if (!b->live[id]) continue;
@@ -224,7 +227,7 @@ wf_status *wf__place_nodes(builder *b)
         in_start[v] = e;
         group[v] = -1;
         if (b->feed_of[id] >= 0) {
-            allowed[v] = 1;
+            allowed[v] = host_bit;
             pinned[v] = 1;
             obytes[v] = out_bytes_of(b, n);
             continue;
@@ -288,9 +291,12 @@ wf_status *wf__place_nodes(builder *b)
         wf__free(fill);
     }
     /* Host-memory arguments: a node whose every use is a host-memory input, or feeds only such nodes,
-     * stays on the CPU unless it asked for a device. */
+     * stays on the host unless it asked for a device itself (the session's default device does not
+     * count: a shape computed on the device would be copied back for its consumer). A constant used
+     * only so stays on the host too, instead of being uploaded to be read back (lowering hands host
+     * arguments to device kernels in host memory, place/partition.c). */
     for (int id = b->n - 1; id >= 0; id--) {
-        if (!b->live[id] || b->feed_of[id] >= 0 || resident[idx[id]]) continue;
+        if (!b->live[id] || b->feed_of[id] >= 0) continue;
         int uses = 0, host_uses = 0;
         const wf_node *first = NULL;
         int first_in = -1;
@@ -309,10 +315,12 @@ wf_status *wf__place_nodes(builder *b)
         if (!uses || host_uses != uses || b->fetched[id]) continue;
         host_bound[id] = true;
         int v = idx[id];
-        if (pc[id].why && !strncmp(pc[id].why, "requested", 9)) continue;
-        if (!(allowed[v] & 1)) continue;
-        allowed[v] = 1;
+        if (pc[id].own_request) continue;
+        /* the session's default device gives way where the host has a kernel */
+        if (!((allowed[v] | pc[id].kernels) & host_bit)) continue;
+        allowed[v] = host_bit;
         pinned[v] = 1;
+        resident[v] = 0; /* a constant: an ordinary host node now, no device copy */
         if ((s = why(&pc[id], "computes a host-memory argument (input %d of %s, %s)", first_in, first->name,
                      first->op->name)))
             goto out;

@@ -161,6 +161,13 @@ void oclew_opts(const wf__kctx *k, wf_dtype t, char *buf, size_t n)
 wf_status *oclew_read(wf__kctx *k, const wf_tensor *t, void **out)
 {
     size_t bytes = (size_t)t->size * ocl_size(t->dtype);
+    if (t->data) { /* a host tensor (a host-memory argument): nothing to read back */
+        void *copy = ocl_host->malloc(bytes ? bytes : 1);
+        if (!copy) return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory copying %zu bytes", bytes);
+        if (bytes) memcpy(copy, t->data, bytes);
+        *out = copy;
+        return NULL;
+    }
     if (bytes && ocl_of(k)->no_readback)
         return ocl_host->kctx_fail(k, WF_FAILED_PRECONDITION, "reads %zu bytes of an input back from %s "
                                    "(WEFT_OCL_NO_READBACK is set)", bytes, k->device->short_name);
