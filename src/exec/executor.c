@@ -332,11 +332,14 @@ static void lstack_push(wf__run *r, lstack *ls, int idx)
 static void finish_node(wf__run *r, int idx, lstack *ls, bool chained_done);
 
 /* Whether successor sidx was made ready when node ne's work was enqueued: a kernel on the same device
- * with streams (the in-order compute stream, or a stream wait on the upload, orders it). */
+ * with streams (the in-order compute stream, or a stream wait on the upload, orders it). Not when ne's
+ * value is in host memory (a download): a device kernel reads such a value (a host-memory argument) on
+ * the host when it is enqueued, so it waits for the download's event like any host node. */
 static bool chained(const wf__run *r, const wf__nodeev *ne, int sidx)
 {
     const wf__pnode *sn = &r->p->nodes[sidx];
-    return ne->ev && ne->dev == &r->ctx->devices[sn->device] && sn->op != &wf__copy_op && sn->feed < 0;
+    return ne->ev && ne->dev == &r->ctx->devices[sn->device] && sn->op != &wf__copy_op && sn->feed < 0 &&
+           !r->ctx->devices[r->p->nodes[ne->idx].device].info.host_memory;
 }
 
 /* A node's event fired (any thread): its completion goes onto the inter-op queue. */
@@ -420,14 +423,14 @@ static void exec_node(wf__run *r, int idx, lstack *ls)
         r->t_thread[idx] = thread_id();
     }
     if (ne && ne->ev) {
+        ne->run = r;
+        ne->idx = idx; /* before chained(), which reads it */
         /* enqueued: kernels after it on its device go now, everything else when its event fires */
         for (int k = pn->n_succ - 1; k >= 0; k--) {
             int sidx = pn->succ[k];
             if (chained(r, ne, sidx) && atomic_fetch_sub_explicit(&r->pending[sidx], 1, memory_order_acq_rel) == 1)
                 lstack_push(r, ls, sidx);
         }
-        ne->run = r;
-        ne->idx = idx;
         const struct wf__device *d = ne->dev;
         wf_status *s = d->vt->event_notify(d->dev, ne->ev, on_event, ne);
         if (s) {

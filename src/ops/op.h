@@ -48,6 +48,9 @@ struct wf__op_def {
     /* Inputs that kernels read on the host (shapes, axes, sizes: bit i for input i). The placer keeps
      * the nodes that only compute such arguments on the CPU, next to the host. */
     uint32_t host_in;
+    /* Inputs whose dtype and shape alone kernels read, never their data (Shape, Size: bit i for input
+     * i): consumed where they are, so they are never copied to the node's device. */
+    uint32_t meta_in;
     /* Optional: reverse-mode gradient (graph/grad.c builds the backward graph with it). */
     wf_status *(*grad)(wf__grad_ctx *ctx);
 };

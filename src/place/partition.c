@@ -4,7 +4,8 @@
  * consumer there. Lowering (lower/plan.c) creates the copy nodes and routes inputs through them.
  * A host-memory argument (wf__op_def.host_in: a shape, axes, a count) is consumed in host memory
  * whatever the consumer's device: a device kernel reads it on the host, so it is copied to the host
- * device if anything, never uploaded to be read back.
+ * device if anything, never uploaded to be read back. An input of which only the dtype and shape are
+ * read (wf__op_def.meta_in: Shape's, Size's) is read where it is, and never copied.
  */
 #include "place/placement.h"
 
@@ -14,6 +15,7 @@ bool wf__keep_on_device(const wf_output *f) { return f->index == 0 && !strcmp(f-
 
 int wf__input_device(const wf__plan_builder *b, const wf_node *n, int i)
 {
+    if (i < 32 && (n->op->meta_in >> i & 1) && n->in[i].node) return b->dev_of[n->in[i].node->id];
     return i < 32 && (n->op->host_in >> i & 1) ? wf__host_device(b->ctx) : b->dev_of[n->id];
 }
 

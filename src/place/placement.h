@@ -47,7 +47,8 @@ typedef struct wf__partition {
 
 /* Fetched Assigns stay where they ran: they are a resident variable's next value. */
 bool wf__keep_on_device(const wf_output *f);
-/* The device where node n reads input i: its own, or the host for a host-memory argument. */
+/* The device where node n reads input i: its own, the host for a host-memory argument, the producer's
+ * for an input of which only the shape is read. */
 int wf__input_device(const wf__plan_builder *b, const wf_node *n, int i);
 /* Partition (partition.c): the copies the placed graph needs, for n_slots graph slots. */
 wf_status *wf__partition_copies(wf__plan_builder *b, const wf__plan_fusion *fu, const wf_output *fetches,
