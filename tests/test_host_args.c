@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "testutil.h"
 
 static wf_context *ctx;
 
@@ -42,23 +43,6 @@ static wf_output const_f32(wf_graph *g, const char *name, float v)
     CHECK_OK(wf_const(g, name, t, &o));
     wf_tensor_free(t);
     return o;
-}
-
-/* The placement line of node (up to its end), or "". */
-static const char *line_of(const char *text, const char *node)
-{
-    static char buf[1024];
-    size_t n = strlen(node);
-    for (const char *l = text; l && *l;) {
-        const char *e = strchr(l, '\n');
-        size_t len = e ? (size_t)(e - l) : strlen(l);
-        if (len > n && !strncmp(l, node, n) && l[n] == ':') {
-            snprintf(buf, sizeof buf, "%.*s", (int)len, l);
-            return buf;
-        }
-        l = e ? e + 1 : NULL;
-    }
-    return "";
 }
 
 static void test_host_arguments_stay_on_host(void)

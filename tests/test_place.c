@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "testutil.h"
 #include "place/place.h"
 #include "weft/weft.h"
 
@@ -251,22 +252,6 @@ static char *placement(wf_graph *g, wf_session_options *o, wf_feed *f, int nf, w
     if (err) *err = st;
     else CHECK_OK(st);
     return text;
-}
-
-static const char *line_of(const char *text, const char *node)
-{
-    static char buf[1024];
-    size_t n = strlen(node);
-    for (const char *l = text; l && *l;) {
-        const char *e = strchr(l, '\n');
-        size_t len = e ? (size_t)(e - l) : strlen(l);
-        if (len > n && !strncmp(l, node, n) && l[n] == ':') {
-            snprintf(buf, sizeof buf, "%.*s", (int)len, l);
-            return buf;
-        }
-        l = e ? e + 1 : NULL;
-    }
-    return "";
 }
 
 static int count_lines(const char *text, const char *needle)

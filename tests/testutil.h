@@ -49,4 +49,22 @@ static inline bool mapped(const char *name)
     return found;
 }
 
+/* The line of `node` in a placement text (`name: (Op): device  # reason`), in a static buffer; "" when
+ * the text has none. */
+static inline const char *line_of(const char *text, const char *node)
+{
+    static char buf[1024];
+    size_t n = strlen(node);
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len > n && !strncmp(l, node, n) && l[n] == ':') {
+            snprintf(buf, sizeof buf, "%.*s", (int)len, l);
+            return buf;
+        }
+        l = e ? e + 1 : NULL;
+    }
+    return "";
+}
+
 #endif
