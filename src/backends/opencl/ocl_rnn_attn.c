@@ -61,11 +61,14 @@ static const char *g_seq2_src =
     "}\n"
     "__kernel void k_rnn_step(rnn_t m, __global const ST *x, ulong xo, __global const ST *w, ulong wo,\n"
     "                         __global const ST *r, ulong ro, __global const ST *bb, ulong bo, __global const ST *p,\n"
-    "                         ulong po, __global const long *lens, __global const ACC *hp, __global ACC *hn,\n"
-    "                         __global ACC *cs, __global ACC *rh, __global ST *y, ulong yo) {\n"
+    "                         ulong po, __global const uchar *lens, ulong lo, __global const ACC *hp,\n"
+    "                         __global ACC *hn, __global ACC *cs, __global ACC *rh, __global ST *y, ulong yo) {\n"
     "  long j = get_global_id(0), b = get_global_id(1), d = get_global_id(2);\n"
     "  long H = m.hs, G = m.kind, I = m.in, si = (d * m.batch + b) * H;\n"
-    "  long len = m.has_lens ? lens[b] : m.seq;\n"
+    /* has_lens: 1 i32, 2 i64 lengths, checked on the device before (a bad one fails the run): clamped here */
+    "  long len = m.has_lens == 1 ? (long)((__global const int *)lens)[lo + b]\n"
+    "           : m.has_lens == 2 ? ((__global const long *)lens)[lo + b] : m.seq;\n"
+    "  len = len < 0 ? 0 : len > m.seq ? m.seq : len;\n"
     "  if (m.step >= len) { if (m.phase != 1) hn[si + j] = hp[si + j]; return; }\n"
     "  bool rev = m.nd == 2 ? d == 1 : m.reverse;\n"
     "  long t = rev ? len - 1 - m.step : m.step;\n"
@@ -325,28 +328,15 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     if (G == 4) m.input_forget = attr_i(k, "input_forget", 0) != 0;
     if ((s = parse_acts(k, G == 1 ? 1 : G == 3 ? 2 : 3, (int)nd, G == 1 ? d_rnn : G == 3 ? d_gru : d_lstm, &m)))
         return s;
-    /* sequence_lens: B small values, checked here and handed to the steps */
-    int64_t *lens = NULL;
-    if (has_in(k, 4)) {
-        const wf_tensor *L = k->in[4];
+    /* sequence_lens: checked on the device (ocl_check_ints: a bad one fails the run, in the CPU's words);
+     * the steps read them from device memory and clamp them */
+    const wf_tensor *L = has_in(k, 4) ? k->in[4] : NULL;
+    if (L) {
         if ((L->dtype != WF_I32 && L->dtype != WF_I64) || L->rank != 1 || L->dims[0] != B)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "sequence_lens must be i32 or i64 of shape (%lld)",
                                        (long long)B);
-        void *h;
-        if ((s = oclew_read(k, L, &h))) return s;
-        lens = ocl_host->malloc(sizeof(int64_t) * (size_t)(B ? B : 1));
-        if (!lens) {
-            ocl_host->free(h);
-            return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for sequence_lens");
-        }
-        for (int64_t i = 0; i < B && !s; i++) {
-            lens[i] = oclew_load_i64(h, L->dtype, i);
-            if (lens[i] < 0 || lens[i] > m.seq)
-                s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "sequence_lens[%" PRId64 "] = %" PRId64
-                                        " is outside [0, %lld]", i, lens[i], (long long)m.seq);
-        }
-        ocl_host->free(h);
-        m.has_lens = 1;
+        if ((s = ocl_check_ints(k, L, OCL_SITE_RNN_LENS, 0, m.seq, false, NULL, m.seq, ""))) return s;
+        m.has_lens = L->dtype == WF_I32 ? 1 : 2;
     }
     m.has_b = has_in(k, 3);
     m.has_h0 = has_in(k, 5);
@@ -355,7 +345,7 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     wf_dtype t = X->dtype;
     int64_t ydims[4] = {m.seq, nd, B, H}, ydl[4] = {B, m.seq, nd, H};
     wf_tensor *y, *yh = NULL, *yc = NULL;
-    cl_mem bufs[5] = {0}; /* h ping, h pong, c, r*h, lens */
+    cl_mem bufs[4] = {0}; /* h ping, h pong, c, r*h */
     size_t acc = ocl_of(k)->fp64 ? sizeof(cl_double) : sizeof(cl_float), nstate = (size_t)(nd * B * H);
     cl_kernel ki, ks, kf;
     if (s || (s = ocl_host->kctx_output(k, 0, t, 4, m.layout ? ydl : ydims, &y))) goto done;
@@ -375,7 +365,6 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     }
     if (nstate == 0) goto done;
     for (int i = 0; i < 4 && !s; i++) s = oclseq_buf(k, nstate * acc, NULL, &bufs[i]);
-    if (!s) s = oclseq_buf(k, sizeof(int64_t) * (size_t)B, lens, &bufs[4]);
     if (!s) s = seq2_kernel(k, t, "rnn_init", &ki);
     if (!s) s = seq2_kernel(k, t, "rnn_step", &ks);
     if (!s) s = seq2_kernel(k, t, "rnn_fin", &kf);
@@ -393,6 +382,8 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     }
     cl_mem xm = ocl_mem(X), wm = ocl_mem(W), rm = ocl_mem(R), bm = ocl_mem(o[0]), pm = ocl_mem(o[3]), ym = ocl_mem(y);
     cl_ulong xo = ocl_off(X), wo = ocl_off(W), ro = ocl_off(R), bo = ocl_off(o[0]), po = ocl_off(o[3]), yo = ocl_off(y);
+    cl_mem lm = ocl_mem(L ? L : X);
+    cl_ulong lo = L ? ocl_off(L) : 0;
     int cur = 0;
     for (int64_t step = 0; step < m.seq && !s; step++) {
         m.step = step;
@@ -400,9 +391,9 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
             m.phase = phase;
             ocl_arg a[] = {OCL_ARG(m),  OCL_ARG(xm), OCL_ARG(xo),          OCL_ARG(wm),      OCL_ARG(wo),
                            OCL_ARG(rm), OCL_ARG(ro), OCL_ARG(bm),          OCL_ARG(bo),      OCL_ARG(pm),
-                           OCL_ARG(po), OCL_ARG(bufs[4]), OCL_ARG(bufs[cur]), OCL_ARG(bufs[1 - cur]), OCL_ARG(bufs[2]),
-                           OCL_ARG(bufs[3]), OCL_ARG(ym), OCL_ARG(yo)};
-            s = ocl_launch(k, ks, 18, a, 3, g, NULL);
+                           OCL_ARG(po), OCL_ARG(lm),      OCL_ARG(lo),         OCL_ARG(bufs[cur]), OCL_ARG(bufs[1 - cur]),
+                           OCL_ARG(bufs[2]), OCL_ARG(bufs[3]), OCL_ARG(ym), OCL_ARG(yo)};
+            s = ocl_launch(k, ks, 19, a, 3, g, NULL);
         }
         cur = 1 - cur;
     }
@@ -414,9 +405,8 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
         s = ocl_launch(k, kf, 7, a, 3, g, NULL);
     }
 done:
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 4; i++)
         if (bufs[i]) clReleaseMemObject(bufs[i]);
-    ocl_host->free(lens);
     return s;
 }
 
