@@ -4,7 +4,7 @@
  * find duplicate targets there, which then run in index order, the last one winning); so do
  * ReverseSequence (sequence_lens), integer Div and Mod (divisors) and Pow (exponents), the losses
  * (targets), RoiAlign (batch_indices), RotaryEmbedding (position_ids) and RNN, GRU and LSTM (sequence_lens,
- * which their steps then read from device memory). A bad value fails the run with
+ * which their steps then read from device memory) and MaxUnpool (indices). A bad value fails the run with
  * a status that names the node and the op once and the value in the words of the CPU's check (also when
  * the bad output only feeds another kernel, and for index tensors above the old read-back limit of
  * 2^22, which used to be clamped); the next run of the same session with good values gives the values
@@ -641,6 +641,43 @@ static void test_rnn_lengths(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* MaxUnpool of X [1,1,2,2] = [1, 2, 3, 4] (kernel and strides 2x2: a 4x4 output of 16 elements) checks its
+ * indices on the device and reads them from device memory: indices (0, 3, 8, 15) put 1, 2, 3, 4 there and
+ * zeros elsewhere; i32 (5, 6, 9, 10) put them in the middle 2x2. */
+static void test_max_unpool(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_max_unpool", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[4] = {1, 1, 2, 2}, two[2] = {2, 2};
+    const float xv[4] = {1, 2, 3, 4};
+    const int64_t over[4] = {0, 3, 8, 16}, under[4] = {0, -1, 8, 15}, good[4] = {0, 3, 8, 15};
+    const int32_t good32[4] = {5, 6, 9, 10}, over32[4] = {5, 6, 9, 99};
+    wf_tensor *x = f32(4, xd, xv), *io = i64(4, xd, over), *iu = i64(4, xd, under), *ig = i64(4, xd, good),
+              *ig32 = NULL, *io32 = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 4, xd, good32, &ig32));
+    CHECK_OK(wf_tensor_new(WF_I32, 4, xd, over32, &io32));
+    wf_attr at[2] = {wf_attr_ints("kernel_shape", two, 2), wf_attr_ints("strides", two, 2)};
+    wf_tensor *y = NULL;
+    op_graph o;
+    op_graph_new(&o, "MaxUnpool", "up", x, io, at, 2, false);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(run(o.dev, &o, x, io, &y), "node 'up' (MaxUnpool)", "index 16 is outside the 16 unpooled elements");
+        expect_error(run(o.dev, &o, x, iu, &y), "node 'up' (MaxUnpool)", "index -1 is outside the 16 unpooled elements");
+        const float want[16] = {1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 4};
+        expect_values(&o, x, ig, want, 16);
+    }
+    op_graph_free(&o);
+    op_graph_new(&o, "MaxUnpool", "up32", x, io32, at, 2, true);
+    expect_error(run(o.dev, &o, x, io32, &y), "node 'up32' (MaxUnpool)", "index 99 is outside the 16 unpooled elements");
+    const float want32[16] = {0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0};
+    expect_values(&o, x, ig32, want32, 16);
+    op_graph_free(&o);
+    wf_tensor *all[] = {x, io, iu, ig, ig32, io32};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -659,6 +696,7 @@ int main(void)
     RUN_TEST(test_roi_align);
     RUN_TEST(test_rotary_positions);
     RUN_TEST(test_rnn_lengths);
+    RUN_TEST(test_max_unpool);
     wf_context_free(ctx);
     return check_summary();
 }
