@@ -4,7 +4,8 @@
  * find duplicate targets there, which then run in index order, the last one winning); so do
  * ReverseSequence (sequence_lens), integer Div and Mod (divisors) and Pow (exponents), the losses
  * (targets), RoiAlign (batch_indices), RotaryEmbedding (position_ids) and RNN, GRU and LSTM (sequence_lens,
- * which their steps then read from device memory) and MaxUnpool (indices). A bad value fails the run with
+ * which their steps then read from device memory) and MaxUnpool (indices); Attention reads its
+ * nonpad_kv_seqlen (unchecked, as on the CPU) from device memory. A bad value fails the run with
  * a status that names the node and the op once and the value in the words of the CPU's check (also when
  * the bad output only feeds another kernel, and for index tensors above the old read-back limit of
  * 2^22, which used to be clamped); the next run of the same session with good values gives the values
@@ -678,6 +679,34 @@ static void test_max_unpool(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* Attention reads nonpad_kv_seqlen from device memory (its values are used as they are, on the CPU too: no
+ * check). Q = 0 (B 2, 1 head, 1 query, head size 1) scores every key 0, so each row averages the first
+ * nonpad values of V: V = (1, 2, 3) for batch 0 and (4, 5, 6) for batch 1; lengths (2, 1) give (1.5, 4),
+ * then (1, 2) in the same session give (1, 4.5). */
+static void test_attention_nonpad(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_attention_nonpad", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t qd[4] = {2, 1, 1, 1}, kd[4] = {2, 1, 3, 1}, nd[1] = {2};
+    const float qv[2] = {0, 0}, kv[6] = {1, -2, 3, 0.5f, 7, -1}, vv[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t lens[2] = {2, 1};
+    const int64_t lens2[2] = {1, 2};
+    wf_tensor *q = f32(4, qd, qv), *kt = f32(4, kd, kv), *v = f32(4, kd, vv), *l = i64(1, nd, lens), *l2 = i64(1, nd, lens2);
+    wf_tensor *in[7] = {q, kt, v, NULL, NULL, NULL, l}, *in2[7] = {q, kt, v, NULL, NULL, NULL, l2};
+    multi_graph m;
+    multi_new(&m, "Attention", "attn", in, 7, NULL, 0);
+    const float want[2] = {1.5f, 4}, want2[2] = {1, 4.5f};
+    for (int rep = 0; rep < 2; rep++) {
+        multi_expect(&m, in, want, 2);
+        multi_expect(&m, in2, want2, 2);
+    }
+    multi_free(&m);
+    wf_tensor *all[] = {q, kt, v, l, l2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -697,6 +726,7 @@ int main(void)
     RUN_TEST(test_rotary_positions);
     RUN_TEST(test_rnn_lengths);
     RUN_TEST(test_max_unpool);
+    RUN_TEST(test_attention_nonpad);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -163,8 +163,8 @@ static const char *g_seq2_src =
     "  long B, Hq, Hkv, Sq, T, P, Dk, Dv, qbs, qhs, qss, ms[4], mlen, left, right;\n"
     "  int causal, mode, sp, mask_t, has_mask, has_np, q4, pad;\n"
     "} attn_t;\n"
-    "ACC attn_bias(const attn_t *j, __global const uchar *mp, ulong mo, __global const long *np, long b, long h,\n"
-    "              long i, long kj) {\n"
+    "ACC attn_bias(const attn_t *j, __global const uchar *mp, ulong mo, __global const uchar *np, ulong npo, long b,\n"
+    "              long h, long i, long kj) {\n"
     "  ACC v = 0;\n"
     "  if (j->has_mask) {\n"
     "    if (kj >= j->mlen) return -INFINITY;\n"
@@ -172,7 +172,9 @@ static const char *g_seq2_src =
     "    if (j->mask_t == 10) { if (!mp[mo + off]) return -INFINITY; }\n"
     "    else v = ld_any(mp, mo + off, j->mask_t);\n"
     "  }\n"
-    "  long nonpad = j->has_np ? np[b] : -1;\n"
+    /* has_np: 1 i32, 2 i64 lengths, read from device memory (used as they are, as the CPU does) */
+    "  long nonpad = j->has_np == 1 ? (long)((__global const int *)np)[npo + b]\n"
+    "              : j->has_np == 2 ? ((__global const long *)np)[npo + b] : -1;\n"
     "  long offset = j->P > 0 ? j->P : (j->has_np ? nonpad - j->Sq : 0);\n"
     "  long diff = i + offset - kj;\n"
     "  if (j->causal && diff < 0) return -INFINITY;\n"
@@ -183,7 +185,7 @@ static const char *g_seq2_src =
     "}\n"
     "__kernel void k_attn_row(attn_t a, ACC scale, ACC softcap, __global const ST *q, ulong qo,\n"
     "                         __global const ST *pk, ulong pko, __global const ST *pv, ulong pvo,\n"
-    "                         __global const uchar *mp, ulong mo, __global const long *np, __global ACC *xs,\n"
+    "                         __global const uchar *mp, ulong mo, __global const uchar *np, ulong npo, __global ACC *xs,\n"
     "                         __global ST *qk, ulong qko, __global ST *y, ulong yo) {\n"
     "  long row = get_global_id(0);\n"
     "  long i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq), hk = h / (a.Hq / a.Hkv);\n"
@@ -200,7 +202,7 @@ static const char *g_seq2_src =
     "      acc += rnd((ACC)LD(qr, d) * rs, dt) * rnd((ACC)LD(kb, kj * a.Dk + d) * rs, dt);\n"
     "    ACC s = rnd(acc, dt);\n"
     "    if (softcap > 0) s = rnd(rnd(tanh(rnd(s / softcap, dt)), dt) * softcap, dt);\n"
-    "    ACC bias = attn_bias(&a, mp, mo, np, b, h, i, kj);\n"
+    "    ACC bias = attn_bias(&a, mp, mo, np, npo, b, h, i, kj);\n"
     "    bmax = bias > bmax ? bias : bmax;\n"
     "    ACC v = rnd(s + bias, dt);\n"
     "    STO(qk, qkr + kj, (CT)(a.mode == 2 ? v : s));\n"
@@ -483,12 +485,12 @@ wf_status *oclseq_k_attention(wf__kctx *k)
         a.P = pk->dims[2];
     }
     a.T = a.P + Skv;
-    cl_mem npm = NULL, scratch = NULL;
+    cl_mem scratch = NULL;
     if (np) {
         if (np->rank != 1 || np->dims[0] != a.B || (np->dtype != WF_I32 && np->dtype != WF_I64))
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "nonpad_kv_seqlen must have one length per batch (%lld)",
                                        (long long)a.B);
-        a.has_np = 1;
+        a.has_np = np->dtype == WF_I32 ? 1 : 2;
     }
     if (mask) {
         /* right-aligned broadcast onto (B, Hq, Sq, T); a key dim shorter than T is padded with -inf */
@@ -518,36 +520,22 @@ wf_status *oclseq_k_attention(wf__kctx *k)
     size_t nq = (size_t)(a.B * a.Hq * a.Sq);
     if (nq == 0) return NULL;
     bool f64 = ocl_of(k)->fp64;
-    if (np) {
-        void *h;
-        if ((s = oclew_read(k, np, &h))) return s;
-        int64_t lens[64], *lp = a.B <= 64 ? lens : ocl_host->malloc(sizeof(int64_t) * (size_t)a.B);
-        if (!lp) {
-            ocl_host->free(h);
-            return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for nonpad_kv_seqlen");
-        }
-        for (int64_t b = 0; b < a.B; b++) lp[b] = oclew_load_i64(h, np->dtype, b);
-        ocl_host->free(h);
-        s = oclseq_buf(k, sizeof(int64_t) * (size_t)a.B, lp, &npm);
-        if (lp != lens) ocl_host->free(lp);
-        if (s) return s;
-    }
     cl_kernel kern;
     if (!(s = oclseq_buf(k, nq * (size_t)(a.T ? a.T : 1) * (f64 ? 8 : 4), NULL, &scratch)) &&
         !(s = seq2_kernel(k, dt, "attn_row", &kern))) {
         cl_double sd = scale, cd = softcap;
         cl_float sf = (cl_float)scale, cf = (cl_float)softcap;
         cl_mem qm = ocl_mem(Q), pkm = ocl_mem(opk), pvm = ocl_mem(opv), mm = mask ? ocl_mem(mask) : ocl_mem(Q);
-        cl_mem nm = npm ? npm : scratch, qkm = ocl_mem(oqk), ym = ocl_mem(y);
+        cl_mem nm = np ? ocl_mem(np) : scratch, qkm = ocl_mem(oqk), ym = ocl_mem(y);
+        cl_ulong npo = np ? ocl_off(np) : 0;
         cl_ulong qo = ocl_off(Q), pko = ocl_off(opk), pvo = ocl_off(opv), mo = mask ? ocl_off(mask) : 0;
         cl_ulong qko = ocl_off(oqk), yo = ocl_off(y);
         ocl_arg args[] = {OCL_ARG(a),       f64 ? OCL_ARG(sd) : OCL_ARG(sf), f64 ? OCL_ARG(cd) : OCL_ARG(cf),
                           OCL_ARG(qm),      OCL_ARG(qo),  OCL_ARG(pkm), OCL_ARG(pko), OCL_ARG(pvm),
-                          OCL_ARG(pvo),     OCL_ARG(mm),  OCL_ARG(mo),  OCL_ARG(nm),  OCL_ARG(scratch),
-                          OCL_ARG(qkm),     OCL_ARG(qko), OCL_ARG(ym),  OCL_ARG(yo)};
-        s = ocl_launch(k, kern, 17, args, 1, &nq, NULL);
+                          OCL_ARG(pvo),     OCL_ARG(mm),  OCL_ARG(mo),  OCL_ARG(nm),  OCL_ARG(npo),
+                          OCL_ARG(scratch), OCL_ARG(qkm), OCL_ARG(qko), OCL_ARG(ym),  OCL_ARG(yo)};
+        s = ocl_launch(k, kern, 18, args, 1, &nq, NULL);
     }
-    if (npm) clReleaseMemObject(npm);
     if (scratch) clReleaseMemObject(scratch);
     return s;
 }
