@@ -664,14 +664,17 @@ static void test_max_unpool(void)
     op_graph o;
     op_graph_new(&o, "MaxUnpool", "up", x, io, at, 2, false);
     for (int rep = 0; rep < 2; rep++) {
-        expect_error(run(o.dev, &o, x, io, &y), "node 'up' (MaxUnpool)", "index 16 is outside the 16 unpooled elements");
-        expect_error(run(o.dev, &o, x, iu, &y), "node 'up' (MaxUnpool)", "index -1 is outside the 16 unpooled elements");
+        expect_error(run(o.dev, &o, x, io, &y), "node 'up' (MaxUnpool)",
+                     "index 16 is outside the 16 unpooled elements");
+        expect_error(run(o.dev, &o, x, iu, &y), "node 'up' (MaxUnpool)",
+                     "index -1 is outside the 16 unpooled elements");
         const float want[16] = {1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 4};
         expect_values(&o, x, ig, want, 16);
     }
     op_graph_free(&o);
     op_graph_new(&o, "MaxUnpool", "up32", x, io32, at, 2, true);
-    expect_error(run(o.dev, &o, x, io32, &y), "node 'up32' (MaxUnpool)", "index 99 is outside the 16 unpooled elements");
+    expect_error(run(o.dev, &o, x, io32, &y), "node 'up32' (MaxUnpool)",
+                 "index 99 is outside the 16 unpooled elements");
     const float want32[16] = {0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0};
     expect_values(&o, x, ig32, want32, 16);
     op_graph_free(&o);
@@ -693,7 +696,8 @@ static void test_attention_nonpad(void)
     const float qv[2] = {0, 0}, kv[6] = {1, -2, 3, 0.5f, 7, -1}, vv[6] = {1, 2, 3, 4, 5, 6};
     const int64_t lens[2] = {2, 1};
     const int64_t lens2[2] = {1, 2};
-    wf_tensor *q = f32(4, qd, qv), *kt = f32(4, kd, kv), *v = f32(4, kd, vv), *l = i64(1, nd, lens), *l2 = i64(1, nd, lens2);
+    wf_tensor *q = f32(4, qd, qv), *kt = f32(4, kd, kv), *v = f32(4, kd, vv), *l = i64(1, nd, lens),
+              *l2 = i64(1, nd, lens2);
     wf_tensor *in[7] = {q, kt, v, NULL, NULL, NULL, l}, *in2[7] = {q, kt, v, NULL, NULL, NULL, l2};
     multi_graph m;
     multi_new(&m, "Attention", "attn", in, 7, NULL, 0);

@@ -185,7 +185,8 @@ static const char *g_seq2_src =
     "}\n"
     "__kernel void k_attn_row(attn_t a, ACC scale, ACC softcap, __global const ST *q, ulong qo,\n"
     "                         __global const ST *pk, ulong pko, __global const ST *pv, ulong pvo,\n"
-    "                         __global const uchar *mp, ulong mo, __global const uchar *np, ulong npo, __global ACC *xs,\n"
+    "                         __global const uchar *mp, ulong mo, __global const uchar *np, ulong npo,\n"
+    "                         __global ACC *xs,\n"
     "                         __global ST *qk, ulong qko, __global ST *y, ulong yo) {\n"
     "  long row = get_global_id(0);\n"
     "  long i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq), hk = h / (a.Hq / a.Hkv);\n"
@@ -391,10 +392,10 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
         m.step = step;
         for (int phase = (G == 3 && !m.lbr) ? 1 : 2; phase <= 2 && !s; phase++) {
             m.phase = phase;
-            ocl_arg a[] = {OCL_ARG(m),  OCL_ARG(xm), OCL_ARG(xo),          OCL_ARG(wm),      OCL_ARG(wo),
-                           OCL_ARG(rm), OCL_ARG(ro), OCL_ARG(bm),          OCL_ARG(bo),      OCL_ARG(pm),
-                           OCL_ARG(po), OCL_ARG(lm),      OCL_ARG(lo),         OCL_ARG(bufs[cur]), OCL_ARG(bufs[1 - cur]),
-                           OCL_ARG(bufs[2]), OCL_ARG(bufs[3]), OCL_ARG(ym), OCL_ARG(yo)};
+            ocl_arg a[] = {OCL_ARG(m),         OCL_ARG(xm),       OCL_ARG(xo),      OCL_ARG(wm),      OCL_ARG(wo),
+                           OCL_ARG(rm),        OCL_ARG(ro),       OCL_ARG(bm),      OCL_ARG(bo),      OCL_ARG(pm),
+                           OCL_ARG(po),        OCL_ARG(lm),       OCL_ARG(lo),      OCL_ARG(bufs[cur]),
+                           OCL_ARG(bufs[1 - cur]), OCL_ARG(bufs[2]), OCL_ARG(bufs[3]), OCL_ARG(ym), OCL_ARG(yo)};
             s = ocl_launch(k, ks, 19, a, 3, g, NULL);
         }
         cur = 1 - cur;
