@@ -3,7 +3,9 @@
  * on OPENCL:0 check their indices in a kernel, not by reading them back to the host (the scatters also
  * find duplicate targets there, which then run in index order, the last one winning); so do
  * ReverseSequence (sequence_lens), integer Div and Mod (divisors) and Pow (exponents), the losses
- * (targets), RoiAlign (batch_indices) and RotaryEmbedding (position_ids). A bad value fails the run with
+ * (targets), RoiAlign (batch_indices), RotaryEmbedding (position_ids) and RNN, GRU and LSTM (sequence_lens,
+ * which their steps then read from device memory) and MaxUnpool (indices); Attention reads its
+ * nonpad_kv_seqlen (unchecked, as on the CPU) from device memory. A bad value fails the run with
  * a status that names the node and the op once and the value in the words of the CPU's check (also when
  * the bad output only feeds another kernel, and for index tensors above the old read-back limit of
  * 2^22, which used to be clamped); the next run of the same session with good values gives the values
@@ -446,10 +448,11 @@ static void test_loss_targets(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
-/* op(in[0..n-1]) in a session on OPENCL:0 and one on CPU:0; every run feeds all n inputs. */
+/* op(in[0..n-1]) in a session on OPENCL:0 and one on CPU:0; every run feeds all n inputs (a NULL one is an
+ * absent optional input). */
 typedef struct multi_graph {
     wf_graph *g;
-    wf_output in[4], y;
+    wf_output in[8], y;
     int n;
     wf_session *dev, *cpu;
 } multi_graph;
@@ -461,6 +464,7 @@ static void multi_new(multi_graph *m, const char *op, const char *name, wf_tenso
     m->n = n;
     CHECK_OK(wf_graph_new(&m->g));
     for (int i = 0; i < n; i++) {
+        if (!in[i]) continue;
         char pn[8];
         snprintf(pn, sizeof pn, "in%d", i);
         CHECK_OK(wf_placeholder(m->g, pn, wf_tensor_dtype(in[i]), wf_tensor_rank(in[i]), wf_tensor_dims(in[i]), &m->in[i]));
@@ -484,9 +488,11 @@ static wf_status *multi_run(wf_session *s, const multi_graph *m, wf_tensor *cons
 {
     *y = NULL;
     if (!s) return NULL;
-    wf_feed f[4];
-    for (int i = 0; i < m->n; i++) f[i] = (wf_feed){m->in[i], in[i]};
-    return wf_session_run(s, f, m->n, &m->y, 1, y, NULL);
+    wf_feed f[8];
+    int nf = 0;
+    for (int i = 0; i < m->n; i++)
+        if (in[i]) f[nf++] = (wf_feed){m->in[i], in[i]};
+    return wf_session_run(s, f, nf, &m->y, 1, y, NULL);
 }
 
 /* A good run on OPENCL:0 equals want (n floats) and the same run on CPU:0. */
@@ -577,6 +583,134 @@ static void test_rotary_positions(void)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
 }
 
+/* RNN, GRU and LSTM check sequence_lens on the device and their steps read the lengths from device memory.
+ * RNN with Relu, W = R = 1, no bias: h_t = relu(x_t + h_{t-1}). X (seq 3, batch 2, 1 input) is [1, 2, 3]
+ * for batch 0 and [4, 5, 6] for batch 1 (layout 0: flat [1, 4, 2, 5, 3, 6]); lengths (3, 1) give
+ * Y[t][0][b][0] = (1, 4), (3, 0), (6, 0), zeros past batch 1's length; (2, 3) as i32 give (1, 4), (3, 9),
+ * (0, 15). GRU and LSTM (zero weights) check the same lengths in the same words. */
+static void test_rnn_lengths(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_rnn_lengths", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[3] = {3, 2, 1}, wd[3] = {1, 1, 1}, ld[1] = {2};
+    const float xv[6] = {1, 4, 2, 5, 3, 6}, one[1] = {1};
+    const int64_t over[2] = {3, 4}, under[2] = {-1, 0}, good[2] = {3, 1};
+    const int32_t good32[2] = {2, 3}, over32[2] = {0, 7};
+    wf_tensor *x = f32(3, xd, xv), *w = f32(3, wd, one), *r = f32(3, wd, one), *lo = i64(1, ld, over),
+              *lu = i64(1, ld, under), *lg = i64(1, ld, good), *lg32 = NULL, *lo32 = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 1, ld, good32, &lg32));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, ld, over32, &lo32));
+    wf_tensor *in_o[5] = {x, w, r, NULL, lo}, *in_u[5] = {x, w, r, NULL, lu}, *in_g[5] = {x, w, r, NULL, lg};
+    wf_tensor *in_o32[5] = {x, w, r, NULL, lo32}, *in_g32[5] = {x, w, r, NULL, lg32};
+    wf_attr at[2] = {wf_attr_int("hidden_size", 1), wf_attr_string("activations", "Relu")};
+    multi_graph m;
+    wf_tensor *y = NULL;
+    multi_new(&m, "RNN", "rnn", in_o, 5, at, 2);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(multi_run(m.dev, &m, in_o, &y), "node 'rnn' (RNN)", "sequence_lens[1] = 4 is outside [0, 3]");
+        expect_error(multi_run(m.dev, &m, in_u, &y), "node 'rnn' (RNN)", "sequence_lens[0] = -1 is outside [0, 3]");
+        const float want[6] = {1, 4, 3, 0, 6, 0};
+        multi_expect(&m, in_g, want, 6);
+    }
+    multi_free(&m);
+    multi_new(&m, "RNN", "rnn32", in_o32, 5, at, 2);
+    expect_error(multi_run(m.dev, &m, in_o32, &y), "node 'rnn32' (RNN)", "sequence_lens[1] = 7 is outside [0, 3]");
+    const float want32[6] = {1, 4, 3, 9, 0, 15};
+    multi_expect(&m, in_g32, want32, 6);
+    multi_free(&m);
+    /* GRU (3 gates) and LSTM (4 gates) with zero weights: the same check; a good run gives Y = 0 */
+    const float zeros[4] = {0};
+    int64_t gd[3] = {1, 3, 1}, ldd[3] = {1, 4, 1};
+    wf_tensor *gw = f32(3, gd, zeros), *lw = f32(3, ldd, zeros);
+    const char *ops[2] = {"GRU", "LSTM"};
+    for (int i = 0; i < 2; i++) {
+        wf_tensor *wt = i ? lw : gw;
+        wf_tensor *go[5] = {x, wt, wt, NULL, lo}, *gg[5] = {x, wt, wt, NULL, lg};
+        char want_node[32];
+        snprintf(want_node, sizeof want_node, "node 'g%d' (%s)", i, ops[i]);
+        char name[8];
+        snprintf(name, sizeof name, "g%d", i);
+        multi_new(&m, ops[i], name, go, 5, at, 1);
+        expect_error(multi_run(m.dev, &m, go, &y), want_node, "sequence_lens[1] = 4 is outside [0, 3]");
+        const float want0[6] = {0};
+        multi_expect(&m, gg, want0, 6);
+        multi_free(&m);
+    }
+    wf_tensor *all[] = {x, w, r, lo, lu, lg, lg32, lo32, gw, lw};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* MaxUnpool of X [1,1,2,2] = [1, 2, 3, 4] (kernel and strides 2x2: a 4x4 output of 16 elements) checks its
+ * indices on the device and reads them from device memory: indices (0, 3, 8, 15) put 1, 2, 3, 4 there and
+ * zeros elsewhere; i32 (5, 6, 9, 10) put them in the middle 2x2. */
+static void test_max_unpool(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_max_unpool", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t xd[4] = {1, 1, 2, 2}, two[2] = {2, 2};
+    const float xv[4] = {1, 2, 3, 4};
+    const int64_t over[4] = {0, 3, 8, 16}, under[4] = {0, -1, 8, 15}, good[4] = {0, 3, 8, 15};
+    const int32_t good32[4] = {5, 6, 9, 10}, over32[4] = {5, 6, 9, 99};
+    wf_tensor *x = f32(4, xd, xv), *io = i64(4, xd, over), *iu = i64(4, xd, under), *ig = i64(4, xd, good),
+              *ig32 = NULL, *io32 = NULL;
+    CHECK_OK(wf_tensor_new(WF_I32, 4, xd, good32, &ig32));
+    CHECK_OK(wf_tensor_new(WF_I32, 4, xd, over32, &io32));
+    wf_attr at[2] = {wf_attr_ints("kernel_shape", two, 2), wf_attr_ints("strides", two, 2)};
+    wf_tensor *y = NULL;
+    op_graph o;
+    op_graph_new(&o, "MaxUnpool", "up", x, io, at, 2, false);
+    for (int rep = 0; rep < 2; rep++) {
+        expect_error(run(o.dev, &o, x, io, &y), "node 'up' (MaxUnpool)",
+                     "index 16 is outside the 16 unpooled elements");
+        expect_error(run(o.dev, &o, x, iu, &y), "node 'up' (MaxUnpool)",
+                     "index -1 is outside the 16 unpooled elements");
+        const float want[16] = {1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 4};
+        expect_values(&o, x, ig, want, 16);
+    }
+    op_graph_free(&o);
+    op_graph_new(&o, "MaxUnpool", "up32", x, io32, at, 2, true);
+    expect_error(run(o.dev, &o, x, io32, &y), "node 'up32' (MaxUnpool)",
+                 "index 99 is outside the 16 unpooled elements");
+    const float want32[16] = {0, 0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0};
+    expect_values(&o, x, ig32, want32, 16);
+    op_graph_free(&o);
+    wf_tensor *all[] = {x, io, iu, ig, ig32, io32};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
+/* Attention reads nonpad_kv_seqlen from device memory (its values are used as they are, on the CPU too: no
+ * check). Q = 0 (B 2, 1 head, 1 query, head size 1) scores every key 0, so each row averages the first
+ * nonpad values of V: V = (1, 2, 3) for batch 0 and (4, 5, 6) for batch 1; lengths (2, 1) give (1.5, 4),
+ * then (1, 2) in the same session give (1, 4.5). */
+static void test_attention_nonpad(void)
+{
+    if (!has_opencl()) {
+        CHECK_SKIP("test_attention_nonpad", "no OPENCL:0 device (the OpenCL plugin found none)");
+        return;
+    }
+    int64_t qd[4] = {2, 1, 1, 1}, kd[4] = {2, 1, 3, 1}, nd[1] = {2};
+    const float qv[2] = {0, 0}, kv[6] = {1, -2, 3, 0.5f, 7, -1}, vv[6] = {1, 2, 3, 4, 5, 6};
+    const int64_t lens[2] = {2, 1};
+    const int64_t lens2[2] = {1, 2};
+    wf_tensor *q = f32(4, qd, qv), *kt = f32(4, kd, kv), *v = f32(4, kd, vv), *l = i64(1, nd, lens),
+              *l2 = i64(1, nd, lens2);
+    wf_tensor *in[7] = {q, kt, v, NULL, NULL, NULL, l}, *in2[7] = {q, kt, v, NULL, NULL, NULL, l2};
+    multi_graph m;
+    multi_new(&m, "Attention", "attn", in, 7, NULL, 0);
+    const float want[2] = {1.5f, 4}, want2[2] = {1, 4.5f};
+    for (int rep = 0; rep < 2; rep++) {
+        multi_expect(&m, in, want, 2);
+        multi_expect(&m, in2, want2, 2);
+    }
+    multi_free(&m);
+    wf_tensor *all[] = {q, kt, v, l, l2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) wf_tensor_free(all[i]);
+}
+
 int main(void)
 {
     /* any read-back of a kernel's input fails (the plugin reads this when it opens the device) */
@@ -594,6 +728,9 @@ int main(void)
     RUN_TEST(test_loss_targets);
     RUN_TEST(test_roi_align);
     RUN_TEST(test_rotary_positions);
+    RUN_TEST(test_rnn_lengths);
+    RUN_TEST(test_max_unpool);
+    RUN_TEST(test_attention_nonpad);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -120,7 +120,9 @@ enum {
     OCL_SITE_NEG_POW,    /* Pow: an integer exponent below zero */
     OCL_SITE_TARGET,     /* the losses: entry is the class count */
     OCL_SITE_ROI_BATCH,  /* RoiAlign: entry is the batch size */
-    OCL_SITE_POSITION    /* RotaryEmbedding: entry is the caches' positions */
+    OCL_SITE_POSITION,   /* RotaryEmbedding: entry is the caches' positions */
+    OCL_SITE_RNN_LENS,   /* RNN, GRU, LSTM: sequence_lens; entry is the time steps */
+    OCL_SITE_UNPOOL      /* MaxUnpool: entry is the unpooled elements (the default output's size) */
 };
 wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape, cl_mem *err, cl_uint *site);
 wf_status *ocl_launch_checked(wf__kctx *k, cl_kernel kern, int n_args, const ocl_arg *args, int dims,

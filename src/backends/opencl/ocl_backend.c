@@ -605,6 +605,11 @@ static wf_status *err_status(ocl_dev *d, const ocl_errbuf *b)
     case OCL_SITE_POSITION:
         return ocl_host->status(WF_INVALID_ARGUMENT, "%sposition id %lld is outside the caches' %lld positions",
                                 who, v, ent);
+    case OCL_SITE_UNPOOL:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%sindex %lld is outside the %lld unpooled elements", who, v, ent);
+    case OCL_SITE_RNN_LENS:
+        return ocl_host->status(WF_INVALID_ARGUMENT, "%ssequence_lens[%lld] = %lld is outside [0, %lld]", who, pos, v,
+                                ent);
     default: break;
     }
     return ocl_host->status(WF_INVALID_ARGUMENT,

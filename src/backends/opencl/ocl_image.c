@@ -255,12 +255,14 @@ static const char *g_src =
     "  }\n"
     "  STA(y, yo + g, acc);\n"
     "}\n"
-    /* MaxUnpool: scatter by host-validated indices into the zero-filled output. a: unpooled dims,
-     * b: their strides, c: output strides. */
-    "__kernel void k_max_unpool(__global const BT *x, ulong xo, __global const long *ix, __global BT *y, ulong yo,\n"
-    "    p6_t P, int rank) {\n"
+    /* MaxUnpool: scatter by the indices (i64 when i64, else i32; checked on the device before: a bad one has
+     * failed the run and is skipped here) into the zero-filled output. a: unpooled dims, b: their strides,
+     * c: output strides; total: the unpooled elements. */
+    "__kernel void k_max_unpool(__global const BT *x, ulong xo, __global const uchar *ix, ulong io, int i64,\n"
+    "    long total, __global BT *y, ulong yo, p6_t P, int rank) {\n"
     "  ulong e = get_global_id(0);\n"
-    "  long v = ix[e], off = 0;\n"
+    "  long v = i64 ? ((__global const long *)ix)[io + e] : (long)((__global const int *)ix)[io + e], off = 0;\n"
+    "  if (v < 0 || v >= total) return;\n"
     "  for (int i = 0; i < rank; i++) off += (v / P.b[i]) % P.a[i] * P.c[i];\n"
     "  y[yo + (ulong)off] = x[xo + e];\n"
     "}\n"
@@ -610,38 +612,29 @@ static wf_status *k_MaxUnpool(wf__kctx *k)
         P.a[i] = inf[i], P.b[i] = si, P.c[i] = so;
         si *= inf[i], so *= out[i];
     }
-    void *buf;
-    if ((s = oclew_read(k, I, &buf))) return s;
-    cl_long *ix = ocl_host->malloc(sizeof(cl_long) * (size_t)(X->size + 1));
-    if (!ix) s = ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the indices");
-    for (int64_t e = 0; e < X->size && !s; e++) {
-        ix[e] = oclew_load_i64(buf, I->dtype, e);
-        if (ix[e] < 0 || ix[e] >= total)
-            s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "index %lld is outside the %lld unpooled elements",
-                                    (long long)ix[e], (long long)total);
-    }
-    ocl_host->free(buf);
+    /* an index outside the unpooled elements fails the run, in the CPU's words: checked on the device */
+    if ((s = ocl_check_ints(k, I, OCL_SITE_UNPOOL, 0, total - 1, false, NULL, total, ""))) return s;
     wf_tensor *y = NULL;
-    cl_mem im = NULL;
-    if (!s) s = ocl_host->kctx_output(k, 0, X->dtype, rank, out, &y);
-    if (!s && y->size) {
+    if ((s = ocl_host->kctx_output(k, 0, X->dtype, rank, out, &y))) return s;
+    if (y->size) {
         cl_uchar zero = 0;
         cl_int e = clEnqueueFillBuffer(ocl_of(k)->q, ocl_mem(y), &zero, 1, y->dev_offset,
                                        (size_t)y->size * ocl_size(y->dtype), 0, NULL, NULL);
-        if (e != CL_SUCCESS) s = ocl_fail(k, e, "output fill");
+        if (e != CL_SUCCESS) return ocl_fail(k, e, "output fill");
     }
-    if (!s && X->size) s = oclimg_buffer(k, sizeof(cl_long) * (size_t)(X->size + 1), ix, &im);
-    ocl_host->free(ix);
-    if (s || !X->size) return s;
+    if (!X->size) return NULL;
     cl_kernel kern;
     if (!(s = oclimg_kernel(k, "image", g_src, X->dtype, "max_unpool", &kern))) {
         cl_mem xm = ocl_mem(X), ym = ocl_mem(y);
         cl_ulong xo = ocl_off(X), yo = ocl_off(y);
-        cl_int r = rank;
-        ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(im), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(P), OCL_ARG(r)};
-        s = oclimg_run(k, kern, 7, args, (size_t)X->size);
+        cl_mem im = ocl_mem(I);
+        cl_ulong io = ocl_off(I);
+        cl_int r = rank, i64 = I->dtype == WF_I64;
+        cl_long tl = total;
+        ocl_arg args[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(im), OCL_ARG(io), OCL_ARG(i64), OCL_ARG(tl),
+                          OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(P),  OCL_ARG(r)};
+        s = oclimg_run(k, kern, 10, args, (size_t)X->size);
     }
-    clReleaseMemObject(im);
     return s;
 }
 

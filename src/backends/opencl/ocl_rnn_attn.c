@@ -61,11 +61,14 @@ static const char *g_seq2_src =
     "}\n"
     "__kernel void k_rnn_step(rnn_t m, __global const ST *x, ulong xo, __global const ST *w, ulong wo,\n"
     "                         __global const ST *r, ulong ro, __global const ST *bb, ulong bo, __global const ST *p,\n"
-    "                         ulong po, __global const long *lens, __global const ACC *hp, __global ACC *hn,\n"
-    "                         __global ACC *cs, __global ACC *rh, __global ST *y, ulong yo) {\n"
+    "                         ulong po, __global const uchar *lens, ulong lo, __global const ACC *hp,\n"
+    "                         __global ACC *hn, __global ACC *cs, __global ACC *rh, __global ST *y, ulong yo) {\n"
     "  long j = get_global_id(0), b = get_global_id(1), d = get_global_id(2);\n"
     "  long H = m.hs, G = m.kind, I = m.in, si = (d * m.batch + b) * H;\n"
-    "  long len = m.has_lens ? lens[b] : m.seq;\n"
+    /* has_lens: 1 i32, 2 i64 lengths, checked on the device before (a bad one fails the run): clamped here */
+    "  long len = m.has_lens == 1 ? (long)((__global const int *)lens)[lo + b]\n"
+    "           : m.has_lens == 2 ? ((__global const long *)lens)[lo + b] : m.seq;\n"
+    "  len = len < 0 ? 0 : len > m.seq ? m.seq : len;\n"
     "  if (m.step >= len) { if (m.phase != 1) hn[si + j] = hp[si + j]; return; }\n"
     "  bool rev = m.nd == 2 ? d == 1 : m.reverse;\n"
     "  long t = rev ? len - 1 - m.step : m.step;\n"
@@ -160,8 +163,8 @@ static const char *g_seq2_src =
     "  long B, Hq, Hkv, Sq, T, P, Dk, Dv, qbs, qhs, qss, ms[4], mlen, left, right;\n"
     "  int causal, mode, sp, mask_t, has_mask, has_np, q4, pad;\n"
     "} attn_t;\n"
-    "ACC attn_bias(const attn_t *j, __global const uchar *mp, ulong mo, __global const long *np, long b, long h,\n"
-    "              long i, long kj) {\n"
+    "ACC attn_bias(const attn_t *j, __global const uchar *mp, ulong mo, __global const uchar *np, ulong npo, long b,\n"
+    "              long h, long i, long kj) {\n"
     "  ACC v = 0;\n"
     "  if (j->has_mask) {\n"
     "    if (kj >= j->mlen) return -INFINITY;\n"
@@ -169,7 +172,9 @@ static const char *g_seq2_src =
     "    if (j->mask_t == 10) { if (!mp[mo + off]) return -INFINITY; }\n"
     "    else v = ld_any(mp, mo + off, j->mask_t);\n"
     "  }\n"
-    "  long nonpad = j->has_np ? np[b] : -1;\n"
+    /* has_np: 1 i32, 2 i64 lengths, read from device memory (used as they are, as the CPU does) */
+    "  long nonpad = j->has_np == 1 ? (long)((__global const int *)np)[npo + b]\n"
+    "              : j->has_np == 2 ? ((__global const long *)np)[npo + b] : -1;\n"
     "  long offset = j->P > 0 ? j->P : (j->has_np ? nonpad - j->Sq : 0);\n"
     "  long diff = i + offset - kj;\n"
     "  if (j->causal && diff < 0) return -INFINITY;\n"
@@ -180,7 +185,8 @@ static const char *g_seq2_src =
     "}\n"
     "__kernel void k_attn_row(attn_t a, ACC scale, ACC softcap, __global const ST *q, ulong qo,\n"
     "                         __global const ST *pk, ulong pko, __global const ST *pv, ulong pvo,\n"
-    "                         __global const uchar *mp, ulong mo, __global const long *np, __global ACC *xs,\n"
+    "                         __global const uchar *mp, ulong mo, __global const uchar *np, ulong npo,\n"
+    "                         __global ACC *xs,\n"
     "                         __global ST *qk, ulong qko, __global ST *y, ulong yo) {\n"
     "  long row = get_global_id(0);\n"
     "  long i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq), hk = h / (a.Hq / a.Hkv);\n"
@@ -197,7 +203,7 @@ static const char *g_seq2_src =
     "      acc += rnd((ACC)LD(qr, d) * rs, dt) * rnd((ACC)LD(kb, kj * a.Dk + d) * rs, dt);\n"
     "    ACC s = rnd(acc, dt);\n"
     "    if (softcap > 0) s = rnd(rnd(tanh(rnd(s / softcap, dt)), dt) * softcap, dt);\n"
-    "    ACC bias = attn_bias(&a, mp, mo, np, b, h, i, kj);\n"
+    "    ACC bias = attn_bias(&a, mp, mo, np, npo, b, h, i, kj);\n"
     "    bmax = bias > bmax ? bias : bmax;\n"
     "    ACC v = rnd(s + bias, dt);\n"
     "    STO(qk, qkr + kj, (CT)(a.mode == 2 ? v : s));\n"
@@ -325,28 +331,15 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     if (G == 4) m.input_forget = attr_i(k, "input_forget", 0) != 0;
     if ((s = parse_acts(k, G == 1 ? 1 : G == 3 ? 2 : 3, (int)nd, G == 1 ? d_rnn : G == 3 ? d_gru : d_lstm, &m)))
         return s;
-    /* sequence_lens: B small values, checked here and handed to the steps */
-    int64_t *lens = NULL;
-    if (has_in(k, 4)) {
-        const wf_tensor *L = k->in[4];
+    /* sequence_lens: checked on the device (ocl_check_ints: a bad one fails the run, in the CPU's words);
+     * the steps read them from device memory and clamp them */
+    const wf_tensor *L = has_in(k, 4) ? k->in[4] : NULL;
+    if (L) {
         if ((L->dtype != WF_I32 && L->dtype != WF_I64) || L->rank != 1 || L->dims[0] != B)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "sequence_lens must be i32 or i64 of shape (%lld)",
                                        (long long)B);
-        void *h;
-        if ((s = oclew_read(k, L, &h))) return s;
-        lens = ocl_host->malloc(sizeof(int64_t) * (size_t)(B ? B : 1));
-        if (!lens) {
-            ocl_host->free(h);
-            return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for sequence_lens");
-        }
-        for (int64_t i = 0; i < B && !s; i++) {
-            lens[i] = oclew_load_i64(h, L->dtype, i);
-            if (lens[i] < 0 || lens[i] > m.seq)
-                s = ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "sequence_lens[%" PRId64 "] = %" PRId64
-                                        " is outside [0, %lld]", i, lens[i], (long long)m.seq);
-        }
-        ocl_host->free(h);
-        m.has_lens = 1;
+        if ((s = ocl_check_ints(k, L, OCL_SITE_RNN_LENS, 0, m.seq, false, NULL, m.seq, ""))) return s;
+        m.has_lens = L->dtype == WF_I32 ? 1 : 2;
     }
     m.has_b = has_in(k, 3);
     m.has_h0 = has_in(k, 5);
@@ -355,7 +348,7 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     wf_dtype t = X->dtype;
     int64_t ydims[4] = {m.seq, nd, B, H}, ydl[4] = {B, m.seq, nd, H};
     wf_tensor *y, *yh = NULL, *yc = NULL;
-    cl_mem bufs[5] = {0}; /* h ping, h pong, c, r*h, lens */
+    cl_mem bufs[4] = {0}; /* h ping, h pong, c, r*h */
     size_t acc = ocl_of(k)->fp64 ? sizeof(cl_double) : sizeof(cl_float), nstate = (size_t)(nd * B * H);
     cl_kernel ki, ks, kf;
     if (s || (s = ocl_host->kctx_output(k, 0, t, 4, m.layout ? ydl : ydims, &y))) goto done;
@@ -375,7 +368,6 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     }
     if (nstate == 0) goto done;
     for (int i = 0; i < 4 && !s; i++) s = oclseq_buf(k, nstate * acc, NULL, &bufs[i]);
-    if (!s) s = oclseq_buf(k, sizeof(int64_t) * (size_t)B, lens, &bufs[4]);
     if (!s) s = seq2_kernel(k, t, "rnn_init", &ki);
     if (!s) s = seq2_kernel(k, t, "rnn_step", &ks);
     if (!s) s = seq2_kernel(k, t, "rnn_fin", &kf);
@@ -393,16 +385,18 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
     }
     cl_mem xm = ocl_mem(X), wm = ocl_mem(W), rm = ocl_mem(R), bm = ocl_mem(o[0]), pm = ocl_mem(o[3]), ym = ocl_mem(y);
     cl_ulong xo = ocl_off(X), wo = ocl_off(W), ro = ocl_off(R), bo = ocl_off(o[0]), po = ocl_off(o[3]), yo = ocl_off(y);
+    cl_mem lm = ocl_mem(L ? L : X);
+    cl_ulong lo = L ? ocl_off(L) : 0;
     int cur = 0;
     for (int64_t step = 0; step < m.seq && !s; step++) {
         m.step = step;
         for (int phase = (G == 3 && !m.lbr) ? 1 : 2; phase <= 2 && !s; phase++) {
             m.phase = phase;
-            ocl_arg a[] = {OCL_ARG(m),  OCL_ARG(xm), OCL_ARG(xo),          OCL_ARG(wm),      OCL_ARG(wo),
-                           OCL_ARG(rm), OCL_ARG(ro), OCL_ARG(bm),          OCL_ARG(bo),      OCL_ARG(pm),
-                           OCL_ARG(po), OCL_ARG(bufs[4]), OCL_ARG(bufs[cur]), OCL_ARG(bufs[1 - cur]), OCL_ARG(bufs[2]),
-                           OCL_ARG(bufs[3]), OCL_ARG(ym), OCL_ARG(yo)};
-            s = ocl_launch(k, ks, 18, a, 3, g, NULL);
+            ocl_arg a[] = {OCL_ARG(m),         OCL_ARG(xm),       OCL_ARG(xo),      OCL_ARG(wm),      OCL_ARG(wo),
+                           OCL_ARG(rm),        OCL_ARG(ro),       OCL_ARG(bm),      OCL_ARG(bo),      OCL_ARG(pm),
+                           OCL_ARG(po),        OCL_ARG(lm),       OCL_ARG(lo),      OCL_ARG(bufs[cur]),
+                           OCL_ARG(bufs[1 - cur]), OCL_ARG(bufs[2]), OCL_ARG(bufs[3]), OCL_ARG(ym), OCL_ARG(yo)};
+            s = ocl_launch(k, ks, 19, a, 3, g, NULL);
         }
         cur = 1 - cur;
     }
@@ -414,9 +408,8 @@ wf_status *oclseq_k_rnn(wf__kctx *k)
         s = ocl_launch(k, kf, 7, a, 3, g, NULL);
     }
 done:
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < 4; i++)
         if (bufs[i]) clReleaseMemObject(bufs[i]);
-    ocl_host->free(lens);
     return s;
 }
 
@@ -493,12 +486,12 @@ wf_status *oclseq_k_attention(wf__kctx *k)
         a.P = pk->dims[2];
     }
     a.T = a.P + Skv;
-    cl_mem npm = NULL, scratch = NULL;
+    cl_mem scratch = NULL;
     if (np) {
         if (np->rank != 1 || np->dims[0] != a.B || (np->dtype != WF_I32 && np->dtype != WF_I64))
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "nonpad_kv_seqlen must have one length per batch (%lld)",
                                        (long long)a.B);
-        a.has_np = 1;
+        a.has_np = np->dtype == WF_I32 ? 1 : 2;
     }
     if (mask) {
         /* right-aligned broadcast onto (B, Hq, Sq, T); a key dim shorter than T is padded with -inf */
@@ -528,36 +521,22 @@ wf_status *oclseq_k_attention(wf__kctx *k)
     size_t nq = (size_t)(a.B * a.Hq * a.Sq);
     if (nq == 0) return NULL;
     bool f64 = ocl_of(k)->fp64;
-    if (np) {
-        void *h;
-        if ((s = oclew_read(k, np, &h))) return s;
-        int64_t lens[64], *lp = a.B <= 64 ? lens : ocl_host->malloc(sizeof(int64_t) * (size_t)a.B);
-        if (!lp) {
-            ocl_host->free(h);
-            return ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for nonpad_kv_seqlen");
-        }
-        for (int64_t b = 0; b < a.B; b++) lp[b] = oclew_load_i64(h, np->dtype, b);
-        ocl_host->free(h);
-        s = oclseq_buf(k, sizeof(int64_t) * (size_t)a.B, lp, &npm);
-        if (lp != lens) ocl_host->free(lp);
-        if (s) return s;
-    }
     cl_kernel kern;
     if (!(s = oclseq_buf(k, nq * (size_t)(a.T ? a.T : 1) * (f64 ? 8 : 4), NULL, &scratch)) &&
         !(s = seq2_kernel(k, dt, "attn_row", &kern))) {
         cl_double sd = scale, cd = softcap;
         cl_float sf = (cl_float)scale, cf = (cl_float)softcap;
         cl_mem qm = ocl_mem(Q), pkm = ocl_mem(opk), pvm = ocl_mem(opv), mm = mask ? ocl_mem(mask) : ocl_mem(Q);
-        cl_mem nm = npm ? npm : scratch, qkm = ocl_mem(oqk), ym = ocl_mem(y);
+        cl_mem nm = np ? ocl_mem(np) : scratch, qkm = ocl_mem(oqk), ym = ocl_mem(y);
+        cl_ulong npo = np ? ocl_off(np) : 0;
         cl_ulong qo = ocl_off(Q), pko = ocl_off(opk), pvo = ocl_off(opv), mo = mask ? ocl_off(mask) : 0;
         cl_ulong qko = ocl_off(oqk), yo = ocl_off(y);
         ocl_arg args[] = {OCL_ARG(a),       f64 ? OCL_ARG(sd) : OCL_ARG(sf), f64 ? OCL_ARG(cd) : OCL_ARG(cf),
                           OCL_ARG(qm),      OCL_ARG(qo),  OCL_ARG(pkm), OCL_ARG(pko), OCL_ARG(pvm),
-                          OCL_ARG(pvo),     OCL_ARG(mm),  OCL_ARG(mo),  OCL_ARG(nm),  OCL_ARG(scratch),
-                          OCL_ARG(qkm),     OCL_ARG(qko), OCL_ARG(ym),  OCL_ARG(yo)};
-        s = ocl_launch(k, kern, 17, args, 1, &nq, NULL);
+                          OCL_ARG(pvo),     OCL_ARG(mm),  OCL_ARG(mo),  OCL_ARG(nm),  OCL_ARG(npo),
+                          OCL_ARG(scratch), OCL_ARG(qkm), OCL_ARG(qko), OCL_ARG(ym),  OCL_ARG(yo)};
+        s = ocl_launch(k, kern, 18, args, 1, &nq, NULL);
     }
-    if (npm) clReleaseMemObject(npm);
     if (scratch) clReleaseMemObject(scratch);
     return s;
 }
