@@ -278,6 +278,142 @@ static void test_async_error_names_node(void)
     wf_graph_free(g);
 }
 
+/* A value produced on one device with streams and read on another travels through a host copy: a
+ * download on the source's copy stream and an upload on the destination's, both asynchronous (device
+ * timestamps from their events), the upload reading the download's host value. The values are those
+ * computed here; the host consumer of the same value shares the download. */
+static void test_copy_between_devices(void)
+{
+    if (!has_device("TESTDEV:0") || !has_device("OPENCL:0")) {
+        CHECK_SKIP("test_copy_between_devices", "needs TESTDEV:0 and OPENCL:0");
+        return;
+    }
+    enum { M = 1 << 16 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, r, one, a, h;
+    CHECK_OK(wf_graph_set_device(g, "TESTDEV:0"));
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){M}, &x));
+    CHECK_OK(wf_relu(g, "r", x, &r));
+    CHECK_OK(wf_graph_set_device(g, "OPENCL:0"));
+    CHECK_OK(wf_const_scalar(g, "one", WF_F32, 1, &one));
+    CHECK_OK(wf_add(g, "a", r, one, &a));
+    CHECK_OK(wf_graph_set_device(g, "CPU:0"));
+    CHECK_OK(wf_unary(g, "Neg", "h", r, &h));
+    CHECK_OK(wf_graph_set_device(g, ""));
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.strict_placement = 1;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    float *xv = malloc(sizeof *xv * M);
+    wf_tensor *xt = NULL;
+    if (xv) {
+        for (int i = 0; i < M; i++) xv[i] = (float)(i % 17) - 8;
+        CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){M}, xv, &xt));
+    }
+    for (int rep = 0; s && xt && rep < 3; rep++) {
+        wf_feed f = {x, xt};
+        wf_output fetch[2] = {a, h};
+        wf_tensor *out[2] = {NULL, NULL};
+        wf_trace *trace = NULL;
+        wf_run_options ro = {&trace};
+        CHECK_OK(wf_session_run(s, &f, 1, fetch, 2, out, &ro));
+        if (!out[0] || !trace) break;
+        int bad = 0;
+        for (int i = 0; i < M; i++) {
+            float rl = xv[i] > 0 ? xv[i] : 0;
+            bad += ((float *)wf_tensor_data(out[0]))[i] != rl + 1 || ((float *)wf_tensor_data(out[1]))[i] != -rl;
+        }
+        CHECK_INT(bad, 0);
+        wf_trace_event down, up;
+        if (find_event(trace, "r:0/Copy_to_CPU:0", &down) && find_event(trace, "r:0/Copy_to_OPENCL:0", &up)) {
+            CHECK_INT(down.is_copy, 1);
+            CHECK_INT(up.is_copy, 1);
+            CHECK_INT(down.stream, WF_STREAM_COPY);
+            CHECK_INT(up.stream, WF_STREAM_COPY);
+            CHECK_INT(down.enqueue_only, 0);
+            CHECK(down.device_start_ns > 0 && down.device_end_ns >= down.device_start_ns);
+            CHECK(up.device_start_ns > 0 && up.device_end_ns >= up.device_start_ns);
+            CHECK_INT((int)down.out_bytes, M * 4);
+            CHECK_INT((int)up.out_bytes, M * 4);
+            CHECK(up.start_ns >= down.end_ns); /* enqueued once the host value is complete */
+            CHECK_STR_CONTAINS(up.reason, "through CPU:0");
+            bool dep = false; /* the upload waited for the download, not for r itself */
+            for (int d = 0; d < up.n_deps; d++) {
+                wf_trace_event e = wf_trace_event_at(trace, up.deps[d]);
+                dep |= !strcmp(e.node, "r:0/Copy_to_CPU:0");
+            }
+            CHECK(dep);
+        } else {
+            CHECK_FAIL_("the trace has no download and upload of r");
+        }
+        int n_copies = 0; /* one download shared by Neg and the upload, one upload */
+        for (int i = 0; i < wf_trace_num_events(trace); i++) {
+            wf_trace_event e = wf_trace_event_at(trace, i);
+            n_copies += e.is_copy && !strncmp(e.node, "r:0/", 4);
+        }
+        CHECK_INT(n_copies, 2);
+        wf_trace_free(trace);
+        wf_tensor_free(out[0]);
+        wf_tensor_free(out[1]);
+    }
+    wf_tensor_free(xt);
+    free(xv);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* No run makes a synchronous transfer on a device with streams, the first included: the constant's
+ * first upload goes on the copy stream (the compute stream waits for it), feeds and fetches are
+ * asynchronous copies. The test backend fails any synchronous copy while WEFT_TESTDEV_NO_SYNC_COPY=1,
+ * so each run succeeding, with the values computed here, shows it. */
+static void test_first_run_copies_async(void)
+{
+    if (!has_device("TESTDEV:0")) {
+        CHECK_SKIP("test_first_run_copies_async", "no TESTDEV:0");
+        return;
+    }
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, c, a, y;
+    float cv[64];
+    for (int i = 0; i < 64; i++) cv[i] = (float)(i % 5) - 2;
+    wf_tensor *ct = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){64}, cv, &ct));
+    CHECK_OK(wf_const(g, "c", ct, &c));
+    wf_tensor_free(ct);
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){64}, &x));
+    CHECK_OK(wf_add(g, "a", x, c, &a));
+    CHECK_OK(wf_relu(g, "y", a, &y));
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = "TESTDEV:0";
+    o.strict_placement = 1;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    float xv[64];
+    for (int i = 0; i < 64; i++) xv[i] = (float)(i % 7) - 3;
+    wf_tensor *xt = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){64}, xv, &xt));
+    setenv("WEFT_TESTDEV_NO_SYNC_COPY", "1", 1);
+    for (int rep = 0; s && xt && rep < 3; rep++) {
+        wf_feed f = {x, xt};
+        wf_tensor *out = NULL;
+        CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, NULL));
+        if (!out) break;
+        for (int i = 0; i < 64; i++) {
+            float v = xv[i] + cv[i];
+            CHECK_NEAR(((float *)wf_tensor_data(out))[i], v > 0 ? v : 0, 0);
+        }
+        wf_tensor_free(out);
+    }
+    unsetenv("WEFT_TESTDEV_NO_SYNC_COPY");
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
 int main(void)
 {
     setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR ":" WEFT_TEST_PLUGIN_DIR "/../..", 1);
@@ -296,6 +432,8 @@ int main(void)
     RUN_TEST(test_async_error_names_node);
     RUN_TEST(test_overlap_testdev);
     RUN_TEST(test_overlap_opencl);
+    RUN_TEST(test_copy_between_devices);
+    RUN_TEST(test_first_run_copies_async);
     free(wv);
     free(av);
     free(bv);

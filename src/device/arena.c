@@ -89,6 +89,7 @@ typedef struct wentry {
     wf_tensor *host;             /* a reference: the key stays valid */
     const struct wf__device *dev; /* NULL: tracked, no device copy yet */
     wf_tensor *copy;
+    wf_event *up;                /* the upload of copy while it may still be in flight (dev's), else NULL */
 } wentry;
 
 struct wf__weights {
@@ -106,10 +107,20 @@ wf_status *wf__weights_new(wf__weights **out)
     return NULL;
 }
 
+/* Waits for an entry's upload, if any: its host bytes are read until it completes. */
+static void upload_done(wentry *e)
+{
+    if (!e->up) return;
+    wf_status_free(e->dev->vt->event_sync(e->dev->dev, e->up));
+    e->dev->vt->event_release(e->dev->dev, e->up);
+    e->up = NULL;
+}
+
 void wf__weights_free(wf__weights *w)
 {
     if (!w) return;
     for (int i = 0; i < w->n; i++) {
+        upload_done(&w->e[i]);
         wf_tensor_free(w->e[i].host);
         wf_tensor_free(w->e[i].copy);
     }
@@ -131,7 +142,33 @@ static wentry *add_entry(wf__weights *w, const wf_tensor *h, const struct wf__de
     e->host = wf_tensor_ref((wf_tensor *)h);
     e->dev = d;
     e->copy = NULL;
+    e->up = NULL;
     return e;
+}
+
+/* The first upload of h to d. On a device with streams and events it is asynchronous: a transfer on
+ * the copy stream that the compute stream waits for, so the first run does not block on it. Every
+ * reader of the copy is ordered after it: kernels on the compute stream (enqueued after the wait),
+ * downloads on the copy stream (after the upload, in stream order), synchronous copies (after all
+ * work). The host bytes stay alive (the entry holds h) until the event is seen complete. */
+static wf_status *upload(wentry *e, const struct wf__device *d, const wf_tensor *h)
+{
+    if (!h->bytes || !WF_BACKEND_HAS_STREAMS(d->vt)) return wf__tensor_move(d, h, &e->copy);
+    wf_tensor *t;
+    WF__TRY(wf__device_tensor_alloc(d, h->dtype, h->rank, h->dims, &t));
+    wf_event *ev = NULL;
+    wf_status *s = d->vt->copy_to_device_async(d->dev, t->dev_chunk, t->dev_offset, h->data, h->bytes, &ev);
+    if (!s) {
+        s = d->vt->stream_wait(d->dev, WF_STREAM_COMPUTE, ev);
+        e->up = ev;
+        if (s) upload_done(e);
+    }
+    if (s) {
+        wf_tensor_free(t);
+        return s;
+    }
+    e->copy = t;
+    return NULL;
 }
 
 /* Caller holds mu. */
@@ -141,8 +178,13 @@ static wf_status *get_locked(wf__weights *w, const struct wf__device *d, const w
     for (int i = 0; i < w->n && !e; i++)
         if (w->e[i].host == h && w->e[i].dev == d) e = &w->e[i];
     if (!e && !(e = add_entry(w, h, d))) return wf__oom("the session's weights", sizeof *e * (size_t)w->n);
+    if (e->up) { /* release a completed upload's event */
+        int done = 0;
+        wf_status_free(d->vt->event_query(d->dev, e->up, &done));
+        if (done) upload_done(e);
+    }
     if (!e->copy) {
-        wf_status *s = wf__tensor_move(d, h, &e->copy);
+        wf_status *s = upload(e, d, h);
         if (s) {
             e->copy = NULL;
             return s;
@@ -177,6 +219,7 @@ void wf__weights_forget(wf__weights *w, const wf_tensor *h)
     pthread_mutex_lock(&w->mu);
     for (int i = 0; i < w->n;) {
         if (w->e[i].host == h) {
+            upload_done(&w->e[i]);
             wf_tensor_free(w->e[i].host);
             wf_tensor_free(w->e[i].copy);
             w->e[i] = w->e[--w->n];

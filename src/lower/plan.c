@@ -466,8 +466,16 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             char nm[600];
             snprintf(nm, sizeof nm, "%s:%d/Copy_to_%s", src->name, slot_out[sl], dv->short_name);
             pn->own_name = wf__strdup(nm);
-            snprintf(nm, sizeof nm, "copy of %s:%d from %s", src->name, slot_out[sl],
-                     b->ctx->devices[slot_dev[sl]].short_name);
+            /* between two devices: from the value's host copy (place/partition.c), asynchronously */
+            int from = sl, host = wf__host_device(b->ctx);
+            if (d != host && slot_dev[sl] != host && (m >> host & 1) && host < d)
+                from = n_graph_slots + copy_base[sl] + __builtin_popcountll(copy_mask[sl] & ((1ull << host) - 1));
+            if (from != sl)
+                snprintf(nm, sizeof nm, "copy of %s:%d from %s, through %s", src->name, slot_out[sl],
+                         b->ctx->devices[slot_dev[sl]].short_name, b->ctx->devices[host].short_name);
+            else
+                snprintf(nm, sizeof nm, "copy of %s:%d from %s", src->name, slot_out[sl],
+                         b->ctx->devices[slot_dev[sl]].short_name);
             pn->reason = wf__strdup(nm);
             pn->out_info = wf__malloc(sizeof(wf__tinfo));
             if (!pn->own_name || !pn->reason || !pn->out_info) {
@@ -481,7 +489,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             pn->device = d;
             pn->n_in = 1;
             pn->in_slot = io_next++;
-            pn->in_slot[0] = sl;
+            pn->in_slot[0] = from;
             pn->n_out = 1;
             pn->out_slot = io_next++;
             pn->out_slot[0] = cs;

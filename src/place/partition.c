@@ -67,6 +67,15 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
         int sl = b->slot[fetches[i].node->id][fetches[i].index];
         if (slot_dev[sl] != host && !wf__keep_on_device(&fetches[i])) copy_mask[sl] |= 1ull << host;
     }
+    /* A value going from one device to another (neither in host memory) travels through a host copy:
+     * a download on the source's copy stream, then an upload on the destination's, each asynchronous and
+     * ordered by events, where a direct copy would block an inter-op thread on both devices. The host
+     * copy is shared with any host consumer of the value. The lowering (lower/plan.c) makes the
+     * device copy read it; it needs the host copy ordered first, so the host must be the lowest device
+     * index among them (it always is: the CPU backend opens first). */
+    for (int sl = 0; sl < n_graph_slots; sl++)
+        if (slot_dev[sl] != host && (copy_mask[sl] & ~(1ull << host)) && !(copy_mask[sl] & ((1ull << host) - 1)))
+            copy_mask[sl] |= 1ull << host;
     for (int sl = 0; sl < n_graph_slots; sl++) {
         copy_base[sl] = n_copies;
         n_copies += __builtin_popcountll(copy_mask[sl]);

@@ -55,6 +55,7 @@ typedef struct tstream {
 
 typedef struct tdev {
     int index;
+    int v1; /* opened by a context that loaded the plugin with WEFT_TESTDEV_V1=1 */
     tstream st[WF_STREAM_COUNT];
 } tdev;
 
@@ -177,13 +178,16 @@ static wf_status *stream_drain(tstream *q)
 }
 
 /* WEFT_TESTDEV_V1=1 at load: the backend of before streams (a vtable without the stream slots nor a
- * synchronize entry, kernels computed when called), to test the core's path for such plugins. */
-static atomic_int g_v1;
+ * synchronize entry, kernels computed when called), to test the core's path for such plugins. It is a
+ * property of the context that loaded it (its backend handle is &g_v1_backend), not of the process:
+ * a context opened with it must not turn the devices of an earlier one into computing at enqueue
+ * while their vtable has streams (a test of two devices then read a value before its upload). */
+static int g_v1_backend;
 
 /* Enqueues fn(arg) on the compute stream; arg (from H->malloc) is freed after it ran. */
 static wf_status *launch(wf__kctx *k, wf_status *(*fn)(void *), void *arg)
 {
-    if (atomic_load(&g_v1)) {
+    if (((tdev *)k->device->dev)->v1) {
         wf_status *e = fn(arg);
         H->free(arg);
         if (!e) return NULL;
@@ -226,6 +230,7 @@ static wf_status *device_open(void *b, int i, void **dev)
     if (!d) return H->status(WF_OUT_OF_MEMORY, "testdev: out of memory");
     memset(d, 0, sizeof *d);
     d->index = i;
+    d->v1 = b == &g_v1_backend;
     int started = 0;
     for (; started < WF_STREAM_COUNT; started++) {
         tstream *q = &d->st[started];
@@ -288,8 +293,20 @@ static void drain_all(tdev *d)
     }
 }
 
+/* WEFT_TESTDEV_NO_SYNC_COPY=1 (read at each call, for tests): a synchronous copy fails, so that a test
+ * can show that a run's transfers all go through the streams. */
+static wf_status *sync_copy_forbidden(const char *what, size_t n)
+{
+    const char *v = getenv("WEFT_TESTDEV_NO_SYNC_COPY");
+    if (!v || strcmp(v, "1") != 0) return NULL;
+    return H->status(WF_FAILED_PRECONDITION, "testdev: synchronous %s of %zu bytes (WEFT_TESTDEV_NO_SYNC_COPY=1)",
+                     what, n);
+}
+
 static wf_status *copy_to_device(void *dev, void *chunk, size_t off, const void *src, size_t n)
 {
+    wf_status *no = sync_copy_forbidden("upload", n);
+    if (no) return no;
     drain_all(dev);
     memcpy((char *)chunk + off, src, n);
     return NULL;
@@ -297,6 +314,8 @@ static wf_status *copy_to_device(void *dev, void *chunk, size_t off, const void 
 
 static wf_status *copy_to_host(void *dev, void *dst, const void *chunk, size_t off, size_t n)
 {
+    wf_status *no = sync_copy_forbidden("download", n);
+    if (no) return no;
     drain_all(dev);
     memcpy(dst, (const char *)chunk + off, n);
     return NULL;
@@ -583,8 +602,8 @@ __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host
      * earlier context read these */
     if (H != host) H = host;
     const char *v1 = getenv("WEFT_TESTDEV_V1");
-    atomic_store(&g_v1, v1 && !strcmp(v1, "1"));
-    *vt = atomic_load(&g_v1) ? &g_vt_v1 : &g_vt;
-    *backend = NULL;
+    bool is_v1 = v1 && !strcmp(v1, "1");
+    *vt = is_v1 ? &g_vt_v1 : &g_vt;
+    *backend = is_v1 ? &g_v1_backend : NULL;
     return NULL;
 }
