@@ -159,6 +159,13 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
                 grep -q '^SKIP' build/${t}_opencl.log && rc=1
                 result "release:$t:OPENCL:0" $rc build/${t}_opencl.log
             done
+            # the transfers through pinned staging that a discrete device gets (PoCL's is host-unified
+            # memory, so only this forces them): uploads, and downloads copied out by a callback
+            note "copies and overlap on OPENCL:0 through pinned staging (WEFT_OCL_STAGING=1)"
+            WEFT_PLUGIN_PATH="$PWD/build" WEFT_OCL_STAGING=1 timeout 600 build/tests/test_overlap >build/test_overlap_staging.log 2>&1
+            rc=$?; tail -n 1 build/test_overlap_staging.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/test_overlap_staging.log | head -20
+            grep -q '^SKIP' build/test_overlap_staging.log && rc=1
+            result "release:test_overlap:OPENCL:0(staged)" $rc build/test_overlap_staging.log
             note "models on OPENCL:0"
             timeout 1200 $PY tests/models/run_models.py --build build --device OPENCL:0 >build/models_opencl.log 2>&1
             rc=$?; grep -E '^(PASS|FAIL)| passed' build/models_opencl.log; result "release:models:OPENCL:0" $rc build/models_opencl.log

@@ -432,9 +432,13 @@ typedef struct ocl_errbuf {
 
 /* A wf_event: the cl_event and the reads of the record it carries. */
 typedef struct ocl_ev {
-    cl_event e;
+    cl_event e;      /* the command (its device times) */
+    cl_event done;   /* when not NULL, completion: a user event set once the host part is done too (a
+                        staged download's copy out of pinned memory); else e's */
     ocl_errbuf *errs;
 } ocl_ev;
+
+static cl_event ev_done(const ocl_ev *w) { return w->done ? w->done : w->e; }
 
 wf_status *ocl_err_site(wf__kctx *k, int kind, int axis, const char *data_shape, cl_mem *err, cl_uint *site)
 {
@@ -1007,6 +1011,7 @@ static wf_status *ev_new(ocl_dev *d, cl_event e, ocl_errbuf *errs, wf_event **ev
         return ocl_host->status(WF_OUT_OF_MEMORY, "out of memory for an OpenCL event");
     }
     w->e = e;
+    w->done = NULL;
     w->errs = errs;
     *ev = (wf_event *)w;
     return NULL;
@@ -1041,7 +1046,7 @@ static wf_status *event_record(void *dev, int stream, wf_event **ev)
 static wf_status *stream_wait(void *dev, int stream, wf_event *ev)
 {
     ocl_dev *d = dev;
-    cl_event e = ((ocl_ev *)ev)->e;
+    cl_event e = ev_done((ocl_ev *)ev);
     cl_int st = clEnqueueBarrierWithWaitList(stream_q(d, stream), 1, &e, NULL);
     return st == CL_SUCCESS ? NULL : cl_status(d, st, "barrier");
 }
@@ -1064,7 +1069,7 @@ static wf_status *event_query(void *dev, wf_event *ev, int *done)
     ocl_dev *d = dev;
     ocl_ev *w = (ocl_ev *)ev;
     cl_int status = CL_QUEUED;
-    cl_int st = clGetEventInfo(w->e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    cl_int st = clGetEventInfo(ev_done(w), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
     if (st != CL_SUCCESS) {
         *done = 1;
         return cl_status(d, st, "event query");
@@ -1077,9 +1082,10 @@ static wf_status *event_sync(void *dev, wf_event *ev)
 {
     ocl_dev *d = dev;
     ocl_ev *w = (ocl_ev *)ev;
-    cl_int st = clWaitForEvents(1, &w->e);
+    cl_event e = ev_done(w);
+    cl_int st = clWaitForEvents(1, &e);
     cl_int status = CL_COMPLETE;
-    clGetEventInfo(w->e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
     if (status < 0 || st == CL_SUCCESS) return ev_error(d, w, status);
     return cl_status(d, st, "event wait");
 }
@@ -1111,7 +1117,7 @@ static wf_status *event_notify(void *dev, wf_event *ev, void (*fn)(void *, wf_st
     ocl_notify *n = ocl_host->malloc(sizeof *n);
     if (!n) return ocl_host->status(WF_OUT_OF_MEMORY, "out of memory for an OpenCL event callback");
     *n = (ocl_notify){d, w, fn, arg};
-    cl_int st = clSetEventCallback(w->e, CL_COMPLETE, notify_tramp, n);
+    cl_int st = clSetEventCallback(ev_done(w), CL_COMPLETE, notify_tramp, n);
     if (st != CL_SUCCESS) {
         ocl_host->free(n);
         return cl_status(d, st, "event callback");
@@ -1137,6 +1143,7 @@ static void event_release(void *dev, wf_event *ev)
     ocl_ev *w = (ocl_ev *)ev;
     errs_free(dev, w->errs); /* reads nobody looked at go to the next event */
     clReleaseEvent(w->e);
+    if (w->done) clReleaseEvent(w->done);
     ocl_host->free(w);
 }
 
@@ -1171,16 +1178,61 @@ static struct ocl_pin *pin_take(ocl_dev *d, size_t n)
     return p;
 }
 
-/* An asynchronous transfer on copy_q. An upload stages through a pinned buffer when the device wants
- * staging and one can be had; else, and for every download, it goes straight from or to the caller's
- * memory (host-unified memory, or the driver stages), which the caller keeps until the event completes. */
+/* A staged download's last step, on a driver thread once the read into pinned memory is done: the
+ * bytes go to the caller's memory, then the user event that the core waits for completes. */
+typedef struct ocl_copyout {
+    void *dst;
+    const void *src;
+    size_t n;
+    cl_event done;
+} ocl_copyout;
+
+static void CL_CALLBACK copy_out(cl_event e, cl_int status, void *user)
+{
+    (void)e;
+    ocl_copyout *c = user;
+    if (status >= 0) memcpy(c->dst, c->src, c->n);
+    cl_event done = c->done;
+    ocl_host->free(c);
+    clSetUserEventStatus(done, status >= 0 ? CL_COMPLETE : status);
+    clReleaseEvent(done); /* the callback's reference */
+}
+
+/* An asynchronous transfer on copy_q. Where the device wants staging (not host-unified memory, or
+ * WEFT_OCL_STAGING=1) and a pinned buffer can be had, it goes through one: an upload copies the
+ * caller's bytes in first; a download reads into it and a callback copies out to the caller, with a
+ * user event (ocl_ev.done) completing after that, so that a DMA from pageable memory never holds up
+ * the queue. Else it goes straight from or to the caller's memory (host-unified memory, or the
+ * driver stages), which the caller keeps until the event completes. */
 static wf_status *transfer_async(ocl_dev *d, bool up, cl_mem chunk, size_t off, void *host, size_t n, wf_event **ev)
 {
-    cl_event e = NULL;
+    cl_event e = NULL, done = NULL;
     pthread_mutex_lock(&d->copy_mu);
     cl_int st = CL_SUCCESS;
-    struct ocl_pin *p = up && stage_ready(d) ? pin_take(d, n) : NULL;
-    if (p) {
+    struct ocl_pin *p = stage_ready(d) ? pin_take(d, n) : NULL;
+    ocl_copyout *c = p && !up ? ocl_host->malloc(sizeof *c) : NULL;
+    if (p && !up && c) {
+        done = clCreateUserEvent(d->ctx, &st);
+        if (st == CL_SUCCESS) st = clEnqueueReadBuffer(d->copy_q, chunk, CL_FALSE, off, n, p->ptr, 0, NULL, &e);
+        if (st == CL_SUCCESS) {
+            *c = (ocl_copyout){host, p->ptr, n, done};
+            clRetainEvent(done); /* the callback's */
+            st = clSetEventCallback(e, CL_COMPLETE, copy_out, c);
+            if (st != CL_SUCCESS) {
+                clReleaseEvent(done);
+                clWaitForEvents(1, &e); /* no callback: copy out here */
+                memcpy(host, p->ptr, n);
+                clSetUserEventStatus(done, CL_COMPLETE);
+                ocl_host->free(c);
+                st = CL_SUCCESS;
+            }
+            c = NULL;
+            if (p->busy) clReleaseEvent(p->busy);
+            clRetainEvent(done);
+            p->busy = done; /* the pinned bytes are read until the copy out is done */
+        }
+        ocl_host->free(c);
+    } else if (p && up) {
         memcpy(p->ptr, host, n);
         st = clEnqueueWriteBuffer(d->copy_q, chunk, CL_FALSE, off, n, p->ptr, 0, NULL, &e);
         if (st == CL_SUCCESS) {
@@ -1200,10 +1252,23 @@ static wf_status *transfer_async(ocl_dev *d, bool up, cl_mem chunk, size_t off, 
             clWaitForEvents(1, &e);
             clReleaseEvent(e);
         }
+        if (done) {
+            clSetUserEventStatus(done, CL_COMPLETE);
+            clReleaseEvent(done);
+        }
         return ocl_host->status(WF_INTERNAL, "OpenCL %s of %zu bytes %s %s failed: %s", up ? "write" : "read", n,
                                 up ? "to" : "from", d->name, ocl_err(st));
     }
-    return ev_new(d, e, NULL, ev);
+    wf_status *s = ev_new(d, e, NULL, ev);
+    if (s) {
+        if (done) {
+            clWaitForEvents(1, &done);
+            clReleaseEvent(done);
+        }
+        return s;
+    }
+    ((ocl_ev *)*ev)->done = done;
+    return NULL;
 }
 
 static wf_status *copy_to_device_async(void *dev, void *chunk, size_t off, const void *src, size_t n, wf_event **ev)
