@@ -364,9 +364,9 @@ static void test_copy_between_devices(void)
     wf_graph_free(g);
 }
 
-/* No run makes a synchronous transfer on a device with streams, the first included: the constant's
- * first upload goes on the copy stream (the compute stream waits for it), feeds and fetches are
- * asynchronous copies. The test backend fails any synchronous copy while WEFT_TESTDEV_NO_SYNC_COPY=1,
+/* No run makes a synchronous transfer on a device with streams, the first included: the first upload
+ * of a constant and of a session variable goes on the copy stream (the compute stream waits for it),
+ * feeds and fetches are asynchronous copies. The test backend fails any synchronous copy while WEFT_TESTDEV_NO_SYNC_COPY=1,
  * so each run succeeding, with the values computed here, shows it. */
 static void test_first_run_copies_async(void)
 {
@@ -385,7 +385,16 @@ static void test_first_run_copies_async(void)
     wf_tensor_free(ct);
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){64}, &x));
     CHECK_OK(wf_add(g, "a", x, c, &a));
-    CHECK_OK(wf_relu(g, "y", a, &y));
+    /* and a session variable v (its value fed to the device by the session) */
+    float vv[64];
+    for (int i = 0; i < 64; i++) vv[i] = (float)(i % 3);
+    wf_tensor *vt = NULL;
+    wf_output v, av;
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){64}, vv, &vt));
+    CHECK_OK(wf_variable(g, "v", vt, &v));
+    wf_tensor_free(vt);
+    CHECK_OK(wf_add(g, "av", a, v, &av));
+    CHECK_OK(wf_relu(g, "y", av, &y));
     wf_session_options o;
     wf_session_options_init(&o);
     o.device = "TESTDEV:0";
@@ -403,8 +412,8 @@ static void test_first_run_copies_async(void)
         CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, NULL));
         if (!out) break;
         for (int i = 0; i < 64; i++) {
-            float v = xv[i] + cv[i];
-            CHECK_NEAR(((float *)wf_tensor_data(out))[i], v > 0 ? v : 0, 0);
+            float want = xv[i] + cv[i] + vv[i];
+            CHECK_NEAR(((float *)wf_tensor_data(out))[i], want > 0 ? want : 0, 0);
         }
         wf_tensor_free(out);
     }
