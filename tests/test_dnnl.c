@@ -9,6 +9,7 @@
 #include "check.h"
 #include "device/device.h" /* wf__intra */
 #include "device/kernel.h"
+#include "backends/cpu/intra.h"
 #include "backends/cpu/k_dnnl_stats.h"
 #include "graph/op.h"
 
@@ -783,9 +784,37 @@ static void test_concurrent_same_node(void)
     wf_context_free(ctx);
 }
 
+/* The gate's verdict on preempted regions (intra.c's region_done), from made-up usage figures: values
+ * worked by hand from "a quarter of the new region's lost share, three quarters of the old average". */
+static void test_intra_lost_average(void)
+{
+    const int64_t ms = 1000000;
+    /* two threads for 10 ms: 20 ms of thread time */
+    CHECK_INT(wf__intra_lost_avg(0, 0, 5 * ms, 2, 10 * ms), 0);      /* 75% idle, but never preempted */
+    CHECK_INT(wf__intra_lost_avg(0, 3, 20 * ms, 2, 10 * ms), 0);     /* preempted, nothing lost */
+    CHECK_INT(wf__intra_lost_avg(0, 3, 25 * ms, 2, 10 * ms), 0);     /* more CPU than wall x threads */
+    CHECK_INT(wf__intra_lost_avg(0, 1, 10 * ms, 2, 10 * ms), 125);   /* half lost: 500 / 4 */
+    CHECK_INT(wf__intra_lost_avg(400, 1, 0, 2, 10 * ms), 550);       /* all lost: (1200 + 1000) / 4 */
+    CHECK_INT(wf__intra_lost_avg(100, 0, 20 * ms, 2, 10 * ms), 75);  /* a clean region decays it */
+    CHECK_INT(wf__intra_lost_avg(100, 2, 0, 0, 10 * ms), 75);        /* no threads: nothing to lose */
+    /* one region losing 20% now and then stays under the threshold; a steady 20% crosses it */
+    int avg = wf__intra_lost_avg(0, 1, 16 * ms, 2, 10 * ms);
+    CHECK_INT(avg, 50);
+    CHECK(avg <= WF__INTRA_LOST_PERMILLE);
+    int regions = 1;
+    while (avg <= WF__INTRA_LOST_PERMILLE && regions < 100) {
+        avg = wf__intra_lost_avg(avg, 1, 16 * ms, 2, 10 * ms);
+        regions++;
+    }
+    CHECK_INT(regions, 4); /* 50, 87, 115, 136 */
+    for (int i = 0; i < 3; i++) avg = wf__intra_lost_avg(avg, 0, 20 * ms, 2, 10 * ms);
+    CHECK(avg <= WF__INTRA_LOST_PERMILLE); /* 136, 102, 76, 57: free again */
+}
+
 int main(void)
 {
     RUN_TEST(test_solo_stays_on_thread); /* first: see there */
+    RUN_TEST(test_intra_lost_average);
     RUN_TEST(test_matmul_fused);
     RUN_TEST(test_gemm_fused);
     RUN_TEST(test_conv_fused);

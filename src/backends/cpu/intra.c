@@ -33,10 +33,10 @@
 
 #include "device/device.h"
 #include "device/kernel.h"
+#include "intra.h"
 
 #define WF__INTRA_MIN_EST 30e-6
 #define WF__INTRA_WATCH_EST 200e-6
-#define WF__INTRA_LOST_PERMILLE 120
 
 #define WF__INTRA_LATE_NS 150000
 #define WF__INTRA_PROBE_MIN_NS 10000000
@@ -117,6 +117,14 @@ static region region_begin(double est, int threads)
 /* The share of watched regions' thread time lost to preemption, a moving average in thousandths. */
 static atomic_int g_lost_permille;
 
+int wf__intra_lost_avg(int avg_permille, long preempted, int64_t cpu_ns, int threads, int64_t wall_ns)
+{
+    double share = preempted > 0 && threads > 0 && wall_ns > 0
+                       ? 1.0 - (double)cpu_ns / ((double)threads * (double)wall_ns) : 0.0;
+    int pm = share <= 0 ? 0 : share >= 1 ? 1000 : (int)(share * 1000 + 0.5);
+    return (3 * avg_permille + pm) / 4;
+}
+
 /* After a region: far slower than its estimate, or preempted threads that lose a steady share of their
  * regions' time (threads x wall against the process's CPU time), mean threads wait for a core: handled
  * like a busy probe. The average keeps a process that preempts us now and then (a low-priority build, a
@@ -128,10 +136,8 @@ static void region_done(const region *g)
     bool lost = false;
     if (g->preempt0 >= 0 && took > 0) {
         long n = usage(&cpu);
-        double share = n > g->preempt0 ? 1.0 - (double)(cpu - g->cpu0) / ((double)g->threads * (double)took) : 0.0;
-        int pm = share <= 0 ? 0 : share >= 1 ? 1000 : (int)(share * 1000);
-        int avg = atomic_load_explicit(&g_lost_permille, memory_order_relaxed);
-        avg = (3 * avg + pm) / 4;
+        int avg = wf__intra_lost_avg(atomic_load_explicit(&g_lost_permille, memory_order_relaxed),
+                                     n - g->preempt0, cpu - g->cpu0, g->threads, took);
         atomic_store_explicit(&g_lost_permille, avg, memory_order_relaxed);
         lost = avg > WF__INTRA_LOST_PERMILLE;
     }
