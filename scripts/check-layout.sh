@@ -8,11 +8,12 @@
 #   3     graph    src/graph/                   ranks 0-2, graph
 #   4     clients of the graph, peers that do not include each other:
 #                  src/train/, src/io/, src/data/
-#   5     place    src/place/ (constraints, HEFT)   ranks 0-4
-#   6     lower    src/lower/ (kernel choice, plan) ranks 0-5
-#   7     exec     src/exec/ (executor, trace)      ranks 0-6
-#   8     session  src/session.c, src/session_internal.h, src/calibrate.c (calibration drives sessions)
-#   9     clients of sessions, peers: src/model/, src/onnx/ (the exporter reads a session's variables)
+#   5     passes   src/passes/ (optimize: graph rewrites) ranks 0-4
+#   6     place    src/place/ (constraints, HEFT)   ranks 0-5
+#   7     lower    src/lower/ (kernel choice, plan) ranks 0-6
+#   8     exec     src/exec/ (executor, trace)      ranks 0-7
+#   9     session  src/session.c, src/session_internal.h, src/calibrate.c (calibration drives sessions)
+#   10    clients of sessions, peers: src/model/, src/onnx/ (the exporter reads a session's variables)
 #   plugin backends src/backends/<name>/         core, ops, device, and its own folder only
 #
 # So: no include from an earlier part into a later one, none between two different folders of the same
@@ -35,12 +36,13 @@ part_of() { # path relative to the src root -> "rank name"
         train/*) echo "4 train" ;;
         io/*) echo "4 io" ;;
         data/*) echo "4 data" ;;
-        place/*) echo "5 place" ;;
-        lower/*) echo "6 lower" ;;
-        exec/*) echo "7 exec" ;;
-        session.c | session_internal.h | calibrate.c) echo "8 session" ;;
-        model/*) echo "9 model" ;;
-        onnx/*) echo "9 onnx" ;;
+        passes/*) echo "5 passes" ;;
+        place/*) echo "6 place" ;;
+        lower/*) echo "7 lower" ;;
+        exec/*) echo "8 exec" ;;
+        session.c | session_internal.h | calibrate.c) echo "9 session" ;;
+        model/*) echo "10 model" ;;
+        onnx/*) echo "10 onnx" ;;
         backends/*/*) b=${1#backends/}; echo "P backends/${b%%/*}" ;;
         *) echo "? unknown" ;;
     esac

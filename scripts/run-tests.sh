@@ -110,6 +110,11 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         timeout 900 $PY tests/models/export_models.py build/models >build/export_models.log 2>&1 ||
             { tail -n 5 build/export_models.log; result "release:export_models" 1; }
         suite release build
+        # test_ops runs its cases without graph optimisation (a fold would skip the kernel): once more
+        # with the default passes, which must give the same outputs
+        timeout 900 build/tests/test_ops --opt-level 1 build/opcases >build/test_ops_opt1.log 2>&1
+        rc=$?; tail -n 1 build/test_ops_opt1.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_opt1.log | head -20
+        result "release:test_ops:opt-level-1" $rc build/test_ops_opt1.log
         note "include layout (scripts/check-layout.sh): no include points backwards along the pipeline"
         { sh scripts/check-layout.sh --self-test && sh scripts/check-layout.sh; } >build/check-layout.log 2>&1
         rc=$?; tail -n 1 build/check-layout.log; [ $rc -ne 0 ] && head -30 build/check-layout.log
@@ -138,6 +143,8 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         note "models: PyTorch-exported ONNX through weft run"
         timeout 600 $PY tests/models/run_models.py --build build >build/models.log 2>&1
         rc=$?; grep -E '^(PASS|FAIL)| passed' build/models.log; result "release:models" $rc build/models.log
+        timeout 600 $PY tests/models/run_models.py --build build --opt-level 0 >build/models_opt0.log 2>&1
+        rc=$?; grep -E '^(PASS|FAIL)| passed' build/models_opt0.log; result "release:models:opt-level-0" $rc build/models_opt0.log
         # PoCL is one of setup's packages, so where it is installed (and always under CI) OPENCL:0 must
         # exist: a broken ICD would otherwise turn every OpenCL check into a silent skip
         ocl_required=${CI:+yes}

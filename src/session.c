@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "exec/exec.h"
 #include "lower/memplan.h"
+#include "passes/passes.h"
 #include "session_internal.h"
 
 struct wf_session {
@@ -29,9 +30,26 @@ struct wf_session {
     const wf_node **var_node;
     wf_tensor **var_value;
     int n_vars, cap_vars, scanned;
+    /* graph optimisation: one optimised graph per feed and fetch set (not per shape: the passes read
+     * no fed shape), kept until the session goes, since plans built on it name its nodes (under
+     * build_mu) */
+    wf__opt_options opt;
+    char *opt_disabled, *opt_dump;
+    struct opt_entry *opts;
+    int n_opts, cap_opts;
 };
 
-void wf_session_options_init(wf_session_options *o) { memset(o, 0, sizeof *o); }
+typedef struct opt_entry {
+    wf_output *key;   /* the feeds' outputs, then the fetches */
+    int n_feeds, n_fetches;
+    wf__optimized *o;
+} opt_entry;
+
+void wf_session_options_init(wf_session_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->opt_level = WF_OPT_LEVEL_DEFAULT;
+}
 
 wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options *opts, wf_session **out)
 {
@@ -87,6 +105,21 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
         return ws;
     }
     s->place.weights = s->weights;
+    s->opt.level = opts ? opts->opt_level : WF_OPT_LEVEL_DEFAULT;
+    if (opts && opts->disable_passes && !(s->opt.disabled = s->opt_disabled = wf__strdup(opts->disable_passes)))
+        ws = wf__oom("a session", strlen(opts->disable_passes));
+    if (!ws && opts && opts->dump_graph_dir && !(s->opt.dump_dir = s->opt_dump = wf__strdup(opts->dump_graph_dir)))
+        ws = wf__oom("a session", strlen(opts->dump_graph_dir));
+    if (!ws) ws = wf__opt_check(&s->opt);
+    if (ws) {
+        wf__weights_free(s->weights);
+        wf__free(s->opt_disabled);
+        wf__free(s->opt_dump);
+        wf_context_free(s->own_ctx);
+        wf__free(s->device);
+        wf__free(s);
+        return ws;
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->build_mu, NULL);
     *out = s;
@@ -99,6 +132,13 @@ void wf_session_free(wf_session *s)
     for (int i = 0; i < s->n_plans; i++) wf__plan_unref(s->plans[i]);
     for (int i = 0; i < s->n_vars; i++) wf_tensor_free(s->var_value[i]);
     wf__weights_free(s->weights); /* after the plans: their Const states hold references into it */
+    for (int i = 0; i < s->n_opts; i++) { /* after the plans: they name the optimised graphs' nodes */
+        wf__free(s->opts[i].key);
+        wf__optimized_free(s->opts[i].o);
+    }
+    wf__free(s->opts);
+    wf__free(s->opt_disabled);
+    wf__free(s->opt_dump);
     wf__free(s->var_node);
     wf__free(s->var_value);
     wf__free(s->plans);
@@ -125,6 +165,91 @@ static wf__plan *cached_plan(wf_session *s, const wf_feed *feeds, int n_feeds, c
     return NULL;
 }
 
+/* The optimised graph for (feeds, fetches), made on first use (caller holds build_mu). */
+static wf_status *optimized_for(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                int n_fetches, const wf__optimized **out)
+{
+    for (int i = 0; i < s->n_opts; i++) {
+        const opt_entry *e = &s->opts[i];
+        bool same = e->n_feeds == n_feeds && e->n_fetches == n_fetches;
+        for (int j = 0; same && j < n_feeds; j++)
+            same = e->key[j].node == feeds[j].output.node && e->key[j].index == feeds[j].output.index;
+        for (int j = 0; same && j < n_fetches; j++)
+            same = e->key[n_feeds + j].node == fetches[j].node && e->key[n_feeds + j].index == fetches[j].index;
+        if (same) {
+            *out = e->o;
+            return NULL;
+        }
+    }
+    for (int j = 0; j < n_feeds; j++) { /* before the passes, which could remove what is fed */
+        const wf_node *n = feeds[j].output.node;
+        if (!n || n->graph != s->g || n->id >= s->g->n || s->g->nodes[n->id] != n || feeds[j].output.index != 0)
+            return wf__status(WF_INVALID_ARGUMENT, "feed %d names a node that is not in this graph", j);
+        if (strcmp(n->op->name, "Placeholder") && strcmp(n->op->name, "PlaceholderWithDefault") &&
+            strcmp(n->op->name, "Variable"))
+            return wf__status(WF_INVALID_ARGUMENT, "cannot feed node '%s' (%s): only Placeholder nodes can be fed",
+                              n->name, n->op->name);
+    }
+    for (int j = 0; j < n_fetches; j++) { /* the planner's checks, on what the user named */
+        const wf_node *n = fetches[j].node;
+        if (!n || n->graph != s->g || n->id >= s->g->n || s->g->nodes[n->id] != n)
+            return wf__status(WF_NOT_FOUND, "fetch %d names a node that is not in this graph", j);
+        if (fetches[j].index < 0 || fetches[j].index >= n->n_out)
+            return wf__status(WF_NOT_FOUND, "fetch %d asks for output %d of node '%s' (%s), which has %d", j,
+                              fetches[j].index, n->name, n->op->name, n->n_out);
+    }
+    if (s->n_opts == s->cap_opts) {
+        int cap = s->cap_opts ? s->cap_opts * 2 : 4;
+        opt_entry *e = wf__realloc(s->opts, sizeof *e * (size_t)s->cap_opts, sizeof *e * (size_t)cap);
+        if (!e) return wf__oom("the session's optimised graphs", sizeof *e * (size_t)cap);
+        s->opts = e;
+        s->cap_opts = cap;
+    }
+    opt_entry e = {.n_feeds = n_feeds, .n_fetches = n_fetches};
+    e.key = wf__malloc(sizeof *e.key * (size_t)(n_feeds + n_fetches + 1));
+    if (!e.key) return wf__oom("the session's optimised graphs", sizeof *e.key * (size_t)(n_feeds + n_fetches));
+    for (int j = 0; j < n_feeds; j++) e.key[j] = feeds[j].output;
+    for (int j = 0; j < n_fetches; j++) e.key[n_feeds + j] = fetches[j];
+    wf_status *st = wf__optimize(s->g, fetches, n_fetches, e.key, n_feeds, &s->opt, &e.o);
+    if (st) {
+        wf__free(e.key);
+        return st;
+    }
+    s->opts[s->n_opts++] = e;
+    *out = e.o;
+    return NULL;
+}
+
+/* Builds the plan for (feeds, fetches) of the session's graph: on its optimised graph when the
+ * session optimises, keyed by the session graph's outputs all the same (caller holds build_mu). */
+static wf_status *build_plan(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                             int n_fetches, wf__plan **p)
+{
+    if (s->opt.level <= 0) return wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &s->place, p);
+    const wf__optimized *o = NULL;
+    WF__TRY(optimized_for(s, feeds, n_feeds, fetches, n_fetches, &o));
+    wf_feed *mf = wf__malloc(sizeof *mf * (size_t)(n_feeds + 1));
+    wf_output *mx = wf__malloc(sizeof *mx * (size_t)(n_fetches + 1));
+    wf_status *st = mf && mx ? NULL : wf__oom("planning", sizeof *mf * (size_t)(n_feeds + n_fetches));
+    for (int j = 0; !st && j < n_feeds; j++) {
+        mf[j] = (wf_feed){wf__optimized_map(o, feeds[j].output), feeds[j].tensor};
+        if (!mf[j].output.node)
+            st = wf__status(WF_INTERNAL, "optimising: feed %d ('%s') is not in the optimised graph", j,
+                            feeds[j].output.node->name);
+    }
+    for (int j = 0; !st && j < n_fetches; j++) {
+        mx[j] = wf__optimized_map(o, fetches[j]);
+        if (!mx[j].node)
+            st = wf__status(WF_INTERNAL, "optimising: fetch %d ('%s') is not in the optimised graph", j,
+                            fetches[j].node->name);
+    }
+    if (!st && !(st = wf__plan_build(s->ctx, o->g, mf, n_feeds, mx, n_fetches, &s->place, p)))
+        wf__plan_rekey(*p, feeds, fetches);
+    wf__free(mf);
+    wf__free(mx);
+    return st;
+}
+
 void (*wf__session_build_hook)(void *arg);
 void *wf__session_build_hook_arg;
 
@@ -148,7 +273,7 @@ static wf_status *get_plan(wf_session *s, const wf_feed *feeds, int n_feeds, con
     }
     if (wf__session_build_hook) wf__session_build_hook(wf__session_build_hook_arg);
     wf__plan *p = NULL;
-    wf_status *st = wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &s->place, &p);
+    wf_status *st = build_plan(s, feeds, n_feeds, fetches, n_fetches, &p);
     pthread_mutex_lock(&s->mu);
     if (!st && s->n_plans >= s->max_plans) {
         /* evict the least recently used: its arenas go now, or when the last run using it ends */

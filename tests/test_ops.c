@@ -137,6 +137,8 @@ static int compare(const ocase *c, int k, const wf_tensor *got)
 /* Returns 0 on pass. */
 /* The case's inputs as graph nodes: Consts, Placeholders (each with its feed, when feeds is given) and
  * omitted optional inputs. */
+static int g_opt_level; /* --opt-level: the sessions' graph optimisation */
+
 static wf_status *build_inputs(wf_graph *g, const ocase *c, wf_output *in, wf_feed *feeds, int *n_feeds)
 {
     wf_status *s = NULL;
@@ -177,6 +179,7 @@ static int run_case(wf_context *ctx, ocase *c)
     wf_session_options_init(&so);
     so.device = g_device;
     so.strict_placement = g_device != NULL;
+    so.opt_level = g_opt_level; /* 0 by default: the cases test kernels, which a fold would skip */
     if (!s) s = wf_session_new(ctx, g, &so, &sess);
     wf_output fetches[MAX_IN];
     int n_fetch = c->n_exp < n_out ? c->n_exp : n_out;
@@ -432,6 +435,12 @@ int main(int argc, char **argv)
     long max_unsupported = 0;
     bool coverage = false;
     for (;;) {
+        if (argc > 2 && !strcmp(argv[1], "--opt-level")) {
+            g_opt_level = atoi(argv[2]);
+            argv += 2;
+            argc -= 2;
+            continue;
+        }
         if (argc > 2 && !strcmp(argv[1], "--device")) {
             g_device = argv[2];
             argv += 2;
@@ -454,7 +463,7 @@ int main(int argc, char **argv)
         }
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: %s [--device SPEC] [--max-unsupported N] CASE_DIR [NAME_SUBSTRING]\n"
+        fprintf(stderr, "usage: %s [--opt-level N] [--device SPEC] [--max-unsupported N] CASE_DIR [NAME_SUBSTRING]\n"
                         "       %s [--device SPEC] --coverage CASE_DIR [ALLOW_LIST]\n", argv[0], argv[0]);
         return 2;
     }

@@ -232,6 +232,7 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
     wf_session_options so;
     wf_session_options_init(&so);
     so.strict_placement = 1; /* a forced device that cannot take mm must fail the test, not fall back */
+    so.opt_level = 0;        /* mm and mm2 are the same MatMul on purpose: no cse */
     if (!mm_device) so.device = "CPU:0"; /* the cost model would otherwise use TESTDEV's fast device */
     wf_session *s = NULL;
     CHECK_OK(wf_session_new(ctx, g, &so, &s));

@@ -582,6 +582,12 @@ out:
     return s;
 }
 
+void wf__plan_rekey(wf__plan *p, const wf_feed *feeds, const wf_output *fetches)
+{
+    for (int i = 0; i < p->n_fetches; i++) p->key_fetch[i] = fetches[i];
+    for (int i = 0; i < p->n_feeds; i++) p->key_feed[i] = feeds[i].output;
+}
+
 wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *feeds, int n_feeds,
                           const wf_output *fetches, int n_fetches, const wf__place_opts *opts, wf__plan **out)
 {

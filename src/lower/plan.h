@@ -80,6 +80,9 @@ typedef struct wf_context wf_context;
 /* Builds a plan. Errors name the node, feed or fetch at fault. */
 wf_status *wf__plan_build(wf_context *ctx, const wf_graph *g, const wf_feed *feeds, int n_feeds,
                           const wf_output *fetches, int n_fetches, const wf__place_opts *opts, wf__plan **out);
+/* Makes p match the request (feeds, fetches) of another graph: the session's, when p was built on its
+ * optimised graph for that request (same counts, in the same order). */
+void wf__plan_rekey(wf__plan *p, const wf_feed *feeds, const wf_output *fetches);
 void wf__plan_free(wf__plan *p);
 /* Reference counting for a plan cache that evicts: the last reference frees the plan. */
 void wf__plan_ref(wf__plan *p);

@@ -61,9 +61,10 @@ def compare(got, want, rtol, atol):
     return ok, msg
 
 
-def run_model(weft, folder, name, rtol, atol, device=None):
+def run_model(weft, folder, name, rtol, atol, device=None, opt_level=None):
     inputs, outputs = read_info(folder)
-    out_dir = os.path.join(folder, "weft-out" + ("-" + device.replace(":", "_") if device else ""))
+    out_dir = os.path.join(folder, "weft-out" + ("-" + device.replace(":", "_") if device else "") +
+                           ("-O%d" % opt_level if opt_level is not None else ""))
     os.makedirs(out_dir, exist_ok=True)
     for f in os.listdir(out_dir):
         os.remove(os.path.join(out_dir, f))
@@ -72,6 +73,8 @@ def run_model(weft, folder, name, rtol, atol, device=None):
         cmd += ["--input", "%s=%s" % (i, os.path.join(folder, "input.npy"))]
     # Two timed runs after the first: the compared output comes from a run on the cached plan.
     cmd += ["--output-dir", out_dir, "--iterations", "2"]
+    if opt_level is not None:
+        cmd += ["--opt-level", str(opt_level)]
     if device:
         # the whole model on that device, strictly: an op without a kernel there is an error, never a
         # silent run on the CPU
@@ -108,6 +111,7 @@ def main():
     ap.add_argument("--rtol", type=float, default=1e-4)
     ap.add_argument("--atol", type=float, default=1e-5)
     ap.add_argument("--device", default=None, help="run on this device spec, e.g. OPENCL:0")
+    ap.add_argument("--opt-level", type=int, default=None, help="weft run --opt-level (default: weft's)")
     args = ap.parse_args()
     models = args.models or os.path.join(args.build, "models")
     weft = os.path.abspath(os.path.join(args.build, "weft"))
@@ -125,8 +129,9 @@ def main():
 
     passed = failed = 0
     for name in names:
-        ok, msg = run_model(weft, os.path.join(models, name), name, args.rtol, args.atol, args.device)
-        print("%s %s%s: %s" % ("PASS" if ok else "FAIL", name, " on " + args.device if args.device else "", msg),
+        ok, msg = run_model(weft, os.path.join(models, name), name, args.rtol, args.atol, args.device, args.opt_level)
+        print("%s %s%s%s: %s" % ("PASS" if ok else "FAIL", name, " on " + args.device if args.device else "",
+                                 " at --opt-level %d" % args.opt_level if args.opt_level is not None else "", msg),
               flush=True)
         if ok:
             passed += 1

@@ -40,6 +40,7 @@ typedef struct {
     const char *expect_pass;
     int quiet;
     int no_fork;
+    int opt_level; /* --opt-level; -1: the session's default */
     int timeout_s;
 } options;
 
@@ -523,6 +524,7 @@ static void run_test(const char *dir, const options *o, result *r)
     wf_session_options so;
     wf_session_options_init(&so);
     so.strict_placement = o->device != NULL;
+    if (o->opt_level >= 0) so.opt_level = o->opt_level;
     if ((s = wf_session_new(ctx, g, &so, &sess))) {
         from_status(r, s, "session");
         goto done;
@@ -711,6 +713,7 @@ static void usage(FILE *f)
             "  --write-pass-list FILE write the names of the passing tests\n"
             "  --expect-pass FILE     run only the tests FILE lists; exit 1 if any does not pass\n"
             "  --timeout SECONDS      per test (default 120)\n"
+            "  --opt-level N          the sessions' graph optimisation (default: the library's)\n"
             "  --no-fork              run tests in this process (for debuggers; a crash ends the run)\n"
             "  --quiet                print the summary only\n");
 }
@@ -741,6 +744,7 @@ int main(int argc, char **argv)
 {
     options o = {0};
     o.timeout_s = 120;
+    o.opt_level = -1;
     strvec dirs = {0}, tests = {0}, expect = {0}, passed_names = {0};
     int i;
     for (i = 1; i < argc; i++) {
@@ -752,6 +756,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--write-pass-list") && more) o.write_pass = argv[++i];
         else if (!strcmp(a, "--expect-pass") && more) o.expect_pass = argv[++i];
         else if (!strcmp(a, "--timeout") && more) o.timeout_s = atoi(argv[++i]);
+        else if (!strcmp(a, "--opt-level") && more) o.opt_level = atoi(argv[++i]);
         else if (!strcmp(a, "--no-fork")) o.no_fork = 1;
         else if (!strcmp(a, "--quiet")) o.quiet = 1;
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

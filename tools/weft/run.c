@@ -119,7 +119,7 @@ static void run_usage(FILE *f)
                "                [--intra-op-threads N] [--device SPEC]\n"
                "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
                "                [--place PATTERN=SPEC]... [--explain] [--calibrate] [--profile FILE.json]\n"
-               "                [--report FILE.html]\n"
+               "                [--report FILE.html] [--opt-level N] [--disable-pass NAME]... [--dump-graph DIR]\n"
                "Imports an ONNX model, runs it, prints and saves its outputs and times repeated runs.\n"
                "  --input NAME=FILE      feed the model's input NAME from a .npy or TensorProto .pb file\n"
                "  --random-inputs        deterministic values for every input not given\n"
@@ -142,6 +142,11 @@ static void run_usage(FILE *f)
                "  --report FILE.html     a self-contained HTML report of that traced run (timeline per\n"
                "                         device stream, utilisation, top ops, copies per link, live\n"
                "                         memory, the placed graph); with --profile, of the same run\n"
+               "  --opt-level N          graph optimisation: 0 none, 1 (default) identity removal, BatchNorm\n"
+               "                         folding, constant folding and common subexpressions (fusion\n"
+               "                         levels: not yet)\n"
+               "  --disable-pass NAME    skip one pass (identity, bnfold, fold, cse); repeatable\n"
+               "  --dump-graph DIR       write the graph before and after each pass into DIR (NN-PASS.txt)\n"
                "Exit status: 0 done, 1 the model, an input, a file or the run failed, 2 a usage error.\n");
 }
 
@@ -222,7 +227,9 @@ int cmd_run(int argc, char **argv)
     const char *profile_path = NULL, *report_path = NULL;
     int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0, strict = 0, log_placement = 0, n_limits = 0;
     int inter_threads = -1, intra_threads = -1; /* -1: as --threads */
-    int n_places = 0, explain = 0, calibrate = 0;
+    int n_places = 0, explain = 0, calibrate = 0, opt_level = WF_OPT_LEVEL_DEFAULT;
+    const char *dump_dir = NULL;
+    char disabled[1024] = "";
     const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     const char **limits = calloc((size_t)argc + 1, sizeof *limits);
     const char **places = calloc((size_t)argc + 1, sizeof *places);
@@ -290,7 +297,20 @@ int cmd_run(int argc, char **argv)
                 goto usage_out;
             }
             places[n_places++] = v;
-        } else if (!strcmp(a, "--explain")) explain = 1;
+        } else if (!strcmp(a, "--opt-level")) {
+            VALUE("N");
+            if (cli_int("run", a, v, 0, 1, &n)) goto usage_out;
+            opt_level = (int)n;
+        } else if (!strcmp(a, "--disable-pass")) {
+            VALUE("NAME");
+            if (strlen(disabled) + strlen(v) + 2 > sizeof disabled) {
+                cli_usage_error("run", "--disable-pass: too many names");
+                goto usage_out;
+            }
+            if (*disabled) strcat(disabled, ",");
+            strcat(disabled, v);
+        } else if (!strcmp(a, "--dump-graph")) { VALUE("DIR"); dump_dir = v; }
+        else if (!strcmp(a, "--explain")) explain = 1;
         else if (!strcmp(a, "--calibrate")) calibrate = 1;
         else if (!strcmp(a, "--profile")) { VALUE("FILE.json"); profile_path = v; }
         else if (!strcmp(a, "--report")) { VALUE("FILE.html"); report_path = v; }
@@ -418,6 +438,9 @@ int cmd_run(int argc, char **argv)
     wf_session_options_init(&so);
     so.device = device;
     so.strict_placement = strict;
+    so.opt_level = opt_level;
+    so.disable_passes = *disabled ? disabled : NULL;
+    so.dump_graph_dir = dump_dir;
     if ((s = wf_session_new(ctx, g, &so, &sess))) goto out;
     if (log_placement) {
         char *text = NULL;

@@ -1,0 +1,41 @@
+/* What a pass is, as the driver (pipeline.c) runs it: see passes.h. */
+#ifndef WF_PASSES_PASS_H
+#define WF_PASSES_PASS_H
+
+#include "passes/passes.h"
+
+typedef struct wf__pass_run {
+    wf_graph *dst;          /* the graph being built */
+    const wf_graph *src;    /* the graph being read */
+    const int *uses;        /* per source node: live readers of each output, uses[off[id] + j] */
+    const int *off;
+    const bool *live;       /* per source node: needed by the roots or kept */
+    void *state;            /* the pass's own, from begin() */
+} wf__pass_run;
+
+typedef struct wf__pass {
+    const char *name;
+    /* Optional: state for one run over a graph (freed by end()). */
+    wf_status *(*begin)(wf__pass_run *r);
+    void (*end)(wf__pass_run *r);
+    /* Node n of the source graph, its inputs already mapped into r->dst (in[i].node NULL: omitted).
+     * Fills out[j] for each of its outputs: with wf__pass_copy's node, or outputs that exist in r->dst.
+     * NULL as a visit means "copy every node". */
+    wf_status *(*visit)(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out);
+} wf__pass;
+
+/* Copies n into r->dst with inputs `in`: its op, name, attributes (tensors shared, not copied),
+ * device request and colocation group. */
+wf_status *wf__pass_copy(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_node **out);
+/* Live readers of source output (n, j). */
+int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j);
+/* Whether a pass must leave n as it is: a source (the driver never shows those to a pass) or a stateful
+ * op (an Assign, a random op), which is never merged or folded. */
+bool wf__pass_must_keep(const wf_node *n);
+
+extern const wf__pass wf__pass_identity; /* identity.c */
+extern const wf__pass wf__pass_bnfold;   /* bnfold.c */
+extern const wf__pass wf__pass_fold;     /* fold.c */
+extern const wf__pass wf__pass_cse;      /* cse.c */
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * The graph optimiser (the pipeline's "optimize" stage, between build and place): device-independent
+ * passes that rewrite the part of a graph a run needs into a new graph, which planning then places and
+ * lowers. The user's graph is never changed.
+ *
+ * How a pass works: the driver (pipeline.c) walks the source graph's live nodes in creation order (a
+ * topological order) and asks the pass, for each node with its inputs already mapped into the new
+ * graph, what the node becomes: a copy (the default), an existing output of the new graph (the node
+ * is dropped and its readers read that instead), or a constant. Passes run one after another, each on
+ * the previous one's output, and the maps compose, so every output of the user's graph that a run
+ * names (feeds, fetches, variables) is found in the final graph.
+ *
+ * Level 1 (wf_session_options.opt_level >= 1), in this order:
+ *   identity  removes Identity, inference-mode Dropout (no mask read, training_mode absent or a false
+ *             constant) and Casts to the input's own dtype
+ *   bnfold    folds an inference BatchNormalization into the Conv2D before it (constant weight and
+ *             statistics, the convolution read by nothing else)
+ *   fold      replaces a node whose every output value is known when the graph is built (shape
+ *             inference computed it from constants: Shape of a static shape, arithmetic on shape
+ *             constants, ...) by constants
+ *   cse       merges nodes with the same op, inputs and attributes (never sources or stateful ops)
+ * Nodes a run feeds, variables and stateful ops are always kept. Copies keep their node's name, device
+ * request and colocation group; constants share the source graph's tensors (no copy of the weights).
+ */
+#ifndef WF_PASSES_PASSES_H
+#define WF_PASSES_PASSES_H
+
+#include "graph/graph.h"
+
+typedef struct wf__opt_options {
+    int level;            /* 0: no pass */
+    const char *disabled; /* comma-separated pass names to skip, or NULL */
+    const char *dump_dir; /* when not NULL: each pass writes DIR/NN-NAME.txt, the graph after it */
+} wf__opt_options;
+
+/* The optimised graph of one set of roots, and where each source output went. */
+typedef struct wf__optimized {
+    wf_graph *g;
+    const wf_graph *src;
+    int n_src;            /* source nodes covered by map */
+    wf_output **map;      /* [source node id][output index] -> output of g; node NULL: not kept */
+    int removed;          /* source nodes not in g (pruned, removed, merged or folded) */
+} wf__optimized;
+
+/* Optimises the part of g that `roots` (fetches and targets) need, keeping every node of `keep`
+ * (fed nodes) whether or not the roots need them. Errors name the pass and the node. */
+wf_status *wf__optimize(const wf_graph *g, const wf_output *roots, int n_roots, const wf_output *keep, int n_keep,
+                        const wf__opt_options *o, wf__optimized **out);
+void wf__optimized_free(wf__optimized *o);
+/* The options' errors (a level out of range, an unknown pass to disable), as a session reports them
+ * when it is made. */
+wf_status *wf__opt_check(const wf__opt_options *o);
+/* Where output `x` of the source graph is in the optimised one ({NULL, 0} if nowhere). */
+wf_output wf__optimized_map(const wf__optimized *o, wf_output x);
+
+/* The passes' names, in pipeline order, NULL-terminated (for --disable-pass and its error message). */
+extern const char *const wf__pass_names[];
+
+#endif
