@@ -111,6 +111,7 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
     if (!ws && opts && opts->dump_graph_dir && !(s->opt.dump_dir = s->opt_dump = wf__strdup(opts->dump_graph_dir)))
         ws = wf__oom("a session", strlen(opts->dump_graph_dir));
     if (!ws) ws = wf__opt_check(&s->opt);
+    s->place.no_fusion = !wf__opt_fuses(&s->opt);
     if (ws) {
         wf__weights_free(s->weights);
         wf__free(s->opt_disabled);

@@ -4,6 +4,7 @@
  * hand; what must never be touched (fed nodes, variables, stateful ops, different device requests);
  * --disable-pass, --dump-graph and the options' errors.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -54,7 +55,7 @@ static void test_default_level(void)
     wf_session_options so;
     wf_session_options_init(&so);
     CHECK_INT(so.opt_level, WF_OPT_LEVEL_DEFAULT);
-    CHECK_INT(WF_OPT_LEVEL_DEFAULT, 1);
+    CHECK_INT(WF_OPT_LEVEL_DEFAULT, 2);
 }
 
 /* Identity, inference Dropout and a Cast to the same dtype go; a Dropout whose mask is read and real
@@ -281,7 +282,18 @@ static void test_options_and_dump(void)
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT, "unknown pass 'nosuch' to disable");
     so.disable_passes = NULL;
     so.opt_level = 7;
-    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT, "optimisation level 7 is not 0 or 1");
+    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT, "optimisation level 7 is not 0, 1 or 2");
+    so.opt_level = 3;
+    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_UNIMPLEMENTED, "optimisation level 3 (layout planning) is not implemented yet");
+    so.opt_level = 2;
+    so.disable_passes = "fuse,cse";
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    wf_session_free(s);
+    s = NULL;
+    so.disable_passes = "bogus";
+    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, fold, cse, fuse)");
+    so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     so.opt_level = 1;
@@ -299,8 +311,9 @@ static void test_options_and_dump(void)
             CHECK_NEAR(((float *)wf_tensor_data(out))[0], 0, 0);
             CHECK_NEAR(((float *)wf_tensor_data(out))[1], 3, 0);
         }
-        const char *steps[] = {"00-input", "01-prune", "02-identity", "03-bnfold", "04-fold", "05-cse"};
-        for (int i = 0; i < 6; i++) {
+        const char *steps[] = {"00-input", "01-prune",       "02-identity", "03-simplify",
+                               "04-bnfold", "05-matmul_bias", "06-fold",     "07-cse"};
+        for (int i = 0; i < 8; i++) {
             char path[256], text[512] = "";
             snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
             FILE *fp = fopen(path, "r");
@@ -322,6 +335,418 @@ static void test_options_and_dump(void)
     wf_graph_free(g);
 }
 
+/* Runs fetch with x (rank, dims, xv) fed at opt_level `level`: its n f32 values into got and, when
+ * placement is not NULL, the plan's placement text (wf_session_placement; freed by the caller). */
+static void run_nd(wf_graph *g, int level, wf_output x, int rank, const int64_t *dims, const float *xv,
+                   wf_output fetch, float *got, int64_t n, char **placement)
+{
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.opt_level = level;
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL, *out = NULL;
+    for (int64_t i = 0; i < n; i++) got[i] = -12345.0f; /* nothing written: every comparison fails */
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, rank, dims, xv, &xt));
+    wf_feed f = {x, xt};
+    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &fetch, 1, &out, NULL));
+    if (out) {
+        CHECK_INT((int)wf_tensor_size(out), (int)n);
+        if (wf_tensor_size(out) == n) memcpy(got, wf_tensor_data(out), sizeof(float) * (size_t)n);
+    }
+    if (placement && s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &fetch, 1, placement));
+    wf_tensor_free(out);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+}
+
+/* A float that is `want` exactly, NaN when want is NaN (the same NaN-ness, and sign for infinities). */
+static void check_same(float got, double want, double tol)
+{
+    if (isnan(want)) CHECK(isnan(got));
+    else if (isinf(want)) CHECK(isinf(got) && (got > 0) == (want > 0));
+    else CHECK_NEAR(got, want, tol);
+}
+
+static wf_output konst(wf_graph *g, const char *name, wf_dtype dt, int rank, const int64_t *dims, const void *v)
+{
+    wf_tensor *t = NULL;
+    wf_output o = {NULL, 0};
+    CHECK_OK(wf_tensor_new(dt, rank, dims, v, &t));
+    if (t) CHECK_OK(wf_const(g, name, t, &o));
+    wf_tensor_free(t);
+    return o;
+}
+
+static wf_output op1(wf_graph *g, const char *op, const char *name, const wf_output *in, int n_in, const wf_attr *a,
+                     int na)
+{
+    wf_node *n = NULL;
+    CHECK_OK(wf_op(g, op, name, in, n_in, a, na, &n));
+    return (wf_output){n, 0};
+}
+
+/* x+0, 0+x, x-0, x*1, 1*x, x/1 and Neg(Neg(x)) give x back; a constant that broadcasts x to a larger
+ * shape, a value that is not neutral, 0 - x and 1 / x stay. Values with NaN, Inf and -0 agree with the
+ * unoptimised graph and with the formula. */
+static void test_simplify_algebra(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){2, 3}, &x));
+    float zeros3[3] = {0, -0.0f, 0}, ones1[1] = {1}, ones23[6] = {1, 1, 1, 1, 1, 1}, zeros223[12] = {0};
+    float tiny3[3] = {0, 0, 1e-30f};
+    wf_output z = konst(g, "z", WF_F32, 1, (int64_t[]){3}, zeros3);
+    wf_output one = konst(g, "one", WF_F32, 1, (int64_t[]){1}, ones1);
+    wf_output one23 = konst(g, "one23", WF_F32, 2, (int64_t[]){2, 3}, ones23);
+    wf_output zz = konst(g, "zz", WF_F32, 3, (int64_t[]){2, 2, 3}, zeros223);
+    wf_output tiny = konst(g, "tiny", WF_F32, 1, (int64_t[]){3}, tiny3);
+    wf_output a = op1(g, "Add", "a", (wf_output[]){x, z}, 2, NULL, 0);       /* x */
+    wf_output a2 = op1(g, "Add", "a2", (wf_output[]){z, a}, 2, NULL, 0);     /* x */
+    wf_output m = op1(g, "Mul", "m", (wf_output[]){one, a2}, 2, NULL, 0);    /* x */
+    wf_output m2 = op1(g, "Mul", "m2", (wf_output[]){m, one23}, 2, NULL, 0); /* x: [2,3] is x's own shape */
+    wf_output sb = op1(g, "Sub", "sb", (wf_output[]){m2, z}, 2, NULL, 0);    /* x */
+    wf_output d = op1(g, "Div", "d", (wf_output[]){sb, one}, 2, NULL, 0);    /* x */
+    wf_output n1 = op1(g, "Neg", "n1", &d, 1, NULL, 0);
+    wf_output n2 = op1(g, "Neg", "n2", &n1, 1, NULL, 0);                     /* x */
+    wf_output grow = op1(g, "Add", "grow", (wf_output[]){n2, zz}, 2, NULL, 0); /* [2,2,3]: stays */
+    wf_output keep1 = op1(g, "Add", "keep1", (wf_output[]){x, tiny}, 2, NULL, 0);  /* not neutral */
+    wf_output keep2 = op1(g, "Sub", "keep2", (wf_output[]){z, x}, 2, NULL, 0);     /* 0 - x = -x */
+    wf_output keep3 = op1(g, "Div", "keep3", (wf_output[]){one, x}, 2, NULL, 0);   /* 1 / x */
+    wf_output k12 = op1(g, "Add", "k12", (wf_output[]){keep1, keep2}, 2, NULL, 0);
+    wf_output k123 = op1(g, "Mul", "k123", (wf_output[]){k12, keep3}, 2, NULL, 0);
+    wf_output all = op1(g, "Add", "all", (wf_output[]){grow, k123}, 2, NULL, 0); /* [2,2,3] */
+    wf__optimized *o = optimize(g, &all, 1, &x, 1, NULL);
+    if (o) {
+        for (int i = 0; i < 6; i++) {
+            wf_output gone[6] = {a, a2, m, m2, sb, d};
+            wf_output mp = wf__optimized_map(o, gone[i]);
+            CHECK(mp.node && !strcmp(mp.node->name, "x"));
+        }
+        wf_output mp = wf__optimized_map(o, n2);
+        CHECK(mp.node && !strcmp(mp.node->name, "x"));
+        CHECK_INT(count_op(o, "Neg"), 0);
+        CHECK_INT(count_op(o, "Add"), 4); /* grow, keep1, k12, all */
+        CHECK_INT(count_op(o, "Sub"), 1);
+        CHECK_INT(count_op(o, "Div"), 1);
+        CHECK_INT(count_op(o, "Mul"), 1);
+    }
+    wf__optimized_free(o);
+    o = optimize(g, &all, 1, &x, 1, "simplify");
+    if (o) CHECK_INT(count_op(o, "Neg"), 2);
+    wf__optimized_free(o);
+
+    const float xv[6] = {NAN, INFINITY, -INFINITY, -0.0f, 2.5f, -4};
+    float got0[12], got1[12];
+    run_nd(g, 0, x, 2, (int64_t[]){2, 3}, xv, all, got0, 12, NULL);
+    run_nd(g, 1, x, 2, (int64_t[]){2, 3}, xv, all, got1, 12, NULL);
+    for (int i = 0; i < 12; i++) {
+        double v = xv[i % 6], t = tiny3[i % 3];
+        double want = v + ((v + t) + (0.0 - v)) * (1.0 / v);
+        check_same(got0[i], want, 1e-5 * (fabs(want) + 1));
+        check_same(got1[i], want, 1e-5 * (fabs(want) + 1));
+    }
+    wf_graph_free(g);
+}
+
+/* Transpose(Transpose(x, q), p) is one Transpose by q∘p, or nothing when that is the identity; values
+ * against the index formula. */
+static void test_simplify_transpose(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, (int64_t[]){2, 3, 4}, &x));
+    int64_t p120[3] = {1, 2, 0}, p201[3] = {2, 0, 1};
+    wf_attr a120 = wf_attr_ints("perm", p120, 3), a201 = wf_attr_ints("perm", p201, 3);
+    wf_output t1 = op1(g, "Transpose", "t1", &x, 1, &a120, 1);  /* [3, 4, 2] */
+    wf_output t2 = op1(g, "Transpose", "t2", &t1, 1, &a120, 1); /* [4, 2, 3]: x by (2, 0, 1) */
+    wf_output u1 = op1(g, "Transpose", "u1", &x, 1, &a120, 1);
+    wf_output u2 = op1(g, "Transpose", "u2", &u1, 1, &a201, 1); /* the identity */
+    wf_output rv = op1(g, "Transpose", "rv", &u2, 1, NULL, 0);  /* reversed: [4, 3, 2] */
+    wf_output rr = op1(g, "Transpose", "rr", &rv, 1, NULL, 0);  /* x again */
+    wf_output flat = op1(g, "Reshape", "flat", (wf_output[]){t2, konst(g, "s24", WF_I64, 1, (int64_t[]){1}, (int64_t[]){24})}, 2, NULL, 0);
+    wf_output flat2 = op1(g, "Reshape", "flat2", (wf_output[]){rr, konst(g, "s24b", WF_I64, 1, (int64_t[]){1}, (int64_t[]){24})}, 2, NULL, 0);
+    wf_output both = op1(g, "Concat", "both", (wf_output[]){flat, flat2}, 2, (wf_attr[]){wf_attr_int("axis", 0)}, 1);
+    wf__optimized *o = optimize(g, &both, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "Transpose"), 1);
+        const wf_node *t = wf__graph_lookup(o->g, "t2");
+        CHECK(t && !strcmp(t->op->name, "Transpose") && t->in[0].node && !strcmp(t->in[0].node->name, "x"));
+        if (t) {
+            const wf__attr *pa = wf__attr_get(t->op, t->attrs, "perm");
+            CHECK(pa && pa->n == 3);
+            if (pa && pa->n == 3)
+                for (int i = 0; i < 3; i++) CHECK_INT((int)pa->ints[i], (int)p201[i]);
+        }
+        wf_output mp = wf__optimized_map(o, rr);
+        CHECK(mp.node && !strcmp(mp.node->name, "x"));
+    }
+    wf__optimized_free(o);
+    float xv[24], got0[48], got1[48];
+    for (int i = 0; i < 24; i++) xv[i] = (float)i;
+    xv[5] = NAN;
+    run_nd(g, 0, x, 3, (int64_t[]){2, 3, 4}, xv, both, got0, 48, NULL);
+    run_nd(g, 1, x, 3, (int64_t[]){2, 3, 4}, xv, both, got1, 48, NULL);
+    /* y = x transposed by (2, 0, 1): y[a][b][c] = x[b][c][a], y of shape [4, 2, 3] */
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 3; c++) {
+                double want = xv[b * 12 + c * 4 + a];
+                check_same(got0[a * 6 + b * 3 + c], want, 0);
+                check_same(got1[a * 6 + b * 3 + c], want, 0);
+            }
+    for (int i = 0; i < 24; i++) {
+        check_same(got0[24 + i], xv[i], 0);
+        check_same(got1[24 + i], xv[i], 0);
+    }
+    wf_graph_free(g);
+}
+
+/* Reshape, Flatten, Squeeze and Unsqueeze chains: one Reshape to a known final shape, nothing when it
+ * is x's own; with a dynamic batch, Squeeze∘Unsqueeze on the same axes goes, Reshape(Reshape(x), s)
+ * reads x unless s has a 0. */
+static void test_simplify_reshape(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, xd;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){2, 3}, &x));
+    CHECK_OK(wf_placeholder(g, "xd", WF_F32, 2, (int64_t[]){-1, 3}, &xd));
+    wf_output s32 = konst(g, "s32", WF_I64, 1, (int64_t[]){2}, (int64_t[]){3, 2});
+    wf_output s6 = konst(g, "s6", WF_I64, 1, (int64_t[]){1}, (int64_t[]){6});
+    wf_output ax0 = konst(g, "ax0", WF_I64, 1, (int64_t[]){1}, (int64_t[]){0});
+    wf_output axm1 = konst(g, "axm1", WF_I64, 1, (int64_t[]){1}, (int64_t[]){-1});
+    wf_output ax2 = konst(g, "ax2", WF_I64, 1, (int64_t[]){1}, (int64_t[]){2});
+    wf_output r1 = op1(g, "Reshape", "r1", (wf_output[]){x, s32}, 2, NULL, 0);            /* [3, 2] */
+    wf_output u = op1(g, "Unsqueeze", "u", (wf_output[]){r1, ax0}, 2, NULL, 0);          /* [1, 3, 2] */
+    wf_output f = op1(g, "Flatten", "f", &u, 1, (wf_attr[]){wf_attr_int("axis", 2)}, 1); /* [3, 2] */
+    wf_output r2 = op1(g, "Reshape", "r2", (wf_output[]){f, s6}, 2, NULL, 0);            /* [6]: one Reshape of x */
+    wf_output back = op1(g, "Reshape", "back", (wf_output[]){r2, konst(g, "s23", WF_I64, 1, (int64_t[]){2}, (int64_t[]){2, 3})}, 2, NULL, 0); /* x */
+    /* dynamic: [-1, 3] -> Unsqueeze(-1) [-1, 3, 1] -> Squeeze(2) -> xd */
+    wf_output du = op1(g, "Unsqueeze", "du", (wf_output[]){xd, axm1}, 2, NULL, 0);
+    wf_output ds = op1(g, "Squeeze", "ds", (wf_output[]){du, ax2}, 2, NULL, 0);
+    wf_output dr1 = op1(g, "Reshape", "dr1", (wf_output[]){ds, konst(g, "sm1", WF_I64, 1, (int64_t[]){1}, (int64_t[]){-1})}, 2, NULL, 0);
+    wf_output dr2 = op1(g, "Reshape", "dr2", (wf_output[]){dr1, konst(g, "sm13", WF_I64, 1, (int64_t[]){2}, (int64_t[]){-1, 3})}, 2, NULL, 0);
+    wf_output dz = op1(g, "Reshape", "dz", (wf_output[]){dr1, konst(g, "s0", WF_I64, 1, (int64_t[]){2}, (int64_t[]){0, -1})}, 2, NULL, 0);
+    wf_output roots[4] = {r2, back, dr2, dz};
+    wf_output keep[2] = {x, xd};
+    wf__optimized *o = optimize(g, roots, 4, keep, 2, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "Unsqueeze"), 0);
+        CHECK_INT(count_op(o, "Squeeze"), 0);
+        CHECK_INT(count_op(o, "Flatten"), 0);
+        const wf_node *n = wf__graph_lookup(o->g, "r2");
+        CHECK(n && !strcmp(n->op->name, "Reshape") && !strcmp(n->in[0].node->name, "x"));
+        wf_output mp = wf__optimized_map(o, back);
+        CHECK(mp.node && !strcmp(mp.node->name, "x"));
+        n = wf__graph_lookup(o->g, "dr2"); /* reads xd: dr1 and the Squeeze/Unsqueeze pair skipped */
+        CHECK(n && n->in[0].node && !strcmp(n->in[0].node->name, "xd"));
+        n = wf__graph_lookup(o->g, "dz"); /* the 0 copies dr1's first dim: still reads dr1 */
+        CHECK(n && n->in[0].node && !strcmp(n->in[0].node->name, "dr1"));
+        n = wf__graph_lookup(o->g, "dr1");
+        CHECK(n && n->in[0].node && !strcmp(n->in[0].node->name, "xd"));
+        CHECK_INT(count_op(o, "Reshape"), 4); /* r2, dr1, dr2, dz (back is gone) */
+    }
+    wf__optimized_free(o);
+    o = optimize(g, roots, 4, keep, 2, "simplify");
+    if (o) CHECK_INT(count_op(o, "Reshape"), 6);
+    wf__optimized_free(o);
+    /* the values: reshapes keep the order */
+    const float xv[6] = {1, NAN, -INFINITY, -0.0f, 5, 6};
+    float got[6];
+    for (int level = 0; level <= 2; level++) {
+        run_nd(g, level, x, 2, (int64_t[]){2, 3}, xv, r2, got, 6, NULL);
+        for (int i = 0; i < 6; i++) check_same(got[i], xv[i], 0);
+        run_nd(g, level, xd, 2, (int64_t[]){2, 3}, xv, dr2, got, 6, NULL);
+        for (int i = 0; i < 6; i++) check_same(got[i], xv[i], 0);
+    }
+    wf_graph_free(g);
+}
+
+/* MatMul + Add(bias along the last dim, either way round, [N] or [1, N]) becomes MatMul + BiasAdd, which
+ * level 2 fuses with the Relu after it on the CPU; a full [M, N] addend, a one-element one and an Add of
+ * two MatMuls stay Adds. Levels 0, 1 and 2 give the formula's values, NaN and Inf included. */
+static void test_matmul_bias(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){2, 4}, &x));
+    float w[12] = {1, 0, -1, 2, 1, 0, 0, -2, 1, 0.5f, 0.25f, -1}; /* [4, 3] */
+    float b[3] = {0.5f, -1, 2}, full[6] = {1, 2, 3, 4, 5, 6}, one[1] = {3};
+    wf_output wc = konst(g, "w", WF_F32, 2, (int64_t[]){4, 3}, w);
+    wf_output bc = konst(g, "b", WF_F32, 2, (int64_t[]){1, 3}, b);
+    wf_output fc = konst(g, "full", WF_F32, 2, (int64_t[]){2, 3}, full);
+    wf_output oc = konst(g, "one", WF_F32, 1, (int64_t[]){1}, one);
+    wf_output mm = op1(g, "MatMul", "mm", (wf_output[]){x, wc}, 2, NULL, 0);
+    wf_output add = op1(g, "Add", "add", (wf_output[]){bc, mm}, 2, NULL, 0);
+    wf_output y = op1(g, "Relu", "y", &add, 1, NULL, 0);
+    wf_output mm2 = op1(g, "MatMul", "mm2", (wf_output[]){x, wc}, 2, NULL, 0);
+    wf_output af = op1(g, "Add", "af", (wf_output[]){mm2, fc}, 2, NULL, 0);
+    wf_output a1 = op1(g, "Add", "a1", (wf_output[]){af, oc}, 2, NULL, 0);
+    wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "Add"), 0);
+        const wf_node *n = wf__graph_lookup(o->g, "add");
+        CHECK(n && !strcmp(n->op->name, "BiasAdd"));
+        if (n) {
+            CHECK(!strcmp(n->in[0].node->name, "mm"));
+            const wf_node *c = n->in[1].node;
+            CHECK(c && c->out[0].rank == 1 && c->out[0].dims[0] == 3);
+        }
+    }
+    wf__optimized_free(o);
+    o = optimize(g, &a1, 1, &x, 1, "cse");
+    if (o) {
+        CHECK_INT(count_op(o, "Add"), 2);
+        CHECK_INT(count_op(o, "BiasAdd"), 0);
+    }
+    wf__optimized_free(o);
+    o = optimize(g, &y, 1, &x, 1, "matmul_bias");
+    if (o) CHECK_INT(count_op(o, "BiasAdd"), 0);
+    wf__optimized_free(o);
+
+    const float xv[8] = {1, 2, NAN, -1, INFINITY, 0.5f, -2, 3};
+    for (int level = 0; level <= 2; level++) {
+        float got[6];
+        char *pl = NULL;
+        run_nd(g, level, x, 2, (int64_t[]){2, 4}, xv, y, got, 6, &pl);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++) {
+                double acc = 0;
+                for (int k = 0; k < 4; k++) acc += (double)xv[i * 4 + k] * w[k * 3 + j];
+                acc += b[j];
+                double want = isnan(acc) ? NAN : acc > 0 ? acc : 0;
+                check_same(got[i * 3 + j], want, 1e-5);
+            }
+        /* level 2 runs one kernel for MatMul, the bias and the Relu; 0 and 1 do not fuse */
+        if (pl) {
+            if (level == 2) CHECK_STR_CONTAINS(pl, "mm: (MatMul+BiasAdd+Relu)");
+            else CHECK(strstr(pl, "(MatMul+") == NULL);
+        }
+        wf__free(pl);
+    }
+    wf_graph_free(g);
+}
+
+/* BatchNormalization folds into a 1x1 Conv2D: W'[o] = W[o] s[o], b' = (b - mean) s + B with
+ * s = scale / sqrt(var + eps). Values by hand at each level, NaN and Inf propagating as unfolded (a NaN
+ * variance gives a NaN channel, a zero scale meets an infinite input as NaN). Not folded: a fetched
+ * convolution, statistics that are not constants. */
+static void test_bnfold(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, mean_in;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){1, 2, 1, 3}, &x));
+    CHECK_OK(wf_placeholder(g, "mean_in", WF_F32, 1, (int64_t[]){3}, &mean_in));
+    /* W [3 out, 2 in, 1, 1], bias [3] */
+    float w[6] = {1, 2, 3, -1, 0.5f, 0.5f}, cb[3] = {0.1f, -0.2f, 0};
+    float sc[3] = {2, 0.5f, 0}, bb[3] = {1, 0, -3}, mean[3] = {0.5f, 1, 2}, var[3] = {3, NAN, 1};
+    const double eps = 1e-3;
+    wf_output wc = konst(g, "w", WF_F32, 4, (int64_t[]){3, 2, 1, 1}, w);
+    wf_output cbc = konst(g, "cb", WF_F32, 1, (int64_t[]){3}, cb);
+    wf_output scc = konst(g, "sc", WF_F32, 1, (int64_t[]){3}, sc);
+    wf_output bbc = konst(g, "bb", WF_F32, 1, (int64_t[]){3}, bb);
+    wf_output mc = konst(g, "mean", WF_F32, 1, (int64_t[]){3}, mean);
+    wf_output vc = konst(g, "var", WF_F32, 1, (int64_t[]){3}, var);
+    wf_attr eps_a = wf_attr_float("epsilon", eps);
+    wf_output conv = op1(g, "Conv2D", "conv", (wf_output[]){x, wc, cbc}, 3, NULL, 0);
+    wf_output bn = op1(g, "BatchNormalization", "bn", (wf_output[]){conv, scc, bbc, mc, vc}, 5, &eps_a, 1);
+    wf_output conv2 = op1(g, "Conv2D", "conv2", (wf_output[]){x, wc}, 2, NULL, 0);
+    wf_output bn2 = op1(g, "BatchNormalization", "bn2", (wf_output[]){conv2, scc, bbc, mean_in, vc}, 5, &eps_a, 1);
+    wf__optimized *o = optimize(g, &bn, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "BatchNormalization"), 0);
+        const wf_node *c = wf__graph_lookup(o->g, "conv");
+        CHECK(c && c->n_in == 3 && c->in[1].node && !strcmp(c->in[1].node->name, "conv/bn_folded_weight"));
+        CHECK(wf__optimized_map(o, bn).node == c);
+    }
+    wf__optimized_free(o);
+    wf_output both[2] = {bn, conv}; /* the convolution fetched: its own value is needed */
+    o = optimize(g, both, 2, &x, 1, NULL);
+    if (o) CHECK_INT(count_op(o, "BatchNormalization"), 1);
+    wf__optimized_free(o);
+    wf_output keep[2] = {x, mean_in};
+    o = optimize(g, &bn2, 1, keep, 2, NULL);
+    if (o) CHECK_INT(count_op(o, "BatchNormalization"), 1);
+    wf__optimized_free(o);
+
+    const float xv[6] = {1, -2, INFINITY, 0.5f, 3, 1}; /* channel 0 then channel 1, 3 pixels each */
+    for (int level = 0; level <= 2; level++) {
+        float got[9];
+        run_nd(g, level, x, 4, (int64_t[]){1, 2, 1, 3}, xv, bn, got, 9, NULL);
+        for (int oc = 0; oc < 3; oc++)
+            for (int p = 0; p < 3; p++) {
+                double y = (double)w[oc * 2] * xv[p] + (double)w[oc * 2 + 1] * xv[3 + p] + cb[oc];
+                double want = (y - mean[oc]) / sqrt((double)var[oc] + eps) * sc[oc] + bb[oc];
+                check_same(got[oc * 3 + p], want, 1e-5 * (fabs(want) + 1));
+            }
+    }
+    wf_graph_free(g);
+}
+
+/* The fan-out of 1,000 identical Adds is one Add after cse, as --dump-graph's last file shows. */
+static void test_fanout_dump(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){4}, &x));
+    CHECK_OK(wf_placeholder(g, "y", WF_F32, 1, (int64_t[]){4}, &y));
+    enum { FAN = 1000 };
+    wf_output *adds = wf__malloc(sizeof *adds * FAN);
+    CHECK(adds != NULL);
+    if (!adds) return;
+    for (int i = 0; i < FAN; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "add%d", i);
+        CHECK_OK(wf_add(g, nm, x, y, &adds[i]));
+    }
+    wf_output cat = op1(g, "Concat", "cat", adds, FAN, (wf_attr[]){wf_attr_int("axis", 0)}, 1);
+    char dir[] = "/tmp/weft-fanout-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.dump_graph_dir = dir;
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL, *yt = NULL, *out = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){4}, (float[]){1, NAN, -3, 4}, &xt));
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){4}, (float[]){0.5f, 2, INFINITY, -4}, &yt));
+    wf_feed f[2] = {{x, xt}, {y, yt}};
+    if (s && xt && yt) CHECK_OK(wf_session_run(s, f, 2, &cat, 1, &out, NULL));
+    if (out) {
+        CHECK_INT((int)wf_tensor_size(out), 4 * FAN);
+        const float *v = wf_tensor_data(out);
+        const double want[4] = {1.5, NAN, INFINITY, 0};
+        for (int i = 0; i < 4 * FAN; i++) check_same(v[i], want[i % 4], 0);
+    }
+    for (int step = 0; step <= 7; step++) {
+        static const char *const names[] = {"input", "prune", "identity", "simplify", "bnfold", "matmul_bias", "fold", "cse"};
+        char path[256];
+        snprintf(path, sizeof path, "%s/%02d-%s.txt", dir, step, names[step]);
+        FILE *fp = fopen(path, "r");
+        CHECK(fp != NULL);
+        if (!fp) continue;
+        int n_add = 0;
+        char line[512];
+        while (fgets(line, sizeof line, fp)) n_add += strstr(line, " = Add(") != NULL;
+        fclose(fp);
+        CHECK_INT(n_add, step == 7 ? 1 : FAN);
+        unlink(path);
+    }
+    rmdir(dir);
+    wf_tensor_free(out);
+    wf_tensor_free(xt);
+    wf_tensor_free(yt);
+    wf_session_free(s);
+    wf__free(adds);
+    wf_graph_free(g);
+}
+
 int main(void)
 {
     CHECK_OK(wf_context_new(NULL, &ctx));
@@ -332,6 +757,12 @@ int main(void)
     RUN_TEST(test_fold);
     RUN_TEST(test_keep_and_share);
     RUN_TEST(test_options_and_dump);
+    RUN_TEST(test_simplify_algebra);
+    RUN_TEST(test_simplify_transpose);
+    RUN_TEST(test_simplify_reshape);
+    RUN_TEST(test_matmul_bias);
+    RUN_TEST(test_bnfold);
+    RUN_TEST(test_fanout_dump);
     wf_context_free(ctx);
     return check_summary();
 }

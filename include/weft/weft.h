@@ -458,14 +458,16 @@ typedef struct wf_session_options {
                              evicted first; evicting one frees its arenas, never the session's device
                              copies of constants and variables. 0: 16 */
     /* appended: graph optimisation (src/passes/passes.h says what each level does) */
-    int opt_level;        /* 0: none; 1: device-independent passes (identity, bnfold, fold, cse). What
-                             wf_session_options_init sets: WF_OPT_LEVEL_DEFAULT */
+    int opt_level;        /* 0: none; 1: device-independent passes (identity, simplify, bnfold, matmul_bias,
+                             fold, cse); 2: and epilogue fusion after placement ("fuse"); 3 (layout) is
+                             refused as not implemented yet. What wf_session_options_init sets:
+                             WF_OPT_LEVEL_DEFAULT */
     const char *disable_passes; /* comma-separated pass names to skip, or NULL. Copied */
     const char *dump_graph_dir; /* when not NULL, each optimisation writes DIR/NN-PASS.txt (the graph
                                    after it; 00-input.txt before). Copied */
 } wf_session_options;
 
-#define WF_OPT_LEVEL_DEFAULT 1
+#define WF_OPT_LEVEL_DEFAULT 2
 
 WF_API void wf_session_options_init(wf_session_options *o);
 

@@ -174,7 +174,7 @@ static void plan_fusion(builder *b, fusion *fu)
     for (int id = 0; id < b->n; id++) {
         fu[id].bias_node = fu[id].act_node = -1;
         const wf_node *n = b->g->nodes[id];
-        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0) continue;
+        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0 || (b->po && b->po->no_fusion)) continue;
         bool mm = !strcmp(n->op->name, "MatMul"), conv = !strcmp(n->op->name, "Conv2D");
         if (!mm && !conv) continue;
         if (b->dev_of[id] != 0) continue; /* epilogues are a CPU kernel feature for now */

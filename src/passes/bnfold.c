@@ -101,13 +101,6 @@ static const wf_node *foldable(const wf__pass_run *r, const bn_state *b, const w
     return bn;
 }
 
-/* A node name not yet in dst: base + suffix, then with _1, _2, ... */
-static void fresh_name(const wf_graph *dst, const char *base, const char *suffix, char *out, size_t cap)
-{
-    snprintf(out, cap, "%s%s", base, suffix);
-    for (int k = 1; wf__graph_lookup(dst, out); k++) snprintf(out, cap, "%s%s_%d", base, suffix, k);
-}
-
 static wf_status *fold_conv(wf__pass_run *r, const wf_node *conv, const wf_node *bn, const wf_output *in,
                             wf_output *out)
 {
@@ -131,10 +124,10 @@ static wf_status *fold_conv(wf__pass_run *r, const wf_node *conv, const wf_node 
     }
     char name[600];
     wf_output cin[3] = {in[0], {NULL, 0}, {NULL, 0}};
-    fresh_name(r->dst, conv->name, "/bn_folded_weight", name, sizeof name);
+    wf__pass_fresh_name(r->dst, conv->name, "/bn_folded_weight", name, sizeof name);
     s = wf_const(r->dst, name, nw, &cin[1]);
     if (!s) {
-        fresh_name(r->dst, conv->name, "/bn_folded_bias", name, sizeof name);
+        wf__pass_fresh_name(r->dst, conv->name, "/bn_folded_bias", name, sizeof name);
         s = wf_const(r->dst, name, nb, &cin[2]);
     }
     wf_tensor_free(nw);

@@ -27,6 +27,14 @@ typedef struct wf__pass {
 /* Copies n into r->dst with inputs `in`: its op, name, attributes (tensors shared, not copied),
  * device request and colocation group. */
 wf_status *wf__pass_copy(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_node **out);
+/* A new node of op `op` in r->dst named `name` (a source node's name is free once the pass replaces that
+ * node), with `like`'s device request and colocation group; its output 0 in *out. */
+wf_status *wf__pass_emit(wf__pass_run *r, const wf_node *like, const char *op, const char *name, const wf_output *in,
+                         int n_in, const wf_attr *a, int na, wf_output *out);
+/* A node name not yet in dst: base + suffix, then with _1, _2, ... */
+void wf__pass_fresh_name(const wf_graph *dst, const char *base, const char *suffix, char *out, size_t cap);
+/* The value of output o when the graph knows it when built (a constant, a folded shape), else NULL. */
+const wf_tensor *wf__pass_value(wf_output o);
 /* Live readers of source output (n, j). */
 int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j);
 /* Whether a pass must leave n as it is: a source (the driver never shows those to a pass) or a stateful
@@ -34,7 +42,9 @@ int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j);
 bool wf__pass_must_keep(const wf_node *n);
 
 extern const wf__pass wf__pass_identity; /* identity.c */
+extern const wf__pass wf__pass_simplify; /* simplify.c */
 extern const wf__pass wf__pass_bnfold;   /* bnfold.c */
+extern const wf__pass wf__pass_matmul_bias; /* matmul_bias.c */
 extern const wf__pass wf__pass_fold;     /* fold.c */
 extern const wf__pass wf__pass_cse;      /* cse.c */
 

@@ -13,12 +13,20 @@
  * Level 1 (wf_session_options.opt_level >= 1), in this order:
  *   identity  removes Identity, inference-mode Dropout (no mask read, training_mode absent or a false
  *             constant) and Casts to the input's own dtype
+ *   simplify  x+0, x-0, x*1, x/1 -> x; Neg(Neg(x)) -> x; Transpose chains composed (or removed when
+ *             the identity); Reshape/Flatten/Squeeze/Unsqueeze chains collapsed into one Reshape, or
+ *             removed when they give back x's shape (simplify.c says exactly when)
  *   bnfold    folds an inference BatchNormalization into the Conv2D before it (constant weight and
  *             statistics, the convolution read by nothing else)
+ *   matmul_bias  MatMul + Add(constant bias along the last dim) -> MatMul + BiasAdd, which level 2
+ *             fuses (ONNX Runtime's MatMul + Add -> Gemm)
  *   fold      replaces a node whose every output value is known when the graph is built (shape
  *             inference computed it from constants: Shape of a static shape, arithmetic on shape
  *             constants, ...) by constants
  *   cse       merges nodes with the same op, inputs and attributes (never sources or stateful ops)
+ * Level 2 (the default) adds "fuse", which runs after placement, in lowering (lower/plan.c): MatMul or
+ * Conv2D + BiasAdd + Relu/LeakyRelu/Sigmoid/Tanh as one kernel, f32, where the device has that kernel
+ * (the CPU today). Level 3 (layout planning) is not there yet and is refused as such.
  * Nodes a run feeds, variables and stateful ops are always kept. Copies keep their node's name, device
  * request and colocation group; constants share the source graph's tensors (no copy of the weights).
  */
@@ -28,7 +36,7 @@
 #include "graph/graph.h"
 
 typedef struct wf__opt_options {
-    int level;            /* 0: no pass */
+    int level;            /* 0: no pass; 1: the graph passes; 2: and lowering's fusion */
     const char *disabled; /* comma-separated pass names to skip, or NULL */
     const char *dump_dir; /* when not NULL: each pass writes DIR/NN-NAME.txt, the graph after it */
 } wf__opt_options;
@@ -47,6 +55,8 @@ typedef struct wf__optimized {
 wf_status *wf__optimize(const wf_graph *g, const wf_output *roots, int n_roots, const wf_output *keep, int n_keep,
                         const wf__opt_options *o, wf__optimized **out);
 void wf__optimized_free(wf__optimized *o);
+/* Whether lowering fuses epilogues (level >= 2, "fuse" not disabled). */
+bool wf__opt_fuses(const wf__opt_options *o);
 /* The options' errors (a level out of range, an unknown pass to disable), as a session reports them
  * when it is made. */
 wf_status *wf__opt_check(const wf__opt_options *o);

@@ -7,8 +7,10 @@
 
 #include "passes/pass.h"
 
-const char *const wf__pass_names[] = {"identity", "bnfold", "fold", "cse", NULL};
-static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_bnfold, &wf__pass_fold, &wf__pass_cse};
+/* The graph passes in order, then "fuse", lowering's epilogue fusion after placement (level 2). */
+const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "fold", "cse", "fuse", NULL};
+static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_simplify, &wf__pass_bnfold,
+                                           &wf__pass_matmul_bias, &wf__pass_fold, &wf__pass_cse};
 
 bool wf__pass_must_keep(const wf_node *n) { return n->op->flags & (WF__OP_SOURCE | WF__OP_STATEFUL); }
 
@@ -49,6 +51,29 @@ wf_status *wf__pass_copy(wf__pass_run *r, const wf_node *n, const wf_output *in,
     if (n->coloc && (s = wf_node_set_colocation(c, n->coloc))) return s;
     *out = c;
     return NULL;
+}
+
+wf_status *wf__pass_emit(wf__pass_run *r, const wf_node *like, const char *op, const char *name, const wf_output *in,
+                         int n_in, const wf_attr *a, int na, wf_output *out)
+{
+    wf_node *c = NULL;
+    wf_status *s = wf_op(r->dst, op, name, in, n_in, a, na, &c);
+    if (!s && like->device && *like->device) s = wf_node_set_device(c, like->device);
+    if (!s && like->coloc) s = wf_node_set_colocation(c, like->coloc);
+    if (s) return wf__status_wrap(s, "optimising: node '%s' (%s) as %s", like->name, like->op->name, op);
+    *out = (wf_output){c, 0};
+    return NULL;
+}
+
+void wf__pass_fresh_name(const wf_graph *dst, const char *base, const char *suffix, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s%s", base, suffix);
+    for (int k = 1; wf__graph_lookup(dst, out); k++) snprintf(out, cap, "%s%s_%d", base, suffix, k);
+}
+
+const wf_tensor *wf__pass_value(wf_output o)
+{
+    return o.node && o.node->out_value && o.index >= 0 && o.index < o.node->n_out ? o.node->out_value[o.index] : NULL;
 }
 
 /* Marks the ancestors of roots and keep. */
@@ -218,19 +243,26 @@ void wf__optimized_free(wf__optimized *o)
     wf__free(o);
 }
 
+bool wf__opt_fuses(const wf__opt_options *o) { return o->level >= 2 && !is_disabled(o->disabled, "fuse"); }
+
 wf_status *wf__opt_check(const wf__opt_options *o)
 {
-    if (o->level < 0 || o->level > 1)
-        return wf__status(WF_INVALID_ARGUMENT, "optimisation level %d is not 0 or 1", o->level);
+    if (o->level == 3)
+        return wf__status(WF_UNIMPLEMENTED, "optimisation level 3 (layout planning) is not implemented yet: "
+                                            "levels are 0, 1 and 2");
+    if (o->level < 0 || o->level > 2)
+        return wf__status(WF_INVALID_ARGUMENT, "optimisation level %d is not 0, 1 or 2", o->level);
     for (const char *p = o->disabled; p && *p;) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         bool known = false;
-        for (int i = 0; wf__pass_names[i]; i++)
+        char all[200] = "";
+        for (int i = 0; wf__pass_names[i]; i++) {
             known |= strlen(wf__pass_names[i]) == len && !strncmp(p, wf__pass_names[i], len);
+            snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? ", " : "", wf__pass_names[i]);
+        }
         if (!known && len)
-            return wf__status(WF_INVALID_ARGUMENT, "unknown pass '%.*s' to disable (passes: identity, bnfold, fold, cse)",
-                              (int)len, p);
+            return wf__status(WF_INVALID_ARGUMENT, "unknown pass '%.*s' to disable (passes: %s)", (int)len, p, all);
         p = e ? e + 1 : p + len;
     }
     return NULL;

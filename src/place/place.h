@@ -83,6 +83,7 @@ typedef struct wf__place_opts {
     int policy;                   /* WF__POLICY_*: benchmarks compare other rules under the same costs */
     struct wf__weights *weights;  /* the session's device copies of constants and variables (NULL: each
                                      plan uploads its own) */
+    bool no_fusion;               /* lowering fuses no epilogue (optimisation levels 0 and 1) */
 } wf__place_opts;
 
 enum {

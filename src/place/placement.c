@@ -304,7 +304,7 @@ wf_status *wf__place_nodes(builder *b)
             int cid = cons[k].node, i = cons[k].input;
             const wf_node *cn = g->nodes[cid];
             uses++;
-            if ((cn->op->host_in >> i & 1) || host_bound[cid]) {
+            if ((i < 32 && (cn->op->host_in >> i & 1)) || host_bound[cid]) {
                 host_uses++;
                 if (!first) {
                     first = cn;

@@ -142,10 +142,12 @@ static void run_usage(FILE *f)
                "  --report FILE.html     a self-contained HTML report of that traced run (timeline per\n"
                "                         device stream, utilisation, top ops, copies per link, live\n"
                "                         memory, the placed graph); with --profile, of the same run\n"
-               "  --opt-level N          graph optimisation: 0 none, 1 (default) identity removal, BatchNorm\n"
-               "                         folding, constant folding and common subexpressions (fusion\n"
-               "                         levels: not yet)\n"
-               "  --disable-pass NAME    skip one pass (identity, bnfold, fold, cse); repeatable\n"
+               "  --opt-level N          graph optimisation: 0 none; 1 identity removal, algebraic\n"
+               "                         simplification, BatchNorm folding, MatMul+Add as MatMul+BiasAdd,\n"
+               "                         constant folding and common subexpressions; 2 (default) and\n"
+               "                         epilogue fusion after placement; 3 (layout): not implemented yet\n"
+               "  --disable-pass NAME    skip one pass (identity, simplify, bnfold, matmul_bias, fold, cse,\n"
+               "                         fuse); repeatable\n"
                "  --dump-graph DIR       write the graph before and after each pass into DIR (NN-PASS.txt)\n"
                "Exit status: 0 done, 1 the model, an input, a file or the run failed, 2 a usage error.\n");
 }
@@ -299,7 +301,7 @@ int cmd_run(int argc, char **argv)
             places[n_places++] = v;
         } else if (!strcmp(a, "--opt-level")) {
             VALUE("N");
-            if (cli_int("run", a, v, 0, 1, &n)) goto usage_out;
+            if (cli_int("run", a, v, 0, 3, &n)) goto usage_out;
             opt_level = (int)n;
         } else if (!strcmp(a, "--disable-pass")) {
             VALUE("NAME");

@@ -1,0 +1,209 @@
+/*
+ * Pass "simplify": algebra that gives back an input unchanged, and chains that collapse into one node.
+ *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 -> x, when the constant (any value the graph knows when
+ *       built) is all zeros (ones), has x's dtype, and its broadcast cannot grow x: each of its
+ *       dimensions is 1 or x's same known dimension. NaN and Inf come back as the op gives them. One
+ *       difference, which no comparison sees: x = -0 stays -0 where Add gives +0 (IEEE -0 + +0).
+ *   Neg(Neg(x)) -> x.
+ *   Transpose(Transpose(x, q), p) -> Transpose(x, q∘p), or x when that is the identity; a Transpose by
+ *       the identity -> x.
+ *   A chain of Reshape, Flatten, Squeeze and Unsqueeze -> one Reshape to the last one's shape when
+ *       that is known when the graph is built, or x when it is x's own known shape. With a dynamic
+ *       dimension: Squeeze(Unsqueeze(x, a), a) -> x, Unsqueeze(Squeeze(x, a), a) -> x, and
+ *       Reshape(R(x), s) -> Reshape(x, s) when s has no 0 (a 0 copies a dimension of R(x), not x's).
+ * An inner node stays while something else reads it. A collapsed chain checks at run time only the
+ * last reshape's element count against x's, not the inner ones' (which the last check implies when
+ * every shape is known; on a dynamic dimension an inner reshape that would fail no longer does, as
+ * with ONNX Runtime's reshape fusion).
+ */
+#include "passes/pass.h"
+
+static bool is_op(wf_output o, const char *op) { return o.node && o.index == 0 && !strcmp(o.node->op->name, op); }
+static const wf__tinfo *info(wf_output o) { return &o.node->out[o.index]; }
+
+static bool same_known_shape(const wf__tinfo *a, const wf__tinfo *b)
+{
+    if (!wf__tinfo_known(a) || !wf__tinfo_known(b) || a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* Whether every element of c is v (numeric dtypes; -0 counts as 0). */
+static bool all_equal(const wf_tensor *c, double v)
+{
+    if (!c || !(wf__dtype_is_float(c->dtype) || wf__dtype_is_int(c->dtype)) || c->size <= 0) return false;
+    for (int64_t i = 0; i < c->size; i++)
+        if (wf__load_f64(c->data, c->dtype, i) != v) return false;
+    return true;
+}
+
+/* Whether x op c has x's shape and dtype (out: the op's inferred output). */
+static bool keeps_x(const wf__tinfo *x, const wf_tensor *c, const wf__tinfo *out)
+{
+    if (x->rank < 0 || c->rank > x->rank || c->dtype != x->dtype || out->dtype != x->dtype) return false;
+    for (int i = 0; i < c->rank; i++) {
+        int64_t cd = c->dims[c->rank - 1 - i], xd = x->dims[x->rank - 1 - i];
+        if (cd != 1 && (xd < 0 || cd != xd)) return false;
+    }
+    return true;
+}
+
+/* x when n (Add, Sub, Mul, Div) is x op neutral, else {NULL}. */
+static wf_output neutral_binary(const wf_node *n, const wf_output *in)
+{
+    const char *op = n->op->name;
+    wf_output none = {NULL, 0};
+    double v;
+    bool commutes;
+    if (!strcmp(op, "Add")) v = 0, commutes = true;
+    else if (!strcmp(op, "Sub")) v = 0, commutes = false;
+    else if (!strcmp(op, "Mul")) v = 1, commutes = true;
+    else if (!strcmp(op, "Div")) v = 1, commutes = false;
+    else return none;
+    if (n->n_in != 2 || !in[0].node || !in[1].node) return none;
+    for (int k = 0; k < (commutes ? 2 : 1); k++) {
+        const wf_tensor *c = wf__pass_value(in[1 - k]);
+        if (c && all_equal(c, v) && keeps_x(info(in[k]), c, &n->out[0])) return in[k];
+    }
+    return none;
+}
+
+/* The permutation of Transpose node t over rank dims (its perm, or the reversal when unset). */
+static bool perm_of(const wf_node *t, int rank, int64_t *p)
+{
+    const wf__attr *a = wf__attr_get(t->op, t->attrs, "perm");
+    if (a && a->set && a->n > 0) {
+        if (a->n != rank) return false;
+        for (int i = 0; i < rank; i++) {
+            p[i] = a->ints[i] < 0 ? a->ints[i] + rank : a->ints[i];
+            if (p[i] < 0 || p[i] >= rank) return false;
+        }
+    } else {
+        for (int i = 0; i < rank; i++) p[i] = rank - 1 - i;
+    }
+    return true;
+}
+
+static bool is_identity(const int64_t *p, int rank)
+{
+    for (int i = 0; i < rank; i++)
+        if (p[i] != i) return false;
+    return true;
+}
+
+static wf_status *transpose(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out, bool *done)
+{
+    int rank = in[0].node ? info(in[0])->rank : -1;
+    int64_t p[WF_MAX_RANK], q[WF_MAX_RANK], c[WF_MAX_RANK];
+    if (rank < 0 || !perm_of(n, rank, p)) return NULL;
+    if (!is_op(in[0], "Transpose")) {
+        if (is_identity(p, rank)) *out = in[0], *done = true;
+        return NULL;
+    }
+    const wf_node *t = in[0].node;
+    if (!perm_of(t, rank, q)) return NULL;
+    for (int i = 0; i < rank; i++) c[i] = q[p[i]]; /* y[i] = t[p[i]] = x[q[p[i]]] */
+    *done = true;
+    if (is_identity(c, rank)) {
+        *out = t->in[0];
+        return NULL;
+    }
+    wf_attr a = wf_attr_ints("perm", c, rank);
+    return wf__pass_emit(r, n, "Transpose", n->name, &t->in[0], 1, &a, 1, out);
+}
+
+static bool reshape_like(wf_output o)
+{
+    return is_op(o, "Reshape") || is_op(o, "Flatten") || is_op(o, "Squeeze") || is_op(o, "Unsqueeze");
+}
+
+/* The axes input of Squeeze/Unsqueeze node x as a bit set over rank dims; false when unknown. */
+static bool axes_of(const wf_node *x, const wf_output *in, int rank, unsigned *set)
+{
+    const wf_tensor *a = x->n_in > 1 ? wf__pass_value(in[1]) : NULL;
+    if (!a || rank < 0 || !wf__dtype_is_int(a->dtype)) return false;
+    *set = 0;
+    for (int64_t i = 0; i < a->size; i++) {
+        int64_t v = wf__load_i64(a->data, a->dtype, i);
+        if (v < 0) v += rank;
+        if (v < 0 || v >= rank || (*set >> v & 1)) return false;
+        *set |= 1u << v;
+    }
+    return true;
+}
+
+static wf_status *reshape(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out, bool *done)
+{
+    wf_output x0 = in[0];
+    if (!x0.node) return NULL;
+    bool chain = reshape_like(x0);
+    wf_output root = chain ? x0.node->in[0] : x0;
+    const wf__tinfo *o = &n->out[0];
+    const char *op = n->op->name;
+    if (wf__tinfo_known(o)) {
+        if (same_known_shape(o, info(root))) {
+            *out = root, *done = true;
+            return NULL;
+        }
+        if (!chain || o->rank == 0) return NULL;
+        wf_tensor *shape = NULL;
+        int64_t len = o->rank;
+        WF__TRY(wf__tensor_alloc(WF_I64, 1, &len, "a reshape's shape", &shape));
+        memcpy(shape->data, o->dims, sizeof(int64_t) * (size_t)o->rank);
+        char name[600];
+        wf__pass_fresh_name(r->dst, n->name, "/shape", name, sizeof name);
+        wf_output sin[2] = {root, {NULL, 0}};
+        wf_status *s = wf_const(r->dst, name, shape, &sin[1]);
+        wf_tensor_free(shape);
+        if (s) return wf__status_wrap(s, "simplify: node '%s' (%s)", n->name, op);
+        *done = true;
+        return wf__pass_emit(r, n, "Reshape", n->name, sin, 2, NULL, 0, out);
+    }
+    if (!chain) return NULL;
+    const wf_node *p = x0.node;
+    unsigned a, b;
+    if (!strcmp(op, "Squeeze") && is_op(x0, "Unsqueeze")) {
+        int rank = info(x0)->rank; /* both axes count in the unsqueezed rank */
+        if (axes_of(n, in, rank, &a) && axes_of(p, p->in, rank, &b) && a == b) *out = root, *done = true;
+    } else if (!strcmp(op, "Unsqueeze") && is_op(x0, "Squeeze")) {
+        int rank = info(root)->rank; /* the squeezed input's rank is the unsqueezed output's */
+        if (axes_of(n, in, rank, &a) && axes_of(p, p->in, rank, &b) && a == b) *out = root, *done = true;
+    } else if (!strcmp(op, "Reshape") && !wf__attr_i(n->op, n->attrs, "allowzero")) {
+        const wf_tensor *s = wf__pass_value(in[1]);
+        if (!s || !wf__dtype_is_int(s->dtype)) return NULL;
+        for (int64_t i = 0; i < s->size; i++)
+            if (wf__load_i64(s->data, s->dtype, i) == 0) return NULL;
+        wf_output sin[2] = {root, in[1]};
+        wf_node *c;
+        WF__TRY(wf__pass_copy(r, n, sin, &c));
+        *out = (wf_output){c, 0}, *done = true;
+    }
+    return NULL;
+}
+
+static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out)
+{
+    const char *op = n->op->name;
+    bool done = false;
+    wf_output x = neutral_binary(n, in);
+    if (x.node) {
+        out[0] = x;
+        return NULL;
+    }
+    if (!strcmp(op, "Neg") && is_op(in[0], "Neg")) {
+        out[0] = in[0].node->in[0];
+        return NULL;
+    }
+    if (!strcmp(op, "Transpose")) WF__TRY(transpose(r, n, in, &out[0], &done));
+    else if (n->n_out == 1 && (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") ||
+                               !strcmp(op, "Unsqueeze")))
+        WF__TRY(reshape(r, n, in, &out[0], &done));
+    if (done) return NULL;
+    wf_node *c;
+    WF__TRY(wf__pass_copy(r, n, in, &c));
+    for (int j = 0; j < n->n_out; j++) out[j] = (wf_output){c, j};
+    return NULL;
+}
+
+const wf__pass wf__pass_simplify = {"simplify", NULL, NULL, visit};
