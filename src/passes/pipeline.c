@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "passes/pass.h"
 
@@ -213,6 +214,9 @@ static bool is_disabled(const char *list, const char *name)
 static wf_status *dump(const char *dir, int step, const char *name, const wf_graph *g)
 {
     char path[4096];
+    /* the folder itself is made when missing (not its parents) */
+    if (step == 0 && mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return wf__status(WF_INVALID_ARGUMENT, "--dump-graph: cannot make folder '%s': %s", dir, strerror(errno));
     snprintf(path, sizeof path, "%s/%02d-%s.txt", dir, step, name);
     FILE *f = fopen(path, "w");
     if (!f) return wf__status(WF_INVALID_ARGUMENT, "--dump-graph: cannot write '%s': %s", path, strerror(errno));

@@ -167,6 +167,16 @@ expect_exit num_iterations_large 2 "weft run: --iterations wants an integer from
     run "$G" $X --iterations 1000001
 expect_exit num_iterations_overflow 2 "weft run: --iterations wants an integer from 1 to 1000000, got '99999999999999999999'" -- \
     run "$G" $X --iterations 99999999999999999999
+# graph optimisation: the level's range, a level not there yet, an unknown pass, the dump's files
+expect_exit opt_level_large 2 "weft run: --opt-level wants an integer from 0 to 3, got '4'" -- run "$G" $X --opt-level 4
+expect_exit opt_level_3 1 "optimisation level 3 (layout planning) is not implemented yet" -- run "$G" $X --opt-level 3
+expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, fuse)" -- run "$G" $X --disable-pass nosuch
+if "$WEFT" run "$G" $X --iterations 1 --disable-pass fuse --dump-graph "$D/dump" >"$D/out" 2>"$D/err" &&
+    [ -s "$D/dump/00-input.txt" ] && [ -s "$D/dump/07-cse.txt" ] && grep -q " = " "$D/dump/07-cse.txt"; then
+    ok dump_graph_files
+else
+    bad dump_graph_files "exit or files: $(ls "$D/dump" 2>&1 | tr '\n' ' ') $(head -c 300 "$D/err")"
+fi
 expect_exit num_threads_text 2 "weft run: --threads wants an integer from 0 to 1024, got 'abc'" -- run "$G" $X --threads abc
 expect_exit num_threads_large 2 "weft run: --threads wants an integer from 0 to 1024, got '100000'" -- run "$G" $X --threads 100000
 expect_exit num_inter_threads_large 2 "weft run: --inter-op-threads wants an integer from 0 to 1024, got '2000'" -- \
