@@ -688,6 +688,72 @@ static void test_bnfold(void)
     wf_graph_free(g);
 }
 
+/* BatchNormalization folds into a MatMul (as MatMul + BiasAdd, which level 2 fuses) and into a Gemm
+ * (transB, alpha 2, beta 0.5, a [1, N] C): values by hand at each level, NaN included. A MatMul whose
+ * output is not 2-D keeps its BatchNormalization. */
+static void test_bnfold_matrix(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, x3;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){2, 3}, &x));
+    CHECK_OK(wf_placeholder(g, "x3", WF_F32, 3, (int64_t[]){1, 2, 3}, &x3));
+    float w[6] = {1, -1, 2, 0.5f, -3, 1};  /* MatMul's [3, 2]: W[k][n] = w[k * 2 + n] */
+    float wt[6] = {1, 2, -3, -1, 0.5f, 1}; /* Gemm's B with transB: [2, 3], B[n][k] = wt[n * 3 + k] */
+    float c[2] = {4, -2};
+    float sc[2] = {2, 0.5f}, bb[2] = {1, -1}, mean[2] = {0.25f, 3}, var[2] = {1, 0.5f};
+    const double eps = 1e-5;
+    wf_output wc = konst(g, "w", WF_F32, 2, (int64_t[]){3, 2}, w);
+    wf_output wtc = konst(g, "wt", WF_F32, 2, (int64_t[]){2, 3}, wt);
+    wf_output cc = konst(g, "c", WF_F32, 2, (int64_t[]){1, 2}, c);
+    wf_output st[4] = {konst(g, "sc", WF_F32, 1, (int64_t[]){2}, sc), konst(g, "bb", WF_F32, 1, (int64_t[]){2}, bb),
+                       konst(g, "mean", WF_F32, 1, (int64_t[]){2}, mean), konst(g, "var", WF_F32, 1, (int64_t[]){2}, var)};
+    wf_attr eps_a = wf_attr_float("epsilon", eps);
+    wf_output mm = op1(g, "MatMul", "mm", (wf_output[]){x, wc}, 2, NULL, 0);
+    wf_output bn1 = op1(g, "BatchNormalization", "bn1", (wf_output[]){mm, st[0], st[1], st[2], st[3]}, 5, &eps_a, 1);
+    wf_attr ga[4] = {wf_attr_float("alpha", 2), wf_attr_float("beta", 0.5), wf_attr_int("transB", 1)};
+    wf_output gm = op1(g, "Gemm", "gm", (wf_output[]){x, wtc, cc}, 3, ga, 3);
+    wf_output bn2 = op1(g, "BatchNormalization", "bn2", (wf_output[]){gm, st[0], st[1], st[2], st[3]}, 5, &eps_a, 1);
+    wf_output both = op1(g, "Concat", "both", (wf_output[]){bn1, bn2}, 2, (wf_attr[]){wf_attr_int("axis", 0)}, 1);
+    wf_output mm3 = op1(g, "MatMul", "mm3", (wf_output[]){x3, wc}, 2, NULL, 0); /* [1, 2, 2]: channel dim 1 is not N */
+    wf_output bn3 = op1(g, "BatchNormalization", "bn3", (wf_output[]){mm3, st[0], st[1], st[2], st[3]}, 5, &eps_a, 1);
+    wf__optimized *o = optimize(g, &both, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "BatchNormalization"), 0);
+        const wf_node *n = wf__graph_lookup(o->g, "bn1");
+        CHECK(n && !strcmp(n->op->name, "BiasAdd") && !strcmp(n->in[0].node->name, "mm"));
+        n = wf__graph_lookup(o->g, "gm");
+        CHECK(n && !strcmp(n->op->name, "Gemm") && wf__attr_f(n->op, n->attrs, "beta") == 1.0 &&
+              wf__attr_f(n->op, n->attrs, "alpha") == 2.0 && wf__attr_i(n->op, n->attrs, "transB") == 1);
+    }
+    wf__optimized_free(o);
+    o = optimize(g, &bn3, 1, &x3, 1, NULL);
+    if (o) CHECK_INT(count_op(o, "BatchNormalization"), 1);
+    wf__optimized_free(o);
+
+    const float xv[6] = {1, 2, -1, NAN, 0.5f, 3};
+    for (int level = 0; level <= 2; level++) {
+        float got[8];
+        char *pl = NULL;
+        run_nd(g, level, x, 2, (int64_t[]){2, 3}, xv, both, got, 8, &pl);
+        for (int i = 0; i < 2; i++)
+            for (int n = 0; n < 2; n++) {
+                double y1 = 0, y2 = 0;
+                for (int k = 0; k < 3; k++) {
+                    y1 += (double)xv[i * 3 + k] * w[k * 2 + n];
+                    y2 += (double)xv[i * 3 + k] * wt[n * 3 + k];
+                }
+                y2 = 2 * y2 + 0.5 * c[n];
+                double s = sc[n] / sqrt((double)var[n] + eps);
+                check_same(got[i * 2 + n], (y1 - mean[n]) * s + bb[n], 1e-5 * (fabs(y1) + 1));
+                check_same(got[4 + i * 2 + n], (y2 - mean[n]) * s + bb[n], 1e-5 * (fabs(y2) + 1));
+            }
+        if (pl && level == 2) CHECK_STR_CONTAINS(pl, "mm: (MatMul+BiasAdd)");
+        wf__free(pl);
+    }
+    wf_graph_free(g);
+}
+
 /* The fan-out of 1,000 identical Adds is one Add after cse, as --dump-graph's last file shows. */
 static void test_fanout_dump(void)
 {
@@ -762,6 +828,7 @@ int main(void)
     RUN_TEST(test_simplify_reshape);
     RUN_TEST(test_matmul_bias);
     RUN_TEST(test_bnfold);
+    RUN_TEST(test_bnfold_matrix);
     RUN_TEST(test_fanout_dump);
     wf_context_free(ctx);
     return check_summary();
