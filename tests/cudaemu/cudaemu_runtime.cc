@@ -1059,7 +1059,8 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
     if (!g_events.count((void *)start) || !g_events.count((void *)end)) return fail(cudaErrorInvalidResourceHandle);
     CUevent_impl *a = (CUevent_impl *)(void *)start, *b = (CUevent_impl *)(void *)end;
     if ((a->flags | b->flags) & cudaEventDisableTiming) return fail(cudaErrorInvalidResourceHandle);
-    if (!a->recorded || !b->recorded) return fail(cudaErrorNotReady);
+    /* never recorded (the runtime's documented answer; recorded events have all completed here) */
+    if (!a->recorded || !b->recorded) return fail(cudaErrorInvalidResourceHandle);
     if (g_sticky) return fail(g_sticky);
     *ms = (float)((double)(b->t_ns - a->t_ns) / 1e6);
     return cudaSuccess;

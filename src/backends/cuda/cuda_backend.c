@@ -416,8 +416,8 @@ static wf_status *synchronize(void *dev)
  * index of the work it marks. event_notify waits for the event on the device's notify stream and adds
  * a stream callback there (cudaStreamAddCallback, which, unlike cudaLaunchHostFunc, is still called,
  * with the error, once the context has failed: the callback comes exactly once). event_times are ns
- * after t_ref (cudaEventElapsedTime, float ms: steps of about 0.5 us for the first seconds after the
- * device opened, coarser later; a copy's duration is measured from its own start event). The
+ * after t_ref (cudaEventElapsedTime, float ms: steps of under 0.5 us for the first 8 s after the device
+ * opened, 0.25 ms an hour later; a copy's start is its own start event's). The
  * asynchronous transfers take no wait on compute and leave none on it: the core orders them. */
 
 typedef struct cu_ev {
@@ -576,16 +576,20 @@ static cudaError_t ev_ns(cudaEvent_t from, cudaEvent_t to, int64_t *ns)
     return e;
 }
 
+/* Both times from t_ref, so that they are in the order of the events on any stream (the elapsed time
+ * is a difference of the device's ns counters rounded to float ms: monotonic), not a start plus a
+ * duration, which could put a copy's end after a kernel that waited for it. */
 static wf_status *event_times(void *dev, wf_event *ev, int64_t *t0, int64_t *t1)
 {
     cu_dev *d = dev;
     cu_ev *w = (cu_ev *)ev;
-    int64_t a = 0, dur = 0;
-    cudaError_t e = ev_ns(d->t_ref, w->start ? w->start : w->e, &a);
-    if (e == cudaSuccess && w->start) e = ev_ns(w->start, w->e, &dur);
+    int64_t a = 0, b = 0;
+    cudaError_t e = ev_ns(d->t_ref, w->e, &b);
+    if (e == cudaSuccess) a = b;
+    if (e == cudaSuccess && w->start) e = ev_ns(d->t_ref, w->start, &a);
     if (e != cudaSuccess) return ev_fail(d, "event timing", e);
     *t0 = a;
-    *t1 = a + dur;
+    *t1 = b;
     return NULL;
 }
 
