@@ -280,8 +280,9 @@ wf_status *cu_err_take(cu_dev *d)
     pthread_mutex_lock(&d->err_mu);
     cu_errbuf *list = d->err_orphans;
     d->err_orphans = NULL;
+    long long armed = atomic_exchange(&d->err_armed, 0); /* launches after this are read next time */
+    if (armed) d->err_any = false;
     pthread_mutex_unlock(&d->err_mu);
-    long long armed = atomic_load(&d->err_armed);
     if (!armed && !list) return NULL;
     cuk_err rec;
     memset(&rec, 0, sizeof rec);
@@ -289,23 +290,18 @@ wf_status *cu_err_take(cu_dev *d)
     if (rc == cudaSuccess && armed) rc = cudaMemcpy(&rec, d->err, sizeof rec, cudaMemcpyDeviceToHost);
     wf_status *s = NULL;
     if (rc != cudaSuccess) {
+        atomic_fetch_add(&d->err_armed, armed); /* read next time */
         s = cu_host->status(WF_INTERNAL, "reading the index-error record of GPU %d (%s) failed: %s", d->ordinal,
                             d->name, cudaGetErrorString(rc));
     } else {
         for (cu_errbuf *b = list; b; b = b->next) b->own = false;
-        s = cu_err_check(d, list);
-        if (armed) {
-            atomic_fetch_sub(&d->err_armed, armed); /* launches after the snapshot are read next time */
-            if (rec.site) {
-                /* cleared in stream order: a kernel enqueued after this may report again */
-                cudaMemsetAsync(d->err, 0, sizeof *d->err, d->compute);
-                pthread_mutex_lock(&d->err_mu);
-                d->err_any = false;
-                pthread_mutex_unlock(&d->err_mu);
-                wf_status *s2 = err_status(d, &rec, true);
-                if (s) cu_host->status_free(s2);
-                else s = s2;
-            }
+        s = cu_err_check(d, list); /* older than the record's */
+        if (rec.site) {
+            /* cleared in stream order: a kernel enqueued after this may report again */
+            cudaMemsetAsync(d->err, 0, sizeof *d->err, d->compute);
+            wf_status *s2 = err_status(d, &rec, true);
+            if (s) cu_host->status_free(s2);
+            else s = s2;
         }
     }
     for (cu_errbuf *b = list; b; b = b->next) atomic_store(&b->seen, true);
