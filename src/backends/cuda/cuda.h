@@ -21,7 +21,8 @@ typedef struct cu_dev {
     int ordinal;
     cudaStream_t compute;    /* every kernel, in enqueue order: a block the core frees may be reused by a
                                 later kernel without a wait */
-    cudaStream_t copy;       /* host <-> device transfers, ordered after compute through `done` */
+    cudaStream_t copy;       /* host <-> device transfers: the synchronous ones ordered after compute
+                                through `done`, the asynchronous ones (WF_STREAM_COPY) by the core's events */
     cudaEvent_t done;        /* recorded on compute before each transfer (under copy_mu) */
     pthread_mutex_t copy_mu;
     /* Pinned staging for transfers (under copy_mu), two halves used in turn so that a memcpy into one
