@@ -1,7 +1,8 @@
 #!/bin/sh
 # The checks that need an NVIDIA GPU, as one command for a machine lent with one (about 8 minutes on 16
 # cores, from a fresh clone): installs what is missing (scripts/setup.sh), builds with CUDA into
-# build-gpu/, lists the devices, then runs on GPU:0 test_cuda, every numpy op case (test_ops --device),
+# build-gpu/, lists the devices, then runs on GPU:0 test_cuda, test_overlap and test_trace (streams and
+# events), every numpy op case (test_ops --device),
 # the gradient checks, the training ops, the exported models against PyTorch (run_models.py --device),
 # the ONNX node tests (tools/conformance --device), a GEMM and a ResNet-18 through `weft run --device`
 # (CPU timings beside them, plus bench/bench_matmul), and last the CPU suite (scripts/run-tests.sh
@@ -104,6 +105,11 @@ if ! grep -q 'device:GPU:0' "$OUT/devices.log"; then
 fi
 
 step test_cuda 120 "$B/tests/test_cuda"
+# the device contract's streams and events on GPU:0: asynchronous copies and their order against the
+# kernels on the device's clock, a bad index reaching the run through the node's event, and (only a real
+# GPU shows it) the upload of one input overlapping the MatMul of another (test_overlap_gpu)
+step test_overlap_gpu 120 "$B/tests/test_overlap"
+step test_trace_gpu 60 "$B/tests/test_trace"
 
 if step gen_opcases 180 "$PY" tests/ops/gen_cases.py "$B/opcases"; then
     step test_ops_gpu 300 "$B/tests/test_ops" --device GPU:0 "$B/opcases"

@@ -14,7 +14,11 @@
  * same graph; a kernel failing on the device (TESTDEV's Sqrt of a negative value, found while the
  * stream runs it, after the enqueue returned) fails the run with an error naming the node, and the
  * next run works. Runs on TESTDEV:0 (the test backend, whose streams are threads) and OPENCL:0 (PoCL);
- * SKIP where the device is absent.
+ * SKIP where the device is absent. On GPU:0 (the CUDA plugin; on a machine without a GPU its emulator,
+ * tests/cudaemu, found through the caller's WEFT_PLUGIN_PATH) the values, the order of the device
+ * times of an upload, the kernel that reads it and the download, and a bad index found by a kernel's
+ * check on the device reaching the run's status are checked: the emulator runs every operation at
+ * issue, so it shows no overlap, and on a real GPU overlap_on("GPU:0") asks for it.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -174,6 +178,23 @@ done:
 
 static void test_overlap_testdev(void) { overlap_on("TESTDEV:0"); }
 static void test_overlap_opencl(void) { overlap_on("OPENCL:0"); }
+
+/* A real GPU overlaps the upload of B with A's MatMul; the emulator (its description names it) runs
+ * each operation at issue, so it never can: SKIP there (test_gpu_async_copies checks what it can). */
+static void test_overlap_gpu(void)
+{
+    for (int d = 0; d < wf_context_num_devices(ctx); d++) {
+        wf_device_info di;
+        if (wf_context_device(ctx, d, &di) || !strstr(di.name, "GPU:0")) continue;
+        if (di.description && strstr(di.description, "emulator")) {
+            CHECK_SKIP("test_overlap_gpu", "GPU:0 is the CUDA emulator, whose operations run at issue (no overlap)");
+            return;
+        }
+        overlap_on("GPU:0");
+        return;
+    }
+    CHECK_SKIP("test_overlap_gpu", "%s", "no GPU:0 (emulator plugin not on WEFT_PLUGIN_PATH)");
+}
 
 /* A chain of kernels on the device, each enqueued once its producer is (not completed), fed by an
  * upload and read back: the values are those computed here. */
@@ -424,9 +445,154 @@ static void test_first_run_copies_async(void)
     wf_graph_free(g);
 }
 
+static const char *const no_gpu = "no GPU:0 (emulator plugin not on WEFT_PLUGIN_PATH)";
+
+/* On GPU:0, runs of one graph with a different input each time, larger than the staging halves of the
+ * synchronous copies (so the asynchronous feed and fetch go through the pinned pool, reused from run
+ * to run): an upload of x, y = Relu(x) * 2 + 1, a download; the values are those computed here, and on
+ * the device's clock the upload ends before the kernel that reads it starts, and the download of the
+ * result starts after the kernel that makes it has ended. */
+static void test_gpu_async_copies(void)
+{
+    if (!has_device("GPU:0")) {
+        CHECK_SKIP("test_gpu_async_copies", "%s", no_gpu);
+        return;
+    }
+    enum { NX = 3 << 20 }; /* 12 MiB of f32 */
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, r, two, one, m, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){NX}, &x));
+    CHECK_OK(wf_relu(g, "r", x, &r));
+    CHECK_OK(wf_const_scalar(g, "two", WF_F32, 2, &two));
+    CHECK_OK(wf_const_scalar(g, "one", WF_F32, 1, &one));
+    CHECK_OK(wf_mul(g, "m", r, two, &m));
+    CHECK_OK(wf_add(g, "y", m, one, &y));
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = "GPU:0";
+    o.strict_placement = 1;
+    o.opt_level = 0; /* keep r, m and y as they are */
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    float *xv = malloc(sizeof *xv * NX);
+    wf_tensor *xt = NULL;
+    if (xv) CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){NX}, NULL, &xt));
+    for (int rep = 0; s && xt && rep < 4; rep++) {
+        float *xd = wf_tensor_data(xt);
+        for (int i = 0; i < NX; i++) xd[i] = xv[i] = (float)((i * 7 + rep * 3) % 23) - 11;
+        wf_feed f = {x, xt};
+        wf_tensor *out = NULL;
+        wf_trace *trace = NULL;
+        wf_run_options ro = {&trace};
+        CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, &ro));
+        if (!out) break;
+        const float *yv = wf_tensor_data(out);
+        int bad = 0;
+        for (int i = 0; i < NX; i++) bad += yv[i] != (xv[i] > 0 ? xv[i] : 0) * 2 + 1;
+        CHECK_INT(bad, 0);
+        wf_trace_event up, k, last, down;
+        if (trace && find_event(trace, "x:0/Copy_to_GPU:0", &up) && find_event(trace, "r", &k) &&
+            find_event(trace, "y", &last) && find_event(trace, "y:0/Copy_to_CPU:0", &down)) {
+            CHECK_INT(up.stream, WF_STREAM_COPY);
+            CHECK_INT(down.stream, WF_STREAM_COPY);
+            CHECK_INT(k.stream, WF_STREAM_COMPUTE);
+            CHECK(up.is_copy && down.is_copy && !k.is_copy);
+            CHECK(up.device_start_ns > 0 && up.device_end_ns > up.device_start_ns);
+            CHECK(k.device_end_ns > k.device_start_ns);
+            CHECK(up.device_end_ns <= k.device_start_ns);      /* the kernel waited for the upload */
+            CHECK(last.device_end_ns <= down.device_start_ns); /* the download for the last kernel */
+            CHECK(down.device_end_ns > down.device_start_ns);
+        } else {
+            CHECK_FAIL_("the trace lacks the upload of x, 'r', 'y' or the download of y");
+        }
+        wf_trace_free(trace);
+        wf_tensor_free(out);
+    }
+    free(xv);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* On GPU:0 a Gather's indices are checked by its kernel on the device, after compute() has returned:
+ * a bad one reaches the run's status through the node's event, naming the node once and the index
+ * (numpy: x[5] is out of range for 4 rows), with more kernels enqueued after it; the next run with good
+ * indices gives numpy's x[[3, -4, 1]] + 1. */
+static void test_gpu_index_error(void)
+{
+    if (!has_device("GPU:0")) {
+        CHECK_SKIP("test_gpu_index_error", "%s", no_gpu);
+        return;
+    }
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, ix, gt = {0}, one, a, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){4, 2}, &x));
+    CHECK_OK(wf_placeholder(g, "ix", WF_I64, 1, (int64_t[]){3}, &ix));
+    wf_attr ax = wf_attr_int("axis", 0);
+    wf_output ins[2] = {x, ix};
+    wf_node *gn = NULL;
+    CHECK_OK(wf_op(g, "Gather", "g", ins, 2, &ax, 1, &gn));
+    if (gn) gt = wf_out(gn, 0);
+    CHECK_OK(wf_const_scalar(g, "one", WF_F32, 1, &one));
+    CHECK_OK(wf_add(g, "a", gt, one, &a));
+    CHECK_OK(wf_relu(g, "y", a, &y));
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = "GPU:0";
+    o.strict_placement = 1;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    float xv[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    int64_t badv[3] = {3, 5, 1}, goodv[3] = {3, -4, 1};
+    wf_tensor *xt = NULL, *bt = NULL, *gd = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, (int64_t[]){4, 2}, xv, &xt));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, (int64_t[]){3}, badv, &bt));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, (int64_t[]){3}, goodv, &gd));
+    for (int rep = 0; s && xt && bt && gd && rep < 3; rep++) {
+        wf_feed f[2] = {{x, xt}, {ix, bt}};
+        wf_tensor *out = NULL;
+        wf_status *st = wf_session_run(s, f, 2, &y, 1, &out, NULL);
+        CHECK(st != NULL);
+        if (st) {
+            const char *m = wf_status_message(st);
+            CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+            CHECK_STR_CONTAINS(m, "node 'g' (Gather)");
+            CHECK_STR_CONTAINS(m, "index 5 (element 1 of indices i64[3]) is out of range for axis 0 of data f32[4,2]");
+            const char *first = strstr(m, "node 'g' (Gather)");
+            CHECK(first && !strstr(first + 1, "node 'g' (Gather)")); /* named once */
+            wf_status_free(st);
+        } else {
+            wf_tensor_free(out);
+        }
+        out = NULL;
+        f[1].tensor = gd;
+        CHECK_OK(wf_session_run(s, f, 2, &y, 1, &out, NULL));
+        if (out) {
+            const float want[6] = {7, 8, 1, 2, 3, 4}; /* x[[3, 0, 1]] + 1 */
+            CHECK_INT(wf_tensor_size(out), 6);
+            for (int i = 0; i < 6 && wf_tensor_size(out) == 6; i++)
+                CHECK_NEAR(((float *)wf_tensor_data(out))[i], want[i], 0);
+        }
+        wf_tensor_free(out);
+    }
+    wf_tensor_free(xt);
+    wf_tensor_free(bt);
+    wf_tensor_free(gd);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
 int main(void)
 {
-    setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR ":" WEFT_TEST_PLUGIN_DIR "/../..", 1);
+    /* the test backend, the build's plugins, then what the caller names: build/cudaemu for the emulated
+     * GPU:0 (a build with the emulator has no libweft-cuda.so of its own) */
+    const char *given = getenv("WEFT_PLUGIN_PATH");
+    char path[8192];
+    snprintf(path, sizeof path, "%s%s%s", WEFT_TEST_PLUGIN_DIR ":" WEFT_TEST_PLUGIN_DIR "/../..",
+             given && *given ? ":" : "", given && *given ? given : "");
+    setenv("WEFT_PLUGIN_PATH", path, 1);
     CHECK_OK(wf_context_new(NULL, &ctx));
     if (!ctx) return 1;
     wv = malloc(sizeof *wv * N * N);
@@ -442,8 +608,11 @@ int main(void)
     RUN_TEST(test_async_error_names_node);
     RUN_TEST(test_overlap_testdev);
     RUN_TEST(test_overlap_opencl);
+    RUN_TEST(test_overlap_gpu);
     RUN_TEST(test_copy_between_devices);
     RUN_TEST(test_first_run_copies_async);
+    RUN_TEST(test_gpu_async_copies);
+    RUN_TEST(test_gpu_index_error);
     free(wv);
     free(av);
     free(bv);

@@ -284,7 +284,9 @@ static void traced_run(const char *mm_device, int expect_copies, int expect_enqu
         enq += e.enqueue_only;
         /* with streams and events (TESTDEV, its copies to and from the host): device times from the
          * events, copies on the copy stream */
-        if (!expect_enqueue && mm_device && !strcmp(mm_device, "TESTDEV:0") && !strncmp(e.device_short, "TESTDEV", 7)) {
+        if (!expect_enqueue && mm_device &&
+            ((!strcmp(mm_device, "TESTDEV:0") && !strncmp(e.device_short, "TESTDEV", 7)) ||
+             (!strcmp(mm_device, "GPU:0") && !strncmp(e.device_short, "GPU", 3)))) {
             CHECK(e.device_start_ns > 0 && e.device_end_ns >= e.device_start_ns);
             CHECK_INT(e.stream, e.is_copy ? 1 : 0);
         }
@@ -484,6 +486,18 @@ static void test_opencl(void)
     traced_run("OPENCL:0", 1, 0);
 }
 
+/* The CUDA plugin (on a machine without a GPU its emulator, found through the caller's
+ * WEFT_PLUGIN_PATH) has streams and events: its nodes are timed by its events (the emulator's clock:
+ * each operation runs when it is issued). */
+static void test_gpu(void)
+{
+    if (find_device("GPU:0") < 0) {
+        CHECK_SKIP("test_gpu", "no GPU:0 (emulator plugin not on WEFT_PLUGIN_PATH)");
+        return;
+    }
+    traced_run("GPU:0", 1, 0);
+}
+
 static void test_bad_path(void)
 {
     wf_graph *g;
@@ -585,12 +599,19 @@ static void test_report(void)
 int main(void)
 {
     /* the test backend, and the OpenCL plugin beside the weft binary two folders up */
-    setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR ":" WEFT_TEST_PLUGIN_DIR "/../..", 1);
+    /* the test backend, the build's plugins, then what the caller names: build/cudaemu for the emulated
+     * GPU:0 (a build with the emulator has no libweft-cuda.so of its own) */
+    const char *given = getenv("WEFT_PLUGIN_PATH");
+    char path[8192];
+    snprintf(path, sizeof path, "%s%s%s", WEFT_TEST_PLUGIN_DIR ":" WEFT_TEST_PLUGIN_DIR "/../..",
+             given && *given ? ":" : "", given && *given ? given : "");
+    setenv("WEFT_PLUGIN_PATH", path, 1);
     CHECK_OK(wf_context_new(NULL, &ctx));
     RUN_TEST(test_cpu);
     RUN_TEST(test_testdev);
     RUN_TEST(test_testdev_v1);
     RUN_TEST(test_opencl);
+    RUN_TEST(test_gpu);
     RUN_TEST(test_bad_path);
     RUN_TEST(test_report);
     wf_context_free(ctx);

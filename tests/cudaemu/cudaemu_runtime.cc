@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,7 +65,9 @@ struct CUstream_impl {
 struct CUevent_impl {
     unsigned flags;
     bool recorded;
+    long long t_ns; /* when it was last recorded (the work before it has run then): CLOCK_MONOTONIC */
 };
+long long g_last_event_ns; /* under the lock: events recorded one after another get increasing times */
 
 void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void diag(const char *fmt, ...)
@@ -1006,7 +1009,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
     Lock l;
     if (!event || (flags & ~0xfu)) return fail(cudaErrorInvalidValue);
     if (g_sticky) return fail(g_sticky);
-    CUevent_impl *e = new CUevent_impl{flags, false};
+    CUevent_impl *e = new CUevent_impl{flags, false, 0};
     g_events.insert(e);
     *event = (cudaEvent_t)(void *)e;
     return cudaSuccess;
@@ -1026,8 +1029,18 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
     Lock l;
     if (!g_events.count((void *)event) || !stream_ok(stream)) return fail(cudaErrorInvalidResourceHandle);
-    ((CUevent_impl *)(void *)event)->recorded = true;
-    return g_sticky ? fail(g_sticky) : cudaSuccess;
+    if (g_sticky) return fail(g_sticky);
+    /* everything before it on the stream has run: the event completes now, at a time after every
+     * event recorded before it (strictly, so that an interval around work is never empty) */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    if (now <= g_last_event_ns) now = g_last_event_ns + 1;
+    g_last_event_ns = now;
+    CUevent_impl *e = (CUevent_impl *)(void *)event;
+    e->recorded = true;
+    e->t_ns = now;
+    return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
@@ -1046,8 +1059,39 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
     if (!g_events.count((void *)start) || !g_events.count((void *)end)) return fail(cudaErrorInvalidResourceHandle);
     CUevent_impl *a = (CUevent_impl *)(void *)start, *b = (CUevent_impl *)(void *)end;
     if ((a->flags | b->flags) & cudaEventDisableTiming) return fail(cudaErrorInvalidResourceHandle);
-    if (!a->recorded || !b->recorded) return fail(cudaErrorNotReady);
-    *ms = 0;
+    /* never recorded (the runtime's documented answer; recorded events have all completed here) */
+    if (!a->recorded || !b->recorded) return fail(cudaErrorInvalidResourceHandle);
+    if (g_sticky) return fail(g_sticky);
+    *ms = (float)((double)(b->t_ns - a->t_ns) / 1e6);
+    return cudaSuccess;
+}
+
+/* Streams run at issue, so the stream has reached the callback: it runs now, on this thread, outside
+ * the emulator's lock (it must not call the runtime, as on a GPU, but it may take the caller's locks
+ * that are not held here). A callback is told the context's error; a host function is not run once
+ * the context has failed (as the runtime documents), and the launch reports the error. */
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData, unsigned int flags)
+{
+    cudaError_t st;
+    {
+        Lock l;
+        if (!stream_ok(stream)) return fail(cudaErrorInvalidResourceHandle);
+        if (!callback || flags) return fail(cudaErrorInvalidValue);
+        st = g_sticky;
+    }
+    callback(stream, st, userData);
+    return cudaSuccess;
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    {
+        Lock l;
+        if (!stream_ok(stream)) return fail(cudaErrorInvalidResourceHandle);
+        if (!fn) return fail(cudaErrorInvalidValue);
+        if (g_sticky) return fail(g_sticky);
+    }
+    fn(userData);
     return cudaSuccess;
 }
 

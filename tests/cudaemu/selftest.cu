@@ -3,8 +3,10 @@
  * and warp-collective semantics (results that are wrong unless threads really wait for each other),
  * dynamic shared memory, atomics, float <-> half rounding against the compiler's _Float16, the cuBLAS
  * GEMM against a double reference, and the error paths the plugin relies on (out of memory, bad launch
- * configurations, host pointers passed as device pointers, host code touching device memory, deadlock).
+ * configurations, host pointers passed as device pointers, host code touching device memory, deadlock),
+ * and the stream-ordered host work and event times of the plugin's streams and events.
  */
+#include <time.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -248,6 +250,86 @@ static void test_errors(void)
     cudaFree(q);
 }
 
+static void CUDART_CB cb_count(cudaStream_t s, cudaError_t status, void *user)
+{
+    (void)s;
+    int *n = (int *)user;
+    n[0]++;
+    n[1] = (int)status;
+}
+
+static void host_fn(void *user) { ++*(int *)user; }
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Events: elapsed time between two records is the host time between them (work runs at issue), not
+ * available from an event without timing or one never recorded; stream callbacks and host functions
+ * run at once (the stream has reached them), a callback with the context's error and a host function
+ * not at all after a failure (checked in a child, the failure being sticky). */
+static void test_events(void)
+{
+    cudaStream_t s;
+    cudaEvent_t a, b, nt, never;
+    EXPECT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess, "stream");
+    EXPECT(cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess && cudaEventCreate(&never) == cudaSuccess,
+           "events");
+    EXPECT(cudaEventCreateWithFlags(&nt, cudaEventDisableTiming) == cudaSuccess, "event without timing");
+    double h0 = mono_ms();
+    EXPECT(cudaEventRecord(a, s) == cudaSuccess, "record a");
+    while (mono_ms() - h0 < 20) {
+    }
+    EXPECT(cudaEventRecord(b, s) == cudaSuccess && cudaEventRecord(nt, s) == cudaSuccess, "record b");
+    double h1 = mono_ms();
+    float ms = -1;
+    EXPECT(cudaEventElapsedTime(&ms, a, b) == cudaSuccess && ms >= 20 && ms <= h1 - h0 + 0.01, "elapsed %g ms of %g",
+           ms, h1 - h0);
+    EXPECT(cudaEventElapsedTime(&ms, b, a) == cudaSuccess && ms < 0, "backwards: %g ms", ms);
+    EXPECT(cudaEventElapsedTime(&ms, a, nt) == cudaErrorInvalidResourceHandle, "no timing");
+    EXPECT(cudaEventElapsedTime(&ms, a, never) == cudaErrorInvalidResourceHandle, "never recorded");
+    cudaGetLastError();
+    EXPECT(cudaEventQuery(b) == cudaSuccess && cudaEventQuery(never) == cudaSuccess, "queries");
+    cudaEvent_t c, d;
+    cudaEventCreate(&c);
+    cudaEventCreate(&d);
+    cudaEventRecord(c, s);
+    cudaEventRecord(d, s);
+    EXPECT(cudaEventElapsedTime(&ms, c, d) == cudaSuccess && ms > 0, "back-to-back records are apart: %g ms", ms);
+    int n[2] = {0, -1}, h = 0;
+    EXPECT(cudaStreamWaitEvent(s, b, 0) == cudaSuccess, "wait");
+    EXPECT(cudaStreamAddCallback(s, cb_count, n, 0) == cudaSuccess && n[0] == 1 && n[1] == cudaSuccess, "callback ran");
+    EXPECT(cudaLaunchHostFunc(s, host_fn, &h) == cudaSuccess && h == 1, "host function ran");
+    EXPECT(cudaStreamAddCallback(s, cb_count, n, 1) == cudaErrorInvalidValue && n[0] == 1, "flags must be 0");
+    cudaGetLastError();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        void *q = NULL;
+        cudaMalloc(&q, 256);
+        k_deadlock<<<1, 32>>>((int *)q); /* the context fails */
+        int m[2] = {0, -1}, g = 0;
+        cudaError_t e1 = cudaStreamAddCallback(s, cb_count, m, 0), e2 = cudaLaunchHostFunc(s, host_fn, &g);
+        _exit(e1 == cudaSuccess && m[0] == 1 && m[1] == cudaErrorLaunchFailure && e2 == cudaErrorLaunchFailure && g == 0
+                  ? 0
+                  : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "after a failure: callback told, host function not run: %x",
+           status);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaEventDestroy(c);
+    cudaEventDestroy(d);
+    cudaEventDestroy(nt);
+    cudaEventDestroy(never);
+    cudaStreamDestroy(s);
+}
+
 int main(void)
 {
     setenv("WEFT_CUDAEMU_MEM", "64M", 1);
@@ -256,6 +338,7 @@ int main(void)
     test_half();
     test_gemm();
     test_errors();
+    test_events();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;
 }

@@ -21,7 +21,8 @@ typedef struct cu_dev {
     int ordinal;
     cudaStream_t compute;    /* every kernel, in enqueue order: a block the core frees may be reused by a
                                 later kernel without a wait */
-    cudaStream_t copy;       /* host <-> device transfers, ordered after compute through `done` */
+    cudaStream_t copy;       /* host <-> device transfers: the synchronous ones ordered after compute
+                                through `done`, the asynchronous ones (WF_STREAM_COPY) by the core's events */
     cudaEvent_t done;        /* recorded on compute before each transfer (under copy_mu) */
     pthread_mutex_t copy_mu;
     /* Pinned staging for transfers (under copy_mu), two halves used in turn so that a memcpy into one
@@ -47,6 +48,22 @@ typedef struct cu_dev {
     unsigned long long err_next;
     _Atomic long long err_armed;
     pthread_mutex_t err_mu;
+    pthread_mutex_t site_mu;   /* the ring's records only (taken on callback threads; no CUDA call under it) */
+    bool err_any, err_one;     /* under err_mu: a checking launch since the last read; all of err_node's */
+    char err_node[192];
+    cuk_err *err_pin;          /* pinned slots for the reads events carry (cuda_index.c), NULL if unpinned */
+    unsigned long long err_pin_used; /* bit i: slot i is taken (under err_mu) */
+    bool err_pin_tried;
+    struct cu_errbuf *err_orphans; /* reads whose event was released unseen (under err_mu) */
+    /* Streams and events (device contract v2, cuda_backend.c): host callbacks of event_notify go on
+     * their own stream, each after a wait for its event, so that neither stream of work is held up by
+     * them; event times are ns after t_ref, recorded on compute when the device opened. Asynchronous
+     * transfers stage through a pool of pinned buffers (under copy_mu). */
+    cudaStream_t notify;
+    pthread_mutex_t notify_mu;
+    cudaEvent_t t_ref;
+    struct cu_pin *pins;
+    size_t pin_bytes;
 } cu_dev;
 
 static inline cu_dev *cu_of(const wf__kctx *k) { return (cu_dev *)k->device->dev; }
@@ -135,6 +152,16 @@ wf_status *cu_err_site(wf__kctx *k, int kind, int axis, const wf_tensor *ix, con
                        unsigned long long *site);
 wf_status *cu_err_take(cu_dev *d);
 void cu_err_release(cu_dev *d);
+/* Reads of the record carried by events on the compute stream (cuda_index.c, "reads of the record
+ * carried by events"): cu_err_enqueue_read, just before an event is recorded on compute, enqueues a read
+ * and reset of the record if a checking launch ran since the last read, and hands back that read and
+ * the orphaned ones in *list (NULL if none); cu_err_check, once the event has completed, returns the
+ * first bad index of the list (calls no CUDA function: safe on a callback thread); cu_err_free frees a
+ * list, handing the reads no completion looked at to the next event. */
+typedef struct cu_errbuf cu_errbuf;
+wf_status *cu_err_enqueue_read(cu_dev *d, cu_errbuf **list);
+wf_status *cu_err_check(cu_dev *d, cu_errbuf *list);
+void cu_err_free(cu_dev *d, cu_errbuf *list);
 void cu_cudnn_release(cu_dev *d);
 
 #endif

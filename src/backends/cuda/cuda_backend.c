@@ -4,8 +4,11 @@
  * (cuda_blas.c), so the plugin loads cheaply on any machine and reports a missing driver or device as
  * a diagnostic ("unavailable"). Memory is cudaMalloc chunks that the core carves up; kernels, cuBLAS
  * and cuDNN run on one compute stream per device, transfers on a copy stream through pinned staging
- * buffers, ordered against compute with events both ways.
+ * buffers, ordered against compute with events both ways. The device has the contract's streams and
+ * events (device_impl.h, "Streams and events"; "streams and events" below): WF_STREAM_COMPUTE is the
+ * compute stream, WF_STREAM_COPY the copy stream, events are cudaEvent_t with timing.
  */
+#include <math.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,10 +158,15 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
     return NULL;
 }
 
+static void pins_release(cu_dev *d);
+
 static void dev_release(cu_dev *d)
 {
     cu_cudnn_release(d);
     cu_err_release(d);
+    pins_release(d);
+    if (d->t_ref) cudaEventDestroy(d->t_ref);
+    if (d->notify) cudaStreamDestroy(d->notify);
     for (int i = 0; i < 2; i++) {
         if (d->stage_free[i]) cudaEventDestroy(d->stage_free[i]);
         if (d->stage[i]) cudaFreeHost(d->stage[i]);
@@ -183,7 +191,12 @@ static wf_status *device_open(void *b, int i, void **out)
     what = "stream creation";
     if ((e = cudaStreamCreateWithFlags(&d->compute, cudaStreamNonBlocking)) != cudaSuccess) goto fail;
     if ((e = cudaStreamCreateWithFlags(&d->copy, cudaStreamNonBlocking)) != cudaSuccess) goto fail;
+    if ((e = cudaStreamCreateWithFlags(&d->notify, cudaStreamNonBlocking)) != cudaSuccess) goto fail;
     what = "event creation";
+    /* the origin of event_times: recorded now and waited for, so every later event is after it */
+    if ((e = cudaEventCreateWithFlags(&d->t_ref, cudaEventDefault)) != cudaSuccess) goto fail;
+    if ((e = cudaEventRecord(d->t_ref, d->compute)) != cudaSuccess) goto fail;
+    if ((e = cudaEventSynchronize(d->t_ref)) != cudaSuccess) goto fail;
     if ((e = cudaEventCreateWithFlags(&d->done, cudaEventDisableTiming)) != cudaSuccess) goto fail;
     if ((e = cudaEventCreateWithFlags(&d->copied, cudaEventDisableTiming)) != cudaSuccess) goto fail;
     for (int j = 0; j < 2; j++)
@@ -206,6 +219,8 @@ static wf_status *device_open(void *b, int i, void **out)
     pthread_mutex_init(&d->blas_mu, NULL);
     pthread_mutex_init(&d->dnn_mu, NULL);
     pthread_mutex_init(&d->err_mu, NULL);
+    pthread_mutex_init(&d->site_mu, NULL);
+    pthread_mutex_init(&d->notify_mu, NULL);
     *out = d;
     return NULL;
 fail:;
@@ -220,10 +235,13 @@ static void device_close(void *dev)
     cudaSetDevice(d->ordinal);
     cudaStreamSynchronize(d->compute);
     cudaStreamSynchronize(d->copy);
+    cudaStreamSynchronize(d->notify); /* the callbacks of events that completed */
     pthread_mutex_destroy(&d->copy_mu);
     pthread_mutex_destroy(&d->blas_mu);
     pthread_mutex_destroy(&d->dnn_mu);
     pthread_mutex_destroy(&d->err_mu);
+    pthread_mutex_destroy(&d->site_mu);
+    pthread_mutex_destroy(&d->notify_mu);
     dev_release(d);
 }
 
@@ -391,6 +409,320 @@ static wf_status *synchronize(void *dev)
     return e == cudaSuccess ? cu_err_take(d) : rt_fail(WF_INTERNAL, "stream synchronisation", d->ordinal, e);
 }
 
+/* ---- streams and events ------------------------------------------------------------------------------
+ * An event is a cudaEvent_t with timing, recorded on the stream (a copy's event also has one recorded
+ * before its transfer, for the transfer's start). An event on compute carries the reads of the
+ * index-error record enqueued just before it (cu_err_enqueue_read), so its completion reports a bad
+ * index of the work it marks. event_notify waits for the event on the device's notify stream and adds
+ * a stream callback there (cudaStreamAddCallback, which, unlike cudaLaunchHostFunc, is still called,
+ * with the error, once the context has failed: the callback comes exactly once). event_times are ns
+ * after t_ref (cudaEventElapsedTime, float ms: steps of under 0.5 us for the first 8 s after the device
+ * opened, 0.25 ms an hour later; a copy's start is its own start event's). The
+ * asynchronous transfers take no wait on compute and leave none on it: the core orders them. */
+
+typedef struct cu_ev {
+    cudaEvent_t e;     /* completion */
+    cudaEvent_t start; /* a transfer's: recorded before it; NULL for a recorded event */
+    cu_errbuf *errs;   /* reads of the record this event carries (compute only) */
+} cu_ev;
+
+/* A pinned staging buffer of asynchronous transfers, reused once `busy` (recorded on the copy stream
+ * after its last transfer, and after the copy out of a download) has completed. */
+struct cu_pin {
+    struct cu_pin *next;
+    void *ptr;
+    size_t bytes;
+    cudaEvent_t busy;
+    bool used;         /* busy has been recorded */
+};
+
+#define CU_PIN_MAX ((size_t)256 << 20) /* pinned bytes a device keeps for asynchronous transfers */
+
+static cudaStream_t stream_of(cu_dev *d, int stream) { return stream == WF_STREAM_COPY ? d->copy : d->compute; }
+
+static wf_status *ev_fail(cu_dev *d, const char *what, cudaError_t e)
+{
+    return cu_host->status(e == cudaErrorMemoryAllocation ? WF_OUT_OF_MEMORY : WF_INTERNAL,
+                           "CUDA %s on GPU %d (%s) failed: %s (%s)", what, d->ordinal, d->name, cudaGetErrorString(e),
+                           cudaGetErrorName(e));
+}
+
+/* The error of work that failed while running (a kernel's fault: the context's sticky error). */
+static wf_status *exec_error(cu_dev *d, cudaError_t e)
+{
+    return cu_host->status(WF_INTERNAL, "CUDA work failed while running on GPU %d (%s): %s (%s)", d->ordinal, d->name,
+                           cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static wf_status *ev_new(cu_dev *d, cudaEvent_t *out)
+{
+    cudaError_t e = cudaEventCreateWithFlags(out, cudaEventDefault);
+    if (e == cudaSuccess) return NULL;
+    *out = NULL;
+    return ev_fail(d, "event creation", e);
+}
+
+static void ev_free(cu_dev *d, cu_ev *w)
+{
+    if (!w) return;
+    cu_err_free(d, w->errs); /* reads nobody looked at go to the next event */
+    if (w->e) cudaEventDestroy(w->e);
+    if (w->start) cudaEventDestroy(w->start);
+    cu_host->free(w);
+}
+
+static wf_status *event_record(void *dev, int stream, wf_event **ev)
+{
+    cu_dev *d = dev;
+    *ev = NULL;
+    cudaError_t e = cudaSetDevice(d->ordinal);
+    if (e != cudaSuccess) return ev_fail(d, "cudaSetDevice", e);
+    cu_ev *w = cu_host->malloc(sizeof *w);
+    if (!w) return cu_host->status(WF_OUT_OF_MEMORY, "out of memory for a CUDA event");
+    memset(w, 0, sizeof *w);
+    wf_status *s = ev_new(d, &w->e);
+    if (!s && stream != WF_STREAM_COPY) s = cu_err_enqueue_read(d, &w->errs);
+    if (!s && (e = cudaEventRecord(w->e, stream_of(d, stream))) != cudaSuccess) s = ev_fail(d, "event record", e);
+    if (s) {
+        if (w->errs) cudaStreamSynchronize(d->compute); /* a read may have been enqueued: let it land */
+        ev_free(d, w);
+        return s;
+    }
+    *ev = (wf_event *)w;
+    return NULL;
+}
+
+static wf_status *stream_wait(void *dev, int stream, wf_event *ev)
+{
+    cu_dev *d = dev;
+    cudaError_t e = cudaSetDevice(d->ordinal);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(stream_of(d, stream), ((cu_ev *)ev)->e, 0);
+    return e == cudaSuccess ? NULL : ev_fail(d, "stream wait", e);
+}
+
+/* The error of a completed event (e: what the runtime said of it): a fault, else a bad index its reads
+ * of the record found. Calls no CUDA function. */
+static wf_status *ev_error(cu_dev *d, cu_ev *w, cudaError_t e)
+{
+    if (e != cudaSuccess) return exec_error(d, e);
+    return cu_err_check(d, w->errs);
+}
+
+static wf_status *event_query(void *dev, wf_event *ev, int *done)
+{
+    cu_dev *d = dev;
+    cu_ev *w = (cu_ev *)ev;
+    cudaError_t e = cudaEventQuery(w->e);
+    if (e == cudaErrorNotReady) {
+        cudaGetLastError(); /* not an error of anything */
+        *done = 0;
+        return NULL;
+    }
+    *done = 1;
+    return ev_error(d, w, e);
+}
+
+static wf_status *event_sync(void *dev, wf_event *ev)
+{
+    cu_dev *d = dev;
+    cu_ev *w = (cu_ev *)ev;
+    return ev_error(d, w, cudaEventSynchronize(w->e));
+}
+
+typedef struct cu_notify {
+    cu_dev *d;
+    cu_ev *w;
+    void (*fn)(void *, wf_status *);
+    void *arg;
+} cu_notify;
+
+/* On the runtime's callback thread, once the notify stream has passed its wait for the event. */
+static void CUDART_CB notify_tramp(cudaStream_t stream, cudaError_t status, void *user)
+{
+    (void)stream;
+    cu_notify *n = user;
+    wf_status *err = ev_error(n->d, n->w, status);
+    void (*fn)(void *, wf_status *) = n->fn;
+    void *arg = n->arg;
+    cu_host->free(n);
+    fn(arg, err);
+}
+
+static wf_status *event_notify(void *dev, wf_event *ev, void (*fn)(void *, wf_status *), void *arg)
+{
+    cu_dev *d = dev;
+    cu_ev *w = (cu_ev *)ev;
+    cu_notify *n = cu_host->malloc(sizeof *n);
+    if (!n) return cu_host->status(WF_OUT_OF_MEMORY, "out of memory for a CUDA event callback");
+    *n = (cu_notify){d, w, fn, arg};
+    cudaError_t e = cudaSetDevice(d->ordinal);
+    pthread_mutex_lock(&d->notify_mu); /* each callback right after its own wait */
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(d->notify, w->e, 0);
+    if (e == cudaSuccess) e = cudaStreamAddCallback(d->notify, notify_tramp, n, 0);
+    pthread_mutex_unlock(&d->notify_mu);
+    if (e != cudaSuccess) {
+        cu_host->free(n); /* not queued: the caller waits instead */
+        return ev_fail(d, "event callback", e);
+    }
+    return NULL;
+}
+
+/* ns from one completed event to another. */
+static cudaError_t ev_ns(cudaEvent_t from, cudaEvent_t to, int64_t *ns)
+{
+    float ms = 0;
+    cudaError_t e = cudaEventElapsedTime(&ms, from, to);
+    *ns = (int64_t)llround((double)ms * 1e6);
+    return e;
+}
+
+/* Both times from t_ref, so that they are in the order of the events on any stream (the elapsed time
+ * is a difference of the device's ns counters rounded to float ms: monotonic), not a start plus a
+ * duration, which could put a copy's end after a kernel that waited for it. */
+static wf_status *event_times(void *dev, wf_event *ev, int64_t *t0, int64_t *t1)
+{
+    cu_dev *d = dev;
+    cu_ev *w = (cu_ev *)ev;
+    int64_t a = 0, b = 0;
+    cudaError_t e = ev_ns(d->t_ref, w->e, &b);
+    if (e == cudaSuccess) a = b;
+    if (e == cudaSuccess && w->start) e = ev_ns(d->t_ref, w->start, &a);
+    if (e != cudaSuccess) return ev_fail(d, "event timing", e);
+    *t0 = a;
+    *t1 = b;
+    return NULL;
+}
+
+static void event_release(void *dev, wf_event *ev) { ev_free(dev, (cu_ev *)ev); }
+
+static void pins_release(cu_dev *d)
+{
+    for (struct cu_pin *p = d->pins, *pn; p; p = pn) {
+        pn = p->next;
+        if (p->busy) cudaEventDestroy(p->busy);
+        cudaFreeHost(p->ptr);
+        cu_host->free(p);
+    }
+    d->pins = NULL;
+    d->pin_bytes = 0;
+}
+
+/* Under copy_mu: the smallest pinned buffer of at least n bytes whose last transfer has completed, or
+ * a new one while the device keeps under CU_PIN_MAX; NULL otherwise (the transfer then goes direct). */
+static struct cu_pin *pin_take(cu_dev *d, size_t n)
+{
+    struct cu_pin *best = NULL;
+    for (struct cu_pin *p = d->pins; p; p = p->next) {
+        if (p->bytes < n || (best && best->bytes <= p->bytes)) continue;
+        cudaError_t e = p->used ? cudaEventQuery(p->busy) : cudaSuccess;
+        if (e == cudaSuccess) best = p;
+        else cudaGetLastError(); /* not ready (or failed: not reused) */
+    }
+    size_t bytes = (n + 65535) & ~(size_t)65535;
+    if (best || d->pin_bytes + bytes > CU_PIN_MAX) return best;
+    struct cu_pin *p = cu_host->malloc(sizeof *p);
+    if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    if (cudaHostAlloc(&p->ptr, bytes, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        cu_host->free(p);
+        return NULL;
+    }
+    if (cudaEventCreateWithFlags(&p->busy, cudaEventDisableTiming) != cudaSuccess) {
+        cudaGetLastError();
+        cudaFreeHost(p->ptr);
+        cu_host->free(p);
+        return NULL;
+    }
+    p->bytes = bytes;
+    p->next = d->pins;
+    d->pins = p;
+    d->pin_bytes += bytes;
+    return p;
+}
+
+/* A staged download's last step, on the runtime's callback thread once the DMA into pinned memory is
+ * done: the bytes go to the caller's memory. The copy stream (and so the event after it) goes on only
+ * once this returns. */
+typedef struct cu_copyout {
+    void *dst;
+    const void *src;
+    size_t n;
+} cu_copyout;
+
+static void CUDART_CB copy_out(cudaStream_t stream, cudaError_t status, void *user)
+{
+    (void)stream;
+    cu_copyout *c = user;
+    if (status == cudaSuccess) memcpy(c->dst, c->src, c->n);
+    cu_host->free(c);
+}
+
+/* An asynchronous transfer on the copy stream, between the start and completion events. Through a
+ * pinned buffer when one can be had: an upload copies the caller's bytes into it first (the caller's
+ * buffer is free at return), a download's DMA lands in it and a stream callback copies it out before
+ * the event. Else straight from or to the caller's memory (pageable: the runtime stages an upload, and
+ * a download returns once done). */
+static wf_status *transfer_async(cu_dev *d, bool up, char *dptr, void *host, size_t n, wf_event **ev)
+{
+    *ev = NULL;
+    cudaError_t e = cudaSetDevice(d->ordinal);
+    if (e != cudaSuccess) return ev_fail(d, "cudaSetDevice", e);
+    cu_ev *w = cu_host->malloc(sizeof *w);
+    if (!w) return cu_host->status(WF_OUT_OF_MEMORY, "out of memory for a CUDA event");
+    memset(w, 0, sizeof *w);
+    wf_status *s = ev_new(d, &w->start);
+    if (!s) s = ev_new(d, &w->e);
+    if (s) {
+        ev_free(d, w);
+        return s;
+    }
+    pthread_mutex_lock(&d->copy_mu);
+    e = cudaEventRecord(w->start, d->copy);
+    struct cu_pin *p = e == cudaSuccess && n ? pin_take(d, n) : NULL;
+    cu_copyout *c = p && !up ? cu_host->malloc(sizeof *c) : NULL;
+    if (p && !up && !c) p = NULL;
+    if (e == cudaSuccess && n) {
+        if (p && up) {
+            memcpy(p->ptr, host, n);
+            e = cudaMemcpyAsync(dptr, p->ptr, n, cudaMemcpyHostToDevice, d->copy);
+        } else if (p) {
+            e = cudaMemcpyAsync(p->ptr, dptr, n, cudaMemcpyDeviceToHost, d->copy);
+            if (e == cudaSuccess) {
+                *c = (cu_copyout){host, p->ptr, n};
+                e = cudaStreamAddCallback(d->copy, copy_out, c, 0);
+                if (e == cudaSuccess) c = NULL; /* the callback's */
+            }
+        } else {
+            e = up ? cudaMemcpyAsync(dptr, host, n, cudaMemcpyHostToDevice, d->copy)
+                   : cudaMemcpyAsync(host, dptr, n, cudaMemcpyDeviceToHost, d->copy);
+        }
+        if (e == cudaSuccess && p && (e = cudaEventRecord(p->busy, d->copy)) == cudaSuccess) p->used = true;
+    }
+    if (e == cudaSuccess) e = cudaEventRecord(w->e, d->copy);
+    if (e != cudaSuccess) cudaStreamSynchronize(d->copy); /* nothing of it left in flight */
+    pthread_mutex_unlock(&d->copy_mu);
+    cu_host->free(c);
+    if (e != cudaSuccess) {
+        ev_free(d, w);
+        return cu_host->status(e == cudaErrorMemoryAllocation ? WF_OUT_OF_MEMORY : WF_INTERNAL,
+                               "CUDA asynchronous copy of %zu bytes %s GPU %d (%s) failed: %s (%s)", n,
+                               up ? "to" : "from", d->ordinal, d->name, cudaGetErrorString(e), cudaGetErrorName(e));
+    }
+    *ev = (wf_event *)w;
+    return NULL;
+}
+
+static wf_status *copy_to_device_async(void *dev, void *chunk, size_t off, const void *src, size_t n, wf_event **ev)
+{
+    return transfer_async(dev, true, (char *)chunk + off, (void *)src, n, ev);
+}
+
+static wf_status *copy_to_host_async(void *dev, void *dst, const void *chunk, size_t off, size_t n, wf_event **ev)
+{
+    return transfer_async(dev, false, (char *)chunk + off, dst, n, ev);
+}
+
 static void destroy(void *b) { cu_host->free(b); }
 
 static const wf_backend_vtable g_vt = {
@@ -399,6 +731,9 @@ static const wf_backend_vtable g_vt = {
     .device_close = device_close, .chunk_alloc = chunk_alloc, .chunk_free = chunk_free,
     .copy_to_device = copy_to_device, .copy_to_host = copy_to_host, .copy_on_device = copy_on_device,
     .find_kernel = find_kernel, .synchronize = synchronize, .destroy = destroy,
+    .event_record = event_record, .stream_wait = stream_wait, .event_query = event_query, .event_sync = event_sync,
+    .event_notify = event_notify, .event_times = event_times, .event_release = event_release,
+    .copy_to_device_async = copy_to_device_async, .copy_to_host_async = copy_to_host_async,
 };
 
 __attribute__((visibility("default"))) wf_status *wf_backend_entry(const wf_host_api *host, const wf_backend_vtable **vt,

@@ -69,6 +69,7 @@ wf_status *cu_err_site(wf__kctx *k, int kind, int axis, const wf_tensor *ix, con
         d->err = e;
         d->err_sites = ring;
     }
+    pthread_mutex_lock(&d->site_mu); /* readers (err_status, maybe on a callback thread) take only this */
     cu_err_site_rec *r = &((cu_err_site_rec *)d->err_sites)[++d->err_next % CU_ERR_SITES];
     r->id = d->err_next;
     r->kind = kind;
@@ -77,6 +78,13 @@ wf_status *cu_err_site(wf__kctx *k, int kind, int axis, const wf_tensor *ix, con
     snprintf(r->op, sizeof r->op, "%s", k->op->name);
     cu_tstr(ix, r->ix);
     cu_tstr(x, r->x);
+    pthread_mutex_unlock(&d->site_mu);
+    if (!d->err_any) {
+        snprintf(d->err_node, sizeof d->err_node, "%s", r->node);
+        d->err_any = d->err_one = true;
+    } else if (strcmp(d->err_node, r->node) != 0) {
+        d->err_one = false;
+    }
     *err = d->err;
     *site = r->id;
     atomic_fetch_add(&d->err_armed, 1);
@@ -85,76 +93,230 @@ out:
     return s;
 }
 
-wf_status *cu_err_take(cu_dev *d)
+/* The error a read of the record found: the host check's message, naming the node unless the
+ * executor's wrapper of the event it is on will (name_node false: the event is that node's own). */
+static wf_status *err_status(cu_dev *d, const cuk_err *recp, bool name_node)
 {
-    long long armed = atomic_load(&d->err_armed);
-    if (!armed) return NULL;
-    cuk_err rec;
-    cudaError_t rc = cudaStreamSynchronize(d->compute);
-    if (rc == cudaSuccess) rc = cudaMemcpy(&rec, d->err, sizeof rec, cudaMemcpyDeviceToHost);
-    if (rc != cudaSuccess)
-        return cu_host->status(WF_INTERNAL, "reading the index-error record of GPU %d (%s) failed: %s", d->ordinal,
-                               d->name, cudaGetErrorString(rc));
-    atomic_fetch_sub(&d->err_armed, armed); /* launches after the snapshot are read next time */
+    cuk_err rec = *recp;
     if (!rec.site) return NULL;
-    /* cleared in stream order: a kernel enqueued after this may report again */
-    cudaMemsetAsync(d->err, 0, sizeof *d->err, d->compute);
-    pthread_mutex_lock(&d->err_mu);
+    pthread_mutex_lock(&d->site_mu);
     cu_err_site_rec r = ((cu_err_site_rec *)d->err_sites)[rec.site % CU_ERR_SITES];
-    pthread_mutex_unlock(&d->err_mu);
+    pthread_mutex_unlock(&d->site_mu);
     if (r.id != rec.site)
         return cu_host->status(WF_INVALID_ARGUMENT, "an index kernel on GPU %d met index %lld out of range (its node has "
                                "left the record of the last %d checking launches)", d->ordinal, rec.value, CU_ERR_SITES);
+    char who[256] = "";
+    if (name_node) snprintf(who, sizeof who, "node '%s' (%s): ", r.node, r.op);
     /* the wording of the host checks these replace */
     switch (r.kind) {
     case CU_SITE_GATHER:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): index %lld (element %lld of indices %s) is out of range for axis %d of data %s",
-                               r.node, r.op, rec.value, rec.pos, r.ix, r.axis, r.x);
+                               "%sindex %lld (element %lld of indices %s) is out of range for axis %d of data %s",
+                               who, rec.value, rec.pos, r.ix, r.axis, r.x);
     case CU_SITE_ELEMENTS:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): index %lld (at position %lld) is out of range for axis %d of data %s", r.node,
-                               r.op, rec.value, rec.pos, r.axis, r.x);
+                               "%sindex %lld (at position %lld) is out of range for axis %d of data %s", who,
+                               rec.value, rec.pos, r.axis, r.x);
     case CU_SITE_SEQLEN:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): sequence length %lld of batch %lld is outside [0, %lld] for input %s", r.node,
-                               r.op, rec.value, rec.pos, rec.entry, r.x);
+                               "%ssequence length %lld of batch %lld is outside [0, %lld] for input %s", who,
+                               rec.value, rec.pos, rec.entry, r.x);
     case CU_SITE_TARGET:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): target %lld at position %lld is not a class in [0, %lld) nor ignore_index",
-                               r.node, r.op, rec.value, rec.pos, rec.entry);
+                               "%starget %lld at position %lld is not a class in [0, %lld) nor ignore_index",
+                               who, rec.value, rec.pos, rec.entry);
     case CU_SITE_UNPOOL:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): index %lld (at position %lld) is outside the %lld unpooled elements", r.node,
-                               r.op, rec.value, rec.pos, rec.entry);
+                               "%sindex %lld (at position %lld) is outside the %lld unpooled elements", who,
+                               rec.value, rec.pos, rec.entry);
     case CU_SITE_ROI_BATCH:
-        return cu_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): batch_indices[%lld] = %lld is outside [0, %lld)",
-                               r.node, r.op, rec.pos, rec.value, rec.entry);
+        return cu_host->status(WF_INVALID_ARGUMENT, "%sbatch_indices[%lld] = %lld is outside [0, %lld)",
+                               who, rec.pos, rec.value, rec.entry);
     case CU_SITE_RNN_LENS:
-        return cu_host->status(WF_INVALID_ARGUMENT, "node '%s' (%s): sequence_lens[%lld] = %lld is outside [0, %lld]",
-                               r.node, r.op, rec.pos, rec.value, rec.entry);
+        return cu_host->status(WF_INVALID_ARGUMENT, "%ssequence_lens[%lld] = %lld is outside [0, %lld]",
+                               who, rec.pos, rec.value, rec.entry);
     case CU_SITE_POSITION:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): position id %lld (at position %lld) is outside the caches' %lld positions",
-                               r.node, r.op, rec.value, rec.pos, rec.entry);
+                               "%sposition id %lld (at position %lld) is outside the caches' %lld positions",
+                               who, rec.value, rec.pos, rec.entry);
     case CU_SITE_DIV_ZERO:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): integer division by zero (element %lld of divisor %s)", r.node, r.op,
-                               rec.pos, r.ix);
+                               "%sinteger division by zero (element %lld of divisor %s)", who, rec.pos,
+                               r.ix);
     case CU_SITE_NEG_POW:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): integers to negative integer powers are not allowed (exponent %lld at "
+                               "%sintegers to negative integer powers are not allowed (exponent %lld at "
                                "element %lld)",
-                               r.node, r.op, rec.value, rec.pos);
+                               who, rec.value, rec.pos);
     default:
         return cu_host->status(WF_INVALID_ARGUMENT,
-                               "node '%s' (%s): index %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
-                               r.node, r.op, rec.value, rec.pos, rec.entry, r.axis + rec.entry, r.x);
+                               "%sindex %lld (tuple %lld, entry %lld) is out of range for dim %lld of data %s",
+                               who, rec.value, rec.pos, rec.entry, r.axis + rec.entry, r.x);
     }
+}
+
+/* ---- reads of the record carried by events ---------------------------------------------------------------
+ * The first event recorded on the compute stream after a checking launch enqueues, before itself, a read
+ * of the record into pinned host memory and a reset of it (cu_err_enqueue_read): the event completes
+ * after the read, so its query, wait or callback finds the bad index in host memory without a CUDA
+ * call. The executor records a node's event under the device's enqueue lock right after its commands,
+ * so that is the node's own event (the message then leaves the node to the executor's wrapper when all
+ * launches the read covers were that node's). A read no completion has looked at when its event is
+ * released goes to err_orphans: the next event on compute, or cu_err_take, reports it. */
+
+/* Pinned slots for the reads: a read without one goes to pageable memory, which waits on the host. */
+#define CU_ERR_READS 64
+
+struct cu_errbuf {
+    cu_errbuf *next;
+    cuk_err *rec;    /* a pinned slot, or &local */
+    int slot;        /* -1: local */
+    cuk_err local;
+    atomic_bool seen; /* a completion has reported it (or found it clean) */
+    bool one_node;    /* the launches it covers were all one node's */
+    bool own;         /* on the event recorded right after that node's commands */
+};
+
+static void errbuf_free(cu_dev *d, cu_errbuf *b)
+{
+    if (b->slot >= 0) {
+        pthread_mutex_lock(&d->err_mu);
+        d->err_pin_used &= ~(1ull << b->slot);
+        pthread_mutex_unlock(&d->err_mu);
+    }
+    cu_host->free(b);
+}
+
+wf_status *cu_err_enqueue_read(cu_dev *d, cu_errbuf **list)
+{
+    *list = NULL;
+    cu_errbuf *b = NULL;
+    cudaError_t rc = cudaSuccess;
+    if (atomic_load(&d->err_armed)) {
+        b = cu_host->malloc(sizeof *b);
+        if (!b) return cu_host->status(WF_OUT_OF_MEMORY, "out of memory for a read of the index-error record of GPU %d",
+                                       d->ordinal);
+        memset(b, 0, sizeof *b);
+        atomic_init(&b->seen, false);
+        b->slot = -1;
+        b->rec = &b->local;
+        pthread_mutex_lock(&d->err_mu);
+        long long armed = atomic_exchange(&d->err_armed, 0);
+        if (armed) {
+            if (!d->err_pin_tried) {
+                d->err_pin_tried = true;
+                if (cudaHostAlloc((void **)&d->err_pin, sizeof(cuk_err) * CU_ERR_READS, cudaHostAllocDefault) != cudaSuccess) {
+                    cudaGetLastError(); /* not the next kernel's error */
+                    d->err_pin = NULL;
+                }
+            }
+            for (int i = 0; d->err_pin && i < CU_ERR_READS; i++)
+                if (!(d->err_pin_used & (1ull << i))) {
+                    d->err_pin_used |= 1ull << i;
+                    b->slot = i;
+                    b->rec = &d->err_pin[i];
+                    break;
+                }
+            b->one_node = d->err_any && d->err_one;
+            b->own = true;
+            d->err_any = false;
+            /* into pageable memory (no slot) the copy returns once done: a wait, not a wrong answer */
+            rc = cudaMemcpyAsync(b->rec, d->err, sizeof *b->rec, cudaMemcpyDeviceToHost, d->compute);
+            if (rc == cudaSuccess) rc = cudaMemsetAsync(d->err, 0, sizeof *d->err, d->compute);
+            if (rc != cudaSuccess) atomic_fetch_add(&d->err_armed, armed); /* read next time */
+        }
+        pthread_mutex_unlock(&d->err_mu);
+        if (rc != cudaSuccess || !armed) {
+            errbuf_free(d, b);
+            b = NULL;
+        }
+    }
+    pthread_mutex_lock(&d->err_mu);
+    cu_errbuf *orphans = d->err_orphans;
+    d->err_orphans = NULL;
+    pthread_mutex_unlock(&d->err_mu);
+    if (b) {
+        b->next = orphans;
+        *list = b;
+    } else {
+        *list = orphans;
+    }
+    if (rc != cudaSuccess)
+        return cu_host->status(WF_INTERNAL, "reading the index-error record of GPU %d (%s) failed: %s", d->ordinal, d->name,
+                               cudaGetErrorString(rc));
+    return NULL;
+}
+
+wf_status *cu_err_check(cu_dev *d, cu_errbuf *list)
+{
+    wf_status *s = NULL;
+    for (cu_errbuf *b = list; b; b = b->next) {
+        if (!s) s = err_status(d, b->rec, !(b->own && b->one_node));
+        atomic_store(&b->seen, true);
+    }
+    return s;
+}
+
+void cu_err_free(cu_dev *d, cu_errbuf *list)
+{
+    for (cu_errbuf *b = list, *bn; b; b = bn) {
+        bn = b->next;
+        if (!atomic_load(&b->seen)) {
+            b->own = false; /* the next event is another node's, or this one's recorded again */
+            pthread_mutex_lock(&d->err_mu);
+            b->next = d->err_orphans;
+            d->err_orphans = b;
+            pthread_mutex_unlock(&d->err_mu);
+            continue;
+        }
+        errbuf_free(d, b);
+    }
+}
+
+/* On the host after the compute stream has drained: the orphaned reads (complete now), then the record
+ * if a checking launch ran since the last read; the first error, naming its node. */
+wf_status *cu_err_take(cu_dev *d)
+{
+    pthread_mutex_lock(&d->err_mu);
+    cu_errbuf *list = d->err_orphans;
+    d->err_orphans = NULL;
+    long long armed = atomic_exchange(&d->err_armed, 0); /* launches after this are read next time */
+    if (armed) d->err_any = false;
+    pthread_mutex_unlock(&d->err_mu);
+    if (!armed && !list) return NULL;
+    cuk_err rec;
+    memset(&rec, 0, sizeof rec);
+    cudaError_t rc = cudaStreamSynchronize(d->compute);
+    if (rc == cudaSuccess && armed) rc = cudaMemcpy(&rec, d->err, sizeof rec, cudaMemcpyDeviceToHost);
+    wf_status *s = NULL;
+    if (rc != cudaSuccess) {
+        atomic_fetch_add(&d->err_armed, armed); /* read next time */
+        s = cu_host->status(WF_INTERNAL, "reading the index-error record of GPU %d (%s) failed: %s", d->ordinal,
+                            d->name, cudaGetErrorString(rc));
+    } else {
+        for (cu_errbuf *b = list; b; b = b->next) b->own = false;
+        s = cu_err_check(d, list); /* older than the record's */
+        if (rec.site) {
+            /* cleared in stream order: a kernel enqueued after this may report again */
+            cudaMemsetAsync(d->err, 0, sizeof *d->err, d->compute);
+            wf_status *s2 = err_status(d, &rec, true);
+            if (s) cu_host->status_free(s2);
+            else s = s2;
+        }
+    }
+    for (cu_errbuf *b = list; b; b = b->next) atomic_store(&b->seen, true);
+    cu_err_free(d, list);
+    return s;
 }
 
 void cu_err_release(cu_dev *d)
 {
+    for (cu_errbuf *b = d->err_orphans; b; b = b->next) atomic_store(&b->seen, true);
+    cu_errbuf *list = d->err_orphans;
+    d->err_orphans = NULL;
+    cu_err_free(d, list);
+    if (d->err_pin) cudaFreeHost(d->err_pin);
+    d->err_pin = NULL;
     if (d->err) cudaFree(d->err);
     cu_host->free(d->err_sites);
     d->err = NULL;
