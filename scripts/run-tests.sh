@@ -198,6 +198,14 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             # skipping would prove nothing here: the emulated device must be found
             grep -q '^SKIP' build/test_cuda_emu.log && rc=1
             result "release:test_cuda:GPU:0(emulated)" $rc build/test_cuda_emu.log
+            env $emu_env timeout 600 build/tests/test_overlap >build/test_overlap_cuda_emu.log 2>&1
+            rc=$?; tail -n 1 build/test_overlap_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/test_overlap_cuda_emu.log | head -20
+            grep -q '^SKIP test_gpu' build/test_overlap_cuda_emu.log && rc=1
+            result "release:test_overlap:GPU:0(emulated)" $rc build/test_overlap_cuda_emu.log
+            env $emu_env timeout 300 build/tests/test_trace >build/test_trace_cuda_emu.log 2>&1
+            rc=$?; tail -n 1 build/test_trace_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/test_trace_cuda_emu.log | head -20
+            grep -q '^SKIP test_gpu' build/test_trace_cuda_emu.log && rc=1
+            result "release:test_trace:GPU:0(emulated)" $rc build/test_trace_cuda_emu.log
             env $emu_env timeout 1200 build/tests/test_ops --device GPU:0 build/opcases >build/test_ops_cuda_emu.log 2>&1
             rc=$?; tail -n 2 build/test_ops_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|UNSUPPORTED' build/test_ops_cuda_emu.log | head -20
             result "release:test_ops:GPU:0(emulated)" $rc build/test_ops_cuda_emu.log
