@@ -51,6 +51,24 @@ void wf_session_options_init(wf_session_options *o)
     o->opt_level = WF_OPT_LEVEL_DEFAULT;
 }
 
+/* fold's evaluator (passes.h): g run once on CPU:0 of the session's context by a session of its own,
+ * without optimisation (fold is already optimising g's one node). */
+static wf_status *eval_graph(void *arg, wf_graph *g, const wf_output *outputs, int n, wf_tensor **values)
+{
+    wf_session *s = arg;
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = "CPU:0";
+    so.strict_placement = 1;
+    so.opt_level = 0;
+    so.plan_cache_size = 1;
+    wf_session *e = NULL;
+    WF__TRY(wf_session_new(s->ctx, g, &so, &e));
+    wf_status *st = wf_session_run(e, NULL, 0, outputs, n, values, NULL);
+    wf_session_free(e);
+    return st;
+}
+
 wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options *opts, wf_session **out)
 {
     if (!ctx || !g || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_session_new: NULL context, graph or out");
@@ -112,6 +130,8 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
         ws = wf__oom("a session", strlen(opts->dump_graph_dir));
     if (!ws) ws = wf__opt_check(&s->opt);
     s->place.no_fusion = !wf__opt_fuses(&s->opt);
+    s->opt.eval = eval_graph;
+    s->opt.eval_arg = s;
     if (ws) {
         wf__weights_free(s->weights);
         wf__free(s->opt_disabled);

@@ -754,6 +754,88 @@ static void test_bnfold_matrix(void)
     wf_graph_free(g);
 }
 
+/* Through a session, fold runs a node of constants by its CPU kernel (a Transpose, then a Mul of the
+ * result): the folded graph has constants there and the same values. A Gather whose constant index
+ * is out of range is left for the run, which reports it naming the node; an output over the size cap
+ * (a Tile to 32 MiB) stays a Tile. */
+static void test_fold_kernels(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){3, 2}, &x));
+    float av[6] = {1, 2, 3, 4, 5, NAN}, bv[1] = {-2};
+    wf_output a = konst(g, "a", WF_F32, 2, (int64_t[]){2, 3}, av);
+    wf_output b = konst(g, "b", WF_F32, 1, (int64_t[]){1}, bv);
+    wf_output t = op1(g, "Transpose", "t", &a, 1, NULL, 0); /* [3, 2] */
+    wf_output m = op1(g, "Mul", "m", (wf_output[]){t, b}, 2, NULL, 0);
+    wf_output y = op1(g, "Add", "y", (wf_output[]){x, m}, 2, NULL, 0);
+    wf_output idx = konst(g, "idx", WF_I64, 1, (int64_t[]){1}, (int64_t[]){7});
+    wf_output bad = op1(g, "Gather", "bad", (wf_output[]){a, idx}, 2, NULL, 0);
+    wf_output reps = konst(g, "reps", WF_I64, 1, (int64_t[]){2}, (int64_t[]){1 << 10, 1 << 10});
+    wf_output ones = konst(g, "ones", WF_F32, 2, (int64_t[]){2, 2}, (float[]){1, 1, 1, 1});
+    wf_output big = op1(g, "Tile", "big", (wf_output[]){ones, reps}, 2, NULL, 0); /* [2048, 2048] f32: 16 MiB */
+    wf_output reps2 = konst(g, "reps2", WF_I64, 1, (int64_t[]){2}, (int64_t[]){2, 1});
+    wf_output bigger = op1(g, "Tile", "bigger", (wf_output[]){big, reps2}, 2, NULL, 0); /* 32 MiB */
+    char dir[] = "/tmp/weft-foldk-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.dump_graph_dir = dir;
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL, *out = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, 2, (int64_t[]){3, 2}, (float[]){0.5f, 0, INFINITY, 1, -1, 2}, &xt));
+    wf_feed f = {x, xt};
+    const float xs[6] = {0.5f, 0, INFINITY, 1, -1, 2};
+    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, NULL));
+    if (out) {
+        const float *v = wf_tensor_data(out);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 2; j++) check_same(v[i * 2 + j], xs[i * 2 + j] + av[j * 3 + i] * -2.0, 0);
+    }
+    char path[256], line[512];
+    snprintf(path, sizeof path, "%s/07-cse.txt", dir); /* the pass after fold dropped what nobody reads */
+    FILE *fp = fopen(path, "r");
+    CHECK(fp != NULL);
+    bool t_const = false, m_const = false;
+    while (fp && fgets(line, sizeof line, fp)) {
+        t_const |= !strncmp(line, "t = Const(", 10);
+        m_const |= !strncmp(line, "m = Const(", 10);
+    }
+    if (fp) fclose(fp);
+    CHECK(m_const);
+    CHECK(!t_const); /* folded into m: nothing reads t any more */
+    wf_tensor_free(out);
+    out = NULL;
+    if (s) CHECK_ERR(wf_session_run(s, NULL, 0, &bad, 1, &out, NULL), WF_INVALID_ARGUMENT, "node 'bad' (Gather)");
+    wf_tensor_free(out);
+    out = NULL;
+    if (s) CHECK_OK(wf_session_run(s, NULL, 0, &bigger, 1, &out, NULL));
+    if (out) {
+        CHECK_INT((int)wf_tensor_size(out), 2 * 2048 * 2048);
+        CHECK_NEAR(((float *)wf_tensor_data(out))[2 * 2048 * 2048 - 1], 1, 0);
+    }
+    wf_tensor_free(out);
+    char *pl = NULL;
+    if (s) CHECK_OK(wf_session_placement(s, NULL, 0, &bigger, 1, &pl));
+    if (pl) {
+        CHECK_STR_CONTAINS(pl, "bigger: (Tile)"); /* over the cap: run, not folded */
+        CHECK_STR_CONTAINS(pl, "big: (Const)");   /* 16 MiB: at the cap, folded */
+    }
+    wf__free(pl);
+    /* the dump's files */
+    const char *steps[] = {"00-input", "01-prune", "02-identity", "03-simplify", "04-bnfold", "05-matmul_bias", "06-fold", "07-cse"};
+    for (int i = 0; i < 8; i++) {
+        snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
 /* The fan-out of 1,000 identical Adds is one Add after cse, as --dump-graph's last file shows. */
 static void test_fanout_dump(void)
 {
@@ -830,6 +912,7 @@ int main(void)
     RUN_TEST(test_bnfold);
     RUN_TEST(test_bnfold_matrix);
     RUN_TEST(test_fanout_dump);
+    RUN_TEST(test_fold_kernels);
     wf_context_free(ctx);
     return check_summary();
 }

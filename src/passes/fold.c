@@ -1,14 +1,61 @@
 /*
- * Pass "fold": a node whose inputs are all constants and whose every output value shape inference
- * computed when the node was built (the graph's build-time values: Shape of a constant, arithmetic on
- * shape constants, Concat of them, ...) becomes a constant (nodes of one output only). Only such values are folded
- * (shape inference computes them for small integer tensors), so the graph never grows by a large
- * folded tensor. Stateful ops are never folded. Nodes whose inputs include a placeholder or a
- * variable are left alone even when their shapes are static: a feed may change them.
+ * Pass "fold": a node of one output whose inputs are all constants becomes a constant.
+ *   - When shape inference computed its value while the node was built (Shape of a constant,
+ *     arithmetic on shape constants, Concat of them, ...), that value.
+ *   - Otherwise, when the session gave an evaluator (wf__opt_options.eval), the node is run once on
+ *     the CPU by its kernel (a Transpose or Cast of a weight, a DequantizeLinear of int8 weights, a
+ *     MatMul of two constants, ...), if its output shape is known and holds at most
+ *     WF__FOLD_MAX_BYTES: a cap like TensorFlow Grappler's (10 MB), so that the graph never grows by
+ *     a large tensor that the run would compute from smaller ones. A node the CPU cannot run, or
+ *     whose kernel fails on these values, is left as it is, so the run reports its error as before.
+ * Stateful ops (random ops, Assign) and sources are never folded. Nodes whose inputs include a
+ * placeholder or a variable are left alone even when their shapes are static: a feed may change them.
  */
+#include <stdio.h>
+
+#include "core/checked.h"
 #include "passes/pass.h"
 
+#define WF__FOLD_MAX_BYTES ((size_t)16 << 20)
+#define WF__FOLD_MAX_IN 16 /* inputs of a node fold runs (more: left as it is) */
+
 static bool is_const(wf_output o) { return o.node && !strcmp(o.node->op->name, "Const"); }
+
+/* Runs c (a node of r->dst whose inputs are constants) on the CPU through the session's evaluator:
+ * its value, or NULL when it cannot be folded. */
+static wf_tensor *evaluate(wf__pass_run *r, const wf_node *c)
+{
+    const wf__opt_options *o = r->opt;
+    const wf__tinfo *t = &c->out[0];
+    if (!o || !o->eval || !wf__tinfo_known(t)) return NULL;
+    int64_t bytes = 0;
+    if (!wf__shape_bytes_checked(t->rank, t->dims, wf_dtype_size(t->dtype), NULL, &bytes) ||
+        bytes > (int64_t)WF__FOLD_MAX_BYTES)
+        return NULL;
+    wf_graph *g = NULL;
+    wf_tensor *v = NULL;
+    wf_output in[WF__FOLD_MAX_IN], y = {NULL, 0};
+    if (c->n_in > WF__FOLD_MAX_IN || wf_graph_new(&g)) return NULL;
+    wf_status *s = NULL;
+    for (int i = 0; !s && i < c->n_in; i++) {
+        in[i] = (wf_output){NULL, 0};
+        if (!c->in[i].node) continue;
+        const wf__attr *a = wf__attr_get(c->in[i].node->op, c->in[i].node->attrs, "value");
+        char name[32];
+        snprintf(name, sizeof name, "in%d", i);
+        s = a && a->t ? wf_const(g, name, a->t, &in[i]) : wf__status(WF_INTERNAL, "no value");
+    }
+    wf_node *n = NULL;
+    if (!s) s = wf__pass_copy_to(g, c, in, &n);
+    if (!s) {
+        y = (wf_output){n, 0};
+        s = o->eval(o->eval_arg, g, &y, 1, &v);
+    }
+    wf_status_free(s); /* not folded: the run meets the same problem and reports it */
+    wf_graph_free(g);
+    if (s) return NULL;
+    return v;
+}
 
 static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out)
 {
@@ -16,18 +63,11 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     for (int i = 0; all_const && i < n->n_in; i++) all_const = !in[i].node || is_const(in[i]);
     wf_node *c;
     WF__TRY(wf__pass_copy(r, n, in, &c));
-    bool known = all_const && c->out_value;
-    for (int j = 0; known && j < c->n_out; j++) known = c->out_value[j] != NULL;
-    if (!known) {
-        for (int j = 0; j < n->n_out; j++) out[j] = (wf_output){c, j};
-        return NULL;
-    }
-    if (c->n_out != 1) { /* one constant per node: no names to invent */
-        for (int j = 0; j < n->n_out; j++) out[j] = (wf_output){c, j};
-        return NULL;
-    }
+    for (int j = 0; j < n->n_out; j++) out[j] = (wf_output){c, j};
+    if (!all_const || c->n_out != 1) return NULL; /* one constant per node: no names to invent */
+    wf_tensor *v = c->out_value && c->out_value[0] ? wf_tensor_ref(c->out_value[0]) : evaluate(r, c);
+    if (!v) return NULL;
     /* the value outlives the copy, which goes; its name goes to the constant */
-    wf_tensor *v = wf_tensor_ref(c->out_value[0]);
     wf__graph_pop(r->dst);
     wf_status *s = wf_const(r->dst, n->name, v, &out[0]);
     wf_tensor_free(v);

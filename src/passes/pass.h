@@ -11,6 +11,7 @@ typedef struct wf__pass_run {
     const int *off;
     const bool *live;       /* per source node: needed by the roots or kept */
     void *state;            /* the pass's own, from begin() */
+    const wf__opt_options *opt;
 } wf__pass_run;
 
 typedef struct wf__pass {
@@ -35,6 +36,8 @@ wf_status *wf__pass_emit(wf__pass_run *r, const wf_node *like, const char *op, c
 void wf__pass_fresh_name(const wf_graph *dst, const char *base, const char *suffix, char *out, size_t cap);
 /* The value of output o when the graph knows it when built (a constant, a folded shape), else NULL. */
 const wf_tensor *wf__pass_value(wf_output o);
+/* The same into any graph (fold's one-node graphs). */
+wf_status *wf__pass_copy_to(wf_graph *dst, const wf_node *n, const wf_output *in, wf_node **out);
 /* Live readers of source output (n, j). */
 int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j);
 /* Whether a pass must leave n as it is: a source (the driver never shows those to a pass) or a stateful

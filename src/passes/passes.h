@@ -16,13 +16,13 @@
  *   simplify  x+0, x-0, x*1, x/1 -> x; Neg(Neg(x)) -> x; Transpose chains composed (or removed when
  *             the identity); Reshape/Flatten/Squeeze/Unsqueeze chains collapsed into one Reshape, or
  *             removed when they give back x's shape (simplify.c says exactly when)
- *   bnfold    folds an inference BatchNormalization into the Conv2D before it (constant weight and
- *             statistics, the convolution read by nothing else)
+ *   bnfold    folds an inference BatchNormalization into the Conv2D, MatMul or Gemm before it
+ *             (constant weight and statistics, that node read by nothing else)
  *   matmul_bias  MatMul + Add(constant bias along the last dim) -> MatMul + BiasAdd, which level 2
  *             fuses (ONNX Runtime's MatMul + Add -> Gemm)
- *   fold      replaces a node whose every output value is known when the graph is built (shape
- *             inference computed it from constants: Shape of a static shape, arithmetic on shape
- *             constants, ...) by constants
+ *   fold      replaces a node of constants by a constant: the value shape inference computed when it
+ *             was built, or else the node run once by its CPU kernel (through o->eval), up to a
+ *             size cap (fold.c)
  *   cse       merges nodes with the same op, inputs and attributes (never sources or stateful ops)
  * Level 2 (the default) adds "fuse", which runs after placement, in lowering (lower/plan.c): MatMul or
  * Conv2D + BiasAdd + Relu/LeakyRelu/Sigmoid/Tanh as one kernel, f32, where the device has that kernel
@@ -39,6 +39,11 @@ typedef struct wf__opt_options {
     int level;            /* 0: no pass; 1: the graph passes; 2: and lowering's fusion */
     const char *disabled; /* comma-separated pass names to skip, or NULL */
     const char *dump_dir; /* when not NULL: each pass writes DIR/NN-NAME.txt, the graph after it */
+    /* Runs graph g (constants and nodes, no feeds) on the CPU and returns outputs[0..n) in values
+     * (the caller frees them), for fold's constants computed by kernels; NULL: fold only what shape
+     * inference knows. The session gives it (the optimiser cannot reach execution itself). */
+    wf_status *(*eval)(void *arg, wf_graph *g, const wf_output *outputs, int n, wf_tensor **values);
+    void *eval_arg;
 } wf__opt_options;
 
 /* The optimised graph of one set of roots, and where each source output went. */

@@ -22,6 +22,11 @@ int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j) { return r->us
 
 wf_status *wf__pass_copy(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_node **out)
 {
+    return wf__pass_copy_to(r->dst, n, in, out);
+}
+
+wf_status *wf__pass_copy_to(wf_graph *dst, const wf_node *n, const wf_output *in, wf_node **out)
+{
     wf_attr a[WF__MAX_ATTRS];
     int na = 0;
     for (int k = 0; k < WF__MAX_ATTRS && n->op->attrs[k].name; k++) {
@@ -40,7 +45,7 @@ wf_status *wf__pass_copy(wf__pass_run *r, const wf_node *n, const wf_output *in,
         a[na++] = x;
     }
     wf_node *c = NULL;
-    wf_status *s = wf_op(r->dst, n->op->name, n->name, in, n->n_in, a, na, &c);
+    wf_status *s = wf_op(dst, n->op->name, n->name, in, n->n_in, a, na, &c);
     if (s) return wf__status_wrap(s, "optimising: copying node '%s' (%s)", n->name, n->op->name);
     /* share the source's tensors (a constant's weights, a variable's initial value): wf_op copied them */
     for (int k = 0; k < WF__MAX_ATTRS; k++)
@@ -122,8 +127,8 @@ static wf_output **map_new(const wf_graph *g)
 }
 
 /* One pass over src into a new graph; *map_out: src outputs -> the new graph's. */
-static wf_status *run_pass(const wf__pass *p, const wf_graph *src, const wf_output *roots, int nr, const wf_output *keep,
-                           int nk, wf_graph **dst_out, wf_output ***map_out)
+static wf_status *run_pass(const wf__pass *p, const wf__opt_options *o, const wf_graph *src, const wf_output *roots,
+                           int nr, const wf_output *keep, int nk, wf_graph **dst_out, wf_output ***map_out)
 {
     int n = src->n, n_outs = 0;
     bool *live = wf__calloc((size_t)(n ? n : 1), sizeof *live);
@@ -132,7 +137,7 @@ static wf_status *run_pass(const wf__pass *p, const wf_graph *src, const wf_outp
     int *uses = wf__calloc((size_t)(n_outs ? n_outs : 1), sizeof *uses);
     wf_output **map = map_new(src);
     wf_graph *dst = NULL;
-    wf__pass_run r = {.src = src, .uses = uses, .off = off};
+    wf__pass_run r = {.src = src, .uses = uses, .off = off, .opt = o};
     bool begun = false;
     wf_status *s = NULL;
     if (!live || !off || !uses || !map) {
@@ -302,7 +307,7 @@ wf_status *wf__optimize(const wf_graph *g, const wf_output *roots, int n_roots, 
         if (pi >= 0 && (o->level < 1 || is_disabled(o->disabled, p->name))) continue;
         wf_graph *next = NULL;
         wf_output **m = NULL;
-        if ((s = run_pass(p, cur, cr, n_roots, cr + n_roots, n_keep, &next, &m))) break;
+        if ((s = run_pass(p, o, cur, cr, n_roots, cr + n_roots, n_keep, &next, &m))) break;
         for (int i = 0; i < g->n; i++)
             for (int j = 0; j < g->nodes[i]->n_out; j++) {
                 wf_output x = r->map[i][j];
