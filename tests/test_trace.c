@@ -599,12 +599,13 @@ static void test_report(void)
 int main(void)
 {
     /* the test backend, and the OpenCL plugin beside the weft binary two folders up */
-    /* the test backend, the build's plugins, then what the caller names: build/cudaemu for the emulated
-     * GPU:0 (a build with the emulator has no libweft-cuda.so of its own) */
+    /* the test backend, then what the caller names (build/cudaemu for the emulated GPU:0), then the
+     * build's plugins: the caller's come first, since a build with nvcc has a real libweft-cuda.so of
+     * its own, which finds no driver here and would hide the emulator's */
     const char *given = getenv("WEFT_PLUGIN_PATH");
     char path[8192];
-    snprintf(path, sizeof path, "%s%s%s", WEFT_TEST_PLUGIN_DIR ":" WEFT_TEST_PLUGIN_DIR "/../..",
-             given && *given ? ":" : "", given && *given ? given : "");
+    snprintf(path, sizeof path, "%s:%s%s%s", WEFT_TEST_PLUGIN_DIR, given && *given ? given : "",
+             given && *given ? ":" : "", WEFT_TEST_PLUGIN_DIR "/../..");
     setenv("WEFT_PLUGIN_PATH", path, 1);
     CHECK_OK(wf_context_new(NULL, &ctx));
     RUN_TEST(test_cpu);
