@@ -35,8 +35,8 @@ static wf_tensor *evaluate(wf__pass_run *r, const wf_node *c)
     wf_graph *g = NULL;
     wf_tensor *v = NULL;
     wf_output in[WF__FOLD_MAX_IN], y = {NULL, 0};
-    if (c->n_in > WF__FOLD_MAX_IN || wf_graph_new(&g)) return NULL;
-    wf_status *s = NULL;
+    if (c->n_in > WF__FOLD_MAX_IN) return NULL;
+    wf_status *s = wf_graph_new(&g);
     for (int i = 0; !s && i < c->n_in; i++) {
         in[i] = (wf_output){NULL, 0};
         if (!c->in[i].node) continue;
@@ -51,10 +51,10 @@ static wf_tensor *evaluate(wf__pass_run *r, const wf_node *c)
         y = (wf_output){n, 0};
         s = o->eval(o->eval_arg, g, &y, 1, &v);
     }
+    bool failed = s != NULL;
     wf_status_free(s); /* not folded: the run meets the same problem and reports it */
     wf_graph_free(g);
-    if (s) return NULL;
-    return v;
+    return failed ? NULL : v;
 }
 
 static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out)
