@@ -271,6 +271,31 @@ static wf_status *build_plan(wf_session *s, const wf_feed *feeds, int n_feeds, c
     return st;
 }
 
+wf_status *wf__session_optimized_outputs(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                         int n_fetches, wf_output *out)
+{
+    if (s->opt.level <= 0) {
+        for (int j = 0; j < n_fetches; j++) {
+            const wf_node *n = fetches[j].node;
+            if (!n || n->graph != s->g || fetches[j].index < 0 || fetches[j].index >= n->n_out)
+                return wf__status(WF_NOT_FOUND, "fetch %d is not an output of this session's graph", j);
+            out[j] = fetches[j];
+        }
+        return NULL;
+    }
+    pthread_mutex_lock(&s->build_mu);
+    const wf__optimized *o = NULL;
+    wf_status *st = optimized_for(s, feeds, n_feeds, fetches, n_fetches, &o);
+    for (int j = 0; !st && j < n_fetches; j++) {
+        out[j] = wf__optimized_map(o, fetches[j]);
+        if (!out[j].node)
+            st = wf__status(WF_INTERNAL, "optimising: fetch %d ('%s') is not in the optimised graph", j,
+                            fetches[j].node->name);
+    }
+    pthread_mutex_unlock(&s->build_mu);
+    return st;
+}
+
 void (*wf__session_build_hook)(void *arg);
 void *wf__session_build_hook_arg;
 

@@ -676,6 +676,16 @@ WF_API wf_status *wf_onnx_read_tensor(const char *path, wf_tensor **out);
 WF_API wf_status *wf_session_export_onnx(wf_session *s, const wf_output *outputs, const char *const *output_names,
                                          int n_outputs, const char *path);
 
+/* wf_session_export_onnx of the graph the session runs for (feeds, fetches) after its level-1 graph
+ * passes (identity removal, simplification, BatchNorm folding, MatMul+Add, constant folding, CSE;
+ * `weft run --save-optimized`). Fetches are of the session's graph and named output_names[i] (NULL:
+ * the producing node's name); only the feeds' nodes are read, not their tensors. Level 2's fusion
+ * happens after placement, per device, and is not in the file. At level 0 this writes the graph as
+ * it is. Errors as wf_session_export_onnx's: a node with no ONNX form is named and nothing is written. */
+WF_API wf_status *wf_session_export_optimized_onnx(wf_session *s, const wf_feed *feeds, int n_feeds,
+                                                   const wf_output *fetches, const char *const *output_names,
+                                                   int n_fetches, const char *path);
+
 /* ------------------------------------------------------------------------------------------------ */
 /* Datasets                                                                                         */
 /* ------------------------------------------------------------------------------------------------ */

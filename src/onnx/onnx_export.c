@@ -999,23 +999,48 @@ static wf_status *build_and_write(ex *x, wf_graph *g, const wf_output *outputs, 
     return s;
 }
 
-wf_status *wf_session_export_onnx(wf_session *s, const wf_output *outputs, const char *const *output_names,
-                                  int n_outputs, const char *path)
+/* Writes the graph behind outputs (all of one graph: the session's, or an optimised graph it owns),
+ * with the session's current Variable values. */
+static wf_status *export_outputs(wf_session *s, const wf_output *outputs, const char *const *output_names,
+                                 int n_outputs, const char *path, bool session_graph)
 {
-    if (!s || !outputs || n_outputs <= 0 || !path || !*path)
-        return wf__status(WF_INVALID_ARGUMENT, "wf_session_export_onnx: NULL session, outputs or path, or no outputs");
     wf_graph *g = NULL;
     for (int i = 0; i < n_outputs; i++) {
         const wf_node *n = outputs[i].node;
         if (!n || outputs[i].index < 0 || outputs[i].index >= n->n_out)
             return wf__status(WF_INVALID_ARGUMENT, "%s: output %d is not a node's output", path, i);
-        if (n->graph != wf__session_graph(s))
+        if (session_graph && n->graph != wf__session_graph(s))
             return wf__status(WF_INVALID_ARGUMENT, "%s: output %d ('%s') is not from the session's graph", path, i,
                               n->name);
+        if (g && n->graph != g)
+            return wf__status(WF_INVALID_ARGUMENT, "%s: output %d ('%s') is from another graph", path, i, n->name);
         g = n->graph;
     }
     ex x = {.s = s, .path = path};
     wf_status *st = build_and_write(&x, g, outputs, output_names, n_outputs);
     ex_free(&x);
+    return st;
+}
+
+wf_status *wf_session_export_onnx(wf_session *s, const wf_output *outputs, const char *const *output_names,
+                                  int n_outputs, const char *path)
+{
+    if (!s || !outputs || n_outputs <= 0 || !path || !*path)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_session_export_onnx: NULL session, outputs or path, or no outputs");
+    return export_outputs(s, outputs, output_names, n_outputs, path, true);
+}
+
+wf_status *wf_session_export_optimized_onnx(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                            const char *const *output_names, int n_fetches, const char *path)
+{
+    if (!s || (n_feeds > 0 && !feeds) || n_feeds < 0 || !fetches || n_fetches <= 0 || !path || !*path)
+        return wf__status(WF_INVALID_ARGUMENT,
+                          "wf_session_export_optimized_onnx: NULL session, feeds, fetches or path, or no fetches");
+    wf_output *mapped = wf__malloc(sizeof *mapped * (size_t)n_fetches);
+    if (!mapped) return wf__oom("an ONNX export", sizeof *mapped * (size_t)n_fetches);
+    wf_status *st = wf__session_optimized_outputs(s, feeds, n_feeds, fetches, n_fetches, mapped);
+    if (st) st = wf__status_wrap(st, "%s: optimising", path);
+    else st = export_outputs(s, mapped, output_names, n_fetches, path, false);
+    wf__free(mapped);
     return st;
 }

@@ -120,6 +120,7 @@ static void run_usage(FILE *f)
                "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
                "                [--place PATTERN=SPEC]... [--explain] [--calibrate] [--profile FILE.json]\n"
                "                [--report FILE.html] [--opt-level N] [--disable-pass NAME]... [--dump-graph DIR]\n"
+               "                [--save-optimized FILE.onnx]\n"
                "Imports an ONNX model, runs it, prints and saves its outputs and times repeated runs.\n"
                "  --input NAME=FILE      feed the model's input NAME from a .npy or TensorProto .pb file\n"
                "  --random-inputs        deterministic values for every input not given\n"
@@ -149,6 +150,8 @@ static void run_usage(FILE *f)
                "  --disable-pass NAME    skip one pass (identity, simplify, bnfold, matmul_bias, fold, cse,\n"
                "                         fuse); repeatable\n"
                "  --dump-graph DIR       write the graph before and after each pass into DIR (NN-PASS.txt)\n"
+               "  --save-optimized FILE  write the graph after the level's graph passes (not level 2's\n"
+               "                         fusion, which is per device) as an ONNX model, before the runs\n"
                "Exit status: 0 done, 1 the model, an input, a file or the run failed, 2 a usage error.\n");
 }
 
@@ -230,7 +233,7 @@ int cmd_run(int argc, char **argv)
     int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0, strict = 0, log_placement = 0, n_limits = 0;
     int inter_threads = -1, intra_threads = -1; /* -1: as --threads */
     int n_places = 0, explain = 0, calibrate = 0, opt_level = WF_OPT_LEVEL_DEFAULT;
-    const char *dump_dir = NULL;
+    const char *dump_dir = NULL, *save_optimized = NULL;
     char disabled[1024] = "";
     const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     const char **limits = calloc((size_t)argc + 1, sizeof *limits);
@@ -312,6 +315,7 @@ int cmd_run(int argc, char **argv)
             if (*disabled) strcat(disabled, ",");
             strcat(disabled, v);
         } else if (!strcmp(a, "--dump-graph")) { VALUE("DIR"); dump_dir = v; }
+        else if (!strcmp(a, "--save-optimized")) { VALUE("FILE.onnx"); save_optimized = v; }
         else if (!strcmp(a, "--explain")) explain = 1;
         else if (!strcmp(a, "--calibrate")) calibrate = 1;
         else if (!strcmp(a, "--profile")) { VALUE("FILE.json"); profile_path = v; }
@@ -444,6 +448,17 @@ int cmd_run(int argc, char **argv)
     so.disable_passes = *disabled ? disabled : NULL;
     so.dump_graph_dir = dump_dir;
     if ((s = wf_session_new(ctx, g, &so, &sess))) goto out;
+    if (save_optimized) {
+        const char **names = calloc((size_t)n_out + 1, sizeof *names);
+        if (!names) {
+            fprintf(stderr, "weft run: out of memory\n");
+            goto out;
+        }
+        for (int j = 0; j < n_out; j++) names[j] = wf_onnx_output(m, j)->name;
+        s = wf_session_export_optimized_onnx(sess, feeds, n_feeds, fetches, names, n_out, save_optimized);
+        free(names);
+        if (s) goto out;
+    }
     if (log_placement) {
         char *text = NULL;
         if ((s = wf_session_placement(sess, feeds, n_feeds, fetches, n_out, &text))) goto out;
