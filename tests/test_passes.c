@@ -450,6 +450,59 @@ static void test_simplify_algebra(void)
     wf_graph_free(g);
 }
 
+/* x * Sigmoid(x) and Sigmoid(x) * x are Swish(x); x * HardSigmoid(x; 1/6, 1/2) is HardSwish(x); HardSigmoid
+ * with its default alpha (0.2), a Sigmoid of another value and a Sigmoid read elsewhere too stay as
+ * they are (the last becomes Swish and keeps its Sigmoid). Values by the formulas, NaN and Inf in. */
+static void test_simplify_gated(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){8}, &x));
+    wf_output s1 = op1(g, "Sigmoid", "s1", &x, 1, NULL, 0);
+    wf_output sw1 = op1(g, "Mul", "sw1", (wf_output[]){x, s1}, 2, NULL, 0);  /* Swish */
+    wf_output s2 = op1(g, "Sigmoid", "s2", &x, 1, NULL, 0);
+    wf_output sw2 = op1(g, "Mul", "sw2", (wf_output[]){s2, x}, 2, NULL, 0);  /* Swish */
+    wf_attr hs[2] = {wf_attr_float("alpha", 1.0f / 6.0f), wf_attr_float("beta", 0.5)};
+    wf_output h = op1(g, "HardSigmoid", "h", &x, 1, hs, 2);
+    wf_output hw = op1(g, "Mul", "hw", (wf_output[]){x, h}, 2, NULL, 0);     /* HardSwish */
+    wf_output h02 = op1(g, "HardSigmoid", "h02", &x, 1, NULL, 0);
+    wf_output hk = op1(g, "Mul", "hk", (wf_output[]){x, h02}, 2, NULL, 0);   /* alpha 0.2: stays */
+    wf_output sy = op1(g, "Sigmoid", "sy", &sw1, 1, NULL, 0);
+    wf_output other = op1(g, "Mul", "other", (wf_output[]){x, sy}, 2, NULL, 0); /* not x's Sigmoid: stays */
+    wf_output t = op1(g, "Add", "t", (wf_output[]){sw2, hw}, 2, NULL, 0);
+    wf_output u = op1(g, "Add", "u", (wf_output[]){t, hk}, 2, NULL, 0);
+    wf_output all = op1(g, "Add", "all", (wf_output[]){u, other}, 2, NULL, 0);
+    wf_output both = op1(g, "Add", "both", (wf_output[]){all, s1}, 2, NULL, 0); /* s1 read again */
+    y = both;
+    wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "Swish"), 1);       /* sw1 and sw2, merged by cse */
+        CHECK_INT(count_op(o, "HardSwish"), 1);
+        CHECK_INT(count_op(o, "HardSigmoid"), 1); /* h02 */
+        CHECK_INT(count_op(o, "Sigmoid"), 2);     /* s1 (read by both) and sy */
+        CHECK_INT(count_op(o, "Mul"), 2);         /* hk and other */
+    }
+    wf__optimized_free(o);
+    o = optimize(g, &y, 1, &x, 1, "simplify");
+    if (o) CHECK_INT(count_op(o, "Swish"), 0);
+    wf__optimized_free(o);
+    const float xv[8] = {NAN, INFINITY, -INFINITY, -0.0f, 2.5f, -4, 100, -100};
+    float got0[8], got1[8];
+    run_values(g, 0, x, xv, 8, y, got0);
+    run_values(g, 1, x, xv, 8, y, got1);
+    for (int i = 0; i < 8; i++) {
+        double v = xv[i], sg = 1.0 / (1.0 + exp(-v)), sw = v * sg;
+        double hg = v / 6 + 0.5 < 0 ? 0 : v / 6 + 0.5 > 1 ? 1 : v / 6 + 0.5;
+        double h2 = v * 0.2 + 0.5 < 0 ? 0 : v * 0.2 + 0.5 > 1 ? 1 : v * 0.2 + 0.5;
+        if (isnan(v)) hg = h2 = v;
+        double want = sw + v * hg + v * h2 + v * (1.0 / (1.0 + exp(-sw))) + sg;
+        check_same(got0[i], want, 1e-5 * (fabs(want) + 1));
+        check_same(got1[i], want, 1e-5 * (fabs(want) + 1));
+    }
+    wf_graph_free(g);
+}
+
 /* Transpose(Transpose(x, q), p) is one Transpose by q∘p, or nothing when that is the identity; values
  * against the index formula. */
 static void test_simplify_transpose(void)
@@ -906,6 +959,7 @@ int main(void)
     RUN_TEST(test_keep_and_share);
     RUN_TEST(test_options_and_dump);
     RUN_TEST(test_simplify_algebra);
+    RUN_TEST(test_simplify_gated);
     RUN_TEST(test_simplify_transpose);
     RUN_TEST(test_simplify_reshape);
     RUN_TEST(test_matmul_bias);

@@ -200,6 +200,8 @@ static double fnan_act(int a, double v)
     case 1: return v < 0 ? 0.1 * v : v;
     case 4: return v < 0 ? 0 * v : v; /* LeakyRelu alpha 0: -inf * 0 is NaN, as numpy */
     case 2: return 1.0 / (1.0 + exp(-v));
+    case 5: return v * (1.0 / (1.0 + exp(-v))); /* -inf * 0 is NaN */
+    case 6: return v * (v / 6 + 0.5 < 0 ? 0 : v / 6 + 0.5 > 1 ? 1 : v / 6 + 0.5);
     default: return tanh(v);
     }
 }
@@ -214,14 +216,14 @@ static float fnan_rand(void)
 static void test_fusion_nan(void)
 {
     /* the last is LeakyRelu with alpha 0, which oneDNN would run as its NaN-dropping relu */
-    static const char *const acts[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "LeakyRelu"};
+    static const char *const acts[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "LeakyRelu", "Swish", "HardSwish"};
     enum { MM, CONV, CONV_B };
     enum { M = 33, K = 64, N = 40 };                         /* MatMul */
     enum { BN = 2, C = 8, H = 10, W = 10, OC = 16, KH = 3 }; /* Conv2D */
     int total_nan = 0, total_fin = 0;
     for (int kind = MM; kind <= CONV_B; kind++)
         for (int where = 0; where < 2; where++) /* 0: specials in the input, 1: in the weights and bias */
-            for (int a = 0; a < 5; a++) {
+            for (int a = 0; a < 7; a++) {
                 int pad = where == 0 && kind != MM ? 1 : 0; /* Inf weights only unpadded: padding adds nothing */
                 int64_t oh = H + 2 * pad - KH + 1, ow = W + 2 * pad - KH + 1;
                 int64_t dx2[2] = {M, K}, dw2[2] = {K, N}, db[1] = {kind == MM ? N : OC};

@@ -33,7 +33,7 @@ struct wf__kctx {
      * activation applied after it. */
     int fused_bias;              /* index into in[] of a 1-D bias over the last (MatMul) or channel dim */
     int fused_act;               /* WF__ACT_* */
-    double fused_alpha;          /* LeakyRelu slope */
+    double fused_alpha;          /* LeakyRelu's slope, Swish's alpha */
     const struct wf__device *device; /* where outputs are allocated; NULL: host memory (the CPU) */
     struct wf__memacct *host_acct;   /* the CPU device's accounting of host outputs (core only; plugins
                                         never see host outputs) */
@@ -43,7 +43,15 @@ struct wf__kctx {
                                     estimated below WF__INTRA_MIN_EST run on one thread (intra.c) */
 };
 
-enum { WF__ACT_NONE = 0, WF__ACT_RELU = 1, WF__ACT_LEAKY_RELU = 2, WF__ACT_SIGMOID = 3, WF__ACT_TANH = 4 };
+enum {
+    WF__ACT_NONE = 0,
+    WF__ACT_RELU = 1,
+    WF__ACT_LEAKY_RELU = 2,
+    WF__ACT_SIGMOID = 3,
+    WF__ACT_TANH = 4,
+    WF__ACT_SWISH = 5,    /* x * sigmoid(alpha x), alpha in fused_alpha */
+    WF__ACT_HARDSWISH = 6 /* x * clamp(x / 6 + 1/2, 0, 1) */
+};
 
 /* Allocates output idx with the given dtype and shape. */
 wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const int64_t *dims,

@@ -162,6 +162,8 @@ static int act_of(const wf_node *n)
     if (!strcmp(op, "LeakyRelu")) return WF__ACT_LEAKY_RELU;
     if (!strcmp(op, "Sigmoid")) return WF__ACT_SIGMOID;
     if (!strcmp(op, "Tanh")) return WF__ACT_TANH;
+    if (!strcmp(op, "Swish")) return WF__ACT_SWISH;
+    if (!strcmp(op, "HardSwish")) return WF__ACT_HARDSWISH;
     return WF__ACT_NONE;
 }
 
@@ -409,7 +411,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         if (fu[id].act_node >= 0) {
             const wf_node *an = g->nodes[fu[id].act_node];
             pn->fused_act = act_of(an);
-            if (pn->fused_act == WF__ACT_LEAKY_RELU) pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
+            if (pn->fused_act == WF__ACT_LEAKY_RELU || pn->fused_act == WF__ACT_SWISH) pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
             wf__str_appendf(&names, "%s%s", names.len ? "+" : "", an->op->name);
         }
         if (names.failed) {

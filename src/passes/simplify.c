@@ -5,6 +5,10 @@
  *       dimensions is 1 or x's same known dimension. NaN and Inf come back as the op gives them. One
  *       difference, which no comparison sees: x = -0 stays -0 where Add gives +0 (IEEE -0 + +0).
  *   Neg(Neg(x)) -> x.
+ *   x * Sigmoid(x) -> Swish(x) (SiLU, as PyTorch exports it); x * HardSigmoid(x) with alpha 1/6 and
+ *       beta 1/2 -> HardSwish(x) (PyTorch's export below opset 14). One node instead of two, which
+ *       lowering then fuses into a Conv or MatMul before it. x / (1 + exp(-x)) and x * clamp(x / 6 +
+ *       1/2, 0, 1) give NaN for NaN and for -inf (-inf * 0) and +inf for +inf, as the pair does.
  *   Transpose(Transpose(x, q), p) -> Transpose(x, q∘p), or x when that is the identity; a Transpose by
  *       the identity -> x.
  *   A chain of Reshape, Flatten, Squeeze and Unsqueeze -> one Reshape to the last one's shape when
@@ -16,6 +20,8 @@
  * every shape is known; on a dynamic dimension an inner reshape that would fail no longer does, as
  * with ONNX Runtime's reshape fusion).
  */
+#include <math.h>
+
 #include "passes/pass.h"
 
 static bool is_op(wf_output o, const char *op) { return o.node && o.index == 0 && !strcmp(o.node->op->name, op); }
@@ -182,6 +188,25 @@ static wf_status *reshape(wf__pass_run *r, const wf_node *n, const wf_output *in
     return NULL;
 }
 
+/* Swish or HardSwish for a Mul of x by Sigmoid(x) or by HardSigmoid(x; 1/6, 1/2), else NULL. */
+static const char *gated(const wf_node *n, const wf_output *in, wf_output *x)
+{
+    if (strcmp(n->op->name, "Mul") || n->n_in != 2) return NULL;
+    for (int k = 0; k < 2; k++) {
+        wf_output g = in[k], v = in[1 - k];
+        if (!g.node || g.index != 0 || g.node->n_in != 1 || g.node->in[0].node != v.node ||
+            g.node->in[0].index != v.index || !v.node || !wf__dtype_is_float(info(v)->dtype))
+            continue;
+        *x = v;
+        if (!strcmp(g.node->op->name, "Sigmoid")) return "Swish";
+        if (!strcmp(g.node->op->name, "HardSigmoid") &&
+            fabs(wf__attr_f(g.node->op, g.node->attrs, "alpha") - 1.0 / 6.0) < 1e-7 &&
+            wf__attr_f(g.node->op, g.node->attrs, "beta") == 0.5)
+            return "HardSwish";
+    }
+    return NULL;
+}
+
 static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out)
 {
     const char *op = n->op->name;
@@ -195,6 +220,8 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
         out[0] = in[0].node->in[0];
         return NULL;
     }
+    const char *fused = gated(n, in, &x);
+    if (fused) return wf__pass_emit(r, n, fused, n->name, &x, 1, NULL, 0, &out[0]);
     if (!strcmp(op, "Transpose")) WF__TRY(transpose(r, n, in, &out[0], &done));
     else if (n->n_out == 1 && (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") ||
                                !strcmp(op, "Unsqueeze")))

@@ -366,6 +366,8 @@ dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out)
     case WF__ACT_LEAKY_RELU: alg = dnnl_eltwise_relu, a = (float)alpha; break;
     case WF__ACT_SIGMOID: alg = dnnl_eltwise_logistic; break;
     case WF__ACT_TANH: alg = dnnl_eltwise_tanh; break;
+    case WF__ACT_SWISH: alg = dnnl_eltwise_swish, a = (float)alpha; break;
+    case WF__ACT_HARDSWISH: alg = dnnl_eltwise_hardswish; break;
     default: act = WF__ACT_NONE; break;
     }
     dnnl_post_ops_t po = NULL;
@@ -405,6 +407,11 @@ double wf__dn_act_d(int act, double alpha, double v)
     case WF__ACT_LEAKY_RELU: return v >= 0 ? v : v * alpha;
     case WF__ACT_SIGMOID: return 1.0 / (1.0 + exp(-v));
     case WF__ACT_TANH: return tanh(v);
+    case WF__ACT_SWISH: return v / (1.0 + exp(-alpha * v));
+    case WF__ACT_HARDSWISH: {
+        double g = v * (1.0 / 6.0) + 0.5;
+        return v * (g < 0 ? 0 : g > 1 ? 1 : g); /* NaN passes the selects */
+    }
     default: return v;
     }
 }
@@ -416,6 +423,11 @@ float wf__dn_act_f(int act, float alpha, float v)
     case WF__ACT_LEAKY_RELU: return v >= 0 ? v : v * alpha;
     case WF__ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
     case WF__ACT_TANH: return tanhf(v);
+    case WF__ACT_SWISH: return v / (1.0f + expf(-alpha * v));
+    case WF__ACT_HARDSWISH: {
+        float g = v * (1.0f / 6.0f) + 0.5f;
+        return v * (g < 0 ? 0 : g > 1 ? 1 : g);
+    }
     default: return v;
     }
 }
