@@ -18,6 +18,8 @@
 /* f16/bf16 <-> f32 for n contiguous elements (t is WF_F16 or WF_BF16); both vectorise. */
 void wf__ew_half_to_f32(const uint16_t *src, float *dst, int64_t n, wf_dtype t);
 void wf__ew_f32_to_half(const float *src, uint16_t *dst, int64_t n, wf_dtype t);
+/* y = x / (1 + e^(-a x)) in f32 with the vectorised exp of the unary kernels (Swish). */
+void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a);
 
 /* Unary ops: X(Op, dtype mask). The kernel for Op is wf__ew_k_<Op>. */
 #define WF__EW_UNARY_OPS(X)                                                                        \

@@ -159,6 +159,13 @@ static inline float ew_tanhf(float x)
 
 static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + ew_expf(-x)); }
 
+/* libm's scalar expf made Swish 3x slower than Sigmoid and Mul as two nodes (EfficientNet-B0: 49
+ * Swish nodes, 49 ms of an 85 ms run) */
+WF__VEC void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a)
+{
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + ew_expf(-a * x[i]));
+}
+
 /* erf: x * P(x^2) below 1; a degree-12 polynomial in |x| - 2.46 on [1, 3.92] (both least-squares
  * fits, < 2.5 ulp); exactly +-1 beyond, where erf rounds to 1 in f32. */
 static inline float ew_erff(float x)

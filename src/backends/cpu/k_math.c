@@ -127,7 +127,11 @@ MU_FLT(MU_V, threlu, v > (float)pp.a ? v : 0.0f, v > pp.a ? v : 0.0)
 static const mu_op op_threlu = {{FLT_FNS(threlu)}, WF__EW_GRAIN, false};
 
 /* x * sigmoid(alpha * x) as x / (1 + e^(-alpha x)): e^... overflowing to inf gives -0 or 0, the limit. */
-MU_FLT(MU_S, swish, v / (1.0f + expf(-(float)pp.a * v)), v / (1.0 + exp(-pp.a * v)))
+static void swish_f32(const void *xv, void *yv, int64_t n, const mu_params *p)
+{
+    wf__ew_swish_f32(xv, yv, n, (float)p->a);
+}
+MU_S(swish_f64, double, double, v / (1.0 + exp(-pp.a * v)))
 static const mu_op op_swish = {{FLT_FNS(swish)}, WF__EW_GRAIN_HEAVY, false};
 
 /* Shrink: a = lambd, b = bias. Integer inputs compute in double and convert back like ONNX's
