@@ -416,7 +416,8 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         if (fu[id].act_node >= 0) {
             const wf_node *an = g->nodes[fu[id].act_node];
             pn->fused_act = act_of(an);
-            if (pn->fused_act == WF__ACT_LEAKY_RELU || pn->fused_act == WF__ACT_SWISH) pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
+            if (pn->fused_act == WF__ACT_LEAKY_RELU || pn->fused_act == WF__ACT_SWISH)
+                pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
             wf__str_appendf(&names, "%s%s", names.len ? "+" : "", an->op->name);
         }
         if (names.failed) {

@@ -7,8 +7,9 @@
  *   Neg(Neg(x)) -> x.
  *   x * Sigmoid(x) -> Swish(x) (SiLU, as PyTorch exports it); x * HardSigmoid(x) with alpha 1/6 and
  *       beta 1/2 -> HardSwish(x) (PyTorch's export below opset 14). One node instead of two, which
- *       lowering then fuses into a Conv or MatMul before it. x / (1 + exp(-x)) and x * clamp(x / 6 +
- *       1/2, 0, 1) give NaN for NaN and for -inf (-inf * 0) and +inf for +inf, as the pair does.
+ *       lowering then fuses into a MatMul before it (not a Conv2D: see plan.c). x / (1 + exp(-x))
+ *       and x * clamp(x / 6 + 1/2, 0, 1) give NaN for NaN and for -inf (-inf * 0) and +inf for +inf,
+ *       as the pair does.
  *   Transpose(Transpose(x, q), p) -> Transpose(x, q∘p), or x when that is the identity; a Transpose by
  *       the identity -> x.
  *   A chain of Reshape, Flatten, Squeeze and Unsqueeze -> one Reshape to the last one's shape when
