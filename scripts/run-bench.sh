@@ -24,6 +24,9 @@ for cell in lstm gru rnn; do
     if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_lstm.py "$B" --cell $cell --rounds 3
     else /usr/bin/python3 bench/bench_lstm.py "$B" --cell $cell --rounds 3 --ort-python "$TFPY"; fi
 done
+echo; echo "== pooling layers of those models alone: weft run vs ONNX Runtime, interleaved, same threads"
+if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_pool.py "$B"
+else /usr/bin/python3 bench/bench_pool.py "$B" --ort-python "$TFPY"; fi
 echo; echo "== weft vs ONNX Runtime on real models (torchvision CNNs, a BERT-style encoder, the LSTM classifier), interleaved, same threads"
 if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_ort.py "$B"
 else /usr/bin/python3 bench/bench_ort.py "$B" --ort-python "$TFPY"; fi

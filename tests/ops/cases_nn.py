@@ -462,6 +462,16 @@ def pool_cases(rng):
         ("resnet_stem", (2, 16, 28, 28), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
         ("dilation_stride", (2, 5, 13, 12), {"kernel_shape": [3, 3], "strides": [2, 1], "dilations": [3, 2],
                                              "pads": [2, 1, 1, 2]}),
+        # the f32 kernel's paths (k_pool.c, pool_sep_f32): stride 1 with as many outputs as inputs treats a
+        # block of planes as one array (GoogLeNet's 3x3/1 pools), here over two blocks of 40 and 24 planes
+        ("same_s1_blocks", (1, 64, 20, 20), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+        ("same_s1_7x7", (2, 9, 7, 7), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+        ("k5_s1", (1, 3, 12, 11), {"kernel_shape": [5, 5], "pads": [2, 2, 2, 2]}),
+        ("k4_s3_ceil", (2, 3, 17, 16), {"kernel_shape": [4, 4], "strides": [3, 3], "pads": [1, 2, 1, 0],
+                                        "ceil_mode": 1}),
+        ("k1_s2", (1, 4, 9, 8), {"kernel_shape": [1, 1], "strides": [2, 2]}),
+        ("wide_row", (1, 2, 3, 2500), {"kernel_shape": [2, 3], "strides": [1, 2], "pads": [0, 1, 1, 1]}),
+        ("tall_narrow", (1, 2, 40, 1), {"kernel_shape": [3, 1], "strides": [2, 1], "pads": [1, 0, 1, 0]}),
     ]
     for kind, op in (("max", "MaxPool2D"), ("avg", "AvgPool2D")):
         for name, sx, at in configs:
@@ -493,6 +503,19 @@ def pool_cases(rng):
         with np.errstate(invalid="ignore"):
             yn = ref_pool(xn, kind, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1), ceil_mode=1)
         yield Case("%s_f32_nan" % op.lower(), op, [xn], [yn.astype(np.float32)], attrs=atn, **F32_TOL)
+        # NaN and both infinities on the stride-1 block path: in an edge column, an inner window, a plane's
+        # first and last rows (the values computed across two planes must not leak)
+        xs = f(2, 3, 7, 7)
+        xs[0, 0, 3, 0] = np.nan
+        xs[0, 1, 3, 3] = np.nan
+        xs[0, 2, 0, 6] = np.inf
+        xs[1, 0, 6, 2] = -np.inf
+        xs[1, 1, :, :] = -np.inf
+        xs[1, 2, 6, :] = np.nan
+        ats = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}
+        with np.errstate(invalid="ignore"):
+            ys = ref_pool(xs, kind, (3, 3), pads=(1, 1, 1, 1))
+        yield Case("%s_f32_specials_s1" % op.lower(), op, [xs], [ys.astype(np.float32)], attrs=ats, **F32_TOL)
         xl = f(2, 8, 150, 150)
         yield Case("%s_f32_large" % op.lower(), op, [xl], [ref_pool(xl, kind, (2, 2), strides=(2, 2)).astype(np.float32)],
                    attrs={"kernel_shape": [2, 2], "strides": [2, 2]}, **F32_TOL)
