@@ -356,6 +356,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--opt-level", type=int, default=None,
+                    help="weft run --opt-level (default: weft's, 2; 3 adds the blocked layouts)")
     ap.add_argument("--models", help="comma-separated subset of: " + ",".join(r[0] for r in ROWS))
     ap.add_argument("--ort-python", help="a python that imports onnxruntime (sh scripts/venv-bench.sh)")
     ap.add_argument("--export-worker", nargs=3, metavar=("DIR", "KIND", "BATCHES"), help=argparse.SUPPRESS)
@@ -399,8 +401,8 @@ def main():
     if ort_why:
         log("ORT column missing: " + ort_why)
     unset = [k for k in TORCH_UNSET if k in os.environ]
-    log("weft: %s run --threads %d, environment unchanged%s" % (
-        weft, args.threads, (" (%s kept)" % ", ".join("%s=%s" % (k, os.environ[k]) for k in unset)) if unset else ""))
+    log("weft: %s run --threads %d%s, environment unchanged%s" % (
+        weft, args.threads, " --opt-level %d" % args.opt_level if args.opt_level is not None else "", (" (%s kept)" % ", ".join("%s=%s" % (k, os.environ[k]) for k in unset)) if unset else ""))
     log("%d rounds of (weft, ORT) per model; each run: 1 untimed first run + %d timed, median; "
         "a row's ms are the median of its round medians" % (args.rounds, args.iterations))
     log("exports: %s, once, by Debian's torch/torchvision in subprocesses run with %s unset"
@@ -422,7 +424,8 @@ def main():
             onnx_path, files, info = prepare(out, folder, kind, sorted(batches[(folder, kind)]), log)
         except RuntimeError as e:
             log("%s: %s" % (name, e))
-            table.append("%-19s %5d  export failed (above)" % (name, b))
+            table.append((("%-19s %5d  export failed (above)" % (name, b)).replace("%", "%%") + "%s",
+                          lambda rates: ""))
             continue
         x_path, ref_path = files[b]
         try:
@@ -447,9 +450,10 @@ def main():
         for r in range(args.rounds):
             if not werr:
                 try:
+                    lvl = [] if args.opt_level is None else ["--opt-level", str(args.opt_level)]
                     wmed.append(run_one([weft, "run", onnx_path, "--input", "input=" + x_path, "--iterations",
-                                         str(args.iterations), "--threads", str(args.threads), "--output-dir", wdir],
-                                        "weft run"))
+                                         str(args.iterations), "--threads", str(args.threads), "--output-dir", wdir]
+                                        + lvl, "weft run"))
                 except (RuntimeError, OSError) as e:
                     werr = str(e)
                     log("%s batch %d: %s" % (name, b, werr))
@@ -486,28 +490,30 @@ def main():
         if ratio:
             ratios.append(ratio)
         gfs = flops / (wm * 1e6) if flops and wm else None
-        pct = "%6.1f%%" % (100 * gfs / max(gemm)) if gfs and gemm else "      -"
-        if name not in COMPUTE_BOUND and gfs:
-            pct = pct.strip() + "*"
-        table.append("%-19s %5d %8s %10s %10s %8s %9s %7s %9.3g %9.3g  %s" % (
+        def pct(rates, gfs=gfs, name=name):
+            p = "%6.1f%%" % (100 * gfs / max(rates)) if gfs and rates else "      -"
+            return p.strip() + "*" if name not in COMPUTE_BOUND and gfs else p
+        row = "%-19s %5d %8s %10s %10s %8s %9s %%7s %9.3g %9.3g  %s" % (
             name, b, "%.2f" % (flops / 1e9) if flops else "-", "%.2f" % wm if wm else "error" if werr else "-",
             "%.2f" % om if om else ("error" if oerr and not ort_why else "-"), "%.3f" % ratio if ratio else "-",
-            "%.1f" % gfs if gfs else "-", pct, info.get("std", float("nan")), info.get("sensitivity", float("nan")),
-            " ".join(check) or "-"))
-        log("  " + table[-1])
+            "%.1f" % gfs if gfs else "-", info.get("std", float("nan")), info.get("sensitivity", float("nan")),
+            " ".join(check) or "-")
+        table.append((row, pct))
+        log("  " + row % pct(gemm))
 
+    # the second GEMM rate before the table, so that %GEMM is against the better of the two
+    g2 = gemm_rate(build, args.threads, log) if gemm else None
+    if g2:
+        gemm.append(g2)
     log("")
     log(hdr)
-    for line in table:
-        log(line)
+    for row, pct in table:
+        log(row % pct(gemm))
     if ratios:
         log("geometric mean of ORT/weft over %d row(s): %.3f (above 1 means weft is faster)"
             % (len(ratios), math.exp(sum(math.log(r) for r in ratios) / len(ratios))))
     else:
         log("geometric mean of ORT/weft: - (no row has both times%s)" % ("; ORT column missing" if ort_why else ""))
-    g2 = gemm_rate(build, args.threads, log) if gemm else None
-    if g2:
-        gemm.append(g2)
     log("GFLOP/s: 2 x MACs of Conv/Gemm/MatMul/LSTM nodes over weft's median; %%GEMM against the better of %d "
         "oneDNN 1024^3 GEMM rate(s) measured in this run (%s GFLOP/s); * marks rows that are not compute-bound"
         % (len(gemm), ", ".join("%.1f" % g for g in gemm) or "none"))

@@ -44,9 +44,11 @@ if [ "$MODE" = check ]; then
         cat "$BUILD/conformance.selftest.log" >&2
         exit 1
     fi
-    # at the default optimisation level and without passes: each must give the expected outputs
+    # at the default optimisation level, without passes and with level 3's layouts: each must give
+    # the expected outputs
     "$RUNNER" --quiet --expect-pass "$PASS_LIST" "$DATA/node" || exit 1
-    "$RUNNER" --quiet --opt-level 0 --expect-pass "$PASS_LIST" "$DATA/node"
+    "$RUNNER" --quiet --opt-level 0 --expect-pass "$PASS_LIST" "$DATA/node" || exit 1
+    "$RUNNER" --quiet --opt-level 3 --expect-pass "$PASS_LIST" "$DATA/node"
     exit $?
 fi
 

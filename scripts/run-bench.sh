@@ -28,5 +28,8 @@ echo; echo "== pooling layers of those models alone: weft run vs ONNX Runtime, i
 if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_pool.py "$B"
 else /usr/bin/python3 bench/bench_pool.py "$B" --ort-python "$TFPY"; fi
 echo; echo "== weft vs ONNX Runtime on real models (torchvision CNNs, a BERT-style encoder, the LSTM classifier), interleaved, same threads"
-if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_ort.py "$B"
-else /usr/bin/python3 bench/bench_ort.py "$B" --ort-python "$TFPY"; fi
+for lvl in 2 3; do
+    echo "-- weft at --opt-level $lvl"
+    if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_ort.py "$B" --opt-level $lvl
+    else /usr/bin/python3 bench/bench_ort.py "$B" --ort-python "$TFPY" --opt-level $lvl; fi
+done

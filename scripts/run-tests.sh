@@ -115,6 +115,9 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         timeout 900 build/tests/test_ops --opt-level 2 build/opcases >build/test_ops_opt2.log 2>&1
         rc=$?; tail -n 1 build/test_ops_opt2.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_opt2.log | head -20
         result "release:test_ops:opt-level-2" $rc build/test_ops_opt2.log
+        timeout 900 build/tests/test_ops --opt-level 3 build/opcases >build/test_ops_opt3.log 2>&1
+        rc=$?; tail -n 1 build/test_ops_opt3.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_opt3.log | head -20
+        result "release:test_ops:opt-level-3" $rc build/test_ops_opt3.log
         note "include layout (scripts/check-layout.sh): no include points backwards along the pipeline"
         { sh scripts/check-layout.sh --self-test && sh scripts/check-layout.sh; } >build/check-layout.log 2>&1
         rc=$?; tail -n 1 build/check-layout.log; [ $rc -ne 0 ] && head -30 build/check-layout.log
@@ -145,6 +148,8 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         rc=$?; grep -E '^(PASS|FAIL)| passed' build/models.log; result "release:models" $rc build/models.log
         timeout 600 $PY tests/models/run_models.py --build build --opt-level 0 >build/models_opt0.log 2>&1
         rc=$?; grep -E '^(PASS|FAIL)| passed' build/models_opt0.log; result "release:models:opt-level-0" $rc build/models_opt0.log
+        timeout 600 $PY tests/models/run_models.py --build build --opt-level 3 >build/models_opt3.log 2>&1
+        rc=$?; grep -E '^(PASS|FAIL)| passed' build/models_opt3.log; result "release:models:opt-level-3" $rc build/models_opt3.log
         # PoCL is one of setup's packages, so where it is installed (and always under CI) OPENCL:0 must
         # exist: a broken ICD would otherwise turn every OpenCL check into a silent skip
         ocl_required=${CI:+yes}

@@ -130,6 +130,7 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
         ws = wf__oom("a session", strlen(opts->dump_graph_dir));
     if (!ws) ws = wf__opt_check(&s->opt);
     s->place.no_fusion = !wf__opt_fuses(&s->opt);
+    s->place.layout = wf__opt_layout(&s->opt);
     s->opt.eval = eval_graph;
     s->opt.eval_arg = s;
     if (ws) {
@@ -701,8 +702,11 @@ wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds
     wf__str out = {0};
     for (int i = 0; i < p->n_nodes; i++) {
         const wf__pnode *pn = &p->nodes[i];
-        wf__str_appendf(&out, "%s: (%s%s%s): %s  # %s\n", pn->name, pn->op->name,
-                        pn->fused_names ? "+" : "", pn->fused_names ? pn->fused_names : "",
+        /* level 3's layout: "; blocked in, out" (lower/layout.c) */
+        const char *lay = pn->out_blocked ? (pn->in_blocked & 1 ? "; blocked in, out" : "; blocked out")
+                          : pn->in_blocked ? "; blocked in" : "";
+        wf__str_appendf(&out, "%s: (%s%s%s%s): %s  # %s\n", pn->name, pn->op->name,
+                        pn->fused_names ? "+" : "", pn->fused_names ? pn->fused_names : "", lay,
                         s->ctx->devices[pn->device].name, pn->reason);
     }
     int n_nodes = p->n_nodes;

@@ -282,9 +282,9 @@ static void test_options_and_dump(void)
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT, "unknown pass 'nosuch' to disable");
     so.disable_passes = NULL;
     so.opt_level = 7;
-    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT, "optimisation level 7 is not 0, 1 or 2");
-    so.opt_level = 3;
-    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_UNIMPLEMENTED, "optimisation level 3 (layout planning) is not implemented yet");
+    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT, "optimisation level 7 is not 0, 1, 2 or 3");
+    so.opt_level = -1;
+    CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT, "optimisation level -1 is not 0, 1, 2 or 3");
     so.opt_level = 2;
     so.disable_passes = "fuse,cse";
     CHECK_OK(wf_session_new(ctx, g, &so, &s));
@@ -292,7 +292,7 @@ static void test_options_and_dump(void)
     s = NULL;
     so.disable_passes = "bogus";
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
-              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, fold, cse, fuse)");
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, fold, cse, fuse, layout)");
     so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -948,6 +948,256 @@ static void test_fanout_dump(void)
     wf_graph_free(g);
 }
 
+/* ---- level 3: channel-blocked layouts between convolutions (lower/layout.c) ---------------------- */
+
+/* NCHW convolution in double: y[n][o][i][j], pads p on every side, stride st, groups g, bias b (or NULL) */
+static void ref_conv(const double *x, int N, int C, int H, int W, const float *w, int OC, int K, int st, int p, int g,
+                     const float *b, double *y, int *OH, int *OW)
+{
+    int oh = (H + 2 * p - K) / st + 1, ow = (W + 2 * p - K) / st + 1, cg = C / g, og = OC / g;
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++)
+            for (int i = 0; i < oh; i++)
+                for (int j = 0; j < ow; j++) {
+                    double acc = b ? b[o] : 0;
+                    for (int c = 0; c < cg; c++)
+                        for (int a = 0; a < K; a++)
+                            for (int e = 0; e < K; e++) {
+                                int ih = i * st - p + a, iw = j * st - p + e;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                acc += (double)w[((o * cg + c) * K + a) * K + e] *
+                                       x[((n * C + (o / og) * cg + c) * H + ih) * W + iw];
+                            }
+                    y[((n * OC + o) * oh + i) * ow + j] = acc;
+                }
+    *OH = oh, *OW = ow;
+}
+
+static double relu_d(double v) { return isnan(v) ? v : v > 0 ? v : 0; }
+
+/* A residual block as ResNet's, a depthwise convolution, then a GlobalAvgPool and a strided Conv2D into a
+ * MaxPool: at level 3 every value between the first convolution and the last stays blocked (the placement
+ * text says so per node), the last convolution writes plain for the MaxPool, and the GlobalAvgPool reads
+ * blocked. Levels 0, 2 and 3 agree with a double-precision reference, NaN and infinities included
+ * (the second image holds them). */
+static void test_layout_blocked(void)
+{
+    enum { N = 2, C = 16, H = 6, W = 6, M = 32 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    static float w1[M * C * 9], b1[M], w2[M * M], wd[M * 9], w3[C * M * 9], xv[N * C * H * W];
+    uint32_t r = 7;
+#define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
+    for (size_t i = 0; i < sizeof w1 / sizeof *w1; i++) w1[i] = RND() * 0.5f;
+    for (int i = 0; i < M; i++) b1[i] = RND();
+    for (size_t i = 0; i < sizeof w2 / sizeof *w2; i++) w2[i] = RND() * 0.5f;
+    for (size_t i = 0; i < sizeof wd / sizeof *wd; i++) wd[i] = RND();
+    for (size_t i = 0; i < sizeof w3 / sizeof *w3; i++) w3[i] = RND() * 0.3f;
+    for (size_t i = 0; i < sizeof xv / sizeof *xv; i++) xv[i] = RND() * 4;
+#undef RND
+    /* the second image: a NaN in channel 3, +Inf in channel 9, -Inf in channel 12 */
+    xv[((1 * C + 3) * H + 1) * W + 2] = NAN;
+    xv[((1 * C + 9) * H + 4) * W + 4] = INFINITY;
+    xv[((1 * C + 12) * H + 0) * W + 5] = -INFINITY;
+    wf_output x, k1, kb, k2, kd, k3, v1, v2, a, rr, d, gp, c3, m;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
+    k1 = konst(g, "w1", WF_F32, 4, (int64_t[]){M, C, 3, 3}, w1);
+    kb = konst(g, "b1", WF_F32, 1, (int64_t[]){M}, b1);
+    k2 = konst(g, "w2", WF_F32, 4, (int64_t[]){M, M, 1, 1}, w2);
+    kd = konst(g, "wd", WF_F32, 4, (int64_t[]){M, 1, 3, 3}, wd);
+    k3 = konst(g, "w3", WF_F32, 4, (int64_t[]){C, M, 3, 3}, w3);
+    int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, k22[2] = {2, 2};
+    wf_attr pad1[1] = {wf_attr_ints("pads", p1, 4)};
+    wf_attr dwat[2] = {wf_attr_ints("pads", p1, 4), wf_attr_int("group", M)};
+    wf_attr c3at[2] = {wf_attr_ints("pads", p1, 4), wf_attr_ints("strides", s2, 2)};
+    wf_attr mpat[2] = {wf_attr_ints("kernel_shape", k22, 2), wf_attr_ints("strides", s2, 2)};
+    wf_output in1[3] = {x, k1, kb};
+    CHECK_OK(wf_op(g, "Conv2D", "c1", in1, 3, pad1, 1, &v1.node));
+    v1.index = 0;
+    CHECK_OK(wf_relu(g, "r1", v1, &v1));
+    wf_output in2[2] = {v1, k2};
+    CHECK_OK(wf_op(g, "Conv2D", "c2", in2, 2, NULL, 0, &v2.node));
+    v2.index = 0;
+    wf_output ina[2] = {v2, v1};
+    CHECK_OK(wf_op(g, "Add", "add", ina, 2, NULL, 0, &a.node));
+    a.index = 0;
+    CHECK_OK(wf_relu(g, "r", a, &rr));
+    wf_output ind[2] = {rr, kd};
+    CHECK_OK(wf_op(g, "Conv2D", "dw", ind, 2, dwat, 2, &d.node));
+    d.index = 0;
+    CHECK_OK(wf_op(g, "GlobalAvgPool", "gap", &d, 1, NULL, 0, &gp.node));
+    gp.index = 0;
+    wf_output in3[2] = {d, k3};
+    CHECK_OK(wf_op(g, "Conv2D", "c3", in3, 2, c3at, 2, &c3.node));
+    c3.index = 0;
+    CHECK_OK(wf_op(g, "MaxPool2D", "mp", &c3, 1, mpat, 2, &m.node));
+    m.index = 0;
+
+    /* the reference */
+    static double xd[N * C * H * W], t1[N * M * H * W], t2[N * M * H * W], td[N * M * H * W], t3[N * C * 9];
+    static double want_gp[N * M], want_m[N * C];
+    for (size_t i = 0; i < sizeof xd / sizeof *xd; i++) xd[i] = xv[i];
+    int oh, ow;
+    ref_conv(xd, N, C, H, W, w1, M, 3, 1, 1, 1, b1, t1, &oh, &ow);
+    for (size_t i = 0; i < sizeof t1 / sizeof *t1; i++) t1[i] = relu_d(t1[i]);
+    ref_conv(t1, N, M, H, W, w2, M, 1, 1, 0, 1, NULL, t2, &oh, &ow);
+    for (size_t i = 0; i < sizeof t2 / sizeof *t2; i++) t2[i] = relu_d(t2[i] + t1[i]);
+    ref_conv(t2, N, M, H, W, wd, M, 3, 1, 1, M, NULL, td, &oh, &ow);
+    for (int p = 0; p < N * M; p++) {
+        double acc = 0;
+        for (int i = 0; i < H * W; i++) acc += td[p * H * W + i];
+        want_gp[p] = acc / (H * W);
+    }
+    ref_conv(td, N, M, H, W, w3, C, 3, 2, 1, 1, NULL, t3, &oh, &ow);
+    CHECK(oh == 3 && ow == 3);
+    for (int p = 0; p < N * C; p++) { /* 2x2/2 over the 3x3 result: the top-left 2x2 window */
+        double mx = -INFINITY;
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                double v = t3[p * 9 + i * 3 + j];
+                if (isnan(v) || v > mx) mx = isnan(mx) ? mx : v;
+            }
+        want_m[p] = mx;
+    }
+    int nan_seen = 0;
+    for (int p = 0; p < N * C; p++) nan_seen += isnan(want_m[p]);
+    CHECK(nan_seen > 0 && nan_seen < N * C); /* the specials reach the outputs, and not all of them */
+
+    static const char *const blocked[] = {"c1: (Conv2D+Relu; blocked out)", "c2: (Conv2D; blocked in, out)",
+                                          "add: (Add; blocked in, out)", "r: (Relu; blocked in, out)",
+                                          "dw: (Conv2D; blocked in, out)", "gap: (GlobalAvgPool; blocked in)",
+                                          "c3: (Conv2D; blocked in)", "mp: (MaxPool2D)", NULL};
+    for (int level = 0; level <= 3; level += level ? 1 : 2) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out[2] = {NULL, NULL};
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+        wf_feed f = {x, xt};
+        wf_output fe[2] = {gp, m};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, fe, 2, out, NULL));
+        if (out[0] && out[1]) {
+            CHECK_INT((int)wf_tensor_size(out[0]), N * M);
+            CHECK_INT((int)wf_tensor_size(out[1]), N * C);
+            const float *g0 = wf_tensor_data(out[0]), *g1 = wf_tensor_data(out[1]);
+            for (int i = 0; i < N * M && wf_tensor_size(out[0]) == N * M; i++)
+                check_same(g0[i], want_gp[i], 1e-4 * (1 + fabs(want_gp[i])));
+            for (int i = 0; i < N * C && wf_tensor_size(out[1]) == N * C; i++)
+                check_same(g1[i], want_m[i], 1e-4 * (1 + fabs(want_m[i])));
+        }
+        char *pl = NULL;
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, fe, 2, &pl));
+        if (pl) {
+            for (int i = 0; blocked[i]; i++) {
+                if (level == 3) CHECK_STR_CONTAINS(pl, blocked[i]);
+            }
+            if (level < 3) CHECK(strstr(pl, "blocked") == NULL);
+        }
+        wf_free(pl);
+        wf_tensor_free(out[0]);
+        wf_tensor_free(out[1]);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    /* --disable-pass layout at level 3: nothing blocked, the same values */
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.opt_level = 3;
+    so.disable_passes = "layout";
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+    wf_feed f = {x, xt};
+    char *pl = NULL;
+    if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &m, 1, &pl));
+    if (pl) {
+        CHECK(strstr(pl, "blocked") == NULL);
+        CHECK_STR_CONTAINS(pl, "c1: (Conv2D+Relu)");
+    }
+    wf_free(pl);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* What keeps a value plain: a fetch, a consumer that reads by position (Transpose), a broadcasting Add,
+ * and a value whose channel count is not the device's multiple (with 1 every count is one). Each output
+ * still equals level 0's. */
+static void test_layout_plain(void)
+{
+    enum { N = 1, C = 16, H = 4, W = 4 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    static float w1[C * C], w3[C * C], bias[C], xv[N * C * H * W];
+    for (int i = 0; i < C * C; i++) w1[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
+    for (int i = 0; i < C * C; i++) w3[i] = (float)((i * 29) % 13) / 13.0f - 0.5f;
+    for (int i = 0; i < C; i++) bias[i] = 0.1f * (float)i;
+    for (int i = 0; i < N * C * H * W; i++) xv[i] = (float)((i * 13) % 17) / 17.0f - 0.5f;
+    wf_output x, k1, k3, kb, c1, c2, c3, t, badd, out4;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
+    k1 = konst(g, "w1", WF_F32, 4, (int64_t[]){C, C, 1, 1}, w1);
+    k3 = konst(g, "w3", WF_F32, 4, (int64_t[]){C, C, 1, 1}, w3);
+    kb = konst(g, "bb", WF_F32, 4, (int64_t[]){1, C, 1, 1}, bias);
+    wf_output in1[2] = {x, k1};
+    CHECK_OK(wf_op(g, "Conv2D", "fetched", in1, 2, NULL, 0, &c1.node)); /* fetched and read by c2 */
+    c1.index = 0;
+    wf_output in2[2] = {c1, k1};
+    CHECK_OK(wf_op(g, "Conv2D", "c2", in2, 2, NULL, 0, &c2.node)); /* read by a Transpose */
+    c2.index = 0;
+    int64_t perm[4] = {0, 2, 3, 1};
+    wf_attr pat[1] = {wf_attr_ints("perm", perm, 4)};
+    CHECK_OK(wf_op(g, "Transpose", "tr", &c2, 1, pat, 1, &t.node));
+    t.index = 0;
+    wf_output in3[2] = {c1, k3};
+    CHECK_OK(wf_op(g, "Conv2D", "c3", in3, 2, NULL, 0, &c3.node)); /* read by a broadcasting Add */
+    c3.index = 0;
+    wf_output inb[2] = {c3, kb};
+    CHECK_OK(wf_op(g, "Add", "badd", inb, 2, NULL, 0, &badd.node));
+    badd.index = 0;
+    wf_output in4[2] = {badd, k1};
+    CHECK_OK(wf_op(g, "Conv2D", "c4", in4, 2, NULL, 0, &out4.node));
+    out4.index = 0;
+    wf_output fe[3] = {c1, t, out4};
+    float got[2][3][N * C * H * W];
+    for (int li = 0; li < 2; li++) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = li ? 3 : 0;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out[3] = {NULL, NULL, NULL};
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, fe, 3, out, NULL));
+        for (int o = 0; o < 3; o++) {
+            for (int i = 0; i < N * C * H * W; i++) got[li][o][i] = NAN;
+            if (out[o] && wf_tensor_size(out[o]) == N * C * H * W)
+                memcpy(got[li][o], wf_tensor_data(out[o]), sizeof got[li][o]);
+            wf_tensor_free(out[o]);
+        }
+        char *pl = NULL;
+        if (li && s && xt) CHECK_OK(wf_session_placement(s, &f, 1, fe, 3, &pl));
+        if (pl) {
+            CHECK_STR_CONTAINS(pl, "fetched: (Conv2D): ");
+            CHECK_STR_CONTAINS(pl, "c2: (Conv2D): ");
+            CHECK_STR_CONTAINS(pl, "c3: (Conv2D): ");
+            CHECK_STR_CONTAINS(pl, "badd: (Add): ");
+            CHECK_STR_CONTAINS(pl, "c4: (Conv2D): "); /* fetched */
+        }
+        wf_free(pl);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    for (int o = 0; o < 3; o++)
+        for (int i = 0; i < N * C * H * W; i++) CHECK_NEAR(got[1][o][i], got[0][o][i], 1e-5);
+    wf_graph_free(g);
+}
+
 int main(void)
 {
     CHECK_OK(wf_context_new(NULL, &ctx));
@@ -967,6 +1217,8 @@ int main(void)
     RUN_TEST(test_bnfold_matrix);
     RUN_TEST(test_fanout_dump);
     RUN_TEST(test_fold_kernels);
+    RUN_TEST(test_layout_blocked);
+    RUN_TEST(test_layout_plain);
     wf_context_free(ctx);
     return check_summary();
 }

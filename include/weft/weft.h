@@ -459,8 +459,9 @@ typedef struct wf_session_options {
                              copies of constants and variables. 0: 16 */
     /* appended: graph optimisation (src/passes/passes.h says what each level does) */
     int opt_level;        /* 0: none; 1: device-independent passes (identity, simplify, bnfold, matmul_bias,
-                             fold, cse); 2: and epilogue fusion after placement ("fuse"); 3 (layout) is
-                             refused as not implemented yet. What wf_session_options_init sets:
+                             fold, cse); 2: and epilogue fusion after placement ("fuse"); 3: and
+                             channel-blocked layouts kept between the CPU's f32 convolutions
+                             ("layout", src/lower/layout.c). What wf_session_options_init sets:
                              WF_OPT_LEVEL_DEFAULT */
     const char *disable_passes; /* comma-separated pass names to skip, or NULL. Copied */
     const char *dump_graph_dir; /* when not NULL, each optimisation writes DIR/NN-PASS.txt (the graph

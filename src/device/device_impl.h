@@ -61,6 +61,14 @@ typedef struct wf_backend_device_info {
                                  ordinary host tensors (kctx.device NULL), the core accounts its memory,
                                  and values reach it without copies (the built-in CPU backend). 0 (what a
                                  backend built before this field leaves): chunks of its own memory */
+    int channel_block;        /* > 0: the device's WF__K_BLOCKED kernels (the CPU's Conv2D and
+                                 GlobalAvgPool) read and write 4-D f32 tensors whose channel count is a
+                                 multiple of this in the device's own activation layout, the same size
+                                 as plain NCHW, when lowering asks through wf__kctx.in_blocked /
+                                 out_blocked (optimisation level 3, lower/layout.c). The layout is the
+                                 backend's business; the CPU's is the one oneDNN picks (channels-last
+                                 with block 1, or nChw8c / nChw16c). 0 (what a backend built before this
+                                 field leaves): plain layouts only */
 } wf_backend_device_info;
 
 typedef struct wf_backend_vtable {

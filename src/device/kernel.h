@@ -41,6 +41,11 @@ struct wf__kctx {
     struct wf__weights *weights;     /* the session's device copies of constants (core only; NULL: none) */
     double est;                  /* the placer's estimate of this node's time, s; <= 0: none. Kernels
                                     estimated below WF__INTRA_MIN_EST run on one thread (intra.c) */
+    /* Appended, after every field a plugin built earlier reads. Layout planning (optimisation level 3,
+     * lower/layout.c): bit i of in_blocked, in[i] holds its 4-D value in the device's channel-blocked
+     * layout (wf_backend_device_info.channel_block); bit 0 of out_blocked, out[0] is to be written in it. Only kernels registered with WF__K_BLOCKED see a bit
+     * set on an input they interpret by position; elementwise kernels see the same elements either way. */
+    uint32_t in_blocked, out_blocked;
 };
 
 enum {
@@ -83,7 +88,9 @@ typedef wf_status *(*wf__kernel_fn)(wf__kctx *k);
 
 enum {
     WF__K_INPLACE = 1u << 0, /* documents that the kernel may reuse an input (wf__kctx_output_reuse) */
-    WF__K_EPILOGUE = 1u << 1 /* supports fused_bias / fused_act */
+    WF__K_EPILOGUE = 1u << 1, /* supports fused_bias / fused_act */
+    WF__K_BLOCKED = 1u << 2   /* reads input 0 and writes output 0 in the channel-blocked layout when
+                                 wf__kctx.in_blocked / out_blocked say so */
 };
 
 typedef struct wf__kernel_def {

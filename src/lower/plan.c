@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
+#include "lower/layout.h"
 #include "lower/memplan.h"
 #include "lower/plan.h"
 #include "place/placement.h"
@@ -461,6 +462,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         wf__free(heap_in);
         if (s) goto out;
     }
+    if (b->po && b->po->layout && !b->po->no_fusion && (s = wf__plan_layout(b, fu, p))) goto out;
     /* the copy nodes */
     for (int sl = 0; sl < n_graph_slots; sl++) {
         uint64_t m = copy_mask[sl];

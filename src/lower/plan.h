@@ -33,6 +33,7 @@ typedef struct wf__pnode {
     int fused_bias, fused_act;    /* see wf__kctx */
     double fused_alpha;
     const char *fused_names;      /* "BiasAdd_1+Relu" for logs, or NULL */
+    uint32_t in_blocked, out_blocked; /* see wf__kctx (level 3's layout planning) */
     int device;                   /* index into the context's devices */
     char *reason;                 /* why it runs there */
     void *state;

@@ -62,6 +62,8 @@ wf_status *wf__optimize(const wf_graph *g, const wf_output *roots, int n_roots, 
 void wf__optimized_free(wf__optimized *o);
 /* Whether lowering fuses epilogues (level >= 2, "fuse" not disabled). */
 bool wf__opt_fuses(const wf__opt_options *o);
+/* Whether lowering plans channel-blocked layouts (level 3, with "fuse" and "layout" not disabled). */
+bool wf__opt_layout(const wf__opt_options *o);
 /* The options' errors (a level out of range, an unknown pass to disable), as a session reports them
  * when it is made. */
 wf_status *wf__opt_check(const wf__opt_options *o);

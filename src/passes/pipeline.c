@@ -8,8 +8,10 @@
 
 #include "passes/pass.h"
 
-/* The graph passes in order, then "fuse", lowering's epilogue fusion after placement (level 2). */
-const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "fold", "cse", "fuse", NULL};
+/* The graph passes in order, then "fuse", lowering's epilogue fusion after placement (level 2), and
+ * "layout", lowering's channel-blocked layouts between convolutions (level 3, lower/layout.c). */
+const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "fold", "cse", "fuse", "layout",
+                                      NULL};
 static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_simplify, &wf__pass_bnfold,
                                            &wf__pass_matmul_bias, &wf__pass_fold, &wf__pass_cse};
 
@@ -254,13 +256,15 @@ void wf__optimized_free(wf__optimized *o)
 
 bool wf__opt_fuses(const wf__opt_options *o) { return o->level >= 2 && !is_disabled(o->disabled, "fuse"); }
 
+bool wf__opt_layout(const wf__opt_options *o)
+{
+    return o->level >= 3 && wf__opt_fuses(o) && !is_disabled(o->disabled, "layout");
+}
+
 wf_status *wf__opt_check(const wf__opt_options *o)
 {
-    if (o->level == 3)
-        return wf__status(WF_UNIMPLEMENTED, "optimisation level 3 (layout planning) is not implemented yet: "
-                                            "levels are 0, 1 and 2");
-    if (o->level < 0 || o->level > 2)
-        return wf__status(WF_INVALID_ARGUMENT, "optimisation level %d is not 0, 1 or 2", o->level);
+    if (o->level < 0 || o->level > 3)
+        return wf__status(WF_INVALID_ARGUMENT, "optimisation level %d is not 0, 1, 2 or 3", o->level);
     for (const char *p = o->disabled; p && *p;) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);

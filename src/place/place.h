@@ -84,6 +84,7 @@ typedef struct wf__place_opts {
     struct wf__weights *weights;  /* the session's device copies of constants and variables (NULL: each
                                      plan uploads its own) */
     bool no_fusion;               /* lowering fuses no epilogue (optimisation levels 0 and 1) */
+    bool layout;                  /* lowering plans channel-blocked layouts (level 3, lower/layout.c) */
 } wf__place_opts;
 
 enum {

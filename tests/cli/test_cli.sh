@@ -167,10 +167,51 @@ expect_exit num_iterations_large 2 "weft run: --iterations wants an integer from
     run "$G" $X --iterations 1000001
 expect_exit num_iterations_overflow 2 "weft run: --iterations wants an integer from 1 to 1000000, got '99999999999999999999'" -- \
     run "$G" $X --iterations 99999999999999999999
-# graph optimisation: the level's range, a level not there yet, an unknown pass, the dump's files
+# graph optimisation: the level's range, level 3's layout, an unknown pass, the dump's files
 expect_exit opt_level_large 2 "weft run: --opt-level wants an integer from 0 to 3, got '4'" -- run "$G" $X --opt-level 4
-expect_exit opt_level_3 1 "optimisation level 3 (layout planning) is not implemented yet" -- run "$G" $X --opt-level 3
-expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, fuse)" -- run "$G" $X --disable-pass nosuch
+# level 3: Conv -> Relu -> Conv -> Add(residual) -> Relu -> GlobalAveragePool keeps its values blocked
+# (the placement log says so), and gives level 0's output; --disable-pass layout keeps them plain
+$PY - "$D" <<'PYEOF'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+d = sys.argv[1]
+rng = np.random.default_rng(5)
+w1 = numpy_helper.from_array((rng.standard_normal((16, 8, 3, 3)) * 0.3).astype(np.float32), "w1")
+w2 = numpy_helper.from_array((rng.standard_normal((16, 16, 1, 1)) * 0.3).astype(np.float32), "w2")
+nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+         helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2"),
+         helper.make_node("Add", ["c2", "r1"], ["s"], name="residual"),
+         helper.make_node("Relu", ["s"], ["r2"], name="relu2"),
+         helper.make_node("GlobalAveragePool", ["r2"], ["y"], name="gap")]
+g = helper.make_graph(nodes, "lay", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 7, 7])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16, 1, 1])], [w1, w2])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 7
+open(d + "/layout.onnx", "wb").write(m.SerializeToString())
+x = rng.standard_normal((2, 8, 7, 7)).astype(np.float32)
+x[1, 2, 3, 3] = np.nan
+np.save(d + "/layout_x.npy", x)
+PYEOF
+LX="--input x=$D/layout_x.npy --iterations 1"
+if "$WEFT" run "$D/layout.onnx" $LX --opt-level 3 --log-device-placement --output-dir "$D/lay3" >"$D/out" 2>"$D/err" &&
+    grep -q "conv2: (Conv2D; blocked in, out)" "$D/err" && grep -q "residual: (Add; blocked in, out)" "$D/err" &&
+    grep -q "gap: (GlobalAvgPool; blocked in)" "$D/err" &&
+    "$WEFT" run "$D/layout.onnx" $LX --opt-level 3 --disable-pass layout --log-device-placement >"$D/out2" 2>"$D/err2" &&
+    ! grep -q "blocked" "$D/err2" &&
+    "$WEFT" run "$D/layout.onnx" $LX --opt-level 0 --output-dir "$D/lay0" >>"$D/out2" 2>>"$D/err2" &&
+    $PY -c "
+import numpy as np, sys
+a, b = np.load('$D/lay3/y.npy'), np.load('$D/lay0/y.npy')
+assert a.shape == (2, 16, 1, 1) and np.isnan(a[1]).any() and not np.isnan(a[0]).any(), a
+assert np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True), (a, b)
+" >"$D/check" 2>&1; then
+    ok opt_level_3_layout
+else
+    bad opt_level_3_layout "$(grep -E 'conv|residual|gap' "$D/err" | head -8) $(tail -c 600 "$D/check" 2>/dev/null) $(tail -c 300 "$D/err2")"
+fi
+expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, fuse, layout)" -- run "$G" $X --disable-pass nosuch
 if "$WEFT" run "$G" $X --iterations 1 --disable-pass fuse --dump-graph "$D/dump" >"$D/out" 2>"$D/err" &&
     [ -s "$D/dump/00-input.txt" ] && [ -s "$D/dump/07-cse.txt" ] && grep -q " = " "$D/dump/07-cse.txt"; then
     ok dump_graph_files

@@ -9,6 +9,7 @@
 #include <sys/sysinfo.h>
 
 #include "device/device_impl.h"
+#include "k_dnnl.h"
 
 static int g_backend; /* the backend's (and its device's) handle: nothing to hold */
 
@@ -50,6 +51,7 @@ static wf_status *cpu_device_info(void *backend, int index, wf_backend_device_in
     out->memory_bytes = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit : 0;
     out->alignment = WF__ALIGN;
     out->host_memory = 1;
+    out->channel_block = wf__dn_channel_block(); /* Conv2D's blocked layout (k_dnnl_conv.c) */
     return NULL;
 }
 

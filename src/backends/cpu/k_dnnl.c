@@ -485,6 +485,58 @@ wf_status *wf__dn_to_f32(wf__kctx *k, const void *p, wf_dtype from, int64_t n, f
     return NULL;
 }
 
+/* Level 3's layout (lower/layout.c) is the one oneDNN itself picks for a typical convolution on this
+ * CPU when left free: asked once, with a primitive descriptor and no primitive. oneDNN 2.6 picks
+ * channels-last (nhwc) for its brgconv kernels on AVX-512 and nChw8c on AVX2; forcing nChw16c on an
+ * AVX-512 machine sent ResNet-50's convolutions to its older jit kernels (no faster than plain NCHW),
+ * while nhwc made their oneDNN time 27% smaller (ONEDNN_VERBOSE, 2 threads). */
+static pthread_once_t g_layout_once = PTHREAD_ONCE_INIT;
+static int g_layout_block;
+static dnnl_format_tag_t g_layout_tag = dnnl_abcd;
+
+static void layout_probe(void)
+{
+    pthread_once(&g_engine_once, engine_init);
+    if (g_engine_status != dnnl_success) return;
+    dnnl_dims_t sd = {1, 64, 56, 56}, wd = {64, 64, 3, 3}, st = {1, 1}, pad = {1, 1};
+    dnnl_memory_desc_t src, wei, dst;
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&src, 4, sd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&wei, 4, wd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&dst, 4, sd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &src, &wei, NULL,
+                                           &dst, st, pad, pad) ||
+        dnnl_primitive_desc_create(&pd, &cd, NULL, g_engine, NULL))
+        return;
+    const dnnl_memory_desc_t *got = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    static const struct {
+        dnnl_format_tag_t tag;
+        int block;
+    } known[] = {{dnnl_acdb, 1}, {dnnl_aBcd16b, 16}, {dnnl_aBcd8b, 8}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        dnnl_memory_desc_t m;
+        if (!dnnl_memory_desc_init_by_tag(&m, 4, sd, dnnl_f32, known[i].tag) && dnnl_memory_desc_equal(&m, got)) {
+            g_layout_tag = known[i].tag;
+            g_layout_block = known[i].block;
+            break;
+        }
+    }
+    dnnl_primitive_desc_destroy(pd);
+}
+
+int wf__dn_channel_block(void)
+{
+    pthread_once(&g_layout_once, layout_probe);
+    return g_layout_block;
+}
+
+dnnl_format_tag_t wf__dn_blocked_tag(void)
+{
+    pthread_once(&g_layout_once, layout_probe);
+    return g_layout_tag;
+}
+
 const wf_tensor *wf__dn_fused_bias(const wf__kctx *k)
 {
     return k->fused_bias >= 0 && k->fused_bias < k->n_in ? k->in[k->fused_bias] : NULL;
@@ -584,10 +636,10 @@ const wf__kernel_def wf__cpu_kernels_nn[] = {
     {"Gemm", "CPU", WF__DT_FLOATS | WF__DT_BIT(WF_I32) | WF__DT_BIT(WF_I64), 0, wf__dn_k_gemm, wf__dn_free_state,
      WF__K_EPILOGUE},
     {"BiasAdd", "CPU", WF__DT_NUMERIC, 0, k_bias_add, NULL, WF__K_INPLACE},
-    {"Conv2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_conv, wf__dn_free_state, WF__K_EPILOGUE},
+    {"Conv2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_conv, wf__dn_free_state, WF__K_EPILOGUE | WF__K_BLOCKED},
     {"ConvTranspose2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_convt, NULL, 0},
     {"MaxPool2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_pool, wf__dn_free_state, 0},
     {"AvgPool2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_pool, wf__dn_free_state, 0},
-    {"GlobalAvgPool", "CPU", WF__DT_FLOATS, 0, wf__dn_k_global_avg_pool, wf__dn_free_state, 0},
+    {"GlobalAvgPool", "CPU", WF__DT_FLOATS, 0, wf__dn_k_global_avg_pool, wf__dn_free_state, WF__K_BLOCKED},
     {0},
 };

@@ -119,6 +119,10 @@ double wf__dn_act_d(int act, double alpha, double v);
  * gives NULL); free both with wf__aligned_free. */
 wf_status *wf__dn_alloc_f32(wf__kctx *k, int64_t n, float **out);
 wf_status *wf__dn_to_f32(wf__kctx *k, const void *p, wf_dtype from, int64_t n, float **out);
+/* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8), and
+ * its 4-D tag (nChw16c / nChw8c). */
+int wf__dn_channel_block(void);
+dnnl_format_tag_t wf__dn_blocked_tag(void);
 /* The fused bias input chosen by the lowering pass, or NULL. */
 const wf_tensor *wf__dn_fused_bias(const wf__kctx *k);
 

@@ -73,6 +73,7 @@ typedef struct conv_build_arg {
     const conv_geom *g;
     dnnl_data_type_t dt;
     bool bias, any;
+    bool in_blk, out_blk; /* the source is, the result is to be, in the blocked layout (level 3) */
     int act;
     double alpha;
 } conv_build_arg;
@@ -95,12 +96,15 @@ static wf_status *conv_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_p
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t st;
-    dnnl_format_tag_t act_tag = ca->any ? dnnl_format_tag_any : dnnl_abcd;
+    /* a blocked source or result is given as such; the other side is then oneDNN's choice, reordered to
+     * or from plain NCHW if it is not ours */
+    dnnl_format_tag_t blk = wf__dn_blocked_tag(), free_tag = ca->any || ca->in_blk || ca->out_blk ? dnnl_format_tag_any
+                                                                                                 : dnnl_abcd;
     const char *what = "convolution memory descriptor";
-    if ((st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, ca->dt, dnnl_abcd)) ||
-        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_DST], 4, dd, ca->dt, dnnl_abcd)) ||
-        (st = dnnl_memory_desc_init_by_tag(&sany, 4, sd, ca->dt, act_tag)) ||
-        (st = dnnl_memory_desc_init_by_tag(&dany, 4, dd, ca->dt, act_tag)) ||
+    if ((st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, ca->dt, ca->in_blk ? blk : dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_DST], 4, dd, ca->dt, ca->out_blk ? blk : dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&sany, 4, sd, ca->dt, ca->in_blk ? blk : free_tag)) ||
+        (st = dnnl_memory_desc_init_by_tag(&dany, 4, dd, ca->dt, ca->out_blk ? blk : free_tag)) ||
         (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_WEI], wnd, wd, ca->dt, wnd == 5 ? dnnl_abcde : dnnl_abcd)) ||
         (st = dnnl_memory_desc_init_by_tag(&wany, wnd, wd, ca->dt, dnnl_format_tag_any)) ||
         (ca->bias && (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_BIAS], 1, bd, ca->dt, dnnl_a))))
@@ -202,13 +206,16 @@ static void conv_weights_done(wf__dn_prim *p, bool cached)
 static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt, const void *x, const void *w,
                             uint64_t wver, const void *bias, void *y, int act, double alpha)
 {
-    conv_build_arg ca = {g, dt, bias != NULL, conv_wants_any(g), act, alpha};
+    /* level 3's layout (lower/layout.c): f32 only, where the lowering checked the channel counts */
+    bool in_blk = dt == dnnl_f32 && (k->in_blocked & 1), out_blk = dt == dnnl_f32 && (k->out_blocked & 1);
+    conv_build_arg ca = {g, dt, bias != NULL, conv_wants_any(g), in_blk, out_blk, act, alpha};
     int64_t key[WF__DN_KEY_MAX];
     int nk = 0;
     key[nk++] = 'C';
     key[nk++] = dt;
     key[nk++] = bias != NULL;
     key[nk++] = ca.any;
+    key[nk++] = in_blk | out_blk << 1;
     key[nk++] = act;
     memcpy(&key[nk++], &alpha, sizeof alpha);
     const int64_t geo[] = {g->n, g->c, g->h, g->w, g->oc, g->g, g->kh, g->kw};

@@ -274,6 +274,7 @@ typedef struct pool_geom {
     dnnl_alg_kind_t alg;
     dnnl_data_type_t dt;
     bool blocked;                /* pool on a channel-blocked copy (see pool_build) */
+    bool src_blk;                /* the source is already in wf__dn_blocked_tag's layout (level 3) */
 } pool_geom;
 
 /* oneDNN's jit pooling works on channel-blocked layouts only (on plain NCHW it takes a scalar loop that
@@ -284,16 +285,19 @@ static wf_status *pool_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_p
     dnnl_dims_t sd = {g->n, g->c, g->h, g->w}, dd = {g->n, g->c, g->oh, g->ow};
     dnnl_dims_t ks = {g->k[0], g->k[1]}, st = {g->s[0], g->s[1]}, dl = {g->d[0], g->d[1]};
     dnnl_dims_t pl = {g->pb[0], g->pb[1]}, pr = {g->pe[0], g->pe[1]};
+    /* the pool's own blocked copy: nChw16c / nChw8c (the conv layout may be nhwc, see k_dnnl.c) */
     dnnl_format_tag_t blk = dnnl_get_effective_cpu_isa() >= dnnl_cpu_isa_avx512_core ? dnnl_aBcd16b : dnnl_aBcd8b;
+    dnnl_format_tag_t src_tag = g->src_blk ? wf__dn_blocked_tag() : dnnl_abcd;
     dnnl_memory_desc_t dany;
     dnnl_pooling_v2_desc_t desc;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_status_t rc;
     const char *what = "pooling memory descriptor";
-    if ((rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, g->dt, dnnl_abcd)) ||
+    if ((rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, g->dt, src_tag)) ||
         (rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_DST], 4, dd, g->dt, dnnl_abcd)) ||
-        (rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC_PRIM], 4, sd, g->dt, g->blocked ? blk : dnnl_abcd)) ||
+        (rc = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC_PRIM], 4, sd, g->dt,
+                                           g->src_blk ? src_tag : g->blocked ? blk : dnnl_abcd)) ||
         (rc = dnnl_memory_desc_init_by_tag(&dany, 4, dd, g->dt, g->blocked ? dnnl_format_tag_any : dnnl_abcd)))
         goto fail;
     what = "pooling descriptor";
@@ -336,7 +340,7 @@ static wf_status *pool_dnnl(wf__kctx *k, const pool_geom *g, const void *x, void
     *done = false;
     int64_t key[WF__DN_KEY_MAX];
     int nk = 0;
-    const int64_t fields[] = {'P', g->alg, g->dt, g->blocked, g->n, g->c, g->h, g->w, g->k[0], g->k[1], g->s[0],
+    const int64_t fields[] = {'P', g->alg, g->dt, g->blocked | g->src_blk << 1, g->n, g->c, g->h, g->w, g->k[0], g->k[1], g->s[0],
                               g->s[1], g->d[0], g->d[1], g->pb[0], g->pb[1], g->pe[0], g->pe[1], g->oh, g->ow};
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) key[nk++] = fields[i];
     wf__dn_prim *p;
@@ -501,13 +505,17 @@ wf_status *wf__dn_k_global_avg_pool(wf__kctx *k)
     WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, od, &y));
     if (!y->size) return NULL;
     if ((x->dtype == WF_F32 || x->dtype == WF_BF16) && inner > 0) {
-        /* any rank as (N, C, 1, S) with one window over S: the same elements in the same memory order */
+        /* any rank as (N, C, 1, S) with one window over S: the same elements in the same memory order,
+         * in plain NCHW and in the blocked layouts alike (level 3 may hand us a blocked 4-D source) */
         pool_geom g = {.n = x->dims[0], .c = x->dims[1], .h = 1, .w = inner, .k = {1, inner}, .s = {1, 1},
                        .oh = 1, .ow = 1, .alg = dnnl_pooling_avg_exclude_padding, .dt = wf__dn_dtype(x->dtype),
-                       .blocked = true};
+                       .blocked = true, .src_blk = x->dtype == WF_F32 && x->rank == 4 && (k->in_blocked & 1)};
         bool done;
         WF__TRY(pool_dnnl(k, &g, x->data, y->data, &done));
         if (done) return NULL;
+        if (g.src_blk)
+            return wf__kctx_fail(k, WF_UNIMPLEMENTED, "oneDNN has no pooling for the blocked source %s",
+                                 wf__shape_str(x->rank, x->dims, sx));
     }
     gap_arg r = {x->data, y->data, inner, x->dtype};
     wf__parallel_for(k, y->size, 32768 / (inner + 1) + 1, gap_range, &r);
