@@ -951,6 +951,15 @@ static void test_fanout_dump(void)
 /* ---- level 3: channel-blocked layouts between convolutions (lower/layout.c) ---------------------- */
 
 /* NCHW convolution in double: y[n][o][i][j], pads p on every side, stride st, groups g, bias b (or NULL) */
+/* Output 0 of a new node */
+static wf_output node0(wf_graph *g, const char *op, const char *name, const wf_output *in, int n_in, const wf_attr *at,
+                       int n_at)
+{
+    wf_output o = {NULL, 0};
+    CHECK_OK(wf_op(g, op, name, in, n_in, at, n_at, &o.node));
+    return o;
+}
+
 static void ref_conv(const double *x, int N, int C, int H, int W, const float *w, int OC, int K, int st, int p, int g,
                      const float *b, double *y, int *OH, int *OW)
 {
@@ -1013,26 +1022,19 @@ static void test_layout_blocked(void)
     wf_attr c3at[2] = {wf_attr_ints("pads", p1, 4), wf_attr_ints("strides", s2, 2)};
     wf_attr mpat[2] = {wf_attr_ints("kernel_shape", k22, 2), wf_attr_ints("strides", s2, 2)};
     wf_output in1[3] = {x, k1, kb};
-    CHECK_OK(wf_op(g, "Conv2D", "c1", in1, 3, pad1, 1, &v1.node));
-    v1.index = 0;
+    v1 = node0(g, "Conv2D", "c1", in1, 3, pad1, 1);
     CHECK_OK(wf_relu(g, "r1", v1, &v1));
     wf_output in2[2] = {v1, k2};
-    CHECK_OK(wf_op(g, "Conv2D", "c2", in2, 2, NULL, 0, &v2.node));
-    v2.index = 0;
+    v2 = node0(g, "Conv2D", "c2", in2, 2, NULL, 0);
     wf_output ina[2] = {v2, v1};
-    CHECK_OK(wf_op(g, "Add", "add", ina, 2, NULL, 0, &a.node));
-    a.index = 0;
+    a = node0(g, "Add", "add", ina, 2, NULL, 0);
     CHECK_OK(wf_relu(g, "r", a, &rr));
     wf_output ind[2] = {rr, kd};
-    CHECK_OK(wf_op(g, "Conv2D", "dw", ind, 2, dwat, 2, &d.node));
-    d.index = 0;
-    CHECK_OK(wf_op(g, "GlobalAvgPool", "gap", &d, 1, NULL, 0, &gp.node));
-    gp.index = 0;
+    d = node0(g, "Conv2D", "dw", ind, 2, dwat, 2);
+    gp = node0(g, "GlobalAvgPool", "gap", &d, 1, NULL, 0);
     wf_output in3[2] = {d, k3};
-    CHECK_OK(wf_op(g, "Conv2D", "c3", in3, 2, c3at, 2, &c3.node));
-    c3.index = 0;
-    CHECK_OK(wf_op(g, "MaxPool2D", "mp", &c3, 1, mpat, 2, &m.node));
-    m.index = 0;
+    c3 = node0(g, "Conv2D", "c3", in3, 2, c3at, 2);
+    m = node0(g, "MaxPool2D", "mp", &c3, 1, mpat, 2);
 
     /* the reference */
     static double xd[N * C * H * W], t1[N * M * H * W], t2[N * M * H * W], td[N * M * H * W], t3[N * C * 9];
@@ -1144,24 +1146,18 @@ static void test_layout_plain(void)
     k3 = konst(g, "w3", WF_F32, 4, (int64_t[]){C, C, 1, 1}, w3);
     kb = konst(g, "bb", WF_F32, 4, (int64_t[]){1, C, 1, 1}, bias);
     wf_output in1[2] = {x, k1};
-    CHECK_OK(wf_op(g, "Conv2D", "fetched", in1, 2, NULL, 0, &c1.node)); /* fetched and read by c2 */
-    c1.index = 0;
+    c1 = node0(g, "Conv2D", "fetched", in1, 2, NULL, 0); /* fetched and read by c2 */
     wf_output in2[2] = {c1, k1};
-    CHECK_OK(wf_op(g, "Conv2D", "c2", in2, 2, NULL, 0, &c2.node)); /* read by a Transpose */
-    c2.index = 0;
+    c2 = node0(g, "Conv2D", "c2", in2, 2, NULL, 0); /* read by a Transpose */
     int64_t perm[4] = {0, 2, 3, 1};
     wf_attr pat[1] = {wf_attr_ints("perm", perm, 4)};
-    CHECK_OK(wf_op(g, "Transpose", "tr", &c2, 1, pat, 1, &t.node));
-    t.index = 0;
+    t = node0(g, "Transpose", "tr", &c2, 1, pat, 1);
     wf_output in3[2] = {c1, k3};
-    CHECK_OK(wf_op(g, "Conv2D", "c3", in3, 2, NULL, 0, &c3.node)); /* read by a broadcasting Add */
-    c3.index = 0;
+    c3 = node0(g, "Conv2D", "c3", in3, 2, NULL, 0); /* read by a broadcasting Add */
     wf_output inb[2] = {c3, kb};
-    CHECK_OK(wf_op(g, "Add", "badd", inb, 2, NULL, 0, &badd.node));
-    badd.index = 0;
+    badd = node0(g, "Add", "badd", inb, 2, NULL, 0);
     wf_output in4[2] = {badd, k1};
-    CHECK_OK(wf_op(g, "Conv2D", "c4", in4, 2, NULL, 0, &out4.node));
-    out4.index = 0;
+    out4 = node0(g, "Conv2D", "c4", in4, 2, NULL, 0);
     wf_output fe[3] = {c1, t, out4};
     float got[2][3][N * C * H * W];
     for (int li = 0; li < 2; li++) {
