@@ -703,7 +703,7 @@ wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds
     for (int i = 0; i < p->n_nodes; i++) {
         const wf__pnode *pn = &p->nodes[i];
         /* level 3's layout: "; blocked in, out" (lower/layout.c) */
-        const char *lay = pn->out_blocked ? (pn->in_blocked & 1 ? "; blocked in, out" : "; blocked out")
+        const char *lay = pn->out_blocked ? (pn->in_blocked ? "; blocked in, out" : "; blocked out")
                           : pn->in_blocked ? "; blocked in" : "";
         wf__str_appendf(&out, "%s: (%s%s%s%s): %s  # %s\n", pn->name, pn->op->name,
                         pn->fused_names ? "+" : "", pn->fused_names ? pn->fused_names : "", lay,

@@ -984,18 +984,19 @@ static void ref_conv(const double *x, int N, int C, int H, int W, const float *w
 
 static double relu_d(double v) { return isnan(v) ? v : v > 0 ? v : 0; }
 
-/* A residual block as ResNet's, a depthwise convolution, then a GlobalAvgPool and a strided Conv2D into a
+/* A residual block as ResNet's, a depthwise convolution scaled per channel (squeeze-and-excitation's
+ * Mul), then a GlobalAvgPool and a strided Conv2D into a
  * MaxPool: at level 3 every value between the first convolution and the last stays blocked (the placement
  * text says so per node), the last convolution writes plain for the MaxPool, and the GlobalAvgPool reads
  * blocked. Levels 0, 2 and 3 agree with a double-precision reference, NaN and infinities included
  * (the second image holds them). */
 static void test_layout_blocked(void)
 {
-    enum { N = 2, C = 16, H = 6, W = 6, M = 32 };
+    enum { N = 3, C = 16, H = 6, W = 6, M = 32 }; /* image 1 holds the specials, 0 and 2 stay finite */
     wf_graph *g = NULL;
     CHECK_OK(wf_graph_new(&g));
     if (!g) return;
-    static float w1[M * C * 9], b1[M], w2[M * M], wd[M * 9], w3[C * M * 9], xv[N * C * H * W];
+    static float w1[M * C * 9], b1[M], w2[M * M], wd[M * 9], w3[C * M * 9], sev[N * M], xv[N * C * H * W];
     uint32_t r = 7;
 #define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
     for (size_t i = 0; i < sizeof w1 / sizeof *w1; i++) w1[i] = RND() * 0.5f;
@@ -1004,18 +1005,23 @@ static void test_layout_blocked(void)
     for (size_t i = 0; i < sizeof wd / sizeof *wd; i++) wd[i] = RND();
     for (size_t i = 0; i < sizeof w3 / sizeof *w3; i++) w3[i] = RND() * 0.3f;
     for (size_t i = 0; i < sizeof xv / sizeof *xv; i++) xv[i] = RND() * 4;
+    for (int i = 0; i < N * M; i++) sev[i] = RND() + 0.6f; /* one scale per image and channel */
+    sev[5] = 0; /* a squeeze-and-excitation scale per channel, one of them 0 and one negative (a NaN or
+                   infinite scale would make every output of c3, which sums all channels, NaN) */
+    sev[20] = -2;
 #undef RND
     /* the second image: a NaN in channel 3, +Inf in channel 9, -Inf in channel 12 */
     xv[((1 * C + 3) * H + 1) * W + 2] = NAN;
     xv[((1 * C + 9) * H + 4) * W + 4] = INFINITY;
     xv[((1 * C + 12) * H + 0) * W + 5] = -INFINITY;
-    wf_output x, k1, kb, k2, kd, k3, v1, v2, a, rr, d, gp, c3, m;
+    wf_output x, k1, kb, k2, kd, k3, ks, v1, v2, a, rr, d, se, gp, c3, m;
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
     k1 = konst(g, "w1", WF_F32, 4, (int64_t[]){M, C, 3, 3}, w1);
     kb = konst(g, "b1", WF_F32, 1, (int64_t[]){M}, b1);
     k2 = konst(g, "w2", WF_F32, 4, (int64_t[]){M, M, 1, 1}, w2);
     kd = konst(g, "wd", WF_F32, 4, (int64_t[]){M, 1, 3, 3}, wd);
     k3 = konst(g, "w3", WF_F32, 4, (int64_t[]){C, M, 3, 3}, w3);
+    ks = konst(g, "sev", WF_F32, 4, (int64_t[]){N, M, 1, 1}, sev);
     int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, k22[2] = {2, 2};
     wf_attr pad1[1] = {wf_attr_ints("pads", p1, 4)};
     wf_attr dwat[2] = {wf_attr_ints("pads", p1, 4), wf_attr_int("group", M)};
@@ -1031,8 +1037,10 @@ static void test_layout_blocked(void)
     CHECK_OK(wf_relu(g, "r", a, &rr));
     wf_output ind[2] = {rr, kd};
     d = node0(g, "Conv2D", "dw", ind, 2, dwat, 2);
-    gp = node0(g, "GlobalAvgPool", "gap", &d, 1, NULL, 0);
-    wf_output in3[2] = {d, k3};
+    wf_output ins[2] = {ks, d}; /* the scale first, as torchvision's SqueezeExcitation writes it */
+    se = node0(g, "Mul", "se", ins, 2, NULL, 0);
+    gp = node0(g, "GlobalAvgPool", "gap", &se, 1, NULL, 0);
+    wf_output in3[2] = {se, k3};
     c3 = node0(g, "Conv2D", "c3", in3, 2, c3at, 2);
     m = node0(g, "MaxPool2D", "mp", &c3, 1, mpat, 2);
 
@@ -1046,6 +1054,7 @@ static void test_layout_blocked(void)
     ref_conv(t1, N, M, H, W, w2, M, 1, 1, 0, 1, NULL, t2, &oh, &ow);
     for (size_t i = 0; i < sizeof t2 / sizeof *t2; i++) t2[i] = relu_d(t2[i] + t1[i]);
     ref_conv(t2, N, M, H, W, wd, M, 3, 1, 1, M, NULL, td, &oh, &ow);
+    for (int i = 0; i < N * M * H * W; i++) td[i] *= sev[i / (H * W)];
     for (int p = 0; p < N * M; p++) {
         double acc = 0;
         for (int i = 0; i < H * W; i++) acc += td[p * H * W + i];
@@ -1068,7 +1077,8 @@ static void test_layout_blocked(void)
 
     static const char *const blocked[] = {"c1: (Conv2D+Relu; blocked out)", "c2: (Conv2D; blocked in, out)",
                                           "add: (Add; blocked in, out)", "r: (Relu; blocked in, out)",
-                                          "dw: (Conv2D; blocked in, out)", "gap: (GlobalAvgPool; blocked in)",
+                                          "dw: (Conv2D; blocked in, out)", "se: (Mul; blocked in, out)",
+                                          "gap: (GlobalAvgPool; blocked in)",
                                           "c3: (Conv2D; blocked in)", "mp: (MaxPool2D)", NULL};
     for (int level = 0; level <= 3; level += level ? 1 : 2) {
         wf_session_options so;
@@ -1126,7 +1136,8 @@ static void test_layout_blocked(void)
     wf_graph_free(g);
 }
 
-/* What keeps a value plain: a fetch, a consumer that reads by position (Transpose), a broadcasting Add,
+/* What keeps a value plain: a fetch, a consumer that reads by position (Transpose), an Add broadcasting
+ * over the channels (per pixel),
  * and a value whose channel count is not the device's multiple (with 1 every count is one). Each output
  * still equals level 0's. */
 static void test_layout_plain(void)
@@ -1135,16 +1146,16 @@ static void test_layout_plain(void)
     wf_graph *g = NULL;
     CHECK_OK(wf_graph_new(&g));
     if (!g) return;
-    static float w1[C * C], w3[C * C], bias[C], xv[N * C * H * W];
+    static float w1[C * C], w3[C * C], bias[H * W], xv[N * C * H * W];
     for (int i = 0; i < C * C; i++) w1[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
     for (int i = 0; i < C * C; i++) w3[i] = (float)((i * 29) % 13) / 13.0f - 0.5f;
-    for (int i = 0; i < C; i++) bias[i] = 0.1f * (float)i;
+    for (int i = 0; i < H * W; i++) bias[i] = 0.1f * (float)i;
     for (int i = 0; i < N * C * H * W; i++) xv[i] = (float)((i * 13) % 17) / 17.0f - 0.5f;
     wf_output x, k1, k3, kb, c1, c2, c3, t, badd, out4;
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
     k1 = konst(g, "w1", WF_F32, 4, (int64_t[]){C, C, 1, 1}, w1);
     k3 = konst(g, "w3", WF_F32, 4, (int64_t[]){C, C, 1, 1}, w3);
-    kb = konst(g, "bb", WF_F32, 4, (int64_t[]){1, C, 1, 1}, bias);
+    kb = konst(g, "bb", WF_F32, 4, (int64_t[]){1, 1, H, W}, bias); /* per pixel, not per channel */
     wf_output in1[2] = {x, k1};
     c1 = node0(g, "Conv2D", "fetched", in1, 2, NULL, 0); /* fetched and read by c2 */
     wf_output in2[2] = {c1, k1};

@@ -11,7 +11,9 @@
  *   block (wf_backend_device_info.channel_block), is not fetched, and its producer is
  *     - a Conv2D whose kernel has WF__K_BLOCKED (with its fused bias and activation), or
  *     - an elementwise op (a unary one, or a binary one whose two inputs have its own shape, as the
- *       residual Add of a ResNet block) whose inputs are all blocked values;
+ *       residual Add of a ResNet block) whose inputs are all blocked values; or an Add, Sub, Mul or
+ *       Div of a blocked value and one value per channel ([N or 1, C, 1, 1]: the scale of a
+ *       squeeze-and-excitation block), whose CPU kernels (WF__K_BLOCKED) take that pair;
  * - and every consumer is on the same device and is such a Conv2D or a GlobalAvgPool (WF__K_BLOCKED
  *   too) reading it as its input X, or such an elementwise op whose own output is blocked.
  *
@@ -80,6 +82,13 @@ static bool reads_blocked(const lay *L, int h)
     return cb > 0 && c > 0 && oc > 0 && c % g == 0 && oc % g == 0 && (c / g) % cb == 0 && (oc / g) % cb == 0;
 }
 
+/* u is one value per channel of t: [N or 1, C, 1, 1] (its bytes are the same in every layout) */
+static bool per_channel_of(const wf__tinfo *u, const wf__tinfo *t)
+{
+    return u->dtype == t->dtype && u->rank == 4 && (u->dims[0] == 1 || u->dims[0] == t->dims[0]) &&
+           u->dims[1] == t->dims[1] && u->dims[2] == 1 && u->dims[3] == 1 && (t->dims[2] != 1 || t->dims[3] != 1);
+}
+
 /* Whether h's output could be blocked, from itself alone. */
 static bool could_block(const lay *L, int h)
 {
@@ -94,10 +103,14 @@ static bool could_block(const lay *L, int h)
         return false;
     if (!strcmp(n->op->name, "Conv2D")) return reads_blocked(L, h);
     if (unary_eltwise(n->op->name)) return n->n_in == 1 && n->in[0].node;
-    if (!binary_eltwise(n->op->name) || n->n_in != 2) return false;
-    for (int i = 0; i < 2; i++)
-        if (!n->in[i].node || !same_dims(&b->info[n->in[i].node->id][n->in[i].index], t)) return false;
-    return true;
+    if (!binary_eltwise(n->op->name) || n->n_in != 2 || !n->in[0].node || !n->in[1].node) return false;
+    int full = 0;
+    for (int i = 0; i < 2; i++) {
+        const wf__tinfo *u = &b->info[n->in[i].node->id][n->in[i].index];
+        if (same_dims(u, t)) full++;
+        else if (!per_channel_of(u, t) || !(L->p->nodes[b->pidx[h]].kernel->flags & WF__K_BLOCKED)) return false;
+    }
+    return full >= 1;
 }
 
 /* The head whose blocked value input i of node n reads, or -1 when it reads no group's value. */
@@ -116,6 +129,8 @@ static bool still_blocked(const lay *L, int h)
     const wf_node *n = b->g->nodes[h];
     if (strcmp(n->op->name, "Conv2D"))
         for (int i = 0; i < n->n_in; i++) {
+            /* a per-channel operand may come in any layout: its bytes are the same */
+            if (!same_dims(&b->info[n->in[i].node->id][n->in[i].index], &b->info[L->last[h]][0])) continue;
             int v = input_value(L, n, i);
             if (v < 0 || !L->blk[v]) return false;
         }

@@ -3,6 +3,7 @@
  * elementwise kernel table. Broadcasting coalesces dims so the loops always run over the innermost
  * contiguous stretch with each input either advancing (stride 1) or held (stride 0).
  */
+#include "backends/cpu/k_dnnl.h"
 #include "backends/cpu/k_elementwise.h"
 #include "ops/kutil_elementwise.h"
 
@@ -428,6 +429,53 @@ static wf_status *check_b(wf__kctx *k, int check, const wf_tensor *b)
     return NULL;
 }
 
+/* Level 3 (lower/layout.c): one operand is 4-D in the CPU's blocked layout (k_dnnl.c's
+ * wf__dn_blocked_tag), the other per channel, [N or 1, C, 1, 1] (a squeeze-and-excitation scale, a
+ * per-channel bias), whose bytes are the same in every layout. Rows of the blocked operand meet a run
+ * of the per-channel values: C of them per pixel in nhwc, a block of them per pixel in nChw8c/16c. */
+typedef struct pc_job {
+    bin_fn fn;
+    const float *x, *s;
+    float *o;
+    int64_t c, hw, blk; /* blk 0: nhwc */
+    bool s_batch;       /* the per-channel operand has the input's N (else 1) */
+    bool s_first;       /* the per-channel operand is the op's first input */
+} pc_job;
+
+static void pc_range(void *arg, int64_t r0, int64_t r1)
+{
+    const pc_job *j = arg;
+    int64_t len = j->blk ? j->blk : j->c, cb = j->blk ? j->c / j->blk : 1;
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t n = r / (cb * j->hw), cblk = r / j->hw % cb;
+        const float *s = j->s + (j->s_batch ? n * j->c : 0) + cblk * len, *x = j->x + r * len;
+        if (j->s_first) j->fn(s, 1, x, 1, j->o + r * len, len);
+        else j->fn(x, 1, s, 1, j->o + r * len, len);
+    }
+}
+
+static wf_status *per_channel(wf__kctx *k, const binop *op)
+{
+    int bi = k->in[0]->size >= k->in[1]->size ? 0 : 1;
+    const wf_tensor *x = k->in[bi], *s = k->in[1 - bi];
+    char sx[160], ss[160];
+    if (x->rank != 4 || s->rank != 4 || s->dims[1] != x->dims[1] || s->dims[2] != 1 || s->dims[3] != 1 ||
+        (s->dims[0] != 1 && s->dims[0] != x->dims[0]) || !(k->in_blocked >> bi & 1) || !op->fn[WF_F32])
+        return wf__kctx_fail(k, WF_INTERNAL, "layout planning gave a blocked %s with %s, not one value per channel",
+                             wf__shape_str(x->rank, x->dims, sx), wf__shape_str(s->rank, s->dims, ss));
+    wf_tensor *out;
+    WF__TRY(wf__kctx_output_reuse(k, 0, bi, WF_F32, 4, x->dims, &out, NULL));
+    int64_t blk = wf__dn_blocked_tag() == dnnl_acdb ? 0 : wf__dn_channel_block(), hw = x->dims[2] * x->dims[3];
+    if (!x->size) return NULL;
+    if (blk && x->dims[1] % blk)
+        return wf__kctx_fail(k, WF_INTERNAL, "blocked %s: %lld channels are not whole blocks of %lld",
+                             wf__shape_str(x->rank, x->dims, sx), (long long)x->dims[1], (long long)blk);
+    pc_job j = {op->fn[WF_F32], x->data, s->data, out->data, x->dims[1], hw, blk, s->dims[0] != 1, bi == 1};
+    int64_t rows = x->dims[0] * hw * (blk ? x->dims[1] / blk : 1), len = blk ? blk : x->dims[1];
+    wf__parallel_for(k, rows, op->grain / len + 1, pc_range, &j);
+    return NULL;
+}
+
 static wf_status *binary(wf__kctx *k, const binop *op)
 {
     const wf_tensor *a = k->in[0], *b = k->in[1];
@@ -442,6 +490,7 @@ static wf_status *binary(wf__kctx *k, const binop *op)
     bin_fn fn = wf__dtype_valid(t) ? op->fn[half ? WF_F32 : t] : NULL;
     if (!fn) return wf__kctx_fail(k, WF_UNIMPLEMENTED, "no CPU kernel for dtype %s", wf_dtype_name(t));
     WF__TRY(check_b(k, op->check, b));
+    if ((k->in_blocked & 3) && t == WF_F32 && !same_shape(a, b)) return per_channel(k, op);
     wf_dtype out_dt = op->out_bool ? WF_BOOL : t;
     /* Same shapes below the parallel threshold (the executor's scalar chains, small activations):
      * straight to the loop, no plan. */
@@ -511,12 +560,14 @@ static wf_status *k_Where(wf__kctx *k)
 
 #define KB_(Op, mask) {#Op, "CPU", mask, 0, k_##Op, NULL, WF__K_INPLACE},
 #define KU_(Op, mask) {#Op, "CPU", mask, 0, wf__ew_k_##Op, NULL, WF__K_INPLACE},
+/* the four that take a blocked operand with a per-channel one (per_channel above) */
+#define KP_(Op, mask) {#Op, "CPU", mask, 0, k_##Op, NULL, WF__K_INPLACE | WF__K_BLOCKED},
 
 const wf__kernel_def wf__cpu_kernels_elementwise[] = {
-    KB_(Add, WF__DT_NUMERIC)
-    KB_(Sub, WF__DT_NUMERIC)
-    KB_(Mul, WF__DT_NUMERIC)
-    KB_(Div, WF__DT_NUMERIC)
+    KP_(Add, WF__DT_NUMERIC)
+    KP_(Sub, WF__DT_NUMERIC)
+    KP_(Mul, WF__DT_NUMERIC)
+    KP_(Div, WF__DT_NUMERIC)
     KB_(Pow, WF__DT_NUMERIC)
     KB_(Maximum, WF__DT_NUMERIC)
     KB_(Minimum, WF__DT_NUMERIC)
