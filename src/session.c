@@ -131,6 +131,7 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
     if (!ws) ws = wf__opt_check(&s->opt);
     s->place.no_fusion = !wf__opt_fuses(&s->opt);
     s->place.layout = wf__opt_layout(&s->opt);
+    s->place.no_jit = !wf__opt_jit(&s->opt);
     s->opt.eval = eval_graph;
     s->opt.eval_arg = s;
     if (ws) {

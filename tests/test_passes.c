@@ -4,6 +4,7 @@
  * hand; what must never be touched (fed nodes, variables, stateful ops, different device requests);
  * --disable-pass, --dump-graph and the options' errors.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,7 +293,7 @@ static void test_options_and_dump(void)
     s = NULL;
     so.disable_passes = "bogus";
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
-              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, fold, cse, fuse, layout)");
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, fold, cse, fuse, jit, layout)");
     so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -1076,7 +1077,8 @@ static void test_layout_blocked(void)
     CHECK(nan_seen > 0 && nan_seen < N * C); /* the specials reach the outputs, and not all of them */
 
     static const char *const blocked[] = {"c1: (Conv2D+Relu; blocked out)", "c2: (Conv2D; blocked in, out)",
-                                          "add: (Add; blocked in, out)", "r: (Relu; blocked in, out)",
+                                          /* the residual Add and its Relu, one generated kernel (lower/jit.c) */
+                                          "r: (FusedElementwise+Add+Relu; blocked in, out)",
                                           "dw: (Conv2D; blocked in, out)", "se: (Mul; blocked in, out)",
                                           "gap: (GlobalAvgPool; blocked in)",
                                           "c3: (Conv2D; blocked in)", "mp: (MaxPool2D)", NULL};
@@ -1205,6 +1207,273 @@ static void test_layout_plain(void)
     wf_graph_free(g);
 }
 
+/* ---- level 2's generated elementwise kernels (lower/jit.c) ------------------------------------------ */
+
+static double sigmoid_d(double v) { return 1 / (1 + exp(-v)); }
+/* NaN wins, as numpy.maximum; Clip and Relu pass NaN through */
+static double max_d(double a, double b) { return isnan(a) || isnan(b) ? NAN : a > b ? a : b; }
+static double clip_d(double v, double lo, double hi) { return isnan(v) ? v : v < lo ? lo : v > hi ? hi : v; }
+
+/* v1 = x*2, v2 = v1 + bias[W], v3 = relu(v2), v4 = scale[1,C,1,1] * v3, v5 = tanh(v4) (fetched),
+ * v6 = v5 - v3, v7 = max(v6, x), v8 = sigmoid(v7), v9 = clip(v8, 0.3, 0.7), y = leaky(v9 - 0.5, 0.1).
+ * v5 is fetched and v3 read by two clusters, so three clusters: [v1 v2 v3], [v4 v5], [v6 .. y]. With
+ * the scalar, bias and per-channel broadcasts, x read by two clusters and NaN/Inf in x, the generated
+ * kernels agree with a double reference, and within 4 ulp of 1 with the same graph without them
+ * (--disable-pass jit), which runs the same loops op by op. Shapes: small, a large one that is split
+ * over threads and tiles and is no multiple of a tile, and an empty one. */
+static void jit_chain(int64_t N, int64_t C, int64_t H, int64_t W)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    int64_t n = N * C * H * W, dims[4] = {N, C, H, W};
+    float *xv = malloc(sizeof(float) * (size_t)(n ? n : 1)), *bias = malloc(sizeof(float) * (size_t)W);
+    float scale[64], two = 2, lo = 0.3f, hi = 0.7f, half = 0.5f;
+    uint32_t r = 11;
+#define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
+    for (int64_t i = 0; i < n; i++) xv[i] = RND() * 3;
+    for (int64_t i = 0; i < W; i++) bias[i] = RND();
+    for (int64_t i = 0; i < C && i < 64; i++) scale[i] = RND() * 4;
+#undef RND
+    if (n > 7) xv[3] = NAN, xv[n / 2] = INFINITY, xv[n - 2] = -INFINITY;
+    wf_output x, k2, kb, ks, klo, khi, kh, v[12];
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, dims, &x));
+    k2 = konst(g, "two", WF_F32, 0, NULL, &two);
+    kb = konst(g, "bias", WF_F32, 1, &W, bias);
+    ks = konst(g, "scale", WF_F32, 4, (int64_t[]){1, C, 1, 1}, scale);
+    klo = konst(g, "lo", WF_F32, 0, NULL, &lo);
+    khi = konst(g, "hi", WF_F32, 0, NULL, &hi);
+    kh = konst(g, "half", WF_F32, 0, NULL, &half);
+    v[1] = node0(g, "Mul", "v1", (wf_output[]){x, k2}, 2, NULL, 0);
+    v[2] = node0(g, "Add", "v2", (wf_output[]){v[1], kb}, 2, NULL, 0);
+    v[3] = node0(g, "Relu", "v3", &v[2], 1, NULL, 0);
+    v[4] = node0(g, "Mul", "v4", (wf_output[]){ks, v[3]}, 2, NULL, 0);
+    v[5] = node0(g, "Tanh", "v5", &v[4], 1, NULL, 0);
+    v[6] = node0(g, "Sub", "v6", (wf_output[]){v[5], v[3]}, 2, NULL, 0);
+    v[7] = node0(g, "Maximum", "v7", (wf_output[]){v[6], x}, 2, NULL, 0);
+    v[8] = node0(g, "Sigmoid", "v8", &v[7], 1, NULL, 0);
+    v[9] = node0(g, "Clip", "v9", (wf_output[]){v[8], klo, khi}, 3, NULL, 0);
+    v[10] = node0(g, "Sub", "v10", (wf_output[]){v[9], kh}, 2, NULL, 0);
+    wf_attr la[1] = {wf_attr_float("alpha", 0.1)};
+    v[11] = node0(g, "LeakyRelu", "y", &v[10], 1, la, 1);
+    double *w5 = malloc(sizeof(double) * (size_t)(n ? n : 1)), *wy = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; w5 && wy && i < n; i++) {
+        int64_t c = i / (H * W) % C, w = i % W;
+        double a = (double)xv[i] * 2 + bias[w], r3 = isnan(a) ? a : a > 0 ? a : 0;
+        w5[i] = tanh(scale[c] * r3);
+        double t = clip_d(sigmoid_d(max_d(w5[i] - r3, xv[i])), lo, hi) - 0.5;
+        wy[i] = t < 0 ? 0.1 * t : t;
+    }
+    wf_tensor *got[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    for (int jit = 1; jit >= 0; jit--) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.disable_passes = jit ? NULL : "jit";
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, dims, xv, &xt));
+        wf_feed f = {x, xt};
+        wf_output fe[2] = {v[5], v[11]};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, fe, 2, got[jit], NULL));
+        char *pl = NULL;
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, fe, 2, &pl));
+        if (pl && jit) {
+            CHECK_STR_CONTAINS(pl, "v3: (FusedElementwise+Mul+Add+Relu): ");
+            CHECK_STR_CONTAINS(pl, "v5: (FusedElementwise+Mul+Tanh): ");
+            CHECK_STR_CONTAINS(pl, "y: (FusedElementwise+Sub+Maximum+Sigmoid+Clip+Sub+LeakyRelu): ");
+            CHECK_STR_CONTAINS(pl, "generated kernel of 6 ops (program ");
+            CHECK(strstr(pl, "v1: ") == NULL && strstr(pl, "v9: ") == NULL); /* inside clusters */
+        } else if (pl) {
+            CHECK(strstr(pl, "FusedElementwise") == NULL);
+            CHECK_STR_CONTAINS(pl, "v9: (Clip): ");
+        }
+        wf_free(pl);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    for (int o = 0; o < 2; o++) {
+        if (!got[0][o] || !got[1][o]) continue;
+        CHECK_INT((int)wf_tensor_size(got[1][o]), (int)n);
+        const float *a = wf_tensor_data(got[1][o]), *b = wf_tensor_data(got[0][o]);
+        const double *want = o ? wy : w5;
+        int off = 0, differ = 0;
+        for (int64_t i = 0; i < n && wf_tensor_size(got[1][o]) == n; i++) {
+            if (isnan(want[i]) ? !isnan(a[i]) : isinf(want[i]) ? a[i] != want[i] : fabs(a[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+                off++;
+            /* the same loops, but a value may fall in a loop's vector body in one plan and in its
+             * scalar tail in the other, where Sigmoid's polynomial rounds an ulp apart (of values
+             * near 0.5, which y - 0.5 then makes relatively large) */
+            bool same = isnan(a[i]) ? isnan(b[i]) : a[i] == b[i] || fabs(a[i] - b[i]) <= 4 * FLT_EPSILON * (1 + fabs(b[i]));
+            if (!same && differ++ < 3)
+                printf("  %s[%lld] fused %.9g, unfused %.9g\n", o ? "y" : "v5", (long long)i, a[i], b[i]);
+        }
+        CHECK_INT(off, 0);
+        CHECK_INT(differ, 0);
+    }
+    int nan_seen = 0;
+    for (int64_t i = 0; i < n; i++) nan_seen += isnan(wy[i]);
+    if (n > 7) CHECK(nan_seen > 0); /* the NaN reaches y */
+    for (int j = 0; j < 2; j++)
+        for (int o = 0; o < 2; o++) wf_tensor_free(got[j][o]);
+    free(xv);
+    free(bias);
+    free(w5);
+    free(wy);
+    wf_graph_free(g);
+}
+
+static void test_jit_chain(void)
+{
+    jit_chain(2, 3, 4, 5);
+    jit_chain(1, 3, 517, 701); /* 1.09M values: parallel ranges and tiles that end mid-way */
+    jit_chain(0, 3, 4, 5);     /* empty */
+}
+
+/* A chain of scalars (rank 0) fuses too; levels 0 and 1 and --disable-pass fuse leave it alone; an
+ * op without a loop in the generated kernel (Pow) ends a cluster, and a lone op makes none. */
+static void test_jit_rules(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float one = 1, three = 3, xv = -2.5f;
+    wf_output x, k1, k3, a, b, c, d, e;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 0, NULL, &x));
+    k1 = konst(g, "one", WF_F32, 0, NULL, &one);
+    k3 = konst(g, "three", WF_F32, 0, NULL, &three);
+    a = node0(g, "Add", "a", (wf_output[]){x, k1}, 2, NULL, 0);
+    b = node0(g, "Abs", "b", &a, 1, NULL, 0);
+    c = node0(g, "Pow", "c", (wf_output[]){b, k3}, 2, NULL, 0);
+    d = node0(g, "Neg", "d", &c, 1, NULL, 0);
+    e = node0(g, "Exp", "e", &d, 1, NULL, 0); /* exp(-(|x+1|^3)) */
+    double want = exp(-pow(fabs(-2.5 + 1), 3));
+    struct { int level; const char *disable; bool fused; } cases[] = {
+        {2, NULL, true}, {3, NULL, true}, {1, NULL, false}, {0, NULL, false}, {2, "fuse", false}, {2, "jit", false}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = cases[k].level;
+        so.disable_passes = cases[k].disable;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 0, NULL, &xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &e, 1, &out, NULL));
+        if (out) {
+            CHECK_INT(wf_tensor_rank(out), 0);
+            CHECK_NEAR(((const float *)wf_tensor_data(out))[0], want, 1e-6);
+        }
+        char *pl = NULL;
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &e, 1, &pl));
+        if (pl && cases[k].fused) {
+            CHECK_STR_CONTAINS(pl, "b: (FusedElementwise+Add+Abs): ");
+            CHECK_STR_CONTAINS(pl, "c: (Pow): ");
+            CHECK_STR_CONTAINS(pl, "e: (FusedElementwise+Neg+Exp): ");
+        } else if (pl) {
+            CHECK(strstr(pl, "FusedElementwise") == NULL);
+        }
+        wf_free(pl);
+        wf_tensor_free(out);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    wf_graph_free(g);
+}
+
+/* An operand broadcast in two runs ([3,1,5] over [3,4,5], Softmax's max on its middle axis) keeps its
+ * op out of the generated kernels, while the ops after it fuse; values against a double reference. */
+static void test_jit_broadcast_runs(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float xv[60], mv[15];
+    for (int i = 0; i < 60; i++) xv[i] = (float)((i * 37) % 23) / 7.0f - 1.5f;
+    for (int i = 0; i < 15; i++) mv[i] = (float)i / 10.0f;
+    xv[7] = NAN;
+    wf_output x, m, a, b, c;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, (int64_t[]){3, 4, 5}, &x));
+    m = konst(g, "m", WF_F32, 3, (int64_t[]){3, 1, 5}, mv);
+    a = node0(g, "Sub", "a", (wf_output[]){x, m}, 2, NULL, 0);
+    b = node0(g, "Exp", "b", &a, 1, NULL, 0);
+    c = node0(g, "Neg", "c", &b, 1, NULL, 0);
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL, *out = NULL;
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, 3, (int64_t[]){3, 4, 5}, xv, &xt));
+    wf_feed f = {x, xt};
+    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &c, 1, &out, NULL));
+    if (out && wf_tensor_size(out) == 60) {
+        const float *o = wf_tensor_data(out);
+        for (int i = 0; i < 60; i++) check_same(o[i], -exp((double)xv[i] - mv[(i / 20) * 5 + i % 5]), 1e-5);
+    }
+    char *pl = NULL;
+    if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &c, 1, &pl));
+    if (pl) {
+        CHECK_STR_CONTAINS(pl, "a: (Sub): ");
+        CHECK_STR_CONTAINS(pl, "c: (FusedElementwise+Exp+Neg): ");
+    }
+    wf_free(pl);
+    wf_tensor_free(out);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* No cluster crosses devices: with b asked for on OPENCL:0 and c on the CPU, a runs alone on the
+ * CPU, b on OPENCL:0, and c, d, e fuse on the CPU. */
+static void test_jit_devices(void)
+{
+    int have = 0;
+    for (int i = 0; i < wf_context_num_devices(ctx); i++) {
+        wf_device_info di;
+        if (!wf_context_device(ctx, i, &di) && !strcmp(di.type, "OPENCL")) have = 1;
+    }
+    if (!have) {
+        CHECK_SKIP("test_jit_devices", "no OPENCL device in this context (the OpenCL plugin or an ICD is missing)");
+        return;
+    }
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float xv[64], one = 1;
+    for (int i = 0; i < 64; i++) xv[i] = (float)i / 16.0f - 2.0f;
+    wf_output x, k, a, b, c, d, e;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){64}, &x));
+    k = konst(g, "one", WF_F32, 0, NULL, &one);
+    a = node0(g, "Add", "a", (wf_output[]){x, k}, 2, NULL, 0);
+    b = node0(g, "Relu", "b", &a, 1, NULL, 0);
+    CHECK_OK(wf_node_set_device(b.node, "/device:OPENCL:0"));
+    c = node0(g, "Neg", "c", &b, 1, NULL, 0);
+    CHECK_OK(wf_node_set_device(c.node, "/device:CPU:0"));
+    d = node0(g, "Exp", "d", &c, 1, NULL, 0);
+    e = node0(g, "Abs", "e", &d, 1, NULL, 0);
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL, *out = NULL;
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){64}, xv, &xt));
+    wf_feed f = {x, xt};
+    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &e, 1, &out, NULL));
+    if (out && wf_tensor_size(out) == 64) {
+        const float *o = wf_tensor_data(out);
+        for (int i = 0; i < 64; i++) CHECK_NEAR(o[i], exp(-fmax(xv[i] + 1.0, 0)), 1e-5);
+    }
+    char *pl = NULL;
+    if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &e, 1, &pl));
+    if (pl) {
+        CHECK_STR_CONTAINS(pl, "a: (Add): /job:localhost/replica:0/task:0/device:CPU:0");
+        CHECK_STR_CONTAINS(pl, "b: (Relu): /job:localhost/replica:0/task:0/device:OPENCL:0");
+        CHECK_STR_CONTAINS(pl, "e: (FusedElementwise+Neg+Exp+Abs): /job:localhost/replica:0/task:0/device:CPU:0");
+    }
+    wf_free(pl);
+    wf_tensor_free(out);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
+}
+
 int main(void)
 {
     CHECK_OK(wf_context_new(NULL, &ctx));
@@ -1226,6 +1495,10 @@ int main(void)
     RUN_TEST(test_fold_kernels);
     RUN_TEST(test_layout_blocked);
     RUN_TEST(test_layout_plain);
+    RUN_TEST(test_jit_chain);
+    RUN_TEST(test_jit_rules);
+    RUN_TEST(test_jit_broadcast_runs);
+    RUN_TEST(test_jit_devices);
     wf_context_free(ctx);
     return check_summary();
 }

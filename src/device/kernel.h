@@ -11,6 +11,35 @@
 typedef struct wf__kctx wf__kctx;
 typedef struct wf__intra wf__intra;
 
+/* A generated elementwise kernel: the program that lowering's "jit" pass (optimisation level 2,
+ * lower/jit.c) makes of a cluster of elementwise ops, for the device's FusedElementwise kernel to run
+ * over the node's n output elements in one pass. Values 0 .. n_in-1 are the node's inputs, value
+ * n_in + i is instruction i's result, and the last instruction's result is output 0. Every value is
+ * f32. Output element e reads element (e / in[i].inner) % in[i].period of input i: period n is an
+ * input of the output's shape, 1 a scalar, anything else one broadcast run (a bias over the last dims,
+ * one value per channel). */
+typedef struct wf__ew_input {
+    int64_t inner, period;
+} wf__ew_input;
+
+typedef struct wf__ew_insn {
+    const char *op;     /* the graph op: Add, Mul, Relu, Tanh, ... (see lower/jit.c for the list) */
+    int a, b;           /* operand values; b is -1 for a unary op */
+    double alpha, beta; /* LeakyRelu, Elu and Swish: alpha; Clip: [alpha, beta]; Gelu: alpha 1 = tanh form */
+} wf__ew_insn;
+
+/* A program's instructions plus its broadcast inputs (neither its output's size nor a scalar) number
+ * at most this, so a device can hold every intermediate value of a tile in registers it sizes once. */
+#define WF__EW_MAX_REGS 16
+
+typedef struct wf__ew_program {
+    int n_in, n_insn;
+    const wf__ew_input *in;
+    const wf__ew_insn *insn;
+    int64_t n;          /* output elements */
+    uint64_t hash;      /* of the ops, operands, attributes and input patterns */
+} wf__ew_program;
+
 /* Parallel loop over [0, n): fn(arg, begin, end) on the intra-op threads when n is at least
  * 2 * grain and the pool is free; otherwise inline on the calling thread. fn must not fail. */
 typedef void (*wf__range_fn)(void *arg, int64_t begin, int64_t end);
@@ -46,6 +75,7 @@ struct wf__kctx {
      * layout (wf_backend_device_info.channel_block); bit 0 of out_blocked, out[0] is to be written in it. Only kernels registered with WF__K_BLOCKED see a bit
      * set on an input they interpret by position; elementwise kernels see the same elements either way. */
     uint32_t in_blocked, out_blocked;
+    const wf__ew_program *ewprog; /* FusedElementwise's program (lower/jit.c); NULL for other nodes */
 };
 
 enum {
@@ -123,5 +153,6 @@ extern const wf__kernel_def wf__cpu_kernels_onnx[];        /* k_onnx.c */
 extern const wf__kernel_def wf__cpu_kernels_rnn_image[];   /* k_rnn.c: RNNs, sampling, signal */
 extern const wf__kernel_def wf__cpu_kernels_nn_grad[];     /* k_nn_grad.c: conv and pool backward */
 extern const wf__kernel_def wf__cpu_kernels_train[];       /* k_train.c: ApplyAdam, StatelessRandomUniform */
+extern const wf__kernel_def wf__cpu_kernels_fused[];       /* k_fused.c: FusedElementwise (lower/jit.c) */
 
 #endif

@@ -262,7 +262,7 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
         .n_out = pn->n_out, .out = out, .out_info = pn->out_info, .in_owned = owned,
         .state = (void **)&pn->state, .state_lock = (void *)&pn->state_lock, .intra = &r->ctx->intra,
         .fused_bias = pn->fused_bias, .fused_act = pn->fused_act, .fused_alpha = pn->fused_alpha,
-        .in_blocked = pn->in_blocked, .out_blocked = pn->out_blocked,
+        .in_blocked = pn->in_blocked, .out_blocked = pn->out_blocked, .ewprog = pn->ewprog,
         .device = kernel_device(r, pn),
         .host_acct = r->ctx->devices[pn->device].host_acct, .est = pn->est,
         .weights = r->p->weights,

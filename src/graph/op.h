@@ -63,6 +63,8 @@ bool wf__infer_const_ints(const wf__infer_ctx *ctx, int idx, int64_t *vals, int 
 
 /* The op of the copy nodes that partitioning inserts (registry.c; not in the lookup tables). */
 extern const wf__op_def wf__copy_op;
+/* The op of a generated elementwise kernel's plan node (lower/jit.c; registry.c, not in the tables). */
+extern const wf__op_def wf__fused_elementwise_op;
 
 /* Lookup by name; NULL if unknown. */
 const wf__op_def *wf__op_lookup(const char *name);

@@ -210,3 +210,7 @@ const wf__op_def wf__ops_core[] = {
 static wf_status *infer_copy(wf__infer_ctx *ic) { return wf__infer_same_as_input0(ic); }
 
 const wf__op_def wf__copy_op = {.name = "Copy", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_copy};
+
+/* The op of a generated elementwise kernel's plan node (lower/jit.c), which runs a program rather than
+ * attributes; never in a graph, nor in the lookup tables. */
+const wf__op_def wf__fused_elementwise_op = {.name = "FusedElementwise", .min_in = 1, .max_in = 64, .n_out = 1};

@@ -102,6 +102,16 @@ static bool could_block(const lay *L, int h)
         t->dims[2] <= 0 || t->dims[3] <= 0)
         return false;
     if (!strcmp(n->op->name, "Conv2D")) return reads_blocked(L, h);
+    if (L->fu[h].cl) {
+        /* a generated kernel (lower/jit.c) reads its inputs by position only when they broadcast */
+        int full = 0;
+        for (int i = 0; i < L->fu[h].n_ext; i++) {
+            const wf__tinfo *u = &b->info[L->fu[h].ext[i].node->id][L->fu[h].ext[i].index];
+            if (same_dims(u, t)) full++;
+            else if (wf__numel(u->rank, u->dims) != 1) return false;
+        }
+        return full >= 1;
+    }
     if (unary_eltwise(n->op->name)) return n->n_in == 1 && n->in[0].node;
     if (!binary_eltwise(n->op->name) || n->n_in != 2 || !n->in[0].node || !n->in[1].node) return false;
     int full = 0;
@@ -113,27 +123,33 @@ static bool could_block(const lay *L, int h)
     return full >= 1;
 }
 
-/* The head whose blocked value input i of node n reads, or -1 when it reads no group's value. */
-static int input_value(const lay *L, const wf_node *n, int i)
+/* The head whose value o is, or -1 when it is no group's value. */
+static int value_of(const lay *L, wf_output o)
 {
-    const wf_node *src = n->in[i].node;
-    if (!src || n->in[i].index != 0 || !L->b->live[src->id]) return -1;
+    const wf_node *src = o.node;
+    if (!src || o.index != 0 || !L->b->live[src->id]) return -1;
     int h = L->head[src->id];
     return L->last[h] == src->id ? h : -1;
 }
+
+/* The head whose blocked value input i of node n reads, or -1 when it reads no group's value. */
+static int input_value(const lay *L, const wf_node *n, int i) { return value_of(L, n->in[i]); }
 
 /* Whether h, blocked, still satisfies both rules against the current set. */
 static bool still_blocked(const lay *L, int h)
 {
     const wf__plan_builder *b = L->b;
     const wf_node *n = b->g->nodes[h];
-    if (strcmp(n->op->name, "Conv2D"))
-        for (int i = 0; i < n->n_in; i++) {
+    if (strcmp(n->op->name, "Conv2D")) {
+        const wf_output *in;
+        int n_in = wf__plan_inputs(L->fu, n, &in);
+        for (int i = 0; i < n_in; i++) {
             /* a per-channel operand may come in any layout: its bytes are the same */
-            if (!same_dims(&b->info[n->in[i].node->id][n->in[i].index], &b->info[L->last[h]][0])) continue;
-            int v = input_value(L, n, i);
+            if (!same_dims(&b->info[in[i].node->id][in[i].index], &b->info[L->last[h]][0])) continue;
+            int v = value_of(L, in[i]);
             if (v < 0 || !L->blk[v]) return false;
         }
+    }
     for (int k = L->cfirst[h]; k < L->cfirst[h + 1]; k++) {
         int c = L->cons[k];
         const wf_node *cn = b->g->nodes[c];
@@ -186,9 +202,10 @@ wf_status *wf__plan_layout(const wf__plan_builder *b, const wf__plan_fusion *fu,
         }
         for (int c = 0; c < n; c++) {
             if (!b->live[c] || b->fused_away[c]) continue;
-            const wf_node *cn = b->g->nodes[c];
-            for (int i = 0; i < cn->n_in; i++) {
-                int v = input_value(&L, cn, i);
+            const wf_output *in;
+            int n_in = wf__plan_inputs(fu, b->g->nodes[c], &in);
+            for (int i = 0; i < n_in; i++) {
+                int v = value_of(&L, in[i]);
                 if (v < 0 || v == c) continue;
                 if (pass == 0) L.cfirst[v + 1]++;
                 else L.cons[fill[v]++] = c;
@@ -208,10 +225,11 @@ wf_status *wf__plan_layout(const wf__plan_builder *b, const wf__plan_fusion *fu,
     for (int c = 0; c < n; c++) {
         if (!b->live[c] || b->fused_away[c] || b->pidx[c] < 0) continue;
         wf__pnode *pn = &p->nodes[b->pidx[c]];
-        const wf_node *cn = b->g->nodes[c];
+        const wf_output *in;
+        int n_in = wf__plan_inputs(fu, b->g->nodes[c], &in);
         pn->out_blocked = L.blk[c] ? 1u : 0u;
-        for (int i = 0; i < cn->n_in && i < 32; i++) {
-            int v = input_value(&L, cn, i);
+        for (int i = 0; i < n_in && i < 32; i++) {
+            int v = value_of(&L, in[i]);
             if (v >= 0 && L.blk[v]) pn->in_blocked |= 1u << i;
         }
     }

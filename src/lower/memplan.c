@@ -17,6 +17,8 @@
 
 /* Ancestor bitsets cost n^2/8 bytes: past this many nodes a plan gets no arena. */
 #define MEMPLAN_MAX_NODES 8192
+/* Fetched values of at least this many bytes are not planned (see wf__memplan_build). */
+#define MEMPLAN_FETCH_DIRECT ((size_t)1 << 20)
 
 static size_t round_up(size_t n) { return (n + WF__ARENA_ALIGN - 1) / WF__ARENA_ALIGN * WF__ARENA_ALIGN; }
 
@@ -129,6 +131,11 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
             size_t es = wf_dtype_size(ti->dtype);
             if (e < 0 || es == 0) continue; /* known only at run time (data-dependent) */
             size_t raw = (size_t)e * es, need = round_up(raw ? raw : 1);
+            /* A large fetched value is allocated when it is made and handed to the caller as it is: in
+             * the arena it would be copied out at the end of every run (a 64 MB output took 18 ms more
+             * that way, bench/bench_jit.c). Small ones stay planned, where the copy costs less than an
+             * allocation. */
+            if (fetched[sl] && raw >= MEMPLAN_FETCH_DIRECT) continue;
             /* output 0 in the buffer of input 0 where the kernel allows it, else the best fit among the
              * dead buffers */
             int best = j == 0 ? in_place_buffer(p, v, av, raw, buf_of, b_last, b_dev, producer, rd_start, rd) : -1;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "device/device.h"
+#include "lower/jit.h"
 #include "lower/layout.h"
 #include "lower/memplan.h"
 #include "lower/plan.h"
@@ -215,6 +216,57 @@ static void plan_fusion(builder *b, fusion *fu)
 }
 
 
+static void fusion_free(const builder *b, fusion *fu)
+{
+    for (int id = 0; id < b->n; id++) wf__jit_cluster_free(fu[id].cl);
+    wf__free(fu);
+}
+
+/* The rest of a generated kernel's plan node (its inputs are routed): the program, the kernel, the
+ * members' names and the placer's estimates summed, and the reason line with the program's size,
+ * hash and build time (what `weft run --explain` shows). */
+static wf_status *lower_cluster(builder *b, fusion *fu, int id, wf__pnode *pn)
+{
+    wf__jit_cluster *cl = fu[id].cl;
+    pn->device = b->dev_of[id];
+    pn->reason = b->reason_of[id];
+    b->reason_of[id] = NULL;
+    const struct wf__device *d = &b->ctx->devices[pn->device];
+    wf__tinfo in_info[2 * WF__EW_MAX_REGS];
+    for (int i = 0; i < cl->n_ext && i < 2 * WF__EW_MAX_REGS; i++)
+        in_info[i] = b->info[cl->ext[i].node->id][cl->ext[i].index];
+    pn->kernel = d->vt->find_kernel(d->dev, "FusedElementwise", in_info, cl->n_ext, b->info[id]);
+    if (!pn->kernel)
+        return wf__status(WF_INTERNAL, "planning: node '%s' (%s): %s lost its FusedElementwise kernel", pn->name,
+                          pn->op->name, d->name);
+    pn->op = &wf__fused_elementwise_op;
+    pn->attrs = NULL;
+    pn->ewprog = cl->prog;
+    cl->prog = NULL;
+    pn->fused_names = cl->names;
+    cl->names = NULL;
+    pn->cheap = true; /* run inline when every member would be */
+    double est = 0;
+    for (int m = 0; m < cl->n_members; m++) {
+        double e = b->est_of[cl->members[m]];
+        if (e > 0) est += e;
+        pn->cheap &= (b->g->nodes[cl->members[m]]->op->flags & WF__OP_CHEAP) != 0;
+    }
+    pn->est = est > 0 ? est : -1;
+    int64_t n = pn->ewprog->n, bytes = n;
+    for (int i = 0; i < cl->n_ext; i++) bytes += pn->ewprog->in[i].period == n ? n : pn->ewprog->in[i].period;
+    pn->flops = (double)n * cl->n_members;
+    pn->bytes = 4.0 * (double)bytes;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s; generated kernel of %d ops (program %016llx), built in %.3f ms",
+             pn->reason ? pn->reason : "", cl->n_members, (unsigned long long)pn->ewprog->hash, cl->build_s * 1e3);
+    char *r = wf__strdup(buf);
+    if (!r) return wf__oom("planning", sizeof buf);
+    wf__free(pn->reason);
+    pn->reason = r;
+    return NULL;
+}
+
 /* How much a plan can overlap: its estimated work over its critical path (nodes without an estimate
  * count 1 us). Below 1.5, handing ready nodes to other executor threads costs more than it saves: a
  * wake-up per hand-off, and two kernels that each run on every core through their intra-op threads
@@ -306,6 +358,11 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     fusion *fu = wf__calloc((size_t)(b->n ? b->n : 1), sizeof *fu);
     if (!fu) return wf__oom("planning", sizeof *fu * (size_t)b->n);
     plan_fusion(b, fu);
+    wf_status *js = !b->po || (!b->po->no_fusion && !b->po->no_jit) ? wf__plan_jit(b, fu) : NULL;
+    if (js) {
+        fusion_free(b, fu);
+        return js;
+    }
 
     /* plan nodes and slots */
     int n_nodes = 0, n_slots = 0;
@@ -314,22 +371,22 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         const wf_node *n = g->nodes[id];
         b->slot[id] = wf__malloc(sizeof(int) * (size_t)(n->n_out ? n->n_out : 1));
         if (!b->slot[id]) {
-            wf__free(fu);
+            fusion_free(b, fu);
             return wf__oom("planning", sizeof(int) * (size_t)n->n_out);
         }
-        if (b->fused_away[id]) {
-            b->slot[id][0] = b->slot[b->fuse_into[id]][0];
-            continue;
-        }
+        if (b->fused_away[id]) continue;
         b->pidx[id] = n_nodes++;
         for (int j = 0; j < n->n_out; j++) b->slot[id][j] = n_slots++;
     }
+    /* a fused node's value is its absorber's (which comes after it, for a generated kernel's members) */
+    for (int id = 0; id < b->n; id++)
+        if (b->live[id] && b->fused_away[id]) b->slot[id][0] = b->slot[b->fuse_into[id]][0];
     /* Partition (place/partition.c): one copy node per (value, destination device). */
     int n_graph_nodes = n_nodes, n_graph_slots = n_slots;
     wf__partition pt;
     wf_status *ps = wf__partition_copies(b, fu, fetches, n_fetches, n_slots, &pt);
     if (ps) {
-        wf__free(fu);
+        fusion_free(b, fu);
         return ps;
     }
     int n_copies = pt.n_copies, *slot_dev = pt.slot_dev, *slot_gid = pt.slot_gid, *slot_out = pt.slot_out,
@@ -357,8 +414,10 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     /* Per-node int arrays live in two arenas in node order: the executor walks them sequentially. */
     size_t io_total = 0;
     for (int id = 0; id < b->n; id++)
-        if (b->live[id] && !b->fused_away[id])
-            io_total += (size_t)g->nodes[id]->n_in + 1 + (size_t)g->nodes[id]->n_out;
+        if (b->live[id] && !b->fused_away[id]) {
+            const wf_output *in_;
+            io_total += (size_t)wf__plan_inputs(fu, g->nodes[id], &in_) + 1 + (size_t)g->nodes[id]->n_out;
+        }
     io_total += 2 * (size_t)n_copies;
     int *io_next = p->arena_io = wf__malloc(sizeof(int) * (io_total ? io_total : 1));
     if (!p->arena_io) {
@@ -382,7 +441,8 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         pn->feed = b->feed_of[id];
         pn->n_out = n->n_out;
         int extra = fu[id].bias_node >= 0;
-        pn->n_in = n->n_in + extra;
+        const wf__jit_cluster *cl = fu[id].cl;
+        pn->n_in = cl ? cl->n_ext : n->n_in + extra;
         pn->in_slot = io_next;
         io_next += pn->n_in;
         pn->out_slot = io_next;
@@ -405,6 +465,12 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         else if (fu[id].bias_node >= 0) pn->out_info[0] = b->info[fu[id].bias_node][0];
         if (pn->feed >= 0) pn->n_in = 0; /* fed: its default input is not computed */
         int dest = b->dev_of[id];
+        if (cl) {
+            for (int i = 0; i < pn->n_in; i++)
+                pn->in_slot[i] = ROUTE(b->slot[cl->ext[i].node->id][cl->ext[i].index], dest);
+            if ((s = lower_cluster(b, fu, id, pn))) goto out;
+            continue;
+        }
         for (int i = 0; i < pn->n_in && i < n->n_in; i++)
             pn->in_slot[i] = n->in[i].node ? ROUTE(b->slot[n->in[i].node->id][n->in[i].index], wf__input_device(b, n, i)) : -1;
         wf__str names = {0};
@@ -588,7 +654,7 @@ out:
     wf__free(producer);
     wf__free(seen);
     wf__free(n_succ);
-    wf__free(fu);
+    fusion_free(b, fu);
     return s;
 }
 
@@ -679,6 +745,11 @@ void wf__plan_free(wf__plan *p)
         wf__free(pn->reason);
         wf__free((void *)pn->fused_names);
         wf__free(pn->own_name);
+        if (pn->ewprog) {
+            wf__free((void *)pn->ewprog->in);
+            wf__free((void *)pn->ewprog->insn);
+            wf__free(pn->ewprog);
+        }
     }
     wf__free(p->nodes);
     wf__free(p->arena_io);

@@ -34,6 +34,7 @@ typedef struct wf__pnode {
     double fused_alpha;
     const char *fused_names;      /* "BiasAdd_1+Relu" for logs, or NULL */
     uint32_t in_blocked, out_blocked; /* see wf__kctx (level 3's layout planning) */
+    wf__ew_program *ewprog;       /* a generated kernel's program (lower/jit.c), owned; else NULL */
     int device;                   /* index into the context's devices */
     char *reason;                 /* why it runs there */
     void *state;

@@ -26,7 +26,8 @@
  *   cse       merges nodes with the same op, inputs and attributes (never sources or stateful ops)
  * Level 2 (the default) adds "fuse", which runs after placement, in lowering (lower/plan.c): MatMul or
  * Conv2D + BiasAdd + Relu/LeakyRelu/Sigmoid/Tanh as one kernel, f32, where the device has that kernel
- * (the CPU today). Level 3 (layout planning) is not there yet and is refused as such.
+ * (the CPU today), and "jit", clusters of elementwise ops as one generated kernel each (lower/jit.c).
+ * Level 3 adds "layout", channel-blocked layouts kept between convolutions (lower/layout.c).
  * Nodes a run feeds, variables and stateful ops are always kept. Copies keep their node's name, device
  * request and colocation group; constants share the source graph's tensors (no copy of the weights).
  */
@@ -62,6 +63,8 @@ wf_status *wf__optimize(const wf_graph *g, const wf_output *roots, int n_roots, 
 void wf__optimized_free(wf__optimized *o);
 /* Whether lowering fuses epilogues (level >= 2, "fuse" not disabled). */
 bool wf__opt_fuses(const wf__opt_options *o);
+/* Whether lowering generates elementwise kernels (level >= 2, "fuse" and "jit" not disabled). */
+bool wf__opt_jit(const wf__opt_options *o);
 /* Whether lowering plans channel-blocked layouts (level 3, with "fuse" and "layout" not disabled). */
 bool wf__opt_layout(const wf__opt_options *o);
 /* The options' errors (a level out of range, an unknown pass to disable), as a session reports them

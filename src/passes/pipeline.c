@@ -8,10 +8,11 @@
 
 #include "passes/pass.h"
 
-/* The graph passes in order, then "fuse", lowering's epilogue fusion after placement (level 2), and
- * "layout", lowering's channel-blocked layouts between convolutions (level 3, lower/layout.c). */
-const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "fold", "cse", "fuse", "layout",
-                                      NULL};
+/* The graph passes in order, then "fuse", lowering's epilogue fusion after placement (level 2), "jit",
+ * its generated elementwise kernels (level 2, lower/jit.c), and "layout", lowering's channel-blocked
+ * layouts between convolutions (level 3, lower/layout.c). */
+const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "fold", "cse", "fuse", "jit",
+                                      "layout", NULL};
 static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_simplify, &wf__pass_bnfold,
                                            &wf__pass_matmul_bias, &wf__pass_fold, &wf__pass_cse};
 
@@ -255,6 +256,8 @@ void wf__optimized_free(wf__optimized *o)
 }
 
 bool wf__opt_fuses(const wf__opt_options *o) { return o->level >= 2 && !is_disabled(o->disabled, "fuse"); }
+
+bool wf__opt_jit(const wf__opt_options *o) { return wf__opt_fuses(o) && !is_disabled(o->disabled, "jit"); }
 
 bool wf__opt_layout(const wf__opt_options *o)
 {

@@ -51,9 +51,12 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
         if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0) continue;
         const wf_node *n = g->nodes[id];
         int dest = b->dev_of[id];
-        for (int i = 0; i < n->n_in; i++) {
-            if (!n->in[i].node) continue;
-            int sl = b->slot[n->in[i].node->id][n->in[i].index], at = wf__input_device(b, n, i);
+        const wf_output *in;
+        int n_in = wf__plan_inputs(fu, n, &in);
+        for (int i = 0; i < n_in; i++) {
+            if (!in[i].node) continue;
+            /* a generated kernel reads all its inputs on its device */
+            int sl = b->slot[in[i].node->id][in[i].index], at = fu[id].ext ? dest : wf__input_device(b, n, i);
             if (slot_dev[sl] != at) copy_mask[sl] |= 1ull << at;
         }
         if (fu[id].bias_node >= 0) {

@@ -85,6 +85,7 @@ typedef struct wf__place_opts {
                                      plan uploads its own) */
     bool no_fusion;               /* lowering fuses no epilogue (optimisation levels 0 and 1) */
     bool layout;                  /* lowering plans channel-blocked layouts (level 3, lower/layout.c) */
+    bool no_jit;                  /* lowering generates no elementwise kernels (lower/jit.c) */
 } wf__place_opts;
 
 enum {

@@ -34,7 +34,23 @@ typedef struct wf__plan_builder {
 typedef struct wf__plan_fusion {
     int bias_node;   /* graph id of the absorbed BiasAdd or -1 */
     int act_node;    /* graph id of the absorbed activation or -1 */
+    /* On a generated kernel's root (lowering's "jit", lower/jit.c): its cluster, and the inputs its
+     * plan node reads in place of the root's own; else NULL. */
+    struct wf__jit_cluster *cl;
+    int n_ext;
+    const wf_output *ext;
 } wf__plan_fusion;
+
+/* The inputs the plan node of graph node n reads: a generated kernel's, or n's own. */
+static inline int wf__plan_inputs(const wf__plan_fusion *fu, const wf_node *n, const wf_output **in)
+{
+    if (fu[n->id].ext) {
+        *in = fu[n->id].ext;
+        return fu[n->id].n_ext;
+    }
+    *in = n->in;
+    return n->n_in;
+}
 
 /* Where each slot lives and which copies partitioning inserts: copy_mask[sl] has bit d when slot sl
  * (a graph slot) is needed on device d; its copies are numbered from copy_base[sl]. Freed by the

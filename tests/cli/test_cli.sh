@@ -170,7 +170,8 @@ expect_exit num_iterations_overflow 2 "weft run: --iterations wants an integer f
 # graph optimisation: the level's range, level 3's layout, an unknown pass, the dump's files
 expect_exit opt_level_large 2 "weft run: --opt-level wants an integer from 0 to 3, got '4'" -- run "$G" $X --opt-level 4
 # level 3: Conv -> Relu -> Conv -> Add(residual) -> Relu -> GlobalAveragePool keeps its values blocked
-# (the placement log says so), and gives level 0's output; --disable-pass layout keeps them plain
+# (the placement log says so; the Add and Relu are one generated kernel, as --explain says, and two
+# nodes with --disable-pass jit), and gives level 0's output; --disable-pass layout keeps them plain
 $PY - "$D" <<'PYEOF'
 import sys
 import numpy as np
@@ -196,8 +197,13 @@ np.save(d + "/layout_x.npy", x)
 PYEOF
 LX="--input x=$D/layout_x.npy --iterations 1"
 if "$WEFT" run "$D/layout.onnx" $LX --opt-level 3 --log-device-placement --output-dir "$D/lay3" >"$D/out" 2>"$D/err" &&
-    grep -q "conv2: (Conv2D; blocked in, out)" "$D/err" && grep -q "residual: (Add; blocked in, out)" "$D/err" &&
+    grep -q "conv2: (Conv2D; blocked in, out)" "$D/err" &&
+    grep -q "relu2: (FusedElementwise+Add+Relu; blocked in, out)" "$D/err" &&
     grep -q "gap: (GlobalAvgPool; blocked in)" "$D/err" &&
+    "$WEFT" run "$D/layout.onnx" $LX --explain >"$D/out3" 2>>"$D/err2" &&
+    grep -q "relu2: (FusedElementwise+Add+Relu): .*generated kernel of 2 ops (program [0-9a-f]*), built in" "$D/out3" &&
+    "$WEFT" run "$D/layout.onnx" $LX --explain --disable-pass jit >"$D/out3" 2>>"$D/err2" &&
+    grep -q "residual: (Add): " "$D/out3" && ! grep -q "FusedElementwise" "$D/out3" &&
     "$WEFT" run "$D/layout.onnx" $LX --opt-level 3 --disable-pass layout --log-device-placement >"$D/out2" 2>"$D/err2" &&
     ! grep -q "blocked" "$D/err2" &&
     "$WEFT" run "$D/layout.onnx" $LX --opt-level 0 --output-dir "$D/lay0" >>"$D/out2" 2>>"$D/err2" &&
@@ -209,9 +215,9 @@ assert np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True), (a, b)
 " >"$D/check" 2>&1; then
     ok opt_level_3_layout
 else
-    bad opt_level_3_layout "$(grep -E 'conv|residual|gap' "$D/err" | head -8) $(tail -c 600 "$D/check" 2>/dev/null) $(tail -c 300 "$D/err2")"
+    bad opt_level_3_layout "$(grep -E 'conv|residual|relu2|gap' "$D/err" | head -8) $(grep -E 'residual|relu2' "$D/out3" 2>/dev/null) $(tail -c 600 "$D/check" 2>/dev/null) $(tail -c 300 "$D/err2")"
 fi
-expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, fuse, layout)" -- run "$G" $X --disable-pass nosuch
+expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, fuse, jit, layout)" -- run "$G" $X --disable-pass nosuch
 if "$WEFT" run "$G" $X --iterations 1 --disable-pass fuse --dump-graph "$D/dump" >"$D/out" 2>"$D/err" &&
     [ -s "$D/dump/00-input.txt" ] && [ -s "$D/dump/07-cse.txt" ] && grep -q " = " "$D/dump/07-cse.txt"; then
     ok dump_graph_files

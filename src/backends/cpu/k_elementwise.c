@@ -556,6 +556,18 @@ static wf_status *k_Where(wf__kctx *k)
     return NULL;
 }
 
+wf__ew_bin_fn wf__ew_binary_f32(const char *op)
+{
+    static const struct {
+        const char *op;
+        const binop *b;
+    } t[] = {{"Add", &op_add}, {"Sub", &op_sub}, {"Mul", &op_mul}, {"Div", &op_div}, {"Maximum", &op_max},
+             {"Minimum", &op_min}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(op, t[i].op)) return t[i].b->fn[WF_F32];
+    return NULL;
+}
+
 /* ---- table ---------------------------------------------------------------------------------------- */
 
 #define KB_(Op, mask) {#Op, "CPU", mask, 0, k_##Op, NULL, WF__K_INPLACE},

@@ -21,6 +21,23 @@ void wf__ew_f32_to_half(const float *src, uint16_t *dst, int64_t n, wf_dtype t);
 /* y = x / (1 + e^(-a x)) in f32 with the vectorised exp of the unary kernels (Swish). */
 void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a);
 
+/* The f32 loops of one elementwise op, for the generated elementwise kernels (k_fused.c), which run
+ * the very loops of the single-op kernels over tiles and so give their results bit for bit.
+ * A binary op's loop writes n outputs with a and b advancing by sa, sb in {0, 1} elements. */
+typedef void (*wf__ew_bin_fn)(const void *a, int64_t sa, const void *b, int64_t sb, void *o, int64_t n);
+/* NULL when op is not one of Add, Sub, Mul, Div, Maximum, Minimum. */
+wf__ew_bin_fn wf__ew_binary_f32(const char *op);
+/* A unary op's loop with its parameters bound: u->call(u, x, y, n). */
+typedef struct wf__ew_unary {
+    void (*call)(const struct wf__ew_unary *u, const float *x, float *y, int64_t n);
+    void (*impl)(void);             /* the family's loop, cast back by call */
+    _Alignas(8) unsigned char p[48]; /* the family's parameters */
+} wf__ew_unary;
+/* false when op has no such loop. alpha, beta: see wf__ew_insn. k_elementwise_unary.c has the ops of
+ * WF__EW_UNARY_OPS below, k_math.c Swish, HardSwish and HardSigmoid. */
+bool wf__ew_unary_f32(const char *op, double alpha, double beta, wf__ew_unary *u);
+bool wf__km_unary_f32(const char *op, double alpha, double beta, wf__ew_unary *u);
+
 /* Unary ops: X(Op, dtype mask). The kernel for Op is wf__ew_k_<Op>. */
 #define WF__EW_UNARY_OPS(X)                                                                        \
     X(Neg, WF__DT_NUMERIC)                                                                         \

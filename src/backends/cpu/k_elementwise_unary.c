@@ -374,6 +374,40 @@ static const unop op_clip = {{FLT_FNS(clip), SINT_FNS(clip), [WF_U8] = clip_u8},
 UN_V(not_b, uint8_t, uint32_t, v == 0)
 static const unop op_not = {{[WF_BOOL] = not_b}, WF__EW_GRAIN};
 
+/* ---- the loops for generated kernels (k_fused.c) --------------------------------------------------- */
+
+_Static_assert(sizeof(un_params) <= sizeof(((wf__ew_unary *)0)->p), "un_params fits wf__ew_unary");
+
+static void un_call(const wf__ew_unary *u, const float *x, float *y, int64_t n)
+{
+    un_params p;
+    memcpy(&p, u->p, sizeof p);
+    ((un_fn)u->impl)(x, y, n, &p);
+}
+
+bool wf__ew_unary_f32(const char *op, double alpha, double beta, wf__ew_unary *u)
+{
+    static const struct {
+        const char *op;
+        const unop *u;
+    } t[] = {{"Neg", &op_neg},        {"Abs", &op_abs},         {"Square", &op_square}, {"Relu", &op_relu},
+             {"Exp", &op_exp},        {"Log", &op_log},         {"Sqrt", &op_sqrt},     {"Rsqrt", &op_rsqrt},
+             {"Reciprocal", &op_recip}, {"Tanh", &op_tanh},     {"Sigmoid", &op_sigmoid}, {"LeakyRelu", &op_leaky},
+             {"Elu", &op_elu},        {"Erf", &op_erf},         {"Softplus", &op_softplus}, {"Floor", &op_floor},
+             {"Ceil", &op_ceil},      {"Round", &op_round},     {"Clip", &op_clip},     {"Sign", &op_sign}};
+    const unop *f = NULL;
+    if (!strcmp(op, "Gelu")) f = alpha != 0 ? &op_gelu_tanh : &op_gelu;
+    for (size_t i = 0; !f && i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(op, t[i].op)) f = t[i].u;
+    if (!f || !f->fn[WF_F32]) return false;
+    un_params p = {.alpha = alpha, .lo = alpha, .hi = beta};
+    memset(u, 0, sizeof *u);
+    memcpy(u->p, &p, sizeof p);
+    u->impl = (void (*)(void))f->fn[WF_F32];
+    u->call = un_call;
+    return true;
+}
+
 /* ---- driver -------------------------------------------------------------------------------------- */
 
 typedef struct un_job {

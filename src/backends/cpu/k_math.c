@@ -291,6 +291,32 @@ static wf_status *k_Shrink(wf__kctx *k)
     return run_unary(k, &op_shrink, &p);
 }
 
+/* ---- the loops for generated kernels (k_fused.c) --------------------------------------------------- */
+
+_Static_assert(sizeof(mu_params) <= sizeof(((wf__ew_unary *)0)->p), "mu_params fits wf__ew_unary");
+
+static void mu_call(const wf__ew_unary *u, const float *x, float *y, int64_t n)
+{
+    mu_params p;
+    memcpy(&p, u->p, sizeof p);
+    ((mu_fn)u->impl)(x, y, n, &p);
+}
+
+bool wf__km_unary_f32(const char *op, double alpha, double beta, wf__ew_unary *u)
+{
+    const mu_op *f = !strcmp(op, "Swish")         ? &op_swish
+                     : !strcmp(op, "HardSwish")   ? &op_hswish
+                     : !strcmp(op, "HardSigmoid") ? &op_hsig
+                                                  : NULL;
+    if (!f) return false;
+    mu_params p = {.a = alpha, .b = beta};
+    memset(u, 0, sizeof *u);
+    memcpy(u->p, &p, sizeof p);
+    u->impl = (void (*)(void))f->fn[WF_F32];
+    u->call = mu_call;
+    return true;
+}
+
 /* ---- table ---------------------------------------------------------------------------------------- */
 
 #define KU_(Op, mask) {#Op, "CPU", mask, 0, k_##Op, NULL, WF__K_INPLACE},

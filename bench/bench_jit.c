@@ -1,0 +1,221 @@
+/*
+ * Generated elementwise kernels (level 2's "jit", lower/jit.c) against the unfused chain and the
+ * memory bandwidth of a STREAM-style copy, measured in the same run on the same threads.
+ *
+ * The chains run on 16M f32 values (64 MB in, 64 MB out):
+ *   arith: y = min(|((x * 1.5 + 0.25) max0) * 0.75 - 0.1|, 4) * -1 ... 8 ops: Mul Add Relu Mul Sub Abs
+ *          Minimum Neg
+ *   tanh:  the same with Tanh in place of Abs (a polynomial of ~20 flops per value)
+ * Each reads x and writes y once, as the copy does, so its bandwidth is (64 + 64) MB over its time,
+ * counted as STREAM counts copy: bytes read plus bytes written. The copy is a plain loop c[i] = a[i] on
+ * as many threads as weft's intra-op pool (2 by default here), with ordinary stores as weft's kernels
+ * make; memcpy (which may use non-temporal stores) is printed as well.
+ *
+ * Runs interleave (fused, unfused, copy) for --rounds rounds of --iterations runs each; medians are
+ * printed per round, so the noise between rounds shows. Nothing is asserted.
+ */
+#define _DEFAULT_SOURCE
+#pragma GCC optimize("no-tree-loop-distribute-patterns") /* keep the copy loop a loop, not memcpy */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft/weft.h"
+
+#define N_VALUES (16 << 20)
+
+static void die(wf_status *s)
+{
+    if (!s) return;
+    fprintf(stderr, "bench_jit: %s\n", wf_status_message(s));
+    exit(1);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct copy_arg {
+    const float *a;
+    float *c;
+    size_t n;
+    int use_memcpy;
+} copy_arg;
+
+static void *copy_part(void *p)
+{
+    copy_arg *a = p;
+    if (a->use_memcpy) {
+        memcpy(a->c, a->a, a->n * sizeof(float));
+    } else {
+        const float *restrict src = a->a;
+        float *restrict dst = a->c;
+        for (size_t i = 0; i < a->n; i++) dst[i] = src[i];
+    }
+    return NULL;
+}
+
+static double copy_ms(const float *a, float *c, size_t n, int threads, int use_memcpy)
+{
+    pthread_t t[16];
+    copy_arg args[16];
+    double t0 = now_ms();
+    for (int i = 0; i < threads; i++) {
+        size_t b = n * (size_t)i / (size_t)threads, e = n * (size_t)(i + 1) / (size_t)threads;
+        args[i] = (copy_arg){a + b, c + b, e - b, use_memcpy};
+        if (i) pthread_create(&t[i], NULL, copy_part, &args[i]);
+    }
+    copy_part(&args[0]);
+    for (int i = 1; i < threads; i++) pthread_join(t[i], NULL);
+    return now_ms() - t0;
+}
+
+static wf_output scalar(wf_graph *g, float v)
+{
+    wf_output o;
+    die(wf_const_scalar(g, NULL, WF_F32, v, &o));
+    return o;
+}
+
+static wf_output bin(wf_graph *g, const char *op, wf_output a, wf_output b)
+{
+    wf_node *n;
+    wf_output in[2] = {a, b};
+    die(wf_op(g, op, NULL, in, 2, NULL, 0, &n));
+    return (wf_output){n, 0};
+}
+
+static wf_output un(wf_graph *g, const char *op, wf_output a)
+{
+    wf_node *n;
+    die(wf_op(g, op, NULL, &a, 1, NULL, 0, &n));
+    return (wf_output){n, 0};
+}
+
+/* the 8-op chain; mid is Abs or Tanh */
+static wf_output chain(wf_graph *g, wf_output x, const char *mid)
+{
+    wf_output v = bin(g, "Mul", x, scalar(g, 1.5f));
+    v = bin(g, "Add", v, scalar(g, 0.25f));
+    v = un(g, "Relu", v);
+    v = bin(g, "Mul", v, scalar(g, 0.75f));
+    v = bin(g, "Sub", v, scalar(g, 0.1f));
+    v = un(g, mid, v);
+    v = bin(g, "Minimum", v, scalar(g, 4.0f));
+    return un(g, "Neg", v);
+}
+
+static double run_ms(wf_session *s, wf_feed *f, wf_output y)
+{
+    wf_tensor *out = NULL;
+    double t0 = now_ms();
+    die(wf_session_run(s, f, 1, &y, 1, &out, NULL));
+    double dt = now_ms() - t0;
+    wf_tensor_free(out);
+    return dt;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 3, iters = 10;
+    for (int i = 1; i + 1 < argc; i++) {
+        if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--iterations")) iters = atoi(argv[++i]);
+    }
+    if (rounds < 1 || iters < 1 || iters > 1000) {
+        fprintf(stderr, "usage: bench_jit [--rounds R] [--iterations I]\n");
+        return 2;
+    }
+    wf_context *ctx;
+    die(wf_context_new(NULL, &ctx));
+    wf_device_info di;
+    die(wf_context_device(ctx, 0, &di));
+    int threads = di.threads;
+    if (threads < 1 || threads > 16) threads = threads < 1 ? 1 : 16;
+    size_t n = N_VALUES;
+    float *a = malloc(n * sizeof(float)), *c = malloc(n * sizeof(float));
+    if (!a || !c) return 1;
+    for (size_t i = 0; i < n; i++) a[i] = (float)((i * 2654435761u) % 1000) / 250.0f - 2.0f, c[i] = 0;
+    wf_tensor *xt;
+    int64_t dims[1] = {(int64_t)n};
+    die(wf_tensor_new(WF_F32, 1, dims, a, &xt));
+    double mb = 2.0 * (double)n * sizeof(float) / 1e6; /* read + written, as STREAM counts copy */
+    printf("8-op elementwise chains on %zu f32 values (%.0f MB read + written per run), %d intra-op threads, %s\n", n,
+           mb, threads, di.name);
+    printf("%-6s %5s %12s %12s %12s %12s | %8s %8s %10s\n", "chain", "round", "fused ms", "unfused ms", "copy ms",
+           "memcpy ms", "GB/s", "%copy", "x unfused");
+    const char *mids[2] = {"Abs", "Tanh"};
+    for (int m = 0; m < 2; m++) {
+        wf_graph *g;
+        wf_output x;
+        die(wf_graph_new(&g));
+        die(wf_placeholder(g, "x", WF_F32, 1, dims, &x));
+        wf_output y = chain(g, x, mids[m]);
+        wf_session_options fo, uo;
+        wf_session_options_init(&fo);
+        wf_session_options_init(&uo);
+        uo.disable_passes = "jit";
+        wf_session *fs, *us;
+        die(wf_session_new(ctx, g, &fo, &fs));
+        die(wf_session_new(ctx, g, &uo, &us));
+        wf_feed f = {x, xt};
+        /* the plans, and one check that both give the same values */
+        wf_tensor *o1 = NULL, *o2 = NULL;
+        die(wf_session_run(fs, &f, 1, &y, 1, &o1, NULL));
+        die(wf_session_run(us, &f, 1, &y, 1, &o2, NULL));
+        const float *p1 = wf_tensor_data(o1), *p2 = wf_tensor_data(o2);
+        size_t differ = 0;
+        for (size_t i = 0; i < n; i++) differ += memcmp(&p1[i], &p2[i], sizeof(float)) != 0;
+        char *pl = NULL;
+        die(wf_session_placement(fs, &f, 1, &y, 1, &pl));
+        int fused_nodes = 0;
+        for (char *p = pl; p && (p = strstr(p, "FusedElementwise+")); p++) fused_nodes++;
+        wf_free(pl);
+        wf_tensor_free(o1);
+        wf_tensor_free(o2);
+        for (int r = 0; r < rounds; r++) {
+            double tf[1000], tu[1000], tc[1000], tm[1000];
+            /* each measurement starts from idle cores: weft's intra-op threads spin a while after a
+             * kernel, and would take a core from a copy that starts at once */
+            for (int i = 0; i < iters; i++) {
+                usleep(20000);
+                tf[i] = run_ms(fs, &f, y);
+                usleep(20000);
+                tu[i] = run_ms(us, &f, y);
+                usleep(20000);
+                tc[i] = copy_ms(a, c, n, threads, 0);
+                usleep(20000);
+                tm[i] = copy_ms(a, c, n, threads, 1);
+            }
+            qsort(tf, (size_t)iters, sizeof *tf, cmp);
+            qsort(tu, (size_t)iters, sizeof *tu, cmp);
+            qsort(tc, (size_t)iters, sizeof *tc, cmp);
+            qsort(tm, (size_t)iters, sizeof *tm, cmp);
+            double F = tf[iters / 2], U = tu[iters / 2], C = tc[iters / 2], M = tm[iters / 2];
+            printf("%-6s %5d %12.2f %12.2f %12.2f %12.2f | %8.2f %7.0f%% %9.2fx\n", m ? "tanh" : "arith", r + 1, F, U,
+                   C, M, mb / F, 100.0 * C / F, U / F);
+        }
+        printf("%-6s (fused plan: %d FusedElementwise node%s; %zu of %zu values differ from the unfused plan's in any bit)\n",
+               m ? "tanh" : "arith", fused_nodes, fused_nodes == 1 ? "" : "s", differ, n);
+        wf_session_free(fs);
+        wf_session_free(us);
+        wf_graph_free(g);
+    }
+    wf_tensor_free(xt);
+    wf_context_free(ctx);
+    free(a);
+    free(c);
+    return 0;
+}
