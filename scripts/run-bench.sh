@@ -4,6 +4,8 @@ set -eu
 cd "$(dirname "$0")/.."
 B=${1:-build}
 echo "== executor overhead"; "$B/bench/bench_exec"
+echo; echo "== generated elementwise kernels: an 8-op chain on 16M f32, fused and unfused, against a STREAM-style copy"
+"$B/bench/bench_jit"
 echo; echo "== MatMul 1024^3 f32: weft vs oneDNN called directly"; "$B/bench/bench_matmul"
 echo; echo "== demo model forward pass"; "$B/bench/bench_demo"
 echo; echo "== Conv2D layers: weft vs oneDNN (plain NCHW and its chosen layout)"; "$B/bench/bench_conv"

@@ -1221,7 +1221,7 @@ static double clip_d(double v, double lo, double hi) { return isnan(v) ? v : v <
  * kernels agree with a double reference, and within 4 ulp of 1 with the same graph without them
  * (--disable-pass jit), which runs the same loops op by op. Shapes: small, a large one that is split
  * over threads and tiles and is no multiple of a tile, and an empty one. */
-static void jit_chain(int64_t N, int64_t C, int64_t H, int64_t W)
+static void jit_chain(const char *dev, int64_t N, int64_t C, int64_t H, int64_t W)
 {
     wf_graph *g = NULL;
     CHECK_OK(wf_graph_new(&g));
@@ -1269,6 +1269,7 @@ static void jit_chain(int64_t N, int64_t C, int64_t H, int64_t W)
         wf_session_options so;
         wf_session_options_init(&so);
         so.disable_passes = jit ? NULL : "jit";
+        so.device = dev;
         wf_session *s = NULL;
         wf_tensor *xt = NULL;
         CHECK_OK(wf_session_new(ctx, g, &so, &s));
@@ -1283,6 +1284,10 @@ static void jit_chain(int64_t N, int64_t C, int64_t H, int64_t W)
             CHECK_STR_CONTAINS(pl, "v5: (FusedElementwise+Mul+Tanh): ");
             CHECK_STR_CONTAINS(pl, "y: (FusedElementwise+Sub+Maximum+Sigmoid+Clip+Sub+LeakyRelu): ");
             CHECK_STR_CONTAINS(pl, "generated kernel of 6 ops (program ");
+            char want[128];
+            snprintf(want, sizeof want, "y: (FusedElementwise+Sub+Maximum+Sigmoid+Clip+Sub+LeakyRelu): "
+                     "/job:localhost/replica:0/task:0/device:%s", dev ? dev : "CPU:0");
+            CHECK_STR_CONTAINS(pl, want);
             CHECK(strstr(pl, "v1: ") == NULL && strstr(pl, "v9: ") == NULL); /* inside clusters */
         } else if (pl) {
             CHECK(strstr(pl, "FusedElementwise") == NULL);
@@ -1323,11 +1328,32 @@ static void jit_chain(int64_t N, int64_t C, int64_t H, int64_t W)
     wf_graph_free(g);
 }
 
+static bool have_device(const char *type)
+{
+    for (int i = 0; i < wf_context_num_devices(ctx); i++) {
+        wf_device_info di;
+        if (!wf_context_device(ctx, i, &di) && !strcmp(di.type, type)) return true;
+    }
+    return false;
+}
+
 static void test_jit_chain(void)
 {
-    jit_chain(2, 3, 4, 5);
-    jit_chain(1, 3, 517, 701); /* 1.09M values: parallel ranges and tiles that end mid-way */
-    jit_chain(0, 3, 4, 5);     /* empty */
+    jit_chain(NULL, 2, 3, 4, 5);
+    jit_chain(NULL, 1, 3, 517, 701); /* 1.09M values: parallel ranges and tiles that end mid-way */
+    jit_chain(NULL, 0, 3, 4, 5);     /* empty */
+}
+
+/* The same on OpenCL (ocl_fused.c: OpenCL C written from the program and built at run time). */
+static void test_jit_chain_opencl(void)
+{
+    if (!have_device("OPENCL")) {
+        CHECK_SKIP("test_jit_chain_opencl", "no OPENCL device in this context (the OpenCL plugin or an ICD is missing)");
+        return;
+    }
+    jit_chain("OPENCL:0", 2, 3, 4, 5);
+    jit_chain("OPENCL:0", 1, 3, 67, 301);
+    jit_chain("OPENCL:0", 0, 3, 4, 5);
 }
 
 /* A chain of scalars (rank 0) fuses too; levels 0 and 1 and --disable-pass fuse leave it alone; an
@@ -1426,12 +1452,7 @@ static void test_jit_broadcast_runs(void)
  * CPU, b on OPENCL:0, and c, d, e fuse on the CPU. */
 static void test_jit_devices(void)
 {
-    int have = 0;
-    for (int i = 0; i < wf_context_num_devices(ctx); i++) {
-        wf_device_info di;
-        if (!wf_context_device(ctx, i, &di) && !strcmp(di.type, "OPENCL")) have = 1;
-    }
-    if (!have) {
+    if (!have_device("OPENCL")) {
         CHECK_SKIP("test_jit_devices", "no OPENCL device in this context (the OpenCL plugin or an ICD is missing)");
         return;
     }
@@ -1496,6 +1517,7 @@ int main(void)
     RUN_TEST(test_layout_blocked);
     RUN_TEST(test_layout_plain);
     RUN_TEST(test_jit_chain);
+    RUN_TEST(test_jit_chain_opencl);
     RUN_TEST(test_jit_rules);
     RUN_TEST(test_jit_broadcast_runs);
     RUN_TEST(test_jit_devices);

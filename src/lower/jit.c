@@ -282,8 +282,7 @@ wf_status *wf__plan_jit(wf__plan_builder *b, wf__plan_fusion *fu)
     }
     for (int id = 0; id < n; id++) {
         double a, be;
-        const struct wf__device *d = &b->ctx->devices[b->dev_of[id] >= 0 ? b->dev_of[id] : 0];
-        cand[id] = b->dev_of[id] >= 0 && d->info.host_memory && candidate(b, id, &a, &be);
+        cand[id] = b->dev_of[id] >= 0 && candidate(b, id, &a, &be);
         root[id] = -1;
     }
     for (int id = n - 1; id >= 0; id--) {

@@ -10,6 +10,7 @@
  * - a value can be blocked when it is 4-D f32 with a channel count that is a multiple of the device's
  *   block (wf_backend_device_info.channel_block), is not fetched, and its producer is
  *     - a Conv2D whose kernel has WF__K_BLOCKED (with its fused bias and activation), or
+ *     - a generated elementwise kernel (lower/jit.c) whose inputs are blocked values or scalars, or
  *     - an elementwise op (a unary one, or a binary one whose two inputs have its own shape, as the
  *       residual Add of a ResNet block) whose inputs are all blocked values; or an Add, Sub, Mul or
  *       Div of a blocked value and one value per channel ([N or 1, C, 1, 1]: the scale of a

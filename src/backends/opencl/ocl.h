@@ -153,5 +153,6 @@ extern const wf__kernel_def ocl_kernels_image[];       /* ocl_image.c: Resize, s
 extern const wf__kernel_def ocl_kernels_seq[];         /* ocl_seq.c: Einsum, data-dependent ops, RNNs, Attention */
 extern const wf__kernel_def ocl_kernels_nngrad[];      /* ocl_nngrad.c: conv and pool backward ops */
 extern const wf__kernel_def ocl_kernels_train[];       /* ocl_train.c: ApplyAdam, StatelessRandomUniform */
+extern const wf__kernel_def ocl_kernels_fused[];       /* ocl_fused.c: FusedElementwise (src/lower/jit.c) */
 
 #endif

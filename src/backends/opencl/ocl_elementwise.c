@@ -37,6 +37,8 @@
     "  }\n"                                                                                                        \
     "}\n"
 
+#define BIN_LINE_(n, op, e) "BIN_T(" #n ", " e ")\n"
+
 /* Binary ops for one dtype. x and y are the operands in CT. Integer division and remainder give 0 for a
  * zero divisor (check_b's kernel has failed the run then) and take -1 on a separate path, so that
  * MIN / -1 neither traps nor needs to be speculated. */
@@ -60,21 +62,14 @@ static const char *g_bin_src =
     "BIN_T(xor, (x != 0) ^ (y != 0))\n"
     "#endif\n"
     "#ifdef IS_FLT\n"
-    /* NaN wins, as numpy.maximum / minimum: fmax / fmin would drop it */
-    "#define MAXF(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))\n"
-    "#define MINF(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))\n"
+    OCLEW_FLT_HELPERS
     /* Python / numpy.mod: the result takes the divisor's sign */
     "CT pymod(CT x, CT y) {\n"
     "  CT r = fmod(x, y);\n"
     "  return r != 0 ? (((r < 0) != (y < 0)) ? r + y : r) : copysign((CT)0, y);\n"
     "}\n"
-    "BIN_T(add, x + y)\n"
-    "BIN_T(sub, x - y)\n"
-    "BIN_T(mul, x * y)\n"
-    "BIN_T(div, x / y)\n"
+    OCLEW_BIN_FLT(BIN_LINE_)
     "BIN_T(pow, pow(x, y))\n"
-    "BIN_T(max, MAXF(x, y))\n"
-    "BIN_T(min, MINF(x, y))\n"
     "BIN_T(mod, pymod(x, y))\n"
     "BIN_T(fmod, fmod(x, y))\n"
     "BIN_T(prelu, x > 0 ? x : x * y)\n"

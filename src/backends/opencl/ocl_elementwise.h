@@ -55,6 +55,40 @@
     "#endif\n"                                                                                                     \
     "#endif\n"
 
+/* The floating-point elementwise ops in OpenCL C, one table for the single-op kernels and the
+ * generated ones (ocl_fused.c): X(kernel suffix, graph op, expression). Binary expressions read x and
+ * y, unary ones v and their parameters pa and pb; all compute in CT and follow
+ * src/backends/cpu/k_elementwise*.c and k_math.c. The sources they need first: OCLEW_FLT_HELPERS. */
+#define OCLEW_FLT_HELPERS                                                                                          \
+    /* NaN wins, as numpy.maximum / minimum: fmax / fmin would drop it */                                          \
+    "#define MAXF(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))\n"                                                \
+    "#define MINF(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))\n"                                                \
+    /* numpy.clip order: max with lo first, then min with hi; NaN passes */                                       \
+    "#define CLIPV(v, lo, hi) (((v) < (lo) ? (lo) : (v)) > (hi) ? (hi) : ((v) < (lo) ? (lo) : (v)))\n"             \
+    /* clamps as selects so that NaN passes, as numpy.maximum / minimum do in ONNX's reference */                 \
+    "CT clamp01(CT t) { t = t > (CT)1 ? (CT)1 : t; return t < (CT)0 ? (CT)0 : t; }\n"
+#define OCLEW_BIN_FLT(X)                                                                                           \
+    X(add, "Add", "x + y") X(sub, "Sub", "x - y") X(mul, "Mul", "x * y") X(div, "Div", "x / y")                    \
+    X(max, "Maximum", "MAXF(x, y)") X(min, "Minimum", "MINF(x, y)")
+#define OCLEW_UN_FLT(X)                                                                                            \
+    X(neg, "Neg", "-v") X(abs, "Abs", "fabs(v)")                                                                   \
+    X(sign, "Sign", "v > 0 ? (CT)1 : v < 0 ? (CT)-1 : v") /* 0, -0 and NaN map to themselves */                   \
+    X(square, "Square", "v * v") X(relu, "Relu", "v < 0 ? (CT)0 : v") /* NaN passes, like maximum(x, 0) */        \
+    X(exp, "Exp", "exp(v)") X(log, "Log", "log(v)") X(sqrt, "Sqrt", "sqrt(v)") X(rsqrt, "Rsqrt", "(CT)1 / sqrt(v)") \
+    X(recip, "Reciprocal", "(CT)1 / v") X(tanh, "Tanh", "tanh(v)") X(sigmoid, "Sigmoid", "(CT)1 / ((CT)1 + exp(-v))") \
+    X(leaky, "LeakyRelu", "v < 0 ? pa * v : v") X(elu, "Elu", "v < 0 ? pa * expm1(v) : v")                         \
+    /* erfc keeps precision for large negative x, where 1 + erf cancels */                                         \
+    X(gelu, "Gelu", "K(0.5) * v * erfc(-v * K(0.70710678118654752))")                                              \
+    /* 0.5 * (1 + tanh(z)) == 1 / (1 + e^-2z), without 1 + tanh's cancellation (Gelu, approximate tanh) */       \
+    X(gelut, "", "v / ((CT)1 + exp(K(-2.0) * (K(0.7978845608028654) * (v + K(0.044715) * v * v * v))))")           \
+    X(erf, "Erf", "erf(v)") X(softplus, "Softplus", "(v > 0 ? v : (CT)0) + log1p(exp(-fabs(v)))")                  \
+    X(floor, "Floor", "floor(v)") X(ceil, "Ceil", "ceil(v)") X(round, "Round", "rint(v)") /* ties to even */      \
+    X(clip, "Clip", "CLIPV(v, (CT)pa, (CT)pb)")
+/* the math group's activations the generated kernels take */
+#define OCLEW_ACT_FLT(X)                                                                                           \
+    X(hsig, "HardSigmoid", "clamp01(pa * v + pb)") X(hswish, "HardSwish", "v * clamp01(v * ((CT)1 / (CT)6) + K(0.5))") \
+    X(swish, "Swish", "v / ((CT)1 + exp(-pa * v))")
+
 /* Build options for a program specialised to dtype t (0: none). Division and sqrt are correctly
  * rounded, as on the CPU; no fast-math flag is ever given, so NaN and infinities keep IEEE meaning. */
 void oclew_opts(const wf__kctx *k, wf_dtype t, char *buf, size_t n);

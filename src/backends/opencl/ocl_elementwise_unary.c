@@ -18,37 +18,15 @@
     "CT v = LD(px, xo + i); STO(py, yo + i, (E)); }\n"                                                             \
     "#define UNB(n, E) __kernel void k_##n(__global const ST *px, ulong xo, __global uchar *py, ulong yo, "         \
     "PT pa, PT pb, PT pc, long i0, long i1, long i2, long i3) { ulong i = get_global_id(0); "                      \
-    "CT v = LD(px, xo + i); py[yo + i] = (uchar)(E); }\n"                                                          \
-    /* numpy.clip order: max with lo first, then min with hi; NaN passes */                                       \
-    "#define CLIPV(v, lo, hi) (((v) < (lo) ? (lo) : (v)) > (hi) ? (hi) : ((v) < (lo) ? (lo) : (v)))\n"
+    "CT v = LD(px, xo + i); py[yo + i] = (uchar)(E); }\n"
+
+#define UN_LINE_(n, op, e) "UN(" #n ", " e ")\n"
 
 static const char *g_un_src =
     OCLEW_PRELUDE UN_HEAD
+    OCLEW_FLT_HELPERS /* CLIPV serves the integer dtypes too */
     "#ifdef IS_FLT\n"
-    "UN(neg, -v)\n"
-    "UN(abs, fabs(v))\n"
-    "UN(sign, v > 0 ? (CT)1 : v < 0 ? (CT)-1 : v)\n" /* 0, -0 and NaN map to themselves */
-    "UN(square, v * v)\n"
-    "UN(relu, v < 0 ? (CT)0 : v)\n" /* NaN passes, like numpy.maximum(x, 0) */
-    "UN(exp, exp(v))\n"
-    "UN(log, log(v))\n"
-    "UN(sqrt, sqrt(v))\n"
-    "UN(rsqrt, (CT)1 / sqrt(v))\n"
-    "UN(recip, (CT)1 / v)\n"
-    "UN(tanh, tanh(v))\n"
-    "UN(sigmoid, (CT)1 / ((CT)1 + exp(-v)))\n"
-    "UN(leaky, v < 0 ? pa * v : v)\n"
-    "UN(elu, v < 0 ? pa * expm1(v) : v)\n"
-    /* erfc keeps precision for large negative x, where 1 + erf cancels */
-    "UN(gelu, K(0.5) * v * erfc(-v * K(0.70710678118654752)))\n"
-    /* 0.5 * (1 + tanh(z)) == 1 / (1 + e^-2z), without 1 + tanh's cancellation */
-    "UN(gelut, v / ((CT)1 + exp(K(-2.0) * (K(0.7978845608028654) * (v + K(0.044715) * v * v * v)))))\n"
-    "UN(erf, erf(v))\n"
-    "UN(softplus, (v > 0 ? v : (CT)0) + log1p(exp(-fabs(v))))\n"
-    "UN(floor, floor(v))\n"
-    "UN(ceil, ceil(v))\n"
-    "UN(round, rint(v))\n" /* ties to even, like numpy.round */
-    "UN(clip, CLIPV(v, (CT)pa, (CT)pb))\n"
+    OCLEW_UN_FLT(UN_LINE_)
     "#endif\n"
     "#ifdef IS_SINT\n"
     "UN(neg, (UT)0 - (UT)v)\n"
@@ -86,10 +64,8 @@ static const char *g_math_src =
     "UN(atanh, atanh(v))\n"
     "UNB(isnan, v != v)\n"
     "UNB(isinf, (i0 && v == (CT)INFINITY) || (i1 && v == -(CT)INFINITY))\n"
-    /* clamps as selects so that NaN passes, as numpy.maximum / minimum do in ONNX's reference */
-    "CT clamp01(CT t) { t = t > (CT)1 ? (CT)1 : t; return t < (CT)0 ? (CT)0 : t; }\n"
-    "UN(hsig, clamp01(pa * v + pb))\n"
-    "UN(hswish, v * clamp01(v * ((CT)1 / (CT)6) + K(0.5)))\n"
+    OCLEW_FLT_HELPERS
+    OCLEW_ACT_FLT(UN_LINE_)
     /* pa = gamma, pb = gamma * alpha (the product rounded once, in double, as on the CPU) */
     "UN(selu, v > 0 ? pa * v : pb * expm1(v))\n"
     "UN(celu, v > 0 ? v : pa * expm1(v / pa))\n"
@@ -97,7 +73,6 @@ static const char *g_math_src =
     "UN(mish, mish(v))\n"
     "UN(softsign, v / ((CT)1 + fabs(v)))\n"
     "UN(threlu, v > pa ? v : (CT)0)\n" /* NaN fails the comparison and gives 0 */
-    "UN(swish, v / ((CT)1 + exp(-pa * v)))\n"
     "UN(shrink, v < -pa ? v + pb : v > pa ? v - pb : (CT)0)\n"
     "#endif\n"
     "#ifdef IS_INT\n"
