@@ -107,10 +107,14 @@ static wf_output un(wf_graph *g, const char *op, wf_output a)
     return (wf_output){n, 0};
 }
 
-/* the 8-op chain; mid is Abs or Tanh */
-static wf_output chain(wf_graph *g, wf_output x, const char *mid)
+/* A graph of the 8-op chain over placeholder *x of dims; mid is Abs or Tanh. */
+static wf_output chain(wf_graph **g_out, const int64_t *dims, wf_output *x, const char *mid)
 {
-    wf_output v = bin(g, "Mul", x, scalar(g, 1.5f));
+    wf_graph *g;
+    die(wf_graph_new(&g));
+    die(wf_placeholder(g, "x", WF_F32, 1, dims, x));
+    *g_out = g;
+    wf_output v = bin(g, "Mul", *x, scalar(g, 1.5f));
     v = bin(g, "Add", v, scalar(g, 0.25f));
     v = un(g, "Relu", v);
     v = bin(g, "Mul", v, scalar(g, 0.75f));
@@ -162,10 +166,7 @@ int main(int argc, char **argv)
     const char *mids[2] = {"Abs", "Tanh"};
     for (int m = 0; m < 2; m++) {
         wf_graph *g;
-        wf_output x;
-        die(wf_graph_new(&g));
-        die(wf_placeholder(g, "x", WF_F32, 1, dims, &x));
-        wf_output y = chain(g, x, mids[m]);
+        wf_output x, y = chain(&g, dims, &x, mids[m]);
         wf_session_options fo, uo;
         wf_session_options_init(&fo);
         wf_session_options_init(&uo);
@@ -226,14 +227,9 @@ int main(int argc, char **argv)
                od.name, od.type, od.description ? od.description : "");
         printf("%-6s %5s %12s %12s %12s | %8s %8s %10s\n", "chain", "round", "fused ms", "unfused ms", "copy ms", "GB/s",
                "%copy", "x unfused");
-        char spec[64];
-        snprintf(spec, sizeof spec, "%s:%d", od.type, 0);
         for (int m = 0; m < 2; m++) {
             wf_graph *g;
-            wf_output x;
-            die(wf_graph_new(&g));
-            die(wf_placeholder(g, "x", WF_F32, 1, dims, &x));
-            wf_output y = chain(g, x, mids[m]);
+            wf_output x, y = chain(&g, dims, &x, mids[m]);
             wf_session *ss[2];
             for (int k = 0; k < 2; k++) {
                 wf_session_options o;
