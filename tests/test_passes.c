@@ -1497,6 +1497,8 @@ static void test_jit_devices(void)
 
 int main(void)
 {
+    /* this build's OpenCL plugin, for the generated kernels on OpenCL (skipped where it cannot open) */
+    if (!getenv("WEFT_PLUGIN_PATH")) setenv("WEFT_PLUGIN_PATH", WEFT_BUILD_DIR, 1);
     CHECK_OK(wf_context_new(NULL, &ctx));
     if (!ctx) return 1;
     RUN_TEST(test_default_level);

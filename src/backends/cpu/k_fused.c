@@ -245,8 +245,9 @@ static wf_status *k_FusedElementwise(wf__kctx *k)
         in[i] = t->data;
         if (reuse < 0 && is_full(pg, i) && i < 32 && (k->in_owned >> i & 1)) reuse = i;
     }
-    cprog *c = *k->state;
-    if (!s && !c) {
+    /* the register plan, made by the first run; read under the lock, as concurrent runs share it */
+    cprog *c = NULL;
+    if (!s) {
         wf__kctx_lock_state(k);
         if (!(c = *k->state) && !(s = compile(k, pg, &c))) *k->state = c;
         wf__kctx_unlock_state(k);
