@@ -5,6 +5,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "check.h"
 #include "device/device.h" /* wf__intra */
@@ -440,6 +441,85 @@ static void test_solo_stays_on_thread(void)
     for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
 }
 
+/* Direct f64 Conv2DBackpropFilter, stride 1, symmetric padding pad, group 1: dW[m, c, a, b]. */
+static double conv_bpf_ref_at(const wf_tensor *x, const wf_tensor *dy, int64_t pad, int64_t m, int64_t c, int64_t a,
+                              int64_t b)
+{
+    const float *xp = x->data, *dp = dy->data;
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], M = dy->dims[1], OH = dy->dims[2],
+            OW = dy->dims[3];
+    double acc = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < OH; i++)
+            for (int64_t j = 0; j < OW; j++) {
+                int64_t ih = i - pad + a, iw = j - pad + b;
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                    acc += (double)dp[((n * M + m) * OH + i) * OW + j] * xp[((n * C + c) * H + ih) * W + iw];
+            }
+    return acc;
+}
+
+typedef struct release_arg {
+    wf__intra *intra;
+    int ms;
+} release_arg;
+
+static void *release_later(void *arg)
+{
+    release_arg *r = arg;
+    struct timespec ts = {0, r->ms * 1000000L};
+    nanosleep(&ts, NULL);
+    atomic_flag_clear(&r->intra->busy);
+    return NULL;
+}
+
+/* oneDNN's backward-weights convolution splits its reduction for the thread count it was built with and
+ * waits at a barrier for all of them: run as thread 0 of 1, as the gate runs a kernel while another holds
+ * the cores, it never returned (a training step hung). Its kernel now waits for the region and opens
+ * exactly the threads the primitive was built for. Here another "kernel" holds the region for 50 ms; the
+ * call must return with the right numbers, and again with the region free. */
+static void test_conv_grad_threads(void)
+{
+    unsigned seed = 31;
+    int64_t dx[4] = {8, 32, 13, 13}, ddy[4] = {8, 64, 13, 13}, fs[4] = {64, 32, 3, 3}, pads[4] = {1, 1, 1, 1};
+    wf_tensor *sizes = NULL;
+    CHECK_OK(wf_tensor_new(WF_I64, 1, (int64_t[]){4}, fs, &sizes));
+    wf_tensor *in[3] = {randn(WF_F32, 4, dx, &seed), sizes, randn(WF_F32, 4, ddy, &seed)};
+    wf__intra intra = {.threads = 2};
+    atomic_flag_clear(&intra.busy);
+    kc c;
+    kc_init(&c, "Conv2DBackpropFilter", WF_F32, in, 3);
+    kc_set_ints(&c, "pads", pads, 4);
+    c.k.intra = &intra;
+    c.k.est = 1e-3;
+    for (int round = 0; round < 2; round++) {
+        pthread_t th;
+        release_arg ra = {&intra, 50};
+        bool held = round == 0;
+        if (held) {
+            (void)atomic_flag_test_and_set(&intra.busy);
+            CHECK(pthread_create(&th, NULL, release_later, &ra) == 0);
+        }
+        wf_tensor *dw = kc_run(&c);
+        if (held) pthread_join(th, NULL);
+        int bad = !dw;
+        for (int64_t m = 0; dw && m < fs[0]; m++)
+            for (int64_t q = 0; q < fs[1]; q++)
+                for (int64_t a = 0; a < 3; a++)
+                    for (int64_t b = 0; b < 3; b++) {
+                        double want = conv_bpf_ref_at(in[0], in[2], 1, m, q, a, b);
+                        double got = ((float *)dw->data)[((m * fs[1] + q) * 3 + a) * 3 + b];
+                        bad += !(fabs(got - want) <= 1e-4 * (1 + fabs(want)));
+                    }
+        CHECK_INT(bad, 0);
+        CHECK(!atomic_flag_test_and_set(&intra.busy)); /* the kernel gave the region back */
+        atomic_flag_clear(&intra.busy);
+        wf_tensor_free(dw);
+    }
+    kc_done(&c);
+    for (int i = 0; i < 3; i++) wf_tensor_free(in[i]);
+}
+
 /* The reordered weights are kept across runs while the weight bytes stay equal; weights changed in place
  * (same pointer, as a variable would) must be reordered again, and so must other weights of equal shape. */
 static void test_conv_weight_cache(void)
@@ -821,6 +901,7 @@ int main(void)
     RUN_TEST(test_primitive_cache);
     RUN_TEST(test_matmul_vectors);
     RUN_TEST(test_concurrent_branches);
+    RUN_TEST(test_conv_grad_threads);
     RUN_TEST(test_conv_weight_cache);
     RUN_TEST(test_concurrent_same_node);
     RUN_TEST(test_conv_weight_versions);

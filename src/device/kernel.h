@@ -113,6 +113,11 @@ void wf__intra_end(wf__kctx *k, int token);
  * oneDNN sizes per-thread scratch buffers at creation and must never execute with more threads than
  * that. Returns a token for wf__intra_end. */
 int wf__intra_begin_create(wf__kctx *k);
+/* Like wf__intra_begin for a primitive whose work split is fixed at creation for `threads` threads and
+ * that synchronises them (oneDNN's backward-weights convolutions reduce across jcp.nthr threads at a
+ * barrier, so run as thread 0 of 1 they wait forever): with threads > 1 it waits until no other kernel
+ * of the context holds the cores and then opens exactly that many, busy machine or not. */
+int wf__intra_begin_exact(wf__kctx *k, int threads);
 
 typedef wf_status *(*wf__kernel_fn)(wf__kctx *k);
 

@@ -139,6 +139,19 @@ if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
         "$WEFT" demo --time-steps 20 --batch 32 >"$D/out" 2>"$D/err" &&
             grep -q '^train step: batch 32, 20 steps, median [0-9.]* ms, p10 [0-9.]* ms, p90 [0-9.]* ms' "$D/out" &&
             ok demo_time_steps || bad demo_time_steps "no 'train step:' line"
+        # the CNN (oneDNN's backward convolutions): 30 steps from its saved initial weights must learn, and
+        # an explicit --trace after --time-steps traces one step with the convolution gradients in it
+        if "$WEFT" demo --model cnn --batch 32 --print-losses 30 --save-initial "$D/cnn0.safetensors" \
+            >"$D/out" 2>"$D/err" && [ "$(grep -c '^step [0-9]* loss ' "$D/out")" = 30 ] &&
+            awk '/^step 0 loss/ { f = $4 } /^step 29 loss/ { l = $4 } END { exit !(f >= 2.0 && f <= 2.6 && l < f - 0.3) }' "$D/out" &&
+            grep -q 'conv2d_1/kernel' "$D/cnn0.safetensors"; then
+            ok demo_cnn_losses
+        else
+            bad demo_cnn_losses "no 30 falling losses from about ln(10), or no initial weights"; cat "$D/out" >>"$D/err"
+        fi
+        "$WEFT" demo --model cnn --time-steps 3 --batch 16 --trace "$D/cnn.json" >"$D/out" 2>"$D/err" &&
+            grep -q '^one training step, traced' "$D/out" && grep -q 'Conv2DBackpropFilter' "$D/cnn.json" &&
+            ok demo_cnn_time_steps_trace || bad demo_cnn_time_steps_trace "no traced step after --time-steps"
     else
         bad demo_one_epoch "exit non-zero"
     fi
@@ -319,6 +332,8 @@ expect_exit demo_batch_large 2 "weft demo: --batch wants an integer from 1 to 65
 expect_exit demo_threads_large 2 "weft demo: --threads wants an integer from 0 to 1024, got '2000'" -- demo --threads 2000
 expect_exit demo_time_steps_zero 2 "weft demo: --time-steps wants a positive integer, got '0'" -- demo --time-steps 0
 expect_exit demo_time_steps_text 2 "weft demo: --time-steps wants a positive integer, got 'x'" -- demo --time-steps x
+expect_exit demo_model_bad 2 "weft demo: --model must be mlp or cnn, not 'rnn'" -- demo --model rnn
+expect_exit demo_print_losses_zero 2 "weft demo: --print-losses wants a positive integer, got '0'" -- demo --print-losses 0
 for lr in 0 -1 nan inf 1e999 1e-400 abc 0x1p-3 1e-3x ''; do
     expect_exit "demo_lr:'$lr'" 2 "weft demo: --lr wants a positive finite number, got '$lr'" -- demo --lr "$lr"
 done

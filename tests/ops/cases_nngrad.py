@@ -127,6 +127,10 @@ CONV_CONFIGS = [
     ("1x1_stride", (2, 5, 5, 6), (3, 5, 1, 1), {"strides": [2, 2]}),
     ("group_dil_stride", (2, 6, 9, 10), (9, 2, 2, 3), {"group": 3, "strides": [2, 3], "dilations": [2, 1],
                                                       "pads": [1, 0, 0, 2]}),
+    # channel counts where oneDNN's backward primitives take blocked layouts (the CNN benchmark's second conv,
+    # and a strided padded one), so the reorders in and out of them are exercised
+    ("blocked", (3, 32, 13, 13), (64, 32, 3, 3), {}),
+    ("blocked_stride_pad", (2, 16, 14, 15), (32, 16, 3, 3), {"strides": [2, 2], "pads": [1, 1, 0, 1]}),
 ]
 
 
@@ -269,6 +273,34 @@ def pool_grad_cases(rng):
     dyn = rng.standard_normal((1, 2, oh, ow)).astype(np.float32)
     yield Case("maxpool2d_grad_f32_nan_inf", "MaxPool2DGrad", [xn, dyn], [ref_pool_grad("max", xn, dyn, atn).astype(np.float32)],
                attrs=atn, rtol=1e-5, atol=1e-6)
+    # windows inside the plane (the kernel's branch-free path): a NaN after the window's maximum, a NaN first,
+    # two NaNs, +inf, an all -inf window, and ties
+    xn = rng.standard_normal((2, 3, 8, 10)).astype(np.float32)
+    xn[0, 0, 0, 1], xn[0, 0, 2, 3] = np.nan, 5.0
+    xn[0, 1, 4, 4], xn[0, 1, 5, 5] = np.nan, np.nan
+    xn[1, 2, 1, 0], xn[1, 2, 6, 7] = np.inf, -np.inf
+    xn[1, 0, 2:4, 2:4] = -np.inf
+    xn[1, 1, 4:6, 0:2] = 1.5
+    atn = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    dyn = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    yield Case("maxpool2d_grad_f32_nan_inf_inside", "MaxPool2DGrad", [xn, dyn],
+               [ref_pool_grad("max", xn, dyn, atn).astype(np.float32)], attrs=atn, rtol=1e-5, atol=1e-6)
+    # the convolution gradients through oneDNN with NaN and inf: each reaches exactly the taps it feeds
+    cx = rng.standard_normal((2, 16, 9, 9)).astype(np.float32)
+    cw = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    cx[0, 3, 4, 4], cx[1, 7, 0, 8] = np.nan, np.inf
+    cw[5, 2, 1, 1] = np.nan
+    cat = {"pads": [1, 1, 1, 1]}
+    cdy = rng.standard_normal((2, 32, 9, 9)).astype(np.float32)
+    cdy[1, 4, 2, 2] = np.nan
+    cxs, cws = np.array(cx.shape, np.int64), np.array(cw.shape, np.int64)
+    with np.errstate(invalid="ignore"):
+        dx = ref_conv_bp_input(cw.astype(np.float64), cdy.astype(np.float64), cx.shape, cat)
+        dw = ref_conv_bp_filter(cx.astype(np.float64), cdy.astype(np.float64), cw.shape, cat)
+    yield Case("conv_bp_input_f32_nan_inf", "Conv2DBackpropInput", [cxs, cw, cdy], [dx.astype(np.float32)], attrs=cat,
+               const=(0,), rtol=1e-4, atol=1e-4)
+    yield Case("conv_bp_filter_f32_nan_inf", "Conv2DBackpropFilter", [cx, cws, cdy], [dw.astype(np.float32)], attrs=cat,
+               const=(1,), rtol=1e-4, atol=1e-4)
     # fed sizes
     yield Case("avgpool2d_grad_f64_fed_sizes", "AvgPool2DGrad", [np.array(sx, np.int32), dy],
                [ref_pool_grad("avg", sx, dy, dict(at, count_include_pad=1))], attrs=dict(at, count_include_pad=1))

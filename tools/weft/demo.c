@@ -30,8 +30,9 @@ static int cmp_double(const void *a, const void *b)
 
 typedef struct demo_opts {
     const char *device, *data, *trace, *export_onnx, *save;
-    int strict, epochs, threads, quiet, time_steps;
+    int strict, epochs, threads, quiet, time_steps, cnn, print_losses;
     long batch;
+    const char *save_init;
     double lr;
     uint64_t seed;
 } demo_opts;
@@ -40,11 +41,17 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: weft demo [--device SPEC] [--strict] [--epochs N] [--batch N] [--threads N]\n"
                "                 [--lr X] [--seed N] [--data DIR] [--trace FILE.json] [--export-onnx FILE]\n"
-               "                 [--save FILE.safetensors] [--quiet] [--time-steps N]\n"
+               "                 [--save FILE.safetensors] [--quiet] [--time-steps N] [--model mlp|cnn]\n"
+               "                 [--save-initial FILE.safetensors] [--print-losses N]\n"
                "Trains Flatten -> Dense(128, relu) -> Dense(10, softmax) on Fashion-MNIST (default: 5 epochs,\n"
                "batch 32, Adam lr 1e-3, data in " DEFAULT_DATA ").\n"
+               "--model cnn trains Conv2D(32, 3x3, relu) -> MaxPool(2) -> Conv2D(64, 3x3, relu) -> MaxPool(2)\n"
+               "-> Flatten -> Dense(128, relu) -> Dense(10, softmax) instead (valid padding, NCHW).\n"
+               "--save-initial writes the initial weights before any step; --print-losses N trains N steps on\n"
+               "the first N batches in file order (no shuffle) and prints each step's loss, then exits.\n"
                "--device runs every node on SPEC (soft placement: nodes it cannot run fall back, with the\n"
-               "reason; --strict makes that an error). --time-steps N times N training steps and exits.\n"
+               "reason; --strict makes that an error). --time-steps N times N training steps and exits (with an\n"
+               "explicit --trace, it then traces one more step and prints its summary).\n"
                "  --epochs N 1 to 100000; --batch N 1 to 65536; --threads N 0 to 1024 (0, the default: one\n"
                "  per core); --lr X a positive finite number; --seed N 0 to 2^64-1; --time-steps N 1 to\n"
                "  1000000. --trace (default weft-demo-trace.json; '' writes none), --save and --export-onnx are\n"
@@ -152,6 +159,54 @@ static wf_status *time_steps(wf_model *m, wf_dataset *train, long batch, int n)
     return s;
 }
 
+/* The layers: the tutorial's MLP, or (cnn) the small CNN of issue 14's training benchmark. */
+static wf_status *add_layers(wf_model *m, int cnn)
+{
+    wf_layer l;
+    wf_status *s;
+    if (cnn) {
+        wf_layer_init(&l, WF_LAYER_RESHAPE);
+        l.target_rank = 3;
+        l.target[0] = 1, l.target[1] = 28, l.target[2] = 28;
+        if ((s = wf_model_add(m, &l))) return s;
+        for (int i = 0; i < 2; i++) {
+            wf_layer_init(&l, WF_LAYER_CONV2D);
+            l.filters = i ? 64 : 32;
+            l.kernel[0] = l.kernel[1] = 3;
+            l.activation = WF_ACT_RELU;
+            if ((s = wf_model_add(m, &l))) return s;
+            wf_layer_init(&l, WF_LAYER_MAXPOOL2D);
+            if ((s = wf_model_add(m, &l))) return s;
+        }
+    }
+    wf_layer_init(&l, WF_LAYER_FLATTEN);
+    if ((s = wf_model_add(m, &l))) return s;
+    wf_layer_init(&l, WF_LAYER_DENSE);
+    l.units = 128;
+    l.activation = WF_ACT_RELU;
+    if ((s = wf_model_add(m, &l))) return s;
+    wf_layer_init(&l, WF_LAYER_DENSE);
+    l.units = 10;
+    l.activation = WF_ACT_SOFTMAX;
+    return wf_model_add(m, &l);
+}
+
+/* --print-losses: n steps on batches 0..n-1 of the file's order, each step's loss on one line. */
+static wf_status *print_losses(wf_model *m, wf_dataset *train, long batch, int n)
+{
+    wf_status *s = NULL;
+    for (int i = 0; i < n && !s; i++) {
+        wf_tensor *x = NULL, *y = NULL;
+        double loss = 0;
+        s = wf_dataset_take(train, (int64_t)i * batch, batch, &x, &y);
+        if (!s) s = wf_model_train_step(m, x, y, &loss, NULL);
+        if (!s) printf("step %d loss %.9g\n", i, loss);
+        wf_tensor_free(x);
+        wf_tensor_free(y);
+    }
+    return s;
+}
+
 static const char default_trace[] = "weft-demo-trace.json";
 
 /* -1: run with *o; otherwise the exit code (0 after --help). */
@@ -179,6 +234,14 @@ static int parse(int argc, char **argv, demo_opts *o)
         else if (!strcmp(a, "--batch")) INT(1, 65536, o->batch);
         else if (!strcmp(a, "--threads")) INT(0, 1024, o->threads);
         else if (!strcmp(a, "--time-steps")) INT(1, 1000000, o->time_steps);
+        else if (!strcmp(a, "--print-losses")) INT(1, 1000000, o->print_losses);
+        else if (!strcmp(a, "--save-initial")) { VALUE("FILE.safetensors"); o->save_init = v; }
+        else if (!strcmp(a, "--model")) {
+            VALUE("mlp|cnn");
+            if (!strcmp(v, "cnn")) o->cnn = 1;
+            else if (strcmp(v, "mlp"))
+                return cli_usage_error("demo", "--model must be mlp or cnn, not '%s'", v);
+        }
         else if (!strcmp(a, "--lr")) {
             VALUE("X");
             if (cli_positive("demo", a, v, &o->lr)) return CLI_USAGE;
@@ -197,8 +260,9 @@ static int parse(int argc, char **argv, demo_opts *o)
 #undef INT
 #undef VALUE
     }
+    if (o->save_init && cli_check_writable("demo", "--save-initial", o->save_init, "")) return 1;
     /* the files written after the training, checked before it; --time-steps writes none */
-    if (!o->time_steps) {
+    if (!o->time_steps && !o->print_losses) {
         if (o->save && cli_check_writable("demo", "--save", o->save, "")) return 1;
         if (o->export_onnx && cli_check_writable("demo", "--export-onnx", o->export_onnx, "")) return 1;
         /* the default trace goes to the current folder, which may be read-only: say how to skip it */
@@ -230,7 +294,7 @@ int cmd_demo(int argc, char **argv)
     if (!s) s = load(o.data, "t10k", &test);
     if (s) goto out;
 
-    if (!o.quiet && !o.time_steps) {
+    if (!o.quiet && !o.time_steps && !o.print_losses) {
         printf("devices:\n");
         for (int i = 0; i < wf_context_num_devices(ctx); i++) {
             wf_device_info d;
@@ -240,18 +304,7 @@ int cmd_demo(int argc, char **argv)
                (long long)wf_dataset_num_samples(train), (long long)wf_dataset_num_samples(test));
     }
     int64_t in_shape[2] = {28, 28};
-    if ((s = wf_model_new(WF_F32, 2, in_shape, o.seed, &m))) goto out;
-    wf_layer l;
-    wf_layer_init(&l, WF_LAYER_FLATTEN);
-    if ((s = wf_model_add(m, &l))) goto out;
-    wf_layer_init(&l, WF_LAYER_DENSE);
-    l.units = 128;
-    l.activation = WF_ACT_RELU;
-    if ((s = wf_model_add(m, &l))) goto out;
-    wf_layer_init(&l, WF_LAYER_DENSE);
-    l.units = 10;
-    l.activation = WF_ACT_SOFTMAX;
-    if ((s = wf_model_add(m, &l))) goto out;
+    if ((s = wf_model_new(WF_F32, 2, in_shape, o.seed, &m)) || (s = add_layers(m, o.cnn))) goto out;
     wf_compile_options cpo;
     wf_compile_options_init(&cpo);
     cpo.optimizer.learning_rate = o.lr;
@@ -259,8 +312,19 @@ int cmd_demo(int argc, char **argv)
     cpo.strict_placement = o.strict;
     if ((s = wf_model_compile(m, ctx, &cpo))) goto out;
 
+    if (o.save_init && (s = wf_session_save(wf_model_session(m), o.save_init))) goto out;
+    if (o.print_losses) {
+        s = print_losses(m, train, o.batch, o.print_losses);
+        rc = s ? 1 : 0;
+        goto out;
+    }
     if (o.time_steps) {
         s = time_steps(m, train, o.batch, o.time_steps);
+        /* an explicit --trace: one more step, traced, and its summary */
+        if (!s && o.trace != default_trace && *o.trace && !(s = wf_dataset_take(train, 0, o.batch, &x, &y)) &&
+            !(s = wf_model_train_step(m, x, y, NULL, &trace)) && !(s = wf_trace_write_chrome(trace, ctx, o.trace)) &&
+            !(s = wf_trace_summary_text(trace, ctx, &text)))
+            printf("one training step, traced (%s):\n%s", o.trace, text);
         rc = s ? 1 : 0;
         goto out;
     }

@@ -26,6 +26,7 @@
  * cores, handled like a busy probe. An idle machine preempts nobody; imbalance alone preempts nobody.
  */
 #include <omp.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,20 @@ int wf__intra_begin(wf__kctx *k)
     }
     solo_enter();
     return 0;
+}
+
+int wf__intra_begin_exact(wf__kctx *k, int threads)
+{
+    wf__intra *in = k ? k->intra : NULL;
+    if (threads <= 1 || !in) {
+        solo_enter();
+        return 0;
+    }
+    /* a concurrent kernel's region lasts at most milliseconds; yielding lets its threads have the cores */
+    while (atomic_flag_test_and_set_explicit(&in->busy, memory_order_acquire)) sched_yield();
+    omp_set_num_threads(threads);
+    tl_region = region_begin(k->est, threads);
+    return 1;
 }
 
 int wf__intra_begin_create(wf__kctx *k)

@@ -5,6 +5,8 @@
  */
 #include "k_dnnl.h"
 
+#include <omp.h>
+
 #include <math.h>
 #include <stdio.h>
 
@@ -147,6 +149,7 @@ wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_buil
     /* oneDNN picks its implementation and sizes its scratchpad for the thread count in effect at
      * creation; execution may use fewer threads (the intra-op gate) but never more. */
     int tok = wf__intra_begin_create(k);
+    p->threads = omp_get_max_threads();
     /* One build at a time in the process: oneDNN's primitive cache shares primitive descriptors between
      * threads, synchronised inside libdnnl where ThreadSanitizer cannot see it (two convolutions built at
      * once on two inter-op threads were reported as a race on a cached descriptor). A build happens once
@@ -251,8 +254,9 @@ static wf_status *dn_mem(wf__kctx *k, wf__dn_run *r, int slot, const dnnl_memory
     return NULL;
 }
 
-wf_status *wf__dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, int n, const int *ids,
-                       const dnnl_memory_desc_t *const *mds, void *const *ptrs, const dnnl_memory_desc_t *scratch)
+static wf_status *dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, int n, const int *ids,
+                          const dnnl_memory_desc_t *const *mds, void *const *ptrs, const dnnl_memory_desc_t *scratch,
+                          int exact_threads)
 {
     dnnl_engine_t eng = NULL;
     dnnl_stream_t stream = NULL;
@@ -272,11 +276,23 @@ wf_status *wf__dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t pr
         args[n].arg = DNNL_ARG_SCRATCHPAD;
         args[n].memory = r->mem[slot + n];
     }
-    int tok = wf__intra_begin(k);
+    int tok = exact_threads ? wf__intra_begin_exact(k, exact_threads) : wf__intra_begin(k);
     dnnl_status_t st = dnnl_primitive_execute(prim, stream, n + (sbytes != 0), args);
     if (st == dnnl_success) st = dnnl_stream_wait(stream);
     wf__intra_end(k, tok);
     return st != dnnl_success ? wf__dn_fail(k, st, "execution") : NULL;
+}
+
+wf_status *wf__dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, int n, const int *ids,
+                       const dnnl_memory_desc_t *const *mds, void *const *ptrs, const dnnl_memory_desc_t *scratch)
+{
+    return dn_exec(k, r, slot, prim, n, ids, mds, ptrs, scratch, 0);
+}
+
+wf_status *wf__dn_exec_prim(wf__kctx *k, wf__dn_run *r, int slot, const wf__dn_prim *p, int n, const int *ids,
+                            const dnnl_memory_desc_t *const *mds, void *const *ptrs)
+{
+    return dn_exec(k, r, slot, p->prim, n, ids, mds, ptrs, &p->scratch, p->exact_threads ? p->threads : 0);
 }
 
 wf_status *wf__dn_reorder(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, const dnnl_memory_desc_t *from,

@@ -58,6 +58,8 @@ typedef struct wf__dn_prim {
     dnnl_primitive_t wreorder, sreorder, dreorder;
     dnnl_memory_desc_t wscratch, sscratch, dscratch;
     size_t scratch_max; /* bytes of a run context's scratchpad */
+    int threads;        /* the OpenMP thread count it was created for */
+    bool exact_threads; /* set by the build: it must execute on exactly `threads` (wf__intra_begin_exact) */
     pthread_mutex_t lock; /* runs, and the weight cache */
     bool lock_init;
     wf__dn_run *runs; /* free run contexts */
@@ -94,6 +96,9 @@ wf_status *wf__dn_run_buf(wf__kctx *k, wf__dn_run *r, int which, size_t bytes, v
  * inside the intra-op gate. A slot must always see the same descriptor. */
 wf_status *wf__dn_exec(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, int n, const int *ids,
                        const dnnl_memory_desc_t *const *mds, void *const *ptrs, const dnnl_memory_desc_t *scratch);
+/* wf__dn_exec of p->prim, on exactly the threads it was built for when p->exact_threads. */
+wf_status *wf__dn_exec_prim(wf__kctx *k, wf__dn_run *r, int slot, const wf__dn_prim *p, int n, const int *ids,
+                            const dnnl_memory_desc_t *const *mds, void *const *ptrs);
 /* Runs a reorder primitive from `from` to `to` through slots slot..slot+2. */
 wf_status *wf__dn_reorder(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t prim, const dnnl_memory_desc_t *from,
                           const void *src, const dnnl_memory_desc_t *to, void *dst, const dnnl_memory_desc_t *scratch);

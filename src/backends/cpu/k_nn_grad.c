@@ -1,8 +1,11 @@
 /*
  * The backward ops of convolution and pooling on the CPU (Conv2DBackpropInput, Conv2DBackpropFilter,
- * MaxPool2DGrad, AvgPool2DGrad, GlobalAvgPoolGrad) as direct loops in f32 and f64; f16 and bf16 are
- * computed in f32. Each parallel task owns whole output planes (or filter slices), so no two tasks write
- * the same element and no atomics are needed. The window rules are ops/nn_window.h's, as in the forward.
+ * MaxPool2DGrad, AvgPool2DGrad, GlobalAvgPoolGrad). The two convolution gradients run as oneDNN's
+ * backward-data and backward-weights primitives in f32 (f16 and bf16 through f32), cached per node and
+ * shape like the forward's (k_dnnl_conv.c); f64, empty tensors and any geometry oneDNN declines run
+ * direct loops. The pools are direct loops in f32 and f64 (f16 and bf16 in f32). Each parallel task of a
+ * loop owns whole output planes (or filter slices), so no two tasks write the same element and no atomics
+ * are needed. The window rules are ops/nn_window.h's, as in the forward.
  */
 #include "k_dnnl.h"
 
@@ -133,23 +136,178 @@ BP_INPUT_LOOP(bp_input_f64, double)
 BP_FILTER_LOOP(bp_filter_f32, float)
 BP_FILTER_LOOP(bp_filter_f64, double)
 
-/* Runs a conv backward loop for the key dtype t: inputs a and b (same dtype t), output y of ny elements. */
+/* ---- the convolution gradients through oneDNN ------------------------------------------------------------ */
+
+/* The three tensors of a convolution in oneDNN's sense. Backward data reads wei and dst (dy) and writes
+ * src (dx); backward weights reads src (x) and dst (dy) and writes wei (dW). md[WF__DN_SRC / WEI / DST] are
+ * the user's plain layouts (NCHW, OIHW or GOIHW), md[*_PRIM] the primitive's choice; p->sreorder,
+ * p->wreorder and p->dreorder convert between them where they differ, user to primitive for an input
+ * and primitive to user for the output. */
+enum { CG_SRC, CG_WEI, CG_DST, CG_N };
+static const int cg_md[CG_N] = {WF__DN_SRC, WF__DN_WEI, WF__DN_DST};
+static const int cg_pmd[CG_N] = {WF__DN_SRC_PRIM, WF__DN_WEI_PRIM, WF__DN_DST_PRIM};
+static const int cg_slot[CG_N] = {WF__DN_SLOT_SREORDER, WF__DN_SLOT_WREORDER, WF__DN_SLOT_DREORDER};
+
+typedef struct cg_build_arg {
+    const conv_geom *g;
+    bool filter; /* backward weights, else backward data */
+} cg_build_arg;
+
+static dnnl_primitive_t *cg_reorder(wf__dn_prim *p, int r, dnnl_memory_desc_t **scratch)
+{
+    *scratch = r == CG_SRC ? &p->sscratch : r == CG_WEI ? &p->wscratch : &p->dscratch;
+    return r == CG_SRC ? &p->sreorder : r == CG_WEI ? &p->wreorder : &p->dreorder;
+}
+
+static wf_status *cg_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
+{
+    const cg_build_arg *ca = arg;
+    const conv_geom *g = ca->g;
+    const wf__nn_window *wn = g->win;
+    dnnl_dims_t sd = {g->n, g->c, g->h, g->w}, dd = {g->n, g->m, g->oh, g->ow};
+    dnnl_dims_t wd = {g->g, g->m / g->g, g->c / g->g, g->kh, g->kw};
+    int wnd = 5;
+    if (g->g == 1) {
+        wnd = 4;
+        memmove(wd, wd + 1, 4 * sizeof wd[0]);
+    }
+    dnnl_dims_t strides = {wn->s[0], wn->s[1]}, dil = {wn->d[0] - 1, wn->d[1] - 1};
+    dnnl_dims_t pl = {wn->pb[0], wn->pb[1]}, pr = {wn->pe[0], wn->pe[1]};
+    dnnl_memory_desc_t sany, wany, dany;
+    dnnl_convolution_desc_t fd, bd;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+    dnnl_status_t st;
+    const char *what = "convolution gradient memory descriptor";
+    if ((st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, dnnl_f32, dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_DST], 4, dd, dnnl_f32, dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_WEI], wnd, wd, dnnl_f32, wnd == 5 ? dnnl_abcde : dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&sany, 4, sd, dnnl_f32, dnnl_format_tag_any)) ||
+        (st = dnnl_memory_desc_init_by_tag(&dany, 4, dd, dnnl_f32, dnnl_format_tag_any)) ||
+        (st = dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any)))
+        goto fail;
+    /* the backward primitive descriptor takes the forward training one as its hint */
+    what = "convolution forward (hint) descriptor";
+    if ((st = dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &sany,
+                                                         &wany, NULL, &dany, strides, dil, pl, pr)) ||
+        (st = wf__dn_attr(WF__ACT_NONE, 0, &attr)) || (st = dnnl_primitive_desc_create(&fpd, &fd, attr, eng, NULL)))
+        goto fail;
+    what = ca->filter ? "convolution backward-weights descriptor" : "convolution backward-data descriptor";
+    st = ca->filter ? dnnl_dilated_convolution_backward_weights_desc_init(&bd, dnnl_convolution_direct, &sany, &wany,
+                                                                          NULL, &dany, strides, dil, pl, pr)
+                    : dnnl_dilated_convolution_backward_data_desc_init(&bd, dnnl_convolution_direct, &sany, &wany,
+                                                                       &dany, strides, dil, pl, pr);
+    if (st || (st = dnnl_primitive_desc_create(&pd, &bd, attr, eng, fpd))) goto fail;
+    p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    p->md[WF__DN_SRC_PRIM] = *dnnl_primitive_desc_query_md(pd, ca->filter ? dnnl_query_src_md : dnnl_query_diff_src_md, 0);
+    p->md[WF__DN_WEI_PRIM] =
+        *dnnl_primitive_desc_query_md(pd, ca->filter ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
+    p->md[WF__DN_DST_PRIM] = *dnnl_primitive_desc_query_md(pd, dnnl_query_diff_dst_md, 0);
+    what = "convolution gradient reorder";
+    int out = ca->filter ? CG_WEI : CG_SRC;
+    for (int r = 0; r < CG_N && !st; r++) {
+        const dnnl_memory_desc_t *user = &p->md[cg_md[r]], *prim = &p->md[cg_pmd[r]];
+        dnnl_memory_desc_t *scratch;
+        dnnl_primitive_t *ro = cg_reorder(p, r, &scratch);
+        if (!dnnl_memory_desc_equal(user, prim))
+            st = r == out ? wf__dn_reorder_create(eng, prim, user, ro, scratch)
+                          : wf__dn_reorder_create(eng, user, prim, ro, scratch);
+    }
+    if (st) goto fail;
+    what = ca->filter ? "convolution backward-weights primitive" : "convolution backward-data primitive";
+    if (!st) st = dnnl_primitive_create(&p->prim, pd);
+    p->exact_threads = ca->filter; /* its reduction waits for every thread it was built for */
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (fpd) dnnl_primitive_desc_destroy(fpd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
+}
+
+/* One convolution gradient through oneDNN, f32: t[CG_SRC/WEI/DST] are the user's tensors (the output's
+ * entry is where it is written). */
+static wf_status *conv_grad_dnnl(wf__kctx *k, const conv_geom *g, bool filter, void *const t[CG_N])
+{
+    int64_t key[WF__DN_KEY_MAX];
+    int nk = 0;
+    key[nk++] = 'G';
+    key[nk++] = filter;
+    const int64_t geo[] = {g->n, g->c, g->h, g->w, g->m, g->g, g->kh, g->kw, g->oh, g->ow};
+    for (size_t i = 0; i < sizeof geo / sizeof geo[0]; i++) key[nk++] = geo[i];
+    memcpy(&key[nk], g->win, sizeof *g->win);
+    nk += (int)(sizeof *g->win / sizeof(int64_t));
+    cg_build_arg ca = {g, filter};
+    wf__dn_prim *p;
+    WF__TRY(wf__dn_acquire(k, key, nk, cg_build, &ca, &p));
+    wf__dn_run *r = NULL;
+    wf_status *s = wf__dn_run_get(k, p, &r);
+    int out = filter ? CG_WEI : CG_SRC;
+    size_t off[CG_N], total = 0;
+    for (int i = 0; i < CG_N; i++) {
+        dnnl_memory_desc_t *scratch;
+        off[i] = total;
+        if (*cg_reorder(p, i, &scratch))
+            total += (dnnl_memory_desc_get_size(&p->md[cg_pmd[i]]) + WF__ALIGN - 1) /
+                     WF__ALIGN * WF__ALIGN;
+    }
+    void *buf = NULL, *ptr[CG_N];
+    if (!s && total) s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, total, &buf);
+    const dnnl_memory_desc_t *mds[CG_N];
+    for (int i = 0; i < CG_N && !s; i++) {
+        dnnl_memory_desc_t *scratch;
+        dnnl_primitive_t ro = *cg_reorder(p, i, &scratch);
+        int prim_md = cg_pmd[i];
+        ptr[i] = ro ? (char *)buf + off[i] : t[i];
+        mds[i] = &p->md[ro ? prim_md : cg_md[i]];
+        if (ro && i != out)
+            s = wf__dn_reorder(k, r, cg_slot[i], ro, &p->md[cg_md[i]], t[i], &p->md[prim_md], ptr[i], scratch);
+    }
+    if (!s) {
+        int ids[CG_N] = {filter ? DNNL_ARG_SRC : DNNL_ARG_DIFF_SRC, filter ? DNNL_ARG_DIFF_WEIGHTS : DNNL_ARG_WEIGHTS,
+                         DNNL_ARG_DIFF_DST};
+        s = wf__dn_exec_prim(k, r, WF__DN_SLOT_PRIM, p, CG_N, ids, mds, ptr);
+    }
+    dnnl_memory_desc_t *scratch;
+    dnnl_primitive_t ro = *cg_reorder(p, out, &scratch);
+    if (!s && ro)
+        s = wf__dn_reorder(k, r, cg_slot[out], ro, &p->md[cg_pmd[out]], ptr[out],
+                           &p->md[cg_md[out]], t[out], scratch);
+    if (r) wf__dn_run_put(p, r);
+    wf__dn_release(k, p);
+    return s;
+}
+
+/* f32 convolution gradient: oneDNN where it takes the geometry (and nothing is empty), else the loop. */
+static wf_status *conv_grad_f32(wf__kctx *k, conv_geom *g, bool filter, int64_t tasks, int64_t grain, wf__range_fn f32)
+{
+    if (g->n && g->c && g->m && g->oh && g->ow && g->h && g->w) {
+        void *t[CG_N] = {filter ? (void *)g->a : g->y, filter ? g->y : (void *)g->a, (void *)g->b};
+        wf_status *s = conv_grad_dnnl(k, g, filter, t);
+        if (!s || (wf_status_code(s) != WF_UNIMPLEMENTED && wf_status_code(s) != WF_INVALID_ARGUMENT)) return s;
+        wf_status_free(s); /* a geometry oneDNN declines: the direct loop */
+    }
+    wf__parallel_for(k, tasks, grain, f32, g);
+    return NULL;
+}
+
+/* Runs a conv backward for the key dtype t: inputs a and b (same dtype t), output y of ny elements. */
 static wf_status *run_conv_loop(wf__kctx *k, conv_geom *g, wf_dtype t, const wf_tensor *a, const wf_tensor *b,
                                 wf_tensor *y, int64_t tasks, int64_t per_task, wf__range_fn f32, wf__range_fn f64)
 {
     int64_t grain = 32768 / (per_task + 1) + 1;
+    bool filter = f32 == bp_filter_f32;
     g->a = a->data, g->b = b->data, g->y = y->data;
-    if (t == WF_F32 || t == WF_F64) {
-        wf__parallel_for(k, tasks, grain, t == WF_F32 ? f32 : f64, g);
+    if (t == WF_F64) {
+        wf__parallel_for(k, tasks, grain, f64, g);
         return NULL;
     }
+    if (t == WF_F32) return conv_grad_f32(k, g, filter, tasks, grain, f32);
     lowp l = {{NULL, NULL}, NULL};
     wf_status *s;
     if (!(s = wf__dn_to_f32(k, a->data, t, a->size, &l.in[0])) && !(s = wf__dn_to_f32(k, b->data, t, b->size, &l.in[1])) &&
         !(s = wf__dn_alloc_f32(k, y->size, &l.out))) {
         g->a = l.in[0], g->b = l.in[1], g->y = l.out;
-        wf__parallel_for(k, tasks, grain, f32, g);
-        wf__convert(l.out, WF_F32, y->data, t, y->size);
+        if (!(s = conv_grad_f32(k, g, filter, tasks, grain, f32))) wf__convert(l.out, WF_F32, y->data, t, y->size);
     }
     lowp_free(&l);
     return s;
@@ -230,12 +388,36 @@ typedef struct pool_geom {
         const pool_geom *r = arg;                                                                          \
         const wf__nn_window *wn = r->wn;                                                                   \
         int64_t oh = wn->out[0], ow = wn->out[1], H = r->h, W = r->w;                                      \
+        bool dense = wn->d[0] == 1 && wn->d[1] == 1;                                                       \
         for (int64_t p = p0; p < p1; p++) {                                                                \
             const T *x = (const T *)r->x + p * H * W, *dy = (const T *)r->dy + p * oh * ow;                \
             T *dx = (T *)r->dx + p * H * W;                                                                \
             for (int64_t i = 0; i < H * W; i++) dx[i] = 0;                                                 \
             for (int64_t yh = 0; yh < oh; yh++)                                                            \
                 for (int64_t yw = 0; yw < ow; yw++) {                                                      \
+                    int64_t h0 = yh * wn->s[0] - wn->pb[0], w0 = yw * wn->s[1] - wn->pb[1];                \
+                    if (dense && h0 >= 0 && w0 >= 0 && h0 + wn->k[0] <= H && w0 + wn->k[1] <= W) {         \
+                        /* a window inside the plane, taps adjacent: its first strict maximum without     \
+                         * branches (random data mispredicts every other compare); a NaN anywhere in it     \
+                         * takes the general path below */                                                 \
+                        int64_t best = h0 * W + w0;                                                        \
+                        T bv = x[best];                                                                    \
+                        bool nan = bv != bv;                                                               \
+                        for (int64_t a = 0; a < wn->k[0]; a++) {                                           \
+                            const T *row = x + (h0 + a) * W + w0;                                          \
+                            for (int64_t b = 0; b < wn->k[1]; b++) {                                       \
+                                T v = row[b];                                                              \
+                                bool c = v > bv;                                                           \
+                                nan |= v != v;                                                             \
+                                bv = c ? v : bv;                                                           \
+                                best = c ? (h0 + a) * W + w0 + b : best;                                   \
+                            }                                                                              \
+                        }                                                                                  \
+                        if (!nan) {                                                                        \
+                            dx[best] += dy[yh * ow + yw];                                                  \
+                            continue;                                                                      \
+                        }                                                                                  \
+                    }                                                                                      \
                     double acc = -INFINITY;                                                                \
                     int64_t arg = -1, first = -1;                                                          \
                     for (int64_t a = 0; a < wn->k[0]; a++) {                                               \
@@ -396,8 +578,8 @@ static wf_status *k_gap_grad(wf__kctx *k)
 /* ---- kernel table -------------------------------------------------------------------------------------------- */
 
 const wf__kernel_def wf__cpu_kernels_nn_grad[] = {
-    {"Conv2DBackpropInput", "CPU", WF__DT_FLOATS, 2, k_conv_bp_input, NULL, 0},
-    {"Conv2DBackpropFilter", "CPU", WF__DT_FLOATS, 0, k_conv_bp_filter, NULL, 0},
+    {"Conv2DBackpropInput", "CPU", WF__DT_FLOATS, 2, k_conv_bp_input, wf__dn_free_state, 0},
+    {"Conv2DBackpropFilter", "CPU", WF__DT_FLOATS, 0, k_conv_bp_filter, wf__dn_free_state, 0},
     {"MaxPool2DGrad", "CPU", WF__DT_FLOATS, 0, k_max_pool_grad, NULL, 0},
     {"AvgPool2DGrad", "CPU", WF__DT_FLOATS, 1, k_avg_pool_grad, NULL, 0},
     {"GlobalAvgPoolGrad", "CPU", WF__DT_FLOATS, 1, k_gap_grad, NULL, 0},
