@@ -1,9 +1,18 @@
 #!/usr/bin/python3
-"""Training speed of a small CNN: weft against TensorFlow/Keras and PyTorch, same model, data and threads,
-and weft's losses against PyTorch's from the same initial weights.
+"""Training speed of a small CNN and of ResNet-18: weft against TensorFlow/Keras and PyTorch, same model,
+data and threads, and weft's losses against PyTorch's from the same initial weights (the CNN).
 
-usage: bench_train_cnn.py [BUILD] [--threads T] [--steps N] [--warmup W] [--rounds R] [--batch B]
-                          [--loss-steps S] [--tf-python PATH] [--torch-python PATH] [--json PATH]
+usage: bench_train_cnn.py [BUILD] [--model cnn|resnet18] [--threads T] [--steps N] [--warmup W] [--rounds R]
+                          [--batch B] [--loss-steps S] [--tf-python PATH] [--torch-python PATH] [--json PATH]
+
+--model resnet18 (issue 14's second training row): torchvision's resnet18 with 10 classes on 3x32x32
+inputs at batch 32 (--batch defaults to 32 there), BatchNorm in training mode, Adam, sparse cross-entropy,
+one fixed batch of pseudo-random images and labels (a step's time does not depend on the values).
+  weft:       BUILD/bench/bench_train_resnet (the graph API; see that file)
+  TensorFlow: the same network in Keras's functional API (NHWC; "same" padding, which pads the stride-2
+              layers asymmetrically where PyTorch pads symmetrically: the same work), train_on_batch
+  PyTorch:    torchvision.models.resnet18(num_classes=10), eager
+There is no loss check for it: the three initialise differently and the data are random.
 
 The model (issue 14's training row): Conv2D(32, 3x3, relu) -> MaxPool(2) -> Conv2D(64, 3x3, relu) ->
 MaxPool(2) -> Flatten -> Dense(128, relu) -> Dense(10, softmax), valid padding, Adam (lr 1e-3, beta1 0.9,
@@ -25,7 +34,7 @@ to about 1e-4 by step 20 on the reference machine.
 
 TensorFlow comes from build/venv-bench (scripts/venv-bench.sh); PyTorch is Debian's, under /usr/bin/python3,
 with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed from its environment only. Numbers are printed, never
-asserted; they also go to BUILD/bench-train-cnn.json.
+asserted; they also go to BUILD/bench-train-MODEL.json.
 """
 import argparse
 import json
@@ -81,6 +90,8 @@ def tf_worker(args):
     xs, ys, _, _ = bt.load_data()
     keras.utils.set_random_seed(SEED)
     L = keras.layers
+    if args.model == "resnet18":
+        return tf_resnet_worker(args, tf, keras)
     m = keras.Sequential([keras.Input(shape=(28, 28, 1)), L.Conv2D(32, 3, activation="relu"), L.MaxPooling2D(2),
                           L.Conv2D(64, 3, activation="relu"), L.MaxPooling2D(2), L.Flatten(),
                           L.Dense(128, activation="relu"), L.Dense(10, activation="softmax")])
@@ -90,6 +101,46 @@ def tf_worker(args):
     times = []
     for i, (bx, by) in enumerate(batches):
         bx = bx.reshape(-1, 28, 28, 1)
+        t0 = time.perf_counter()
+        m.train_on_batch(bx, by)
+        if i >= args.warmup:
+            times.append((time.perf_counter() - t0) * 1e3)
+    bt.emit({"version": tf.__version__, "jit_compile": bool(getattr(m, "jit_compile", False)),
+             "step": bt.summarize(times)})
+    return 0
+
+
+def tf_resnet_worker(args, tf, keras):
+    import numpy as np
+    L = keras.layers
+
+    def conv_bn(x, c, k, s, relu):
+        x = L.Conv2D(c, k, strides=s, padding="same", use_bias=False)(x)
+        x = L.BatchNormalization(momentum=0.9, epsilon=1e-5)(x)
+        return L.ReLU()(x) if relu else x
+
+    def block(x, c, s):
+        y = conv_bn(x, c, 3, s, True)
+        y = conv_bn(y, c, 3, 1, False)
+        sc = conv_bn(x, c, 1, s, False) if s != 1 or x.shape[-1] != c else x
+        return L.ReLU()(L.Add()([y, sc]))
+
+    inp = keras.Input(shape=(32, 32, 3))
+    x = conv_bn(inp, 64, 7, 2, True)
+    x = L.MaxPooling2D(3, strides=2, padding="same")(x)
+    for stage in range(4):
+        c = 64 << stage
+        x = block(x, c, 2 if stage else 1)
+        x = block(x, c, 1)
+    x = L.GlobalAveragePooling2D()(x)
+    m = keras.Model(inp, L.Dense(10)(x))
+    m.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3, beta_1=0.9, beta_2=0.999, epsilon=1e-7),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    rng = np.random.default_rng(SEED)
+    bx = rng.random((args.batch, 32, 32, 3), dtype=np.float32)
+    by = rng.integers(0, 10, args.batch).astype(np.int64)
+    times = []
+    for i in range(args.warmup + args.steps):
         t0 = time.perf_counter()
         m.train_on_batch(bx, by)
         if i >= args.warmup:
@@ -112,9 +163,19 @@ def torch_worker(args):
         bt.emit({"unavailable": "import torch failed: %s" % (str(e).splitlines() or [repr(e)])[0]})
         return 0
     torch.set_num_threads(args.threads)
-    xs, ys, _, _ = bt.load_data()
     torch.manual_seed(SEED)
-    m = torch_model(torch)
+    if args.model == "resnet18":
+        try:
+            import torchvision
+        except Exception as e:
+            bt.emit({"unavailable": "import torchvision failed: %s" % (str(e).splitlines() or [repr(e)])[0]})
+            return 0
+        m = torchvision.models.resnet18(num_classes=10)
+        xs = torch.rand(args.batch, 3, 32, 32)
+        ys = torch.randint(0, 10, (args.batch,))
+    else:
+        xs, ys, _, _ = bt.load_data()
+        m = torch_model(torch)
     opt = torch.optim.Adam(m.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -161,10 +222,13 @@ def torch_worker(args):
         res["losses"] = losses
         bt.emit(res)
         return 0
-    batches = bt.shuffled_batches(xs, ys, args.batch, args.warmup + args.steps, SEED)
+    if args.model == "resnet18":
+        batches = [(xs, ys)] * (args.warmup + args.steps)
+    else:
+        batches = [(torch.from_numpy(bx.reshape(-1, 1, 28, 28)), torch.from_numpy(by))
+                   for bx, by in bt.shuffled_batches(xs, ys, args.batch, args.warmup + args.steps, SEED)]
     times = []
-    for i, (bx, by) in enumerate(batches):
-        tx, ty = torch.from_numpy(bx.reshape(-1, 1, 28, 28)), torch.from_numpy(by)
+    for i, (tx, ty) in enumerate(batches):
         t0 = time.perf_counter()
         step(tx, ty)
         if i >= args.warmup:
@@ -192,7 +256,19 @@ def weft_call(args, extra):
 
 def run_weft(args):
     try:
-        out = weft_call(args, ["--time-steps", str(args.steps)])
+        if args.model == "resnet18":
+            exe = os.path.join(args.build, "bench", "bench_train_resnet")
+            if not os.access(exe, os.X_OK):
+                raise RuntimeError("%s not built" % exe)
+            cmd = [exe, "--batch", str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup),
+                   "--threads", str(args.threads)]
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                               timeout=bt.WORKER_TIMEOUT_S)
+            if p.returncode != 0:
+                raise RuntimeError("bench_train_resnet exited %d: %s" % (p.returncode, p.stdout.strip()[-300:]))
+            out = p.stdout
+        else:
+            out = weft_call(args, ["--time-steps", str(args.steps)])
     except (RuntimeError, OSError, subprocess.SubprocessError) as e:
         return {"unavailable": str(e)}
     m = STEP_RE.search(out)
@@ -208,7 +284,7 @@ def run_worker(kind, python, args, env, extra=()):
                                                        if kind == "tf" else "")}
     cmd = [python, os.path.abspath(__file__), args.build, "--worker", kind, "--threads", str(args.threads),
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch),
-           "--loss-steps", str(args.loss_steps)] + list(extra)
+           "--loss-steps", str(args.loss_steps), "--model", args.model] + list(extra)
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
                            timeout=bt.WORKER_TIMEOUT_S)
@@ -247,7 +323,8 @@ def main():
     ap.add_argument("--steps", type=int, default=50, help="timed steps per run (default 50)")
     ap.add_argument("--warmup", type=int, default=20, help="untimed steps first for the peers (default 20)")
     ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--model", choices=("cnn", "resnet18"), default="cnn")
+    ap.add_argument("--batch", type=int, default=0, help="default 64 (cnn), 32 (resnet18)")
     ap.add_argument("--loss-steps", type=int, default=20)
     ap.add_argument("--tf-python", default=os.path.join(ROOT, "build", "venv-bench", "bin", "python"))
     ap.add_argument("--torch-python", default="/usr/bin/python3")
@@ -256,6 +333,8 @@ def main():
     ap.add_argument("--loss-init", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
+    if not args.batch:
+        args.batch = 64 if args.model == "cnn" else 32
     if min(args.threads, args.steps, args.rounds, args.batch, args.loss_steps) < 1 or args.warmup < 0:
         ap.error("--threads, --steps, --rounds, --batch and --loss-steps must be >= 1, --warmup >= 0")
     if args.worker == "tf":
@@ -266,9 +345,10 @@ def main():
     torch_env = {k: v for k, v in os.environ.items() if k not in bt.TORCH_UNSET}
     unset = [k for k in bt.TORCH_UNSET if k in os.environ]
     t_start = time.perf_counter()
-    print("CNN Conv32-pool-Conv64-pool-Dense128-Dense10 on Fashion-MNIST, Adam 1e-3, batch %d, %d threads for "
-          "everyone; %d timed steps a run, %d rounds interleaved" % (args.batch, args.threads, args.steps,
-                                                                   args.rounds), flush=True)
+    what = ("CNN Conv32-pool-Conv64-pool-Dense128-Dense10 on Fashion-MNIST" if args.model == "cnn" else
+            "ResNet-18 (torchvision's, 10 classes) on 3x32x32, BatchNorm training")
+    print("%s, Adam 1e-3, batch %d, %d threads for everyone; %d timed steps a run, %d rounds interleaved" % (
+        what, args.batch, args.threads, args.steps, args.rounds), flush=True)
     try:
         with open("/proc/loadavg") as f:
             print("load average before: %s on %d CPUs" % (" ".join(f.read().split()[:3]), os.cpu_count() or 0))
@@ -306,7 +386,7 @@ def main():
             cells.append(c)
         print("%-11s | %s" % (n, " | ".join(cells)))
     print()
-    lc = loss_check(args, torch_env)
+    lc = loss_check(args, torch_env) if args.model == "cnn" else {"unavailable": "only for --model cnn"}
     if "unavailable" in lc:
         print("loss check: unavailable (%s)" % lc["unavailable"])
     else:
@@ -316,10 +396,10 @@ def main():
                   lc["last_rel"], "agree" if lc["agree"] else "DISAGREE", LOSS_RTOL))
     total = time.perf_counter() - t_start
     print("(benchmark took %.0f s)" % total)
-    out = args.json or os.path.join(args.build, "bench-train-cnn.json")
+    out = args.json or os.path.join(args.build, "bench-train-%s.json" % args.model)
     try:
         with open(out, "w") as f:
-            json.dump({"threads": args.threads, "batch": args.batch, "steps": args.steps, "rounds": args.rounds,
+            json.dump({"model": args.model, "threads": args.threads, "batch": args.batch, "steps": args.steps, "rounds": args.rounds,
                        "torch_env_unset": unset, "runs": runs, "loss_check": lc, "total_s": total}, f, indent=1)
         print("results in %s" % out)
     except OSError as e:

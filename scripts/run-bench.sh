@@ -23,6 +23,8 @@ TFPY=$(sh scripts/venv-bench.sh) || TFPY=none
 /usr/bin/python3 bench/bench_train.py "$B" --full --tf-python "$TFPY"
 echo; echo "== training a small CNN (Conv32-pool-Conv64-pool-Dense128-Dense10, batch 64): weft vs TensorFlow/Keras and PyTorch, interleaved; losses against PyTorch's from the same weights"
 /usr/bin/python3 bench/bench_train_cnn.py "$B" --tf-python "$TFPY"
+echo; echo "== training ResNet-18 on 3x32x32 at batch 32 (BatchNorm in training mode, Adam): weft vs TensorFlow/Keras and PyTorch, interleaved"
+/usr/bin/python3 bench/bench_train_cnn.py "$B" --model resnet18 --steps 20 --warmup 5 --tf-python "$TFPY"
 echo; echo "== recurrent classifiers (2 layers, seq 32, batch 8, input 64, hidden 128): weft before/after and ONNX Runtime"
 for cell in lstm gru rnn; do
     if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_lstm.py "$B" --cell $cell --rounds 3

@@ -22,11 +22,16 @@ typedef struct wf__arena_dev {
     void *priv;          /* the allocator's record of the block */
 } wf__arena_dev;
 
+/* A slot's offset when the memory plan leaves it to the allocator on purpose: its value outlives the run
+ * (a variable's next value) or is handed to the caller as it is (a large fetched value). Such an output
+ * is no fallback; -1 (not planned: size known only at run time, or no arena) still is. */
+#define WF__SLOT_OWN (-2)
+
 /* What kctx_output needs to place an output in the run's arena (see wf__kctx.mem). */
 typedef struct wf__kmem {
     const wf__arena_dev *arena;  /* the node's device's arena in this run */
     const int *out_slot;         /* the node's output slots */
-    const int64_t *slot_off;     /* plan: offset per slot, -1: not in an arena */
+    const int64_t *slot_off;     /* plan: offset per slot, -1 / WF__SLOT_OWN: not in an arena */
     const size_t *slot_cap;      /* plan: bytes reserved per slot */
     _Atomic int64_t *fallbacks;  /* the device's count of outputs that still came from the allocator */
 } wf__kmem;

@@ -51,7 +51,7 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
             if (out) *out = t;
             return NULL;
         }
-        atomic_fetch_add_explicit(m->fallbacks, 1, memory_order_relaxed);
+        if (m->slot_off[sl] != WF__SLOT_OWN) atomic_fetch_add_explicit(m->fallbacks, 1, memory_order_relaxed);
     }
     if (k->device) {
         wf_status *s = wf__device_tensor_alloc(k->device, dtype, rank, dims, &t);

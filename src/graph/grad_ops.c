@@ -336,7 +336,10 @@ static wf_status *grad_piecewise(wf__grad_ctx *c, const char *op, wf_output *o)
     wf_dtype dt = DT(x);
     hi = dy;
     T(scal(c, dt, !strcmp(op, "ThresholdedRelu") ? attr_f(c, "alpha") : 0, &z));
-    T(wf__g_bin(c, "Greater", "Greater", x, z, &pos));
+    /* Relu's mask reads its output: y > 0 exactly where x > 0 (NaN stays NaN, so both are false), and the
+     * input then has no reader but the Relu, which lets a convolution or matmul before it take the Relu as
+     * its epilogue in training graphs too (TensorFlow's ReluGrad reads the output likewise) */
+    T(wf__g_bin(c, "Greater", "Greater", !strcmp(op, "Relu") ? OUT(0) : x, z, &pos));
     if (!strcmp(op, "Relu") || !strcmp(op, "ThresholdedRelu")) return where0(c, pos, dy, false, o);
     if (!strcmp(op, "LeakyRelu")) {
         T(mul_k(c, dy, attr_f(c, "alpha"), &lo));

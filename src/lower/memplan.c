@@ -32,6 +32,19 @@ static bool outlives_run(const wf__plan *p, int slot)
     return false;
 }
 
+/* Whether the value in `slot` becomes a variable's next value: an Assign that outlives the run reads it.
+ * The Assign passes the very buffer on (its kernel is Identity's), so the buffer must outlive the run
+ * too; planned into the arena it was copied out again at every run (ResNet-18's training step: the new
+ * weights and Adam slots, 135 MB, 16 ms a step). */
+static bool kept_by_assign(const wf__plan *p, int slot, const int *rd_start, const int *rd)
+{
+    for (int r = rd_start[slot]; r < rd_start[slot + 1]; r++) {
+        const wf__pnode *a = &p->nodes[rd[r]];
+        if (a->op && !strcmp(a->op->name, "Assign") && a->n_out > 0 && outlives_run(p, a->out_slot[0])) return true;
+    }
+    return false;
+}
+
 /* The buffer of node v's input 0 if v's output 0 can take it: the kernel works in place
  * (WF__K_INPLACE: it writes output element i only after reading input element i), the input is a planned
  * value of the same dtype and byte size on v's device, still the buffer's last value (not fetched), read
@@ -125,8 +138,11 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
         for (int j = 0; j < pn->n_out; j++) {
             int sl = pn->out_slot[j];
             const wf__tinfo *ti = &pn->out_info[j];
-            if (p->slot_static[sl] || outlives_run(p, sl) || ti->rank < 0 || ti->dtype == WF_DTYPE_INVALID)
+            if (p->slot_static[sl] || ti->rank < 0 || ti->dtype == WF_DTYPE_INVALID) continue;
+            if (outlives_run(p, sl) || kept_by_assign(p, sl, rd_start, rd)) {
+                p->slot_off[sl] = WF__SLOT_OWN;
                 continue;
+            }
             int64_t e = wf__numel(ti->rank, ti->dims);
             size_t es = wf_dtype_size(ti->dtype);
             if (e < 0 || es == 0) continue; /* known only at run time (data-dependent) */
@@ -135,7 +151,10 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
              * the arena it would be copied out at the end of every run (a 64 MB output took 18 ms more
              * that way, bench/bench_jit.c). Small ones stay planned, where the copy costs less than an
              * allocation. */
-            if (fetched[sl] && raw >= MEMPLAN_FETCH_DIRECT) continue;
+            if (fetched[sl] && raw >= MEMPLAN_FETCH_DIRECT) {
+                p->slot_off[sl] = WF__SLOT_OWN;
+                continue;
+            }
             /* output 0 in the buffer of input 0 where the kernel allows it, else the best fit among the
              * dead buffers */
             int best = j == 0 ? in_place_buffer(p, v, av, raw, buf_of, b_last, b_dev, producer, rd_start, rd) : -1;

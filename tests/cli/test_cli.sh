@@ -140,7 +140,8 @@ if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
             grep -q '^train step: batch 32, 20 steps, median [0-9.]* ms, p10 [0-9.]* ms, p90 [0-9.]* ms' "$D/out" &&
             ok demo_time_steps || bad demo_time_steps "no 'train step:' line"
         # the CNN (oneDNN's backward convolutions): 30 steps from its saved initial weights must learn, and
-        # an explicit --trace after --time-steps traces one step with the convolution gradients in it
+        # an explicit --trace after --time-steps traces one step with the convolution gradients in it and
+        # each Relu fused into its convolution (its gradient reads the Relu's output, not the conv's)
         if "$WEFT" demo --model cnn --batch 32 --print-losses 30 --save-initial "$D/cnn0.safetensors" \
             >"$D/out" 2>"$D/err" && [ "$(grep -c '^step [0-9]* loss ' "$D/out")" = 30 ] &&
             awk '/^step 0 loss/ { f = $4 } /^step 29 loss/ { l = $4 } END { exit !(f >= 2.0 && f <= 2.6 && l < f - 0.3) }' "$D/out" &&
@@ -151,7 +152,9 @@ if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
         fi
         "$WEFT" demo --model cnn --time-steps 3 --batch 16 --trace "$D/cnn.json" >"$D/out" 2>"$D/err" &&
             grep -q '^one training step, traced' "$D/out" && grep -q 'Conv2DBackpropFilter' "$D/cnn.json" &&
-            ok demo_cnn_time_steps_trace || bad demo_cnn_time_steps_trace "no traced step after --time-steps"
+            grep -q 'Conv2D+Relu' "$D/cnn.json" &&
+            ok demo_cnn_time_steps_trace ||
+            bad demo_cnn_time_steps_trace "no traced step after --time-steps, or its convolutions lost their Relu epilogue"
     else
         bad demo_one_epoch "exit non-zero"
     fi
