@@ -117,6 +117,16 @@ def loaded_blas():
         return "unknown"
 
 
+def write_json(path, doc):
+    """Writes the results document, saying where (or why not)."""
+    try:
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+        print("results in %s" % path)
+    except OSError as e:
+        print("could not write %s: %s" % (path, e))
+
+
 def emit(result):
     print("RESULT " + json.dumps(result), flush=True)
 
@@ -320,6 +330,11 @@ def run_worker(kind, python, args, env):
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--epochs", str(args.epochs),
            "--batches", ",".join(str(b) for b in args.batches),
            "--torch-full-budget", str(args.torch_full_budget)] + (["--full"] if args.full else [])
+    return call_worker(cmd, env)
+
+
+def call_worker(cmd, env):
+    """Runs a worker command; its last RESULT line as a dict, or {"unavailable": why}."""
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                            env=env, timeout=WORKER_TIMEOUT_S)
@@ -458,12 +473,7 @@ def main():
     out = args.json or os.path.join(args.build, "bench-train.json")
     doc = {"threads": args.threads, "steps": args.steps, "warmup": args.warmup, "full": args.full,
            "epochs": args.epochs, "torch_env_unset": unset, "loadavg_before": load, "results": results, "total_s": total}
-    try:
-        with open(out, "w") as f:
-            json.dump(doc, f, indent=1)
-        print("results in %s" % out)
-    except OSError as e:
-        print("could not write %s: %s" % (out, e))
+    write_json(out, doc)
     return 0
 
 

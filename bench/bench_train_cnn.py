@@ -97,13 +97,18 @@ def tf_worker(args):
                           L.Dense(128, activation="relu"), L.Dense(10, activation="softmax")])
     m.compile(optimizer=keras.optimizers.Adam(learning_rate=1e-3, beta_1=0.9, beta_2=0.999, epsilon=1e-7),
               loss=keras.losses.SparseCategoricalCrossentropy(), metrics=["accuracy"])
-    batches = bt.shuffled_batches(xs, ys, args.batch, args.warmup + args.steps, SEED)
+    batches = [(bx.reshape(-1, 28, 28, 1), by)
+               for bx, by in bt.shuffled_batches(xs, ys, args.batch, args.warmup + args.steps, SEED)]
+    return tf_time(tf, m, batches, args.warmup)
+
+
+def tf_time(tf, m, batches, warmup):
+    """Times train_on_batch over the batches after `warmup` of them and emits the result."""
     times = []
     for i, (bx, by) in enumerate(batches):
-        bx = bx.reshape(-1, 28, 28, 1)
         t0 = time.perf_counter()
         m.train_on_batch(bx, by)
-        if i >= args.warmup:
+        if i >= warmup:
             times.append((time.perf_counter() - t0) * 1e3)
     bt.emit({"version": tf.__version__, "jit_compile": bool(getattr(m, "jit_compile", False)),
              "step": bt.summarize(times)})
@@ -139,15 +144,7 @@ def tf_resnet_worker(args, tf, keras):
     rng = np.random.default_rng(SEED)
     bx = rng.random((args.batch, 32, 32, 3), dtype=np.float32)
     by = rng.integers(0, 10, args.batch).astype(np.int64)
-    times = []
-    for i in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
-        m.train_on_batch(bx, by)
-        if i >= args.warmup:
-            times.append((time.perf_counter() - t0) * 1e3)
-    bt.emit({"version": tf.__version__, "jit_compile": bool(getattr(m, "jit_compile", False)),
-             "step": bt.summarize(times)})
-    return 0
+    return tf_time(tf, m, [(bx, by)] * (args.warmup + args.steps), args.warmup)
 
 
 def torch_model(torch):
@@ -285,16 +282,7 @@ def run_worker(kind, python, args, env, extra=()):
     cmd = [python, os.path.abspath(__file__), args.build, "--worker", kind, "--threads", str(args.threads),
            "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch),
            "--loss-steps", str(args.loss_steps), "--model", args.model] + list(extra)
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                           timeout=bt.WORKER_TIMEOUT_S)
-    except (OSError, subprocess.SubprocessError) as e:
-        return {"unavailable": "worker failed to run: %s" % e}
-    lines = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")]
-    if p.returncode != 0 or not lines:
-        tail = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or ["no output"])[-1]
-        return {"unavailable": "worker exited %d: %s" % (p.returncode, tail)}
-    return json.loads(lines[-1][len("RESULT "):])
+    return bt.call_worker(cmd, env)
 
 
 def loss_check(args, torch_env):
@@ -397,13 +385,9 @@ def main():
     total = time.perf_counter() - t_start
     print("(benchmark took %.0f s)" % total)
     out = args.json or os.path.join(args.build, "bench-train-%s.json" % args.model)
-    try:
-        with open(out, "w") as f:
-            json.dump({"model": args.model, "threads": args.threads, "batch": args.batch, "steps": args.steps, "rounds": args.rounds,
-                       "torch_env_unset": unset, "runs": runs, "loss_check": lc, "total_s": total}, f, indent=1)
-        print("results in %s" % out)
-    except OSError as e:
-        print("could not write %s: %s" % (out, e))
+    bt.write_json(out, {"model": args.model, "threads": args.threads, "batch": args.batch, "steps": args.steps,
+                        "rounds": args.rounds, "torch_env_unset": unset, "runs": runs, "loss_check": lc,
+                        "total_s": total})
     return 0
 
 
