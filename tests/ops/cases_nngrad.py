@@ -224,6 +224,13 @@ POOL_CONFIGS = [
     ("dilation", (1, 2, 9, 9), {"kernel_shape": [2, 3], "dilations": [2, 2], "pads": [1, 1, 1, 1]}),
     ("ceil_dilation", (1, 3, 10, 11), {"kernel_shape": [3, 2], "strides": [2, 3], "dilations": [2, 3],
                                        "pads": [1, 2, 0, 1], "ceil_mode": 1}),
+    # windows that tile the plane (MaxPool2DGrad's tiled path): an odd plane that leaves a row and a column
+    # uncovered, ceil mode clipping the last windows, 3x3 and 3x2 tiles
+    ("tile2_odd", (2, 3, 7, 9), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ("tile2_ceil", (1, 2, 7, 9), {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+    ("tile3", (1, 2, 10, 11), {"kernel_shape": [3, 3], "strides": [3, 3]}),
+    ("tile32_ceil_pad_end", (1, 2, 8, 7), {"kernel_shape": [3, 2], "strides": [3, 2], "pads": [0, 0, 1, 1],
+                                           "ceil_mode": 1}),
 ]
 
 
@@ -285,6 +292,25 @@ def pool_grad_cases(rng):
     dyn = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
     yield Case("maxpool2d_grad_f32_nan_inf_inside", "MaxPool2DGrad", [xn, dyn],
                [ref_pool_grad("max", xn, dyn, atn).astype(np.float32)], attrs=atn, rtol=1e-5, atol=1e-6)
+    # the tiled 2x2 path: a NaN in each of a window's four taps (alone and after a larger value), two NaNs,
+    # +inf and -inf, an all -inf window, ties, and NaN in the clipped last row and column of ceil mode
+    xn = rng.standard_normal((1, 4, 7, 9)).astype(np.float32)
+    for c, (a, b) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+        xn[0, c, a, b] = np.nan
+        xn[0, c, 2 + a, 2 + b] = np.nan
+        xn[0, c, 2, 2], xn[0, c, 3, 3] = 9.0, 9.0
+    xn[0, 0, 4:6, 4:6] = -np.inf
+    xn[0, 1, 4:6, 0:2] = 0.5
+    xn[0, 2, 4, 6], xn[0, 3, 5, 7] = np.inf, -np.inf
+    xn[0, 1, 6, 3], xn[0, 2, 2, 8] = np.nan, np.nan
+    for ceil in (0, 1):
+        att = {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": ceil}
+        (oh, ow), _, _, _ = _geo(xn.shape, (2, 2), att, ceil)
+        dyt = rng.standard_normal((1, 4, oh, ow)).astype(np.float32)
+        for tag, dt in (("f32", np.float32), ("f64", np.float64)):
+            yield Case("maxpool2d_grad_%s_tiled_nan_inf%s" % (tag, "_ceil" if ceil else ""), "MaxPool2DGrad",
+                       [xn.astype(dt), dyt.astype(dt)], [ref_pool_grad("max", xn, dyt, att).astype(dt)], attrs=att,
+                       rtol=1e-5, atol=1e-6)
     # the convolution gradients through oneDNN with NaN and inf: each reaches exactly the taps it feeds
     cx = rng.standard_normal((2, 16, 9, 9)).astype(np.float32)
     cw = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)

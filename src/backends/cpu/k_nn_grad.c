@@ -10,6 +10,7 @@
 #include "k_dnnl.h"
 
 #include <math.h>
+#include <string.h>
 
 /* A shape input (input_sizes, filter_sizes): i32/i64, 1-D, n values, none negative. */
 static wf_status *read_sizes(wf__kctx *k, int idx, const char *what, int min_n, int max_n, int64_t *v, int *n)
@@ -439,6 +440,118 @@ typedef struct pool_geom {
 MAX_GRAD_LOOP(max_grad_f32, float)
 MAX_GRAD_LOOP(max_grad_f64, double)
 
+/* 2x2 windows at stride 2 over one pair of rows, eight windows at a time, in GCC's vector extensions (each
+ * of WF__VEC's clones lowers them to its own ISA): deinterleave the even and odd taps, pick each window's tap
+ * by masks (a tap replaces the pick when it is larger, or when it is NaN and the pick is not: the first NaN,
+ * else the first strict maximum), and interleave dy under the masks back. Returns the windows done. */
+typedef float wf__v8f __attribute__((vector_size(32)));
+typedef int32_t wf__v8i __attribute__((vector_size(32)));
+
+static inline __attribute__((always_inline)) void max_grad_2x2_8(const float *r0, const float *r1, const float *g,
+                                                                  float *d0, float *d1)
+{
+    const wf__v8i ev = {0, 2, 4, 6, 8, 10, 12, 14}, od = {1, 3, 5, 7, 9, 11, 13, 15};
+    const wf__v8i lo = {0, 8, 1, 9, 2, 10, 3, 11}, hi = {4, 12, 5, 13, 6, 14, 7, 15};
+    wf__v8f x0, x1, y0, y1, gv;
+    memcpy(&x0, r0, 32), memcpy(&x1, r0 + 8, 32), memcpy(&y0, r1, 32), memcpy(&y1, r1 + 8, 32), memcpy(&gv, g, 32);
+    wf__v8f a = __builtin_shuffle(x0, x1, ev), b = __builtin_shuffle(x0, x1, od);
+    wf__v8f c = __builtin_shuffle(y0, y1, ev), d = __builtin_shuffle(y0, y1, od);
+    wf__v8i tb = (b > a) | ((b != b) & (a == a));
+    wf__v8f m = (wf__v8f)((tb & (wf__v8i)b) | (~tb & (wf__v8i)a));
+    wf__v8i tc = (c > m) | ((c != c) & (m == m));
+    m = (wf__v8f)((tc & (wf__v8i)c) | (~tc & (wf__v8i)m));
+    wf__v8i td = (d > m) | ((d != d) & (m == m)), gb = (wf__v8i)gv;
+    wf__v8f pa = (wf__v8f)(gb & ~(tb | tc | td)), pb = (wf__v8f)(gb & tb & ~tc & ~td);
+    wf__v8f pc = (wf__v8f)(gb & tc & ~td), pd = (wf__v8f)(gb & td), o;
+    o = __builtin_shuffle(pa, pb, lo), memcpy(d0, &o, 32);
+    o = __builtin_shuffle(pa, pb, hi), memcpy(d0 + 8, &o, 32);
+    o = __builtin_shuffle(pc, pd, lo), memcpy(d1, &o, 32);
+    o = __builtin_shuffle(pc, pd, hi), memcpy(d1 + 8, &o, 32);
+}
+
+/* All n windows of the row pair: the last partial group of eight goes through zero-padded copies (the
+ * planes of small CNNs are 5 to 28 windows wide, so a scalar tail would be most of the work). */
+static inline __attribute__((always_inline)) int64_t max_grad_2x2_f32(const float *r0, const float *r1,
+                                                                      const float *g, float *d0, float *d1, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) max_grad_2x2_8(r0 + 2 * j, r1 + 2 * j, g + j, d0 + 2 * j, d1 + 2 * j);
+    if (j < n) {
+        float t0[16] = {0}, t1[16] = {0}, tg[8] = {0}, o0[16], o1[16];
+        size_t rem = (size_t)(n - j);
+        memcpy(t0, r0 + 2 * j, 2 * rem * sizeof(float)), memcpy(t1, r1 + 2 * j, 2 * rem * sizeof(float));
+        memcpy(tg, g + j, rem * sizeof(float));
+        max_grad_2x2_8(t0, t1, tg, o0, o1);
+        memcpy(d0 + 2 * j, o0, 2 * rem * sizeof(float)), memcpy(d1 + 2 * j, o1, 2 * rem * sizeof(float));
+    }
+    return n;
+}
+static inline int64_t max_grad_2x2_f64(const double *r0, const double *r1, const double *g, double *d0, double *d1,
+                                       int64_t n)
+{
+    (void)r0, (void)r1, (void)g, (void)d0, (void)d1, (void)n;
+    return 0; /* f64 takes the scalar loop */
+}
+
+/* Windows that tile the plane (stride = kernel, no dilation, no padding before; ceil mode may clip the
+ * last row and column of windows): each input tap belongs to at most one window, so every tap is written
+ * once, with no zeroing pass and no accumulation. A 2x2 window (the usual training pool) picks its tap
+ * with four branch-free compares; other sizes, clipped windows and windows holding a NaN take the
+ * general rule above over their own taps. */
+#define MAX_GRAD_TILED(NAME, T, SUF)                                                                            \
+    WF__VEC static void NAME(void *arg, int64_t p0, int64_t p1)                                            \
+    {                                                                                                      \
+        const pool_geom *r = arg;                                                                          \
+        const wf__nn_window *wn = r->wn;                                                                   \
+        int64_t oh = wn->out[0], ow = wn->out[1], H = r->h, W = r->w, k0 = wn->k[0], k1 = wn->k[1];       \
+        int64_t ch = oh * k0 < H ? oh * k0 : H, cw = ow * k1 < W ? ow * k1 : W; /* the covered extent */ \
+        for (int64_t p = p0; p < p1; p++) {                                                                \
+            const T *x = (const T *)r->x + p * H * W, *dy = (const T *)r->dy + p * oh * ow;                \
+            T *dx = (T *)r->dx + p * H * W;                                                                \
+            for (int64_t yh = 0; yh < oh; yh++) {                                                          \
+                int64_t h0 = yh * k0, nh = h0 + k0 <= H ? k0 : H - h0;                                     \
+                if (nh <= 0) break; /* a ceil-mode window wholly in the end padding passes nothing */     \
+                const T *g = dy + yh * ow;                                                                 \
+                int64_t yw = 0;                                                                            \
+                if (k0 == 2 && k1 == 2 && nh == 2) {                                                       \
+                    const T *r0 = x + h0 * W, *r1 = r0 + W;                                                \
+                    T *d0 = dx + h0 * W, *d1 = d0 + W;                                                     \
+                    int64_t n2 = ow < W / 2 ? ow : W / 2;                                                  \
+                    yw = max_grad_2x2_##SUF(r0, r1, g, d0, d1, n2);                                          \
+                    for (; yw < n2; yw++) {                                                                \
+                        int64_t w0 = 2 * yw;                                                               \
+                        T a = r0[w0], b = r0[w0 + 1], c = r1[w0], d = r1[w0 + 1], m = a, gv = g[yw];      \
+                        /* a tap replaces the pick when it is larger, or NaN over a pick that is not */    \
+                        int i = 0, t;                                                                      \
+                        t = (b > m) | ((b != b) & (m == m)), i = t ? 1 : i, m = t ? b : m;                 \
+                        t = (c > m) | ((c != c) & (m == m)), i = t ? 2 : i, m = t ? c : m;                 \
+                        t = (d > m) | ((d != d) & (m == m)), i = t ? 3 : i;                                \
+                        d0[w0] = i == 0 ? gv : 0, d0[w0 + 1] = i == 1 ? gv : 0;                            \
+                        d1[w0] = i == 2 ? gv : 0, d1[w0 + 1] = i == 3 ? gv : 0;                            \
+                    }                                                                                      \
+                }                                                                                          \
+                for (; yw < ow; yw++) {                                                                    \
+                    int64_t w0 = yw * k1, nw = w0 + k1 <= W ? k1 : W - w0, arg = h0 * W + w0;              \
+                    if (nw <= 0) break;                                                                    \
+                    T acc = x[arg];                                                                        \
+                    for (int64_t a = 0; a < nh; a++)                                                       \
+                        for (int64_t b = 0; b < nw; b++) {                                                 \
+                            int64_t e = (h0 + a) * W + w0 + b;                                             \
+                            T v = x[e];                                                                    \
+                            dx[e] = 0;                                                                     \
+                            if (acc == acc && (v > acc || v != v)) acc = v, arg = e;                       \
+                        }                                                                                  \
+                    dx[arg] = g[yw];                                                                       \
+                }                                                                                          \
+                for (int64_t a = 0; a < nh; a++)                                                           \
+                    for (int64_t e = cw; e < W; e++) dx[(h0 + a) * W + e] = 0;                             \
+            }                                                                                              \
+            for (int64_t e = ch * W; e < H * W; e++) dx[e] = 0;                                            \
+        }                                                                                                  \
+    }
+MAX_GRAD_TILED(max_grad_tiled_f32, float, f32)
+MAX_GRAD_TILED(max_grad_tiled_f64, double, f64)
+
 /* Each output spreads dy / divisor over its window's input taps; the divisor is the forward's (taps in the
  * padded extent for count_include_pad, else taps inside the input). A window with no divisor (its forward
  * value is NaN) passes nothing back. */
@@ -520,6 +633,8 @@ static wf_status *k_max_pool_grad(wf__kctx *k)
     WF__TRY(wf__kctx_output(k, 0, x->dtype, 4, x->dims, &y));
     if (!y->size) return NULL;
     pool_geom r = {.wn = &wn, .h = x->dims[2], .w = x->dims[3]};
+    bool tiled = wn.s[0] == wn.k[0] && wn.s[1] == wn.k[1] && wn.d[0] == 1 && wn.d[1] == 1 && !wn.pb[0] && !wn.pb[1];
+    if (tiled) return run_pool_loop(k, &r, x->dtype, x, dy, y, max_grad_tiled_f32, max_grad_tiled_f64);
     return run_pool_loop(k, &r, x->dtype, x, dy, y, max_grad_f32, max_grad_f64);
 }
 
