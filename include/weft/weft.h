@@ -459,7 +459,7 @@ typedef struct wf_session_options {
                              copies of constants and variables. 0: 16 */
     /* appended: graph optimisation (src/passes/passes.h says what each level does) */
     int opt_level;        /* 0: none; 1: device-independent passes (identity, simplify, bnfold, matmul_bias,
-                             fold, cse); 2: and epilogue fusion after placement ("fuse"); 3: and
+                             fold, cse, conv_crop); 2: and epilogue fusion after placement ("fuse"); 3: and
                              channel-blocked layouts kept between the CPU's f32 convolutions
                              ("layout", src/lower/layout.c). What wf_session_options_init sets:
                              WF_OPT_LEVEL_DEFAULT */

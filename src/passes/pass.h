@@ -50,5 +50,6 @@ extern const wf__pass wf__pass_bnfold;   /* bnfold.c */
 extern const wf__pass wf__pass_matmul_bias; /* matmul_bias.c */
 extern const wf__pass wf__pass_fold;     /* fold.c */
 extern const wf__pass wf__pass_cse;      /* cse.c */
+extern const wf__pass wf__pass_conv_crop; /* conv_crop.c */
 
 #endif

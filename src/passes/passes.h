@@ -24,6 +24,7 @@
  *             was built, or else the node run once by its CPU kernel (through o->eval), up to a
  *             size cap (fold.c)
  *   cse       merges nodes with the same op, inputs and attributes (never sources or stateful ops)
+ *   conv_crop drops a convolution's kernel taps that read only padding (conv_crop.c)
  * Level 2 (the default) adds "fuse", which runs after placement, in lowering (lower/plan.c): MatMul or
  * Conv2D + BiasAdd + Relu/LeakyRelu/Sigmoid/Tanh as one kernel, f32, where the device has that kernel
  * (the CPU today), and "jit", clusters of elementwise ops as one generated kernel each (lower/jit.c).

@@ -471,6 +471,22 @@ def pad_cases(rng):
     c.append(Case("pad_rank0", "Pad", [s, np.zeros(0, I64)], [s], const=[1]))
     e = np.zeros((0, 2), np.float32)
     c.append(Case("pad_empty_constant", "Pad", [e, i64(1, 0, 1, 1)], [onnx_pad(e, [1, 0, 1, 1])], const=[1]))
+    # constant padding that crops nothing (the kernel's fill-then-place-rows path): a 1x1 weight gradient
+    # padded to 3x3 (many one-element rows, split over threads), every axis padded with a value, NaN and
+    # inf carried, rank 1, and a 2-byte dtype
+    wg = rand(rng, (64, 96, 1, 1))
+    wg[3, 5, 0, 0], wg[60, 1, 0, 0] = np.nan, -np.inf
+    p = i64(0, 0, 1, 1, 0, 0, 1, 1)
+    c.append(Case("pad_grow_rows_of_one", "Pad", [wg, p], [onnx_pad(wg, p)], const=[1]))
+    x4 = rand(rng, (2, 3, 2, 5))
+    x4[1, 2, 0, 4] = np.nan
+    p = i64(1, 0, 2, 1, 2, 1, 0, 3)
+    c.append(Case("pad_grow_all_axes_value", "Pad", [x4, p, np.array(-2.5, np.float32)],
+                  [onnx_pad(x4, p, "constant", -2.5)], const=[1]))
+    r1 = rand(rng, (7,))
+    c.append(Case("pad_grow_rank1", "Pad", [r1, i64(3, 2)], [onnx_pad(r1, [3, 2])], const=[1]))
+    xh = rand(rng, (3, 1, 4), "f16")
+    c.append(Case("pad_grow_f16", "Pad", [xh, i64(0, 2, 1, 1, 0, 2)], [onnx_pad(xh, [0, 2, 1, 1, 0, 2])], const=[1]))
     big = rand(rng, (500, 600))
     c.append(Case("pad_large", "Pad", [big, i64(3, 5, 2, 7)], [onnx_pad(big, [3, 5, 2, 7], "reflect")],
                   attrs={"mode": "reflect"}, const=[1]))

@@ -363,6 +363,45 @@ static void pad_rows(void *arg, int64_t r0, int64_t r1)
     }
 }
 
+/* Constant padding that crops nothing, by input rows: the output is filled first (pad_fill_range), then
+ * each input row lands at its place with one memcpy. Rows are walked as an odometer, so a tensor of
+ * many short rows (a 1x1 weight gradient padded to 3x3: one element a row) costs a copy and a few adds
+ * a row instead of a division per dim a row, and the fill is a memset when the value is all zero bytes. */
+static void pad_fill_range(void *arg, int64_t c0, int64_t c1)
+{
+    const pad_job *j = arg;
+    int64_t n = j->od[0];
+    for (int i = 1; i < j->rank; i++) n *= j->od[i];
+    const int64_t chunk = 16384;
+    int64_t e0 = c0 * chunk, e1 = c1 * chunk < n ? c1 * chunk : n;
+    bool zero = true;
+    for (size_t b = 0; b < j->eb; b++) zero &= j->pat[b] == 0;
+    if (zero) memset(j->dst + (size_t)e0 * j->eb, 0, (size_t)(e1 - e0) * j->eb);
+    else pad_fill(j->dst + (size_t)e0 * j->eb, e1 - e0, j);
+}
+
+static void pad_place_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const pad_job *j = arg;
+    int last = j->rank - 1;
+    int64_t idx[WF_MAX_RANK], ost[WF_MAX_RANK], rem = r0, off = 0;
+    ost[last] = 1;
+    for (int i = last - 1; i >= 0; i--) ost[i] = ost[i + 1] * j->od[i + 1];
+    for (int i = last - 1; i >= 0; i--) idx[i] = rem % j->id[i], rem /= j->id[i];
+    for (int i = 0; i < last; i++) off += (idx[i] + j->pb[i]) * ost[i];
+    off += j->pb[last];
+    size_t row = (size_t)j->id[last] * j->eb;
+    for (int64_t r = r0; r < r1; r++) {
+        memcpy(j->dst + (size_t)off * j->eb, j->src + (size_t)r * row, row);
+        for (int i = last - 1; i >= 0; i--) { /* the next row: carry through the dims */
+            off += ost[i];
+            if (++idx[i] < j->id[i]) break;
+            off -= ost[i] * j->id[i];
+            idx[i] = 0;
+        }
+    }
+}
+
 wf_status *wf__k_pad(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
@@ -426,6 +465,15 @@ wf_status *wf__k_pad(wf__kctx *k)
         return NULL;
     }
     for (int i = 0; i < r; i++) j.od[i] = d[i];
+    bool grows = mode == PAD_CONSTANT && x->size > 0;
+    for (int i = 0; i < r; i++) grows &= j.pb[i] >= 0 && d[i] - j.pb[i] - x->dims[i] >= 0;
+    if (grows) {
+        wf__parallel_for(k, (y->size + 16383) / 16384, 16, pad_fill_range, &j);
+        int64_t in_rows = wf__numel(r - 1, x->dims), in_row_bytes = x->dims[r - 1] * (int64_t)j.eb;
+        int64_t g = WF__SHAPE_GRAIN_BYTES / (in_row_bytes + 64);
+        wf__parallel_for(k, in_rows, g > 0 ? g : 1, pad_place_rows, &j);
+        return NULL;
+    }
     int64_t rows = wf__numel(r - 1, d), row_bytes = d[r - 1] * (int64_t)j.eb;
     int64_t grain = WF__SHAPE_GRAIN_BYTES / (row_bytes > 0 ? row_bytes : 1);
     wf__parallel_for(k, rows, grain > 0 ? grain : 1, pad_rows, &j);
