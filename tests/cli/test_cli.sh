@@ -237,7 +237,7 @@ assert np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True), (a, b)
 else
     bad opt_level_3_layout "$(grep -E 'conv|residual|relu2|gap' "$D/err" | head -8) $(grep -E 'residual|relu2' "$D/out3" 2>/dev/null) $(tail -c 600 "$D/check" 2>/dev/null) $(tail -c 300 "$D/err2")"
 fi
-expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, fuse, jit, layout)" -- run "$G" $X --disable-pass nosuch
+expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, conv_crop, fuse, jit, layout)" -- run "$G" $X --disable-pass nosuch
 if "$WEFT" run "$G" $X --iterations 1 --disable-pass fuse --dump-graph "$D/dump" >"$D/out" 2>"$D/err" &&
     [ -s "$D/dump/00-input.txt" ] && [ -s "$D/dump/07-cse.txt" ] && grep -q " = " "$D/dump/07-cse.txt"; then
     ok dump_graph_files
