@@ -446,16 +446,21 @@ MAX_GRAD_LOOP(max_grad_f64, double)
  * else the first strict maximum), and interleave dy under the masks back. Returns the windows done. */
 typedef float wf__v8f __attribute__((vector_size(32)));
 typedef int32_t wf__v8i __attribute__((vector_size(32)));
+/* __builtin_shufflevector (constant lane numbers) is what both GCC 12+ and clang take; GCC's older
+ * __builtin_shuffle is GCC-only and broke the clang fuzz build */
+#define WF__SHUF(a, b, idx) __builtin_shufflevector(a, b, idx)
+#define EV 0, 2, 4, 6, 8, 10, 12, 14
+#define OD 1, 3, 5, 7, 9, 11, 13, 15
+#define LO 0, 8, 1, 9, 2, 10, 3, 11
+#define HI 4, 12, 5, 13, 6, 14, 7, 15
 
 static inline __attribute__((always_inline)) void max_grad_2x2_8(const float *r0, const float *r1, const float *g,
                                                                   float *d0, float *d1)
 {
-    const wf__v8i ev = {0, 2, 4, 6, 8, 10, 12, 14}, od = {1, 3, 5, 7, 9, 11, 13, 15};
-    const wf__v8i lo = {0, 8, 1, 9, 2, 10, 3, 11}, hi = {4, 12, 5, 13, 6, 14, 7, 15};
     wf__v8f x0, x1, y0, y1, gv;
     memcpy(&x0, r0, 32), memcpy(&x1, r0 + 8, 32), memcpy(&y0, r1, 32), memcpy(&y1, r1 + 8, 32), memcpy(&gv, g, 32);
-    wf__v8f a = __builtin_shuffle(x0, x1, ev), b = __builtin_shuffle(x0, x1, od);
-    wf__v8f c = __builtin_shuffle(y0, y1, ev), d = __builtin_shuffle(y0, y1, od);
+    wf__v8f a = WF__SHUF(x0, x1, EV), b = WF__SHUF(x0, x1, OD);
+    wf__v8f c = WF__SHUF(y0, y1, EV), d = WF__SHUF(y0, y1, OD);
     wf__v8i tb = (b > a) | ((b != b) & (a == a));
     wf__v8f m = (wf__v8f)((tb & (wf__v8i)b) | (~tb & (wf__v8i)a));
     wf__v8i tc = (c > m) | ((c != c) & (m == m));
@@ -463,11 +468,15 @@ static inline __attribute__((always_inline)) void max_grad_2x2_8(const float *r0
     wf__v8i td = (d > m) | ((d != d) & (m == m)), gb = (wf__v8i)gv;
     wf__v8f pa = (wf__v8f)(gb & ~(tb | tc | td)), pb = (wf__v8f)(gb & tb & ~tc & ~td);
     wf__v8f pc = (wf__v8f)(gb & tc & ~td), pd = (wf__v8f)(gb & td), o;
-    o = __builtin_shuffle(pa, pb, lo), memcpy(d0, &o, 32);
-    o = __builtin_shuffle(pa, pb, hi), memcpy(d0 + 8, &o, 32);
-    o = __builtin_shuffle(pc, pd, lo), memcpy(d1, &o, 32);
-    o = __builtin_shuffle(pc, pd, hi), memcpy(d1 + 8, &o, 32);
+    o = WF__SHUF(pa, pb, LO), memcpy(d0, &o, 32);
+    o = WF__SHUF(pa, pb, HI), memcpy(d0 + 8, &o, 32);
+    o = WF__SHUF(pc, pd, LO), memcpy(d1, &o, 32);
+    o = WF__SHUF(pc, pd, HI), memcpy(d1 + 8, &o, 32);
 }
+#undef EV
+#undef OD
+#undef LO
+#undef HI
 
 /* All n windows of the row pair: the last partial group of eight goes through zero-padded copies (the
  * planes of small CNNs are 5 to 28 windows wide, so a scalar tail would be most of the work). */
