@@ -697,11 +697,15 @@ static const wf_node *kernel_of(const wf__optimized *o, const wf_graph *g, const
 }
 
 /* conv_crop: kernel taps that meet only padding go. A 3x3 stride-2 pad-1 convolution of a 2x2 input
- * (one output) uses taps 1..2 of each dim; a 3x3 pad-1 one of a 1x1 input uses the centre tap; a 3x3
- * pad-1 one of a 2x2 input uses all nine and stays. The weight gradient is the cropped one padded with
- * zeros; a constant W is cropped into a new constant, a variable through a Slice. Values (forward, the
- * input gradient and the weight gradient) by hand in double, at levels 0 and 1, with NaN and Inf in x;
- * and at level 1 a NaN in a dropped tap of W, which then reaches no output. */
+ * (one output) uses taps 1..2 of each dim; a 3x3 pad-1 one of a 1x1 input uses the centre tap: both
+ * windows then cover their whole input, so both become matrix products (as do their gradients: the
+ * weight gradient dy^T X padded back to 3x3 with zeros, the input gradient dy W). A 3x3 pad-1 one of a 2x2
+ * input uses all nine taps and stays; a 3x3 one with dilation 2 and pad 2 of a 2x2 input uses the centre
+ * tap at four outputs: it stays a convolution, 1x1, and its weight gradient is the cropped one padded
+ * with zeros. A whole-window convolution with a bias stays a convolution (cropped). A constant W is
+ * cropped into a new constant, a variable through a Slice. Values (the forwards, the input gradient and
+ * both weight gradients) by hand in double, at levels 0 and 1, with NaN and Inf in x; and at level 1 a
+ * NaN in a dropped tap of W, which then reaches no output. */
 static void test_conv_crop(void)
 {
     wf_graph *g = NULL;
@@ -709,63 +713,101 @@ static void test_conv_crop(void)
     wf_output x;
     enum { N = 2, C = 3, O = 4, P = 5 };
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, 2, 2}, &x));
-    float w1[O * C * 9], w2[P * O * 9], w3[O * C * 9];
-    for (int i = 0; i < O * C * 9; i++) w1[i] = (float)((i * 7 % 11) - 5) / 4, w3[i] = (float)((i * 5 % 7) - 3) / 2;
+    float w1[O * C * 9], w2[P * O * 9], w3[O * C * 9], w4[O * C * 9], bias[P] = {0.5f, -1, 2, 0, -0.25f};
+    for (int i = 0; i < O * C * 9; i++)
+        w1[i] = (float)((i * 7 % 11) - 5) / 4, w3[i] = (float)((i * 5 % 7) - 3) / 2, w4[i] = (float)((i * 3 % 5) - 2) / 2;
     for (int i = 0; i < P * O * 9; i++) w2[i] = (float)((i * 3 % 13) - 6) / 8;
-    wf_tensor *w1t = NULL, *w1nt = NULL;
-    wf_output v1 = {0}, vn = {0}, a, an, b, c, y;
+    wf_tensor *w1t = NULL, *w1nt = NULL, *w4t = NULL;
+    wf_output v1 = {0}, vn = {0}, v4 = {0}, a, an, b, c, e, f, y, y4;
     CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){O, C, 3, 3}, w1, &w1t));
     if (w1t) CHECK_OK(wf_variable(g, "w1", w1t, &v1));
+    CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){O, C, 3, 3}, w4, &w4t));
+    if (w4t) CHECK_OK(wf_variable(g, "w4", w4t, &v4));
     /* W1 with a NaN at [0, 0, 0, 0], a tap of row 0, which reads only the top padding */
     CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){O, C, 3, 3}, w1, &w1nt));
     if (w1nt) ((float *)wf_tensor_data(w1nt))[0] = NAN;
     if (w1nt) CHECK_OK(wf_variable(g, "w1n", w1nt, &vn));
     wf_tensor_free(w1t);
     wf_tensor_free(w1nt);
+    wf_tensor_free(w4t);
     wf_output k2 = konst(g, "w2", WF_F32, 4, (int64_t[]){P, O, 3, 3}, w2);
     wf_output k3 = konst(g, "w3", WF_F32, 4, (int64_t[]){O, C, 3, 3}, w3);
-    const int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, k33[2] = {3, 3};
+    wf_output kb = konst(g, "bias", WF_F32, 1, (int64_t[]){P}, bias);
+    const int64_t p1[4] = {1, 1, 1, 1}, p2[4] = {2, 2, 2, 2}, s2[2] = {2, 2}, d2[2] = {2, 2}, k33[2] = {3, 3};
     wf_attr at_s2[3] = {wf_attr_ints("pads", p1, 4), wf_attr_ints("strides", s2, 2), wf_attr_ints("kernel_shape", k33, 2)};
     wf_attr at_s1[1] = {wf_attr_ints("pads", p1, 4)};
+    wf_attr at_d2[2] = {wf_attr_ints("pads", p2, 4), wf_attr_ints("dilations", d2, 2)};
     a = op1(g, "Conv2D", "a", (wf_output[]){x, v1}, 2, at_s2, 3); /* [N, O, 1, 1] */
     an = op1(g, "Conv2D", "an", (wf_output[]){x, vn}, 2, at_s2, 3);
     b = op1(g, "Conv2D", "b", (wf_output[]){a, k2}, 2, at_s1, 1);  /* [N, P, 1, 1] */
     c = op1(g, "Conv2D", "c", (wf_output[]){x, k3}, 2, at_s1, 1);  /* [N, O, 2, 2]: all taps used */
+    e = op1(g, "Conv2D", "e", (wf_output[]){x, v4}, 2, at_d2, 2);  /* [N, O, 2, 2]: the centre tap */
+    f = op1(g, "Conv2D", "f", (wf_output[]){a, k2, kb}, 3, at_s1, 1); /* b + bias */
     wf_attr keep = wf_attr_int("keepdims", 0);
     y = op1(g, "ReduceSum", "y", &b, 1, &keep, 1);
-    wf_output xs[2] = {v1, x}, d[2] = {{0}};
+    y4 = op1(g, "ReduceSum", "y4", &e, 1, &keep, 1);
+    wf_output xs[2] = {v1, x}, d[2] = {{0}}, dw4 = {0};
     CHECK_OK(wf_gradients(g, &y, 1, NULL, xs, 2, d));
+    CHECK_OK(wf_gradients(g, &y4, 1, NULL, &v4, 1, &dw4));
     wf_output dw1 = d[0], dx = d[1];
 
-    wf_output roots[4] = {b, c, dw1, dx};
-    wf__optimized *o = optimize(g, roots, 4, &x, 1, NULL);
+    wf_output roots[7] = {b, c, dw1, dx, e, f, dw4};
+    wf__optimized *o = optimize(g, roots, 7, &x, 1, NULL);
     if (o) {
         int64_t kh, kw;
-        const wf_node *n = kernel_of(o, g, "a", &kh, &kw);
-        CHECK(n && !strcmp(n->op->name, "Conv2D") && kh == 2 && kw == 2);
-        if (n) {
-            const wf__attr *pads = wf__attr_get(n->op, n->attrs, "pads");
-            CHECK(pads->n == 4 && pads->ints[0] == 0 && pads->ints[1] == 0 && pads->ints[2] == 1 && pads->ints[3] == 1);
-            CHECK(!strcmp(n->in[1].node->op->name, "Slice")); /* a variable: sliced at run time */
+        /* a: Reshape(MatMul(Reshape(x), Reshape(Slice(w1)), transpose_b)) */
+        const wf_node *n = wf__optimized_map(o, a).node, *m;
+        CHECK(n && !strcmp(n->op->name, "Reshape") && n->out[0].rank == 4 && n->out[0].dims[1] == O);
+        m = n ? n->in[0].node : NULL;
+        CHECK(m && !strcmp(m->op->name, "MatMul") && wf__attr_i(m->op, m->attrs, "transpose_b") == 1);
+        if (m) {
+            const wf_node *wr = m->in[1].node;
+            CHECK(!strcmp(wr->op->name, "Reshape") && !strcmp(wr->in[0].node->op->name, "Slice"));
+            CHECK(wr->out[0].rank == 2 && wr->out[0].dims[0] == O && wr->out[0].dims[1] == C * 4);
         }
-        n = kernel_of(o, g, "b", &kh, &kw);
-        CHECK(n && kh == 1 && kw == 1);
-        if (n) CHECK(!strcmp(n->in[1].node->op->name, "Const") && n->in[1].node->out[0].dims[2] == 1);
+        /* b: the weights' centre tap as a constant, [P, O, 1, 1] seen as [P, O] */
+        n = wf__optimized_map(o, b).node;
+        m = n && !strcmp(n->op->name, "Reshape") ? n->in[0].node : NULL;
+        CHECK(m && !strcmp(m->op->name, "MatMul"));
+        if (m) {
+            const wf_node *wr = m->in[1].node;
+            CHECK(!strcmp(wr->op->name, "Reshape") && !strcmp(wr->in[0].node->op->name, "Const") &&
+                  wr->in[0].node->out[0].dims[2] == 1);
+        }
         n = kernel_of(o, g, "c", &kh, &kw);
         CHECK(n && kh == 3 && kw == 3 && n->in[1].node == wf__optimized_map(o, k3).node);
-        wf_output m = wf__optimized_map(o, dw1);
-        CHECK(m.node && !strcmp(m.node->op->name, "Pad"));
-        if (m.node) {
-            const wf_node *f = m.node->in[0].node;
-            CHECK(!strcmp(f->op->name, "Conv2DBackpropFilter") && f->out[0].dims[2] == 2 && f->out[0].dims[3] == 2);
+        n = kernel_of(o, g, "e", &kh, &kw);
+        CHECK(n && !strcmp(n->op->name, "Conv2D") && kh == 1 && kw == 1);
+        if (n) {
+            const wf__attr *pads = wf__attr_get(n->op, n->attrs, "pads");
+            CHECK(pads->n == 4 && pads->ints[0] == 0 && pads->ints[1] == 0 && pads->ints[2] == 0 && pads->ints[3] == 0);
+            CHECK(!strcmp(n->in[1].node->op->name, "Slice")); /* a variable: sliced at run time */
         }
-        CHECK_INT(count_op(o, "Pad"), 1);
+        n = kernel_of(o, g, "f", &kh, &kw); /* with a bias: a convolution, cropped */
+        CHECK(n && !strcmp(n->op->name, "Conv2D") && kh == 1 && kw == 1 && n->n_in == 3);
+        /* dw1: Pad(Reshape(MatMul(dy, x, transpose_a))) */
+        n = wf__optimized_map(o, dw1).node;
+        CHECK(n && !strcmp(n->op->name, "Pad"));
+        m = n && !strcmp(n->in[0].node->op->name, "Reshape") ? n->in[0].node->in[0].node : NULL;
+        CHECK(m && !strcmp(m->op->name, "MatMul") && wf__attr_i(m->op, m->attrs, "transpose_a") == 1);
+        n = wf__optimized_map(o, dx).node;
+        CHECK(n && !strcmp(n->op->name, "Reshape") && !strcmp(n->in[0].node->op->name, "MatMul"));
+        /* dw4: the cropped weight gradient, padded */
+        n = wf__optimized_map(o, dw4).node;
+        CHECK(n && !strcmp(n->op->name, "Pad"));
+        if (n) {
+            const wf_node *bf = n->in[0].node;
+            CHECK(!strcmp(bf->op->name, "Conv2DBackpropFilter") && bf->out[0].dims[2] == 1 && bf->out[0].dims[3] == 1);
+        }
+        CHECK_INT(count_op(o, "Pad"), 2);
+        CHECK_INT(count_op(o, "Conv2DBackpropInput"), 0);
     }
     wf__optimized_free(o);
-    o = optimize(g, roots, 4, &x, 1, "conv_crop");
+    o = optimize(g, roots, 7, &x, 1, "conv_crop");
     if (o) {
         CHECK_INT(count_op(o, "Pad"), 0);
         CHECK_INT(count_op(o, "Slice"), 0);
+        CHECK_INT(count_op(o, "MatMul"), 0);
     }
     wf__optimized_free(o);
 
@@ -825,7 +867,37 @@ static void test_conv_crop(void)
                     for (int q = 0; q < O; q++) acc += da[q] * w1[((q * C + ch) * 3 + h + 1) * 3 + w + 1];
                     dxv[n][ch][h][w] = acc;
                 }
+    double ev[N][O][2][2], dw4v[O][C][3][3];
+    for (int n = 0; n < N; n++) /* e: the centre tap at each position */
+        for (int q = 0; q < O; q++)
+            for (int h = 0; h < 2; h++)
+                for (int w = 0; w < 2; w++) {
+                    double acc = 0;
+                    for (int ch = 0; ch < C; ch++)
+                        acc += (double)xv[((n * C + ch) * 2 + h) * 2 + w] * w4[((q * C + ch) * 3 + 1) * 3 + 1];
+                    ev[n][q][h][w] = acc;
+                }
+    for (int q = 0; q < O; q++) /* dW4: the sum of x over n, h, w at the centre tap (dy is ones), else 0 */
+        for (int ch = 0; ch < C; ch++)
+            for (int i = 0; i < 9; i++) {
+                double acc = 0;
+                if (i == 4)
+                    for (int n = 0; n < N; n++)
+                        for (int k = 0; k < 4; k++) acc += xv[(n * C + ch) * 4 + k];
+                (&dw4v[q][ch][0][0])[i] = acc;
+            }
     const int64_t xd[4] = {N, C, 2, 2};
+    for (int level = 0; level <= 1; level++) {
+        float got_e[N * O * 4], got_f[N * P], got_dw4[O * C * 9];
+        run_nd(g, level, x, 4, xd, xv, e, got_e, N * O * 4, NULL);
+        run_nd(g, level, x, 4, xd, xv, f, got_f, N * P, NULL);
+        run_nd(g, level, x, 4, xd, xv, dw4, got_dw4, O * C * 9, NULL);
+        for (int i = 0; i < N * O * 4; i++) check_same(got_e[i], (&ev[0][0][0][0])[i], 1e-4);
+        for (int n = 0; n < N; n++)
+            for (int p = 0; p < P; p++) check_same(got_f[n * P + p], bv[n][p] + bias[p], 1e-4);
+        for (int i = 0; i < O * C * 9; i++) check_same(got_dw4[i], (&dw4v[0][0][0][0])[i], 1e-4);
+        CHECK(got_dw4[0] == 0 && !signbit(got_dw4[0]));
+    }
     for (int level = 0; level <= 1; level++) {
         float got_b[N * P], got_c[N * O * 4], got_dw[O * C * 9], got_dx[N * C * 4];
         run_nd(g, level, x, 4, xd, xv, b, got_b, N * P, NULL);
