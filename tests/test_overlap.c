@@ -128,8 +128,16 @@ static void overlap_on(const char *dev)
     wf_tensor_free(out[0]);
     wf_tensor_free(out[1]);
 
-    int overlapped = 0, tries = 5;
-    for (int t = 0; t < tries; t++) {
+    /* A GPU runs its streams on its own engines: the copy and the kernel overlap in 3 of 5 tries. TESTDEV
+     * and pocl run their streams on worker threads that share the host's two cores with this test and,
+     * in CI, with other test binaries: a loaded host may run the copy first and finish it before the
+     * kernel starts (seen under load: copy [-3.3, -0.07] ms from the kernel's start; TESTDEV overlapped
+     * in 2 of 5), as a device is free to. One overlap in up to 10 tries still proves that neither stream
+     * waits for the other, since a runtime that serialised them could never show one. */
+    bool host_threads = strncmp(dev, "GPU", 3) != 0;
+    int overlapped = 0, tries = host_threads ? 10 : 5, need = host_threads ? 1 : 3;
+    int t;
+    for (t = 0; t < tries && !(host_threads && overlapped >= need); t++) {
         wf_trace *trace = NULL;
         wf_run_options ro = {&trace};
         out[0] = out[1] = NULL;
@@ -164,8 +172,11 @@ static void overlap_on(const char *dev)
         wf_tensor_free(out[0]);
         wf_tensor_free(out[1]);
     }
-    printf("  %s: copy and kernel overlapped in %d of %d tries\n", dev, overlapped, tries);
-    CHECK(overlapped >= 3);
+    printf("  %s: copy and kernel overlapped in %d of %d tries (%d needed, of at most %d)\n", dev, overlapped, t,
+           need, tries);
+    if (overlapped < need)
+        CHECK_FAIL_("%s: the copy of b and the MatMul overlapped in %d of %d tries, %d needed", dev, overlapped,
+                    t, need);
     wf_tensor_free(ref[0]);
     wf_tensor_free(ref[1]);
 done:
