@@ -5,8 +5,8 @@
  * dense layer) on 3x32x32 inputs, built through the public graph API and trained with Adam (Keras's
  * defaults) on sparse cross-entropy.
  *
- * BatchNorm trains on the batch's statistics, composed from differentiable ops as wf_model's BatchNorm
- * layer does, and updates its moving mean and variance every step (momentum 0.9, PyTorch's), so the
+ * BatchNorm trains on the batch's statistics through one FusedBatchNorm node (its gradient is one
+ * FusedBatchNormGrad), as wf_model's BatchNorm layer does, and updates its moving mean and variance every step (momentum 0.9, PyTorch's), so the
  * step does everything the peers' steps do. The data are fixed pseudo-random images and labels: the
  * time of a step does not depend on the values.
  *
@@ -93,7 +93,7 @@ static wf_status *conv_bn(net *n, wf_output x, int64_t cin, int64_t cout, int64_
     wf_status *s;
     char nm[64];
     int id = n->layer++;
-    int64_t wd[4] = {cout, cin, k, k}, cd[1] = {cout}, bshape[3] = {cout, 1, 1}, pad = k / 2;
+    int64_t wd[4] = {cout, cin, k, k}, cd[1] = {cout}, pad = k / 2;
     int64_t pads[4] = {pad, pad, pad, pad}, strides[2] = {stride, stride};
     wf_output w, y, gamma, beta, mm, mv;
     snprintf(nm, sizeof nm, "conv%d/kernel", id);
@@ -110,28 +110,17 @@ static wf_status *conv_bn(net *n, wf_output x, int64_t cin, int64_t cout, int64_
     T(var(n, nm, 1, cd, 0, 0, false, &mm));
     snprintf(nm, sizeof nm, "bn%d/moving_variance", id);
     T(var(n, nm, 1, cd, 0, 1, false, &mv));
-    int64_t axes[3] = {0, 2, 3};
-    wf_attr red[2] = {wf_attr_ints("axes", axes, 3), wf_attr_int("keepdims", 1)};
-    wf_output mean, xc, sq, v, eps, ve, sd, xn, gb, bb;
-    T(op(n, "ReduceMean", NULL, &y, 1, red, 2, &mean));
-    T(wf_binary(n->g, "Sub", NULL, y, mean, &xc));
-    T(wf_mul(n->g, NULL, xc, xc, &sq));
-    T(op(n, "ReduceMean", NULL, &sq, 1, red, 2, &v));
-    T(wf_const_scalar(n->g, NULL, WF_F32, 1e-5, &eps));
-    T(wf_add(n->g, NULL, v, eps, &ve));
-    T(wf_unary(n->g, "Sqrt", NULL, ve, &sd));
-    T(wf_binary(n->g, "Div", NULL, xc, sd, &xn));
-    T(wf_reshape(n->g, NULL, gamma, 3, bshape, &gb));
-    T(wf_reshape(n->g, NULL, beta, 3, bshape, &bb));
-    T(wf_mul(n->g, NULL, xn, gb, &y));
-    T(wf_add(n->g, NULL, y, bb, &y));
+    wf_output bi[3] = {y, gamma, beta};
+    wf_attr eps = wf_attr_float("epsilon", 1e-5);
+    wf_node *bn;
+    T(wf_op(n->g, "FusedBatchNorm", NULL, bi, 3, &eps, 1, &bn));
+    y = wf_out(bn, 0);
     /* moving statistics: m = 0.9 m + 0.1 batch (PyTorch's momentum 0.1; the biased variance here) */
-    wf_output keep, take, st[2] = {mean, v}, mov[2] = {mm, mv};
+    wf_output keep, take, mov[2] = {mm, mv};
     T(wf_const_scalar(n->g, NULL, WF_F32, 0.9, &keep));
     T(wf_const_scalar(n->g, NULL, WF_F32, 0.1, &take));
     for (int i = 0; i < 2; i++) {
-        wf_output flat, a, b, asg;
-        T(wf_reshape(n->g, NULL, st[i], 1, cd, &flat));
+        wf_output flat = wf_out(bn, 1 + i), a, b, asg;
         T(wf_mul(n->g, NULL, mov[i], keep, &a));
         T(wf_mul(n->g, NULL, flat, take, &b));
         T(wf_add(n->g, NULL, a, b, &a));

@@ -114,6 +114,24 @@ static void run_spec(const char *name, spec s, unsigned skip, int n_in, ...)
     for (int i = 0; i < 4; i++) wf_tensor_free(s.consts[i]);
 }
 
+/* y + batch_mean + 2 batch_variance, the statistics broadcast over [1, C, 1, 1]: every output's gradient
+ * reaches FusedBatchNormGrad at once. */
+static wf_status *build_bn_all(wf_graph *g, const wf_output *in, int n_in, void *arg, wf_output *out)
+{
+    (void)n_in, (void)arg;
+    wf_node *bn;
+    wf_status *st = wf_op(g, "FusedBatchNorm", "bn", in, 3, NULL, 0, &bn);
+    int64_t bshape[4] = {1, -1, 1, 1};
+    wf_output m, v, two, t;
+    if (!st) st = wf_reshape(g, NULL, wf_out(bn, 1), 4, bshape, &m);
+    if (!st) st = wf_reshape(g, NULL, wf_out(bn, 2), 4, bshape, &v);
+    if (!st) st = wf_const_scalar(g, NULL, WF_F64, 2.0, &two);
+    if (!st) st = wf_mul(g, NULL, v, two, &v);
+    if (!st) st = wf_add(g, NULL, wf_out(bn, 0), m, &t);
+    if (!st) st = wf_add(g, NULL, t, v, out);
+    return st;
+}
+
 #define S(...) ((spec){__VA_ARGS__})
 #define A1(a) .attrs = {a}, .n_attrs = 1
 #define A2(a, b) .attrs = {a, b}, .n_attrs = 2
@@ -250,6 +268,25 @@ static void test_reduce(void)
     g_h = g_rtol = g_atol = 0;
     run_spec("BatchNormalization", S(.op = "BatchNormalization", .layout = "ppppp"), 0, 5, F(-2, 2, 4, 2, 3, 2, 2),
              F(0.5, 1.5, 1, 3), F(-1, 1, 1, 3), F(-1, 1, 1, 3), F(0.5, 2, 1, 3));
+    /* training BatchNorm: through y, through each batch statistic alone (y's gradient absent), and all three */
+    for (int o = 0; o < 3; o++) {
+        char nm[48];
+        snprintf(nm, sizeof nm, "FusedBatchNorm out %d", o);
+        run_spec(nm, S(.op = "FusedBatchNorm", .layout = "ppp", A1(AF("epsilon", 1e-3)), .out = o), 0, 3,
+                 F(-2, 2, 4, 3, 2, 2, 3), F(0.5, 1.5, 1, 2), F(-1, 1, 1, 2));
+    }
+    run_spec("FusedBatchNorm rank 2", S(.op = "FusedBatchNorm", .layout = "ppp"), 0, 3, F(-2, 2, 2, 5, 3),
+             F(0.5, 1.5, 1, 3), F(-1, 1, 1, 3));
+    run_spec("FusedBatchNorm rank 3", S(.op = "FusedBatchNorm", .layout = "ppp"), 0, 3, F(-2, 2, 3, 2, 4, 5),
+             F(0.5, 1.5, 1, 4), F(-1, 1, 1, 4));
+    wf_tensor *bn_in[3] = {F(-2, 2, 4, 2, 3, 2, 2), F(0.5, 1.5, 1, 3), F(-1, 1, 1, 3)};
+    gc_opts o = {.device = g_device, .ctx = g_ctx};
+    g_cases++;
+    if (gradcheck("FusedBatchNorm y + mean + variance", build_bn_all, NULL, 3, bn_in, &o)) {
+        g_bad_cases++;
+        fprintf(stderr, "  case FusedBatchNorm y + mean + variance failed\n");
+    }
+    for (int i = 0; i < 3; i++) wf_tensor_free(bn_in[i]);
 }
 
 static void test_shape(void)

@@ -11,6 +11,7 @@
 /* the bit-exact reference below rounds once per operation, as the kernels must */
 #pragma GCC optimize("fp-contract=off")
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -245,6 +246,79 @@ static void test_apply_adam_bad(void)
     wf_tensor_free(t4);
     wf_tensor_free(t3);
     wf_tensor_free(sc);
+    wf_graph_free(g);
+}
+
+/* ---- FusedBatchNorm ---------------------------------------------------------------------------- */
+
+/* Shapes unknown while building are checked when the run meets them (by inference on the fed shapes,
+ * then again by the device's kernel, in the same words): the message names the node and the input at
+ * fault, and the same session then runs good input, and its values match the batch's statistics computed
+ * here. */
+static void test_fused_bn_kernel_checks(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    static const int64_t xd[] = {-1, -1, 4}, pd[] = {-1};
+    wf_output x, sc, of, dy;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+    CHECK_OK(wf_placeholder(g, "scale", WF_F32, 1, pd, &sc));
+    CHECK_OK(wf_placeholder(g, "offset", WF_F32, 1, pd, &of));
+    CHECK_OK(wf_placeholder(g, "dy", WF_F32, 3, xd, &dy));
+    wf_node *bn = NULL, *gr = NULL;
+    CHECK_OK(wf_op(g, "FusedBatchNorm", "bn", (wf_output[]){x, sc, of}, 3, NULL, 0, &bn));
+    if (!bn) goto out;
+    CHECK_OK(wf_op(g, "FusedBatchNormGrad", "bn_grad",
+                   (wf_output[]){dy, x, sc, wf_out(bn, 1), wf_out(bn, 2)}, 5, NULL, 0, &gr));
+    if (!gr) goto out;
+    wf_session *s = session(g, g_device);
+    static const int64_t d234[] = {2, 3, 4}, d244[] = {2, 4, 4}, d3[] = {3}, d4[] = {4};
+    wf_tensor *xt = tens(WF_F32, 3, d234, -2, 2), *dyt = tens(WF_F32, 3, d234, -1, 1), *dy_bad = tens(WF_F32, 3, d244, -1, 1);
+    wf_tensor *s3 = tens(WF_F32, 1, d3, 0.5, 1.5), *o3 = tens(WF_F32, 1, d3, -1, 1), *s4 = tens(WF_F32, 1, d4, 0.5, 1.5);
+    wf_output y = wf_out(bn, 0), dx = wf_out(gr, 0);
+    wf_tensor *out = NULL;
+    if (s) {
+        wf_feed f[3] = {{x, xt}, {sc, s4}, {of, o3}};
+        CHECK_ERR(wf_session_run(s, f, 3, &y, 1, &out, NULL), WF_INVALID_ARGUMENT, "scale f32[4] must be 1-D with one value per channel");
+        wf_tensor_free(out);
+        out = NULL;
+        wf_feed f2[4] = {{x, xt}, {sc, s3}, {of, o3}, {dy, dy_bad}};
+        CHECK_ERR(wf_session_run(s, f2, 4, &dx, 1, &out, NULL), WF_INVALID_ARGUMENT, "dy f32[2,4,4] must have the dtype and shape of x f32[2,3,4]");
+        wf_tensor_free(out);
+        out = NULL;
+        /* the session stays usable: y by the batch's statistics (biased variance, epsilon 1e-5) */
+        f[1].tensor = s3;
+        CHECK_OK(wf_session_run(s, f, 3, &y, 1, &out, NULL));
+        if (out) {
+            const float *xv = wf_tensor_data(xt), *yv = wf_tensor_data(out), *sv = wf_tensor_data(s3),
+                        *ov = wf_tensor_data(o3);
+            int bad = 0;
+            for (int c = 0; c < 3; c++) {
+                double m = 0, v = 0;
+                for (int n = 0; n < 2; n++)
+                    for (int i = 0; i < 4; i++) m += xv[(n * 3 + c) * 4 + i] / 8.0;
+                for (int n = 0; n < 2; n++)
+                    for (int i = 0; i < 4; i++) v += (xv[(n * 3 + c) * 4 + i] - m) * (xv[(n * 3 + c) * 4 + i] - m) / 8.0;
+                for (int n = 0; n < 2; n++)
+                    for (int i = 0; i < 4; i++) {
+                        int j = (n * 3 + c) * 4 + i;
+                        double want = (xv[j] - m) / sqrt(v + 1e-5) * sv[c] + ov[c];
+                        bad += fabs(yv[j] - want) > 1e-5 * (1 + fabs(want));
+                    }
+            }
+            CHECK_INT(bad, 0);
+        }
+        wf_tensor_free(out);
+    }
+    wf_session_free(s);
+    wf_tensor_free(xt);
+    wf_tensor_free(dyt);
+    wf_tensor_free(dy_bad);
+    wf_tensor_free(s3);
+    wf_tensor_free(o3);
+    wf_tensor_free(s4);
+out:
     wf_graph_free(g);
 }
 
@@ -587,6 +661,7 @@ int main(int argc, char **argv)
     }
     RUN_TEST(test_apply_adam);
     RUN_TEST(test_apply_adam_bad);
+    RUN_TEST(test_fused_bn_kernel_checks);
     RUN_TEST(test_random_values);
     RUN_TEST(test_random_bad);
     RUN_TEST(test_random_dropout_grad);

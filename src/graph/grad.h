@@ -64,6 +64,7 @@ wf_status *wf__grad_softmax(wf__grad_ctx *c);
 wf_status *wf__grad_log_softmax(wf__grad_ctx *c);
 wf_status *wf__grad_layer_norm(wf__grad_ctx *c);
 wf_status *wf__grad_batch_norm(wf__grad_ctx *c);
+wf_status *wf__grad_fused_batch_norm(wf__grad_ctx *c);
 wf_status *wf__grad_dropout(wf__grad_ctx *c);
 wf_status *wf__grad_reshape_like(wf__grad_ctx *c); /* Reshape, Flatten, Squeeze, Unsqueeze */
 wf_status *wf__grad_transpose(wf__grad_ctx *c);

@@ -763,6 +763,21 @@ wf_status *wf__grad_batch_norm(wf__grad_ctx *c)
     return wf__g_op(c, "ReduceSum", "dvar", &t, 1, at, 2, &c->dx[4]);
 }
 
+/* FusedBatchNorm (training): one FusedBatchNormGrad node over the forward's own statistics, with the
+ * gradients that reach batch_mean and batch_variance as its optional inputs. */
+wf_status *wf__grad_fused_batch_norm(wf__grad_ctx *c)
+{
+    wf_output dy = c->dy[0];
+    if (!dy.node) T(wf__g_fill_like(c, "zeros", IN(0), 0, &dy));
+    wf_output in[7] = {dy, IN(0), IN(1), OUT(1), OUT(2), c->dy[1], c->dy[2]};
+    int n_in = c->dy[2].node ? 7 : c->dy[1].node ? 6 : 5;
+    wf_attr at = wf_attr_float("epsilon", attr_f(c, "epsilon"));
+    wf_output g;
+    T(wf__g_op(c, "FusedBatchNormGrad", "FusedBatchNormGrad", in, n_in, &at, 1, &g));
+    for (int i = 0; i < 3; i++) c->dx[i] = (wf_output){.node = g.node, .index = i};
+    return NULL;
+}
+
 /* Dropout is the identity in inference, the only form weft runs. */
 wf_status *wf__grad_dropout(wf__grad_ctx *c)
 {

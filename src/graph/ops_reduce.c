@@ -1,6 +1,6 @@
 /*
  * Registry entries for reductions (Reduce*, ArgMax/ArgMin), softmax and the normalisations
- * (BatchNormalization, LayerNormalization) plus inference-only Dropout: signatures, ONNX attribute
+ * (BatchNormalization, FusedBatchNorm and its gradient, LayerNormalization) plus inference-only Dropout: signatures, ONNX attribute
  * defaults and shape/dtype inference. Kernels are in src/backends/cpu/k_reduce.c and k_norm.c.
  */
 #include "graph/grad.h"
@@ -218,6 +218,96 @@ static wf_status *infer_batchnorm(wf__infer_ctx *ctx)
     return NULL;
 }
 
+/* ---- FusedBatchNorm, FusedBatchNormGrad (training) ------------------------------------------------ */
+
+/* In training BatchNorm normalises by the batch's own statistics over every axis but 1 (TensorFlow's
+ * FusedBatchNormV3 with is_training, ONNX BatchNormalization's training_mode):
+ *     FusedBatchNorm(x, scale, offset) -> y, batch_mean, batch_variance
+ *     FusedBatchNormGrad(dy, x, scale, batch_mean, batch_variance[, d_mean, d_variance]) -> dx, d_scale, d_offset
+ * The variance is the biased one (divided by the M values of a channel), the one y uses; a layer that
+ * keeps an unbiased moving variance scales it itself. The gradient op takes the forward's statistics and
+ * the gradients that reach them (optional inputs; absent means zero), so differentiating through
+ * batch_mean or batch_variance is exact too. An empty batch (M = 0) gives NaN statistics, as ReduceMean
+ * of nothing does, and zero parameter gradients. */
+static wf_status *check_channel_params(wf__infer_ctx *ctx, const wf__tinfo *x, int first, int last,
+                                       const char *const *pname)
+{
+    char b0[160], b1[160];
+    int64_t c = x->rank >= 2 ? x->dims[1] : -1;
+    for (int i = first; i <= last; i++) {
+        if (!in_present(ctx, i)) continue;
+        const wf__tinfo *p = &ctx->in[i];
+        if (p->dtype != x->dtype)
+            return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "%s %s must have the dtype of x %s", pname[i],
+                                  tstr(p, b1), tstr(x, b0));
+        if (p->rank >= 0 && (p->rank != 1 || (c >= 0 && p->dims[0] >= 0 && p->dims[0] != c)))
+            return wf__infer_fail(ctx, WF_INVALID_ARGUMENT,
+                                  "%s %s must be 1-D with one value per channel (dim 1) of x %s", pname[i],
+                                  tstr(p, b1), tstr(x, b0));
+    }
+    return NULL;
+}
+
+static wf_status *check_bn_x(wf__infer_ctx *ctx, int ix)
+{
+    char b0[160];
+    WF__TRY(wf__infer_check_dtype(ctx, ix, WF__DT_FLOATS));
+    if (!(WF__IC_F(ctx, "epsilon") >= 0))
+        return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "epsilon must be >= 0, got %g", WF__IC_F(ctx, "epsilon"));
+    const wf__tinfo *x = &ctx->in[ix];
+    if (x->rank >= 0 && x->rank < 2)
+        return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "input x %s must have rank >= 2 (N, C, ...)", tstr(x, b0));
+    return NULL;
+}
+
+/* one value per channel of x, x's dtype */
+static void channel_out(const wf__tinfo *x, wf__tinfo *o)
+{
+    o->dtype = x->dtype;
+    o->rank = 1;
+    for (int d = 0; d < WF_MAX_RANK; d++) o->dims[d] = -1;
+    o->dims[0] = x->rank >= 2 ? x->dims[1] : -1;
+}
+
+static wf_status *infer_fused_bn(wf__infer_ctx *ctx)
+{
+    static const char *const pname[3] = {"x", "scale", "offset"};
+    WF__TRY(check_bn_x(ctx, 0));
+    const wf__tinfo *x = &ctx->in[0];
+    WF__TRY(check_channel_params(ctx, x, 1, 2, pname));
+    ctx->out[0] = *x;
+    for (int k = 1; k < ctx->n_out; k++) channel_out(x, &ctx->out[k]);
+    return NULL;
+}
+
+static wf_status *infer_fused_bn_grad(wf__infer_ctx *ctx)
+{
+    static const char *const pname[7] = {"dy", "x", "scale", "batch_mean", "batch_variance", "d_mean",
+                                         "d_variance"};
+    WF__TRY(check_bn_x(ctx, 1));
+    const wf__tinfo *x = &ctx->in[1], *dy = &ctx->in[0];
+    char b0[160], b1[160];
+    bool same = dy->dtype == x->dtype && (dy->rank < 0 || x->rank < 0 || dy->rank == x->rank);
+    for (int d = 0; same && dy->rank >= 0 && x->rank >= 0 && d < x->rank; d++)
+        same = dy->dims[d] < 0 || x->dims[d] < 0 || dy->dims[d] == x->dims[d];
+    if (!same)
+        return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "dy %s must have the dtype and shape of x %s", tstr(dy, b0),
+                              tstr(x, b1));
+    WF__TRY(check_channel_params(ctx, x, 2, 6, pname));
+    ctx->out[0] = *x;
+    for (int k = 1; k < ctx->n_out; k++) channel_out(x, &ctx->out[k]);
+    return NULL;
+}
+
+static void cost_fused_bn(const wf__infer_ctx *ctx, double *flops, double *bytes)
+{
+    const wf__tinfo *x = &ctx->in[ctx->n_in >= 5 ? 1 : 0];
+    int64_t n = wf__numel(x->rank, x->dims);
+    size_t es = wf_dtype_size(x->dtype);
+    *flops = n > 0 ? 8.0 * (double)n : 0;
+    *bytes = n > 0 ? (ctx->n_in >= 5 ? 5.0 : 4.0) * (double)es * (double)n : 0;
+}
+
 /* ---- LayerNormalization --------------------------------------------------------------------------- */
 
 static wf_status *infer_layernorm(wf__infer_ctx *ctx)
@@ -339,6 +429,10 @@ const wf__op_def wf__ops_reduce[] = {
      .attrs = {{"epsilon", WF_ATTR_FLOAT, .f = 1e-5}, {"momentum", WF_ATTR_FLOAT, .f = 0.9},
                {"training_mode", WF_ATTR_INT, .i = 0}},
      .infer = infer_batchnorm, .cost = cost_softmax, .grad = wf__grad_batch_norm},
+    {.name = "FusedBatchNorm", .min_in = 3, .max_in = 3, .n_out = 3, .attrs = {{"epsilon", WF_ATTR_FLOAT, .f = 1e-5}},
+     .infer = infer_fused_bn, .cost = cost_fused_bn, .grad = wf__grad_fused_batch_norm},
+    {.name = "FusedBatchNormGrad", .min_in = 5, .max_in = 7, .n_out = 3,
+     .attrs = {{"epsilon", WF_ATTR_FLOAT, .f = 1e-5}}, .infer = infer_fused_bn_grad, .cost = cost_fused_bn},
     {.name = "LayerNormalization", .min_in = 2, .max_in = 3, .n_out = 3,
      .attrs = {{"axis", WF_ATTR_INT, .i = -1}, {"epsilon", WF_ATTR_FLOAT, .f = 1e-5},
                {"stash_type", WF_ATTR_INT, .i = 1}},

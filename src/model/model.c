@@ -302,47 +302,19 @@ static wf_status *build_layer(wf_model *m, model_layer *L, bool training, wf_out
             nm(n, L, training, "BatchNormalization");
             return op1(g, "BatchNormalization", n, in, 5, &at, 1, y);
         }
-        /* the batch's statistics over every axis but 1, composed from differentiable ops */
-        int64_t axes[WF_MAX_RANK], na = 0, bshape[WF_MAX_RANK], cshape[1] = {c};
-        axes[na++] = 0;
-        for (int i = 2; i < r; i++) axes[na++] = i;
-        bshape[0] = c;
-        for (int i = 2; i < r; i++) bshape[i - 1] = 1;
-        wf_attr red[2] = {wf_attr_ints("axes", axes, (int)na), wf_attr_int("keepdims", 1)};
-        wf_output mean, xc, sq, var, eps, ve, sd, xn, gb, bb, sc;
-        nm(n, L, true, "mean");
-        T(op1(g, "ReduceMean", n, &x, 1, red, 2, &mean));
-        nm(n, L, true, "centered");
-        T(wf_binary(g, "Sub", n, x, mean, &xc));
-        nm(n, L, true, "squared");
-        T(wf_mul(g, n, xc, xc, &sq));
-        nm(n, L, true, "variance");
-        T(op1(g, "ReduceMean", n, &sq, 1, red, 2, &var));
-        nm(n, L, true, "epsilon");
-        T(scalar(g, n, dt, l->epsilon, &eps));
-        nm(n, L, true, "variance_eps");
-        T(wf_add(g, n, var, eps, &ve));
-        nm(n, L, true, "stddev");
-        T(wf_unary(g, "Sqrt", n, ve, &sd));
-        nm(n, L, true, "normalized");
-        T(wf_binary(g, "Div", n, xc, sd, &xn));
-        nm(n, L, true, "gamma_b");
-        T(wf_reshape(g, n, L->vars[0], r - 1, bshape, &gb));
-        nm(n, L, true, "beta_b");
-        T(wf_reshape(g, n, L->vars[1], r - 1, bshape, &bb));
-        nm(n, L, true, "scaled");
-        T(wf_mul(g, n, xn, gb, &sc));
+        /* the batch's statistics over every axis but 1: one FusedBatchNorm node (its gradient is one
+         * FusedBatchNormGrad), as TensorFlow's Keras layer trains through FusedBatchNormV3 */
+        wf_output in[3] = {x, L->vars[0], L->vars[1]};
+        wf_attr at = wf_attr_float("epsilon", l->epsilon);
+        wf_node *bn;
         nm(n, L, true, "BatchNormalization");
-        T(wf_add(g, n, sc, bb, y));
+        T(wf_op(g, "FusedBatchNorm", n, in, 3, &at, 1, &bn));
+        *y = wf_out(bn, 0);
         /* moving = moving * momentum + batch * (1 - momentum), outside the gradient's path */
-        wf_output stats[2] = {mean, var};
         for (int k = 0; k < 2; k++) {
-            wf_output flat, mom, omm, a, b, upd, asg;
+            wf_output flat = wf_out(bn, 1 + k), mom, omm, a, b, upd, asg;
             const char *what = k ? "variance" : "mean";
             char w[64];
-            snprintf(w, sizeof w, "batch_%s", what);
-            nm(n, L, true, w);
-            T(wf_reshape(g, n, stats[k], 1, cshape, &flat));
             snprintf(w, sizeof w, "momentum_%s", what);
             nm(n, L, true, w);
             T(scalar(g, n, dt, l->momentum, &mom));

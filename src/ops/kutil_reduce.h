@@ -1,7 +1,8 @@
 /*
  * Host-side planning of the reduce family shared by the CPU kernels and the device plugins: Reduce*
  * axes and output shape, the merged kept/reduced groups a device reduction walks, the outer/axis/inner
- * split of Softmax and ArgMax, and LayerNormalization's rows and Scale/B broadcasting.
+ * split of Softmax and ArgMax, LayerNormalization's rows and Scale/B broadcasting, and FusedBatchNorm's
+ * input checks and channel geometry.
  * Header-only and free of libweft calls because the plugins cannot link libweft.
  */
 #ifndef WF_DEVICE_KUTIL_REDUCE_H
@@ -176,6 +177,49 @@ static inline bool wf__ku_ln_param_strides(const wf_tensor *p, const wf_tensor *
         if (pi < 0 ? x->dims[a + i] != 1 : p->dims[pi] != x->dims[a + i]) same = false;
     }
     return same;
+}
+
+/* FusedBatchNorm (x = in[0], per-channel inputs 1..2) and FusedBatchNormGrad (dy = in[0], x = in[1],
+ * per-channel inputs 2..6, the last two optional): the index of the first input at fault, or -1. x
+ * needs rank >= 2, dy x's dtype and shape, and each per-channel input present x's dtype and one value
+ * per channel (x's dim 1). Graph inference checks this first; a kernel never trusts it. */
+static inline int wf__ku_fbn_bad_input(const wf_tensor *const *in, int n_in, bool grad)
+{
+    int ix = grad ? 1 : 0;
+    const wf_tensor *x = in[ix], *dy = in[0];
+    if (x->rank < 2) return ix;
+    if (grad) {
+        bool same = dy->dtype == x->dtype && dy->rank == x->rank;
+        for (int d = 0; same && d < x->rank; d++) same = dy->dims[d] == x->dims[d];
+        if (!same) return 0;
+    }
+    for (int i = ix + 1; i < n_in; i++) {
+        const wf_tensor *p = in[i];
+        if (p && (p->dtype != x->dtype || p->rank != 1 || p->dims[0] != x->dims[1])) return i;
+    }
+    return -1;
+}
+
+/* The message for wf__ku_fbn_bad_input's answer bad: xs and ps describe x and the input at fault
+ * (dtype then shape, as the backend prints them); pname names the inputs. The wording is graph
+ * inference's (src/graph/ops_reduce.c), which a run also applies to the fed shapes first. */
+static inline void wf__ku_fbn_message(const wf_tensor *const *in, int bad, bool grad, const char *const *pname,
+                                      const char *xs, const char *ps, char *msg, size_t n)
+{
+    const wf_tensor *x = in[grad ? 1 : 0];
+    if (in[bad] == x) snprintf(msg, n, "input x %s must have rank >= 2 (N, C, ...)", xs);
+    else if (grad && bad == 0) snprintf(msg, n, "dy %s must have the dtype and shape of x %s", ps, xs);
+    else if (in[bad]->dtype != x->dtype) snprintf(msg, n, "%s %s must have the dtype of x %s", pname[bad], ps, xs);
+    else snprintf(msg, n, "%s %s must be 1-D with one value per channel (dim 1) of x %s", pname[bad], ps, xs);
+}
+
+/* x [N, C, S...] as N, C and S, the product of the dims after the channel */
+static inline void wf__ku_fbn_geom(const wf_tensor *x, int64_t *N, int64_t *C, int64_t *S)
+{
+    *N = x->dims[0];
+    *C = x->dims[1];
+    *S = 1;
+    for (int d = 2; d < x->rank; d++) *S *= x->dims[d];
 }
 
 #endif

@@ -1,5 +1,5 @@
 """Cases for the reduce group: Reduce*, ArgMax/ArgMin, Softmax/LogSoftmax, BatchNormalization,
-LayerNormalization, Dropout. References are numpy re-implementations of the ONNX reference ops.
+FusedBatchNorm and FusedBatchNormGrad (training BatchNorm), LayerNormalization, Dropout. References are numpy re-implementations of the ONNX reference ops.
 
 Documented choices where numpy has no answer: ReduceMax/ReduceMin over an empty set give -inf/+inf
 for floats and the dtype's lowest/highest value for ints (ONNX); ReduceMean over an empty set is NaN
@@ -435,6 +435,126 @@ def ln_cases(rng):
     return out
 
 
+def ref_fused_bn(x, scale, offset, eps=1e-5):
+    """Training BatchNorm by the batch's statistics over every axis but 1 (biased variance), in f64."""
+    ax = (0,) + tuple(range(2, x.ndim))
+    sh = [1, -1] + [1] * (x.ndim - 2)
+    xd = x.astype(np.float64)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = xd.mean(axis=ax)
+        v = ((xd - m.reshape(sh)) ** 2).mean(axis=ax)
+        y = (xd - m.reshape(sh)) / np.sqrt(v.reshape(sh) + eps) * np.asarray(scale, np.float64).reshape(sh) \
+            + np.asarray(offset, np.float64).reshape(sh)
+    return y, m, v
+
+
+def ref_fused_bn_grad(dy, x, scale, mean, var, dmean=None, dvar=None, eps=1e-5):
+    """The gradient of ref_fused_bn's (y, mean, variance) with respect to (x, scale, offset), given dy and
+    the gradients dmean and dvar that reach the statistics, derived by hand:
+        xhat = (x - m) r, r = 1 / sqrt(v + eps), y = xhat scale + offset
+        d_offset = sum dy, d_scale = sum dy xhat
+        dx = scale r (dy - mean(dy) - xhat mean(dy xhat)) + dmean / M + dvar 2 (x - m) / M"""
+    ax = (0,) + tuple(range(2, x.ndim))
+    sh = [1, -1] + [1] * (x.ndim - 2)
+    M = x.size // x.shape[1] if x.shape[1] else 0
+    f = lambda t: np.asarray(t, np.float64).reshape(sh)
+    xd, dyd = x.astype(np.float64), dy.astype(np.float64)
+    r = 1 / np.sqrt(f(var) + eps)
+    xc = xd - f(mean)
+    xhat = xc * r
+    dof = dyd.sum(axis=ax)
+    dsc = (dyd * xhat).sum(axis=ax)
+    dx = f(scale) * r * (dyd - f(dof) / M - xhat * f(dsc) / M)
+    if dmean is not None:
+        dx = dx + f(dmean) / M
+    if dvar is not None:
+        dx = dx + f(dvar) * 2 * xc / M
+    return dx, dsc, dof
+
+
+def fused_bn_cases(rng):
+    out = []
+    op, gop = "FusedBatchNorm", "FusedBatchNormGrad"
+
+    def params(c, dt=np.float32):
+        return [rand(rng, (c,), dt, 0.5, 1.5), rand(rng, (c,), dt)]
+
+    def both(name, x, p, dt_out, tol, feed=None, eps=None, stats_grads=False):
+        kw = {} if eps is None else {"eps": eps}
+        at = {} if eps is None else {"epsilon": eps}
+        y, m, v = ref_fused_bn(x, *p, **kw)
+        fd = {i: feed for i in range(3)} if feed else None
+        out.append(Case(op + "_" + name, op, [x] + p, [t.astype(dt_out) for t in (y, m, v)], attrs=at,
+                        rtol=tol, atol=tol, feed_dtype=fd))
+        dy = rand(rng, x.shape, x.dtype)
+        if feed:
+            dy = bf16_round(dy)
+        # the statistics fed back at x's dtype, as the forward hands them on
+        mv = [t.astype(x.dtype) for t in (m, v)]
+        if feed:
+            mv = [bf16_round(t) for t in mv]
+        gin = [dy, x, p[0]] + mv
+        extra = []
+        if stats_grads:
+            extra = [rand(rng, m.shape, x.dtype), rand(rng, m.shape, x.dtype)]
+            if feed:
+                extra = [bf16_round(t) for t in extra]
+        dx, dsc, dof = ref_fused_bn_grad(dy, x, p[0], *mv, *(extra or [None, None]), **kw)
+        gfd = {i: feed for i in range(len(gin + extra))} if feed else None
+        out.append(Case(gop + "_" + name, gop, gin + extra, [t.astype(dt_out) for t in (dx, dsc, dof)],
+                        attrs=at, rtol=tol, atol=tol * max(1, np.sqrt(x.size / max(1, x.shape[1]))),
+                        feed_dtype=gfd))
+
+    both("rank4", rand(rng, (4, 3, 5, 6)), params(3), np.float32, 1e-5)
+    both("rank2", rand(rng, (16, 7)), params(7), np.float32, 1e-5)
+    both("rank3", rand(rng, (3, 4, 9)), params(4), np.float32, 1e-5, stats_grads=True)
+    both("rank5", rand(rng, (2, 3, 2, 3, 4)), params(3), np.float32, 1e-5, eps=0.25)
+    both("f64", rand(rng, (5, 4, 3, 3), np.float64), params(4, np.float64), np.float64, 1e-10, stats_grads=True)
+    both("f16", rand(rng, (4, 3, 4, 4), np.float16), params(3, np.float16), np.float16, 8e-3)
+    both("bf16", bf16_round(rand(rng, (4, 3, 4, 4))), [bf16_round(t) for t in params(3)], np.float32, 3e-2,
+         feed="bf16")
+    # one value per channel: the variance is 0 and y is the offset (xhat = 0), dx comes from dmean only
+    both("one_per_channel", rand(rng, (1, 5, 1, 1)), params(5), np.float32, 1e-5, stats_grads=True)
+    both("large", rng.normal(size=(32, 64, 16, 16)).astype(np.float32) * 3 + 1, params(64), np.float32, 1e-4)
+    # NaN and Inf stay in the channel they are in
+    xn = rand(rng, (4, 3, 2, 2))
+    xn[1, 0, 1, 1] = np.nan
+    xn[2, 2, 0, 0] = np.inf
+    p = params(3)
+    y, m, v = ref_fused_bn(xn, *p)
+    out.append(Case(op + "_nan_inf", op, [xn] + p, [t.astype(np.float32) for t in (y, m, v)], rtol=1e-5,
+                    atol=1e-5))
+    # an empty batch: no values per channel, NaN statistics (ReduceMean of nothing), zero parameter gradients
+    xe = np.zeros((0, 3, 2), np.float32)
+    p = params(3)
+    nan3 = np.full((3,), np.nan, np.float32)
+    out.append(Case(op + "_empty_batch", op, [xe] + p, [xe.copy(), nan3, nan3]))
+    out.append(Case(gop + "_empty_batch", gop, [xe, xe, p[0], nan3, nan3],
+                    [xe.copy(), np.zeros(3, np.float32), np.zeros(3, np.float32)]))
+    xz = np.zeros((2, 0, 3), np.float32)
+    z0 = np.zeros((0,), np.float32)
+    out.append(Case(op + "_no_channels", op, [xz, z0, z0], [xz.copy(), z0, z0]))
+    # errors name the input at fault
+    x4, p = rand(rng, (2, 3, 2, 2)), params(3)
+    out.append(Case(op + "_err_rank1", op, [rand(rng, (3,))] + p, error=("INVALID_ARGUMENT", "input x")))
+    out.append(Case(op + "_err_scale_len", op, [x4, rand(rng, (4,)), p[1]], error=("INVALID_ARGUMENT", "scale")))
+    out.append(Case(op + "_err_offset_dtype", op, [x4, p[0], p[1].astype(np.float64)],
+                    error=("INVALID_ARGUMENT", "offset")))
+    out.append(Case(op + "_err_epsilon", op, [x4] + p, attrs={"epsilon": -1.0},
+                    error=("INVALID_ARGUMENT", "epsilon must be >= 0")))
+    out.append(Case(op + "_err_int", op, [np.ones((2, 3), np.int32), np.ones(3, np.int32), np.ones(3, np.int32)],
+                    error=("INVALID_ARGUMENT", "i32")))
+    st = [rand(rng, (3,)), rand(rng, (3,), lo=0.1)]
+    out.append(Case(gop + "_err_dy_shape", gop, [rand(rng, (2, 3, 2, 1)), x4, p[0]] + st,
+                    error=("INVALID_ARGUMENT", "dy")))
+    out.append(Case(gop + "_err_mean_len", gop, [x4, x4, p[0], rand(rng, (2,)), st[1]],
+                    error=("INVALID_ARGUMENT", "batch_mean")))
+    out.append(Case(gop + "_err_dvar_dtype", gop, [x4, x4, p[0]] + st + [st[0], st[1].astype(np.float64)],
+                    error=("INVALID_ARGUMENT", "d_variance")))
+    return out
+
+
 def dropout_cases(rng):
     out = []
     op = "Dropout"
@@ -468,6 +588,7 @@ def cases(rng):
     out += arg_cases(rng)
     out += softmax_cases(rng)
     out += bn_cases(rng)
+    out += fused_bn_cases(rng)
     out += ln_cases(rng)
     out += dropout_cases(rng)
     return out

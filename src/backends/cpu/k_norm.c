@@ -1,6 +1,6 @@
 /*
- * CPU kernels for Softmax, LogSoftmax, BatchNormalization (inference), LayerNormalization and
- * inference Dropout; listed in k_reduce.c's table. f16/bf16 tensors are widened to f32 once, computed
+ * CPU kernels for Softmax, LogSoftmax, BatchNormalization (inference), FusedBatchNorm and its gradient
+ * (training), LayerNormalization and inference Dropout; listed in k_reduce.c's table. f16/bf16 tensors are widened to f32 once, computed
  * in place and narrowed back, so each loop exists for f32 and f64 only.
  */
 #include "device/kernel.h"
@@ -16,6 +16,8 @@
 wf_status *wf__k_softmax(wf__kctx *k);
 wf_status *wf__k_log_softmax(wf__kctx *k);
 wf_status *wf__k_batchnorm(wf__kctx *k);
+wf_status *wf__k_fused_batchnorm(wf__kctx *k);
+wf_status *wf__k_fused_batchnorm_grad(wf__kctx *k);
 wf_status *wf__k_layernorm(wf__kctx *k);
 wf_status *wf__k_dropout(wf__kctx *k);
 
@@ -335,6 +337,246 @@ wf_status *wf__k_batchnorm(wf__kctx *k)
         wf__convert(owned, WF_F32, y->data, y->dtype, y->size);
         wf__free(owned);
     }
+    wf__free(par);
+    return NULL;
+}
+
+/* ---- FusedBatchNorm, FusedBatchNormGrad (training) ------------------------------------------------ */
+
+/* Channel c of x [N, C, S...] is N rows of S contiguous values, row n at (n C + c) S. A work unit is a
+ * channel: two passes for the statistics (the centred second pass does not cancel) and one that writes
+ * y; the gradient reads dy and x once for its two sums and once more to write dx. Sums run in LANES
+ * float (or double) partial sums per row, added into a double per row. Rank 2 (S = 1) takes rows of
+ * one value: correct, not tuned (BatchNorm over dense features is small beside its MatMuls). */
+#define BN_ROW_FNS(T, SUF)                                                                              \
+    WF__VEC static double bn_sum_##SUF(const T *x, int64_t n)                                           \
+    {                                                                                                   \
+        T acc[LANES] = {0};                                                                             \
+        double s = 0;                                                                                   \
+        int64_t i = 0;                                                                                  \
+        for (; i + LANES <= n; i += LANES)                                                              \
+            for (int j = 0; j < LANES; j++) acc[j] += x[i + j];                                         \
+        for (; i < n; i++) s += x[i];                                                                   \
+        for (int j = 0; j < LANES; j++) s += acc[j];                                                    \
+        return s;                                                                                       \
+    }                                                                                                   \
+    WF__VEC static double bn_dev2_##SUF(const T *x, int64_t n, T m)                                     \
+    {                                                                                                   \
+        T acc[LANES] = {0};                                                                             \
+        double s = 0;                                                                                   \
+        int64_t i = 0;                                                                                  \
+        for (; i + LANES <= n; i += LANES)                                                              \
+            for (int j = 0; j < LANES; j++) acc[j] += (x[i + j] - m) * (x[i + j] - m);                  \
+        for (; i < n; i++) s += (double)(x[i] - m) * (x[i] - m);                                        \
+        for (int j = 0; j < LANES; j++) s += acc[j];                                                    \
+        return s;                                                                                       \
+    }                                                                                                   \
+    WF__VEC static void bn_dsums_##SUF(const T *dy, const T *x, int64_t n, T m, double *sdy, double *sdyx) \
+    {                                                                                                   \
+        T a[LANES] = {0}, b[LANES] = {0};                                                               \
+        double s = 0, t = 0;                                                                            \
+        int64_t i = 0;                                                                                  \
+        for (; i + LANES <= n; i += LANES)                                                              \
+            for (int j = 0; j < LANES; j++) {                                                           \
+                a[j] += dy[i + j];                                                                      \
+                b[j] += dy[i + j] * (x[i + j] - m);                                                     \
+            }                                                                                           \
+        for (; i < n; i++) s += dy[i], t += (double)dy[i] * (x[i] - m);                                 \
+        for (int j = 0; j < LANES; j++) s += a[j], t += b[j];                                           \
+        *sdy += s, *sdyx += t;                                                                          \
+    }                                                                                                   \
+    WF__VEC static void bn_norm_##SUF(const T *x, T *y, int64_t n, T m, T a, T o)                       \
+    {                                                                                                   \
+        FOR_VEC(i, n, y[i] = (x[i] - m) * a + o);                                                       \
+    }                                                                                                   \
+    WF__VEC static void bn_dx_##SUF(const T *dy, const T *x, T *dx, int64_t n, T m, T k, T q, T r)      \
+    {                                                                                                   \
+        FOR_VEC(i, n, dx[i] = dy[i] * k + (x[i] - m) * q + r);                                          \
+    }
+
+BN_ROW_FNS(float, f32)
+BN_ROW_FNS(double, f64)
+
+typedef struct fbn {
+    bool f64;
+    const void *x, *dy;     /* f32 or f64 */
+    void *y;                /* y or dx */
+    int64_t N, C, S;
+    double eps;
+    const double *scale, *offset, *dmean, *dvar; /* per channel; dmean, dvar may be NULL */
+    double *mean, *var;     /* forward: written; gradient: read */
+    double *dscale, *doffset;
+} fbn;
+
+#define ROW(p, B, n, c, es) ((const char *)(p) + (size_t)(((n) * (B)->C + (c)) * (B)->S) * (es))
+
+static void fbn_fwd_range(void *arg, int64_t b, int64_t e)
+{
+    const fbn *B = arg;
+    size_t es = B->f64 ? 8 : 4;
+    double M = (double)B->N * (double)B->S;
+    for (int64_t c = b; c < e; c++) {
+        double s = 0, v = 0;
+        for (int64_t n = 0; n < B->N; n++)
+            s += B->f64 ? bn_sum_f64((const double *)ROW(B->x, B, n, c, es), B->S)
+                        : bn_sum_f32((const float *)ROW(B->x, B, n, c, es), B->S);
+        double m = s / M;
+        for (int64_t n = 0; n < B->N; n++)
+            v += B->f64 ? bn_dev2_f64((const double *)ROW(B->x, B, n, c, es), B->S, m)
+                        : bn_dev2_f32((const float *)ROW(B->x, B, n, c, es), B->S, (float)m);
+        v /= M;
+        double a = B->scale[c] / sqrt(v + B->eps);
+        B->mean[c] = m, B->var[c] = v;
+        for (int64_t n = 0; n < B->N; n++) {
+            char *y = (char *)B->y + (ROW(B->x, B, n, c, es) - (const char *)B->x);
+            if (B->f64) bn_norm_f64((const double *)ROW(B->x, B, n, c, es), (double *)y, B->S, m, a, B->offset[c]);
+            else bn_norm_f32((const float *)ROW(B->x, B, n, c, es), (float *)y, B->S, (float)m, (float)a,
+                             (float)B->offset[c]);
+        }
+    }
+}
+
+static void fbn_bwd_range(void *arg, int64_t b, int64_t e)
+{
+    const fbn *B = arg;
+    size_t es = B->f64 ? 8 : 4;
+    double M = (double)B->N * (double)B->S;
+    for (int64_t c = b; c < e; c++) {
+        double m = B->mean[c], sdy = 0, sdyx = 0;
+        for (int64_t n = 0; n < B->N; n++) {
+            if (B->f64) bn_dsums_f64((const double *)ROW(B->dy, B, n, c, es), (const double *)ROW(B->x, B, n, c, es),
+                                     B->S, m, &sdy, &sdyx);
+            else bn_dsums_f32((const float *)ROW(B->dy, B, n, c, es), (const float *)ROW(B->x, B, n, c, es), B->S,
+                              (float)m, &sdy, &sdyx);
+        }
+        double rstd = 1.0 / sqrt(B->var[c] + B->eps), k = B->scale[c] * rstd;
+        B->doffset[c] = sdy;
+        B->dscale[c] = sdyx * rstd;
+        /* dx = k (dy - sdy / M - xhat rstd sdyx / M) + dmean / M + 2 dvar (x - m) / M */
+        double q = -k * rstd * rstd * sdyx / M + (B->dvar ? 2 * B->dvar[c] / M : 0);
+        double r = -k * sdy / M + (B->dmean ? B->dmean[c] / M : 0);
+        for (int64_t n = 0; n < B->N; n++) {
+            char *dx = (char *)B->y + (ROW(B->x, B, n, c, es) - (const char *)B->x);
+            if (B->f64) bn_dx_f64((const double *)ROW(B->dy, B, n, c, es), (const double *)ROW(B->x, B, n, c, es),
+                                  (double *)dx, B->S, m, k, q, r);
+            else bn_dx_f32((const float *)ROW(B->dy, B, n, c, es), (const float *)ROW(B->x, B, n, c, es), (float *)dx,
+                           B->S, (float)m, (float)k, (float)q, (float)r);
+        }
+    }
+}
+
+/* x = in[ix] of rank >= 2, and in[first..last] (those present) 1-D of length C with x's dtype. */
+static wf_status *fbn_check(wf__kctx *k, bool grad, const char *const *pname)
+{
+    int bad = wf__ku_fbn_bad_input((const wf_tensor *const *)k->in, k->n_in, grad);
+    if (bad < 0) return NULL;
+    const wf_tensor *x = k->in[grad ? 1 : 0], *p = k->in[bad];
+    char b0[160], b1[160], msg[480];
+    char s0[160], s1[160];
+    snprintf(b0, sizeof b0, "%s%s", wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, s0));
+    snprintf(b1, sizeof b1, "%s%s", wf_dtype_name(p->dtype), wf__shape_str(p->rank, p->dims, s1));
+    wf__ku_fbn_message((const wf_tensor *const *)k->in, bad, grad, pname, b0, b1, msg, sizeof msg);
+    return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "%s", msg);
+}
+
+/* Reads the per-channel inputs in[first..last] (absent ones give NULL) as doubles into par, C each, and
+ * allocates `extra` more arrays of C after them. */
+static wf_status *fbn_params(wf__kctx *k, int first, int last, int extra, int64_t C, double **par, double **arr)
+{
+    int n = last - first + 1 + extra;
+    size_t bytes = (size_t)(C > 0 ? C : 1) * sizeof(double) * (size_t)n;
+    double *p = wf__malloc(bytes);
+    if (!p) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes", bytes);
+    for (int i = 0; i < n; i++) {
+        int idx = first + i;
+        const wf_tensor *t = idx <= last && idx < k->n_in ? k->in[idx] : NULL;
+        arr[i] = idx <= last && !t ? NULL : p + (size_t)i * (size_t)C;
+        if (t)
+            for (int64_t c = 0; c < C; c++) arr[i][c] = wf__load_f64(t->data, t->dtype, c);
+    }
+    *par = p;
+    return NULL;
+}
+
+static int64_t fbn_grain(int64_t per) { return per >= GRAIN ? 1 : GRAIN / (per > 0 ? per : 1); }
+
+wf_status *wf__k_fused_batchnorm(wf__kctx *k)
+{
+    static const char *const pname[3] = {"x", "scale", "offset"};
+    WF__TRY(fbn_check(k, false, pname));
+    wf_tensor *x = k->in[0], *y, *mt, *vt;
+    int64_t N, C, S;
+    wf__ku_fbn_geom(x, &N, &C, &S);
+    bool reused;
+    WF__TRY(wf__kctx_output_reuse(k, 0, 0, x->dtype, x->rank, x->dims, &y, &reused));
+    WF__TRY(wf__kctx_output(k, 1, x->dtype, 1, &C, &mt));
+    WF__TRY(wf__kctx_output(k, 2, x->dtype, 1, &C, &vt));
+    if (C == 0) return NULL;
+    if (N == 0 || S == 0) { /* statistics of an empty batch */
+        for (int64_t c = 0; c < C; c++) wf__store_f64(mt->data, mt->dtype, c, NAN), wf__store_f64(vt->data, vt->dtype, c, NAN);
+        return NULL;
+    }
+    double *par, *arr[4];
+    WF__TRY(fbn_params(k, 1, 2, 2, C, &par, arr));
+    void *xd, *owned;
+    wf_status *st = widen(k, x, &xd, &owned);
+    if (st) {
+        wf__free(par);
+        return st;
+    }
+    fbn B = {.f64 = is_f64(x->dtype), .x = xd, .y = owned ? owned : y->data, .N = N, .C = C, .S = S,
+             .eps = wf__attr_f(k->op, k->attrs, "epsilon"), .scale = arr[0], .offset = arr[1], .mean = arr[2],
+             .var = arr[3]};
+    wf__parallel_for(k, C, fbn_grain(N * S), fbn_fwd_range, &B);
+    if (owned) {
+        wf__convert(owned, WF_F32, y->data, y->dtype, y->size);
+        wf__free(owned);
+    }
+    for (int64_t c = 0; c < C; c++)
+        wf__store_f64(mt->data, mt->dtype, c, B.mean[c]), wf__store_f64(vt->data, vt->dtype, c, B.var[c]);
+    wf__free(par);
+    return NULL;
+}
+
+wf_status *wf__k_fused_batchnorm_grad(wf__kctx *k)
+{
+    static const char *const pname[7] = {"dy", "x", "scale", "batch_mean", "batch_variance", "d_mean",
+                                         "d_variance"};
+    WF__TRY(fbn_check(k, true, pname));
+    wf_tensor *dy = k->in[0], *x = k->in[1], *dx, *ds, *dof;
+    int64_t N, C, S;
+    wf__ku_fbn_geom(x, &N, &C, &S);
+    bool reused;
+    WF__TRY(wf__kctx_output_reuse(k, 0, 0, x->dtype, x->rank, x->dims, &dx, &reused));
+    WF__TRY(wf__kctx_output(k, 1, x->dtype, 1, &C, &ds));
+    WF__TRY(wf__kctx_output(k, 2, x->dtype, 1, &C, &dof));
+    if (C == 0) return NULL;
+    if (N == 0 || S == 0) {
+        memset(ds->data, 0, (size_t)C * wf_dtype_size(x->dtype));
+        memset(dof->data, 0, (size_t)C * wf_dtype_size(x->dtype));
+        return NULL;
+    }
+    double *par, *arr[7];
+    WF__TRY(fbn_params(k, 2, 6, 2, C, &par, arr));
+    void *xd, *xo, *dyd, *dyo;
+    wf_status *st = widen(k, x, &xd, &xo);
+    if (!st) st = widen(k, dy, &dyd, &dyo);
+    if (st) {
+        wf__free(xo);
+        wf__free(par);
+        return st;
+    }
+    fbn B = {.f64 = is_f64(x->dtype), .x = xd, .dy = dyd, .y = dyo ? dyo : dx->data, .N = N, .C = C, .S = S,
+             .eps = wf__attr_f(k->op, k->attrs, "epsilon"), .scale = arr[0], .mean = arr[1], .var = arr[2],
+             .dmean = arr[3], .dvar = arr[4], .dscale = arr[5], .doffset = arr[6]};
+    wf__parallel_for(k, C, fbn_grain(N * S), fbn_bwd_range, &B);
+    if (dyo) {
+        wf__convert(dyo, WF_F32, dx->data, dx->dtype, dx->size);
+        wf__free(dyo);
+    }
+    wf__free(xo);
+    for (int64_t c = 0; c < C; c++)
+        wf__store_f64(ds->data, ds->dtype, c, B.dscale[c]), wf__store_f64(dof->data, dof->dtype, c, B.doffset[c]);
     wf__free(par);
     return NULL;
 }

@@ -14,6 +14,8 @@
 wf_status *wf__k_softmax(wf__kctx *k);
 wf_status *wf__k_log_softmax(wf__kctx *k);
 wf_status *wf__k_batchnorm(wf__kctx *k);
+wf_status *wf__k_fused_batchnorm(wf__kctx *k);
+wf_status *wf__k_fused_batchnorm_grad(wf__kctx *k);
 wf_status *wf__k_layernorm(wf__kctx *k);
 wf_status *wf__k_dropout(wf__kctx *k);
 
@@ -814,6 +816,8 @@ const wf__kernel_def wf__cpu_kernels_reduce[] = {
     {"Softmax", "CPU", WF__DT_FLOATS, 0, wf__k_softmax},
     {"LogSoftmax", "CPU", WF__DT_FLOATS, 0, wf__k_log_softmax},
     {"BatchNormalization", "CPU", WF__DT_FLOATS, 0, wf__k_batchnorm},
+    {"FusedBatchNorm", "CPU", WF__DT_FLOATS, 0, wf__k_fused_batchnorm},
+    {"FusedBatchNormGrad", "CPU", WF__DT_FLOATS, 0, wf__k_fused_batchnorm_grad},
     {"LayerNormalization", "CPU", WF__DT_FLOATS, 0, wf__k_layernorm},
     {"Dropout", "CPU", WF__DT_NUMERIC, 0, wf__k_dropout},
     {0},

@@ -121,6 +121,14 @@ int cuk_gap(cudaStream_t s, int dtype, const void *x, void *y, int64_t planes, i
 /* y = (x - mean) / sqrt(var + eps) * scale + bias per channel (i / S) % C. */
 int cuk_batchnorm(cudaStream_t s, int dtype, const void *x, void *y, const void *scale, const void *bias,
                   const void *mean, const void *var, int64_t n, int64_t C, int64_t S, double eps);
+/* FusedBatchNorm (training) over x [N, C, S]: mean and biased variance per channel (x's dtype), then y.
+ * Its gradient: d_scale and d_offset per channel, then dx; dmean / dvar (may be NULL) are the gradients
+ * that reach the statistics. */
+int cuk_fused_bn(cudaStream_t s, int dtype, const void *x, void *y, const void *scale, const void *offset, void *mean,
+                 void *var, int64_t N, int64_t C, int64_t S, double eps);
+int cuk_fused_bn_grad(cudaStream_t s, int dtype, const void *dy, const void *x, void *dx, const void *scale,
+                      const void *mean, const void *var, const void *dmean, const void *dvar, void *dscale,
+                      void *doffset, int64_t N, int64_t C, int64_t S, double eps);
 /* LayerNormalization over rows of D; scale and bias broadcast over the normalised dims nd (nr of them,
  * element strides ss / bs, 0 where broadcast). mean / inv_std (f32, may be NULL) get each row's stats. */
 int cuk_layernorm(cudaStream_t s, int dtype, const void *x, void *y, const void *scale, const void *bias, float *mean,

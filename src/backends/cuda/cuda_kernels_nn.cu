@@ -1,7 +1,7 @@
 /*
  * The CUDA backend's device code for the nn and normalisation ops: direct Conv2D / ConvTranspose2D (the
  * fallback when cuDNN is absent or cannot take the geometry), Max/Avg pooling, GlobalAvgPool,
- * BatchNormalization, LayerNormalization, ArgMax/ArgMin, Pad (which also serves Tile) and the integer
+ * BatchNormalization, FusedBatchNorm and its gradient, LayerNormalization, ArgMax/ArgMin, Pad (which also serves Tile) and the integer
  * MatMul that cuBLAS lacks. Each kernel
  * mirrors the OpenCL one of the same name (src/backends/opencl/ocl_nn_conv.c, ocl_reduce.c, ocl_shape.c),
  * so that every device computes what the CPU does.
@@ -132,6 +132,86 @@ __global__ void k_batchnorm(const S *x, S *y, const S *sc, const S *bi, const S 
         DBL a = (DBL)tr<S>::ld(sc, c) / sqrt((DBL)tr<S>::ld(var, c) + eps);
         DBL b = (DBL)tr<S>::ld(bi, c) - (DBL)tr<S>::ld(mean, c) * a;
         tr<S>::st(y, i, tr<S>::ld(x, i) * (C)a + (C)b);
+    }
+}
+
+/* FusedBatchNorm over x [N, C, S] (training): one block per channel for the mean, then the centred sum
+ * of squares (double; the biased variance), as the OpenCL kernel fbn_stats; then y = (x - mean) a + offset
+ * per element, centred first as the CPU does. */
+template <typename S>
+__global__ void k_fbn_stats(const S *x, S *mean, S *var, int64_t N, int64_t C_, int64_t S_)
+{
+    typedef typename tr<S>::C C;
+    int64_t M = N * S_;
+    for (int64_t c = blockIdx.x; c < C_; c += gridDim.x) {
+        DBL sum = 0, sq = 0;
+        for (int64_t j = threadIdx.x; j < M; j += blockDim.x)
+            sum += (DBL)tr<S>::ld(x, ((j / S_) * C_ + c) * S_ + j % S_);
+        sum = block_reduce(sum, [](DBL u, DBL v) { return u + v; });
+        DBL m = sum / (DBL)M;
+        for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+            DBL d = (DBL)tr<S>::ld(x, ((j / S_) * C_ + c) * S_ + j % S_) - m;
+            sq += d * d;
+        }
+        sq = block_reduce(sq, [](DBL u, DBL v) { return u + v; });
+        if (threadIdx.x == 0) {
+            tr<S>::st(mean, c, (C)m);
+            tr<S>::st(var, c, (C)(sq / (DBL)M));
+        }
+    }
+}
+
+template <typename S>
+__global__ void k_fbn_apply(const S *x, S *y, const S *sc, const S *bi, const S *mean, const S *var, int64_t n,
+                            int64_t C_, int64_t S_, double eps)
+{
+    typedef typename tr<S>::C C;
+    GRID_LOOP(i, n) {
+        int64_t c = (i / S_) % C_;
+        C a = (C)((DBL)tr<S>::ld(sc, c) / sqrt((DBL)tr<S>::ld(var, c) + eps));
+        tr<S>::st(y, i, (tr<S>::ld(x, i) - tr<S>::ld(mean, c)) * a + tr<S>::ld(bi, c));
+    }
+}
+
+/* FusedBatchNormGrad: per channel the sums of dy and dy xhat (one block each), then dx per element. */
+template <typename S>
+__global__ void k_fbn_grad_red(const S *dy, const S *x, const S *mean, const S *var, S *dsc, S *dof, int64_t N,
+                               int64_t C_, int64_t S_, double eps)
+{
+    typedef typename tr<S>::C C;
+    int64_t M = N * S_;
+    for (int64_t c = blockIdx.x; c < C_; c += gridDim.x) {
+        DBL m = (DBL)tr<S>::ld(mean, c), r = 1 / sqrt((DBL)tr<S>::ld(var, c) + eps), so = 0, ss = 0;
+        for (int64_t j = threadIdx.x; j < M; j += blockDim.x) {
+            int64_t i = ((j / S_) * C_ + c) * S_ + j % S_;
+            DBL g = (DBL)tr<S>::ld(dy, i);
+            so += g;
+            ss += g * ((DBL)tr<S>::ld(x, i) - m) * r;
+        }
+        so = block_reduce(so, [](DBL u, DBL v) { return u + v; });
+        ss = block_reduce(ss, [](DBL u, DBL v) { return u + v; });
+        if (threadIdx.x == 0) {
+            tr<S>::st(dof, c, (C)so);
+            tr<S>::st(dsc, c, (C)ss);
+        }
+    }
+}
+
+template <typename S>
+__global__ void k_fbn_grad_dx(const S *dy, const S *x, S *dx, const S *sc, const S *mean, const S *var, const S *dsc,
+                              const S *dof, const S *dm, const S *dv, int64_t n, int64_t C_, int64_t S_, int64_t M,
+                              double eps)
+{
+    typedef typename tr<S>::C C;
+    GRID_LOOP(i, n) {
+        int64_t c = (i / S_) % C_;
+        DBL Md = (DBL)M, r = 1 / sqrt((DBL)tr<S>::ld(var, c) + eps);
+        DBL xc = (DBL)tr<S>::ld(x, i) - (DBL)tr<S>::ld(mean, c);
+        DBL g = (DBL)tr<S>::ld(sc, c) * r *
+                ((DBL)tr<S>::ld(dy, i) - (DBL)tr<S>::ld(dof, c) / Md - xc * r * (DBL)tr<S>::ld(dsc, c) / Md);
+        if (dm) g += (DBL)tr<S>::ld(dm, c) / Md;
+        if (dv) g += (DBL)tr<S>::ld(dv, c) * 2 * xc / Md;
+        tr<S>::st(dx, i, (C)g);
     }
 }
 
@@ -334,6 +414,36 @@ int cuk_batchnorm(cudaStream_t s, int dtype, const void *x, void *y, const void 
     DISPATCH_FLT(dtype, (k_batchnorm<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (T *)y, (const T *)scale,
                                                                           (const T *)bias, (const T *)mean,
                                                                           (const T *)var, n, C, S, eps)));
+    return last_error();
+}
+
+int cuk_fused_bn(cudaStream_t s, int dtype, const void *x, void *y, const void *scale, const void *offset, void *mean,
+                 void *var, int64_t N, int64_t C, int64_t S, double eps)
+{
+    if (C <= 0) return 0;
+    DISPATCH_FLT(dtype, (k_fbn_stats<T><<<grid_rows(C), THREADS, 0, s>>>((const T *)x, (T *)mean, (T *)var, N, C, S)));
+    int64_t n = N * C * S;
+    if (n <= 0) return last_error();
+    DISPATCH_FLT(dtype, (k_fbn_apply<T><<<blocks_for(n), THREADS, 0, s>>>((const T *)x, (T *)y, (const T *)scale,
+                                                                          (const T *)offset, (const T *)mean,
+                                                                          (const T *)var, n, C, S, eps)));
+    return last_error();
+}
+
+int cuk_fused_bn_grad(cudaStream_t s, int dtype, const void *dy, const void *x, void *dx, const void *scale,
+                      const void *mean, const void *var, const void *dmean, const void *dvar, void *dscale,
+                      void *doffset, int64_t N, int64_t C, int64_t S, double eps)
+{
+    if (C <= 0) return 0;
+    DISPATCH_FLT(dtype, (k_fbn_grad_red<T><<<grid_rows(C), THREADS, 0, s>>>((const T *)dy, (const T *)x,
+                                                                            (const T *)mean, (const T *)var,
+                                                                            (T *)dscale, (T *)doffset, N, C, S, eps)));
+    int64_t n = N * C * S;
+    if (n <= 0) return last_error();
+    DISPATCH_FLT(dtype, (k_fbn_grad_dx<T><<<blocks_for(n), THREADS, 0, s>>>(
+                            (const T *)dy, (const T *)x, (T *)dx, (const T *)scale, (const T *)mean, (const T *)var,
+                            (const T *)dscale, (const T *)doffset, (const T *)dmean, (const T *)dvar, n, C, S, N * S,
+                            eps)));
     return last_error();
 }
 

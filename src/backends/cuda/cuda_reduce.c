@@ -1,7 +1,7 @@
 /*
  * Host side of the CUDA reductions (ReduceSum/Mean/Max/Min/Prod over any axes, given as an attribute or
  * as input 1), Softmax / LogSoftmax over any axis, ArgMax/ArgMin, BatchNormalization (inference),
- * LayerNormalization and inference-mode Dropout. Semantics follow src/backends/cpu/k_reduce.c:
+ * FusedBatchNorm and its gradient (training), LayerNormalization and inference-mode Dropout. Semantics follow src/backends/cpu/k_reduce.c:
  * float sums accumulate in double, NaN wins Max/Min, integer sums wrap, bool Max/Min are any/all.
  */
 #include <stdio.h>
@@ -148,6 +148,68 @@ static wf_status *k_batchnorm(wf__kctx *k)
                     "BatchNormalization kernel");
 }
 
+/* ---- FusedBatchNorm, FusedBatchNormGrad (training) --------------------------------------------------------- */
+
+static wf_status *fbn_check(wf__kctx *k, bool grad, const char *const *pname)
+{
+    int bad = wf__ku_fbn_bad_input((const wf_tensor *const *)k->in, k->n_in, grad);
+    if (bad < 0) return NULL;
+    const wf_tensor *x = k->in[grad ? 1 : 0], *p = k->in[bad];
+    char b0[160], b1[160], msg[480];
+    cu_tstr(x, b0);
+    cu_tstr(p, b1);
+    wf__ku_fbn_message((const wf_tensor *const *)k->in, bad, grad, pname, b0, b1, msg, sizeof msg);
+    return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", msg);
+}
+
+static int64_t fbn_inner(const wf_tensor *x)
+{
+    int64_t N, C, S;
+    wf__ku_fbn_geom(x, &N, &C, &S);
+    return S;
+}
+
+static wf_status *k_fused_bn(wf__kctx *k)
+{
+    static const char *const pname[3] = {"x", "scale", "offset"};
+    wf_status *s = fbn_check(k, false, pname);
+    if (s) return s;
+    const wf_tensor *x = k->in[0];
+    int64_t C = x->dims[1];
+    wf_tensor *y, *mt, *vt;
+    if ((s = cu_enter(k)) || (s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) ||
+        (s = cu_host->kctx_output(k, 1, x->dtype, 1, &C, &mt)) || (s = cu_host->kctx_output(k, 2, x->dtype, 1, &C, &vt)) ||
+        C == 0)
+        return s;
+    /* an empty batch: 0/0 in the kernel, NaN statistics */
+    double eps = cu_host->attr_get(k->op, k->attrs, "epsilon")->f;
+    return cu_check(k, cuk_fused_bn(cu_of(k)->compute, x->dtype, cu_ptr(x), cu_ptr(y), cu_ptr(k->in[1]), cu_ptr(k->in[2]),
+                                    cu_ptr(mt), cu_ptr(vt), x->dims[0], C, fbn_inner(x), eps),
+                    "FusedBatchNorm kernel");
+}
+
+static wf_status *k_fused_bn_grad(wf__kctx *k)
+{
+    static const char *const pname[7] = {"dy", "x", "scale", "batch_mean", "batch_variance", "d_mean", "d_variance"};
+    wf_status *s = fbn_check(k, true, pname);
+    if (s) return s;
+    const wf_tensor *dy = k->in[0], *x = k->in[1];
+    const wf_tensor *dmt = k->n_in > 5 ? k->in[5] : NULL, *dvt = k->n_in > 6 ? k->in[6] : NULL;
+    int64_t C = x->dims[1];
+    wf_tensor *dx, *ds, *dof;
+    if ((s = cu_enter(k)) || (s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &dx)) ||
+        (s = cu_host->kctx_output(k, 1, x->dtype, 1, &C, &ds)) || (s = cu_host->kctx_output(k, 2, x->dtype, 1, &C, &dof)) ||
+        C == 0)
+        return s;
+    /* an empty batch: no terms, zero parameter gradients and an empty dx */
+    double eps = cu_host->attr_get(k->op, k->attrs, "epsilon")->f;
+    return cu_check(k, cuk_fused_bn_grad(cu_of(k)->compute, x->dtype, cu_ptr(dy), cu_ptr(x), cu_ptr(dx), cu_ptr(k->in[2]),
+                                         cu_ptr(k->in[3]), cu_ptr(k->in[4]), dmt ? cu_ptr(dmt) : NULL,
+                                         dvt ? cu_ptr(dvt) : NULL, cu_ptr(ds), cu_ptr(dof), x->dims[0], C, fbn_inner(x),
+                                         eps),
+                    "FusedBatchNormGrad kernel");
+}
+
 /* ---- LayerNormalization ---------------------------------------------------------------------------------- */
 
 static wf_status *k_layernorm(wf__kctx *k)
@@ -216,6 +278,8 @@ const wf__kernel_def cu_kernels_reduce[] = {
     {"ArgMax", "GPU", WF__DT_NUMERIC, 0, k_arg, NULL, 0},
     {"ArgMin", "GPU", WF__DT_NUMERIC, 0, k_arg, NULL, 0},
     {"BatchNormalization", "GPU", WF__DT_FLOATS, 0, k_batchnorm, NULL, 0},
+    {"FusedBatchNorm", "GPU", WF__DT_FLOATS, 0, k_fused_bn, NULL, 0},
+    {"FusedBatchNormGrad", "GPU", WF__DT_FLOATS, 0, k_fused_bn_grad, NULL, 0},
     {"LayerNormalization", "GPU", WF__DT_FLOATS, 0, k_layernorm, NULL, 0},
     {"Dropout", "GPU", WF__DT_NUMERIC, 0, k_dropout, NULL, 0},
     {0},

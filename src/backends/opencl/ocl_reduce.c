@@ -1,6 +1,6 @@
 /*
  * OpenCL kernels of the reduce family: Reduce{Sum,Mean,Max,Min,Prod,L2}, ArgMax/ArgMin, Softmax and
- * LogSoftmax, BatchNormalization (inference), LayerNormalization (with Mean and InvStdDev) and inference
+ * LogSoftmax, BatchNormalization (inference), FusedBatchNorm and its gradient (training), LayerNormalization (with Mean and InvStdDev) and inference
  * Dropout. Semantics are the CPU's (src/backends/cpu/k_reduce.c, k_norm.c): floats accumulate in double
  * where the device has it, integers in 64 bits wrapping like numpy, max/min propagate NaN.
  */
@@ -132,6 +132,61 @@ static const char *g_src = OCL_NNR_PRELUDE
     "  DBL a = (DBL)LD(sc, c) / sqrt((DBL)LD(var, c) + eps);\n"
     "  DBL b = (DBL)LD(bi, c) - (DBL)LD(mean, c) * a;\n"
     "  ST(y, i, LD(x, i) * (CT)a + (CT)b);\n"
+    "}\n"
+    /* FusedBatchNorm over x [N, C, S]: one work-item per channel for the statistics (the mean, then the
+     * centred sum of squares, in DBL; the biased variance); then y = (x - mean) a + offset per element
+     * (centred first, as the CPU does: x a - mean a cancels when the variance is near 0). The
+     * gradient: the two sums per channel, then dx per element (src/graph/ops_reduce.c has the formulas). */
+    "__kernel void fbn_stats(__global const T *x, ulong xo, __global T *mean, ulong mo, __global T *var, ulong vo,\n"
+    "                        ulong N, ulong C, ulong S) {\n"
+    "  ulong c = get_global_id(0);\n"
+    "  x += xo; mean += mo; var += vo;\n"
+    "  DBL sum = 0, sq = 0, M = (DBL)(N * S);\n"
+    "  for (ulong n = 0; n < N; n++)\n"
+    "    for (ulong s = 0; s < S; s++) sum += (DBL)LD(x, (n * C + c) * S + s);\n"
+    "  DBL m = sum / M;\n"
+    "  for (ulong n = 0; n < N; n++)\n"
+    "    for (ulong s = 0; s < S; s++) { DBL d = (DBL)LD(x, (n * C + c) * S + s) - m; sq += d * d; }\n"
+    "  ST(mean, c, (CT)m); ST(var, c, (CT)(sq / M));\n"
+    "}\n"
+    "__kernel void fbn_apply(__global const T *x, ulong xo, __global T *y, ulong yo,\n"
+    "                        __global const T *sc, ulong so, __global const T *bi, ulong bo,\n"
+    "                        __global const T *mean, ulong mo, __global const T *var, ulong vo,\n"
+    "                        ulong C, ulong S, DBL eps) {\n"
+    "  ulong i = get_global_id(0), c = (i / S) % C;\n"
+    "  x += xo; y += yo; sc += so; bi += bo; mean += mo; var += vo;\n"
+    "  CT a = (CT)((DBL)LD(sc, c) / sqrt((DBL)LD(var, c) + eps));\n"
+    "  ST(y, i, (LD(x, i) - LD(mean, c)) * a + LD(bi, c));\n"
+    "}\n"
+    "__kernel void fbn_grad_red(__global const T *dy, ulong dyo, __global const T *x, ulong xo,\n"
+    "                           __global const T *mean, ulong mo, __global const T *var, ulong vo,\n"
+    "                           __global T *dsc, ulong dso, __global T *dof, ulong doo, ulong N, ulong C,\n"
+    "                           ulong S, DBL eps) {\n"
+    "  ulong c = get_global_id(0);\n"
+    "  dy += dyo; x += xo; mean += mo; var += vo; dsc += dso; dof += doo;\n"
+    "  DBL m = (DBL)LD(mean, c), r = 1 / sqrt((DBL)LD(var, c) + eps), so = 0, ss = 0;\n"
+    "  for (ulong n = 0; n < N; n++)\n"
+    "    for (ulong s = 0; s < S; s++) {\n"
+    "      ulong i = (n * C + c) * S + s;\n"
+    "      DBL g = (DBL)LD(dy, i);\n"
+    "      so += g; ss += g * ((DBL)LD(x, i) - m) * r;\n"
+    "    }\n"
+    "  ST(dof, c, (CT)so); ST(dsc, c, (CT)ss);\n"
+    "}\n"
+    "__kernel void fbn_grad_dx(__global const T *dy, ulong dyo, __global const T *x, ulong xo,\n"
+    "                          __global T *dx, ulong dxo, __global const T *sc, ulong sco,\n"
+    "                          __global const T *mean, ulong mo, __global const T *var, ulong vo,\n"
+    "                          __global const T *dsc, ulong dso, __global const T *dof, ulong doo,\n"
+    "                          __global const T *dm, ulong dmo, __global const T *dv, ulong dvo, int has_dm,\n"
+    "                          int has_dv, ulong C, ulong S, ulong M, DBL eps) {\n"
+    "  ulong i = get_global_id(0), c = (i / S) % C;\n"
+    "  dy += dyo; x += xo; dx += dxo; sc += sco; mean += mo; var += vo; dsc += dso; dof += doo;\n"
+    "  dm += dmo; dv += dvo;\n"
+    "  DBL Md = (DBL)M, r = 1 / sqrt((DBL)LD(var, c) + eps), xc = (DBL)LD(x, i) - (DBL)LD(mean, c);\n"
+    "  DBL g = (DBL)LD(sc, c) * r * ((DBL)LD(dy, i) - (DBL)LD(dof, c) / Md - xc * r * (DBL)LD(dsc, c) / Md);\n"
+    "  if (has_dm) g += (DBL)LD(dm, c) / Md;\n"
+    "  if (has_dv) g += (DBL)LD(dv, c) * 2 * xc / Md;\n"
+    "  ST(dx, i, (CT)g);\n"
     "}\n"
     /* One row of D per work-item; Scale and B broadcast over the normalised dims nd (strides ss/bs, 0
      * where broadcast; *_direct when the parameter is exactly D contiguous values). */
@@ -352,6 +407,99 @@ static wf_status *k_batchnorm(wf__kctx *k)
     return ocl_launch(k, kern, 15, args, 1, &gsz, NULL);
 }
 
+/* ---- FusedBatchNorm, FusedBatchNormGrad (training) --------------------------------------------------------- */
+
+static wf_status *fbn_check(wf__kctx *k, bool grad, const char *const *pname)
+{
+    int bad = wf__ku_fbn_bad_input((const wf_tensor *const *)k->in, k->n_in, grad);
+    if (bad < 0) return NULL;
+    const wf_tensor *x = k->in[grad ? 1 : 0], *p = k->in[bad];
+    char b0[160], b1[160], msg[480];
+    ocl_nnr_tstr(x, b0);
+    ocl_nnr_tstr(p, b1);
+    wf__ku_fbn_message((const wf_tensor *const *)k->in, bad, grad, pname, b0, b1, msg, sizeof msg);
+    return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT, "%s", msg);
+}
+
+static void fbn_geom(const wf_tensor *x, cl_ulong *N, cl_ulong *C, cl_ulong *S)
+{
+    int64_t n, c, s;
+    wf__ku_fbn_geom(x, &n, &c, &s);
+    *N = (cl_ulong)n, *C = (cl_ulong)c, *S = (cl_ulong)s;
+}
+
+static wf_status *k_fused_bn(wf__kctx *k)
+{
+    static const char *const pname[3] = {"x", "scale", "offset"};
+    wf_status *s = fbn_check(k, false, pname);
+    if (s) return s;
+    const wf_tensor *x = k->in[0];
+    cl_ulong N, C, S;
+    fbn_geom(x, &N, &C, &S);
+    int64_t c64 = (int64_t)C;
+    wf_tensor *y, *mt, *vt;
+    if ((s = ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) ||
+        (s = ocl_host->kctx_output(k, 1, x->dtype, 1, &c64, &mt)) ||
+        (s = ocl_host->kctx_output(k, 2, x->dtype, 1, &c64, &vt)) || C == 0)
+        return s;
+    cl_kernel ks, kb;
+    if ((s = get_kernel(k, x->dtype, "fbn_stats", &ks)) || (s = get_kernel(k, x->dtype, "fbn_apply", &kb))) return s;
+    /* an empty batch: 0/0 in the kernel, NaN statistics */
+    cl_mem xm = ocl_mem(x), ym = ocl_mem(y), mm = ocl_mem(mt), vm = ocl_mem(vt), sm = ocl_mem(k->in[1]),
+           bm = ocl_mem(k->in[2]);
+    cl_ulong xo = ocl_off(x), yo = ocl_off(y), mo = ocl_off(mt), vo = ocl_off(vt), so = ocl_off(k->in[1]),
+             bo = ocl_off(k->in[2]);
+    ocl_arg a1[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(mm), OCL_ARG(mo), OCL_ARG(vm),
+                    OCL_ARG(vo), OCL_ARG(N),  OCL_ARG(C),  OCL_ARG(S)};
+    size_t gc = (size_t)C;
+    if ((s = ocl_launch(k, ks, 9, a1, 1, &gc, NULL)) || !y->size) return s;
+    ocl_nnr_dbl eps = ocl_nnr_dbl_of(k, ocl_host->attr_get(k->op, k->attrs, "epsilon")->f);
+    ocl_arg a2[] = {OCL_ARG(xm), OCL_ARG(xo), OCL_ARG(ym), OCL_ARG(yo), OCL_ARG(sm), OCL_ARG(so), OCL_ARG(bm), OCL_ARG(bo),
+                    OCL_ARG(mm), OCL_ARG(mo), OCL_ARG(vm), OCL_ARG(vo), OCL_ARG(C),  OCL_ARG(S),  OCL_DBL(eps)};
+    size_t gsz = (size_t)y->size;
+    return ocl_launch(k, kb, 15, a2, 1, &gsz, NULL);
+}
+
+static wf_status *k_fused_bn_grad(wf__kctx *k)
+{
+    static const char *const pname[7] = {"dy", "x", "scale", "batch_mean", "batch_variance", "d_mean", "d_variance"};
+    wf_status *s = fbn_check(k, true, pname);
+    if (s) return s;
+    const wf_tensor *dy = k->in[0], *x = k->in[1];
+    const wf_tensor *dmt = k->n_in > 5 ? k->in[5] : NULL, *dvt = k->n_in > 6 ? k->in[6] : NULL;
+    cl_ulong N, C, S;
+    fbn_geom(x, &N, &C, &S);
+    int64_t c64 = (int64_t)C;
+    wf_tensor *dx, *ds, *dof;
+    if ((s = ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &dx)) ||
+        (s = ocl_host->kctx_output(k, 1, x->dtype, 1, &c64, &ds)) ||
+        (s = ocl_host->kctx_output(k, 2, x->dtype, 1, &c64, &dof)) || C == 0)
+        return s;
+    cl_kernel kr, kd;
+    if ((s = get_kernel(k, x->dtype, "fbn_grad_red", &kr)) || (s = get_kernel(k, x->dtype, "fbn_grad_dx", &kd))) return s;
+    cl_mem dym = ocl_mem(dy), xm = ocl_mem(x), dxm = ocl_mem(dx), scm = ocl_mem(k->in[2]), mm = ocl_mem(k->in[3]),
+           vm = ocl_mem(k->in[4]), dsm = ocl_mem(ds), dom = ocl_mem(dof), dmm = dmt ? ocl_mem(dmt) : mm,
+           dvm = dvt ? ocl_mem(dvt) : vm;
+    cl_ulong dyo = ocl_off(dy), xo = ocl_off(x), dxo = ocl_off(dx), sco = ocl_off(k->in[2]), mo = ocl_off(k->in[3]),
+             vo = ocl_off(k->in[4]), dso = ocl_off(ds), doo = ocl_off(dof), dmo = dmt ? ocl_off(dmt) : mo,
+             dvo = dvt ? ocl_off(dvt) : vo, M = N * S;
+    cl_int has_dm = dmt != NULL, has_dv = dvt != NULL;
+    ocl_nnr_dbl eps = ocl_nnr_dbl_of(k, ocl_host->attr_get(k->op, k->attrs, "epsilon")->f);
+    /* an empty batch: no terms, zero parameter gradients and an empty dx */
+    ocl_arg a1[] = {OCL_ARG(dym), OCL_ARG(dyo), OCL_ARG(xm),  OCL_ARG(xo), OCL_ARG(mm), OCL_ARG(mo),
+                    OCL_ARG(vm),  OCL_ARG(vo),  OCL_ARG(dsm), OCL_ARG(dso), OCL_ARG(dom), OCL_ARG(doo),
+                    OCL_ARG(N),   OCL_ARG(C),   OCL_ARG(S),   OCL_DBL(eps)};
+    size_t gc = (size_t)C;
+    if ((s = ocl_launch(k, kr, 16, a1, 1, &gc, NULL)) || !dx->size) return s;
+    ocl_arg a2[] = {OCL_ARG(dym), OCL_ARG(dyo), OCL_ARG(xm),  OCL_ARG(xo),  OCL_ARG(dxm),    OCL_ARG(dxo),
+                    OCL_ARG(scm), OCL_ARG(sco), OCL_ARG(mm),  OCL_ARG(mo),  OCL_ARG(vm),     OCL_ARG(vo),
+                    OCL_ARG(dsm), OCL_ARG(dso), OCL_ARG(dom), OCL_ARG(doo), OCL_ARG(dmm),    OCL_ARG(dmo),
+                    OCL_ARG(dvm), OCL_ARG(dvo), OCL_ARG(has_dm), OCL_ARG(has_dv), OCL_ARG(C), OCL_ARG(S),
+                    OCL_ARG(M),   OCL_DBL(eps)};
+    size_t gsz = (size_t)dx->size;
+    return ocl_launch(k, kd, (int)(sizeof a2 / sizeof a2[0]), a2, 1, &gsz, NULL);
+}
+
 /* ---- LayerNormalization ---------------------------------------------------------------------------------- */
 
 /* A parameter's strides as the kernel's ulong8; *direct when it holds exactly the normalised dims. */
@@ -442,6 +590,8 @@ const wf__kernel_def ocl_kernels_reduce[] = {
     {"Softmax", "OPENCL", WF__DT_FLOATS, 0, k_softmax},
     {"LogSoftmax", "OPENCL", WF__DT_FLOATS, 0, k_softmax},
     {"BatchNormalization", "OPENCL", WF__DT_FLOATS, 0, k_batchnorm},
+    {"FusedBatchNorm", "OPENCL", WF__DT_FLOATS, 0, k_fused_bn},
+    {"FusedBatchNormGrad", "OPENCL", WF__DT_FLOATS, 0, k_fused_bn_grad},
     {"LayerNormalization", "OPENCL", WF__DT_FLOATS, 0, k_layernorm},
     {"Dropout", "OPENCL", WF__DT_NUMERIC, 0, k_dropout},
     {0},
