@@ -274,7 +274,7 @@ static void test_fused_bn_kernel_checks(void)
     if (!gr) goto out;
     wf_session *s = session(g, g_device);
     static const int64_t d234[] = {2, 3, 4}, d244[] = {2, 4, 4}, d3[] = {3}, d4[] = {4};
-    wf_tensor *xt = tens(WF_F32, 3, d234, -2, 2), *dyt = tens(WF_F32, 3, d234, -1, 1), *dy_bad = tens(WF_F32, 3, d244, -1, 1);
+    wf_tensor *xt = tens(WF_F32, 3, d234, -2, 2), *dy_bad = tens(WF_F32, 3, d244, -1, 1);
     wf_tensor *s3 = tens(WF_F32, 1, d3, 0.5, 1.5), *o3 = tens(WF_F32, 1, d3, -1, 1), *s4 = tens(WF_F32, 1, d4, 0.5, 1.5);
     wf_output y = wf_out(bn, 0), dx = wf_out(gr, 0);
     wf_tensor *out = NULL;
@@ -313,7 +313,6 @@ static void test_fused_bn_kernel_checks(void)
     }
     wf_session_free(s);
     wf_tensor_free(xt);
-    wf_tensor_free(dyt);
     wf_tensor_free(dy_bad);
     wf_tensor_free(s3);
     wf_tensor_free(o3);

@@ -465,7 +465,7 @@ static void fbn_bwd_range(void *arg, int64_t b, int64_t e)
     }
 }
 
-/* x = in[ix] of rank >= 2, and in[first..last] (those present) 1-D of length C with x's dtype. */
+/* The inputs' checks shared with the device plugins (ops/kutil_reduce.h), in this backend's words. */
 static wf_status *fbn_check(wf__kctx *k, bool grad, const char *const *pname)
 {
     int bad = wf__ku_fbn_bad_input((const wf_tensor *const *)k->in, k->n_in, grad);
