@@ -12,6 +12,9 @@
 #   GPU_CHECK_BUDGET  seconds for the whole run (default 470); each step's timeout is cut to fit
 #   GPU_CHECK_CPU_SUITE=0  skips the CPU suite
 #   GPU_CHECK_NODE_TESTS  a folder of generated ONNX node tests, for machines that cannot reach PyPI
+#   GPU_CHECK_PREBUILT  a tarball from scripts/gpu-pack.sh, for a lent machine with nvcc but no package
+#                    registry (so no oneDNN or protobuf-c to build with): setup, configure and build are
+#                    skipped, the tarball's build/ is unpacked and its gpu-libs/ put on LD_LIBRARY_PATH
 #   GPU_CHECK_EMU=1  a dry run of this script on a machine without a GPU: the CUDA plugin is built
 #                    against the CPU emulator (tests/cudaemu) into build-gpu-emu/, GEMM and ResNet-18
 #                    are shrunk, and the figures mean nothing; it proves the script, not the GPU
@@ -30,12 +33,16 @@ if [ "$EMU" = 1 ]; then
     WEFT_PLUGIN_PATH=$PWD/$B/cudaemu:$PWD/$B
     export WEFT_PLUGIN_PATH
 fi
+PREBUILT=${GPU_CHECK_PREBUILT:-}
+[ -n "$PREBUILT" ] && B=build
 mkdir -p "$B"
 OUT=${OUT:-$PWD/$B/out}
 mkdir -p "$OUT"
 SUM=$OUT/summary.txt
 : >"$SUM"
+# Debian's python3 with numpy and torch; where it has no numpy (an image with its own Python), the one on PATH
 PY=/usr/bin/python3
+"$PY" -c 'import numpy' 2>/dev/null || PY=python3
 JOBS=$(nproc)
 START=$(date +%s)
 DEADLINE=$((START + ${GPU_CHECK_BUDGET:-470}))
@@ -78,22 +85,45 @@ rate() { # log gflop
 }
 
 say "gpu-check on $(hostname) at $(date -u '+%Y-%m-%d %H:%M:%S') UTC, $JOBS cores"
-step setup 240 sh scripts/setup.sh
-if command -v nvidia-smi >/dev/null 2>&1; then
-    step nvidia-smi 30 nvidia-smi
+if [ -n "$PREBUILT" ]; then
+    say "prebuilt: $PREBUILT (setup, configure and build skipped); python: $PY"
+    step unpack 120 tar -xJf "$PREBUILT" || finish 1
+    # the tests name the packing checkout's build folder for their plugins: make that path reach this one
+    root=$(cat "$B/gpu-pack-root")
+    if [ "$root" != "$PWD" ] && [ ! -e "$root" ]; then mkdir -p "$(dirname "$root")" && ln -s "$PWD" "$root"; fi
+    LD_LIBRARY_PATH=$PWD/$B/gpu-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # cuBLAS and cuDNN are dlopened: where no folder on the loader's paths has them, the first found
+    for want in libcublas.so libcudnn.so.9; do
+        if ! ldconfig -p 2>/dev/null | grep -qF "$want (" && [ ! -e /usr/local/cuda/lib64/"$want" ]; then
+            f=$(find /usr/local /opt /usr/lib -name "$want*" 2>/dev/null | sort | head -n 1)
+            if [ -n "$f" ]; then
+                [ "$want" = libcublas.so ] && ln -sf "$f" "$B/gpu-libs/libcublas.so"
+                LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$f")
+            fi
+        fi
+    done
+    [ -d /usr/local/cuda/lib64 ] && LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64
+    export LD_LIBRARY_PATH
+    say "    LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    command -v nvidia-smi >/dev/null 2>&1 && step nvidia-smi 30 nvidia-smi
 else
-    skip nvidia-smi "nvidia-smi is not installed"
-fi
-# shellcheck disable=SC2086
-step configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DWEFT_BENCH=ON $CUDA_OPTS || finish 1
-grep -E '^-- (CUDA backend|nvcc or the CUDA)' "$OUT/configure.log" | sed 's/^/    /' | tee -a "$SUM"
-step build 420 cmake --build "$B" -j"$JOBS" || { grep -E 'error' "$OUT/build.log" | head -20 | tee -a "$SUM"; finish 1; }
-CUDA_SO=$B/libweft-cuda.so
-[ "$EMU" = 1 ] && CUDA_SO=$B/cudaemu/libweft-cuda.so
-if [ ! -f "$CUDA_SO" ]; then
-    say "FATAL: $CUDA_SO was not built: nvcc or the CUDA toolkit was not found (see $OUT/configure.log)"
-    FAIL=$((FAIL + 1))
-    finish 1
+    step setup 240 sh scripts/setup.sh
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        step nvidia-smi 30 nvidia-smi
+    else
+        skip nvidia-smi "nvidia-smi is not installed"
+    fi
+    # shellcheck disable=SC2086
+    step configure 120 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DWEFT_BENCH=ON $CUDA_OPTS || finish 1
+    grep -E '^-- (CUDA backend|nvcc or the CUDA)' "$OUT/configure.log" | sed 's/^/    /' | tee -a "$SUM"
+    step build 420 cmake --build "$B" -j"$JOBS" || { grep -E 'error' "$OUT/build.log" | head -20 | tee -a "$SUM"; finish 1; }
+    CUDA_SO=$B/libweft-cuda.so
+    [ "$EMU" = 1 ] && CUDA_SO=$B/cudaemu/libweft-cuda.so
+    if [ ! -f "$CUDA_SO" ]; then
+        say "FATAL: $CUDA_SO was not built: nvcc or the CUDA toolkit was not found (see $OUT/configure.log)"
+        FAIL=$((FAIL + 1))
+        finish 1
+    fi
 fi
 
 step devices 60 "$B/weft" devices --verbose
@@ -115,25 +145,10 @@ if step gen_opcases 180 "$PY" tests/ops/gen_cases.py "$B/opcases"; then
     step test_ops_gpu 300 "$B/tests/test_ops" --device GPU:0 "$B/opcases"
     grep '^FAIL' "$OUT/test_ops_gpu.log" | head -n 40 | sed 's/^/    /' | tee -a "$SUM"
 fi
-# gradients (numeric checks), the training ops, and the exported models against PyTorch, all on GPU:0
+# gradients (numeric checks) and the training ops on GPU:0
 step test_grad_gpu 120 "$B/tests/test_grad" --device GPU:0
 step test_grad_nn_gpu 120 "$B/tests/test_grad_nn" --device GPU:0
 step test_train_ops_gpu 60 "$B/tests/test_train_ops" --device GPU:0
-step models_gpu 300 "$PY" tests/models/run_models.py --build "$B" --device GPU:0
-grep -E '^(PASS|FAIL)' "$OUT/models_gpu.log" | sed 's/^/    /' | tee -a "$SUM"
-
-# The ONNX node tests need onnx >= 1.16 from PyPI (scripts/venv.sh): skipped when it cannot be had,
-# unless GPU_CHECK_NODE_TESTS names a folder already generated (holding node/).
-if [ -n "${GPU_CHECK_NODE_TESTS:-}" ] && [ -d "$GPU_CHECK_NODE_TESTS/node" ]; then
-    step conformance_gpu 300 "$B/conformance" --quiet --device GPU:0 "$GPU_CHECK_NODE_TESTS/node"
-elif VPY=$(sh scripts/venv.sh 2>"$OUT/venv.log"); then
-    if step gen_node_tests 240 "$VPY" tests/onnx/gen_node_tests.py "$B/onnx-node-tests"; then
-        step conformance_gpu 300 "$B/conformance" --quiet --device GPU:0 "$B/onnx-node-tests/node"
-    fi
-else
-    skip conformance_gpu "no Python venv with onnx >= 1.16 (is PyPI reachable? see venv.log)"
-fi
-
 # GEMM: one f32 MatMul 4096^3 (137 GFLOP), inputs random; the times include the host-device copies.
 GEMM_GFLOP=$(awk -v n="$GEMM_N" 'BEGIN { printf "%.4f", 2 * n * n * n / 1e9 }')
 mkdir -p "$B/models/gemm"
@@ -157,7 +172,7 @@ step bench_matmul 120 "$B/bench/bench_matmul" --size 1024 --runs 10
 # ResNet-18 (torchvision, random weights, batch 8): convolutions run through cuDNN when libcudnn.so.9 is
 # found (else direct kernels; the device line of devices.log says which), pools as CUDA kernels; any node
 # without a CUDA kernel falls back to the CPU, and the placement log says which.
-# (its own folder: models_gpu above exported the test models at batch 2; the model's batch dim is
+# (its own folder: models_gpu below exports the test models at batch 2; the model's batch dim is
 # dynamic, so the input is given explicitly: --random-inputs would run batch 1)
 X=$B/bench-models/input.npy
 if step export_resnet18 180 "$PY" tests/models/export_models.py "$B/bench-models" --only resnet18 &&
@@ -167,6 +182,24 @@ if step export_resnet18 180 "$PY" tests/models/export_models.py "$B/bench-models
         say "    GPU ResNet-18 batch $RESNET_BATCH: $(rate "$OUT/resnet18_gpu.log" 0); nodes on GPU: $(grep -c 'device:GPU:0' "$OUT/resnet18_gpu.log"), on CPU: $(grep -c 'device:CPU:0' "$OUT/resnet18_gpu.log")"
     step resnet18_cpu 180 "$B/weft" run "$M" --input "input=$X" --device CPU:0 --iterations 5 &&
         say "    CPU ResNet-18 batch $RESNET_BATCH: $(rate "$OUT/resnet18_cpu.log" 0)"
+fi
+
+# the exported models against PyTorch and the ONNX node tests last: the figures above come first when the
+# budget is short
+step models_gpu 300 "$PY" tests/models/run_models.py --build "$B" --device GPU:0
+grep -E '^(PASS|FAIL)' "$OUT/models_gpu.log" | sed 's/^/    /' | tee -a "$SUM"
+
+# The ONNX node tests need onnx >= 1.16 from PyPI (scripts/venv.sh): skipped when it cannot be had,
+# unless GPU_CHECK_NODE_TESTS names a folder already generated (holding node/).
+if [ -n "${GPU_CHECK_NODE_TESTS:-}" ] && [ -d "$GPU_CHECK_NODE_TESTS/node" ]; then
+    step conformance_gpu 300 "$B/conformance" --quiet --device GPU:0 "$GPU_CHECK_NODE_TESTS/node"
+# A prebuilt run (no registry) uses $PY's onnx when it has one.
+elif { [ -n "$PREBUILT" ] && "$PY" -c 'import onnx' 2>/dev/null && VPY=$PY; } || VPY=$(sh scripts/venv.sh 2>"$OUT/venv.log"); then
+    if step gen_node_tests 240 "$VPY" tests/onnx/gen_node_tests.py "$B/onnx-node-tests"; then
+        step conformance_gpu 300 "$B/conformance" --quiet --device GPU:0 "$B/onnx-node-tests/node"
+    fi
+else
+    skip conformance_gpu "no Python venv with onnx >= 1.16 (is PyPI reachable? see venv.log)"
 fi
 
 if [ "${GPU_CHECK_CPU_SUITE:-1}" != 0 ]; then
