@@ -801,6 +801,8 @@ static void test_conv_crop(void)
         }
         CHECK_INT(count_op(o, "Pad"), 2);
         CHECK_INT(count_op(o, "Conv2DBackpropInput"), 0);
+        /* w1 and w4 are cropped once each (an is not a root): a and its input gradient dx share w1's Slice */
+        CHECK_INT(count_op(o, "Slice"), 2);
     }
     wf__optimized_free(o);
     o = optimize(g, roots, 7, &x, 1, "conv_crop");

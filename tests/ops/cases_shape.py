@@ -298,6 +298,13 @@ def slice_cases(rng):
         x = rand(rng, (5, 6), dt)
         c.append(Case("slice_%s" % dt, "Slice", [x, i64(1, 0), i64(4, 6), i64(0, 1), i64(1, 2)],
                       [x[1:4, 0:6:2]], const=[1, 2, 3, 4], feed_dtype=fd(dt)))
+    # filters cropped as conv_crop does: rows of 1-3 blocks of 1-2 elements (the copier's inline paths for
+    # 2-, 4-, 8- and 16-byte blocks), many rows (split across threads)
+    for dt in ("f32", "f64", "f16", "i8"):
+        w = rand(rng, (96, 64, 3, 3), dt)
+        for name, st, en in (("2x2", (0, 0), (2, 2)), ("3x2", (0, 1), (3, 3)), ("1x3", (1, 0), (2, 3))):
+            c.append(Case("slice_filter_crop_%s_%s" % (name, dt), "Slice", [w, i64(*st), i64(*en), i64(2, 3)],
+                          [w[:, :, st[0]:en[0], st[1]:en[1]]], const=[1, 2, 3], feed_dtype=fd(dt)))
     x = rand(rng, (4, 5, 6))
 
     def add(name, starts, ends, axes=None, steps=None, const=(1, 2, 3, 4)):
