@@ -11,15 +11,18 @@
  * as many threads as weft's intra-op pool (2 by default here), with ordinary stores as weft's kernels
  * make; memcpy (which may use non-temporal stores) is printed as well.
  *
- * Then the same on every other device of the context (OpenCL), by the compute nodes' time in a traced
- * run, since those runs also upload x and download y.
+ * Then the same on every other device of the context (OpenCL, CUDA), by the compute nodes' time in a
+ * traced run, since those runs also upload x and download y. A CUDA GPU's reference is cudaMemcpy
+ * device-to-device of the same 64 MB (the runtime loaded at run time); OpenCL's the host copy.
  *
  * Runs interleave (fused, unfused, copy) for --rounds rounds of --iterations runs each; medians are
  * printed per round, so the noise between rounds shows. Nothing is asserted.
  */
 #define _DEFAULT_SOURCE
 #pragma GCC optimize("no-tree-loop-distribute-patterns") /* keep the copy loop a loop, not memcpy */
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +86,53 @@ static double copy_ms(const float *a, float *c, size_t n, int threads, int use_m
     copy_part(&args[0]);
     for (int i = 1; i < threads; i++) pthread_join(t[i], NULL);
     return now_ms() - t0;
+}
+
+/* cudaMemcpy device-to-device of n floats on CUDA device `ordinal`, ms per copy (median of iters, after one
+ * untimed), through
+ * the CUDA runtime found at run time (this program links no CUDA); < 0 with *why when there is none. */
+static double d2d_copy_ms(int ordinal, size_t n, int iters, const char **why)
+{
+    static const char *const names[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so", NULL};
+    void *h = NULL;
+    for (int i = 0; names[i] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        *why = "no libcudart.so on the loader's path";
+        return -1;
+    }
+    int (*set_device)(int), (*dmalloc)(void **, size_t), (*dfree)(void *), (*sync)(void);
+    int (*copy)(void *, const void *, size_t, int);
+    void *f[5] = {dlsym(h, "cudaSetDevice"), dlsym(h, "cudaMalloc"), dlsym(h, "cudaFree"), dlsym(h, "cudaDeviceSynchronize"),
+                  dlsym(h, "cudaMemcpy")};
+    for (int i = 0; i < 5; i++)
+        if (!f[i]) {
+            *why = "libcudart lacks a function";
+            return -1;
+        }
+    memcpy(&set_device, &f[0], sizeof f[0]);
+    memcpy(&dmalloc, &f[1], sizeof f[1]);
+    memcpy(&dfree, &f[2], sizeof f[2]);
+    memcpy(&sync, &f[3], sizeof f[3]);
+    memcpy(&copy, &f[4], sizeof f[4]);
+    void *a = NULL, *c = NULL;
+    double ms = -1, t[1000];
+    *why = "cudaMalloc failed";
+    if (set_device(ordinal) == 0 && dmalloc(&a, n * sizeof(float)) == 0 && dmalloc(&c, n * sizeof(float)) == 0) {
+        copy(c, a, n * sizeof(float), 3); /* cudaMemcpyDeviceToDevice; the first one pays the setup */
+        sync();
+        for (int i = 0; i < iters; i++) {
+            double t0 = now_ms();
+            copy(c, a, n * sizeof(float), 3);
+            sync();
+            t[i] = now_ms() - t0;
+        }
+        qsort(t, (size_t)iters, sizeof *t, cmp);
+        ms = t[iters / 2];
+    }
+    if (a) dfree(a);
+    if (c) dfree(c);
+    /* the runtime stays loaded: unloading it under weft's own CUDA plugin is not worth the risk */
+    return ms;
 }
 
 static wf_output scalar(wf_graph *g, float v)
@@ -225,6 +275,7 @@ int main(int argc, char **argv)
         if (wf_context_device(ctx, dv, &od)) continue;
         printf("\n%s (%s, %s): kernel time of the chains' compute nodes in a traced run, copies left out\n",
                od.name, od.type, od.description ? od.description : "");
+        bool gpu = !strcmp(od.type, "GPU"), d2d_said = false;
         printf("%-6s %5s %12s %12s %12s | %8s %8s %10s\n", "chain", "round", "fused ms", "unfused ms", "copy ms", "GB/s",
                "%copy", "x unfused");
         for (int m = 0; m < 2; m++) {
@@ -258,7 +309,10 @@ int main(int argc, char **argv)
                         wf_trace_free(tr);
                     }
                     usleep(20000);
-                    tc[i] = copy_ms(a, c, n, threads, 0);
+                    const char *why = "";
+                    tc[i] = gpu ? d2d_copy_ms(0, n, 1, &why) : copy_ms(a, c, n, threads, 0);
+                    if (tc[i] < 0 && !d2d_said) printf("(cudaMemcpy not measured: %s)\n", why);
+                    if (tc[i] < 0) d2d_said = true;
                 }
                 qsort(t[0], (size_t)iters, sizeof(double), cmp);
                 qsort(t[1], (size_t)iters, sizeof(double), cmp);
@@ -271,8 +325,9 @@ int main(int argc, char **argv)
             wf_session_free(ss[1]);
             wf_graph_free(g);
         }
-        printf("(copy: the host's STREAM-style copy, the memory an OpenCL CPU device such as PoCL works in; a GPU's "
-               "own copy is not measured here)\n");
+        printf(gpu ? "(copy: cudaMemcpy device-to-device of the same bytes on CUDA device 0, median of each round's "
+                     "iterations)\n"
+                   : "(copy: the host's STREAM-style copy, the memory an OpenCL CPU device such as PoCL works in)\n");
     }
     wf_tensor_free(xt);
     wf_context_free(ctx);

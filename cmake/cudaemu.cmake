@@ -37,7 +37,13 @@ elseif(WEFT_CUDA_EMU)
       COMMENT "cudaemu: rewriting ${name}" VERBATIM)
     list(APPEND emu_gen_sources ${out})
   endforeach()
-  add_library(weft-cuda-emu SHARED ${emu_c_sources} ${emu_gen_sources} ${emu_dir}/cudaemu_runtime.cc)
+  # the emulator's NVRTC compiles run-time generated kernels with this build's C++ compiler against the
+  # emulation headers of the source tree
+  get_filename_component(emu_include_dir ${emu_dir}/include ABSOLUTE)
+  set(emu_runtime_sources ${emu_dir}/cudaemu_runtime.cc ${emu_dir}/cudaemu_nvrtc.cc)
+  set_source_files_properties(${emu_dir}/cudaemu_nvrtc.cc PROPERTIES COMPILE_DEFINITIONS
+    "CUEMU_HOST_CXX=\"${CMAKE_CXX_COMPILER}\";CUEMU_INCLUDE_DIR=\"${emu_include_dir}\"")
+  add_library(weft-cuda-emu SHARED ${emu_c_sources} ${emu_gen_sources} ${emu_runtime_sources})
   set_target_properties(weft-cuda-emu PROPERTIES
     OUTPUT_NAME weft-cuda
     LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/cudaemu
@@ -68,13 +74,13 @@ elseif(WEFT_CUDA_EMU)
   # as the real plugin: only the host table, no libweft symbol
   target_link_options(weft-cuda-emu PRIVATE -Wl,--no-undefined)
 
-  # the emulator's own test (barriers, warp collectives, half rounding, cuBLAS, error paths), through
-  # the same rewrite
+  # the emulator's own test (barriers, warp collectives, half rounding, cuBLAS, error paths, NVRTC and
+  # library loading), through the same rewrite
   add_custom_command(OUTPUT ${gen_dir}/selftest.cu.cc
     COMMAND ${WEFT_EMU_PYTHON} ${emu_dir}/rewrite_cu.py ${emu_dir}/selftest.cu ${gen_dir}/selftest.cu.cc
     DEPENDS ${emu_dir}/selftest.cu ${emu_dir}/rewrite_cu.py
     COMMENT "cudaemu: rewriting selftest.cu" VERBATIM)
-  add_executable(cudaemu_selftest ${gen_dir}/selftest.cu.cc ${emu_dir}/cudaemu_runtime.cc)
+  add_executable(cudaemu_selftest ${gen_dir}/selftest.cu.cc ${emu_runtime_sources})
   set_source_files_properties(${gen_dir}/selftest.cu.cc PROPERTIES LANGUAGE CXX
                               COMPILE_OPTIONS "-include;cuda_runtime.h" OBJECT_DEPENDS "${emu_headers}")
   set_target_properties(cudaemu_selftest PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/cudaemu

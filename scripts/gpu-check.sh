@@ -92,8 +92,8 @@ if [ -n "$PREBUILT" ]; then
     root=$(cat "$B/gpu-pack-root")
     if [ "$root" != "$PWD" ] && [ ! -e "$root" ]; then mkdir -p "$(dirname "$root")" && ln -s "$PWD" "$root"; fi
     LD_LIBRARY_PATH=$PWD/$B/gpu-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    # cuBLAS and cuDNN are dlopened: where no folder on the loader's paths has them, the first found
-    for want in libcublas.so libcudnn.so.9; do
+    # cuBLAS, cuDNN and NVRTC are dlopened: where no folder on the loader's paths has them, the first found
+    for want in libcublas.so libcudnn.so.9 libnvrtc.so.13; do
         if ! ldconfig -p 2>/dev/null | grep -qF "$want (" && [ ! -e /usr/local/cuda/lib64/"$want" ]; then
             f=$(find /usr/local /opt /usr/lib -name "$want*" 2>/dev/null | sort | head -n 1)
             if [ -n "$f" ]; then
@@ -135,6 +135,13 @@ if ! grep -q 'device:GPU:0' "$OUT/devices.log"; then
 fi
 
 step test_cuda 120 "$B/tests/test_cuda"
+# generated kernels (cuda_fused.c): NVRTC alone, then the fused chains and every op on GPU:0 against the
+# CPU, the disk cache; then their bandwidth against cudaMemcpy device-to-device (issue 14's 8-op chain)
+step test_nvrtc 60 "$B/tests/test_nvrtc"
+step test_passes_gpu 180 "$B/tests/test_passes"
+grep -E 'jit_chain_cuda|^  ' "$OUT/test_passes_gpu.log" | head -n 20 | sed 's/^/    /' | tee -a "$SUM"
+step bench_jit_gpu 180 "$B/bench/bench_jit" --rounds 2 --iterations 5
+sed -n '/GPU:0 (GPU/,/^(copy/p' "$OUT/bench_jit_gpu.log" | sed 's/^/    /' | tee -a "$SUM"
 # the device contract's streams and events on GPU:0: asynchronous copies and their order against the
 # kernels on the device's clock, a bad index reaching the run through the node's event, and (only a real
 # GPU shows it) the upload of one input overlapping the MatMul of another (test_overlap_gpu)

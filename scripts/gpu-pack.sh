@@ -14,8 +14,8 @@ T=${2:-.gpu/weft-gpu.tar.xz}
 [ -f "$B/CMakeCache.txt" ] || { echo "gpu-pack: $B is not a configured build folder" >&2; exit 1; }
 cmake --build "$B" -j"$(nproc)" >/dev/null
 [ -f "$B/libweft-cuda.so" ] || { echo "gpu-pack: $B/libweft-cuda.so was not built (no nvcc?)" >&2; exit 1; }
-BINS="weft conformance libweft-cuda.so tests/plugins/libweft-testdev.so bench/bench_matmul bench/bench_train_resnet"
-for t in test_cuda test_overlap test_trace test_ops test_grad test_grad_nn test_train_ops; do
+BINS="weft conformance libweft-cuda.so tests/plugins/libweft-testdev.so bench/bench_matmul bench/bench_train_resnet bench/bench_jit"
+for t in test_cuda test_nvrtc test_passes test_overlap test_trace test_ops test_grad test_grad_nn test_train_ops; do
     BINS="$BINS tests/$t"
 done
 rm -rf "$B/gpu-libs"

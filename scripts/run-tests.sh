@@ -212,6 +212,15 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             rc=$?; tail -n 1 build/test_trace_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/test_trace_cuda_emu.log | head -20
             grep -q '^SKIP test_gpu' build/test_trace_cuda_emu.log && rc=1
             result "release:test_trace:GPU:0(emulated)" $rc build/test_trace_cuda_emu.log
+            # generated kernels on GPU:0 (cuda_fused.c through the emulator's NVRTC), then without NVRTC
+            env $emu_env timeout 600 build/tests/test_passes >build/test_passes_cuda_emu.log 2>&1
+            rc=$?; tail -n 1 build/test_passes_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/test_passes_cuda_emu.log | head -20
+            grep -q '^SKIP test_jit_chain_cuda' build/test_passes_cuda_emu.log && rc=1
+            result "release:test_passes:GPU:0(emulated)" $rc build/test_passes_cuda_emu.log
+            env $emu_env WEFT_CUDAEMU_NVRTC=0 timeout 600 build/tests/test_passes >build/test_passes_cuda_emu_nortc.log 2>&1
+            rc=$?; tail -n 1 build/test_passes_cuda_emu_nortc.log; [ $rc -ne 0 ] && grep -E 'FAIL|error' build/test_passes_cuda_emu_nortc.log | head -20
+            grep -q '^SKIP test_jit_cuda_no_nvrtc' build/test_passes_cuda_emu_nortc.log && rc=1
+            result "release:test_passes:GPU:0(emulated, no NVRTC)" $rc build/test_passes_cuda_emu_nortc.log
             env $emu_env timeout 1200 build/tests/test_ops --device GPU:0 build/opcases >build/test_ops_cuda_emu.log 2>&1
             rc=$?; tail -n 2 build/test_ops_cuda_emu.log; [ $rc -ne 0 ] && grep -E 'FAIL|UNSUPPORTED' build/test_ops_cuda_emu.log | head -20
             result "release:test_ops:GPU:0(emulated)" $rc build/test_ops_cuda_emu.log

@@ -1577,11 +1577,14 @@ static bool have_device(const char *type)
     return false;
 }
 
+static void jit_ops(const char *dev);
+
 static void test_jit_chain(void)
 {
     jit_chain(NULL, 2, 3, 4, 5);
     jit_chain(NULL, 1, 3, 517, 701); /* 1.09M values: parallel ranges and tiles that end mid-way */
     jit_chain(NULL, 0, 3, 4, 5);     /* empty */
+    jit_ops("CPU:0");
 }
 
 /* The same on OpenCL (ocl_fused.c: OpenCL C written from the program and built at run time). */
@@ -1594,6 +1597,247 @@ static void test_jit_chain_opencl(void)
     jit_chain("OPENCL:0", 2, 3, 4, 5);
     jit_chain("OPENCL:0", 1, 3, 67, 301);
     jit_chain("OPENCL:0", 0, 3, 4, 5);
+}
+
+/* The device's description (NULL if it has none of that type). */
+static const char *device_desc(const char *type, char *buf, size_t n)
+{
+    for (int i = 0; i < wf_context_num_devices(ctx); i++) {
+        wf_device_info di;
+        if (!wf_context_device(ctx, i, &di) && !strcmp(di.type, type)) {
+            snprintf(buf, n, "%s", di.description ? di.description : "");
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+/* Every op the generated kernels take, one cluster each (Mul, OP, Add around it), on dev against the
+ * same graph unfused on CPU:0, on values that include NaN, +-Inf, +-0 and both signs around every
+ * op's corners. */
+static void jit_ops(const char *dev)
+{
+    static const struct {
+        const char *op;
+        const char *attr; /* "alpha" / "approximate" / NULL */
+        double a, b;      /* attribute values; Clip: the bounds as inputs */
+    } ops[] = {
+        {"Neg", NULL, 0, 0},       {"Abs", NULL, 0, 0},       {"Square", NULL, 0, 0},    {"Sign", NULL, 0, 0},
+        {"Relu", NULL, 0, 0},      {"LeakyRelu", "alpha", 0.2, 0}, {"Elu", "alpha", 0.7, 0}, {"Exp", NULL, 0, 0},
+        {"Log", NULL, 0, 0},       {"Sqrt", NULL, 0, 0},      {"Rsqrt", NULL, 0, 0},     {"Reciprocal", NULL, 0, 0},
+        {"Tanh", NULL, 0, 0},      {"Sigmoid", NULL, 0, 0},   {"Erf", NULL, 0, 0},       {"Gelu", NULL, 0, 0},
+        {"Gelu", "approximate", 0, 0}, {"Softplus", NULL, 0, 0}, {"Floor", NULL, 0, 0},  {"Ceil", NULL, 0, 0},
+        {"Round", NULL, 0, 0},     {"Swish", "alpha", 1.5, 0}, {"HardSwish", NULL, 0, 0}, {"HardSigmoid", "alpha", 0.25, 0.4},
+        {"Clip", NULL, -1.25, 2.5}, {"Maximum", NULL, 0, 0},  {"Minimum", NULL, 0, 0},   {"Div", NULL, 0, 0},
+    };
+    enum { N = 96 };
+    float xv[N], yv[N];
+    for (int i = 0; i < N; i++) xv[i] = (float)(i - N / 2) / 7.0f, yv[i] = (float)((i * 37) % N - N / 2) / 9.0f;
+    xv[0] = NAN, xv[1] = INFINITY, xv[2] = -INFINITY, xv[3] = 0.0f, xv[4] = -0.0f, xv[5] = 2.5f, xv[6] = -2.5f;
+    yv[7] = NAN, yv[8] = 0.0f, yv[9] = -INFINITY;
+    int64_t dims[1] = {N};
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        wf_graph *g = NULL;
+        CHECK_OK(wf_graph_new(&g));
+        if (!g) return;
+        float k15 = 1.5f, k025 = 0.25f, lo = (float)ops[o].a, hi = (float)ops[o].b;
+        wf_output x, y, m, v, out;
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, dims, &x));
+        CHECK_OK(wf_placeholder(g, "y", WF_F32, 1, dims, &y));
+        m = node0(g, "Mul", "m", (wf_output[]){x, konst(g, "k15", WF_F32, 0, NULL, &k15)}, 2, NULL, 0);
+        bool bin = !strcmp(ops[o].op, "Maximum") || !strcmp(ops[o].op, "Minimum") || !strcmp(ops[o].op, "Div");
+        if (!strcmp(ops[o].op, "Clip")) {
+            v = node0(g, "Clip", "v",
+                      (wf_output[]){m, konst(g, "lo", WF_F32, 0, NULL, &lo), konst(g, "hi", WF_F32, 0, NULL, &hi)}, 3,
+                      NULL, 0);
+        } else if (bin) {
+            v = node0(g, ops[o].op, "v", (wf_output[]){m, y}, 2, NULL, 0);
+        } else if (ops[o].attr && !strcmp(ops[o].attr, "approximate")) {
+            wf_attr at[1] = {wf_attr_string("approximate", "tanh")};
+            v = node0(g, ops[o].op, "v", &m, 1, at, 1);
+        } else if (!strcmp(ops[o].op, "HardSigmoid")) {
+            wf_attr at[2] = {wf_attr_float("alpha", ops[o].a), wf_attr_float("beta", ops[o].b)};
+            v = node0(g, ops[o].op, "v", &m, 1, at, 2);
+        } else if (ops[o].attr) {
+            wf_attr at[1] = {wf_attr_float(ops[o].attr, ops[o].a)};
+            v = node0(g, ops[o].op, "v", &m, 1, at, 1);
+        } else {
+            v = node0(g, ops[o].op, "v", &m, 1, NULL, 0);
+        }
+        out = node0(g, "Add", "out", (wf_output[]){v, konst(g, "k025", WF_F32, 0, NULL, &k025)}, 2, NULL, 0);
+        wf_tensor *got[2] = {NULL, NULL}, *xt = NULL, *yt = NULL;
+        CHECK_OK(wf_tensor_new(WF_F32, 1, dims, xv, &xt));
+        CHECK_OK(wf_tensor_new(WF_F32, 1, dims, yv, &yt));
+        wf_feed f[2] = {{x, xt}, {y, yt}};
+        for (int fused = 0; fused < 2; fused++) {
+            wf_session_options so;
+            wf_session_options_init(&so);
+            so.device = fused ? dev : "CPU:0";
+            so.strict_placement = 1;
+            so.disable_passes = fused ? NULL : "jit";
+            wf_session *s = NULL;
+            CHECK_OK(wf_session_new(ctx, g, &so, &s));
+            if (s && xt && yt) CHECK_OK(wf_session_run(s, f, 2, &out, 1, &got[fused], NULL));
+            char *pl = NULL;
+            if (s && fused && xt && yt) CHECK_OK(wf_session_placement(s, f, 2, &out, 1, &pl));
+            if (pl) {
+                char want[96];
+                snprintf(want, sizeof want, "out: (FusedElementwise+Mul+%s+Add): ", ops[o].op);
+                if (!strstr(pl, want)) printf("  %s on %s: no fused cluster in\n%s\n", ops[o].op, dev, pl);
+                CHECK_STR_CONTAINS(pl, want);
+            }
+            wf_free(pl);
+            wf_session_free(s);
+        }
+        if (got[0] && got[1] && wf_tensor_size(got[0]) == N && wf_tensor_size(got[1]) == N) {
+            const float *a = wf_tensor_data(got[1]), *b = wf_tensor_data(got[0]);
+            int off = 0;
+            for (int i = 0; i < N; i++) {
+                bool ok = isnan(b[i]) ? isnan(a[i]) : isinf(b[i]) ? a[i] == b[i] : fabs(a[i] - b[i]) <= 2e-6 * (1 + fabs(b[i]));
+                if (!ok && off++ < 3)
+                    printf("  %s%s on %s: [%d] x %g y %g: fused %.9g, CPU unfused %.9g\n", ops[o].op,
+                           ops[o].attr && !strcmp(ops[o].attr, "approximate") ? "(tanh)" : "", dev, i, xv[i], yv[i],
+                           a[i], b[i]);
+            }
+            CHECK_INT(off, 0);
+        }
+        wf_tensor_free(got[0]);
+        wf_tensor_free(got[1]);
+        wf_tensor_free(xt);
+        wf_tensor_free(yt);
+        wf_graph_free(g);
+    }
+}
+
+static void test_jit_ops_opencl(void)
+{
+    if (!have_device("OPENCL")) {
+        CHECK_SKIP("test_jit_ops_opencl", "no OPENCL device in this context (the OpenCL plugin or an ICD is missing)");
+        return;
+    }
+    jit_ops("OPENCL:0");
+}
+
+/* The generated kernels on CUDA (cuda_fused.c: CUDA C++ compiled by NVRTC): the chains and every op.
+ * Also the disk cache: a new context (whose device has an empty memory cache) loads the compiled
+ * kernels from WEFT_CACHE_DIR instead of writing them again, and a cache file of garbage is rebuilt
+ * from source. On the emulator (tests/cudaemu) NVRTC compiles for the CPU. */
+static void cache_files(const char *dir, int *n, ino_t *ino, int max)
+{
+    *n = 0;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls %s 2>/dev/null", dir);
+    FILE *p = popen(cmd, "r");
+    char line[300];
+    while (p && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = 0;
+        if (strncmp(line, "cuda-", 5) != 0 || *n >= max) continue;
+        char path[900];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, line);
+        if (!stat(path, &st)) ino[(*n)++] = st.st_ino;
+    }
+    if (p) pclose(p);
+}
+
+static void test_jit_chain_cuda(void)
+{
+    char desc[200];
+    if (!device_desc("GPU", desc, sizeof desc)) {
+        CHECK_SKIP("test_jit_chain_cuda", "no GPU device in this context (no CUDA driver, or the emulator is not on the plugin path)");
+        return;
+    }
+    if (strstr(desc, "no NVRTC")) {
+        CHECK_SKIP("test_jit_chain_cuda", "GPU:0 cannot generate kernels: %s", desc);
+        return;
+    }
+    char dir[] = "/tmp/weft-cudajit-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    const char *old = getenv("WEFT_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("WEFT_CACHE_DIR", dir, 1);
+    jit_chain("GPU:0", 2, 3, 4, 5);
+    jit_chain("GPU:0", 1, 3, 67, 301);
+    jit_chain("GPU:0", 0, 3, 4, 5);
+    jit_ops("GPU:0");
+    int n1, n2;
+    ino_t i1[64], i2[64];
+    cache_files(dir, &n1, i1, 64);
+    CHECK(n1 >= 3); /* the chain's three programs at least */
+    /* a new context: its device starts with no kernels in memory */
+    wf_context *keep = ctx;
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    if (ctx) {
+        jit_chain("GPU:0", 2, 3, 4, 5);
+        cache_files(dir, &n2, i2, 64);
+        CHECK_INT(n2, n1);
+        for (int i = 0; i < n1 && i < n2; i++) CHECK(i1[i] == i2[i]); /* read, not written again */
+        wf_context_free(ctx);
+    }
+    /* garbage in every cache file: rebuilt from source, and rewritten */
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "for f in %s/cuda-*; do printf 'not a kernel' > \"$f\"; done", dir);
+    CHECK_INT(system(cmd), 0);
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    if (ctx) {
+        jit_chain("GPU:0", 2, 3, 4, 5);
+        wf_context_free(ctx);
+    }
+    /* the chain's three programs are kernels again (the other ops' files stay garbage: not used) */
+    snprintf(cmd, sizeof cmd, "test $(grep -l WFCUJIT1 %s/cuda-* | wc -l) -ge 3", dir);
+    CHECK_INT(system(cmd), 0);
+    ctx = keep;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK_INT(system(cmd), 0);
+    if (saved) setenv("WEFT_CACHE_DIR", saved, 1);
+    else unsetenv("WEFT_CACHE_DIR");
+    free(saved);
+}
+
+/* A GPU without NVRTC (the emulator with WEFT_CUDAEMU_NVRTC=0; scripts/run-tests.sh runs this) offers no
+ * FusedElementwise kernel: the chain stays unfused on GPU:0, still right, and the device says why. */
+static void test_jit_cuda_no_nvrtc(void)
+{
+    char desc[200];
+    if (!device_desc("GPU", desc, sizeof desc) || !strstr(desc, "no NVRTC")) {
+        CHECK_SKIP("test_jit_cuda_no_nvrtc", "no GPU device without NVRTC here (run with the emulator and WEFT_CUDAEMU_NVRTC=0)");
+        return;
+    }
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float xv[8] = {-2, -1, 0, 1, 2, NAN, INFINITY, -INFINITY}, one = 1;
+    wf_output x, a, b;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){8}, &x));
+    a = node0(g, "Add", "a", (wf_output[]){x, konst(g, "one", WF_F32, 0, NULL, &one)}, 2, NULL, 0);
+    b = node0(g, "Relu", "b", &a, 1, NULL, 0);
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = "GPU:0";
+    so.strict_placement = 1;
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL, *out = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){8}, xv, &xt));
+    wf_feed f = {x, xt};
+    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &b, 1, &out, NULL));
+    if (out && wf_tensor_size(out) == 8) {
+        const float *o = wf_tensor_data(out);
+        for (int i = 0; i < 5; i++) CHECK_NEAR(o[i], fmax(xv[i] + 1, 0), 0);
+        CHECK(isnan(o[5]) && o[6] == INFINITY && o[7] == 0);
+    }
+    char *pl = NULL;
+    if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &b, 1, &pl));
+    if (pl) {
+        CHECK(strstr(pl, "FusedElementwise") == NULL);
+        CHECK_STR_CONTAINS(pl, "b: (Relu): /job:localhost/replica:0/task:0/device:GPU:0");
+    }
+    CHECK_STR_CONTAINS(desc, "no NVRTC: ");
+    wf_free(pl);
+    wf_tensor_free(out);
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    wf_graph_free(g);
 }
 
 /* A chain of scalars (rank 0) fuses too; levels 0 and 1 and --disable-pass fuse leave it alone; an
@@ -1737,8 +1981,13 @@ static void test_jit_devices(void)
 
 int main(void)
 {
-    /* this build's OpenCL plugin, for the generated kernels on OpenCL (skipped where it cannot open) */
-    if (!getenv("WEFT_PLUGIN_PATH")) setenv("WEFT_PLUGIN_PATH", WEFT_BUILD_DIR, 1);
+    /* this build's OpenCL plugin, for the generated kernels on OpenCL (skipped where it cannot open), and
+     * its emulated CUDA plugin where the build has one (tests/cudaemu; first, so that it is GPU:0) */
+    if (!getenv("WEFT_PLUGIN_PATH")) {
+        struct stat st;
+        bool emu = stat(WEFT_BUILD_DIR "/cudaemu/libweft-cuda.so", &st) == 0;
+        setenv("WEFT_PLUGIN_PATH", emu ? WEFT_BUILD_DIR "/cudaemu:" WEFT_BUILD_DIR : WEFT_BUILD_DIR, 1);
+    }
     CHECK_OK(wf_context_new(NULL, &ctx));
     if (!ctx) return 1;
     RUN_TEST(test_default_level);
@@ -1761,6 +2010,9 @@ int main(void)
     RUN_TEST(test_layout_plain);
     RUN_TEST(test_jit_chain);
     RUN_TEST(test_jit_chain_opencl);
+    RUN_TEST(test_jit_ops_opencl);
+    RUN_TEST(test_jit_chain_cuda);
+    RUN_TEST(test_jit_cuda_no_nvrtc);
     RUN_TEST(test_jit_rules);
     RUN_TEST(test_jit_broadcast_runs);
     RUN_TEST(test_jit_devices);

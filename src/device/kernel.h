@@ -40,6 +40,14 @@ typedef struct wf__ew_program {
     uint64_t hash;      /* of the ops, operands, attributes and input patterns */
 } wf__ew_program;
 
+/* What input i of a program is: the output's size (read at e), a scalar, or a broadcast run. */
+enum { WF__EW_FULL, WF__EW_SCALAR, WF__EW_BCAST };
+static inline int wf__ew_kind(const wf__ew_program *pg, int i)
+{
+    if (pg->in[i].inner == 1 && pg->in[i].period == pg->n) return WF__EW_FULL;
+    return pg->in[i].period == 1 ? WF__EW_SCALAR : WF__EW_BCAST;
+}
+
 /* Parallel loop over [0, n): fn(arg, begin, end) on the intra-op threads when n is at least
  * 2 * grain and the pool is free; otherwise inline on the calling thread. fn must not fail. */
 typedef void (*wf__range_fn)(void *arg, int64_t begin, int64_t end);

@@ -11,8 +11,8 @@
  *   (single exit). Contraction of such clusters cannot create a cycle: a path that leaves a cluster
  *   and comes back would leave it through a value read outside, and there is none but the root's.
  *   (XLA needs its cycle check for multi-output fusion, which this does not do.)
- * - no cluster across devices, and only on a device with a FusedElementwise kernel (the CPU's,
- *   backends/cpu/k_fused.c, for now);
+ * - no cluster across devices, and only on a device with a FusedElementwise kernel (the CPU's
+ *   backends/cpu/k_fused.c, OpenCL's ocl_fused.c, CUDA's cuda_fused.c where NVRTC loads);
  * - a minimum size of two ops (one op gains nothing), and at most WF__EW_MAX_REGS instructions and
  *   broadcast inputs together;
  * - every member is f32 with the root's output shape; a value from outside may have that shape, be a

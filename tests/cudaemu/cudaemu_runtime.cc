@@ -27,6 +27,7 @@
 #include "cuda_bf16.h"
 #include "cuda_fp16.h"
 #include "cuda_runtime.h"
+#include "cudaemu_impl.h"
 
 /* ---- the built-in variables and dynamic shared memory that device code sees ---- */
 uint3 threadIdx, blockIdx;
@@ -69,16 +70,20 @@ struct CUevent_impl {
 };
 long long g_last_event_ns; /* under the lock: events recorded one after another get increasing times */
 
-void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void diag(const char *fmt, ...)
+void vdiag(const char *fmt, va_list ap)
 {
     if (g_quiet) return;
     char buf[600];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    fprintf(stderr, "cudaemu: %s\n", buf);
+}
+void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void diag(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    vdiag(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "cudaemu: %s\n", buf);
 }
 
 size_t env_size(const char *name, size_t dflt)
@@ -543,6 +548,13 @@ void __cuemu_check_arg(int launch_ok, const char *kernel, int index, const void 
     g_launch_err = cudaErrorInvalidValue;
 }
 
+void __cuemu_launch_fail(const char *why, cudaError_t e)
+{
+    if (g_launch_err) return;
+    diag("kernel %s (%s:%d): %s", g_launch_name, g_launch_file, g_launch_line, why);
+    g_launch_err = e;
+}
+
 cudaError_t __cuemu_run(void (*thunk)(void *), void *ctx)
 {
     cudaError_t e = g_launch_err;
@@ -732,7 +744,8 @@ const char *cudaGetErrorName(cudaError_t e)
     N(cudaErrorCudartUnloading) N(cudaErrorInvalidConfiguration) N(cudaErrorInvalidPitchValue)
     N(cudaErrorInvalidSymbol) N(cudaErrorInvalidDevicePointer) N(cudaErrorInvalidMemcpyDirection)
     N(cudaErrorInsufficientDriver) N(cudaErrorMissingConfiguration) N(cudaErrorInvalidDeviceFunction)
-    N(cudaErrorNoDevice) N(cudaErrorInvalidDevice) N(cudaErrorInvalidResourceHandle) N(cudaErrorNotReady)
+    N(cudaErrorNoDevice) N(cudaErrorInvalidDevice) N(cudaErrorInvalidKernelImage) N(cudaErrorInvalidResourceHandle)
+    N(cudaErrorSymbolNotFound) N(cudaErrorNotReady)
     N(cudaErrorIllegalAddress) N(cudaErrorLaunchOutOfResources) N(cudaErrorLaunchTimeout) N(cudaErrorAssert)
     N(cudaErrorIllegalInstruction) N(cudaErrorLaunchFailure) N(cudaErrorNotPermitted) N(cudaErrorNotSupported)
     N(cudaErrorUnknown)
@@ -754,6 +767,8 @@ const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorInvalidDeviceFunction: return "invalid device function";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidKernelImage: return "device kernel image is invalid";
+    case cudaErrorSymbolNotFound: return "named symbol not found";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
@@ -1379,16 +1394,48 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t handle, cublasOperation_
  * cuDNN may well be installed on the host, but it cannot run on emulated device memory: the plugin's
  * dlopen of it (cuda_conv.c) fails here as on a GPU machine without cuDNN, so that its direct-kernel
  * fallback runs. The plugin's own dlopen calls bind to this definition (it is linked into the plugin,
- * hidden); every other name goes to the real dlopen. */
+ * hidden); every other name goes to the real dlopen, which the emulator's own loads of run-time compiled
+ * modules (cudaemu_nvrtc.cc) call directly, whatever their temporary path says. */
 #include <dlfcn.h>
+
+void *cuemu__real_dlopen(const char *file, int mode)
+{
+    static std::atomic<void *> real;
+    void *p = real.load();
+    if (!p) {
+        p = dlsym(RTLD_NEXT, "dlopen");
+        real.store(p);
+    }
+    void *(*fn)(const char *, int);
+    memcpy(&fn, &p, sizeof p);
+    return fn ? fn(file, mode) : NULL;
+}
 
 extern "C" __attribute__((visibility("hidden"))) void *dlopen(const char *file, int mode)
 {
     if (file && (strstr(file, "libcudnn") || strstr(file, "libcuda.so") || strstr(file, "libcublas"))) return NULL;
-    static void *(*real)(const char *, int);
-    if (!real) {
-        void *p = dlsym(RTLD_NEXT, "dlopen");
-        memcpy(&real, &p, sizeof p);
-    }
-    return real ? real(file, mode) : NULL;
+    return cuemu__real_dlopen(file, mode);
+}
+
+/* ---- what cudaemu_nvrtc.cc borrows (cudaemu_impl.h) ------------------------------------------------------- */
+
+void cuemu__lock(void)
+{
+    pthread_once(&g_once, init_once);
+    pthread_mutex_lock(&g_mu);
+}
+
+void cuemu__unlock(void) { pthread_mutex_unlock(&g_mu); }
+
+cudaError_t cuemu__fail(cudaError_t e) { return fail(e); }
+
+cudaError_t cuemu__context_error(void) { return g_sticky ? g_sticky : g_ndev ? cudaSuccess : cudaErrorNoDevice; }
+
+void cuemu__diag(const char *fmt, ...)
+{
+    pthread_once(&g_once, init_once); /* WEFT_CUDAEMU_QUIET read */
+    va_list ap;
+    va_start(ap, fmt);
+    vdiag(fmt, ap);
+    va_end(ap);
 }

@@ -4,15 +4,22 @@
  * dynamic shared memory, atomics, float <-> half rounding against the compiler's _Float16, the cuBLAS
  * GEMM against a double reference, and the error paths the plugin relies on (out of memory, bad launch
  * configurations, host pointers passed as device pointers, host code touching device memory, deadlock),
- * and the stream-ordered host work and event times of the plugin's streams and events.
+ * the stream-ordered host work and event times of the plugin's streams and events, and run-time compiled
+ * kernels (NVRTC, the library API, cudaLaunchKernel).
  */
+#include <dirent.h>
+#include <pthread.h>
 #include <time.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 #include <cuda_fp16.h>
 #include <cublas_v2.h>
+#include <nvrtc.h>
 
 static int g_pass, g_fail;
 #define EXPECT(cond, ...)                                                                                          \
@@ -334,6 +341,302 @@ static void test_events(void)
     cudaStreamDestroy(s);
 }
 
+
+/* ---- run-time compiled kernels ---------------------------------------------------------------------------- */
+
+extern "C" void cuemu_reverse_order(int on); /* the test hook (cudaemu_runtime.cc) */
+
+/* what the plugin's fused elementwise kernels look like: a grid-stride loop, a broadcast input, float
+ * math; k_last and k_rev show that module launches go through the scheduler (thread order, barriers) */
+static const char k_module_src[] =
+    "/* extern \"C\" __global__ void k_ghost(int *p) in a comment is no kernel */\n"
+    "__device__ static float act(float v) { return v > 0.f ? v : expm1f(v); }\n"
+    "extern \"C\" __global__ void k_fused(const float *__restrict__ p0, unsigned long long n0, unsigned long long r0,\n"
+    "                                     const float *p1, float *py, unsigned long long n)\n"
+    "{\n"
+    "  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "       i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+    "    float v0 = p0[(i / n0) % r0], v1 = p1[i];\n"
+    "    float t0 = fmaxf(v0, 0.f) * tanhf(v1) + erff(v1) - logf(fabsf(v1) + 1.f);\n"
+    "    float t1 = act(t0) + sqrtf(fabsf(t0)) + floorf(v1) * ceilf(v0) + rintf(v1 * 3.f) + log1pf(fabsf(v0));\n"
+    "    float t2 = __int_as_float(__float_as_int(t1) & 0x7fffffff) + erfcf(v0) + expf(-fabsf(v1));\n"
+    "    py[i] = v1 == 0.f ? INFINITY : v0 < -1e30f ? NAN : t2;\n"
+    "  }\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(128) k_last(int *out) { out[0] = (int)threadIdx.x; }\n"
+    "extern \"C\" __global__ void k_rev(float *y)\n"
+    "{\n"
+    "  __shared__ float buf[128];\n"
+    "  buf[threadIdx.x] = y[threadIdx.x];\n"
+    "  __syncthreads();\n"
+    "  y[threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];\n"
+    "}\n";
+
+static float fused_ref(float v0, float v1)
+{
+    float t0 = fmaxf(v0, 0.f) * tanhf(v1) + erff(v1) - logf(fabsf(v1) + 1.f);
+    float a = t0 > 0.f ? t0 : expm1f(t0);
+    float t1 = a + sqrtf(fabsf(t0)) + floorf(v1) * ceilf(v0) + rintf(v1 * 3.f) + log1pf(fabsf(v0));
+    float t2 = fabsf(t1) + erfcf(v0) + expf(-fabsf(v1));
+    return v1 == 0.f ? INFINITY : t2;
+}
+
+static std::string prog_log(nvrtcProgram p)
+{
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(p, &n) != NVRTC_SUCCESS || !n) return "<no log>";
+    std::string s(n, '\0');
+    nvrtcGetProgramLog(p, &s[0]);
+    s.resize(n - 1);
+    return s;
+}
+
+/* Compiles src with opts; the CUBIN (or, if cubin is false, the PTX) in *bin. */
+static nvrtcResult compile_src(const char *src, const char *name, std::vector<const char *> opts, bool cubin,
+                               std::vector<char> *bin, std::string *log)
+{
+    nvrtcProgram p = NULL;
+    nvrtcResult r = nvrtcCreateProgram(&p, src, name, 0, NULL, NULL);
+    if (r) return r;
+    r = nvrtcCompileProgram(p, (int)opts.size(), opts.data());
+    if (log) *log = prog_log(p);
+    size_t n = 0;
+    if (!r) r = cubin ? nvrtcGetCUBINSize(p, &n) : nvrtcGetPTXSize(p, &n);
+    if (!r && bin) {
+        bin->resize(n);
+        r = cubin ? nvrtcGetCUBIN(p, bin->data()) : nvrtcGetPTX(p, bin->data());
+    }
+    nvrtcDestroyProgram(&p);
+    return r;
+}
+
+/* Launches k_fused over n elements and counts the outputs that differ from the host loop. */
+static int run_fused(cudaKernel_t k, cudaError_t *err)
+{
+    const unsigned long long n = 1000, n0 = 10, r0 = 7;
+    float h0[r0], h1[n], hy[n];
+    for (unsigned i = 0; i < r0; i++) h0[i] = (float)i * 0.75f - 2.f;
+    for (unsigned i = 0; i < n; i++) h1[i] = i % 97 == 0 ? 0.f : ((float)(i % 41) - 20.f) * 0.13f;
+    float *d0, *d1, *dy;
+    cudaMalloc((void **)&d0, sizeof h0);
+    cudaMalloc((void **)&d1, sizeof h1);
+    cudaMalloc((void **)&dy, sizeof hy);
+    cudaMemcpy(d0, h0, sizeof h0, cudaMemcpyHostToDevice);
+    cudaMemcpy(d1, h1, sizeof h1, cudaMemcpyHostToDevice);
+    cudaMemset(dy, 0xff, sizeof hy);
+    void *args[] = {&d0, (void *)&n0, (void *)&r0, &d1, &dy, (void *)&n};
+    *err = cudaLaunchKernel((const void *)k, dim3(3), dim3(128), args, 0, NULL); /* 384 threads for 1000 */
+    cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+    int bad = 0;
+    for (unsigned i = 0; i < n; i++) {
+        float want = fused_ref(h0[(i / n0) % r0], h1[i]);
+        bool ok = std::isinf(want) ? hy[i] == want : fabsf(hy[i] - want) <= 1e-5f * fmaxf(1.f, fabsf(want));
+        if (!ok && bad++ < 3) printf("  k_fused[%u] = %.9g, want %.9g\n", i, hy[i], want);
+    }
+    cudaFree(d0);
+    cudaFree(d1);
+    cudaFree(dy);
+    return bad;
+}
+
+/* k_last on 128 threads: the thread that ran last */
+static int run_last(cudaKernel_t k, cudaError_t *err)
+{
+    int *d, h = -1;
+    cudaMalloc((void **)&d, sizeof h);
+    void *args[] = {&d};
+    *err = cudaLaunchKernel((const void *)k, dim3(1), dim3(128), args, 0, NULL);
+    cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    return h;
+}
+
+struct CompileJob {
+    const char *arch;
+    bool cubin;
+    nvrtcResult r;
+    std::vector<char> bin;
+    std::string log;
+};
+
+static void *compile_thread(void *p)
+{
+    CompileJob *j = (CompileJob *)p;
+    j->r = compile_src(k_module_src, "thread.cu", {j->arch, "--fmad=false"}, j->cubin, &j->bin, &j->log);
+    return NULL;
+}
+
+static bool dir_empty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d) return false;
+    int n = 0;
+    while (struct dirent *e = readdir(d)) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n == 0;
+}
+
+/* NVRTC (options, logs, CUBIN and PTX, WEFT_CUDAEMU_NVRTC=0), the library API, and cudaLaunchKernel's
+ * checks as a <<<>>> launch makes them; the temporary files all go (TMPDIR is a fresh directory here). */
+static void test_nvrtc(void)
+{
+    char tmp[] = "/tmp/cuemu-selftest-XXXXXX";
+    EXPECT(mkdtemp(tmp) != NULL, "temporary directory");
+    setenv("TMPDIR", tmp, 1);
+    int major = -1, minor = -1, na = 0, archs[16];
+    EXPECT(nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && major == 13 && minor == 0, "version %d.%d", major, minor);
+    EXPECT(nvrtcGetNumSupportedArchs(&na) == NVRTC_SUCCESS && na == 7 && nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS &&
+               archs[0] == 75 && archs[4] == 90 && archs[6] == 120,
+           "%d archs", na);
+    setenv("WEFT_CUDAEMU_NVRTC", "0", 1);
+    nvrtcProgram p = NULL;
+    EXPECT(nvrtcVersion(&major, &minor) == NVRTC_ERROR_INTERNAL_ERROR, "WEFT_CUDAEMU_NVRTC=0: no NVRTC");
+    EXPECT(nvrtcCreateProgram(&p, "", "x.cu", 0, NULL, NULL) == NVRTC_ERROR_INTERNAL_ERROR && !p,
+           "WEFT_CUDAEMU_NVRTC=0: no program");
+    unsetenv("WEFT_CUDAEMU_NVRTC");
+    EXPECT(strcmp(nvrtcGetErrorString(NVRTC_ERROR_COMPILATION), "NVRTC_ERROR_COMPILATION") == 0, "error string");
+
+    /* compile, load, launch */
+    EXPECT(nvrtcCreateProgram(&p, k_module_src, "fused.cu", 0, NULL, NULL) == NVRTC_SUCCESS, "create");
+    const char *opts[] = {"--gpu-architecture=sm_90", "--fmad=false", "--std=c++17", "-default-device"};
+    nvrtcResult r = nvrtcCompileProgram(p, 4, opts);
+    EXPECT(r == NVRTC_SUCCESS, "compile: %s\n%s", nvrtcGetErrorString(r), prog_log(p).c_str());
+    size_t n_cubin = 0, n_ptx = 0, n_log = 0;
+    EXPECT(nvrtcGetProgramLogSize(p, &n_log) == NVRTC_SUCCESS && n_log >= 1, "log size %zu", n_log);
+    EXPECT(nvrtcGetCUBINSize(p, &n_cubin) == NVRTC_SUCCESS && n_cubin > 64, "CUBIN size %zu", n_cubin);
+    EXPECT(nvrtcGetPTXSize(p, &n_ptx) == NVRTC_SUCCESS && n_ptx == n_cubin + 1, "PTX size %zu", n_ptx);
+    std::vector<char> cubin(n_cubin);
+    EXPECT(nvrtcGetCUBIN(p, cubin.data()) == NVRTC_SUCCESS, "CUBIN");
+    cudaLibrary_t lib = NULL;
+    EXPECT(cudaLibraryLoadData(&lib, cubin.data(), NULL, NULL, 0, NULL, NULL, 0) == cudaSuccess && lib, "load");
+    cudaKernel_t kf = NULL, kl = NULL, kr = NULL, kx = NULL, kf2 = NULL;
+    EXPECT(cudaLibraryGetKernel(&kf, lib, "k_fused") == cudaSuccess && cudaLibraryGetKernel(&kl, lib, "k_last") == cudaSuccess &&
+               cudaLibraryGetKernel(&kr, lib, "k_rev") == cudaSuccess && cudaLibraryGetKernel(&kf2, lib, "k_fused") == cudaSuccess &&
+               kf2 == kf,
+           "kernels");
+    EXPECT(cudaLibraryGetKernel(&kx, lib, "k_nope") == cudaErrorSymbolNotFound, "unknown kernel name");
+    EXPECT(cudaGetLastError() == cudaErrorSymbolNotFound && cudaGetLastError() == cudaSuccess, "last error");
+    EXPECT(cudaLibraryGetKernel(&kx, lib, "k_ghost") == cudaErrorSymbolNotFound, "a kernel in a comment");
+    cudaGetLastError();
+    cudaError_t e = cudaErrorUnknown;
+    int bad = run_fused(kf, &e);
+    EXPECT(e == cudaSuccess && bad == 0, "k_fused: %s, %d wrong", cudaGetErrorName(e), bad);
+    cuemu_reverse_order(0); /* whatever WEFT_CUDAEMU_REVERSE says */
+    int last = run_last(kl, &e);
+    EXPECT(e == cudaSuccess && last == 127, "k_last: %s, thread %d ran last", cudaGetErrorName(e), last);
+    cuemu_reverse_order(1);
+    last = run_last(kl, &e);
+    cuemu_reverse_order(0);
+    EXPECT(e == cudaSuccess && last == 0, "k_last reversed: thread %d ran last", last);
+    float hy[128], *dy;
+    for (int i = 0; i < 128; i++) hy[i] = (float)i;
+    cudaMalloc((void **)&dy, sizeof hy);
+    cudaMemcpy(dy, hy, sizeof hy, cudaMemcpyHostToDevice);
+    void *rargs[] = {&dy};
+    EXPECT(cudaLaunchKernel((const void *)kr, dim3(1), dim3(128), rargs, 0, NULL) == cudaSuccess, "k_rev");
+    cudaMemcpy(hy, dy, sizeof hy, cudaMemcpyDeviceToHost);
+    EXPECT(hy[0] == 127 && hy[127] == 0 && hy[40] == 87, "k_rev through the barrier: %g %g %g", hy[0], hy[127], hy[40]);
+
+    /* the launch errors a <<<>>> launch gives, returned by cudaLaunchKernel (and its last error) */
+    EXPECT(cudaLaunchKernel((const void *)kr, dim3(1), dim3(1025), rargs, 0, NULL) == cudaErrorInvalidConfiguration,
+           "1025 threads per block");
+    EXPECT(cudaGetLastError() == cudaErrorInvalidConfiguration && cudaGetLastError() == cudaSuccess, "last error");
+    float host[128];
+    float *hp = host;
+    void *hargs[] = {&hp};
+    EXPECT(cudaLaunchKernel((const void *)kr, dim3(1), dim3(128), hargs, 0, NULL) == cudaErrorInvalidValue,
+           "host pointer as a kernel argument");
+    EXPECT(cudaLaunchKernel((const void *)kr, dim3(1), dim3(128), NULL, 0, NULL) == cudaErrorInvalidValue, "no args");
+    EXPECT(cudaLaunchKernel((const void *)kr, dim3(1), dim3(128), rargs, 0, (cudaStream_t)(void *)host) ==
+               cudaErrorInvalidResourceHandle,
+           "a stream that does not exist");
+    EXPECT(cudaLaunchKernel((const void *)k_touch, dim3(1), dim3(4), rargs, 0, NULL) == cudaErrorInvalidDeviceFunction,
+           "a <<<>>> kernel through cudaLaunchKernel");
+    cudaGetLastError();
+    EXPECT(cudaLaunchKernel((const void *)kr, dim3(1), dim3(128), rargs, 0, NULL) == cudaSuccess,
+           "valid launch after the failed ones (not sticky)");
+    cudaFree(dy);
+
+    /* the disk-cache path: the bytes outlive the program and the library */
+    EXPECT(nvrtcDestroyProgram(&p) == NVRTC_SUCCESS && !p, "destroy");
+    EXPECT(nvrtcDestroyProgram(&p) == NVRTC_ERROR_INVALID_PROGRAM, "destroy twice");
+    EXPECT(cudaLibraryUnload(lib) == cudaSuccess, "unload");
+    EXPECT(cudaLaunchKernel((const void *)kf, dim3(1), dim3(32), NULL, 0, NULL) == cudaErrorInvalidDeviceFunction,
+           "kernel of an unloaded library");
+    EXPECT(cudaLibraryUnload(lib) == cudaErrorInvalidResourceHandle, "unload twice");
+    cudaGetLastError();
+    lib = NULL;
+    EXPECT(cudaLibraryLoadData(&lib, cubin.data(), NULL, NULL, 0, NULL, NULL, 0) == cudaSuccess, "load again");
+    kf = NULL;
+    EXPECT(cudaLibraryGetKernel(&kf, lib, "k_fused") == cudaSuccess, "kernel again");
+    bad = run_fused(kf, &e);
+    EXPECT(e == cudaSuccess && bad == 0, "k_fused from the stored bytes: %s, %d wrong", cudaGetErrorName(e), bad);
+    EXPECT(cudaLibraryUnload(lib) == cudaSuccess, "unload");
+
+    /* bad images */
+    char garbage[256];
+    for (size_t i = 0; i < sizeof garbage; i++) garbage[i] = (char)(i * 37 + 11);
+    lib = NULL;
+    EXPECT(cudaLibraryLoadData(&lib, garbage, NULL, NULL, 0, NULL, NULL, 0) == cudaErrorInvalidKernelImage && !lib,
+           "garbage bytes");
+    std::vector<char> other = cubin;
+    other[8] ^= 0x40; /* the module API version */
+    EXPECT(cudaLibraryLoadData(&lib, other.data(), NULL, NULL, 0, NULL, NULL, 0) == cudaErrorInvalidKernelImage,
+           "a module of another emulator version");
+    other = cubin;
+    memset(other.data() + 24, 0, 64); /* the shared object's ELF header */
+    EXPECT(cudaLibraryLoadData(&lib, other.data(), NULL, NULL, 0, NULL, NULL, 0) == cudaErrorInvalidKernelImage,
+           "a damaged module");
+    EXPECT(cudaGetLastError() == cudaErrorInvalidKernelImage, "last error");
+
+    /* a compilation error, an unknown option, a bad architecture */
+    std::string log;
+    r = compile_src("extern \"C\" __global__ void k_bad(float *y)\n{\n  y[0] = 1.f +;\n}\n", "bad.cu", {"-arch=sm_90"},
+                    true, NULL, &log);
+    EXPECT(r == NVRTC_ERROR_COMPILATION && log.find("error") != std::string::npos && log.find("bad.cu:3") != std::string::npos,
+           "syntax error: %s, log:\n%s", nvrtcGetErrorString(r), log.c_str());
+    r = compile_src(k_module_src, "opt.cu", {"-arch=sm_90", "--no-such-option"}, true, NULL, &log);
+    EXPECT(r == NVRTC_ERROR_INVALID_OPTION && log.find("--no-such-option") != std::string::npos,
+           "unknown option: %s, log: %s", nvrtcGetErrorString(r), log.c_str());
+    r = compile_src(k_module_src, "opt.cu", {"--gpu-architecture=sm_x"}, true, NULL, &log);
+    EXPECT(r == NVRTC_ERROR_INVALID_OPTION && log.find("sm_x") != std::string::npos, "bad architecture: %s",
+           nvrtcGetErrorString(r));
+    EXPECT(nvrtcCreateProgram(&p, k_module_src, "h.cu", 1, opts, opts) == NVRTC_ERROR_INVALID_INPUT, "headers");
+    EXPECT(nvrtcCompileProgram(NULL, 0, NULL) == NVRTC_ERROR_INVALID_PROGRAM, "no program");
+
+    /* two programs compiled at once, one for a virtual architecture (no CUBIN: its PTX is loaded) */
+    CompileJob jobs[2] = {{"-arch=sm_80", true, NVRTC_SUCCESS, {}, {}},
+                          {"--gpu-architecture=compute_90", false, NVRTC_SUCCESS, {}, {}}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, compile_thread, &jobs[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        CompileJob &j = jobs[i];
+        EXPECT(j.r == NVRTC_SUCCESS && !j.bin.empty(), "%s in a thread: %s\n%s", j.arch, nvrtcGetErrorString(j.r),
+               j.log.c_str());
+        lib = NULL;
+        kl = NULL;
+        if (j.bin.empty()) continue;
+        EXPECT(cudaLibraryLoadData(&lib, j.bin.data(), NULL, NULL, 0, NULL, NULL, 0) == cudaSuccess &&
+                   cudaLibraryGetKernel(&kl, lib, "k_last") == cudaSuccess,
+               "%s: load", j.arch);
+        last = kl ? run_last(kl, &e) : -1;
+        EXPECT(e == cudaSuccess && last == 127, "%s: k_last %d", j.arch, last);
+        if (lib) cudaLibraryUnload(lib);
+    }
+    nvrtcProgram pv = NULL;
+    size_t nv = 1;
+    const char *vopt[] = {"-arch=compute_75"};
+    EXPECT(nvrtcCreateProgram(&pv, "", NULL, 0, NULL, NULL) == NVRTC_SUCCESS && nvrtcCompileProgram(pv, 1, vopt) == NVRTC_SUCCESS &&
+               nvrtcGetCUBINSize(pv, &nv) == NVRTC_SUCCESS && nv == 0,
+           "compute_75: CUBIN of %zu bytes", nv);
+    nvrtcDestroyProgram(&pv);
+
+    EXPECT(dir_empty(tmp), "temporary files left in %s", tmp);
+    rmdir(tmp);
+    unsetenv("TMPDIR");
+}
+
 int main(void)
 {
     setenv("WEFT_CUDAEMU_MEM", "64M", 1);
@@ -343,6 +646,7 @@ int main(void)
     test_gemm();
     test_errors();
     test_events();
+    test_nvrtc();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail != 0;
 }

@@ -17,6 +17,8 @@
 
 extern const wf_host_api *cu_host;
 
+typedef struct cu_jit cu_jit;
+
 typedef struct cu_dev {
     int ordinal;
     cudaStream_t compute;    /* every kernel, in enqueue order: a block the core frees may be reused by a
@@ -64,6 +66,9 @@ typedef struct cu_dev {
     cudaEvent_t t_ref;
     struct cu_pin *pins;
     size_t pin_bytes;
+    /* Generated kernels (cuda_fused.c): the libraries loaded for this device, by key, under jit_mu. */
+    cu_jit *jit;
+    pthread_mutex_t jit_mu;
 } cu_dev;
 
 static inline cu_dev *cu_of(const wf__kctx *k) { return (cu_dev *)k->device->dev; }
@@ -120,6 +125,14 @@ extern const wf__kernel_def cu_kernels_index[];       /* cuda_index.c: Shape, Si
 extern const wf__kernel_def cu_kernels_norm[];        /* cuda_norm.c: normalizations, TopK, Hardmax, LpPool, Unique.. */
 extern const wf__kernel_def cu_kernels_image[];       /* cuda_image.c: Resize, GridSample, RoiAlign, DFT, Einsum.. */
 extern const wf__kernel_def cu_kernels_seq[];         /* cuda_seq.c: RNN/GRU/LSTM, Attention, quantization.. */
+extern const wf__kernel_def cu_kernels_fused[];       /* cuda_fused.c: FusedElementwise (lower/jit.c), NVRTC */
+
+/* NVRTC (cuda_fused.c), loaded on first use: NULL when it can compile generated kernels, else why not
+ * (static storage). describe: "NVRTC 13.0" or "no NVRTC: ..." for the device description. release:
+ * unloads the device's generated kernels (device close). */
+const char *cu_nvrtc_load(void);
+const char *cu_nvrtc_describe(char *buf, size_t n);
+void cu_jit_release(cu_dev *d);
 
 /* cuBLAS (cuda_blas.c), called only through this table: the plugin does not link it, because loading
  * libcublas.so with its libcublasLt costs every weft process about 210 MB and 0.1 s even on a machine

@@ -141,9 +141,9 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
     cudaDriverGetVersion(&drv);
     memset(out, 0, sizeof *out);
     snprintf(out->type, sizeof out->type, "GPU");
-    char dnn[120], desc[400];
-    snprintf(desc, sizeof desc, "%.100s (sm_%d%d, CUDA driver %d.%d, %s)", p.name, p.major, p.minor, drv / 1000,
-             drv % 1000 / 10, cu_cudnn_describe(dnn, sizeof dnn));
+    char dnn[120], rtc[120], desc[400];
+    snprintf(desc, sizeof desc, "%.100s (sm_%d%d, CUDA driver %d.%d, %s, %s)", p.name, p.major, p.minor, drv / 1000,
+             drv % 1000 / 10, cu_cudnn_describe(dnn, sizeof dnn), cu_nvrtc_describe(rtc, sizeof rtc));
     size_t dl = strlen(desc);
     if (dl >= sizeof out->description) dl = sizeof out->description - 1; /* cut, not refused */
     memcpy(out->description, desc, dl);
@@ -162,6 +162,7 @@ static void pins_release(cu_dev *d);
 
 static void dev_release(cu_dev *d)
 {
+    cu_jit_release(d);
     cu_cudnn_release(d);
     cu_err_release(d);
     pins_release(d);
@@ -221,6 +222,7 @@ static wf_status *device_open(void *b, int i, void **out)
     pthread_mutex_init(&d->err_mu, NULL);
     pthread_mutex_init(&d->site_mu, NULL);
     pthread_mutex_init(&d->notify_mu, NULL);
+    pthread_mutex_init(&d->jit_mu, NULL);
     *out = d;
     return NULL;
 fail:;
@@ -242,6 +244,7 @@ static void device_close(void *dev)
     pthread_mutex_destroy(&d->err_mu);
     pthread_mutex_destroy(&d->site_mu);
     pthread_mutex_destroy(&d->notify_mu);
+    pthread_mutex_destroy(&d->jit_mu);
     dev_release(d);
 }
 
@@ -387,13 +390,15 @@ static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *
 static const wf__kernel_def *const g_tables[] = {cu_kernels_elementwise, cu_kernels_reduce, cu_kernels_nn,
                                                  cu_kernels_shape, cu_kernels_conv, cu_kernels_train,
                                                  cu_kernels_grad, cu_kernels_index, cu_kernels_norm,
-                                                 cu_kernels_image, cu_kernels_seq};
+                                                 cu_kernels_image, cu_kernels_seq, cu_kernels_fused};
 
 static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
 {
     for (size_t t = 0; t < sizeof g_tables / sizeof g_tables[0]; t++)
         for (const wf__kernel_def *k = g_tables[t]; k->op; k++) {
             if (strcmp(k->op, op) != 0) continue;
+            /* generated kernels need NVRTC: without it lowering keeps the ops unfused */
+            if (g_tables[t] == cu_kernels_fused && cu_nvrtc_load()) continue;
             wf_dtype key = k->key_input >= 0 ? (k->key_input < n_in ? in[k->key_input].dtype : WF_DTYPE_INVALID)
                                              : out[0].dtype;
             if (key && (k->dtypes & WF__DT_BIT(key))) return k;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "backends/opencl/ocl.h"
+#include "ops/kutil_cache.h"
 
 const wf_host_api *ocl_host;
 
@@ -220,39 +221,15 @@ static void notice_build_end(ocl_dev *d)
 
 /* ---- program cache ---------------------------------------------------------------------------------- */
 
-static uint64_t fnv(uint64_t h, const char *s)
-{
-    while (s && *s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
-}
-
-static void cache_path(char *buf, size_t n, uint64_t key)
-{
-    const char *dir = getenv("WEFT_CACHE_DIR");
-    char def[512];
-    if (!dir || !*dir) {
-        const char *home = getenv("HOME");
-        snprintf(def, sizeof def, "%s/.cache/weft", home && *home ? home : "/tmp");
-        dir = def;
-    }
-    mkdir(dir, 0777);
-    snprintf(buf, n, "%s/opencl-%016llx.bin", dir, (unsigned long long)key);
-}
-
-/* A binary from the disk cache, or NULL. */
+/* A binary from the disk cache (ops/kutil_cache.h), or NULL. */
 static cl_program load_cached(ocl_dev *d, uint64_t key, const char *opts)
 {
     char path[1024];
-    cache_path(path, sizeof path, key);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *bin = len > 0 ? ocl_host->malloc((size_t)len) : NULL;
+    wf__ku_cache_path(path, sizeof path, "opencl", key, "bin");
+    size_t blen = 0;
+    unsigned char *bin = wf__ku_cache_read(path, ocl_host->malloc, ocl_host->free, (size_t)1 << 30, &blen);
     cl_program p = NULL;
-    if (bin && fread(bin, 1, (size_t)len, f) == (size_t)len) {
-        size_t blen = (size_t)len;
+    if (bin) {
         const unsigned char *bp = bin;
         cl_int st, bst;
         p = clCreateProgramWithBinary(d->ctx, 1, &d->id, &blen, &bp, &bst, &st);
@@ -261,27 +238,21 @@ static cl_program load_cached(ocl_dev *d, uint64_t key, const char *opts)
             p = NULL; /* a stale or foreign binary: rebuild from source */
         }
     }
-    fclose(f);
     ocl_host->free(bin);
     return p;
 }
 
 static void store_cached(ocl_dev *d, uint64_t key, cl_program p)
 {
+    (void)d;
     size_t len = 0;
     if (clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS || !len) return;
     unsigned char *bin = ocl_host->malloc(len);
     if (!bin) return;
     if (clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS) {
-        char path[1024], tmp[1100];
-        cache_path(path, sizeof path, key);
-        snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
-        FILE *f = fopen(tmp, "wb");
-        if (f) {
-            bool ok = fwrite(bin, 1, len, f) == len;
-            if (fclose(f) == 0 && ok) rename(tmp, path); /* atomic: concurrent processes never see half a file */
-            else remove(tmp);
-        }
+        char path[1024];
+        wf__ku_cache_path(path, sizeof path, "opencl", key, "bin");
+        wf__ku_cache_write(path, NULL, 0, bin, len);
     }
     ocl_host->free(bin);
 }
@@ -290,7 +261,7 @@ wf_status *ocl_kernel(wf__kctx *k, const char *prog_name, const char *src, const
                       cl_kernel *out)
 {
     ocl_dev *d = ocl_of(k);
-    uint64_t key = fnv(fnv(fnv(fnv(1469598103934665603ull, src), opts), d->name), d->version);
+    uint64_t key = wf__ku_fnv(wf__ku_fnv(wf__ku_fnv(wf__ku_fnv(WF__FNV_SEED, src), opts), d->name), d->version);
     wf_status *s = NULL;
     pthread_mutex_lock(&d->mu);
     ocl_prog *p;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "backends/opencl/ocl_elementwise.h"
+#include "ops/kutil_sbuf.h"
 
 typedef struct expr {
     const char *name, *op, *e; /* kernel suffix, graph op ("" for Gelu's tanh form, gelut), expression */
@@ -43,65 +44,21 @@ static void literal(char *buf, size_t n, double v)
     else snprintf(buf, n, "%af", (double)f);
 }
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    bool failed;
-} sbuf;
 
-static void put(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(sbuf *b, const char *fmt, ...)
-{
-    if (b->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int w = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-        va_end(ap);
-        if (w < 0) {
-            b->failed = true;
-            return;
-        }
-        if (b->p && b->len + (size_t)w < b->cap) {
-            b->len += (size_t)w;
-            return;
-        }
-        size_t nc = (b->cap ? b->cap * 2 : 4096) + (size_t)w;
-        char *np = ocl_host->malloc(nc);
-        if (!np) {
-            b->failed = true;
-            return;
-        }
-        if (b->p) memcpy(np, b->p, b->len + 1);
-        else np[0] = 0;
-        ocl_host->free(b->p);
-        b->p = np;
-        b->cap = nc;
-    }
-}
-
-enum { IN_FULL, IN_SCALAR, IN_BCAST };
-
-static int kind_of(const wf__ew_program *pg, int i)
-{
-    if (pg->in[i].inner == 1 && pg->in[i].period == pg->n) return IN_FULL;
-    return pg->in[i].period == 1 ? IN_SCALAR : IN_BCAST;
-}
-
-static wf_status *source(wf__kctx *k, const wf__ew_program *pg, sbuf *b)
+static wf_status *source(wf__kctx *k, const wf__ew_program *pg, wf__ku_sbuf *b)
 {
     /* no contraction into fma across ops: each rounds as its own kernel does */
-    put(b, "#pragma OPENCL FP_CONTRACT OFF\n%s%s__kernel void k_fused(", OCLEW_PRELUDE, OCLEW_FLT_HELPERS);
+    wf__ku_put(b, "#pragma OPENCL FP_CONTRACT OFF\n%s%s__kernel void k_fused(", OCLEW_PRELUDE, OCLEW_FLT_HELPERS);
     for (int i = 0; i < pg->n_in; i++) {
-        put(b, "__global const float *p%d, ulong o%d, ", i, i);
-        if (kind_of(pg, i) == IN_BCAST) put(b, "ulong n%d, ulong r%d, ", i, i);
+        wf__ku_put(b, "__global const float *p%d, ulong o%d, ", i, i);
+        if (wf__ew_kind(pg, i) == WF__EW_BCAST) wf__ku_put(b, "ulong n%d, ulong r%d, ", i, i);
     }
-    put(b, "__global float *py, ulong yo) {\n  ulong i = get_global_id(0);\n");
+    wf__ku_put(b, "__global float *py, ulong yo) {\n  ulong i = get_global_id(0);\n");
     for (int i = 0; i < pg->n_in; i++) {
-        switch (kind_of(pg, i)) {
-        case IN_FULL: put(b, "  CT v%d = p%d[o%d + i];\n", i, i, i); break;
-        case IN_SCALAR: put(b, "  CT v%d = p%d[o%d];\n", i, i, i); break;
-        default: put(b, "  CT v%d = p%d[o%d + (i / n%d) %% r%d];\n", i, i, i, i, i); break;
+        switch (wf__ew_kind(pg, i)) {
+        case WF__EW_FULL: wf__ku_put(b, "  CT v%d = p%d[o%d + i];\n", i, i, i); break;
+        case WF__EW_SCALAR: wf__ku_put(b, "  CT v%d = p%d[o%d];\n", i, i, i); break;
+        default: wf__ku_put(b, "  CT v%d = p%d[o%d + (i / n%d) %% r%d];\n", i, i, i, i, i); break;
         }
     }
     for (int j = 0; j < pg->n_insn; j++) {
@@ -115,12 +72,12 @@ static wf_status *source(wf__kctx *k, const wf__ew_program *pg, sbuf *b)
         snprintf(va, sizeof va, in->a < pg->n_in ? "v%d" : "t%d", in->a < pg->n_in ? in->a : in->a - pg->n_in);
         if (in->b >= 0)
             snprintf(vb, sizeof vb, in->b < pg->n_in ? "v%d" : "t%d", in->b < pg->n_in ? in->b : in->b - pg->n_in);
-        if (e->bin) put(b, "  CT t%d; { CT x = %s, y = %s; t%d = %s; }\n", j, va, vb, j, e->e);
+        if (e->bin) wf__ku_put(b, "  CT t%d; { CT x = %s, y = %s; t%d = %s; }\n", j, va, vb, j, e->e);
         else
-            put(b, "  CT t%d; { const PT pa = %s, pb = %s; CT v = %s; (void)pa; (void)pb; t%d = %s; }\n", j, a, bb,
+            wf__ku_put(b, "  CT t%d; { const PT pa = %s, pb = %s; CT v = %s; (void)pa; (void)pb; t%d = %s; }\n", j, a, bb,
                 va, j, e->e);
     }
-    put(b, "  py[yo + i] = t%d;\n}\n", pg->n_insn - 1);
+    wf__ku_put(b, "  py[yo + i] = t%d;\n}\n", pg->n_insn - 1);
     return b->failed ? ocl_host->status(WF_OUT_OF_MEMORY, "out of memory writing a generated OpenCL kernel") : NULL;
 }
 
@@ -137,7 +94,7 @@ static wf_status *k_FusedElementwise(wf__kctx *k)
                                    (long long)pg->n, (long long)n);
     for (int i = 0; i < pg->n_in; i++) {
         const wf_tensor *t = k->in[i];
-        int64_t want = kind_of(pg, i) == IN_FULL ? pg->n : pg->in[i].period;
+        int64_t want = wf__ew_kind(pg, i) == WF__EW_FULL ? pg->n : pg->in[i].period;
         if (!t || t->dtype != WF_F32 || t->size != want)
             return ocl_host->kctx_fail(k, WF_INVALID_ARGUMENT,
                                        "generated kernel: input %d does not have the %lld f32 elements it was built for",
@@ -146,7 +103,7 @@ static wf_status *k_FusedElementwise(wf__kctx *k)
     wf_tensor *y;
     wf_status *s = ocl_host->kctx_output(k, 0, WF_F32, oi->rank, oi->dims, &y);
     if (s || n == 0) return s;
-    sbuf src = {0};
+    wf__ku_sbuf src = {.alloc = ocl_host->malloc, .release = ocl_host->free};
     if ((s = source(k, pg, &src))) {
         ocl_host->free(src.p);
         return s;
@@ -168,7 +125,7 @@ static wf_status *k_FusedElementwise(wf__kctx *k)
         u[nu] = ocl_off(k->in[i]);
         args[na++] = OCL_ARG(u[nu]);
         nu++;
-        if (kind_of(pg, i) == IN_BCAST) {
+        if (wf__ew_kind(pg, i) == WF__EW_BCAST) {
             u[nu] = (cl_ulong)pg->in[i].inner;
             args[na++] = OCL_ARG(u[nu]);
             nu++;

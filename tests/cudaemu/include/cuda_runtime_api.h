@@ -34,7 +34,9 @@ typedef enum cudaError {
     cudaErrorInvalidDeviceFunction = 98,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidKernelImage = 200,
     cudaErrorInvalidResourceHandle = 400,
+    cudaErrorSymbolNotFound = 500,
     cudaErrorNotReady = 600,
     cudaErrorIllegalAddress = 700,
     cudaErrorLaunchOutOfResources = 701,
@@ -50,6 +52,23 @@ typedef enum cudaError {
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 typedef struct CUgraph_st *cudaGraph_t; /* named by cudnn.h's declarations, never used */
+typedef struct CUlib_st *cudaLibrary_t;   /* a loaded module (cudaLibraryLoadData) */
+typedef struct CUkern_st *cudaKernel_t;   /* one of its kernels: cast to const void * for cudaLaunchKernel */
+
+/* as the toolkit's vector_types.h: plain structs in C, constructors in C++ */
+struct uint3 {
+    unsigned int x, y, z;
+};
+typedef struct uint3 uint3;
+struct dim3 {
+    unsigned int x, y, z;
+#ifdef __cplusplus
+    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3(void) const { return uint3{x, y, z}; }
+#endif
+};
+typedef struct dim3 dim3;
 
 enum cudaMemcpyKind {
     cudaMemcpyHostToHost = 0,
@@ -84,6 +103,25 @@ enum cudaDeviceAttr {
 enum cudaFuncAttribute {
     cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
     cudaFuncAttributePreferredSharedMemoryCarveout = 9
+};
+
+/* accepted and ignored by cudaLibraryLoadData (the real values; only some of them) */
+enum cudaJitOption {
+    cudaJitMaxRegisters = 0,
+    cudaJitThreadsPerBlock = 1,
+    cudaJitWallTime = 2,
+    cudaJitInfoLogBuffer = 3,
+    cudaJitInfoLogBufferSizeBytes = 4,
+    cudaJitErrorLogBuffer = 5,
+    cudaJitErrorLogBufferSizeBytes = 6,
+    cudaJitOptimizationLevel = 7,
+    cudaJitGenerateDebugInfo = 11,
+    cudaJitLogVerbose = 12,
+    cudaJitGenerateLineInfo = 13
+};
+enum cudaLibraryOption {
+    cudaLibraryHostUniversalFunctionAndDataTable = 0,
+    cudaLibraryBinaryIsPreserved = 1
 };
 
 #define cudaHostAllocDefault 0x00
@@ -176,6 +214,19 @@ typedef void (*cudaHostFn_t)(void *userData);
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData);
 
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
+
+/* Modules from the emulator's NVRTC (tests/cudaemu/cudaemu_nvrtc.cc): code is what nvrtcGetCUBIN or
+ * nvrtcGetPTX gave (cudaErrorInvalidKernelImage otherwise); the options are accepted and ignored. A
+ * kernel stays valid until its library is unloaded; cudaLaunchKernel takes only a cudaKernel_t (any
+ * other func: cudaErrorInvalidDeviceFunction) and runs it as a <<<>>> launch, returning its error. */
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *library, const void *code, enum cudaJitOption *jitOptions,
+                                void **jitOptionsValues, unsigned int numJitOptions,
+                                enum cudaLibraryOption *libraryOptions, void **libraryOptionValues,
+                                unsigned int numLibraryOptions);
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, cudaLibrary_t library, const char *name);
+cudaError_t cudaLibraryUnload(cudaLibrary_t library);
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t sharedMem,
+                             cudaStream_t stream);
 
 #ifdef __cplusplus
 }

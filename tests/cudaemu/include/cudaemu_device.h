@@ -34,22 +34,86 @@
 #define __launch_bounds__(...)
 #define __grid_constant__
 
-struct uint3 {
-    unsigned int x, y, z;
-};
-struct dim3 {
-    unsigned int x, y, z;
-    constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
-    constexpr dim3(uint3 u) : x(u.x), y(u.y), z(u.z) {}
-};
-
-/* set by the scheduler before it resumes a thread */
-extern uint3 threadIdx, blockIdx;
-extern dim3 blockDim, gridDim;
+/* uint3 and dim3 are in cuda_runtime_api.h, as the toolkit's vector_types.h is in its runtime header */
 static const int warpSize = 32;
 
 /* dynamic shared memory (`extern __shared__ T s[];` is rewritten to a pointer to this) */
 #define CUEMU_DYNSMEM_MAX (227 * 1024)
+
+/* What a module compiled at run time by the emulator's NVRTC (tests/cudaemu/cudaemu_nvrtc.cc, built
+ * with __CUEMU_MODULE defined) reaches the scheduler through: the emulator hands this table to the
+ * module when it loads it, so a module links to no emulator symbol at all. That works wherever the
+ * emulator lives (an executable without -rdynamic, a plugin with hidden symbols that was dlopen'ed
+ * RTLD_LOCAL) and in any process, without promoting the plugin to the global symbol scope, where its
+ * exported names could interpose on libraries loaded after it. A layout change bumps the version, and
+ * modules of another version (an older disk cache) are refused at load. */
+#define CUEMU_MODULE_API_VERSION 1
+struct __cuemu_module_api {
+    unsigned version, size;
+    uint3 *thread_idx, *block_idx;
+    dim3 *block_dim, *grid_dim;
+    unsigned char *dynsmem;
+    void (*syncthreads)(void);
+    int (*syncthreads_count)(int);
+    int (*syncthreads_and)(int);
+    int (*syncthreads_or)(int);
+    void (*syncwarp)(unsigned);
+    unsigned (*activemask)(void);
+    unsigned (*ballot_sync)(unsigned, int);
+    void (*shfl)(const void *, void *, size_t, int, int, int);
+    void (*trap)(const char *);
+    int (*launch_begin)(const char *, const char *, int, dim3, dim3, size_t, cudaStream_t);
+    void (*check_arg)(int, const char *, int, const void *);
+    void (*launch_fail)(const char *, cudaError_t);
+    cudaError_t (*run)(void (*)(void *), void *);
+};
+/* a module's kernels as its __cuemu_module_bind lists them (ended by a null name); each entry launches
+ * its kernel with args[i] pointing at argument i, as cudaLaunchKernel's args */
+typedef cudaError_t (*__cuemu_entry_fn)(const char *name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
+                                        void **args);
+struct __cuemu_module_kernel {
+    const char *name;
+    __cuemu_entry_fn entry;
+};
+
+#ifdef __CUEMU_MODULE
+extern "C" const struct __cuemu_module_api *__cuemu_api; /* set by __cuemu_module_bind */
+#define threadIdx (*__cuemu_api->thread_idx)
+#define blockIdx (*__cuemu_api->block_idx)
+#define blockDim (*__cuemu_api->block_dim)
+#define gridDim (*__cuemu_api->grid_dim)
+#define __cuemu_dynsmem (__cuemu_api->dynsmem)
+static inline void __syncthreads(void) { __cuemu_api->syncthreads(); }
+static inline int __syncthreads_count(int pred) { return __cuemu_api->syncthreads_count(pred); }
+static inline int __syncthreads_and(int pred) { return __cuemu_api->syncthreads_and(pred); }
+static inline int __syncthreads_or(int pred) { return __cuemu_api->syncthreads_or(pred); }
+static inline void __syncwarp(unsigned mask = 0xffffffffu) { __cuemu_api->syncwarp(mask); }
+static inline unsigned __activemask(void) { return __cuemu_api->activemask(); }
+static inline unsigned __ballot_sync(unsigned mask, int pred) { return __cuemu_api->ballot_sync(mask, pred); }
+static inline void __cuemu_shfl(const void *in, void *out, size_t size, int mode, int arg, int width)
+{
+    __cuemu_api->shfl(in, out, size, mode, arg, width);
+}
+[[noreturn]] static inline void __cuemu_trap(const char *why)
+{
+    __cuemu_api->trap(why);
+    __builtin_unreachable();
+}
+static inline int __cuemu_launch_begin(const char *kernel, const char *file, int line, dim3 grid, dim3 block,
+                                       size_t shmem, cudaStream_t stream)
+{
+    return __cuemu_api->launch_begin(kernel, file, line, grid, block, shmem, stream);
+}
+static inline void __cuemu_check_arg(int launch_ok, const char *kernel, int index, const void *p)
+{
+    __cuemu_api->check_arg(launch_ok, kernel, index, p);
+}
+static inline void __cuemu_launch_fail(const char *why, cudaError_t e) { __cuemu_api->launch_fail(why, e); }
+static inline cudaError_t __cuemu_run(void (*thunk)(void *), void *ctx) { return __cuemu_api->run(thunk, ctx); }
+#else
+/* set by the scheduler before it resumes a thread */
+extern uint3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
 extern unsigned char __cuemu_dynsmem[];
 
 /* ---- the scheduler's entry points (cudaemu_runtime.cc) ---- */
@@ -63,10 +127,15 @@ unsigned __ballot_sync(unsigned mask, int pred);
 /* mode 0 idx, 1 up, 2 down, 3 xor; the value's bits travel as two 64-bit words */
 void __cuemu_shfl(const void *in, void *out, size_t size, int mode, int arg, int width);
 [[noreturn]] void __cuemu_trap(const char *why);
+/* Takes the emulator's lock (__cuemu_run releases it) and checks the configuration; 0 if the launch
+ * already failed. */
 int __cuemu_launch_begin(const char *kernel, const char *file, int line, dim3 grid, dim3 block, size_t shmem,
                          cudaStream_t stream);
 void __cuemu_check_arg(int launch_ok, const char *kernel, int index, const void *p);
+/* Between begin and run: the launch fails with e (unless it failed already), and why is reported. */
+void __cuemu_launch_fail(const char *why, cudaError_t e);
 cudaError_t __cuemu_run(void (*thunk)(void *), void *ctx);
+#endif
 
 static inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
 static inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, !pred) == 0; }
@@ -290,8 +359,21 @@ template <typename K, typename Tup> struct __cuemu_call {
     }
 };
 
+/* The launch once its arguments are in the parameter types: pointer arguments must be device (or pinned
+ * host) addresses. */
+template <typename K, typename Tup>
+static inline cudaError_t __cuemu_launch_tuple(int ok, const char *name, K k, Tup &args)
+{
+    std::apply([&](const auto &...v) {
+        int i = 0;
+        (__cuemu_check_args_one(ok, name, i++, v), ...);
+    }, args);
+    __cuemu_call<K, Tup> c{k, &args};
+    return __cuemu_run(&decltype(c)::thunk, &c);
+}
+
 /* k<<<grid, block, shmem, stream>>>(args...): the arguments are converted to the parameter types once,
- * as at a real launch; pointer arguments must be device (or pinned host) addresses. */
+ * as at a real launch. */
 template <typename... P, typename... A>
 static inline void __cuemu_launch(const char *name, const char *file, int line, dim3 grid, dim3 block, size_t shmem,
                                   cudaStream_t stream, void (*k)(P...), A &&...a)
@@ -299,12 +381,32 @@ static inline void __cuemu_launch(const char *name, const char *file, int line, 
     static_assert(sizeof...(P) == sizeof...(A), "kernel launched with the wrong number of arguments");
     int ok = __cuemu_launch_begin(name, file, line, grid, block, shmem, stream);
     std::tuple<typename std::decay<P>::type...> args(std::forward<A>(a)...);
-    std::apply([&](const auto &...v) {
-        int i = 0;
-        (__cuemu_check_args_one(ok, name, i++, v), ...);
-    }, args);
-    __cuemu_call<void (*)(P...), decltype(args)> c{k, &args};
-    __cuemu_run(&decltype(c)::thunk, &c);
+    __cuemu_launch_tuple(ok, name, k, args);
+}
+
+template <typename... P, size_t... I>
+static inline cudaError_t __cuemu_launch_argv_(const char *name, const char *file, int line, dim3 grid, dim3 block,
+                                               size_t shmem, cudaStream_t stream, void (*k)(P...), void **argv,
+                                               std::index_sequence<I...>)
+{
+    int ok = __cuemu_launch_begin(name, file, line, grid, block, shmem, stream);
+    if (sizeof...(P) && !argv) {
+        __cuemu_launch_fail("args is NULL but the kernel has parameters", cudaErrorInvalidValue);
+        return __cuemu_run(NULL, NULL);
+    }
+    std::tuple<typename std::decay<P>::type...> args(*(const typename std::decay<P>::type *)argv[I]...);
+    return __cuemu_launch_tuple(ok, name, k, args);
+}
+
+/* cudaLaunchKernel(k, grid, block, argv, shmem, stream) of a run-time compiled kernel: argv[i] points at
+ * argument i, typed as parameter i (what a module's entry point calls; the launch's error is returned,
+ * as cudaLaunchKernel returns it). */
+template <typename... P>
+static inline cudaError_t __cuemu_launch_argv(const char *name, const char *file, int line, dim3 grid, dim3 block,
+                                              size_t shmem, cudaStream_t stream, void (*k)(P...), void **argv)
+{
+    return __cuemu_launch_argv_(name, file, line, grid, block, shmem, stream, k, argv,
+                                std::index_sequence_for<P...>{});
 }
 
 #endif
