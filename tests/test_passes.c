@@ -34,6 +34,10 @@ static wf__optimized *optimize(wf_graph *g, const wf_output *roots, int nr, cons
 }
 
 /* Runs fetch with x fed at opt_level `level`; the f32 values into want (n of them). */
+static wf_output konst(wf_graph *g, const char *name, wf_dtype dt, int rank, const int64_t *dims, const void *v);
+static wf_output node0(wf_graph *g, const char *op, const char *name, const wf_output *in, int n_in, const wf_attr *at,
+                       int n_at);
+
 static void run_values(wf_graph *g, int level, wf_output x, const float *xv, int64_t n, wf_output fetch, float *got)
 {
     wf_session_options so;
@@ -116,6 +120,36 @@ static void test_identity(void)
         CHECK_NEAR(got0[i], xv[i] > 0 ? xv[i] : 0, 0);
         CHECK_NEAR(got1[i], xv[i] > 0 ? xv[i] : 0, 0);
     }
+    wf_graph_free(g);
+
+    /* Pad by constant zero pads is its input; a Pad by one element on the right stays */
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    int64_t z[2] = {0, 0}, one[2] = {0, 1};
+    wf_output y, kz, k1, pz, p1;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, (int64_t[]){4}, &y));
+    kz = konst(g, "zeros", WF_I64, 1, (int64_t[]){2}, z);
+    k1 = konst(g, "one", WF_I64, 1, (int64_t[]){2}, one);
+    pz = node0(g, "Pad", "pz", (wf_output[]){y, kz}, 2, NULL, 0);
+    p1 = node0(g, "Pad", "p1", (wf_output[]){pz, k1}, 2, NULL, 0);
+    o = optimize(g, &p1, 1, &y, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "Pad"), 1);
+        CHECK(wf__optimized_map(o, pz).node == wf__graph_lookup(o->g, "x"));
+    }
+    wf__optimized_free(o);
+    wf_session *s = NULL;
+    wf_tensor *xt = NULL, *pt = NULL;
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){4}, xv, &xt));
+    wf_feed f = {y, xt};
+    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &p1, 1, &pt, NULL));
+    if (pt && wf_tensor_size(pt) == 5)
+        for (int i = 0; i < 5; i++) CHECK_NEAR(((const float *)wf_tensor_data(pt))[i], i < 4 ? xv[i] : 0, 0);
+    else CHECK(pt && wf_tensor_size(pt) == 5);
+    wf_tensor_free(pt);
+    wf_tensor_free(xt);
+    wf_session_free(s);
     wf_graph_free(g);
 }
 
@@ -1382,6 +1416,135 @@ static void test_layout_blocked(void)
  * over the channels (per pixel),
  * and a value whose channel count is not the device's multiple (with 1 every count is one). Each output
  * still equals level 0's. */
+/* A window pool in double: taps inside [-p, n + p) count as padding (count_include_pad), inside [0, n)
+ * as values; the ceil_mode overhang past n + p is neither. */
+static void ref_pool(const double *x, int P, int H, int W, int K, int st, int p, int OH, int OW, bool is_max,
+                     bool include_pad, double *y)
+{
+    for (int q = 0; q < P; q++)
+        for (int oh = 0; oh < OH; oh++)
+            for (int ow = 0; ow < OW; ow++) {
+                double acc = is_max ? -INFINITY : 0;
+                int valid = 0, padded = 0;
+                for (int a = 0; a < K; a++)
+                    for (int b = 0; b < K; b++) {
+                        int ih = oh * st - p + a, iw = ow * st - p + b;
+                        if (ih < -p || ih >= H + p || iw < -p || iw >= W + p) continue;
+                        padded++;
+                        if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                        valid++;
+                        double v = x[(q * H + ih) * W + iw];
+                        if (is_max) acc = isnan(acc) || isnan(v) ? NAN : v > acc ? v : acc;
+                        else acc += v;
+                    }
+                if (!is_max) acc = (include_pad ? padded : valid) ? acc / (include_pad ? padded : valid) : NAN;
+                y[(q * OH + oh) * OW + ow] = acc;
+            }
+}
+
+/* Level 3 keeps a region blocked through a max pool, a channel Concat of two convolutions and an
+ * average pool (3x3/2 with padding and ceil_mode, so windows are clipped by the padding and by the
+ * overhang): c1 -> mp -> {ca, cb} -> cat -> ap -> c2, every value between c1 and c2 blocked, against a
+ * double reference with NaN and infinities in one image, at levels 0, 2 and 3, with count_include_pad
+ * off and on. */
+static void layout_pool_concat(bool include_pad)
+{
+    enum { N = 2, C = 16, H = 7, W = 7, PH = 4, AH = 3 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    static float w1[C * C * 9], b1[C], wa[C * C], wb[C * C * 9], w2[C * 2 * C], xv[N * C * H * W];
+    uint32_t r = 19;
+#define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
+    for (size_t i = 0; i < sizeof w1 / sizeof *w1; i++) w1[i] = RND() * 0.5f;
+    for (int i = 0; i < C; i++) b1[i] = RND();
+    for (size_t i = 0; i < sizeof wa / sizeof *wa; i++) wa[i] = RND();
+    for (size_t i = 0; i < sizeof wb / sizeof *wb; i++) wb[i] = RND() * 0.4f;
+    for (size_t i = 0; i < sizeof w2 / sizeof *w2; i++) w2[i] = RND() * 0.5f;
+    for (size_t i = 0; i < sizeof xv / sizeof *xv; i++) xv[i] = RND() * 4;
+#undef RND
+    xv[((1 * C + 2) * H + 6) * W + 6] = NAN; /* a corner, in the ceil_mode windows */
+    xv[((1 * C + 7) * H + 3) * W + 0] = INFINITY;
+    xv[((1 * C + 11) * H + 0) * W + 4] = -INFINITY;
+    wf_output x, v1, mp, ca, cb, cat, ap, c2;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
+    int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, k3[2] = {3, 3};
+    wf_attr pad1[1] = {wf_attr_ints("pads", p1, 4)};
+    wf_attr poolat[5] = {wf_attr_ints("kernel_shape", k3, 2), wf_attr_ints("strides", s2, 2), wf_attr_ints("pads", p1, 4),
+                         wf_attr_int("ceil_mode", 1), wf_attr_int("count_include_pad", include_pad)};
+    v1 = node0(g, "Conv2D", "c1",
+               (wf_output[]){x, konst(g, "w1", WF_F32, 4, (int64_t[]){C, C, 3, 3}, w1),
+                             konst(g, "b1", WF_F32, 1, (int64_t[]){C}, b1)},
+               3, pad1, 1);
+    CHECK_OK(wf_relu(g, "r1", v1, &v1));
+    mp = node0(g, "MaxPool2D", "mp", &v1, 1, poolat, 4);
+    ca = node0(g, "Conv2D", "ca", (wf_output[]){mp, konst(g, "wa", WF_F32, 4, (int64_t[]){C, C, 1, 1}, wa)}, 2, NULL, 0);
+    cb = node0(g, "Conv2D", "cb", (wf_output[]){mp, konst(g, "wb", WF_F32, 4, (int64_t[]){C, C, 3, 3}, wb)}, 2, pad1, 1);
+    wf_attr ax1[1] = {wf_attr_int("axis", 1)};
+    cat = node0(g, "Concat", "cat", (wf_output[]){ca, cb}, 2, ax1, 1);
+    ap = node0(g, "AvgPool2D", "ap", &cat, 1, poolat, 5);
+    c2 = node0(g, "Conv2D", "c2", (wf_output[]){ap, konst(g, "w2", WF_F32, 4, (int64_t[]){C, 2 * C, 1, 1}, w2)}, 2, NULL, 0);
+
+    static double xd[N * C * H * W], t1[N * C * H * W], tm[N * C * PH * PH], tc[N * 2 * C * PH * PH];
+    static double ta[N * 2 * C * AH * AH], want[N * C * AH * AH], tb[N * C * PH * PH], tq[N * C * PH * PH];
+    for (size_t i = 0; i < sizeof xd / sizeof *xd; i++) xd[i] = xv[i];
+    int oh, ow;
+    ref_conv(xd, N, C, H, W, w1, C, 3, 1, 1, 1, b1, t1, &oh, &ow);
+    for (size_t i = 0; i < sizeof t1 / sizeof *t1; i++) t1[i] = relu_d(t1[i]);
+    ref_pool(t1, N * C, H, W, 3, 2, 1, PH, PH, true, false, tm);
+    ref_conv(tm, N, C, PH, PH, wa, C, 1, 1, 0, 1, NULL, tq, &oh, &ow);
+    ref_conv(tm, N, C, PH, PH, wb, C, 3, 1, 1, 1, NULL, tb, &oh, &ow);
+    for (int n = 0; n < N; n++) {
+        memcpy(tc + (size_t)(n * 2 * C) * PH * PH, tq + (size_t)(n * C) * PH * PH, sizeof(double) * C * PH * PH);
+        memcpy(tc + (size_t)(n * 2 * C + C) * PH * PH, tb + (size_t)(n * C) * PH * PH, sizeof(double) * C * PH * PH);
+    }
+    ref_pool(tc, N * 2 * C, PH, PH, 3, 2, 1, AH, AH, false, include_pad, ta);
+    ref_conv(ta, N, 2 * C, AH, AH, w2, C, 1, 1, 0, 1, NULL, want, &oh, &ow);
+    int nan_seen = 0;
+    for (int i = 0; i < N * C * AH * AH; i++) nan_seen += isnan(want[i]);
+    CHECK(nan_seen > 0 && nan_seen < N * C * AH * AH);
+
+    static const char *const blocked[] = {"c1: (Conv2D+Relu; blocked out)", "mp: (MaxPool2D; blocked in, out)",
+                                          "ca: (Conv2D; blocked in, out)",   "cb: (Conv2D; blocked in, out)",
+                                          "cat: (Concat; blocked in, out)",  "ap: (AvgPool2D; blocked in, out)",
+                                          "c2: (Conv2D; blocked in)",        NULL};
+    for (int level = 0; level <= 3; level += level ? 1 : 2) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &c2, 1, &out, NULL));
+        if (out) {
+            CHECK_INT((int)wf_tensor_size(out), N * C * AH * AH);
+            const float *o = wf_tensor_data(out);
+            for (int i = 0; i < N * C * AH * AH && wf_tensor_size(out) == N * C * AH * AH; i++)
+                check_same(o[i], want[i], 1e-4 * (1 + fabs(want[i])));
+        }
+        char *pl = NULL;
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &c2, 1, &pl));
+        if (pl) {
+            for (int i = 0; blocked[i]; i++)
+                if (level == 3) CHECK_STR_CONTAINS(pl, blocked[i]);
+            if (level < 3) CHECK(strstr(pl, "blocked") == NULL);
+        }
+        wf_free(pl);
+        wf_tensor_free(out);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    wf_graph_free(g);
+}
+
+static void test_layout_pool_concat(void)
+{
+    layout_pool_concat(false);
+    layout_pool_concat(true);
+}
+
 static void test_layout_plain(void)
 {
     enum { N = 1, C = 16, H = 4, W = 4 };
@@ -2008,6 +2171,7 @@ int main(void)
     RUN_TEST(test_fold_kernels);
     RUN_TEST(test_layout_blocked);
     RUN_TEST(test_layout_plain);
+    RUN_TEST(test_layout_pool_concat);
     RUN_TEST(test_jit_chain);
     RUN_TEST(test_jit_chain_opencl);
     RUN_TEST(test_jit_ops_opencl);

@@ -21,7 +21,12 @@
  * The decision is the largest set of values that satisfies both rules: start from every value that
  * could be blocked and drop the ones whose producer or consumers break a rule until nothing changes.
  * Elementwise kernels need no change: two operands in the same layout and of the same size hold the
- * same elements at the same offsets. Whatever leaves the set (a pool, a Concat, a Reshape, a fetch)
+ * same elements at the same offsets. A MaxPool2D or AvgPool2D, and a Concat along the channels of 4-D
+ * values whose channel counts are whole blocks (at most 32 inputs), whose kernels have WF__K_BLOCKED
+ * (the CPU's, k_pool.c and k_shape.c), are kept blocked like elementwise ops: when all their inputs are
+ * and every consumer takes it, so a SqueezeNet fire module, an inception module or a max pool between
+ * two stages stays in one region; so is an inference BatchNormalization left unfolded (DenseNet's
+ * pre-activation BN after each Concat), whose per-channel parameters are read plain. Whatever leaves the set (a Reshape, a Transpose, a fetch)
  * gets a plain value, because its producer writes plain; a Conv2D reading a plain value reorders it
  * itself, as at level 2. Values do not change size, because the channel count divides by the block,
  * so the memory plan is unchanged.
@@ -90,6 +95,31 @@ static bool per_channel_of(const wf__tinfo *u, const wf__tinfo *t)
            u->dims[1] == t->dims[1] && u->dims[2] == 1 && u->dims[3] == 1 && (t->dims[2] != 1 || t->dims[3] != 1);
 }
 
+/* How many leading inputs of h must be blocked for h to pass the layout through (-1: h cannot): a pool
+ * or a channel Concat, which read their inputs and write their result in the same layout, and an
+ * inference BatchNormalization, whose per-channel parameters (inputs 1-4) are read plain. Their kernels
+ * have WF__K_BLOCKED (the CPU's MaxPool2D, AvgPool2D, Concat and BatchNormalization). */
+static int blocked_inputs(const lay *L, int h)
+{
+    const wf__plan_builder *b = L->b;
+    const wf_node *n = b->g->nodes[h];
+    const wf__pnode *pn = &L->p->nodes[b->pidx[h]];
+    if (!pn->kernel || !(pn->kernel->flags & WF__K_BLOCKED) || n->n_in < 1 || !n->in[0].node) return -1;
+    const char *op = n->op->name;
+    if (!strcmp(op, "MaxPool2D") || !strcmp(op, "AvgPool2D")) return n->n_in == 1 ? 1 : -1;
+    if (!strcmp(op, "BatchNormalization")) return n->n_in == 5 ? 1 : -1;
+    if (strcmp(op, "Concat") || n->n_in > 32) return -1;
+    int64_t axis = wf__attr_i(n->op, n->attrs, "axis");
+    if (axis != 1 && axis != -3) return -1;
+    int cb = b->ctx->devices[b->dev_of[h]].info.channel_block;
+    for (int i = 0; i < n->n_in; i++) {
+        if (!n->in[i].node) return -1;
+        const wf__tinfo *u = &b->info[n->in[i].node->id][n->in[i].index];
+        if (u->dtype != WF_F32 || u->rank != 4 || u->dims[1] <= 0 || u->dims[1] % cb) return -1;
+    }
+    return n->n_in;
+}
+
 /* Whether h's output could be blocked, from itself alone. */
 static bool could_block(const lay *L, int h)
 {
@@ -103,6 +133,7 @@ static bool could_block(const lay *L, int h)
         t->dims[2] <= 0 || t->dims[3] <= 0)
         return false;
     if (!strcmp(n->op->name, "Conv2D")) return reads_blocked(L, h);
+    if (blocked_inputs(L, h) >= 0) return true;
     if (L->fu[h].cl) {
         /* a generated kernel (lower/jit.c) reads its inputs by position only when they broadcast */
         int full = 0;
@@ -141,7 +172,14 @@ static bool still_blocked(const lay *L, int h)
 {
     const wf__plan_builder *b = L->b;
     const wf_node *n = b->g->nodes[h];
-    if (strcmp(n->op->name, "Conv2D")) {
+    int nb = blocked_inputs(L, h);
+    if (nb >= 0) {
+        /* those inputs blocked, whatever their shape */
+        for (int i = 0; i < nb; i++) {
+            int v = input_value(L, n, i);
+            if (v < 0 || !L->blk[v]) return false;
+        }
+    } else if (strcmp(n->op->name, "Conv2D")) {
         const wf_output *in;
         int n_in = wf__plan_inputs(L->fu, n, &in);
         for (int i = 0; i < n_in; i++) {

@@ -11,7 +11,7 @@
  * names (feeds, fetches, variables) is found in the final graph.
  *
  * Level 1 (wf_session_options.opt_level >= 1), in this order:
- *   identity  removes Identity, inference-mode Dropout (no mask read, training_mode absent or a false
+ *   identity  removes Identity, Pad by constant zero pads, inference-mode Dropout (no mask read, training_mode absent or a false
  *             constant) and Casts to the input's own dtype
  *   simplify  x+0, x-0, x*1, x/1 -> x; Neg(Neg(x)) -> x; Transpose chains composed (or removed when
  *             the identity); Reshape/Flatten/Squeeze/Unsqueeze chains collapsed into one Reshape, or

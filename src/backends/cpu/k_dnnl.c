@@ -654,8 +654,8 @@ const wf__kernel_def wf__cpu_kernels_nn[] = {
     {"BiasAdd", "CPU", WF__DT_NUMERIC, 0, k_bias_add, NULL, WF__K_INPLACE},
     {"Conv2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_conv, wf__dn_free_state, WF__K_EPILOGUE | WF__K_BLOCKED},
     {"ConvTranspose2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_convt, NULL, 0},
-    {"MaxPool2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_pool, wf__dn_free_state, 0},
-    {"AvgPool2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_pool, wf__dn_free_state, 0},
+    {"MaxPool2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_pool, wf__dn_free_state, WF__K_BLOCKED},
+    {"AvgPool2D", "CPU", WF__DT_FLOATS, 0, wf__dn_k_pool, wf__dn_free_state, WF__K_BLOCKED},
     {"GlobalAvgPool", "CPU", WF__DT_FLOATS, 0, wf__dn_k_global_avg_pool, wf__dn_free_state, WF__K_BLOCKED},
     {0},
 };

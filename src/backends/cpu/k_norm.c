@@ -3,6 +3,7 @@
  * (training), LayerNormalization and inference Dropout; listed in k_reduce.c's table. f16/bf16 tensors are widened to f32 once, computed
  * in place and narrowed back, so each loop exists for f32 and f64 only.
  */
+#include "backends/cpu/k_dnnl.h"
 #include "device/kernel.h"
 #include "ops/kutil_reduce.h"
 
@@ -251,6 +252,8 @@ typedef struct bplan {
     const double *a, *b; /* y = x * a[c] + b[c] */
     const float *af, *bf;
     int64_t C, S;
+    int64_t blocks;   /* blocked layouts: rows of C = one block's channels, block (row / pixels) % blocks */
+    int64_t pixels;
 } bplan;
 
 WF__VEC static void affine_f32(const float *x, float *y, int64_t n, float a, float b)
@@ -267,13 +270,14 @@ static void bn_range(void *arg, int64_t b, int64_t e)
 {
     const bplan *B = arg;
     for (int64_t u = b; u < e; u++) {
-        if (B->S == 1) { /* rank 2: one row of C channels */
+        if (B->S == 1) { /* rank 2: one row of C channels (or a blocked layout's row of a block's channels) */
+            int64_t c0 = B->blocks > 1 ? (u / B->pixels) % B->blocks * B->C : 0;
             if (B->f64) {
                 const double *x = (const double *)B->x + u * B->C;
                 double *y = (double *)B->y + u * B->C;
                 for (int64_t c = 0; c < B->C; c++) y[c] = x[c] * B->a[c] + B->b[c];
             } else {
-                affine_vec_f32((const float *)B->x + u * B->C, (float *)B->y + u * B->C, B->C, B->af, B->bf);
+                affine_vec_f32((const float *)B->x + u * B->C, (float *)B->y + u * B->C, B->C, B->af + c0, B->bf + c0);
             }
             continue;
         }
@@ -331,7 +335,22 @@ wf_status *wf__k_batchnorm(wf__kctx *k)
     bplan B = {.f64 = is_f64(x->dtype), .x = xd, .y = owned ? owned : y->data, .a = a, .b = bb,
                .af = af, .bf = bf, .C = C, .S = x->size / (x->dims[0] * C)};
     int64_t units = B.S == 1 ? x->dims[0] : x->dims[0] * C;
-    int64_t per = B.S == 1 ? C : B.S;
+    if ((k->in_blocked & 1) && x->dtype == WF_F32 && x->rank == 4) {
+        /* level 3's blocked layout (lower/layout.c), the result in it too: nhwc is rows of C channels at
+         * every pixel, as rank 2 is; nChw8c / nChw16c rows of one block's channels */
+        int64_t v = wf__dn_blocked_tag() == dnnl_acdb ? C : wf__dn_channel_block();
+        if (v <= 0 || C % v || !(k->out_blocked & 1)) {
+            wf__free(par);
+            return wf__kctx_fail(k, WF_INTERNAL, "a blocked X %s needs a blocked result in whole channel blocks",
+                                 wf__shape_str(x->rank, x->dims, b0));
+        }
+        B.C = v;
+        B.S = 1;
+        B.blocks = C / v;
+        B.pixels = x->dims[2] * x->dims[3];
+        units = x->size / v;
+    }
+    int64_t per = B.S == 1 ? B.C : B.S;
     wf__parallel_for(k, units, per >= GRAIN ? 1 : GRAIN / per, bn_range, &B);
     if (owned) {
         wf__convert(owned, WF_F32, y->data, y->dtype, y->size);

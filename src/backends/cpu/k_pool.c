@@ -422,6 +422,55 @@ static bool pool_map(const wf_tensor *x, const wf__nn_window *wn, bool is_max, b
     return true;
 }
 
+/* f32 pooling on the CPU's channel-blocked layout (level 3, lower/layout.c keeps a value blocked through a
+ * pool between convolutions): the source seen as P planes of H x W vectors of V floats, where nhwc is
+ * one plane per image with V = C and nChw8c / nChw16c is one plane per block of 8 or 16 channels. Each
+ * output vector combines the window's valid taps vector by vector, so the loop over V vectorises (C
+ * contiguous floats in nhwc). The result is in the same layout. Windows, divisors (count_include_pad
+ * counts the padding but not the ceil_mode overhang), NaN (the max propagates it) and empty windows (max
+ * -inf, average NaN) are pool_f32's. */
+typedef struct bpool_arg {
+    const wf__nn_window *wn;
+    int64_t h, w, v, oh, ow;
+    const float *x;
+    float *y;
+    bool is_max, include_pad;
+} bpool_arg;
+
+WF__VEC static void bpool_range(void *arg, int64_t r0, int64_t r1)
+{
+    const bpool_arg *r = arg;
+    const wf__nn_window *wn = r->wn;
+    const int64_t V = r->v, H = r->h, W = r->w;
+    for (int64_t row = r0; row < r1; row++) {
+        int64_t p = row / r->oh, yh = row % r->oh, a0, a1, b0, b1;
+        int64_t pad_h = sep_taps(yh, H, wn->k[0], wn->s[0], wn->d[0], wn->pb[0], wn->pe[0], &a0, &a1);
+        const float *x = r->x + p * H * W * V;
+        float *y = r->y + (p * r->oh + yh) * r->ow * V;
+        for (int64_t yw = 0; yw < r->ow; yw++, y += V) {
+            int64_t pad_w = sep_taps(yw, W, wn->k[1], wn->s[1], wn->d[1], wn->pb[1], wn->pe[1], &b0, &b1);
+            float init = r->is_max ? -INFINITY : 0.0f;
+            _Pragma("omp simd") for (int64_t c = 0; c < V; c++) y[c] = init;
+            for (int64_t a = a0; a < a1; a++) {
+                int64_t ih = yh * wn->s[0] - wn->pb[0] + a * wn->d[0];
+                for (int64_t b = b0; b < b1; b++) {
+                    const float *t = x + (ih * W + yw * wn->s[1] - wn->pb[1] + b * wn->d[1]) * V;
+                    if (r->is_max) {
+                        _Pragma("omp simd") for (int64_t c = 0; c < V; c++) y[c] = sep_max(y[c], t[c]);
+                    } else {
+                        _Pragma("omp simd") for (int64_t c = 0; c < V; c++) y[c] += t[c];
+                    }
+                }
+            }
+            if (!r->is_max) {
+                int64_t div = r->include_pad ? pad_h * pad_w : (a1 - a0) * (b1 - b0);
+                float inv = div ? 1.0f / (float)div : NAN;
+                _Pragma("omp simd") for (int64_t c = 0; c < V; c++) y[c] = div ? y[c] * inv : NAN;
+            }
+        }
+    }
+}
+
 wf_status *wf__dn_k_pool(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
@@ -439,6 +488,19 @@ wf_status *wf__dn_k_pool(wf__kctx *k)
     if (!r.is_max) r.include_pad = wf__attr_i(k->op, k->attrs, "count_include_pad") != 0;
     int64_t planes = od[0] * od[1], per = od[2] * od[3] * wn.k[0] * wn.k[1];
     int64_t grain = 32768 / (per + 1) + 1;
+    if (x->dtype == WF_F32 && (k->in_blocked & 1)) {
+        /* lowering blocks a pool's source only with its result (lower/layout.c) */
+        if (!(k->out_blocked & 1))
+            return wf__kctx_fail(k, WF_INTERNAL, "a blocked source needs a blocked result");
+        int64_t v = wf__dn_blocked_tag() == dnnl_acdb ? x->dims[1] : wf__dn_channel_block();
+        if (v <= 0 || x->dims[1] % v)
+            return wf__kctx_fail(k, WF_INTERNAL, "X %s has no whole channel blocks of %lld",
+                                 wf__shape_str(x->rank, x->dims, sx), (long long)v);
+        bpool_arg br = {&wn, x->dims[2], x->dims[3], v, od[2], od[3], x->data, y->data, r.is_max, r.include_pad};
+        int64_t rows = x->dims[0] * (x->dims[1] / v) * od[2];
+        wf__parallel_for(k, rows, 32768 / (od[3] * v * wn.k[0] * wn.k[1] + 1) + 1, bpool_range, &br);
+        return NULL;
+    }
     if (x->dtype == WF_F32) {
         wf__parallel_for(k, planes, grain, pool_sep_f32, &r);
         return NULL;

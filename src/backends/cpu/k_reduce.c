@@ -815,7 +815,7 @@ const wf__kernel_def wf__cpu_kernels_reduce[] = {
     {"ArgMin", "CPU", WF__DT_NUMERIC, 0, k_argmin},
     {"Softmax", "CPU", WF__DT_FLOATS, 0, wf__k_softmax},
     {"LogSoftmax", "CPU", WF__DT_FLOATS, 0, wf__k_log_softmax},
-    {"BatchNormalization", "CPU", WF__DT_FLOATS, 0, wf__k_batchnorm},
+    {"BatchNormalization", "CPU", WF__DT_FLOATS, 0, wf__k_batchnorm, NULL, WF__K_BLOCKED},
     {"FusedBatchNorm", "CPU", WF__DT_FLOATS, 0, wf__k_fused_batchnorm},
     {"FusedBatchNormGrad", "CPU", WF__DT_FLOATS, 0, wf__k_fused_batchnorm_grad},
     {"LayerNormalization", "CPU", WF__DT_FLOATS, 0, wf__k_layernorm},

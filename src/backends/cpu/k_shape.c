@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "backends/cpu/k_dnnl.h"
 #include "backends/cpu/k_shape.h"
 #include "ops/kutil_shape.h"
 
@@ -502,6 +503,20 @@ static wf_status *k_concat(wf__kctx *k)
         wf__free(rows);
         return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for %d inputs", k->n_in);
     }
+    /* Level 3 (lower/layout.c) may keep a 4-D f32 channel Concat in the CPU's blocked layout, every input
+     * and the result alike. nChw8c / nChw16c with whole blocks per input lay the channels out as plain
+     * NCHW does, block by block, so the plain rows are right; nhwc interleaves the inputs' channel vectors
+     * at every pixel: rows of C_i floats under N x H x W. */
+    if (k->in_blocked) {
+        uint32_t all = k->n_in >= 32 ? 0xffffffffu : (1u << k->n_in) - 1;
+        if (r != 4 || ax != 1 || x0->dtype != WF_F32 || (k->in_blocked & all) != all || !(k->out_blocked & 1)) {
+            wf__free(parts);
+            wf__free(rows);
+            return wf__kctx_fail(k, WF_INTERNAL, "a blocked Concat needs every input and the result blocked, "
+                                 "4-D f32 along axis 1");
+        }
+        if (wf__dn_blocked_tag() == dnnl_acdb) outer = d[0] * d[2] * d[3], inner = 1;
+    }
     for (int i = 0; i < k->n_in; i++) {
         parts[i] = k->in[i]->data;
         rows[i] = (size_t)(k->in[i]->dims[ax] * inner) * eb;
@@ -682,7 +697,7 @@ const wf__kernel_def wf__cpu_kernels_shape[] = {
     {"Squeeze", "CPU", WF__DT_ALL, 0, k_squeeze, NULL, 0},
     {"Unsqueeze", "CPU", WF__DT_ALL, 0, k_unsqueeze, NULL, 0},
     {"Transpose", "CPU", WF__DT_ALL, 0, k_transpose, NULL, 0},
-    {"Concat", "CPU", WF__DT_ALL, 0, k_concat, NULL, 0},
+    {"Concat", "CPU", WF__DT_ALL, 0, k_concat, NULL, WF__K_BLOCKED},
     {"Split", "CPU", WF__DT_ALL, 0, k_split, NULL, 0},
     {"Slice", "CPU", WF__DT_ALL, 0, k_slice, NULL, 0},
     {"Tile", "CPU", WF__DT_ALL, 0, k_tile, NULL, 0},
