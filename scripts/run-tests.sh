@@ -110,6 +110,13 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         timeout 900 $PY tests/models/export_models.py build/models >build/export_models.log 2>&1 ||
             { tail -n 5 build/export_models.log; result "release:export_models" 1; }
         suite release build
+        # level 3's blocked kernels in each CPU layout, whatever oneDNN picks on this machine (nhwc on
+        # AVX-512, nChw8c on AVX2): test_passes with the layout forced
+        for lay in nhwc 8 16; do
+            WEFT_CPU_LAYOUT=$lay timeout 600 build/tests/test_passes >build/test_passes_layout_$lay.log 2>&1
+            rc=$?; tail -n 1 build/test_passes_layout_$lay.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_passes_layout_$lay.log | head -20
+            result "release:test_passes:layout-$lay" $rc build/test_passes_layout_$lay.log
+        done
         # test_ops runs its cases without graph optimisation (a fold would skip the kernel): once more
         # with the default passes, which must give the same outputs
         timeout 900 build/tests/test_ops --opt-level 2 build/opcases >build/test_ops_opt2.log 2>&1

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <oneapi/dnnl/dnnl_debug.h>
 
@@ -514,6 +515,16 @@ static void layout_probe(void)
 {
     pthread_once(&g_engine_once, engine_init);
     if (g_engine_status != dnnl_success) return;
+    /* WEFT_CPU_LAYOUT=nhwc|8|16 (tests): that layout instead of oneDNN's choice, so that every blocked
+     * kernel path runs on any machine (scripts/run-tests.sh runs test_passes under each); oneDNN's
+     * convolutions take any of them, more slowly where they are not its choice */
+    const char *force = getenv("WEFT_CPU_LAYOUT");
+    if (force && *force) {
+        if (!strcmp(force, "nhwc")) g_layout_tag = dnnl_acdb, g_layout_block = 1;
+        else if (!strcmp(force, "8")) g_layout_tag = dnnl_aBcd8b, g_layout_block = 8;
+        else if (!strcmp(force, "16")) g_layout_tag = dnnl_aBcd16b, g_layout_block = 16;
+        return;
+    }
     dnnl_dims_t sd = {1, 64, 56, 56}, wd = {64, 64, 3, 3}, st = {1, 1}, pad = {1, 1};
     dnnl_memory_desc_t src, wei, dst;
     dnnl_convolution_desc_t cd;
