@@ -112,6 +112,7 @@ static int blocked_inputs(const lay *L, int h)
     int64_t axis = wf__attr_i(n->op, n->attrs, "axis");
     if (axis != 1 && axis != -3) return -1;
     int cb = b->ctx->devices[b->dev_of[h]].info.channel_block;
+    if (cb <= 0) return -1; /* a device without blocked layouts (could_block says so first) */
     for (int i = 0; i < n->n_in; i++) {
         if (!n->in[i].node) return -1;
         const wf__tinfo *u = &b->info[n->in[i].node->id][n->in[i].index];
