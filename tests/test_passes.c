@@ -1760,6 +1760,7 @@ static void test_jit_chain_opencl(void)
     jit_chain("OPENCL:0", 2, 3, 4, 5);
     jit_chain("OPENCL:0", 1, 3, 67, 301);
     jit_chain("OPENCL:0", 0, 3, 4, 5);
+    jit_ops("OPENCL:0");
 }
 
 /* The device's description (NULL if it has none of that type). */
@@ -1870,15 +1871,6 @@ static void jit_ops(const char *dev)
         wf_tensor_free(yt);
         wf_graph_free(g);
     }
-}
-
-static void test_jit_ops_opencl(void)
-{
-    if (!have_device("OPENCL")) {
-        CHECK_SKIP("test_jit_ops_opencl", "no OPENCL device in this context (the OpenCL plugin or an ICD is missing)");
-        return;
-    }
-    jit_ops("OPENCL:0");
 }
 
 /* The generated kernels on CUDA (cuda_fused.c: CUDA C++ compiled by NVRTC): the chains and every op.
@@ -2174,7 +2166,6 @@ int main(void)
     RUN_TEST(test_layout_pool_concat);
     RUN_TEST(test_jit_chain);
     RUN_TEST(test_jit_chain_opencl);
-    RUN_TEST(test_jit_ops_opencl);
     RUN_TEST(test_jit_chain_cuda);
     RUN_TEST(test_jit_cuda_no_nvrtc);
     RUN_TEST(test_jit_rules);

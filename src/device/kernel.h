@@ -6,6 +6,8 @@
 #ifndef WF_DEVICE_KERNEL_H
 #define WF_DEVICE_KERNEL_H
 
+#include <stdio.h>
+
 #include "ops/op.h"
 
 typedef struct wf__kctx wf__kctx;
@@ -85,6 +87,36 @@ struct wf__kctx {
     uint32_t in_blocked, out_blocked;
     const wf__ew_program *ewprog; /* FusedElementwise's program (lower/jit.c); NULL for other nodes */
 };
+
+/* A device plugin's FusedElementwise node against its program (the inputs' dtypes and sizes, the planned
+ * output's size): WF_OK with the output's element count in *n, or the code of the failure with its
+ * message in msg, for the plugin's kctx_fail (which names the node). */
+static inline wf_code wf__ew_check(const wf__kctx *k, int64_t *n, char *msg, size_t mn)
+{
+    const wf__ew_program *pg = k->ewprog;
+    if (!pg || pg->n_in != k->n_in || pg->n_insn < 1 || pg->n_in > 2 * WF__EW_MAX_REGS) {
+        snprintf(msg, mn, "FusedElementwise has no program for its %d inputs", k->n_in);
+        return WF_INTERNAL;
+    }
+    const wf__tinfo *oi = &k->out_info[0];
+    *n = 1;
+    for (int d = 0; d < oi->rank; d++) *n *= oi->dims[d];
+    if (oi->rank < 0 || *n != pg->n) {
+        snprintf(msg, mn, "generated kernel: planned for %lld elements, output has %lld", (long long)pg->n,
+                 (long long)*n);
+        return WF_INTERNAL;
+    }
+    for (int i = 0; i < pg->n_in; i++) {
+        const wf_tensor *t = k->in[i];
+        int64_t want = wf__ew_kind(pg, i) == WF__EW_FULL ? pg->n : pg->in[i].period;
+        if (!t || t->dtype != WF_F32 || t->size != want) {
+            snprintf(msg, mn, "generated kernel: input %d does not have the %lld f32 elements it was built for", i,
+                     (long long)want);
+            return WF_INVALID_ARGUMENT;
+        }
+    }
+    return WF_OK;
+}
 
 enum {
     WF__ACT_NONE = 0,

@@ -387,22 +387,11 @@ static const char *source(const wf__ew_program *pg, wf__ku_sbuf *b)
 static wf_status *k_FusedElementwise(wf__kctx *k)
 {
     const wf__ew_program *pg = k->ewprog;
-    if (!pg || pg->n_in != k->n_in || pg->n_insn < 1 || pg->n_in > 2 * WF__EW_MAX_REGS)
-        return cu_host->kctx_fail(k, WF_INTERNAL, "FusedElementwise has no program for its %d inputs", k->n_in);
     const wf__tinfo *oi = &k->out_info[0];
-    int64_t n = 1;
-    for (int d = 0; d < oi->rank; d++) n *= oi->dims[d];
-    if (oi->rank < 0 || n != pg->n)
-        return cu_host->kctx_fail(k, WF_INTERNAL, "generated kernel: planned for %lld elements, output has %lld",
-                                  (long long)pg->n, (long long)n);
-    for (int i = 0; i < pg->n_in; i++) {
-        const wf_tensor *t = k->in[i];
-        int64_t want = wf__ew_kind(pg, i) == WF__EW_FULL ? pg->n : pg->in[i].period;
-        if (!t || t->dtype != WF_F32 || t->size != want)
-            return cu_host->kctx_fail(k, WF_INVALID_ARGUMENT,
-                                      "generated kernel: input %d does not have the %lld f32 elements it was built for",
-                                      i, (long long)want);
-    }
+    int64_t n;
+    char msg[200];
+    wf_code bad = wf__ew_check(k, &n, msg, sizeof msg);
+    if (bad) return cu_host->kctx_fail(k, bad, "%s", msg);
     wf_status *s = cu_enter(k);
     if (s) return s;
     wf_tensor *y;
