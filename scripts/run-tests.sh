@@ -125,6 +125,20 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         timeout 900 build/tests/test_ops --opt-level 3 build/opcases >build/test_ops_opt3.log 2>&1
         rc=$?; tail -n 1 build/test_ops_opt3.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_opt3.log | head -20
         result "release:test_ops:opt-level-3" $rc build/test_ops_opt3.log
+        # the recurrent cases through each LSTM path the CPU has (k_rnn_lstm.c picks AVX-512 where it
+        # exists, so the AVX2 kernel and oneDNN's primitive would otherwise go untested there), and
+        # test_dnnl's threaded LSTM runs on the AVX2 kernel
+        for path in avx2 dnnl; do
+            if [ $path = avx2 ] && ! grep -qw avx2 /proc/cpuinfo; then skip "release:lstm-$path" "this CPU has no AVX2"; continue; fi
+            WEFT_CPU_LSTM=$path timeout 600 build/tests/test_ops build/opcases LSTM >build/test_ops_lstm_$path.log 2>&1
+            rc=$?; tail -n 1 build/test_ops_lstm_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_lstm_$path.log | head -20
+            result "release:test_ops:lstm-$path" $rc build/test_ops_lstm_$path.log
+        done
+        if grep -qw avx2 /proc/cpuinfo; then
+            WEFT_CPU_LSTM=avx2 timeout 600 build/tests/test_dnnl >build/test_dnnl_lstm_avx2.log 2>&1
+            rc=$?; tail -n 1 build/test_dnnl_lstm_avx2.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_dnnl_lstm_avx2.log | head -20
+            result "release:test_dnnl:lstm-avx2" $rc build/test_dnnl_lstm_avx2.log
+        fi
         note "include layout (scripts/check-layout.sh): no include points backwards along the pipeline"
         { sh scripts/check-layout.sh --self-test && sh scripts/check-layout.sh; } >build/check-layout.log 2>&1
         rc=$?; tail -n 1 build/check-layout.log; [ $rc -ne 0 ] && head -30 build/check-layout.log

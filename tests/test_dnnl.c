@@ -636,8 +636,8 @@ static int lstm_mismatches(const wf_tensor *y, const wf_tensor *x, const wf_tens
     return bad;
 }
 
-/* An LSTM node (oneDNN's RNN primitive) builds its primitive and packs its stamped weights on the first
- * run only; later runs build nothing, pack nothing and make no run context or memory object. A new
+/* An LSTM node (oneDNN's RNN primitive, or weft's own kernel for this small shape: k_rnn_lstm.c keeps its
+ * packed weights in the same cache) builds its primitive and packs its stamped weights on the first run only; later runs build nothing, pack nothing and make no run context or memory object. A new
  * version of W is packed exactly once and the output follows it; unstamped weights are packed every run. */
 static void test_lstm_state_once(void)
 {
@@ -686,6 +686,45 @@ static void test_lstm_state_once(void)
     wf_tensor_free(y2);
     kc_done(&c);
     for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+}
+
+/* weft's own LSTM (k_rnn_lstm.c) on two intra-op threads, both ways it splits the work: a batch of 9 rows
+ * (4 + 5 rows a thread, no barrier) and a batch of 2 (the hidden units' chunks a thread, a barrier every
+ * step), hidden 37 (chunks of 16 or 8 with a tail), each output against the f64 equations. A busy machine
+ * may keep the region on one thread (intra.c): each shape runs until a run used two (at most 50 runs). */
+static void test_lstm_own_threads(void)
+{
+    unsigned seed = 41;
+    for (int shape = 0; shape < 2; shape++) {
+        int64_t N = shape ? 2 : 9, H = 37, I = 20;
+        int64_t dx[3] = {7, N, I}, dw[3] = {1, 4 * H, I}, dr[3] = {1, 4 * H, H}, db[2] = {1, 8 * H};
+        wf_tensor *in[4] = {randn(WF_F32, 3, dx, &seed), randn(WF_F32, 3, dw, &seed), randn(WF_F32, 3, dr, &seed),
+                            randn(WF_F32, 2, db, &seed)};
+        for (int i = 1; i < 4; i++) in[i]->version = wf__tensor_new_version();
+        wf__intra intra = {.threads = 2};
+        atomic_flag_clear(&intra.busy);
+        kc c;
+        kc_init(&c, "LSTM", WF_F32, in, 4);
+        c.k.intra = &intra;
+        c.k.est = 1e-3;
+        wf__dn_stats a, b;
+        wf__dn_stats_get(&a);
+        int runs = 0;
+        do {
+            wf_tensor *y = kc_run(&c);
+            CHECK_INT(lstm_mismatches(y, in[0], in[1], in[2], in[3]), 0);
+            wf_tensor_free(y);
+            wf__dn_stats_get(&b);
+        } while (++runs < 50 && b.lstm_own > a.lstm_own && b.lstm_rows + b.lstm_chunks == a.lstm_rows + a.lstm_chunks);
+        if (b.lstm_own == a.lstm_own)
+            CHECK_SKIP("test_lstm_own_threads", "weft's LSTM kernel is off here (WEFT_CPU_LSTM=dnnl or no AVX2/FMA)");
+        else if (b.lstm_rows + b.lstm_chunks == a.lstm_rows + a.lstm_chunks)
+            CHECK_SKIP("test_lstm_own_threads", "the intra-op gate kept every run on one thread (busy cores)");
+        else
+            CHECK_INT(shape ? b.lstm_chunks - a.lstm_chunks : b.lstm_rows - a.lstm_rows, 1);
+        kc_done(&c);
+        for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+    }
 }
 
 /* A conv-pool-conv-matmul model run 10 times in one session: oneDNN primitives, run contexts (memory
@@ -907,5 +946,6 @@ int main(void)
     RUN_TEST(test_conv_weight_versions);
     RUN_TEST(test_state_once_and_variable);
     RUN_TEST(test_lstm_state_once);
+    RUN_TEST(test_lstm_own_threads);
     return check_summary();
 }

@@ -41,6 +41,8 @@ typedef struct wf__grad_ctx {
 
 /* "node 'NAME' (OP): message" with the given code. */
 wf_status *wf__infer_fail(const wf__infer_ctx *ctx, wf_code code, const char *fmt, ...) WF__PRINTF(3, 4);
+/* Bytes a node reads and writes: its given inputs and its outputs (cost functions; ops_nn.c). */
+double wf__cost_io_bytes(const wf__infer_ctx *ctx);
 
 /* An overflowing size: INVALID_ARGUMENT "node 'NAME' (OP): message: inputs f32[4,3], i64[2] = [1,2^62]". */
 wf_status *wf__infer_overflow(const wf__infer_ctx *ctx, const char *fmt, ...) WF__PRINTF(2, 3);

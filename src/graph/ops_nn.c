@@ -22,7 +22,7 @@ static double tinfo_bytes(const wf__tinfo *t)
     return n > 0 ? (double)n * (double)wf_dtype_size(t->dtype) : 0;
 }
 
-static double io_bytes(const wf__infer_ctx *ctx)
+double wf__cost_io_bytes(const wf__infer_ctx *ctx)
 {
     double b = 0;
     for (int i = 0; i < ctx->n_in; i++)
@@ -87,7 +87,7 @@ static void cost_matmul(const wf__infer_ctx *ctx, double *flops, double *bytes)
     int64_t n_out = wf__numel(o->rank, o->dims);
     /* 2*M*N*K per batch = 2*K per output element */
     *flops = n_out > 0 && k > 0 ? 2.0 * (double)n_out * (double)k : 0;
-    *bytes = io_bytes(ctx);
+    *bytes = wf__cost_io_bytes(ctx);
 }
 
 /* ---- Gemm -------------------------------------------------------------------------------------- */
@@ -139,7 +139,7 @@ static void cost_gemm(const wf__infer_ctx *ctx, double *flops, double *bytes)
     int64_t k = a->rank == 2 ? a->dims[WF__IC_I(ctx, "transA") ? 0 : 1] : 0;
     int64_t n_out = wf__numel(o->rank, o->dims);
     *flops = n_out > 0 && k > 0 ? 2.0 * (double)n_out * (double)k + 3.0 * (double)n_out : 0;
-    *bytes = io_bytes(ctx);
+    *bytes = wf__cost_io_bytes(ctx);
 }
 
 /* ---- BiasAdd ----------------------------------------------------------------------------------- */
@@ -254,7 +254,7 @@ static void cost_conv(const wf__infer_ctx *ctx, double *flops, double *bytes)
     /* 2 * N*OC*OH*OW * (IC/g)*KH*KW; W dim 1 is IC/g */
     int64_t n_out = wf__numel(o->rank, o->dims), per = w->rank == 4 ? w->dims[1] * w->dims[2] * w->dims[3] : -1;
     *flops = n_out > 0 && per > 0 ? 2.0 * (double)n_out * (double)per : 0;
-    *bytes = io_bytes(ctx);
+    *bytes = wf__cost_io_bytes(ctx);
 }
 
 static void cost_convt(const wf__infer_ctx *ctx, double *flops, double *bytes)
@@ -263,7 +263,7 @@ static void cost_convt(const wf__infer_ctx *ctx, double *flops, double *bytes)
     /* every input element meets (OC/g)*KH*KW weights */
     int64_t n_in = wf__numel(x->rank, x->dims), per = w->rank == 4 ? w->dims[1] * w->dims[2] * w->dims[3] : -1;
     *flops = n_in > 0 && per > 0 ? 2.0 * (double)n_in * (double)per : 0;
-    *bytes = io_bytes(ctx);
+    *bytes = wf__cost_io_bytes(ctx);
 }
 
 /* ---- pools ------------------------------------------------------------------------------------- */
@@ -301,7 +301,7 @@ static void cost_pool(const wf__infer_ctx *ctx, double *flops, double *bytes)
     int64_t n_out = wf__numel(o->rank, o->dims);
     double win = ks->n == 2 ? (double)(ks->ints[0] * ks->ints[1]) : 1;
     *flops = n_out > 0 ? (double)n_out * win : 0;
-    *bytes = io_bytes(ctx);
+    *bytes = wf__cost_io_bytes(ctx);
 }
 
 static wf_status *infer_global_avg_pool(wf__infer_ctx *ctx)
@@ -321,7 +321,7 @@ static void cost_global_avg_pool(const wf__infer_ctx *ctx, double *flops, double
 {
     int64_t n = wf__numel(ctx->in[0].rank, ctx->in[0].dims);
     *flops = n > 0 ? (double)n : 0;
-    *bytes = io_bytes(ctx);
+    *bytes = wf__cost_io_bytes(ctx);
 }
 
 #define WINDOW_ATTRS                                                                                   \

@@ -357,12 +357,28 @@ static wf_status *infer_bitcast(wf__infer_ctx *c)
     return NULL;
 }
 
+/* Per step, batch row and direction: (I + H) multiply-adds for each of the G gates' H units, and the
+ * cell's activations and updates (about 10 operations a unit). Without it the placer saw an LSTM as an
+ * elementwise op, and a 0.5 ms layer as a 30 us kernel: too small for the intra-op threads, and then
+ * far over its estimate (the slow-region detector in backends/cpu/intra.c). */
+static void cost_rnn(const wf__infer_ctx *c, double *flops, double *bytes)
+{
+    const wf__tinfo *x = &c->in[0], *w = &c->in[1], *r = &c->in[2];
+    *flops = 0;
+    if (x->rank == 3 && w->rank == 3 && r->rank == 3 && x->dims[0] >= 0 && x->dims[1] >= 0 && w->dims[0] >= 0 &&
+        w->dims[1] >= 0 && w->dims[2] >= 0 && r->dims[2] >= 0)
+        *flops = (double)x->dims[0] * (double)x->dims[1] * (double)w->dims[0] * (double)w->dims[1] *
+                 (2.0 * (double)(w->dims[2] + r->dims[2]) + 10.0);
+    *bytes = wf__cost_io_bytes(c);
+}
+
 const wf__op_def wf__ops_rnn_image[] = {
-    {.name = "RNN", .min_in = 3, .max_in = 6, .n_out = 2, .attrs = {RNN_COMMON_ATTRS}, .infer = infer_rnn},
+    {.name = "RNN", .min_in = 3, .max_in = 6, .n_out = 2, .attrs = {RNN_COMMON_ATTRS}, .infer = infer_rnn,
+     .cost = cost_rnn},
     {.name = "GRU", .min_in = 3, .max_in = 6, .n_out = 2,
-     .attrs = {RNN_COMMON_ATTRS, {"linear_before_reset", WF_ATTR_INT, .i = 0}}, .infer = infer_rnn},
+     .attrs = {RNN_COMMON_ATTRS, {"linear_before_reset", WF_ATTR_INT, .i = 0}}, .infer = infer_rnn, .cost = cost_rnn},
     {.name = "LSTM", .min_in = 3, .max_in = 8, .n_out = 3,
-     .attrs = {RNN_COMMON_ATTRS, {"input_forget", WF_ATTR_INT, .i = 0}}, .infer = infer_rnn},
+     .attrs = {RNN_COMMON_ATTRS, {"input_forget", WF_ATTR_INT, .i = 0}}, .infer = infer_rnn, .cost = cost_rnn},
     {.name = "GridSample", .min_in = 2, .max_in = 2, .n_out = 1,
      .attrs = {{"align_corners", WF_ATTR_INT, .i = 0}, {"mode", WF_ATTR_STRING, .s = "linear"},
                {"padding_mode", WF_ATTR_STRING, .s = "zeros"}},

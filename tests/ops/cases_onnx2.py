@@ -187,6 +187,37 @@ def rnn_full_length_cases(rng):
                         kw.update(c0=c0, P=P)
                     out.append(Case("%s_full_%s_l%d%s" % (op, direction, layout, "_lbr" if lbr else ""), op, ins,
                                     ref_rnn(op, X, W, R, **kw), attrs=attrs, rtol=TOL[0], atol=TOL[1]))
+    # shapes for weft's own LSTM kernel (k_rnn_lstm.c): hidden 37 is 3 chunks of 16 (or 5 of 8) with a
+    # tail, a batch of 9 leaves a partial register tile of rows (4 or 2 rows a tile); every direction and
+    # layout with states and peepholes; a batch of 2 and hidden 40; bench_lstm's layer (batch 8, input 64,
+    # hidden 128, 32 steps); NaN in one row and +-Inf in another, which must not leak into the other rows
+    I2, S2 = 20, 6
+    for direction in ("forward", "reverse", "bidirectional"):
+        nd = 2 if direction == "bidirectional" else 1
+        for layout in (0, 1):
+            Bn2, H2 = 9, 37
+            X = rnd(rng, (S2, Bn2, I2) if not layout else (Bn2, S2, I2))
+            W, R, B = rnd(rng, (nd, 4 * H2, I2)), rnd(rng, (nd, 4 * H2, H2)), rnd(rng, (nd, 8 * H2))
+            hshape = (nd, Bn2, H2) if not layout else (Bn2, nd, H2)
+            h0, c0, P = rnd(rng, hshape), rnd(rng, hshape), rnd(rng, (nd, 3 * H2))
+            out.append(Case("LSTM_own_%s_l%d" % (direction, layout), "LSTM", [X, W, R, B, None, h0, c0, P],
+                            ref_rnn("LSTM", X, W, R, B=B, h0=h0, c0=c0, P=P, direction=direction, layout=layout),
+                            attrs={"direction": direction, "layout": layout, "hidden_size": H2}, rtol=TOL[0],
+                            atol=TOL[1]))
+    X, W, R, B = rnd(rng, (S2, 2, I2)), rnd(rng, (1, 160, I2)), rnd(rng, (1, 160, 40)), rnd(rng, (1, 320))
+    out.append(Case("LSTM_own_batch2", "LSTM", [X, W, R, B], ref_rnn("LSTM", X, W, R, B=B), rtol=TOL[0], atol=TOL[1]))
+    X, W, R, B = rnd(rng, (32, 8, 64)), rnd(rng, (1, 512, 64), lo=-0.2, hi=0.2), rnd(rng, (1, 512, 128), lo=-0.2,
+                                                                                     hi=0.2), rnd(rng, (1, 1024))
+    out.append(Case("LSTM_own_bench_layer", "LSTM", [X, W, R, B], ref_rnn("LSTM", X, W, R, B=B), rtol=TOL[0],
+                    atol=TOL[1]))
+    X, W, R, B = rnd(rng, (S2, 9, I2)), rnd(rng, (1, 4 * 37, I2)), rnd(rng, (1, 4 * 37, 37)), rnd(rng, (1, 8 * 37))
+    X[2, 3, 5] = np.nan
+    X[1, 6, :] = np.inf
+    X[4, 6, :] = -np.inf
+    with np.errstate(all="ignore"):
+        ref = ref_rnn("LSTM", X, W, R, B=B)
+    assert np.isnan(ref[0][5, 0, 3]).all() and np.isfinite(ref[0][:, 0, [0, 1, 2, 4, 5, 7, 8]]).all()
+    out.append(Case("LSTM_own_nan_inf", "LSTM", [X, W, R, B], ref, rtol=TOL[0], atol=TOL[1]))
     # LSTM with initial_h but no initial_c, and with neither but peepholes (B omitted)
     X, W, R = rnd(rng, (S, Bn, I)), rnd(rng, (2, 4 * H, I)), rnd(rng, (2, 4 * H, H))
     h0, P = rnd(rng, (2, Bn, H)), rnd(rng, (2, 3 * H))

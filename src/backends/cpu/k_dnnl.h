@@ -131,6 +131,26 @@ dnnl_format_tag_t wf__dn_blocked_tag(void);
 /* The fused bias input chosen by the lowering pass, or NULL. */
 const wf_tensor *wf__dn_fused_bias(const wf__kctx *k);
 
+/* k_rnn.c's cache of packed recurrent weights, keyed by the content versions of t[0..3] (W, R, B, P; NULL
+ * for an absent one): pack(arg, their data, buf) fills `bytes` once per set of versions, or a run's own
+ * buffer while another run reads a stale cache. *cached: call wf__rnn_weights_done after use. */
+typedef wf_status *(*wf__rnn_pack_fn)(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *arg,
+                                      const float *const w[4], char *buf);
+wf_status *wf__rnn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const wf_tensor *const *t, size_t bytes,
+                           wf__rnn_pack_fn pack, const void *arg, char **out, bool *cached);
+void wf__rnn_weights_done(wf__dn_prim *p, bool cached);
+/* k_rnn_lstm.c: weft's own f32 LSTM, for what k_rnn.c's oneDNN path also takes (default activations, no
+ * clip, input_forget or shorter sequences, f32, no empty dimension) when wf__lstm_own_takes the shape. */
+typedef struct wf__lstm_dims {
+    int64_t seq, batch, in, hs, nd;
+    int layout;
+    bool reverse; /* the one direction runs backwards */
+} wf__lstm_dims;
+bool wf__lstm_own_takes(const wf__lstm_dims *d);
+wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d);
+/* its counts for wf__dn_stats: runs, and runs on several threads splitting the rows or the chunks */
+void wf__lstm_stats(int64_t *runs, int64_t *rows, int64_t *chunks);
+
 wf_status *wf__dn_k_matmul(wf__kctx *k);
 wf_status *wf__dn_k_gemm(wf__kctx *k);
 wf_status *wf__dn_k_conv(wf__kctx *k);

@@ -3,7 +3,8 @@
  * k_rnn.c, k_image_sample.c and k_signal_misc.c share and the group's kernel table. f32 recurrences
  * whose semantics oneDNN's RNN primitives match exactly run there (rnn_dnnl_ok says which), with the
  * primitive built once per node and shape and the weights packed once per content version; all others
- * run the f64 loop, per batch entry so that sequence_lens can stop each one at its own length.
+ * run the f64 loop, per batch entry so that sequence_lens can stop each one at its own length. Small f32
+ * LSTMs that oneDNN would take run weft's own kernel instead (k_rnn_lstm.c says why).
  */
 #include "backends/cpu/k_rnn_image.h"
 #include "backends/cpu/k_dnnl.h"
@@ -331,9 +332,10 @@ static void rnn_to_ldigo(const float *M, float *out, int64_t D, int64_t G, int64
 }
 
 /* Packs W, R, B, P (ONNX layouts) into buf (rnn_pack_offsets) through the run context r's reorder slots. */
-static wf_status *rnn_pack(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const rnn_dn *g, const float *W, const float *R,
-                           const float *B, const float *P, char *buf)
+static wf_status *rnn_pack(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *arg, const float *const w[4], char *buf)
 {
+    const rnn_dn *g = arg;
+    const float *W = w[0], *R = w[1], *B = w[2], *P = w[3];
     int64_t G = g->kind, H = g->hs, D = g->nd, I = g->in, Gb = g->lbr ? G + 1 : G;
     const int *perm = G == 4 ? g_perm_lstm : g_perm_id;
     size_t off[5];
@@ -385,9 +387,9 @@ static wf_status *rnn_pack(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const rnn
 /* The packed weights, as conv_weights (k_dnnl_conv.c) keeps them: when W, R and the given B and P all
  * carry a content version (wf_tensor.version), packed once per set of versions into the node's cache;
  * otherwise (or while another run reads a stale cache) packed into this run's context. *cached: the
- * caller must call rnn_weights_done. */
-static wf_status *rnn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const rnn_dn *g, const wf_tensor *const *t,
-                              char **out, bool *cached)
+ * caller must call wf__rnn_weights_done. k_rnn_lstm.c keeps its own packing in it too. */
+wf_status *wf__rnn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const wf_tensor *const *t, size_t bytes,
+                           wf__rnn_pack_fn pack, const void *arg, char **out, bool *cached)
 {
     *out = NULL;
     *cached = false;
@@ -397,9 +399,7 @@ static wf_status *rnn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const 
         v[i] = t[i] ? t[i]->version : 0;
         if (t[i] && !v[i]) stamped = false;
     }
-    const float *W = t[0]->data, *R = t[1]->data, *B = t[2] ? t[2]->data : NULL, *P = t[3] ? t[3]->data : NULL;
-    size_t off[5];
-    rnn_pack_offsets(p, off);
+    const float *w[4] = {t[0]->data, t[1]->data, t[2] ? t[2]->data : NULL, t[3] ? t[3]->data : NULL};
     wf_status *s = NULL;
     if (stamped) {
         pthread_mutex_lock(&p->lock);
@@ -412,13 +412,13 @@ static wf_status *rnn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const 
         }
         if (!p->wusers) {
             p->wver = 0;
-            if (!p->wcache) p->wcache = wf__aligned_alloc(off[4], WF__ALIGN);
+            if (!p->wcache) p->wcache = wf__aligned_alloc(bytes, WF__ALIGN);
             if (!p->wcache) {
                 pthread_mutex_unlock(&p->lock);
                 return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for packed RNN weights on CPU:0",
-                                     off[4]);
+                                     bytes);
             }
-            s = rnn_pack(k, p, r, g, W, R, B, P, p->wcache);
+            s = pack(k, p, r, arg, w, p->wcache);
             if (!s) {
                 p->wver = 1;
                 memcpy(p->wvers, v, sizeof v);
@@ -431,11 +431,11 @@ static wf_status *rnn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const 
         }
         pthread_mutex_unlock(&p->lock);
     }
-    WF__TRY(wf__dn_run_buf(k, r, WF__DN_BUF_WEI, off[4], (void **)out));
-    return rnn_pack(k, p, r, g, W, R, B, P, *out);
+    WF__TRY(wf__dn_run_buf(k, r, WF__DN_BUF_WEI, bytes, (void **)out));
+    return pack(k, p, r, arg, w, *out);
 }
 
-static void rnn_weights_done(wf__dn_prim *p, bool cached)
+void wf__rnn_weights_done(wf__dn_prim *p, bool cached)
 {
     if (!cached) return;
     pthread_mutex_lock(&p->lock);
@@ -477,7 +477,10 @@ static wf_status *rnn_dnnl(wf__kctx *k, const rnn *m)
     if (s) goto done;
     const wf_tensor *wt[4] = {k->in[1], k->in[2], wf__ko2_has(k, 3) ? k->in[3] : NULL,
                               g.peep ? k->in[7] : NULL};
-    if ((s = wf__dn_run_get(k, p, &r)) || (s = rnn_weights(k, p, r, &g, wt, &wbuf, &wcached))) goto done;
+    size_t off[5];
+    rnn_pack_offsets(p, off);
+    if ((s = wf__dn_run_get(k, p, &r)) || (s = wf__rnn_weights(k, p, r, wt, off[4], rnn_pack, &g, &wbuf, &wcached)))
+        goto done;
     /* run buffer: initial h and c, final h and c in ldnc where the outputs cannot take them directly, and
      * the tnc output of a bidirectional layout-0 run */
     int64_t dnh = D * N * H;
@@ -500,8 +503,6 @@ static wf_status *rnn_dnnl(wf__kctx *k, const rnn *m)
     }
     if (Yh && !m->layout) hout = Yh->data;
     if (Yc && !m->layout) cout = Yc->data;
-    size_t off[5];
-    rnn_pack_offsets(p, off);
     int ids[WF__DN_MAX_ARGS];
     const dnnl_memory_desc_t *mds[WF__DN_MAX_ARGS];
     void *ptrs[WF__DN_MAX_ARGS];
@@ -529,7 +530,7 @@ static wf_status *rnn_dnnl(wf__kctx *k, const rnn *m)
     if (Yh && m->layout) rnn_state_swap(hout, Yh->data, D, N, H, false);
     if (Yc && m->layout) rnn_state_swap(cout, Yc->data, D, N, H, false);
 done:
-    if (wbuf) rnn_weights_done(p, wcached);
+    if (wbuf) wf__rnn_weights_done(p, wcached);
     wf__dn_run_put(p, r);
     wf__dn_release(k, p);
     return s;
@@ -589,8 +590,10 @@ static wf_status *k_rnn(wf__kctx *k)
     WF__TRY(parse_acts(k, G == 1 ? 1 : G == 3 ? 2 : 3, (int)nd, G == 1 ? d_rnn : G == 3 ? d_gru : d_lstm, m.acts));
     m.reverse = reverse;
     if (X->dtype == WF_F32 && rnn_dnnl_ok(k, &m)) {
-        /* a shape or format this oneDNN build has no implementation for runs the loop below */
-        wf_status *ds = rnn_dnnl(k, &m);
+        /* small LSTMs: weft's own kernel (k_rnn_lstm.c); a shape or format this oneDNN build has no
+         * implementation for runs the loop below */
+        wf__lstm_dims ld = {m.seq, m.batch, m.in, m.hs, m.nd, m.layout, m.reverse};
+        wf_status *ds = G == 4 && wf__lstm_own_takes(&ld) ? wf__lstm_own(k, &ld) : rnn_dnnl(k, &m);
         if (!ds || wf_status_code(ds) != WF_UNIMPLEMENTED) return ds;
         wf_status_free(ds);
     }

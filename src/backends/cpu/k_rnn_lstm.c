@@ -1,0 +1,342 @@
+/*
+ * weft's own f32 LSTM on the CPU, for the shapes where a step is small (k_rnn.c sends an LSTM here when
+ * wf__lstm_own_takes says so; it computes what the oneDNN path computes, with the same conditions).
+ *
+ * Why not oneDNN's RNN primitive there: bench_lstm's classifier (batch 8, input 64, hidden 128, 32 steps)
+ * took 0.60 ms a layer in oneDNN 2.x's brgemm LSTM on 1 or 2 threads, ONNX Runtime 0.68 ms for both layers.
+ * A step is an [N x (I + H)] x [(I + H) x 4H] product of about a MFLOP, too little for the primitive's
+ * per-step set-up and work split. Here:
+ *  - W, R, the summed biases and the peepholes are packed once per content version (k_rnn.c's versioned
+ *    weight cache) into panels of V hidden units (V = one vector: 16 with AVX-512, 8 with AVX2) whose four
+ *    gates sit side by side, P[chunk][k][gate][V], zero-padded to whole chunks;
+ *  - a step computes bias + x_t W^T + h_{t-1} R^T for a tile of batch rows and one chunk in registers (no
+ *    separate input projection: each thread keeps its chunks' panels in its own cache for every step) and
+ *    applies the cell there, so the gates' pre-activations never go to memory;
+ *  - the threads split the chunks and meet at a spinning barrier after each step (an OpenMP barrier with
+ *    the passive wait policy weft sets costs tens of microseconds; a step takes a few).
+ * Padded hidden units have zero weights, bias and initial state, so their h stays exactly 0 and the padded
+ * columns of h never change a real unit. The kernel is chosen at run time from the CPU (cpuid);
+ * WEFT_CPU_LSTM=dnnl|avx2|avx512 forces a path (tests).
+ */
+#include "backends/cpu/k_dnnl.h"
+#include "backends/cpu/k_rnn_image.h"
+
+#include <omp.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Lets the cell's selects (tanh's two ranges) vectorise, as in k_elementwise_unary.c. */
+#pragma GCC optimize("no-trapping-math")
+
+#include "backends/cpu/k_vmath.h" /* after the pragma, or its functions would not inline */
+
+/* One direction's packed weights (pointers into the weight buffer). */
+typedef struct ls_dir {
+    int64_t in, hs;
+    const float *wp, *rp, *bias, *peep; /* [nc][I][4][V], [nc][H][4][V], [nc][4][V], [nc][3][V] (i, o, f) */
+} ls_dir;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define LS_V 16
+#define LS_ROWS 4
+#define LS_TARGET "avx512f,fma"
+#define LS_NAME(x) x##_avx512
+#define LS_MIN(a, b) ((vf)_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define LS_MAX(a, b) ((vf)_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define LS_RCP(a) ((LS_NAME(vf))_mm512_rcp14_ps((__m512)(a)))
+#include "backends/cpu/k_rnn_lstm_isa.h"
+#undef LS_V
+#undef LS_ROWS
+#undef LS_TARGET
+#undef LS_NAME
+#undef LS_MIN
+#undef LS_MAX
+#undef LS_RCP
+#define LS_V 8
+#define LS_ROWS 2
+#define LS_TARGET "avx2,fma"
+#define LS_NAME(x) x##_avx2
+#define LS_MIN(a, b) ((vf)_mm256_min_ps((__m256)(a), (__m256)(b)))
+#define LS_MAX(a, b) ((vf)_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define LS_RCP(a) ((LS_NAME(vf))_mm256_rcp_ps((__m256)(a)))
+#include "backends/cpu/k_rnn_lstm_isa.h"
+#undef LS_V
+#undef LS_ROWS
+#undef LS_TARGET
+#undef LS_NAME
+#undef LS_MIN
+#undef LS_MAX
+#undef LS_RCP
+#define LS_HAVE_ISA 1
+#endif
+
+/* The node's cache entry holds no primitive: only the packed weights and the run contexts. */
+static wf_status *ls_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
+{
+    (void)k, (void)arg, (void)eng, (void)p;
+    return NULL;
+}
+
+/* Lanes of the kernel this process runs: 16, 8, or 0 (none: oneDNN or the f64 loop). */
+static int ls_lanes(void)
+{
+    static atomic_int v = -1;
+    int x = atomic_load_explicit(&v, memory_order_relaxed);
+    if (x >= 0) return x;
+    x = 0;
+#ifdef LS_HAVE_ISA
+    __builtin_cpu_init();
+    bool a512 = __builtin_cpu_supports("avx512f"), a2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const char *e = getenv("WEFT_CPU_LSTM");
+    if (e && !strcmp(e, "dnnl")) x = 0;
+    else if (e && !strcmp(e, "avx2")) x = a2 ? 8 : 0;
+    else x = a512 ? 16 : a2 ? 8 : 0;
+#endif
+    atomic_store_explicit(&v, x, memory_order_relaxed);
+    return x;
+}
+
+/*
+ * Where this kernel beats oneDNN's (2 threads, Sapphire Rapids with AVX-512, 2-layer LSTMs of 32 steps,
+ * `weft run` medians against WEFT_CPU_LSTM=dnnl): batch 1, input 64, hidden 128: 0.28 against 0.42 ms; batch
+ * 8, 64, 128 (bench_lstm): 0.60-0.66 against 1.16 ms; batch 64, 64, 128: 4.5 against 5.0 ms. It loses once a
+ * direction's packed weights outgrow a core's L2, since every step streams them: batch 8, 256, 512 (6 MB):
+ * 13.9 against 10.7 ms; batch 32, 128, 256 (1.5 MB): 9.2 against 8.0 ms. And beyond a batch of 64 oneDNN's
+ * large input GEMM pays for its per-step cost.
+ */
+#define LS_MAX_BATCH 64
+#define LS_MAX_WEIGHT_BYTES (1 << 20)
+
+static int64_t ls_dir_floats(const wf__lstm_dims *d, int64_t V);
+
+bool wf__lstm_own_takes(const wf__lstm_dims *d)
+{
+    int64_t V = ls_lanes();
+    return V > 0 && d->batch <= LS_MAX_BATCH && ls_dir_floats(d, V) * (int64_t)sizeof(float) <= LS_MAX_WEIGHT_BYTES;
+}
+/* Packed floats of one direction: nc chunks of V lanes. */
+static int64_t ls_dir_floats(const wf__lstm_dims *d, int64_t V)
+{
+    int64_t nc = (d->hs + V - 1) / V;
+    return nc * V * (4 * d->in + 4 * d->hs + 4 + 3);
+}
+
+typedef struct ls_pack_arg {
+    const wf__lstm_dims *d;
+    int64_t V;
+} ls_pack_arg;
+
+/* ONNX W [D][4H][K] (gates i, o, f, c) to [nc][K][4][V] per direction, zero past H */
+static void ls_panels(const float *M, float *out, int64_t H, int64_t K, int64_t V)
+{
+    int64_t nc = (H + V - 1) / V;
+    for (int64_t c = 0; c < nc; c++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t g = 0; g < 4; g++) {
+                float *o = out + ((c * K + k) * 4 + g) * V;
+                for (int64_t j = 0; j < V; j++) {
+                    int64_t u = c * V + j;
+                    o[j] = u < H ? M[(g * H + u) * K + k] : 0.0f;
+                }
+            }
+}
+
+static wf_status *ls_pack(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *arg, const float *const w[4], char *buf)
+{
+    (void)k, (void)p, (void)r;
+    const ls_pack_arg *a = arg;
+    const wf__lstm_dims *d = a->d;
+    int64_t V = a->V, H = d->hs, I = d->in, nc = (H + V - 1) / V, per = ls_dir_floats(d, V);
+    const float *W = w[0], *R = w[1], *B = w[2], *P = w[3];
+    for (int64_t dir = 0; dir < d->nd; dir++) {
+        float *o = (float *)buf + dir * per;
+        ls_panels(W + dir * 4 * H * I, o, H, I, V);
+        ls_panels(R + dir * 4 * H * H, o + nc * V * 4 * I, H, H, V);
+        float *bias = o + nc * V * 4 * (I + H), *peep = bias + nc * 4 * V;
+        for (int64_t c = 0; c < nc; c++)
+            for (int64_t j = 0; j < V; j++) {
+                int64_t u = c * V + j;
+                for (int64_t g = 0; g < 4; g++) {
+                    const float *wb = B ? B + dir * 8 * H : NULL;
+                    bias[(c * 4 + g) * V + j] = u < H && wb ? wb[g * H + u] + wb[4 * H + g * H + u] : 0.0f;
+                }
+                for (int64_t g = 0; g < 3; g++)
+                    peep[(c * 3 + g) * V + j] = u < H && P ? P[dir * 3 * H + g * H + u] : 0.0f;
+            }
+    }
+    wf__dn_count_wpack();
+    return NULL;
+}
+
+static atomic_int_least64_t g_runs, g_rows, g_chunks;
+static atomic_int g_fork;
+
+void wf__lstm_stats(int64_t *runs, int64_t *rows, int64_t *chunks)
+{
+    *runs = atomic_load(&g_runs);
+    *rows = atomic_load(&g_rows);
+    *chunks = atomic_load(&g_chunks);
+}
+
+/* A barrier for the region's threads that spins briefly, then yields (a preempted partner). */
+typedef struct ls_bar {
+    atomic_int arrived, phase;
+} ls_bar;
+
+static void ls_wait(ls_bar *b, int T, int *phase)
+{
+    if (T <= 1) return;
+    int ph = *phase;
+    *phase = ph + 1;
+    if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) == T - 1) {
+        atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
+        atomic_store_explicit(&b->phase, ph + 1, memory_order_release);
+        return;
+    }
+    for (unsigned spin = 0; atomic_load_explicit(&b->phase, memory_order_acquire) == ph; spin++) {
+        if (spin < 512) __builtin_ia32_pause();
+        else sched_yield();
+    }
+}
+
+typedef struct ls_run {
+    const wf__lstm_dims *d;
+    int64_t V, Hp, nc;
+    bool by_rows;                     /* threads split the batch (no barrier), else the chunks */
+    const char *wbuf;
+    const float *X, *h0, *c0;
+    float *Y, *Yh, *Yc, *hbuf, *cbuf; /* hbuf [2][N][Hp], cbuf [N][Hp] */
+    const float **xr;                 /* [threads][N] row pointers */
+    ls_bar bar;
+    int team;                         /* the threads that ran it */
+    atomic_int joined;                /* threads done (the region's join, for ThreadSanitizer) */
+} ls_run;
+
+/* offsets of [t][b] in X, [t][d][b] in Y and [d][b] in the states, for the layout */
+static int64_t ls_x(const wf__lstm_dims *d, int64_t t, int64_t b) { return (d->layout ? b * d->seq + t : t * d->batch + b) * d->in; }
+static int64_t ls_y(const wf__lstm_dims *d, int64_t t, int64_t dir, int64_t b)
+{
+    return (d->layout ? (b * d->seq + t) * d->nd + dir : (t * d->nd + dir) * d->batch + b) * d->hs;
+}
+static int64_t ls_s(const wf__lstm_dims *d, int64_t dir, int64_t b) { return (d->layout ? b * d->nd + dir : dir * d->batch + b) * d->hs; }
+
+#ifdef LS_HAVE_ISA
+/* Thread tid of T: every direction and step, for its batch rows [b0, b1) and chunks [c0, c1). The rows of a
+ * batch are independent sequences, so a split of the rows needs no barrier; a split of the chunks (batches
+ * too small to share) meets at one after every step, since a step reads every unit of h_{t-1}. */
+static void ls_thread(ls_run *u, int tid, int T)
+{
+    (void)atomic_load_explicit(&g_fork, memory_order_acquire); /* first: see ls_region */
+    const wf__lstm_dims *d = u->d;
+    int64_t V = u->V, Hp = u->Hp, N = d->batch, H = d->hs, S = d->seq, I = d->in, nc = u->nc;
+    int64_t b0 = 0, b1 = N, c0 = 0, c1 = nc;
+    if (u->by_rows) b0 = N * tid / T, b1 = N * (tid + 1) / T;
+    else c0 = nc * tid / T, c1 = nc * (tid + 1) / T;
+    int64_t j0 = c0 * V, j1 = c1 * V < H ? c1 * V : H;
+    int B = u->by_rows ? 1 : T; /* threads that meet at the barrier */
+    const float **xr = u->xr + tid * N;
+    int phase = 0;
+    if (tid == 0) u->team = T;
+    for (int64_t dir = 0; dir < d->nd; dir++) {
+        const float *o = (const float *)u->wbuf + dir * ls_dir_floats(d, V);
+        ls_dir D = {I, H, o, o + nc * V * 4 * I, o + nc * V * 4 * (I + H), o + nc * V * 4 * (I + H) + nc * 4 * V};
+        bool rev = d->nd == 2 ? dir == 1 : d->reverse;
+        /* this thread's part of the initial state; the padding is zero */
+        for (int64_t b = b0; b < b1; b++) {
+            float *h = u->hbuf + b * Hp, *c = u->cbuf + b * Hp;
+            memset(h + j0, 0, sizeof(float) * (size_t)(c1 * V - j0));
+            memset(c + j0, 0, sizeof(float) * (size_t)(c1 * V - j0));
+            if (j1 > j0 && u->h0) memcpy(h + j0, u->h0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
+            if (j1 > j0 && u->c0) memcpy(c + j0, u->c0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
+        }
+        ls_wait(&u->bar, B, &phase);
+        for (int64_t s = 0; s < S; s++) {
+            int64_t t = rev ? S - 1 - s : s;
+            const float *hp = u->hbuf + (s & 1) * N * Hp;
+            float *hn = u->hbuf + ((s + 1) & 1) * N * Hp;
+            for (int64_t b = b0; b < b1; b++) xr[b] = u->X + ls_x(d, t, b);
+            if (c1 > c0 && b1 > b0) {
+                if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+                else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+                for (int64_t b = b0; b < b1; b++)
+                    memcpy(u->Y + ls_y(d, t, dir, b) + j0, hn + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
+            }
+            ls_wait(&u->bar, B, &phase);
+        }
+        const float *hl = u->hbuf + (S & 1) * N * Hp;
+        for (int64_t b = b0; b < b1 && j1 > j0; b++) {
+            if (u->Yh) memcpy(u->Yh + ls_s(d, dir, b) + j0, hl + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
+            if (u->Yc) memcpy(u->Yc + ls_s(d, dir, b) + j0, u->cbuf + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
+        }
+    }
+    atomic_fetch_add_explicit(&u->joined, 1, memory_order_release);
+}
+
+/* The parallel region. libgomp hands the region's data to its pooled threads in ways ThreadSanitizer does not
+ * see, so this function (and GCC's outlined body of the region, which inherits the attribute) is not
+ * instrumented, and ls_thread states the order the hand-over guarantees: an acquire of g_fork, which the
+ * caller released before, and a release of u->joined, which the caller acquires after. */
+__attribute__((no_sanitize_thread)) static void ls_region(ls_run *u, int threads)
+{
+#pragma omp parallel num_threads(threads)
+    ls_thread(u, omp_get_thread_num(), omp_get_num_threads());
+}
+#endif
+
+wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
+{
+#ifndef LS_HAVE_ISA
+    (void)d;
+    return wf__kctx_fail(k, WF_UNIMPLEMENTED, "no vector LSTM kernel for this CPU");
+#else
+    int64_t V = ls_lanes(), H = d->hs, N = d->batch, D = d->nd, nc = (H + V - 1) / V, Hp = nc * V;
+    int64_t key[8] = {'L', V, d->in, H, D, 0, 0, 0};
+    wf__dn_prim *p = NULL;
+    wf__dn_run *r = NULL;
+    char *wbuf = NULL;
+    bool wcached = false;
+    wf_tensor *Y = NULL, *Yh = NULL, *Yc = NULL;
+    int64_t sd[3] = {D, N, H}, sdl[3] = {N, D, H}, yd[4] = {d->seq, D, N, H}, ydl[4] = {N, d->seq, D, H};
+    wf_status *s = wf__dn_acquire(k, key, 5, ls_build, NULL, &p);
+    if (s) return s;
+    if ((s = wf__kctx_output(k, 0, WF_F32, 4, d->layout ? ydl : yd, &Y))) goto done;
+    if (k->n_out > 1 && (s = wf__kctx_output(k, 1, WF_F32, 3, d->layout ? sdl : sd, &Yh))) goto done;
+    if (k->n_out > 2 && (s = wf__kctx_output(k, 2, WF_F32, 3, d->layout ? sdl : sd, &Yc))) goto done;
+    const wf_tensor *wt[4] = {k->in[1], k->in[2], wf__ko2_has(k, 3) ? k->in[3] : NULL, wf__ko2_has(k, 7) ? k->in[7] : NULL};
+    ls_pack_arg pa = {d, V};
+    if ((s = wf__dn_run_get(k, p, &r)) ||
+        (s = wf__rnn_weights(k, p, r, wt, sizeof(float) * (size_t)(D * ls_dir_floats(d, V)), ls_pack, &pa, &wbuf,
+                             &wcached)))
+        goto done;
+    /* each thread's share of the batch at least a register tile's rows: split the batch, else the chunks */
+    int threads = wf__kctx_threads(k);
+    bool by_rows = N >= (int64_t)threads * 4;
+    if (!by_rows && threads > nc) threads = (int)nc;
+    if (threads < 1) threads = 1;
+    float *abuf = NULL;
+    size_t fl = (size_t)(3 * N * Hp), rows = (size_t)(threads * N);
+    if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sizeof(float) * fl + sizeof(float *) * rows, (void **)&abuf))) goto done;
+    ls_run u = {d, V, Hp, nc, by_rows, wbuf, k->in[0]->data, wf__ko2_has(k, 5) ? k->in[5]->data : NULL,
+                wf__ko2_has(k, 6) ? k->in[6]->data : NULL, Y->data, Yh ? Yh->data : NULL, Yc ? Yc->data : NULL,
+                abuf, abuf + 2 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, 1, 0};
+    if (threads == 1) {
+        ls_thread(&u, 0, 1);
+    } else {
+        int tok = wf__intra_begin(k);
+        atomic_fetch_add_explicit(&g_fork, 1, memory_order_release);
+        ls_region(&u, threads);
+        (void)atomic_load_explicit(&u.joined, memory_order_acquire);
+        wf__intra_end(k, tok);
+    }
+    atomic_fetch_add(&g_runs, 1);
+    if (u.team > 1) atomic_fetch_add(by_rows ? &g_rows : &g_chunks, 1);
+done:
+    if (wbuf) wf__rnn_weights_done(p, wcached);
+    wf__dn_run_put(p, r);
+    wf__dn_release(k, p);
+    return s;
+#endif
+}

@@ -1,0 +1,115 @@
+/*
+ * One ISA's LSTM steps for k_rnn_lstm.c, which includes this file once per ISA after defining
+ *   LS_V       lanes of a vector (hidden units per chunk): 16 for AVX-512, 8 for AVX2
+ *   LS_ROWS    batch rows per register tile: 4 x 4 gates = 16 accumulators of 32 zmm; 2 x 4 = 8 of 16 ymm
+ *   LS_TARGET  the target attribute's string
+ *   LS_NAME(x) x with the ISA's suffix
+ *   LS_MIN(a, b), LS_MAX(a, b), LS_RCP(a)  the ISA's min, max (b when either is NaN) and reciprocal estimate
+ * Nothing else includes it.
+ */
+
+typedef float LS_NAME(vf) __attribute__((vector_size(LS_V * sizeof(float))));
+typedef int32_t LS_NAME(vi) __attribute__((vector_size(LS_V * sizeof(float))));
+
+/* The cell's exp, sigmoid and tanh on whole vectors (k_vmath.h's scalar forms vectorise too, but through
+ * divisions and both arms of tanh's select: a third of a step). exp(x) = 2^n e^r with k_vmath.h's
+ * polynomial, x clamped to [-87, 88] (sigmoid then saturates to 0 or 1 within 1e-38); a reciprocal
+ * estimate with one Newton step (relative error about 2^-23) replaces the division; tanh(x) = 2 sigmoid(2x)
+ * - 1, within 1.2e-7 absolute of libm's near 0. NaN stays NaN through the clamp (LS_MIN/LS_MAX return their
+ * second operand, x, when either is NaN) and through every step after it. */
+__attribute__((always_inline, target(LS_TARGET))) static inline LS_NAME(vf) LS_NAME(vexp)(LS_NAME(vf) x)
+{
+    typedef LS_NAME(vf) vf;
+    typedef LS_NAME(vi) vi;
+    const vf magic = (vf){0} + 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    x = LS_MAX((vf){0} - 87.0f, LS_MIN((vf){0} + 88.0f, x));
+    vf t = x * LOG2E_F + magic, nf = t - magic;
+    vf r = x - nf * LN2_HI_F;
+    r = r - nf * LN2_LO_F;
+    vi n = (vi)t - (vi)magic;
+    vf p = (vf){0} + 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    return (1.0f + r + r * r * p) * (vf)((n + 127) << 23);
+}
+
+__attribute__((always_inline, target(LS_TARGET))) static inline LS_NAME(vf) LS_NAME(vsigmoid)(LS_NAME(vf) x)
+{
+    LS_NAME(vf) d = 1.0f + LS_NAME(vexp)(-x), e = LS_RCP(d);
+    return e * (2.0f - d * e);
+}
+
+__attribute__((always_inline, target(LS_TARGET))) static inline LS_NAME(vf) LS_NAME(vtanh)(LS_NAME(vf) x)
+{
+    return 2.0f * LS_NAME(vsigmoid)(2.0f * x) - 1.0f;
+}
+
+/* Batch rows n0 .. n0 + NR - 1 of chunk c for one step (NR a constant at every call, so the tile's
+ * accumulators stay in registers): the four gates' pre-activations bias + x W^T + h R^T, then the cell.
+ * xr[r]: row r's input; hp: h_{t-1} rows of Hp floats; cs, hn: c (updated in place) and h_t rows. */
+__attribute__((always_inline, target(LS_TARGET))) static inline void
+LS_NAME(tile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, const float *hp, float *cs, float *hn,
+              int64_t n0, int64_t Hp)
+{
+    typedef LS_NAME(vf) vf;
+    const int64_t I = D->in, H = D->hs;
+    vf acc[LS_ROWS][4];
+    const vf *b = (const vf *)(D->bias + c * 4 * LS_V);
+    /* unrolled, so that acc[][] lives in registers */
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) acc[r][g] = b[g];
+    const vf *w = (const vf *)(D->wp + c * I * 4 * LS_V);
+    for (int64_t k = 0; k < I; k++, w += 4) {
+        vf w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            float x = xr[r][k];
+            acc[r][0] += x * w0, acc[r][1] += x * w1, acc[r][2] += x * w2, acc[r][3] += x * w3;
+        }
+    }
+    w = (const vf *)(D->rp + c * H * 4 * LS_V);
+    const float *hr = hp + n0 * Hp;
+    for (int64_t k = 0; k < H; k++, w += 4) {
+        vf w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            float h = hr[r * Hp + k];
+            acc[r][0] += h * w0, acc[r][1] += h * w1, acc[r][2] += h * w2, acc[r][3] += h * w3;
+        }
+    }
+    const vf *pp = (const vf *)(D->peep + c * 3 * LS_V), pi = pp[0], po = pp[1], pf = pp[2];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) {
+        /* ONNX's gates i, o, f, c: c' = f c + i g; h = o tanh(c'); peepholes (zero when absent) */
+        vf *cr = (vf *)(cs + (n0 + r) * Hp + c * LS_V), cp = *cr;
+        vf gi = LS_NAME(vsigmoid)(acc[r][0] + pi * cp), gf = LS_NAME(vsigmoid)(acc[r][2] + pf * cp);
+        vf cn = gf * cp + gi * LS_NAME(vtanh)(acc[r][3]);
+        vf go = LS_NAME(vsigmoid)(acc[r][1] + po * cn);
+        *cr = cn;
+        *(vf *)(hn + (n0 + r) * Hp + c * LS_V) = go * LS_NAME(vtanh)(cn);
+    }
+}
+
+/* Chunks [c0, c1) of one step for batch rows [b0, b1). */
+__attribute__((target(LS_TARGET))) static void LS_NAME(step)(const ls_dir *D, int64_t c0, int64_t c1, int64_t b0,
+                                                              int64_t b1, const float *const *xr, const float *hp,
+                                                              float *cs, float *hn, int64_t Hp)
+{
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t n0 = b0; n0 < b1; n0 += LS_ROWS) {
+            const float *const *x = xr + n0;
+            switch (b1 - n0 >= LS_ROWS ? LS_ROWS : b1 - n0) {
+            case 1: LS_NAME(tile)(1, D, c, x, hp, cs, hn, n0, Hp); break;
+#if LS_ROWS > 2
+            case 2: LS_NAME(tile)(2, D, c, x, hp, cs, hn, n0, Hp); break;
+            case 3: LS_NAME(tile)(3, D, c, x, hp, cs, hn, n0, Hp); break;
+#endif
+            default: LS_NAME(tile)(LS_ROWS, D, c, x, hp, cs, hn, n0, Hp); break;
+            }
+        }
+}
