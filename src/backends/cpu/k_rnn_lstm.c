@@ -48,13 +48,6 @@ typedef struct ls_dir {
 #define LS_MAX(a, b) ((vf)_mm512_max_ps((__m512)(a), (__m512)(b)))
 #define LS_RCP(a) ((LS_NAME(vf))_mm512_rcp14_ps((__m512)(a)))
 #include "backends/cpu/k_rnn_lstm_isa.h"
-#undef LS_V
-#undef LS_ROWS
-#undef LS_TARGET
-#undef LS_NAME
-#undef LS_MIN
-#undef LS_MAX
-#undef LS_RCP
 #define LS_V 8
 #define LS_ROWS 2
 #define LS_TARGET "avx2,fma"
@@ -63,13 +56,6 @@ typedef struct ls_dir {
 #define LS_MAX(a, b) ((vf)_mm256_max_ps((__m256)(a), (__m256)(b)))
 #define LS_RCP(a) ((LS_NAME(vf))_mm256_rcp_ps((__m256)(a)))
 #include "backends/cpu/k_rnn_lstm_isa.h"
-#undef LS_V
-#undef LS_ROWS
-#undef LS_TARGET
-#undef LS_NAME
-#undef LS_MIN
-#undef LS_MAX
-#undef LS_RCP
 #define LS_HAVE_ISA 1
 #endif
 

@@ -5,7 +5,7 @@
  *   LS_TARGET  the target attribute's string
  *   LS_NAME(x) x with the ISA's suffix
  *   LS_MIN(a, b), LS_MAX(a, b), LS_RCP(a)  the ISA's min, max (b when either is NaN) and reciprocal estimate
- * Nothing else includes it.
+ * and undefines them at its end. Nothing else includes it.
  */
 
 typedef float LS_NAME(vf) __attribute__((vector_size(LS_V * sizeof(float))));
@@ -113,3 +113,11 @@ __attribute__((target(LS_TARGET))) static void LS_NAME(step)(const ls_dir *D, in
             }
         }
 }
+
+#undef LS_V
+#undef LS_ROWS
+#undef LS_TARGET
+#undef LS_NAME
+#undef LS_MIN
+#undef LS_MAX
+#undef LS_RCP
