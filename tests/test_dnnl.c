@@ -716,6 +716,11 @@ static void test_lstm_own_threads(void)
             wf_tensor_free(y);
             wf__dn_stats_get(&b);
         } while (++runs < 50 && b.lstm_own > a.lstm_own && b.lstm_rows + b.lstm_chunks == a.lstm_rows + a.lstm_chunks);
+        /* the kernel is off only where asked or where the CPU lacks AVX2 and FMA; elsewhere it must have run */
+        const char *path = getenv("WEFT_CPU_LSTM");
+        __builtin_cpu_init();
+        bool off = (path && !strcmp(path, "dnnl")) || !__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma");
+        if (!off) CHECK(b.lstm_own > a.lstm_own);
         if (b.lstm_own == a.lstm_own)
             CHECK_SKIP("test_lstm_own_threads", "weft's LSTM kernel is off here (WEFT_CPU_LSTM=dnnl or no AVX2/FMA)");
         else if (b.lstm_rows + b.lstm_chunks == a.lstm_rows + a.lstm_chunks)

@@ -12,11 +12,12 @@
  *  - a step computes bias + x_t W^T + h_{t-1} R^T for a tile of batch rows and one chunk in registers (no
  *    separate input projection: each thread keeps its chunks' panels in its own cache for every step) and
  *    applies the cell there, so the gates' pre-activations never go to memory;
- *  - the threads split the chunks and meet at a spinning barrier after each step (an OpenMP barrier with
- *    the passive wait policy weft sets costs tens of microseconds; a step takes a few).
+ *  - the intra-op threads split the batch rows, independent sequences that need no barrier; a batch under
+ *    4 rows a thread splits the chunks instead, and the threads meet at a spinning barrier after each step
+ *    (an OpenMP barrier with the passive wait policy weft sets costs tens of microseconds; a step a few).
  * Padded hidden units have zero weights, bias and initial state, so their h stays exactly 0 and the padded
  * columns of h never change a real unit. The kernel is chosen at run time from the CPU (cpuid);
- * WEFT_CPU_LSTM=dnnl|avx2|avx512 forces a path (tests).
+ * WEFT_CPU_LSTM=dnnl (oneDNN's primitive) or avx2 (this kernel's AVX2 form) forces a path (tests).
  */
 #include "backends/cpu/k_dnnl.h"
 #include "backends/cpu/k_rnn_image.h"
@@ -96,18 +97,17 @@ static int ls_lanes(void)
 #define LS_MAX_BATCH 64
 #define LS_MAX_WEIGHT_BYTES (1 << 20)
 
-static int64_t ls_dir_floats(const wf__lstm_dims *d, int64_t V);
-
-bool wf__lstm_own_takes(const wf__lstm_dims *d)
-{
-    int64_t V = ls_lanes();
-    return V > 0 && d->batch <= LS_MAX_BATCH && ls_dir_floats(d, V) * (int64_t)sizeof(float) <= LS_MAX_WEIGHT_BYTES;
-}
 /* Packed floats of one direction: nc chunks of V lanes. */
 static int64_t ls_dir_floats(const wf__lstm_dims *d, int64_t V)
 {
     int64_t nc = (d->hs + V - 1) / V;
     return nc * V * (4 * d->in + 4 * d->hs + 4 + 3);
+}
+
+bool wf__lstm_own_takes(const wf__lstm_dims *d)
+{
+    int64_t V = ls_lanes();
+    return V > 0 && d->batch <= LS_MAX_BATCH && ls_dir_floats(d, V) * (int64_t)sizeof(float) <= LS_MAX_WEIGHT_BYTES;
 }
 
 typedef struct ls_pack_arg {
@@ -210,7 +210,8 @@ static int64_t ls_y(const wf__lstm_dims *d, int64_t t, int64_t dir, int64_t b)
 static int64_t ls_s(const wf__lstm_dims *d, int64_t dir, int64_t b) { return (d->layout ? b * d->nd + dir : dir * d->batch + b) * d->hs; }
 
 #ifdef LS_HAVE_ISA
-/* Thread tid of T: every direction and step, for its batch rows [b0, b1) and chunks [c0, c1). The rows of a
+/* Thread tid of T: every direction and step, for its batch rows [b0, b1) and chunks [c0, c1), neither empty
+ * (wf__lstm_own asks for at most N / 4 threads by rows, at most nc by chunks). The rows of a
  * batch are independent sequences, so a split of the rows needs no barrier; a split of the chunks (batches
  * too small to share) meets at one after every step, since a step reads every unit of h_{t-1}. */
 static void ls_thread(ls_run *u, int tid, int T)
@@ -235,8 +236,8 @@ static void ls_thread(ls_run *u, int tid, int T)
             float *h = u->hbuf + b * Hp, *c = u->cbuf + b * Hp;
             memset(h + j0, 0, sizeof(float) * (size_t)(c1 * V - j0));
             memset(c + j0, 0, sizeof(float) * (size_t)(c1 * V - j0));
-            if (j1 > j0 && u->h0) memcpy(h + j0, u->h0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
-            if (j1 > j0 && u->c0) memcpy(c + j0, u->c0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
+            if (u->h0) memcpy(h + j0, u->h0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
+            if (u->c0) memcpy(c + j0, u->c0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
         }
         ls_wait(&u->bar, B, &phase);
         for (int64_t s = 0; s < S; s++) {
@@ -244,16 +245,14 @@ static void ls_thread(ls_run *u, int tid, int T)
             const float *hp = u->hbuf + (s & 1) * N * Hp;
             float *hn = u->hbuf + ((s + 1) & 1) * N * Hp;
             for (int64_t b = b0; b < b1; b++) xr[b] = u->X + ls_x(d, t, b);
-            if (c1 > c0 && b1 > b0) {
-                if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
-                else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
-                for (int64_t b = b0; b < b1; b++)
-                    memcpy(u->Y + ls_y(d, t, dir, b) + j0, hn + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
-            }
+            if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+            else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+            for (int64_t b = b0; b < b1; b++)
+                memcpy(u->Y + ls_y(d, t, dir, b) + j0, hn + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
             ls_wait(&u->bar, B, &phase);
         }
         const float *hl = u->hbuf + (S & 1) * N * Hp;
-        for (int64_t b = b0; b < b1 && j1 > j0; b++) {
+        for (int64_t b = b0; b < b1; b++) {
             if (u->Yh) memcpy(u->Yh + ls_s(d, dir, b) + j0, hl + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
             if (u->Yc) memcpy(u->Yc + ls_s(d, dir, b) + j0, u->cbuf + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
         }
