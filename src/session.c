@@ -34,7 +34,7 @@ struct wf_session {
      * no fed shape), kept until the session goes, since plans built on it name its nodes (under
      * build_mu) */
     wf__opt_options opt;
-    char *opt_disabled, *opt_dump;
+    char *opt_disabled, *opt_dump, *opt_amp_lists;
     struct opt_entry *opts;
     int n_opts, cap_opts;
 };
@@ -49,6 +49,55 @@ void wf_session_options_init(wf_session_options *o)
 {
     memset(o, 0, sizeof *o);
     o->opt_level = WF_OPT_LEVEL_DEFAULT;
+}
+
+/* Whether plans are built on an optimised graph: a level above 0, or a precision (amp runs at 0). */
+static bool optimizes(const wf_session *s)
+{
+    return s->opt.level > 0 || s->opt.amp == WF_BF16 || s->opt.amp == WF_F16;
+}
+
+/* amp's question (passes.h): may n run with these dtypes on the device it would be placed on? That is
+ * the device its own request or the session's --device names (the first that matches), else the
+ * fastest one that does not share the host's cores by the cost model's dense rate: the placer runs
+ * after the passes and favours it for the convolutions and matrix products that decide the matter. */
+static bool amp_device(void *arg, const wf_node *n, const wf__tinfo *in, const wf__tinfo *out, bool need_fast,
+                       char *why, size_t cap)
+{
+    wf_session *s = arg;
+    const wf_context *c = s->ctx;
+    const char *want = n->device && *n->device ? n->device : s->device;
+    int pick = -1;
+    if (want) {
+        wf_device_spec spec, ds;
+        wf_status *e = wf_device_spec_parse(want, &spec); /* a bad request fails placement later, by name */
+        for (int d = 0; !e && d < c->n_devices && pick < 0; d++)
+            if (!(e = wf_device_spec_parse(c->devices[d].name, &ds)) && wf_device_spec_matches(&spec, &ds)) pick = d;
+        wf_status_free(e);
+    }
+    for (int d = 0; pick < 0 && d < c->n_devices; d++) {
+        const struct wf__device *x = &c->devices[d];
+        if (x->info.shares_host_cores) continue;
+        if (pick < 0 || x->perf.dense_gflops > c->devices[pick].perf.dense_gflops) pick = d;
+    }
+    if (pick < 0) pick = 0;
+    const struct wf__device *d = &c->devices[pick];
+    wf_dtype lo = WF_F32;
+    for (int j = 0; j < n->n_out && lo == WF_F32; j++)
+        if (out[j].dtype == WF_BF16 || out[j].dtype == WF_F16) lo = out[j].dtype;
+    for (int k = 0; k < n->n_in && lo == WF_F32; k++)
+        if (in[k].dtype == WF_BF16 || in[k].dtype == WF_F16) lo = in[k].dtype;
+    if (need_fast && !(d->info.fast_dtypes >> lo & 1)) {
+        snprintf(why, cap, "%s does not compute %s natively (%s)", d->short_name, wf_dtype_name(lo),
+                 d->info.precision_note[0] ? d->info.precision_note : "it says nothing of it");
+        return false;
+    }
+    if (!d->vt->find_kernel(d->dev, n->op->name, in, n->n_in, out)) {
+        snprintf(why, cap, "%s has no %s kernel for %s", d->short_name, wf_dtype_name(lo), n->op->name);
+        return false;
+    }
+    snprintf(why, cap, "%s%s", d->short_name, need_fast ? " computes it natively" : "");
+    return true;
 }
 
 /* fold's evaluator (passes.h): g run once on CPU:0 of the session's context by a session of its own,
@@ -128,6 +177,14 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
         ws = wf__oom("a session", strlen(opts->disable_passes));
     if (!ws && opts && opts->dump_graph_dir && !(s->opt.dump_dir = s->opt_dump = wf__strdup(opts->dump_graph_dir)))
         ws = wf__oom("a session", strlen(opts->dump_graph_dir));
+    if (opts && (opts->precision == WF_BF16 || opts->precision == WF_F16)) s->opt.amp = opts->precision;
+    else if (opts && opts->precision && opts->precision != WF_F32 && !ws)
+        ws = wf__status(WF_INVALID_ARGUMENT, "wf_session_new: precision %s is not f32, bf16 or f16",
+                        wf_dtype_name(opts->precision));
+    if (!ws && opts && opts->amp_lists && !(s->opt.amp_lists = s->opt_amp_lists = wf__strdup(opts->amp_lists)))
+        ws = wf__oom("a session", strlen(opts->amp_lists));
+    s->opt.amp_device = amp_device;
+    s->opt.amp_arg = s;
     if (!ws) ws = wf__opt_check(&s->opt);
     s->place.no_fusion = !wf__opt_fuses(&s->opt);
     s->place.layout = wf__opt_layout(&s->opt);
@@ -138,6 +195,7 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
         wf__weights_free(s->weights);
         wf__free(s->opt_disabled);
         wf__free(s->opt_dump);
+        wf__free(s->opt_amp_lists);
         wf_context_free(s->own_ctx);
         wf__free(s->device);
         wf__free(s);
@@ -162,6 +220,7 @@ void wf_session_free(wf_session *s)
     wf__free(s->opts);
     wf__free(s->opt_disabled);
     wf__free(s->opt_dump);
+    wf__free(s->opt_amp_lists);
     wf__free(s->var_node);
     wf__free(s->var_value);
     wf__free(s->plans);
@@ -248,7 +307,7 @@ static wf_status *optimized_for(wf_session *s, const wf_feed *feeds, int n_feeds
 static wf_status *build_plan(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                              int n_fetches, wf__plan **p)
 {
-    if (s->opt.level <= 0) return wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &s->place, p);
+    if (!optimizes(s)) return wf__plan_build(s->ctx, s->g, feeds, n_feeds, fetches, n_fetches, &s->place, p);
     const wf__optimized *o = NULL;
     WF__TRY(optimized_for(s, feeds, n_feeds, fetches, n_fetches, &o));
     wf_feed *mf = wf__malloc(sizeof *mf * (size_t)(n_feeds + 1));
@@ -266,8 +325,10 @@ static wf_status *build_plan(wf_session *s, const wf_feed *feeds, int n_feeds, c
             st = wf__status(WF_INTERNAL, "optimising: fetch %d ('%s') is not in the optimised graph", j,
                             fetches[j].node->name);
     }
-    if (!st && !(st = wf__plan_build(s->ctx, o->g, mf, n_feeds, mx, n_fetches, &s->place, p)))
+    if (!st && !(st = wf__plan_build(s->ctx, o->g, mf, n_feeds, mx, n_fetches, &s->place, p))) {
         wf__plan_rekey(*p, feeds, fetches);
+        (*p)->amp_report = o->amp_report;
+    }
     wf__free(mf);
     wf__free(mx);
     return st;
@@ -276,7 +337,7 @@ static wf_status *build_plan(wf_session *s, const wf_feed *feeds, int n_feeds, c
 wf_status *wf__session_optimized_outputs(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
                                          int n_fetches, wf_output *out)
 {
-    if (s->opt.level <= 0) {
+    if (!optimizes(s)) {
         for (int j = 0; j < n_fetches; j++) {
             const wf_node *n = fetches[j].node;
             if (!n || n->graph != s->g || fetches[j].index < 0 || fetches[j].index >= n->n_out)
@@ -722,6 +783,18 @@ wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds
     }
     *text = out.p;
     return NULL;
+}
+
+wf_status *wf_session_precision_report(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,
+                                       int n_fetches, char **text)
+{
+    if (!s || !text) return wf__status(WF_INVALID_ARGUMENT, "wf_session_precision_report: NULL argument");
+    *text = NULL;
+    wf__plan *p;
+    WF__TRY(plan_for(s, feeds, n_feeds, fetches, n_fetches, NULL, 0, &p));
+    *text = wf__strdup(p->amp_report ? p->amp_report : "");
+    wf__plan_unref(p);
+    return *text ? NULL : wf__oom("the precision report", 4096);
 }
 
 struct wf_placement {

@@ -151,6 +151,10 @@ typedef struct wf_device_info {
     int threads;             /* threads weft uses on it */
     uint64_t memory_bytes;   /* memory available to the device */
     const char *backend;     /* "builtin" for the CPU, else the plugin's name ("opencl", "cuda") */
+    /* appended fields */
+    uint32_t fast_dtypes;    /* bit (1u << dtype) per 16-bit float dtype the device computes natively
+                                (MatMul, convolution): what the mixed-precision pass converts to there */
+    const char *precision;   /* the device's own words on it: "bf16: AVX512_BF16, AMX", or why not */
 } wf_device_info;
 
 WF_API int wf_context_num_devices(const wf_context *ctx);
@@ -466,6 +470,15 @@ typedef struct wf_session_options {
     const char *disable_passes; /* comma-separated pass names to skip, or NULL. Copied */
     const char *dump_graph_dir; /* when not NULL, each optimisation writes DIR/NN-PASS.txt (the graph
                                    after it; 00-input.txt before). Copied */
+    /* appended: automatic mixed precision (the "amp" pass, src/passes/amp.c, at any opt_level) */
+    wf_dtype precision;   /* WF_BF16 or WF_F16: f32 ops on TensorFlow's allow list (MatMul, Gemm, the
+                             convolutions) run in that dtype where their device computes it natively
+                             (wf_device_info.fast_dtypes), with the elementwise and data-movement ops
+                             between them, casts only at the boundaries; fetched values keep their
+                             dtype. 0 or WF_F32: off. wf_session_precision_report says what converted */
+    const char *amp_lists; /* edits of the pass's op lists, "allow+=Op,Op;deny-=Op" (lists: allow, infer,
+                              clear, deny; L+= moves ops into L, L-= takes them out); NULL: TensorFlow's
+                              lists as weft names them. Unknown lists or ops fail wf_session_new. Copied */
 } wf_session_options;
 
 #define WF_OPT_LEVEL_DEFAULT 2
@@ -548,6 +561,12 @@ WF_API wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feed
  * Caller frees *text with wf_free. */
 WF_API wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds,
                                        const wf_output *fetches, int n_fetches, char **text);
+/* What the mixed-precision pass decided for the plan of (feeds, fetches): one line per f32 node it
+ * considered ("  bf16 conv1 (Conv2D): allow list, CPU:0 computes bf16 natively" or "  f32  sm
+ * (Softmax): deny list"), then the totals. "" when the session has no precision. Caller frees *text
+ * with wf_free. */
+WF_API wf_status *wf_session_precision_report(wf_session *s, const wf_feed *feeds, int n_feeds,
+                                              const wf_output *fetches, int n_fetches, char **text);
 
 /* The same placement as records, one per plan node (copies included), for programs that read it. */
 typedef struct wf_placement_entry {

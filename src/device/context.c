@@ -85,6 +85,8 @@ wf_status *wf_context_device(const wf_context *c, int i, wf_device_info *out)
     out->threads = d->threads;
     out->memory_bytes = d->memory_bytes;
     out->backend = d->backend;
+    out->fast_dtypes = d->info.fast_dtypes;
+    out->precision = d->info.precision_note;
     return NULL;
 }
 

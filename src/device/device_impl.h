@@ -69,6 +69,14 @@ typedef struct wf_backend_device_info {
                                  backend's business; the CPU's is the one oneDNN picks (channels-last
                                  with block 1, or nChw8c / nChw16c). 0 (what a backend built before this
                                  field leaves): plain layouts only */
+    uint32_t fast_dtypes;     /* bit (1u << dtype) set for each 16-bit float dtype (WF_F16, WF_BF16) the
+                                 device computes natively, at least for MatMul and convolution (the CPU
+                                 with AVX512_BF16 or AMX: bf16; a CUDA GPU with Tensor Cores: f16, and
+                                 bf16 from sm_80). The mixed-precision pass (passes/amp.c) converts an
+                                 allow-list op to a 16-bit dtype only on a device with its bit. 0 (what a
+                                 backend built before this field leaves): none */
+    char precision_note[96];  /* why, for `weft devices --verbose`: "bf16: AVX512_BF16, AMX" or "no
+                                 native bf16 (no AVX512_BF16 or AMX)"; "" when the backend says nothing */
 } wf_backend_device_info;
 
 typedef struct wf_backend_vtable {

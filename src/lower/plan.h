@@ -46,6 +46,7 @@ typedef struct wf__pnode {
 
 
 typedef struct wf__plan {
+    const char *amp_report;       /* the optimised graph's mixed-precision report (the session owns it), or NULL */
     int n_nodes;
     wf__pnode *nodes;
     int n_slots;

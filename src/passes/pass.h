@@ -12,6 +12,7 @@ typedef struct wf__pass_run {
     const bool *live;       /* per source node: needed by the roots or kept */
     void *state;            /* the pass's own, from begin() */
     const wf__opt_options *opt;
+    wf__str *report;        /* what the pass decided, for --explain (amp's lines), or NULL */
 } wf__pass_run;
 
 typedef struct wf__pass {
@@ -51,5 +52,6 @@ extern const wf__pass wf__pass_matmul_bias; /* matmul_bias.c */
 extern const wf__pass wf__pass_fold;     /* fold.c */
 extern const wf__pass wf__pass_cse;      /* cse.c */
 extern const wf__pass wf__pass_conv_crop; /* conv_crop.c */
+extern const wf__pass wf__pass_amp;      /* amp.c */
 
 #endif

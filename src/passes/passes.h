@@ -25,6 +25,8 @@
  *             size cap (fold.c)
  *   cse       merges nodes with the same op, inputs and attributes (never sources or stateful ops)
  *   conv_crop drops a convolution's kernel taps that read only padding (conv_crop.c)
+ * With a precision (wf__opt_options.amp), at every level, after matmul_bias and before fold:
+ *   amp       automatic mixed precision: allow/infer/clear/deny lists, casts at the boundaries (amp.c)
  * Level 2 (the default) adds "fuse", which runs after placement, in lowering (lower/plan.c): MatMul or
  * Conv2D + BiasAdd + Relu/LeakyRelu/Sigmoid/Tanh as one kernel, f32, where the device has that kernel
  * (the CPU today), and "jit", clusters of elementwise ops as one generated kernel each (lower/jit.c).
@@ -46,6 +48,17 @@ typedef struct wf__opt_options {
      * inference knows. The session gives it (the optimiser cannot reach execution itself). */
     wf_status *(*eval)(void *arg, wf_graph *g, const wf_output *outputs, int n, wf_tensor **values);
     void *eval_arg;
+    /* Mixed precision ("amp", amp.c): WF_BF16 or WF_F16 converts ops to that dtype, at any level; 0 or
+     * WF_F32: off. amp_lists: the session's edits of the op lists ("allow+=Op;deny-=Op"), or NULL. */
+    wf_dtype amp;
+    const char *amp_lists;
+    /* Whether node n may run with inputs `in` and outputs `out` (its f32 ones given as amp) on the
+     * device it would be placed on: a kernel there, and with need_fast a device that computes amp
+     * natively. When not, why, naming the device; when so, which device (both into why). The session
+     * gives it (the optimiser does not know the devices); NULL converts nothing. */
+    bool (*amp_device)(void *arg, const wf_node *n, const wf__tinfo *in, const wf__tinfo *out, bool need_fast,
+                       char *why, size_t cap);
+    void *amp_arg;
 } wf__opt_options;
 
 /* The optimised graph of one set of roots, and where each source output went. */
@@ -55,6 +68,7 @@ typedef struct wf__optimized {
     int n_src;            /* source nodes covered by map */
     wf_output **map;      /* [source node id][output index] -> output of g; node NULL: not kept */
     int removed;          /* source nodes not in g (pruned, removed, merged or folded) */
+    char *amp_report;     /* amp's decision per node and its totals, when it ran; else NULL */
 } wf__optimized;
 
 /* Optimises the part of g that `roots` (fetches and targets) need, keeping every node of `keep`
@@ -71,6 +85,8 @@ bool wf__opt_layout(const wf__opt_options *o);
 /* The options' errors (a level out of range, an unknown pass to disable), as a session reports them
  * when it is made. */
 wf_status *wf__opt_check(const wf__opt_options *o);
+/* Errors of a precision and of amp list edits (an unknown list or op), as a session reports them. */
+wf_status *wf__amp_check(wf_dtype amp, const char *edits);
 /* Where output `x` of the source graph is in the optimised one ({NULL, 0} if nowhere). */
 wf_output wf__optimized_map(const wf__optimized *o, wf_output x);
 

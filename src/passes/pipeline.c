@@ -8,13 +8,13 @@
 
 #include "passes/pass.h"
 
-/* The graph passes in order, then "fuse", lowering's epilogue fusion after placement (level 2), "jit",
+/* The graph passes in order ("amp" only with a precision, at any level), then "fuse", lowering's epilogue fusion after placement (level 2), "jit",
  * its generated elementwise kernels (level 2, lower/jit.c), and "layout", lowering's channel-blocked
  * layouts between convolutions (level 3, lower/layout.c). */
-const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "fold", "cse", "conv_crop",
-                                      "fuse", "jit", "layout", NULL};
+const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "amp", "fold", "cse",
+                                      "conv_crop", "fuse", "jit", "layout", NULL};
 static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_simplify, &wf__pass_bnfold,
-                                           &wf__pass_matmul_bias, &wf__pass_fold, &wf__pass_cse,
+                                           &wf__pass_matmul_bias, &wf__pass_amp, &wf__pass_fold, &wf__pass_cse,
                                            &wf__pass_conv_crop};
 
 bool wf__pass_must_keep(const wf_node *n) { return n->op->flags & (WF__OP_SOURCE | WF__OP_STATEFUL); }
@@ -131,8 +131,9 @@ static wf_output **map_new(const wf_graph *g)
 }
 
 /* One pass over src into a new graph; *map_out: src outputs -> the new graph's. */
-static wf_status *run_pass(const wf__pass *p, const wf__opt_options *o, const wf_graph *src, const wf_output *roots,
-                           int nr, const wf_output *keep, int nk, wf_graph **dst_out, wf_output ***map_out)
+static wf_status *run_pass(const wf__pass *p, const wf__opt_options *o, wf__str *report, const wf_graph *src,
+                           const wf_output *roots, int nr, const wf_output *keep, int nk, wf_graph **dst_out,
+                           wf_output ***map_out)
 {
     int n = src->n, n_outs = 0;
     bool *live = wf__calloc((size_t)(n ? n : 1), sizeof *live);
@@ -141,7 +142,7 @@ static wf_status *run_pass(const wf__pass *p, const wf__opt_options *o, const wf
     int *uses = wf__calloc((size_t)(n_outs ? n_outs : 1), sizeof *uses);
     wf_output **map = map_new(src);
     wf_graph *dst = NULL;
-    wf__pass_run r = {.src = src, .uses = uses, .off = off, .opt = o};
+    wf__pass_run r = {.src = src, .uses = uses, .off = off, .opt = o, .report = report};
     bool begun = false;
     wf_status *s = NULL;
     if (!live || !off || !uses || !map) {
@@ -252,6 +253,7 @@ void wf__optimized_free(wf__optimized *o)
 {
     if (!o) return;
     map_free(o->map, o->n_src);
+    wf__free(o->amp_report);
     wf_graph_free(o->g);
     wf__free(o);
 }
@@ -265,10 +267,13 @@ bool wf__opt_layout(const wf__opt_options *o)
     return o->level >= 3 && wf__opt_fuses(o) && !is_disabled(o->disabled, "layout");
 }
 
+static bool amp_on(const wf__opt_options *o) { return o->amp == WF_BF16 || o->amp == WF_F16; }
+
 wf_status *wf__opt_check(const wf__opt_options *o)
 {
     if (o->level < 0 || o->level > 3)
         return wf__status(WF_INVALID_ARGUMENT, "optimisation level %d is not 0, 1, 2 or 3", o->level);
+    WF__TRY(wf__amp_check(o->amp, o->amp_lists));
     for (const char *p = o->disabled; p && *p;) {
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -308,14 +313,22 @@ wf_status *wf__optimize(const wf_graph *g, const wf_output *roots, int n_roots, 
     const wf_graph *cur = g;
     wf_graph *own = NULL; /* cur when it is ours */
     int n_pass = (int)(sizeof g_passes / sizeof *g_passes), step = 0;
-    /* the first step always runs, copy-only when every pass is off: the result never aliases g */
-    for (int pi = -1; !s && pi < n_pass; pi++) {
+    bool amp = amp_on(o) && !is_disabled(o->disabled, "amp");
+    wf__str report = {0};
+    /* the first step always runs, copy-only when every pass is off: the result never aliases g; amp
+     * runs at level 0 too (it was asked for by itself), followed there by a second prune that drops
+     * the f32 casts nothing reads */
+    for (int pi = -1; !s && pi <= n_pass; pi++) {
         static const wf__pass prune = {"prune", NULL, NULL, NULL};
-        const wf__pass *p = pi < 0 ? &prune : g_passes[pi];
-        if (pi >= 0 && (o->level < 1 || is_disabled(o->disabled, p->name))) continue;
+        const wf__pass *p = pi < 0 || pi == n_pass ? &prune : g_passes[pi];
+        if (pi == n_pass && !(amp && o->level < 1)) continue;
+        if (pi >= 0 && pi < n_pass && p == &wf__pass_amp && !amp) continue;
+        if (pi >= 0 && pi < n_pass && p != &wf__pass_amp && (o->level < 1 || is_disabled(o->disabled, p->name))) continue;
         wf_graph *next = NULL;
         wf_output **m = NULL;
-        if ((s = run_pass(p, o, cur, cr, n_roots, cr + n_roots, n_keep, &next, &m))) break;
+        if ((s = run_pass(p, o, p == &wf__pass_amp ? &report : NULL, cur, cr, n_roots, cr + n_roots, n_keep, &next,
+                          &m)))
+            break;
         for (int i = 0; i < g->n; i++)
             for (int j = 0; j < g->nodes[i]->n_out; j++) {
                 wf_output x = r->map[i][j];
@@ -328,6 +341,8 @@ wf_status *wf__optimize(const wf_graph *g, const wf_output *roots, int n_roots, 
         if (o->dump_dir) s = dump(o->dump_dir, ++step, p->name, cur);
     }
     wf__free(cr);
+    if (!s && report.failed) s = wf__oom("the amp report", report.cap);
+    r->amp_report = report.p;
     if (s) {
         if (own != NULL) wf_graph_free(own);
         r->g = NULL;

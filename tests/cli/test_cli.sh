@@ -237,6 +237,39 @@ assert np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True), (a, b)
 else
     bad opt_level_3_layout "$(grep -E 'conv|residual|relu2|gap' "$D/err" | head -8) $(grep -E 'residual|relu2' "$D/out3" 2>/dev/null) $(tail -c 600 "$D/check" 2>/dev/null) $(tail -c 300 "$D/err2")"
 fi
+# --precision: the amp pass converts the convolutions where CPU:0 computes bf16 natively (weft devices
+# --verbose says whether it does), --explain says which and why, the output stays f32 (NaN kept), and
+# the largest deviation from the f32 run is printed and small
+NATIVE_BF16=0
+"$WEFT" devices --verbose 2>/dev/null | grep -q "precision: bf16: " && NATIVE_BF16=1
+if "$WEFT" run "$D/layout.onnx" $LX --precision bf16 --explain --output-dir "$D/amp" >"$D/out" 2>"$D/err" &&
+    grep -q "^precision (bf16):" "$D/out" &&
+    if [ $NATIVE_BF16 = 1 ]; then
+        grep -q "bf16 conv1 (Conv2D): allow list, CPU:0 computes it natively" "$D/out" &&
+        grep -q "bf16 residual (Add): infer list" "$D/out" &&
+        grep -q "conv1/to_f32\|relu2/to_f32\|/to_f32: (Cast)" "$D/out"
+    else
+        grep -q "f32  conv1 (Conv2D): allow list, CPU:0 does not compute bf16 natively" "$D/out"
+    fi &&
+    grep -q "f32  gap (GlobalAvgPool): infer list\|bf16 gap (GlobalAvgPool): infer list" "$D/out" &&
+    grep -q "^precision: output y: largest deviation from f32 .*; [0-9]* NaN/Inf differ\|^precision: output y: largest deviation from f32 " "$D/out" &&
+    $PY -c "
+import re, sys, numpy as np
+t = open('$D/out').read()
+m = re.search(r'precision: output y: largest deviation from f32 (\S+) .*relative ([0-9.e+-]+)', t)
+assert m, t[-400:]
+assert 'NaN/Inf differ' not in m.group(0), m.group(0)
+assert float(m.group(2)) < 0.05, m.group(0)
+a, b = np.load('$D/amp/y.npy'), np.load('$D/lay0/y.npy')
+assert a.dtype == np.float32 and np.isnan(a[1]).any() and not np.isnan(a[0]).any(), a
+assert np.allclose(a[0], b[0], rtol=0.05, atol=0.05), (a[0], b[0])
+" >"$D/check" 2>&1; then
+    ok precision_bf16
+else
+    bad precision_bf16 "$(grep -E 'conv1|residual|gap|precision' "$D/out" | head -8) $(tail -c 600 "$D/check" 2>/dev/null) $(tail -c 300 "$D/err")"
+fi
+expect_exit precision_bad 2 "weft run: --precision wants f32, bf16 or f16, got 'f64'" -- run "$G" $X --precision f64
+expect_exit amp_lists_unknown_op 1 "amp lists: unknown op 'Nope'" -- run "$G" $X --precision bf16 --amp-lists "deny+=Nope"
 expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, conv_crop, fuse, jit, layout)" -- run "$G" $X --disable-pass nosuch
 if "$WEFT" run "$G" $X --iterations 1 --disable-pass fuse --dump-graph "$D/dump" >"$D/out" 2>"$D/err" &&
     [ -s "$D/dump/00-input.txt" ] && [ -s "$D/dump/07-cse.txt" ] && grep -q " = " "$D/dump/07-cse.txt"; then

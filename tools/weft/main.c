@@ -81,12 +81,18 @@ static void print_perf(wf_context *ctx, int i, const wf_device_info *d, int json
                "\"launch_us\": %.4g, \"link_gbps\": %.4g, \"link_latency_us\": %.4g, \"measured\": %s}",
                p.dense_gflops, p.vector_gflops, p.mem_gbps, p.launch_us, p.link_gbps, p.link_latency_us,
                p.measured ? "true" : "false");
+        printf(", \"fast_16bit\": [%s%s%s], \"precision\": ", d->fast_dtypes >> WF_F16 & 1 ? "\"f16\"" : "",
+               (d->fast_dtypes >> WF_F16 & 1) && (d->fast_dtypes >> WF_BF16 & 1) ? ", " : "",
+               d->fast_dtypes >> WF_BF16 & 1 ? "\"bf16\"" : "");
+        json_str(d->precision ? d->precision : "");
         return;
     }
     printf("    %-9s dense %.4g GFLOP/s  vector %.4g GFLOP/s  memory %.4g GB/s  launch %.3g us",
            p.measured ? "measured:" : "default:", p.dense_gflops, p.vector_gflops, p.mem_gbps, p.launch_us);
     if (link) printf("  link %.4g GB/s, %.3g us latency", p.link_gbps, p.link_latency_us);
     printf("\n");
+    /* what --precision and the mixed policies can use here (passes/amp.c converts only to these) */
+    printf("    precision: %s\n", d->precision && *d->precision ? d->precision : "no 16-bit float dtype is native");
 }
 
 static int cmd_devices(int argc, char **argv)

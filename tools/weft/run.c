@@ -112,6 +112,52 @@ static void safe_name(const char *name, char *out, size_t n)
     out[k] = 0;
 }
 
+/* --precision: the same inputs once through an f32 session (the same options, no amp), and per output
+ * the largest |difference| from it, with the largest |f32 value| for scale and where NaN/Inf differ. */
+static int precision_deviation(wf_context *ctx, wf_graph *g, const wf_session_options *so, const wf_onnx_model *m,
+                               const wf_feed *feeds, int n_feeds, const wf_output *fetches, wf_tensor **outs,
+                               int n_out, wf_status **sp)
+{
+    wf_session_options o = *so;
+    o.precision = WF_F32;
+    o.amp_lists = NULL;
+    o.dump_graph_dir = NULL;
+    wf_session *ref = NULL;
+    wf_tensor **want = calloc((size_t)n_out + 1, sizeof *want);
+    if (!want) {
+        fprintf(stderr, "weft run: out of memory\n");
+        return 1;
+    }
+    wf_status *s = wf_session_new(ctx, g, &o, &ref);
+    if (!s) s = wf_session_run(ref, feeds, n_feeds, fetches, n_out, want, NULL);
+    for (int j = 0; !s && j < n_out; j++) {
+        const wf_tensor *a = outs[j], *b = want[j];
+        int64_t n = wf_tensor_size(b), worst = -1, mismatched = 0;
+        double dmax = 0, ref_max = 0;
+        for (int64_t i = 0; i < n && wf_tensor_size(a) == n; i++) {
+            double x = elem(a, i), y = elem(b, i), d = fabs(x - y);
+            if (isfinite(y) && fabs(y) > ref_max) ref_max = fabs(y);
+            if (isnan(x) != isnan(y) || (isinf(x) || isinf(y) ? x != y : false)) {
+                mismatched++;
+                continue;
+            }
+            if (isfinite(d) && d > dmax) {
+                dmax = d;
+                worst = i;
+            }
+        }
+        printf("precision: output %s: largest deviation from f32 %.3g at [%lld] (largest |f32| %.3g, relative %.3g)",
+               wf_onnx_output(m, j)->name, dmax, (long long)worst, ref_max, ref_max > 0 ? dmax / ref_max : 0.0);
+        if (mismatched) printf("; %lld NaN/Inf differ", (long long)mismatched);
+        printf("\n");
+    }
+    for (int j = 0; j < n_out; j++) wf_tensor_free(want[j]);
+    free(want);
+    wf_session_free(ref);
+    *sp = s;
+    return s != NULL;
+}
+
 static void run_usage(FILE *f)
 {
     fprintf(f, "usage: weft run MODEL.onnx [--input NAME=FILE.npy|FILE.pb]... [--random-inputs]\n"
@@ -120,7 +166,7 @@ static void run_usage(FILE *f)
                "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
                "                [--place PATTERN=SPEC]... [--explain] [--calibrate] [--profile FILE.json]\n"
                "                [--report FILE.html] [--opt-level N] [--disable-pass NAME]... [--dump-graph DIR]\n"
-               "                [--save-optimized FILE.onnx]\n"
+               "                [--save-optimized FILE.onnx] [--precision f32|bf16|f16] [--amp-lists EDITS]\n"
                "Imports an ONNX model, runs it, prints and saves its outputs and times repeated runs.\n"
                "  --input NAME=FILE      feed the model's input NAME from a .npy or TensorProto .pb file\n"
                "  --random-inputs        deterministic values for every input not given\n"
@@ -149,8 +195,15 @@ static void run_usage(FILE *f)
                "                         read only padding dropped; 2 (default) and\n"
                "                         epilogue fusion after placement; 3 and channel-blocked layouts\n"
                "                         kept between convolutions (CPU, f32)\n"
-               "  --disable-pass NAME    skip one pass (identity, simplify, bnfold, matmul_bias, fold, cse,\n"
-               "                         conv_crop, fuse, jit, layout); repeatable\n"
+               "  --disable-pass NAME    skip one pass (identity, simplify, bnfold, matmul_bias, amp, fold,\n"
+               "                         cse, conv_crop, fuse, jit, layout); repeatable\n"
+               "  --precision bf16|f16   automatic mixed precision (the amp pass): MatMul, Gemm and the\n"
+               "                         convolutions, and the elementwise ops between them, in that dtype\n"
+               "                         where their device computes it natively (weft devices --verbose);\n"
+               "                         then one f32 run of the same inputs and the largest deviation from\n"
+               "                         it per output. --explain lists what converted and why not\n"
+               "  --amp-lists EDITS      edit the amp lists: 'allow+=Op,Op;deny-=Op' (allow, infer, clear,\n"
+               "                         deny)\n"
                "  --dump-graph DIR       write the graph before and after each pass into DIR (NN-PASS.txt)\n"
                "  --save-optimized FILE  write the graph after the level's graph passes (not level 2's\n"
                "                         fusion, which is per device) as an ONNX model, before the runs\n"
@@ -235,7 +288,8 @@ int cmd_run(int argc, char **argv)
     int iterations = 10, threads = 0, random_inputs = 0, n_specs = 0, strict = 0, log_placement = 0, n_limits = 0;
     int inter_threads = -1, intra_threads = -1; /* -1: as --threads */
     int n_places = 0, explain = 0, calibrate = 0, opt_level = WF_OPT_LEVEL_DEFAULT;
-    const char *dump_dir = NULL, *save_optimized = NULL;
+    const char *dump_dir = NULL, *save_optimized = NULL, *amp_lists = NULL;
+    wf_dtype precision = WF_F32;
     char disabled[1024] = "";
     const char **specs = calloc((size_t)argc + 1, sizeof *specs);
     const char **limits = calloc((size_t)argc + 1, sizeof *limits);
@@ -318,6 +372,16 @@ int cmd_run(int argc, char **argv)
             strcat(disabled, v);
         } else if (!strcmp(a, "--dump-graph")) { VALUE("DIR"); dump_dir = v; }
         else if (!strcmp(a, "--save-optimized")) { VALUE("FILE.onnx"); save_optimized = v; }
+        else if (!strcmp(a, "--precision")) {
+            VALUE("f32|bf16|f16");
+            if (!strcmp(v, "bf16")) precision = WF_BF16;
+            else if (!strcmp(v, "f16")) precision = WF_F16;
+            else if (!strcmp(v, "f32")) precision = WF_F32;
+            else {
+                cli_usage_error("run", "--precision wants f32, bf16 or f16, got '%s'", v);
+                goto usage_out;
+            }
+        } else if (!strcmp(a, "--amp-lists")) { VALUE("EDITS"); amp_lists = v; }
         else if (!strcmp(a, "--explain")) explain = 1;
         else if (!strcmp(a, "--calibrate")) calibrate = 1;
         else if (!strcmp(a, "--profile")) { VALUE("FILE.json"); profile_path = v; }
@@ -449,6 +513,8 @@ int cmd_run(int argc, char **argv)
     so.opt_level = opt_level;
     so.disable_passes = *disabled ? disabled : NULL;
     so.dump_graph_dir = dump_dir;
+    so.precision = precision;
+    so.amp_lists = amp_lists;
     if ((s = wf_session_new(ctx, g, &so, &sess))) goto out;
     if (save_optimized) {
         const char **names = calloc((size_t)n_out + 1, sizeof *names);
@@ -472,6 +538,12 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "%.*s\n", len, line);
             line = nl ? nl + 1 : NULL;
         }
+        wf_free(text);
+    }
+    if (explain && precision != WF_F32) {
+        char *text = NULL;
+        if ((s = wf_session_precision_report(sess, feeds, n_feeds, fetches, n_out, &text))) goto out;
+        printf("precision (%s):\n%s", wf_dtype_name(precision), text);
         wf_free(text);
     }
     if (explain) {
@@ -531,6 +603,7 @@ int cmd_run(int argc, char **argv)
         if (report_path) fprintf(stderr, "(report written to %s)\n", report_path);
         wf_free(text);
     }
+    if (precision != WF_F32 && precision_deviation(ctx, g, &so, m, feeds, n_feeds, fetches, outs, n_out, &s)) goto out;
     int nt = iterations == 1 ? 1 : iterations;
     qsort(times, (size_t)nt, sizeof *times, cmp_double);
     /* nearest-rank percentiles of the timed runs: the spread that a median alone hides */

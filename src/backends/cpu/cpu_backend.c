@@ -52,6 +52,7 @@ static wf_status *cpu_device_info(void *backend, int index, wf_backend_device_in
     out->alignment = WF__ALIGN;
     out->host_memory = 1;
     out->channel_block = wf__dn_channel_block(); /* Conv2D's blocked layout (k_dnnl_conv.c) */
+    out->fast_dtypes = wf__dn_fast_dtypes(out->precision_note, sizeof out->precision_note);
     return NULL;
 }
 

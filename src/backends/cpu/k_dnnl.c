@@ -559,6 +559,24 @@ int wf__dn_channel_block(void)
     return g_layout_block;
 }
 
+uint32_t wf__dn_fast_dtypes(char *note, size_t cap)
+{
+    /* bf16 is native where the CPU has AVX512_BF16 (dot products) or AMX (tiles) and oneDNN may use them
+     * (ONEDNN_MAX_CPU_ISA can cap it below avx512_core_bf16). f16 MatMul and Conv convert through f32
+     * here (k_dnnl_matmul.c), so the CPU never claims f16, whatever AVX512_FP16 says. */
+    __builtin_cpu_init();
+    bool dot = __builtin_cpu_supports("avx512bf16"), amx = __builtin_cpu_supports("amx-bf16");
+    unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(), need = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
+    if ((dot || amx) && (isa & need) == need) {
+        snprintf(note, cap, "bf16: %s%s%s (oneDNN); f16 through f32", dot ? "AVX512_BF16" : "", dot && amx ? ", " : "",
+                 amx ? "AMX" : "");
+        return 1u << WF_BF16;
+    }
+    snprintf(note, cap, "no native bf16 (%s); f16 through f32",
+             dot || amx ? "oneDNN's ISA is capped below avx512_core_bf16" : "no AVX512_BF16 or AMX");
+    return 0;
+}
+
 dnnl_format_tag_t wf__dn_blocked_tag(void)
 {
     pthread_once(&g_layout_once, layout_probe);

@@ -127,6 +127,9 @@ wf_status *wf__dn_to_f32(wf__kctx *k, const void *p, wf_dtype from, int64_t n, f
 /* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8), and
  * its 4-D tag (nChw16c / nChw8c). */
 int wf__dn_channel_block(void);
+/* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
+ * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */
+uint32_t wf__dn_fast_dtypes(char *note, size_t cap);
 dnnl_format_tag_t wf__dn_blocked_tag(void);
 /* The fused bias input chosen by the lowering pass, or NULL. */
 const wf_tensor *wf__dn_fused_bias(const wf__kctx *k);

@@ -688,6 +688,9 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
     out->link_latency_us = 20;
     out->shares_host_cores = (type & CL_DEVICE_TYPE_CPU) != 0;
     out->alignment = align >= 8 * 128 ? align / 8 : 128;
+    /* f16 values are stored as half and computed in float (vload_half), so no dtype is faster here than
+     * f32 in compute: fast_dtypes stays 0 and the mixed-precision pass leaves this device's ops in f32 */
+    snprintf(out->precision_note, sizeof out->precision_note, "f16 stored as half, computed in f32; no bf16");
     return NULL;
 }
 
