@@ -559,7 +559,11 @@ int wf__dn_channel_block(void)
     return g_layout_block;
 }
 
-uint32_t wf__dn_fast_dtypes(char *note, size_t cap)
+static pthread_once_t g_fast_once = PTHREAD_ONCE_INIT;
+static uint32_t g_fast;
+static char g_fast_note[96];
+
+static void fast_probe(void)
 {
     /* bf16 is native where the CPU has AVX512_BF16 (dot products) or AMX (tiles) and oneDNN may use them
      * (ONEDNN_MAX_CPU_ISA can cap it below avx512_core_bf16). f16 MatMul and Conv convert through f32
@@ -568,13 +572,20 @@ uint32_t wf__dn_fast_dtypes(char *note, size_t cap)
     bool dot = __builtin_cpu_supports("avx512bf16"), amx = __builtin_cpu_supports("amx-bf16");
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(), need = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
     if ((dot || amx) && (isa & need) == need) {
-        snprintf(note, cap, "bf16: %s%s%s (oneDNN); f16 through f32", dot ? "AVX512_BF16" : "", dot && amx ? ", " : "",
-                 amx ? "AMX" : "");
-        return 1u << WF_BF16;
+        snprintf(g_fast_note, sizeof g_fast_note, "bf16: %s%s%s (oneDNN); f16 through f32", dot ? "AVX512_BF16" : "",
+                 dot && amx ? ", " : "", amx ? "AMX" : "");
+        g_fast = 1u << WF_BF16;
+        return;
     }
-    snprintf(note, cap, "no native bf16 (%s); f16 through f32",
+    snprintf(g_fast_note, sizeof g_fast_note, "no native bf16 (%s); f16 through f32",
              dot || amx ? "oneDNN's ISA is capped below avx512_core_bf16" : "no AVX512_BF16 or AMX");
-    return 0;
+}
+
+uint32_t wf__dn_fast_dtypes(char *note, size_t cap)
+{
+    pthread_once(&g_fast_once, fast_probe);
+    if (note && cap) snprintf(note, cap, "%s", g_fast_note);
+    return g_fast;
 }
 
 dnnl_format_tag_t wf__dn_blocked_tag(void)

@@ -1,7 +1,8 @@
 /*
  * The backward ops of convolution and pooling on the CPU (Conv2DBackpropInput, Conv2DBackpropFilter,
  * MaxPool2DGrad, AvgPool2DGrad, GlobalAvgPoolGrad). The two convolution gradients run as oneDNN's
- * backward-data and backward-weights primitives in f32 (f16 and bf16 through f32), cached per node and
+ * backward-data and backward-weights primitives in f32 and, where the CPU computes bf16 natively, in bf16
+ * (f16, and bf16 elsewhere, through f32), cached per node and
  * shape like the forward's (k_dnnl_conv.c); f64, empty tensors and any geometry oneDNN declines run
  * direct loops. The pools are direct loops in f32 and f64 (f16 and bf16 in f32). Each parallel task of a
  * loop owns whole output planes (or filter slices), so no two tasks write the same element and no atomics
@@ -151,7 +152,8 @@ static const int cg_slot[CG_N] = {WF__DN_SLOT_SREORDER, WF__DN_SLOT_WREORDER, WF
 
 typedef struct cg_build_arg {
     const conv_geom *g;
-    bool filter; /* backward weights, else backward data */
+    bool filter;          /* backward weights, else backward data */
+    dnnl_data_type_t dt;  /* every tensor's: f32, or bf16 (oneDNN accumulates in f32 and rounds once) */
 } cg_build_arg;
 
 static dnnl_primitive_t *cg_reorder(wf__dn_prim *p, int r, dnnl_memory_desc_t **scratch)
@@ -180,12 +182,13 @@ static wf_status *cg_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_pri
     dnnl_primitive_desc_t fpd = NULL, pd = NULL;
     dnnl_status_t st;
     const char *what = "convolution gradient memory descriptor";
-    if ((st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, dnnl_f32, dnnl_abcd)) ||
-        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_DST], 4, dd, dnnl_f32, dnnl_abcd)) ||
-        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_WEI], wnd, wd, dnnl_f32, wnd == 5 ? dnnl_abcde : dnnl_abcd)) ||
-        (st = dnnl_memory_desc_init_by_tag(&sany, 4, sd, dnnl_f32, dnnl_format_tag_any)) ||
-        (st = dnnl_memory_desc_init_by_tag(&dany, 4, dd, dnnl_f32, dnnl_format_tag_any)) ||
-        (st = dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dnnl_f32, dnnl_format_tag_any)))
+    dnnl_data_type_t dt = ca->dt;
+    if ((st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_SRC], 4, sd, dt, dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_DST], 4, dd, dt, dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&p->md[WF__DN_WEI], wnd, wd, dt, wnd == 5 ? dnnl_abcde : dnnl_abcd)) ||
+        (st = dnnl_memory_desc_init_by_tag(&sany, 4, sd, dt, dnnl_format_tag_any)) ||
+        (st = dnnl_memory_desc_init_by_tag(&dany, 4, dd, dt, dnnl_format_tag_any)) ||
+        (st = dnnl_memory_desc_init_by_tag(&wany, wnd, wd, dt, dnnl_format_tag_any)))
         goto fail;
     /* the backward primitive descriptor takes the forward training one as its hint */
     what = "convolution forward (hint) descriptor";
@@ -225,19 +228,21 @@ fail:
     return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
 }
 
-/* One convolution gradient through oneDNN, f32: t[CG_SRC/WEI/DST] are the user's tensors (the output's
- * entry is where it is written). */
-static wf_status *conv_grad_dnnl(wf__kctx *k, const conv_geom *g, bool filter, void *const t[CG_N])
+/* One convolution gradient through oneDNN, every tensor of dtype dt (f32 or bf16): t[CG_SRC/WEI/DST] are
+ * the user's tensors (the output's entry is where it is written). */
+static wf_status *conv_grad_dnnl(wf__kctx *k, const conv_geom *g, bool filter, dnnl_data_type_t dt,
+                                 void *const t[CG_N])
 {
     int64_t key[WF__DN_KEY_MAX];
     int nk = 0;
     key[nk++] = 'G';
     key[nk++] = filter;
+    key[nk++] = dt;
     const int64_t geo[] = {g->n, g->c, g->h, g->w, g->m, g->g, g->kh, g->kw, g->oh, g->ow};
     for (size_t i = 0; i < sizeof geo / sizeof geo[0]; i++) key[nk++] = geo[i];
     memcpy(&key[nk], g->win, sizeof *g->win);
     nk += (int)(sizeof *g->win / sizeof(int64_t));
-    cg_build_arg ca = {g, filter};
+    cg_build_arg ca = {g, filter, dt};
     wf__dn_prim *p;
     WF__TRY(wf__dn_acquire(k, key, nk, cg_build, &ca, &p));
     wf__dn_run *r = NULL;
@@ -283,7 +288,7 @@ static wf_status *conv_grad_f32(wf__kctx *k, conv_geom *g, bool filter, int64_t 
 {
     if (g->n && g->c && g->m && g->oh && g->ow && g->h && g->w) {
         void *t[CG_N] = {filter ? (void *)g->a : g->y, filter ? g->y : (void *)g->a, (void *)g->b};
-        wf_status *s = conv_grad_dnnl(k, g, filter, t);
+        wf_status *s = conv_grad_dnnl(k, g, filter, dnnl_f32, t);
         if (!s || (wf_status_code(s) != WF_UNIMPLEMENTED && wf_status_code(s) != WF_INVALID_ARGUMENT)) return s;
         wf_status_free(s); /* a geometry oneDNN declines: the direct loop */
     }
@@ -303,8 +308,18 @@ static wf_status *run_conv_loop(wf__kctx *k, conv_geom *g, wf_dtype t, const wf_
         return NULL;
     }
     if (t == WF_F32) return conv_grad_f32(k, g, filter, tasks, grain, f32);
-    lowp l = {{NULL, NULL}, NULL};
     wf_status *s;
+    if (t == WF_BF16 && g->n && g->c && g->m && g->oh && g->ow && g->h && g->w) {
+        /* bf16 natively where oneDNN has it (AVX512_BF16, AMX: wf__dn_fast_dtypes), with f32 accumulation
+         * inside the primitive; elsewhere (or a geometry it declines) through f32 below */
+        if (wf__dn_fast_dtypes(NULL, 0) >> WF_BF16 & 1) {
+            void *tt[CG_N] = {filter ? (void *)g->a : g->y, filter ? g->y : (void *)g->a, (void *)g->b};
+            s = conv_grad_dnnl(k, g, filter, dnnl_bf16, tt);
+            if (!s || (wf_status_code(s) != WF_UNIMPLEMENTED && wf_status_code(s) != WF_INVALID_ARGUMENT)) return s;
+            wf_status_free(s);
+        }
+    }
+    lowp l = {{NULL, NULL}, NULL};
     if (!(s = wf__dn_to_f32(k, a->data, t, a->size, &l.in[0])) && !(s = wf__dn_to_f32(k, b->data, t, b->size, &l.in[1])) &&
         !(s = wf__dn_alloc_f32(k, y->size, &l.out))) {
         g->a = l.in[0], g->b = l.in[1], g->y = l.out;
