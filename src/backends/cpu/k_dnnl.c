@@ -559,6 +559,66 @@ int wf__dn_channel_block(void)
     return g_layout_block;
 }
 
+/* The weights in the primitive's layout. Weights whose content is stamped (wf_tensor.version: a Const,
+ * a variable's committed value) are reordered once per version into the node's cache: a run compares one
+ * integer, and a variable assigned between runs invalidates exactly the nodes it feeds. Unstamped
+ * weights (fed by the caller, or computed by the run) are reordered into the run context every run. On
+ * a cache hit, or when this run refreshed the cache, *cached is set and the caller must call
+ * wf__dn_weights_done. (Conv2D's, and MatMul's and Gemm's with a constant 2-D B.) */
+wf_status *wf__dn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *w, uint64_t wver, void **wbuf,
+                          bool *cached)
+{
+    *wbuf = NULL;
+    *cached = false;
+    size_t pb = dnnl_memory_desc_get_size(&p->md[WF__DN_WEI_PRIM]);
+    wf_status *s = NULL;
+    if (wver) {
+        pthread_mutex_lock(&p->lock);
+        if (p->wcache && p->wver == wver) {
+            p->wusers++;
+            *wbuf = p->wcache;
+            *cached = true;
+            pthread_mutex_unlock(&p->lock);
+            return NULL;
+        }
+        if (!p->wusers) {
+            /* refresh the cache in place (concurrent runs of this node wait on the lock meanwhile) */
+            p->wver = 0;
+            if (!p->wcache) p->wcache = wf__aligned_alloc(pb ? pb : 1, WF__ALIGN);
+            if (!p->wcache) {
+                pthread_mutex_unlock(&p->lock);
+                return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
+                                     "out of memory allocating %zu bytes for reordered weights on CPU:0", pb);
+            }
+            s = wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
+                               p->wcache, &p->wscratch);
+            wf__dn_count_wpack();
+            if (!s) {
+                p->wver = wver;
+                p->wusers++;
+                *wbuf = p->wcache;
+                *cached = true;
+            }
+            pthread_mutex_unlock(&p->lock);
+            return s;
+        }
+        pthread_mutex_unlock(&p->lock);
+    }
+    /* unstamped, or another run reads the cache: this run's own copy */
+    WF__TRY(wf__dn_run_buf(k, r, WF__DN_BUF_WEI, pb, wbuf));
+    wf__dn_count_wpack();
+    return wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
+                          *wbuf, &p->wscratch);
+}
+
+void wf__dn_weights_done(wf__dn_prim *p, bool cached)
+{
+    if (!cached) return;
+    pthread_mutex_lock(&p->lock);
+    p->wusers--;
+    pthread_mutex_unlock(&p->lock);
+}
+
 static pthread_once_t g_fast_once = PTHREAD_ONCE_INIT;
 static uint32_t g_fast;
 static char g_fast_note[96];

@@ -127,6 +127,12 @@ wf_status *wf__dn_to_f32(wf__kctx *k, const void *p, wf_dtype from, int64_t n, f
 /* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8), and
  * its 4-D tag (nChw16c / nChw8c). */
 int wf__dn_channel_block(void);
+/* The weights w (p->md[WF__DN_WEI]) in the primitive's layout (p->md[WF__DN_WEI_PRIM]) through
+ * p->wreorder: reordered once per content version wver into p's cache (0: unstamped, into the run's own
+ * buffer every run). With *cached set the caller calls wf__dn_weights_done once the primitive ran. */
+wf_status *wf__dn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *w, uint64_t wver, void **wbuf,
+                          bool *cached);
+void wf__dn_weights_done(wf__dn_prim *p, bool cached);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
  * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */
 uint32_t wf__dn_fast_dtypes(char *note, size_t cap);

@@ -148,66 +148,6 @@ fail:
     return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
 }
 
-/* The weights in the primitive's layout. Weights whose content is stamped (wf_tensor.version: a Const,
- * a variable's committed value) are reordered once per version into the node's cache: a run compares one
- * integer, and a variable assigned between runs invalidates exactly the nodes it feeds. Unstamped
- * weights (fed by the caller, or computed by the run) are reordered into the run context every run. On
- * a cache hit, or when this run refreshed the cache, *cached is set and the caller must call
- * conv_weights_done. */
-static wf_status *conv_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *w, uint64_t wver, void **wbuf,
-                               bool *cached)
-{
-    *wbuf = NULL;
-    *cached = false;
-    size_t pb = dnnl_memory_desc_get_size(&p->md[WF__DN_WEI_PRIM]);
-    wf_status *s = NULL;
-    if (wver) {
-        pthread_mutex_lock(&p->lock);
-        if (p->wcache && p->wver == wver) {
-            p->wusers++;
-            *wbuf = p->wcache;
-            *cached = true;
-            pthread_mutex_unlock(&p->lock);
-            return NULL;
-        }
-        if (!p->wusers) {
-            /* refresh the cache in place (concurrent runs of this node wait on the lock meanwhile) */
-            p->wver = 0;
-            if (!p->wcache) p->wcache = wf__aligned_alloc(pb ? pb : 1, WF__ALIGN);
-            if (!p->wcache) {
-                pthread_mutex_unlock(&p->lock);
-                return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
-                                     "out of memory allocating %zu bytes for reordered weights on CPU:0", pb);
-            }
-            s = wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
-                               p->wcache, &p->wscratch);
-            wf__dn_count_wpack();
-            if (!s) {
-                p->wver = wver;
-                p->wusers++;
-                *wbuf = p->wcache;
-                *cached = true;
-            }
-            pthread_mutex_unlock(&p->lock);
-            return s;
-        }
-        pthread_mutex_unlock(&p->lock);
-    }
-    /* unstamped, or another run reads the cache: this run's own copy */
-    WF__TRY(wf__dn_run_buf(k, r, WF__DN_BUF_WEI, pb, wbuf));
-    wf__dn_count_wpack();
-    return wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
-                          *wbuf, &p->wscratch);
-}
-
-static void conv_weights_done(wf__dn_prim *p, bool cached)
-{
-    if (!cached) return;
-    pthread_mutex_lock(&p->lock);
-    p->wusers--;
-    pthread_mutex_unlock(&p->lock);
-}
-
 /* wver: the content version of the weights w came from (0: none) */
 static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt, const void *x, const void *w,
                             uint64_t wver, const void *bias, void *y, int act, double alpha)
@@ -235,7 +175,7 @@ static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt
     void *wbuf = NULL, *sbuf = NULL, *dbuf = NULL, *abuf = NULL;
     bool wcached = false;
     if ((s = wf__dn_run_get(k, p, &r))) goto done;
-    if (p->wreorder && (s = conv_weights(k, p, r, w, wver, &wbuf, &wcached))) goto done;
+    if (p->wreorder && (s = wf__dn_weights(k, p, r, w, wver, &wbuf, &wcached))) goto done;
     size_t sb = p->sreorder ? (dnnl_memory_desc_get_size(&p->md[WF__DN_SRC_PRIM]) + WF__ALIGN - 1) / WF__ALIGN * WF__ALIGN
                             : 0;
     size_t db = p->dreorder ? dnnl_memory_desc_get_size(&p->md[WF__DN_DST_PRIM]) : 0;
@@ -258,7 +198,7 @@ static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt
                            &p->dscratch);
     if (!s && !wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dt, g->n * g->oc * g->win.out[0] * g->win.out[1], act, alpha);
 done:
-    if (wbuf) conv_weights_done(p, wcached);
+    if (wbuf) wf__dn_weights_done(p, wcached);
     wf__dn_run_put(p, r);
     wf__dn_release(k, p);
     return s;

@@ -82,6 +82,7 @@ typedef struct mm_build_arg {
     dnnl_data_type_t dt, bias_dt; /* bias_dt undef: no bias */
     int act;
     double alpha;
+    bool packed; /* B is a constant 2-D matrix: the primitive picks its layout, reordered once per version */
 } mm_build_arg;
 
 static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
@@ -109,15 +110,27 @@ static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_pri
         (st = dnnl_memory_desc_init_by_strides(&p->md[WF__DN_DST], d->nd, cd, ba->dt, cs)) ||
         (bias && (st = dnnl_memory_desc_init_by_strides(&p->md[WF__DN_BIAS], d->nd, biasd, ba->bias_dt, biass))))
         goto fail;
+    /* A constant B in the layout the primitive wants (brgemm's blocked panels): a B stored as given would
+     * be copied into panels inside every call, which for a batch-1 classifier (a GEMV over megabytes of
+     * weights) took longer than the product itself */
+    dnnl_memory_desc_t wany;
+    if (ba->packed && (st = dnnl_memory_desc_init_by_tag(&wany, d->nd, bd, ba->dt, dnnl_format_tag_any))) goto fail;
     what = "matmul descriptor";
-    if ((st = dnnl_matmul_desc_init(&md, &p->md[WF__DN_SRC], &p->md[WF__DN_WEI], bias ? &p->md[WF__DN_BIAS] : NULL,
-                                    &p->md[WF__DN_DST])))
+    if ((st = dnnl_matmul_desc_init(&md, &p->md[WF__DN_SRC], ba->packed ? &wany : &p->md[WF__DN_WEI],
+                                    bias ? &p->md[WF__DN_BIAS] : NULL, &p->md[WF__DN_DST])))
         goto fail;
     what = "matmul post-op";
     if ((st = wf__dn_attr(ba->act, ba->alpha, &attr))) goto fail;
     what = "matmul primitive descriptor";
     if ((st = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))) goto fail;
     p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (ba->packed) {
+        p->md[WF__DN_WEI_PRIM] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        what = "matmul weights reorder";
+        if (!dnnl_memory_desc_equal(&p->md[WF__DN_WEI], &p->md[WF__DN_WEI_PRIM]) &&
+            (st = wf__dn_reorder_create(eng, &p->md[WF__DN_WEI], &p->md[WF__DN_WEI_PRIM], &p->wreorder, &p->wscratch)))
+            goto fail;
+    }
     what = "matmul primitive";
     st = dnnl_primitive_create(&p->prim, pd);
 fail:
@@ -126,17 +139,20 @@ fail:
     return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
 }
 
-/* C = A @ B (+ bias over N, then act) through oneDNN; all pointers are of dnnl type dt (bias: bias_dt). */
+/* C = A @ B (+ bias over N, then act) through oneDNN; all pointers are of dnnl type dt (bias: bias_dt).
+ * bver: B's content version (wf_tensor.version; 0: none). A stamped 2-D B (weights) is packed once per
+ * version into the primitive's own layout (wf__dn_weights), as Conv2D's weights are. */
 static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, const void *a, const void *b,
-                          void *c, const void *bias, dnnl_data_type_t bias_dt, int act, double alpha)
+                          uint64_t bver, void *c, const void *bias, dnnl_data_type_t bias_dt, int act, double alpha)
 {
     mm_desc d;
     mm_describe(g, &d);
-    mm_build_arg ba = {&d, dt, bias ? bias_dt : dnnl_data_type_undef, act, alpha};
+    mm_build_arg ba = {&d, dt, bias ? bias_dt : dnnl_data_type_undef, act, alpha, bver != 0 && d.nd == 2};
     int64_t key[WF__DN_KEY_MAX];
     int nk = 0;
     key[nk++] = 'M';
     key[nk++] = dt;
+    key[nk++] = ba.packed;
     key[nk++] = ba.bias_dt;
     key[nk++] = act;
     memcpy(&key[nk++], &alpha, sizeof alpha);
@@ -152,8 +168,15 @@ static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, co
                                         &p->md[WF__DN_BIAS]};
     void *ptrs[4] = {(void *)a, (void *)b, c, (void *)bias};
     wf__dn_run *r = NULL;
+    void *wbuf = NULL;
+    bool wcached = false;
     wf_status *s = wf__dn_run_get(k, p, &r);
+    if (!s && p->wreorder && !(s = wf__dn_weights(k, p, r, b, bver, &wbuf, &wcached))) {
+        mds[1] = &p->md[WF__DN_WEI_PRIM];
+        ptrs[1] = wbuf;
+    }
     if (!s) s = wf__dn_exec(k, r, WF__DN_SLOT_PRIM, p->prim, bias ? 4 : 3, ids, mds, ptrs, &p->scratch);
+    if (wbuf) wf__dn_weights_done(p, wcached);
     wf__dn_run_put(p, r);
     wf__dn_release(k, p);
     if (!s && !wf__dn_act_in_prim(act, alpha)) {
@@ -259,9 +282,9 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
         wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha);
         return NULL;
     }
-    if (t == WF_F32) return mm_dnnl(k, g, dnnl_f32, a->data, b->data, o->data, bp, dnnl_f32, act, alpha);
+    if (t == WF_F32) return mm_dnnl(k, g, dnnl_f32, a->data, b->data, b->version, o->data, bp, dnnl_f32, act, alpha);
     if (t == WF_BF16) {
-        wf_status *s = mm_dnnl(k, g, dnnl_bf16, a->data, b->data, o->data, bp, dnnl_bf16, act, alpha);
+        wf_status *s = mm_dnnl(k, g, dnnl_bf16, a->data, b->data, b->version, o->data, bp, dnnl_bf16, act, alpha);
         /* a CPU without bf16 support in oneDNN falls through to the f32 route below */
         if (!s || wf_status_code(s) != WF_UNIMPLEMENTED) return s;
         wf_status_free(s);
@@ -271,7 +294,7 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
     wf_status *s;
     if (!(s = wf__dn_to_f32(k, a->data, t, a->size, &fa)) && !(s = wf__dn_to_f32(k, b->data, t, b->size, &fb)) &&
         !(s = wf__dn_to_f32(k, bp, t, g->n, &fbias)) && !(s = wf__dn_alloc_f32(k, o->size, &fc)) &&
-        !(s = mm_dnnl(k, g, dnnl_f32, fa, fb, fc, fbias, dnnl_f32, act, alpha)))
+        !(s = mm_dnnl(k, g, dnnl_f32, fa, fb, 0, fc, fbias, dnnl_f32, act, alpha)))
         wf__convert(fc, WF_F32, o->data, t, o->size);
     wf__aligned_free(fa);
     wf__aligned_free(fb);
