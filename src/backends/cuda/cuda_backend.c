@@ -155,13 +155,13 @@ static wf_status *device_info(void *b, int i, wf_backend_device_info *out)
     out->link_gbps = 20;
     out->link_latency_us = 10;
     out->alignment = 256;
-    /* Tensor Cores: f16 from sm_70 (cuBLAS GemmEx, cuDNN's TENSOR_OP math), bf16 from sm_80 (cuBLAS;
-     * cuDNN convolutions stay f32 and f16 here) */
+    /* Tensor Cores: f16 from sm_70 (cuBLAS GemmEx, cuDNN's TENSOR_OP math). bf16 is not claimed: cuBLAS
+     * multiplies it on Tensor Cores from sm_80, but weft's bf16 convolutions are its direct kernel
+     * (cuda_conv.c leaves cuDNN to f32, f64 and f16), so mixed precision in bf16 would slow a CNN down */
     if (p.major >= 7) out->fast_dtypes |= 1u << WF_F16;
-    if (p.major >= 8) out->fast_dtypes |= 1u << WF_BF16;
-    snprintf(out->precision_note, sizeof out->precision_note, "%s", p.major >= 8 ? "f16 and bf16: Tensor Cores"
-                                                                 : p.major >= 7 ? "f16: Tensor Cores; no native bf16"
-                                                                                : "no Tensor Cores (before sm_70)");
+    snprintf(out->precision_note, sizeof out->precision_note, "%s",
+             p.major >= 7 ? "f16: Tensor Cores; bf16 not native here (convolutions in a direct kernel)"
+                          : "no Tensor Cores (before sm_70): no native f16 or bf16");
     return NULL;
 }
 
