@@ -308,6 +308,41 @@ static void test_mixed_graph(void)
     wf_model_free(m);
 }
 
+/* Embedding under mixed_bfloat16 gathers from the f32 table and casts the rows (Keras 3), so its
+ * gradient is summed in f32; the model trains. */
+static void test_embedding(void)
+{
+    int64_t s[1] = {3};
+    wf_model *m = NULL;
+    CHECK_OK(wf_model_new(WF_I64, 1, s, 2, &m));
+    if (!m) return;
+    CHECK_OK(wf_model_set_policy(m, WF_POLICY_MIXED_BFLOAT16));
+    wf_layer e = layer(WF_LAYER_EMBEDDING);
+    e.input_dim = 10;
+    e.output_dim = 4;
+    add(m, e);
+    add(m, layer(WF_LAYER_FLATTEN));
+    add(m, dense(2, WF_ACT_SOFTMAX));
+    CHECK_INT(node_dtype(m, "embedding/Gather"), WF_F32);
+    CHECK_INT(node_dtype(m, "embedding/Cast_output"), WF_BF16);
+    CHECK_INT(node_dtype(m, "flatten/Flatten"), WF_BF16);
+    wf_compile_options o;
+    wf_compile_options_init(&o);
+    o.optimizer.learning_rate = 0.05;
+    CHECK_OK(wf_model_compile(m, g_ctx, &o));
+    CHECK_INT(node_dtype(m, "gradients/embedding/Cast_output/Cast"), WF_F32);
+    int64_t xd[2] = {6, 3}, iv[18] = {1, 1, 2, 3, 3, 3, 4, 1, 5, 6, 6, 7, 8, 9, 1, 2, 2, 2}, yv[6] = {0, 1, 0, 1, 0, 1};
+    wf_tensor *x = NULL, *y = labels_i64(6, yv);
+    CHECK_OK(wf_tensor_new(WF_I64, 2, xd, iv, &x));
+    double l0 = NAN, l1 = NAN;
+    CHECK_OK(wf_model_train_step(m, x, y, &l0, NULL));
+    for (int i = 0; i < 30; i++) CHECK_OK(wf_model_train_step(m, x, y, &l1, NULL));
+    CHECK(isfinite(l0) && l1 < l0 - 0.1);
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+    wf_model_free(m);
+}
+
 static void test_summary_policy(void)
 {
     int64_t s[1] = {4};
@@ -693,6 +728,7 @@ int main(void)
     RUN_TEST(test_policy_names);
     RUN_TEST(test_policy_errors);
     RUN_TEST(test_mixed_graph);
+    RUN_TEST(test_embedding);
     RUN_TEST(test_summary_policy);
     RUN_TEST(test_train_mlp);
     RUN_TEST(test_train_cnn);

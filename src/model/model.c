@@ -410,11 +410,14 @@ static wf_status *build_core(wf_model *m, model_layer *L, bool training, wf_outp
                        (wf_init){.kind = WF_INIT_UNIFORM, .minval = -0.05, .maxval = 0.05}, 2, wd, &L->vars[0]));
             L->n_trainable = 1;
         }
-        wf_output in[2] = {{0}, x};
-        T(wvar(m, L, training, 0, "embeddings", &in[0]));
+        /* the rows from the f32 table, then cast (Keras 3's Embedding): a mixed policy casts only the
+         * rows a batch reads, and repeated indices sum their gradients in f32 */
+        wf_output in[2] = {L->vars[0], x};
         wf_attr at = wf_attr_int("axis", 0);
         nm(n, L, training, "Gather");
-        return op1(g, "Gather", n, in, 2, &at, 1, y);
+        T(op1(g, "Gather", n, in, 2, &at, 1, y));
+        nm(n, L, training, "Cast_output");
+        return cast_to(g, n, *y, compute_dtype(m, L), y);
     }
     }
     return wf__status(WF_INVALID_ARGUMENT, "layer '%s': unknown kind %d", L->name, (int)l->kind);
