@@ -67,6 +67,61 @@ static void test_bf16(void)
     CHECK(wf_bf16_to_f32(0xC000) == -2.0f);
 }
 
+/* wf__convert's f16/bf16 <-> f32 paths (the vectorised loops of dtype_convert.c, which MatMul, Conv
+ * and pooling use for half inputs) agree bit for bit with the scalar converters: every half and
+ * bfloat16 pattern to f32, and f32 values around every rounding boundary back (ties, subnormals,
+ * overflow, infinities; NaN stays a NaN of the same sign). */
+static void test_bulk_half_convert(void)
+{
+    enum { N = 0x10000, M = 3 * 0x10000 + 8 };
+    uint16_t *h = malloc(sizeof *h * M);
+    float *f = malloc(sizeof *f * M);
+    if (!h || !f) {
+        CHECK(h && f);
+        free(h);
+        free(f);
+        return;
+    }
+    for (int t = 0; t < 2; t++) {
+        wf_dtype dt = t ? WF_BF16 : WF_F16;
+        for (uint32_t i = 0; i < N; i++) h[i] = (uint16_t)i;
+        wf__convert(h, dt, f, WF_F32, N);
+        int bad = 0;
+        for (uint32_t i = 0; i < N; i++) {
+            float want = t ? wf_bf16_to_f32((uint16_t)i) : wf_f16_to_f32((uint16_t)i);
+            if (memcmp(&want, &f[i], 4) && !(isnan(want) && isnan(f[i]))) bad++;
+        }
+        CHECK_INT(bad, 0);
+        /* each half value, the midpoint above it (a tie) and one ulp of f32 past that */
+        int m = 0;
+        for (uint32_t i = 0; i < N; i++) {
+            uint32_t u;
+            memcpy(&u, &f[i], 4);
+            f[m++] = f[i];
+            uint32_t mid = t ? u + 0x8000u : u + 0x1000u;
+            f[m++] = bits_f32(mid);
+            f[m++] = bits_f32(mid + 1);
+        }
+        f[m++] = 65520.0f, f[m++] = -65519.0f, f[m++] = 1e-8f, f[m++] = -3e-8f;
+        f[m++] = INFINITY, f[m++] = -INFINITY, f[m++] = NAN, f[m++] = -NAN;
+        float *src = malloc(sizeof *src * (size_t)m);
+        if (!src) break;
+        memcpy(src, f, sizeof *src * (size_t)m);
+        wf__convert(src, WF_F32, h, dt, m);
+        bad = 0;
+        for (int i = 0; i < m; i++) {
+            uint16_t want = t ? wf_f32_to_bf16(src[i]) : wf_f32_to_f16(src[i]);
+            bool nan_w = t ? (want & 0x7f80) == 0x7f80 && (want & 0x7f) : (want & 0x7c00) == 0x7c00 && (want & 0x3ff);
+            bool nan_g = t ? (h[i] & 0x7f80) == 0x7f80 && (h[i] & 0x7f) : (h[i] & 0x7c00) == 0x7c00 && (h[i] & 0x3ff);
+            if (nan_w ? !nan_g || (want ^ h[i]) & 0x8000 : h[i] != want) bad++;
+        }
+        CHECK_INT(bad, 0);
+        free(src);
+    }
+    free(h);
+    free(f);
+}
+
 static void test_dtype_names(void)
 {
     wf_dtype t;
@@ -389,6 +444,7 @@ int main(void)
     RUN_TEST(test_status);
     RUN_TEST(test_f16);
     RUN_TEST(test_bf16);
+    RUN_TEST(test_bulk_half_convert);
     RUN_TEST(test_dtype_names);
     RUN_TEST(test_tensor);
     RUN_TEST(test_npy);

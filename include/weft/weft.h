@@ -943,6 +943,36 @@ WF_API wf_status *wf_optimizer_minimize(wf_graph *g, const char *name, const wf_
  * + batch * (1 - momentum), the biased batch variance), and uses the moving statistics in inference. */
 typedef struct wf_model wf_model;
 
+/* Keras's dtype policies (keras.mixed_precision): which dtype a layer computes in. Variables always
+ * stay in the model's float dtype (f32; f64 for an f64 input) as the master weights. Under a mixed
+ * policy a layer casts its floating input and its variables to the compute dtype (f16 or bf16; Cast
+ * nodes, so the gradients reach the f32 variables as f32 through Cast's gradient) and computes in it.
+ * Statistics stay in f32: BatchNormalization and LayerNormalization cast their input to f32, normalise
+ * there and cast the result back to the compute dtype, and a Softmax activation runs in f32 and its
+ * output stays f32 (as Keras's advice to give the final softmax dtype "float32"). At compile the
+ * model's output and the logits the loss reads are cast to f32, so the loss, the metrics and
+ * wf_model_predict's output are f32 whatever the policy. A float32 layer after mixed ones casts its
+ * f16/bf16 input back to f32. mixed_float16 also trains with dynamic loss scaling (wf_model_compile);
+ * bf16 has f32's exponent range and needs none. */
+typedef enum wf_dtype_policy {
+    WF_POLICY_DEFAULT = 0,        /* a layer: the model's; a model: the global policy */
+    WF_POLICY_FLOAT32 = 1,        /* compute in the variables' dtype (no casts but f16/bf16 inputs to f32) */
+    WF_POLICY_MIXED_FLOAT16 = 2,  /* compute f16, variables f32, dynamic loss scaling */
+    WF_POLICY_MIXED_BFLOAT16 = 3  /* compute bf16, variables f32 */
+} wf_dtype_policy;
+
+/* "float32", "mixed_float16" or "mixed_bfloat16" (Keras's names); WF_POLICY_DEFAULT is "default".
+ * NULL for a value outside the enum. The string is static. */
+WF_API const char *wf_policy_name(wf_dtype_policy p);
+/* The policy named `name` (one of wf_policy_name's, not "default"). Errors: INVALID_ARGUMENT naming
+ * the name and the accepted ones; *out unchanged. */
+WF_API wf_status *wf_policy_from_name(const char *name, wf_dtype_policy *out);
+/* The process-wide policy that wf_model_new gives a new model (Keras's set_global_policy); FLOAT32 at
+ * start. Atomic: threads may set and read it, but a model takes it once, at wf_model_new. DEFAULT
+ * means FLOAT32 here. Errors: INVALID_ARGUMENT for a value outside the enum (the policy unchanged). */
+WF_API wf_status *wf_set_global_policy(wf_dtype_policy p);
+WF_API wf_dtype_policy wf_global_policy(void);
+
 typedef enum wf_activation {
     WF_ACT_NONE = 0,
     WF_ACT_RELU = 1,
@@ -990,6 +1020,7 @@ typedef struct wf_layer {
     wf_init kernel_init;       /* kind 0: Glorot uniform (DENSE, CONV2D), uniform(-0.05, 0.05) (EMBEDDING) */
     wf_init bias_init;         /* kind 0: zeros */
     uint64_t seed;             /* 0: derived from the model's seed and the layer's position */
+    wf_dtype_policy policy;    /* WF_POLICY_DEFAULT (0): the model's (wf_model_set_policy) */
 } wf_layer;
 
 /* Fills l with Keras's defaults for `kind`. */
@@ -1000,11 +1031,18 @@ WF_API void wf_layer_init(wf_layer *l, wf_layer_kind kind);
 WF_API wf_status *wf_model_new(wf_dtype dtype, int rank, const int64_t *input_shape, uint64_t seed,
                                wf_model **out);
 WF_API void wf_model_free(wf_model *m);
+/* The model's policy (its layers' default; wf_model_new takes wf_global_policy()), before any layer
+ * is added. DEFAULT means the global policy. Errors (model unchanged): FAILED_PRECONDITION once a
+ * layer is added, INVALID_ARGUMENT for a value outside the enum. */
+WF_API wf_status *wf_model_set_policy(wf_model *m, wf_dtype_policy p);
+WF_API wf_dtype_policy wf_model_policy(const wf_model *m);
 /* Adds a layer. Before wf_model_compile only. Errors (model unchanged): a bad field (naming it), a
  * shape the layer cannot take (naming the layer, its input shape and the expected one). */
 WF_API wf_status *wf_model_add(wf_model *m, const wf_layer *layer);
 /* Keras's summary: one row per layer with its name, kind, output shape and parameter count, then the
- * totals. Caller frees *text with wf_free. */
+ * totals. When any layer's policy is not float32, a "Policy" column gives every layer's (Keras 3
+ * shows a layer's policy only where it differs from the global one; a column for all of them is
+ * easier to read and to parse). Caller frees *text with wf_free. */
 WF_API wf_status *wf_model_summary(const wf_model *m, char **text);
 
 typedef enum wf_loss_kind {
@@ -1025,6 +1063,15 @@ typedef struct wf_compile_options {
     const char *device;   /* as wf_session_options.device (NULL: the placer chooses) */
     int strict_placement;
     int inter_op_threads, intra_op_threads;
+    /* Dynamic loss scaling, used when any layer's policy is mixed_float16 (Keras's LossScaleOptimizer,
+     * TF's DynamicLossScale): the loss is multiplied by the scale before the gradients and the
+     * gradients divided by it; a step whose gradients hold an inf or NaN changes no variable and no
+     * optimizer state (the optimizer's step counter included), halves the scale (not below 1) and
+     * resets the count of good steps; after loss_scale_growth_interval finite steps in a row the scale
+     * doubles and the count restarts. The scale ("optimizer/loss_scale", f32) and the count
+     * ("optimizer/loss_scale_good_steps", i64) are variables, checkpointed with the optimizer. */
+    double initial_loss_scale;          /* 0: 2^15; else finite and >= 1 */
+    int64_t loss_scale_growth_interval; /* 0: 2000; else >= 1 */
 } wf_compile_options;
 
 /* Defaults: Adam (Keras defaults), sparse categorical cross-entropy, from_logits 0, accuracy on. */
@@ -1079,6 +1126,10 @@ WF_API wf_status *wf_model_train_step(wf_model *m, const wf_tensor *x, const wf_
                                       wf_trace **trace);
 /* Where a training step of batch `batch_size` runs: one entry per node of its plan. */
 WF_API wf_status *wf_model_placement(wf_model *m, int64_t batch_size, wf_placement **out);
+/* The dynamic loss scale and the count of finite steps since it last changed (either pointer may be
+ * NULL). A model without loss scaling (no mixed_float16 layer) gives 1 and 0. Errors:
+ * FAILED_PRECONDITION before compile. */
+WF_API wf_status *wf_model_loss_scale(wf_model *m, double *scale, int64_t *good_steps);
 
 /* The model's graph, session (NULL before compile; for wf_session_save / wf_session_restore, which
  * checkpoint the variables and the optimizer's state), its inference input and output. */

@@ -92,6 +92,10 @@ int64_t wf__load_i64(const void *p, wf_dtype t, int64_t i);
 void wf__store_f64(void *p, wf_dtype t, int64_t i, double v);
 /* Converts n elements between dtypes (Cast semantics: float→int truncates toward zero, →bool is !=0). */
 void wf__convert(const void *src, wf_dtype st, void *dst, wf_dtype dt, int64_t n);
+/* n f16 or bf16 values (t) to f32 and back, vectorised, bit for bit as the scalar converters
+ * (dtype_convert.c). */
+void wf__half_to_f32_n(const uint16_t *src, float *dst, int64_t n, wf_dtype t);
+void wf__f32_to_half_n(const float *src, uint16_t *dst, int64_t n, wf_dtype t);
 
 /* ---- shapes (src/core/shape.c) ------------------------------------------------------------------ */
 /* Static knowledge of a value: dtype and shape, with rank -1 or dims -1 where unknown. */

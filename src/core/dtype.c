@@ -172,14 +172,10 @@ void wf__convert(const void *src, wf_dtype st, void *dst, wf_dtype dt, int64_t n
         memcpy(dst, src, (size_t)n * wf_dtype_size(st));
         return;
     }
-    if (st == WF_F32 && dt == WF_F16) {
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = wf__f2h(((const float *)src)[i]);
-    } else if (st == WF_F16 && dt == WF_F32) {
-        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = wf__h2f(((const uint16_t *)src)[i]);
-    } else if (st == WF_F32 && dt == WF_BF16) {
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = wf__f2bf(((const float *)src)[i]);
-    } else if (st == WF_BF16 && dt == WF_F32) {
-        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = wf__bf2f(((const uint16_t *)src)[i]);
+    if (st == WF_F32 && (dt == WF_F16 || dt == WF_BF16)) {
+        wf__f32_to_half_n(src, dst, n, dt);
+    } else if ((st == WF_F16 || st == WF_BF16) && dt == WF_F32) {
+        wf__half_to_f32_n(src, dst, n, st);
     } else if (!wf__dtype_is_float(st) && !wf__dtype_is_float(dt)) {
         /* integer <-> integer/bool without a trip through double (exact for int64) */
         for (int64_t i = 0; i < n; i++) store_i64(dst, dt, i, wf__load_i64(src, st, i));

@@ -12,6 +12,7 @@
 
 #include "graph/graph.h"
 #include "session_internal.h"
+#include "train/optim.h"
 
 #define T(x) WF__TRY(x)
 
@@ -70,6 +71,7 @@ wf_status *wf_model_new(wf_dtype dtype, int rank, const int64_t *input_shape, ui
     m->in_dims[0] = -1;
     for (int i = 0; i < rank; i++) m->in_dims[i + 1] = input_shape[i];
     m->seed = seed;
+    m->policy = wf_global_policy();
     wf_status *s = wf_graph_new(&m->g);
     if (!s) s = wf_placeholder(m->g, "input", dtype, m->in_rank, m->in_dims, &m->input);
     if (s) {
@@ -118,6 +120,34 @@ static wf_status *scalar(wf_graph *g, const char *name, wf_dtype dt, double v, w
     return wf_const_scalar(g, name, dt, v, out);
 }
 
+/* ---- dtype policies ---------------------------------------------------------------------------------- */
+
+/* The variables' dtype: the master weights every policy keeps. */
+static wf_dtype var_dtype(const wf_model *m) { return m->in_dtype == WF_F64 ? WF_F64 : WF_F32; }
+
+static bool is_lowp(wf_dtype t) { return t == WF_F16 || t == WF_BF16; }
+
+/* The dtype layer L computes in. */
+static wf_dtype compute_dtype(const wf_model *m, const model_layer *L)
+{
+    switch (L->policy) {
+    case WF_POLICY_MIXED_FLOAT16: return WF_F16;
+    case WF_POLICY_MIXED_BFLOAT16: return WF_BF16;
+    default: return var_dtype(m);
+    }
+}
+
+/* x as dtype `to`: x itself when it already is, else a Cast node `name`. */
+static wf_status *cast_to(wf_graph *g, const char *name, wf_output x, wf_dtype to, wf_output *y)
+{
+    if (wf_output_dtype(x) == to) {
+        *y = x;
+        return NULL;
+    }
+    wf_attr a = wf_attr_dtype("to", to);
+    return op1(g, "Cast", name, &x, 1, &a, 1, y);
+}
+
 static wf_status *activation(wf_graph *g, const model_layer *L, bool training, wf_activation act, wf_output x,
                              wf_output *y)
 {
@@ -130,6 +160,12 @@ static wf_status *activation(wf_graph *g, const model_layer *L, bool training, w
     if (act == WF_ACT_NONE) {
         *y = x;
         return NULL;
+    }
+    if (act == WF_ACT_SOFTMAX && is_lowp(wf_output_dtype(x))) {
+        /* Softmax's exponentials and sum run in f32 under a mixed policy, and the probabilities stay
+         * f32: they feed the loss or a later layer, which casts them to its own compute dtype */
+        nm(n, L, training, "Softmax_input_f32");
+        T(cast_to(g, n, x, WF_F32, &x));
     }
     nm(n, L, training, names[act]);
     if (act == WF_ACT_SOFTMAX) return wf_softmax(g, n, x, -1, y);
@@ -149,7 +185,7 @@ static wf_status *make_var(wf_model *m, model_layer *L, const char *what, wf_ini
     if (spec.kind == 0) spec = dflt;
     if (spec.seed == 0) spec.seed = L->seed * 131 + (uint64_t)L->n_vars + 1;
     wf_tensor *t;
-    T(wf_init_tensor(&spec, m->in_dtype == WF_F64 ? WF_F64 : WF_F32, rank, dims, &t));
+    T(wf_init_tensor(&spec, var_dtype(m), rank, dims, &t));
     char n[MODEL_NAME_MAX * 2];
     nm(n, L, false, what);
     wf_status *s = wf_variable(m->g, n, t, out);
@@ -186,10 +222,19 @@ static wf_status *bad_shape(const model_layer *L, wf_output x, const char *want)
 
 static const char *pad_mode(const wf_layer *l) { return l->padding_same ? "SAME_UPPER" : "VALID"; }
 
-/* Builds layer L on x. Creates its variables the first time (the inference build, at wf_model_add);
- * the training build reuses them. counter: the model's step (Dropout in training). */
-static wf_status *build_layer(wf_model *m, model_layer *L, bool training, wf_output x, wf_output counter,
-                              wf_output *y, wf_output *pre)
+/* Variable k of L (named "<layer>/<what>") in L's compute dtype: a Cast "<layer>/Cast_<what>" under a
+ * mixed policy, whose gradient brings the update back to the f32 variable as f32. */
+static wf_status *wvar(wf_model *m, const model_layer *L, bool training, int k, const char *what, wf_output *out)
+{
+    char n[MODEL_NAME_MAX * 2], w[64];
+    snprintf(w, sizeof w, "Cast_%s", what);
+    nm(n, L, training, w);
+    return cast_to(m->g, n, L->vars[k], compute_dtype(m, L), out);
+}
+
+/* The layer's own graph on x, which build_layer has already cast to the layer's dtype. */
+static wf_status *build_core(wf_model *m, model_layer *L, bool training, wf_output x, wf_output counter,
+                             wf_output *y, wf_output *pre)
 {
     wf_graph *g = m->g;
     const wf_layer *l = &L->spec;
@@ -209,12 +254,14 @@ static wf_status *build_layer(wf_model *m, model_layer *L, bool training, wf_out
             if (l->use_bias) T(make_var(m, L, "bias", l->bias_init, (wf_init){.kind = WF_INIT_ZEROS}, 1, bd, &L->vars[1]));
             L->n_trainable = L->n_vars;
         }
-        wf_output h;
+        wf_output h, k, b;
+        T(wvar(m, L, training, 0, "kernel", &k));
         nm(n, L, training, "MatMul");
-        T(wf_matmul(g, n, x, L->vars[0], 0, 0, &h));
+        T(wf_matmul(g, n, x, k, 0, 0, &h));
         if (l->use_bias) {
+            T(wvar(m, L, training, 1, "bias", &b));
             nm(n, L, training, "BiasAdd");
-            T(wf_add(g, n, h, L->vars[1], &h));
+            T(wf_add(g, n, h, b, &h));
         }
         *pre = h;
         return activation(g, L, training, l->activation, h, y);
@@ -227,7 +274,9 @@ static wf_status *build_layer(wf_model *m, model_layer *L, bool training, wf_out
             if (l->use_bias) T(make_var(m, L, "bias", l->bias_init, (wf_init){.kind = WF_INIT_ZEROS}, 1, bd, &L->vars[1]));
             L->n_trainable = L->n_vars;
         }
-        wf_output in[3] = {x, L->vars[0], L->vars[1]};
+        wf_output in[3] = {x};
+        T(wvar(m, L, training, 0, "kernel", &in[1]));
+        if (l->use_bias) T(wvar(m, L, training, 1, "bias", &in[2]));
         wf_attr at[3] = {wf_attr_ints("kernel_shape", l->kernel, 2), wf_attr_ints("strides", l->strides, 2),
                          wf_attr_string("auto_pad", pad_mode(l))};
         wf_output h;
@@ -361,13 +410,41 @@ static wf_status *build_layer(wf_model *m, model_layer *L, bool training, wf_out
                        (wf_init){.kind = WF_INIT_UNIFORM, .minval = -0.05, .maxval = 0.05}, 2, wd, &L->vars[0]));
             L->n_trainable = 1;
         }
+        /* the rows from the f32 table, then cast (Keras 3's Embedding): a mixed policy casts only the
+         * rows a batch reads, and repeated indices sum their gradients in f32 */
         wf_output in[2] = {L->vars[0], x};
         wf_attr at = wf_attr_int("axis", 0);
         nm(n, L, training, "Gather");
-        return op1(g, "Gather", n, in, 2, &at, 1, y);
+        T(op1(g, "Gather", n, in, 2, &at, 1, y));
+        nm(n, L, training, "Cast_output");
+        return cast_to(g, n, *y, compute_dtype(m, L), y);
     }
     }
     return wf__status(WF_INVALID_ARGUMENT, "layer '%s': unknown kind %d", L->name, (int)l->kind);
+}
+
+/* Builds layer L on x under its policy (Keras's autocast): a floating input in another dtype is cast
+ * to the layer's compute dtype first; the normalisations take theirs in the variables' dtype and give
+ * their result back in the compute dtype. Under float32, f32 and f64 inputs pass as they are. Creates
+ * L's variables the first time (the inference build, at wf_model_add); the training build reuses them.
+ * counter: the model's step (Dropout in training). */
+static wf_status *build_layer(wf_model *m, model_layer *L, bool training, wf_output x, wf_output counter,
+                              wf_output *y, wf_output *pre)
+{
+    char n[MODEL_NAME_MAX * 2];
+    wf_dtype dt = wf_output_dtype(x), cdt = compute_dtype(m, L);
+    bool stats = L->spec.kind == WF_LAYER_BATCHNORM || L->spec.kind == WF_LAYER_LAYERNORM;
+    wf_dtype want = stats ? var_dtype(m) : cdt;
+    if (wf__dtype_is_float(dt) && dt != want && (is_lowp(dt) || is_lowp(want))) {
+        nm(n, L, training, "Cast");
+        T(cast_to(m->g, n, x, want, &x));
+    }
+    T(build_core(m, L, training, x, counter, y, pre));
+    if (stats && is_lowp(cdt)) {
+        nm(n, L, training, "Cast_output");
+        T(cast_to(m->g, n, *y, cdt, y));
+    }
+    return NULL;
 }
 
 static wf_status *check_layer(const wf_layer *l)
@@ -375,6 +452,7 @@ static wf_status *check_layer(const wf_layer *l)
 #define BAD(...) return wf__status(WF_INVALID_ARGUMENT, __VA_ARGS__)
     const char *k = kind_titles[l->kind];
     if (!act_ok(l->activation)) BAD("%s layer: unknown activation %d", k, (int)l->activation);
+    if (!wf__policy_valid((int)l->policy)) BAD("%s layer: unknown dtype policy %d", k, (int)l->policy);
     switch (l->kind) {
     case WF_LAYER_DENSE:
         if (l->units < 1) BAD("Dense layer: units is %lld; must be >= 1", (long long)l->units);
@@ -445,6 +523,7 @@ wf_status *wf_model_add(wf_model *m, const wf_layer *layer)
         if (!strcmp(m->layers[i].name, L->name))
             return wf__status(WF_ALREADY_EXISTS, "wf_model_add: the model already has a layer named '%s'", L->name);
     L->seed = layer->seed ? layer->seed : m->seed * 1000003ull + (uint64_t)m->n_layers + 1;
+    L->policy = layer->policy ? layer->policy : m->policy;
     /* build the inference path; on failure take every node it added back out of the graph */
     int before = wf_graph_num_nodes(m->g);
     wf_status *s = build_layer(m, L, false, m->output, (wf_output){0}, &L->infer_out, &L->infer_pre);
@@ -466,14 +545,23 @@ wf_status *wf_model_summary(const wf_model *m, char **text)
     if (!m || !text) return wf__status(WF_INVALID_ARGUMENT, "wf_model_summary: NULL argument");
     wf__str o = {0};
     int64_t total = 0, trainable = 0;
-    wf__str_appendf(&o, "%-34s %-22s %12s\n", "Layer (type)", "Output Shape", "Param #");
-    wf__str_appendf(&o, "%.*s\n", 70, "======================================================================");
+    /* the Policy column only for a model with a mixed layer, so a float32 summary reads as Keras's */
+    bool mixed = false;
+    for (int i = 0; i < m->n_layers; i++) mixed |= m->layers[i].policy != WF_POLICY_FLOAT32;
+    static const char rule[] = "=====================================================================================";
+    int width = mixed ? 87 : 70;
+    wf__str_appendf(&o, "%-34s %-22s %12s", "Layer (type)", "Output Shape", "Param #");
+    if (mixed) wf__str_appendf(&o, "  %s", "Policy");
+    wf__str_appendf(&o, "\n");
+    wf__str_appendf(&o, "%.*s\n", width, rule);
     for (int i = 0; i < m->n_layers; i++) {
         const model_layer *L = &m->layers[i];
         char lt[160], sh[96];
         snprintf(lt, sizeof lt, "%s (%s)", L->name, kind_titles[L->spec.kind]);
         shape_str(sh, sizeof sh, L->out_rank, L->out_dims, "(", ")", "None");
-        wf__str_appendf(&o, "%-34s %-22s %12lld\n", lt, sh, (long long)L->params);
+        wf__str_appendf(&o, "%-34s %-22s %12lld", lt, sh, (long long)L->params);
+        if (mixed) wf__str_appendf(&o, "  %s", wf_policy_name(L->policy));
+        wf__str_appendf(&o, "\n");
         total += L->params;
         for (int v = 0; v < L->n_trainable; v++) {
             int64_t d[WF_MAX_RANK], n = 1;
@@ -482,7 +570,7 @@ wf_status *wf_model_summary(const wf_model *m, char **text)
             trainable += n;
         }
     }
-    wf__str_appendf(&o, "%.*s\n", 70, "======================================================================");
+    wf__str_appendf(&o, "%.*s\n", width, rule);
     wf__str_appendf(&o, "Total params: %lld\nTrainable params: %lld\nNon-trainable params: %lld\n", (long long)total,
                     (long long)trainable, (long long)(total - trainable));
     if (o.failed || !o.p) {
@@ -510,7 +598,8 @@ static wf_status *accuracy(wf_graph *g, const char *prefix, wf_output pred, wf_o
     return op1(g, "ReduceMean", n, &f, 1, &kd, 1, acc);
 }
 
-/* The loss and accuracy of output `out` (pre: the last layer before its activation) against m->labels. */
+/* The loss and accuracy of output `out` (pre: the last layer before its activation) against m->labels.
+ * out is already in the variables' dtype (compile casts it); pre is cast here when the loss reads it. */
 static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const char *prefix, wf_output *loss,
                              wf_output *acc)
 {
@@ -527,7 +616,8 @@ static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const ch
         wf_output logits = out;
         if (!o->from_logits) {
             if (has_act && last == WF_ACT_SOFTMAX) {
-                logits = pre;
+                snprintf(n, sizeof n, "%s/logits_f32", prefix);
+                T(cast_to(g, n, pre, dt, &logits));
             } else {
                 /* probabilities p summing to 1: LogSoftmax(log p) = log p, so the cross-entropy of
                  * logits log(clip(p)) is Keras's -sum(y log clip(p)) */
@@ -562,7 +652,12 @@ static wf_status *build_loss(wf_model *m, wf_output out, wf_output pre, const ch
     }
     case WF_LOSS_BINARY_CROSSENTROPY: {
         bool logits = o->from_logits || (has_act && last == WF_ACT_SIGMOID);
-        T(wf_loss_binary_cross_entropy(g, prefix, logits && !o->from_logits ? pre : out, m->labels, logits, loss));
+        wf_output in = out;
+        if (logits && !o->from_logits) {
+            snprintf(n, sizeof n, "%s/logits_f32", prefix);
+            T(cast_to(g, n, pre, dt, &in));
+        }
+        T(wf_loss_binary_cross_entropy(g, prefix, in, m->labels, logits, loss));
         if (!m->has_acc) return NULL;
         wf_output th, half, p, t;
         snprintf(n, sizeof n, "%s_accuracy/threshold", prefix);
@@ -593,8 +688,22 @@ static wf_status *compile(wf_model *m, wf_context *ctx, const wf_compile_options
     if (o->loss == WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && o->label_dtype != WF_I64 && o->label_dtype != WF_I32)
         return wf__status(WF_INVALID_ARGUMENT, "wf_model_compile: sparse labels must be i32 or i64, not %s",
                           wf_dtype_name(o->label_dtype));
+    if (o->initial_loss_scale != 0 && (!(o->initial_loss_scale >= 1) || !isfinite(o->initial_loss_scale) ||
+                                       o->initial_loss_scale > 3.0e38))
+        return wf__status(WF_INVALID_ARGUMENT,
+                          "wf_model_compile: initial_loss_scale is %g; must be 0 (2^15) or finite, >= 1 and < 3e38",
+                          o->initial_loss_scale);
+    if (o->loss_scale_growth_interval < 0)
+        return wf__status(WF_INVALID_ARGUMENT,
+                          "wf_model_compile: loss_scale_growth_interval is %lld; must be 0 (2000) or >= 1",
+                          (long long)o->loss_scale_growth_interval);
     m->co = *o;
     m->has_acc = o->accuracy != 0;
+    /* a mixed policy's output in the variables' dtype, so that the loss, the metrics and predict are
+     * f32 (Keras leaves a mixed model's output in the compute dtype unless its last layer is float32;
+     * weft's loss kernels and users' buffers want f32) */
+    if (wf__dtype_is_float(wf_output_dtype(m->output)))
+        T(cast_to(g, "model/output_f32", m->output, var_dtype(m), &m->output));
     int64_t od[WF_MAX_RANK];
     int orank = wf_output_shape(m->output, od);
     wf_dtype odt = wf_output_dtype(m->output);
@@ -634,6 +743,8 @@ static wf_status *compile(wf_model *m, wf_context *ctx, const wf_compile_options
         diverged = true;
         T(build_layer(m, L, true, x, step, &x, &pre));
     }
+    if (!diverged) x = m->output;
+    else if (wf__dtype_is_float(wf_output_dtype(x))) T(cast_to(g, "train/model/output_f32", x, var_dtype(m), &x));
     T(build_loss(m, x, pre, "loss", &m->train_loss, &m->train_acc));
     const model_layer *last = &m->layers[m->n_layers - 1];
     if (diverged) {
@@ -651,9 +762,21 @@ static wf_status *compile(wf_model *m, wf_context *ctx, const wf_compile_options
             vars[nv++] = m->layers[i].vars[v];
         }
     if (nv == 0) return wf__status(WF_FAILED_PRECONDITION, "wf_model_compile: the model has no trainable variables");
+    /* f16's five exponent bits lose small gradients and overflow on large ones: dynamic loss scaling
+     * whenever a layer computes in f16 (Keras wraps the optimizer when the model's policy is
+     * mixed_float16); bf16 has f32's range and needs none */
+    bool f16 = false;
+    for (int i = 0; i < m->n_layers; i++) f16 |= m->layers[i].policy == WF_POLICY_MIXED_FLOAT16;
+    wf__loss_scale ls = {.initial = o->initial_loss_scale ? o->initial_loss_scale : 32768.0,
+                         .growth_interval = o->loss_scale_growth_interval ? o->loss_scale_growth_interval : 2000};
     wf_output *ot = NULL;
     int no = 0;
-    T(wf_optimizer_minimize(g, "optimizer", &o->optimizer, m->train_loss, vars, nv, &ot, &no));
+    T(wf__optimizer_minimize_scaled(g, "optimizer", &o->optimizer, m->train_loss, vars, nv, f16 ? &ls : NULL, &ot,
+                                    &no));
+    if (f16) {
+        m->loss_scale = ls.scale;
+        m->loss_scale_good_steps = ls.good_steps;
+    }
     wf_output *all = wf__realloc(m->targets, sizeof *all * (size_t)m->n_targets, sizeof *all * (size_t)(m->n_targets + no));
     if (!all) {
         wf_free(ot);
@@ -684,8 +807,11 @@ wf_status *wf_model_compile(wf_model *m, wf_context *ctx, const wf_compile_optio
         o = &d;
     }
     int before = wf_graph_num_nodes(m->g);
+    wf_output output = m->output;
     wf_status *s = compile(m, ctx, o);
     if (s) {
+        m->output = output;
+        m->loss_scale = m->loss_scale_good_steps = (wf_output){0};
         wf_session_free(m->sess);
         m->sess = NULL;
         wf__free(m->targets);
@@ -728,4 +854,27 @@ wf_status *wf_model_export_onnx(wf_model *m, const char *path)
     if (!m->compiled) return wf__status(WF_FAILED_PRECONDITION, "wf_model_export_onnx: compile the model first");
     const char *names[1] = {"output"};
     return wf_session_export_onnx(m->sess, &m->output, names, 1, path);
+}
+
+wf_status *wf_model_loss_scale(wf_model *m, double *scale, int64_t *good_steps)
+{
+    if (!m) return wf__status(WF_INVALID_ARGUMENT, "wf_model_loss_scale: model is NULL");
+    if (!m->compiled) return wf__status(WF_FAILED_PRECONDITION, "wf_model_loss_scale: compile the model first");
+    double sc = 1;
+    int64_t gs = 0;
+    if (m->loss_scale.node) {
+        wf_tensor *a = NULL, *b = NULL;
+        wf_status *s = wf_session_get_variable(m->sess, wf_node_name(m->loss_scale.node), &a);
+        if (!s) s = wf_session_get_variable(m->sess, wf_node_name(m->loss_scale_good_steps.node), &b);
+        if (!s) {
+            sc = *(const float *)wf_tensor_data(a);
+            gs = *(const int64_t *)wf_tensor_data(b);
+        }
+        wf_tensor_free(a);
+        wf_tensor_free(b);
+        if (s) return s;
+    }
+    if (scale) *scale = sc;
+    if (good_steps) *good_steps = gs;
+    return NULL;
 }

@@ -20,6 +20,7 @@ typedef struct model_layer {
     int n_vars, n_trainable;
     int64_t params;
     wf_output infer_out, infer_pre; /* inference output, and before the activation */
+    wf_dtype_policy policy;         /* resolved: never DEFAULT */
 } model_layer;
 
 struct wf_model {
@@ -30,6 +31,7 @@ struct wf_model {
     int in_rank; /* with the batch dim */
     int64_t in_dims[WF_MAX_RANK];
     uint64_t seed;
+    wf_dtype_policy policy; /* the layers' default; never DEFAULT */
     model_layer *layers;
     int n_layers, cap;
     int kind_count[16]; /* for Keras's automatic names */
@@ -42,6 +44,11 @@ struct wf_model {
     wf_output train_loss, train_acc, eval_loss, eval_acc;
     wf_output *targets;
     int n_targets;
+    /* dynamic loss scaling (a mixed_float16 layer): the scale and good-step variables; node NULL without */
+    wf_output loss_scale, loss_scale_good_steps;
 };
+
+/* policy.c: p is a wf_dtype_policy value (DEFAULT included) */
+bool wf__policy_valid(int p);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "graph/graph.h"
+#include "train/optim.h"
 
 #define NM_MAX 1024
 
@@ -47,6 +48,7 @@ typedef struct ob {
     const char *name;
     wf_output *assigns;
     int n_assigns;
+    wf_output finite; /* loss scaling: bool scalar, every gradient finite; node NULL without */
 } ob;
 
 static wf_status *opv(ob *b, const char *op, const wf_output *in, int n_in, const wf_attr *at, int n_at,
@@ -151,9 +153,19 @@ static wf_status *slot(ob *b, wf_output var, const char *slot_name, wf_output *o
     return s;
 }
 
+/* var = value, or under loss scaling var = finite ? value : var: a skipped step writes back what it
+ * read, so no variable, slot or counter changes. (A gate input on every update op would save the
+ * Where, but the composite updates of f16/bf16 and SGD/RMSprop have no single op to gate.) */
 static wf_status *assign(ob *b, wf_output var, wf_output value)
 {
     char nm[NM_MAX];
+    if (b->finite.node) {
+        wf_output in[3] = {b->finite, value, var};
+        snprintf(nm, sizeof nm, "%s/%s/skip_if_not_finite", b->name, wf_node_name(var.node));
+        wf_node *n;
+        WF__TRY(wf_op(b->g, "Where", nm, in, 3, NULL, 0, &n));
+        value = wf_out(n, 0);
+    }
     snprintf(nm, sizeof nm, "%s/%s/assign", b->name, wf_node_name(var.node));
     WF__TRY(wf_assign(b->g, nm, var, value, &b->assigns[b->n_assigns]));
     b->n_assigns++;
@@ -436,28 +448,126 @@ static wf_status *update(ob *b, const wf_optimizer_options *o, scalars *sc, wf_o
     return assign(b, w, nw);
 }
 
-static wf_status *minimize(ob *b, const wf_optimizer_options *o, wf_output loss, const wf_output *vars, int n,
-                           wf_output *grads)
+/* A scalar Variable "<name>/<what>" of dtype dt holding v. */
+static wf_status *scalar_var(ob *b, const char *what, wf_dtype dt, double v, wf_output *out)
 {
-    T(wf_gradients(b->g, &loss, 1, NULL, vars, n, grads));
+    wf_tensor *z;
+    T(wf_tensor_new(dt, 0, NULL, NULL, &z));
+    if (dt == WF_I64) *(int64_t *)wf_tensor_data(z) = (int64_t)v;
+    else *(float *)wf_tensor_data(z) = (float)v;
+    char nm[NM_MAX];
+    snprintf(nm, sizeof nm, "%s/%s", b->name, what);
+    wf_status *s = wf_variable(b->g, nm, z, out);
+    wf_tensor_free(z);
+    return s;
+}
+
+/* The loss times the scale variable, in the loss's dtype. */
+static wf_status *scale_loss(ob *b, wf__loss_scale *ls, wf_output loss, wf_output *scaled)
+{
+    T(scalar_var(b, "loss_scale", WF_F32, ls->initial, &ls->scale));
+    T(scalar_var(b, "loss_scale_good_steps", WF_I64, 0, &ls->good_steps));
+    wf_output sc = ls->scale;
+    if (wf_output_dtype(loss) != WF_F32) {
+        wf_attr to = wf_attr_dtype("to", wf_output_dtype(loss));
+        T(op(b, "Cast", &sc, 1, &to, 1, &sc, "loss_scale_%s", wf_dtype_name(wf_output_dtype(loss))));
+    }
+    return bin(b, "Mul", loss, sc, scaled, "scaled_loss");
+}
+
+/* Divides every gradient by the scale (a power of two, so exactly) and sets b->finite: no gradient
+ * holds an inf or NaN. g * 0 is 0 for a finite g and NaN for inf or NaN, so the sum of those products
+ * is 0 exactly when every gradient is finite; a sum of the gradients themselves could overflow. */
+static wf_status *unscale(ob *b, wf__loss_scale *ls, const wf_output *vars, wf_output *grads, int n)
+{
+    wf_output s64, inv64, *parts = NULL;
+    wf_attr to64 = wf_attr_dtype("to", WF_F64);
+    T(op(b, "Cast", &ls->scale, 1, &to64, 1, &s64, "loss_scale_f64"));
+    T(un(b, "Reciprocal", s64, &inv64, "loss_scale_inverse"));
+    scal inv = snode("loss_scale_inverse", inv64), zero = sconst("zero", 0);
+    parts = wf__calloc((size_t)n, sizeof *parts);
+    if (!parts) return wf__oom("the gradients' finiteness checks", sizeof *parts * (size_t)n);
+    wf_status *s = NULL;
+    wf_attr k0 = wf_attr_int("keepdims", 0), to32 = wf_attr_dtype("to", WF_F32);
+    for (int i = 0; i < n && !s; i++) {
+        const char *vn = wf_node_name(vars[i].node);
+        wf_dtype dt = wf_output_dtype(grads[i]);
+        wf_output f, z, zs;
+        if ((s = sget(b, &inv, dt, &f))) break;
+        if ((s = bin(b, "Mul", grads[i], f, &grads[i], "%s/grad_unscaled", vn))) break;
+        if ((s = sget(b, &zero, dt, &z))) break;
+        if ((s = bin(b, "Mul", grads[i], z, &zs, "%s/grad_times_zero", vn))) break;
+        if ((s = op(b, "ReduceSum", &zs, 1, &k0, 1, &zs, "%s/grad_nonfinite_sum", vn))) break;
+        if (dt != WF_F32) s = op(b, "Cast", &zs, 1, &to32, 1, &zs, "%s/grad_nonfinite_sum_f32", vn);
+        parts[i] = zs;
+    }
+    wf_output total = parts[0], zf;
+    if (!s && n > 1) s = op(b, "Sum", parts, n, NULL, 0, &total, "grads_nonfinite_sum");
+    wf__free(parts);
+    if (s) return s;
+    T(cnst(b, WF_F32, 0, &zf, "grads_zero"));
+    return bin(b, "Equal", total, zf, &b->finite, "grads_finite");
+}
+
+/* The scale's rules: a finite step counts (good + 1), and the count reaching the interval doubles the
+ * scale and restarts the count; a skipped step halves the scale, not below 1, and restarts the count. */
+static wf_status *update_scale(ob *b, const wf__loss_scale *ls)
+{
+    wf_output one_i, zero_i, interval, two, half, one_f, g1, grow, doubled, halved0, halved, grown, new_scale,
+        good_fin, new_good;
+    T(cnst(b, WF_I64, 1, &one_i, "loss_scale_one_step"));
+    T(cnst(b, WF_I64, 0, &zero_i, "loss_scale_no_steps"));
+    T(cnst(b, WF_I64, (double)ls->growth_interval, &interval, "loss_scale_growth_interval"));
+    T(cnst(b, WF_F32, 2, &two, "loss_scale_two"));
+    T(cnst(b, WF_F32, 0.5, &half, "loss_scale_half"));
+    T(cnst(b, WF_F32, 1, &one_f, "loss_scale_min"));
+    T(bin(b, "Add", ls->good_steps, one_i, &g1, "loss_scale_good_steps_next"));
+    T(bin(b, "GreaterEqual", g1, interval, &grow, "loss_scale_grow"));
+    T(bin(b, "Mul", ls->scale, two, &doubled, "loss_scale_doubled"));
+    T(bin(b, "Mul", ls->scale, half, &halved0, "loss_scale_halved_unclamped"));
+    T(bin(b, "Maximum", halved0, one_f, &halved, "loss_scale_halved"));
+    wf_output in[3] = {grow, doubled, ls->scale};
+    T(op(b, "Where", in, 3, NULL, 0, &grown, "loss_scale_if_grown"));
+    wf_output in2[3] = {b->finite, grown, halved};
+    T(op(b, "Where", in2, 3, NULL, 0, &new_scale, "loss_scale_new"));
+    wf_output in3[3] = {grow, zero_i, g1};
+    T(op(b, "Where", in3, 3, NULL, 0, &good_fin, "loss_scale_good_steps_if_finite"));
+    wf_output in4[3] = {b->finite, good_fin, zero_i};
+    T(op(b, "Where", in4, 3, NULL, 0, &new_good, "loss_scale_good_steps_new"));
+    char nm[NM_MAX];
+    snprintf(nm, sizeof nm, "%s/loss_scale_assign", b->name);
+    T(wf_assign(b->g, nm, ls->scale, new_scale, &b->assigns[b->n_assigns]));
+    b->n_assigns++;
+    snprintf(nm, sizeof nm, "%s/loss_scale_good_steps_assign", b->name);
+    T(wf_assign(b->g, nm, ls->good_steps, new_good, &b->assigns[b->n_assigns]));
+    b->n_assigns++;
+    return NULL;
+}
+
+static wf_status *minimize(ob *b, const wf_optimizer_options *o, wf_output loss, const wf_output *vars, int n,
+                           wf__loss_scale *ls, wf_output *grads)
+{
+    wf_output target = loss;
+    if (ls) T(scale_loss(b, ls, loss, &target));
+    T(wf_gradients(b->g, &target, 1, NULL, vars, n, grads));
     for (int i = 0; i < n; i++)
         if (!grads[i].node)
             return wf__status(WF_INVALID_ARGUMENT,
                               "optimizer '%s': variable '%s' has no gradient: the loss '%s' does not depend on it",
                               b->name, wf_node_name(vars[i].node), wf_node_name(loss.node));
-    /* the step counter: s steps done, this one is t = s + 1 */
-    wf_output step, one, s_next, s_f;
-    {
-        wf_tensor *z;
-        T(wf_tensor_new(WF_I64, 0, NULL, NULL, &z));
-        char nm[NM_MAX];
-        snprintf(nm, sizeof nm, "%s/step", b->name);
-        wf_status *s = wf_variable(b->g, nm, z, &step);
-        wf_tensor_free(z);
-        if (s) return s;
+    if (ls) {
+        T(unscale(b, ls, vars, grads, n));
+        T(update_scale(b, ls));
     }
+    /* the step counter: s steps done, this one is t = s + 1; a skipped step leaves it */
+    wf_output step, one, s_next, s_f;
+    T(scalar_var(b, "step", WF_I64, 0, &step));
     T(cnst(b, WF_I64, 1, &one, "step_one"));
     T(bin(b, "Add", step, one, &s_next, "step_next"));
+    if (b->finite.node) {
+        wf_output in[3] = {b->finite, s_next, step};
+        T(op(b, "Where", in, 3, NULL, 0, &s_next, "step_if_finite"));
+    }
     {
         char nm[NM_MAX];
         snprintf(nm, sizeof nm, "%s/step_assign", b->name);
@@ -493,22 +603,27 @@ static wf_status *minimize(ob *b, const wf_optimizer_options *o, wf_output loss,
     return NULL;
 }
 
-wf_status *wf_optimizer_minimize(wf_graph *g, const char *name, const wf_optimizer_options *o, wf_output loss,
-                                 const wf_output *vars, int n_vars, wf_output **targets, int *n_targets)
+wf_status *wf__optimizer_minimize_scaled(wf_graph *g, const char *name, const wf_optimizer_options *o,
+                                         wf_output loss, const wf_output *vars, int n_vars, wf__loss_scale *ls,
+                                         wf_output **targets, int *n_targets)
 {
     if (!g || !name || !*name || !o || !targets || !n_targets || (n_vars > 0 && !vars))
         return wf__status(WF_INVALID_ARGUMENT, "wf_optimizer_minimize: NULL graph, name, options, vars or targets");
     if (n_vars < 1) return wf__status(WF_INVALID_ARGUMENT, "optimizer '%s': no variables to train (n_vars %d)", name, n_vars);
     WF__TRY(check_options(name, o));
+    if (ls && (!(ls->initial >= 1) || !isfinite(ls->initial) || ls->initial > 3.0e38))
+        return bad(name, "initial loss scale", ls->initial, "finite and >= 1");
+    if (ls && ls->growth_interval < 1)
+        return bad(name, "loss scale growth interval", (double)ls->growth_interval, ">= 1");
     WF__TRY(check_inputs(g, name, loss, vars, n_vars));
     int n0 = g->n;
-    /* at most three Assigns per variable (itself, m, v) and the counter */
+    /* at most three Assigns per variable (itself, m, v), the counter, the loss scale and its counter */
     ob b = {.g = g, .name = name};
-    b.assigns = wf__malloc(sizeof *b.assigns * (size_t)(3 * n_vars + 1));
+    b.assigns = wf__malloc(sizeof *b.assigns * (size_t)(3 * n_vars + 3));
     wf_output *grads = wf__calloc((size_t)n_vars, sizeof *grads);
     wf_status *s = NULL;
-    if (!b.assigns || !grads) s = wf__oom("an optimizer", sizeof *grads * (size_t)(4 * n_vars + 1));
-    if (!s) s = minimize(&b, o, loss, vars, n_vars, grads);
+    if (!b.assigns || !grads) s = wf__oom("an optimizer", sizeof *grads * (size_t)(4 * n_vars + 3));
+    if (!s) s = minimize(&b, o, loss, vars, n_vars, ls, grads);
     wf__free(grads);
     if (s) {
         wf__graph_truncate(g, n0); /* the graph is as it was */
@@ -518,4 +633,10 @@ wf_status *wf_optimizer_minimize(wf_graph *g, const char *name, const wf_optimiz
     *targets = b.assigns;
     *n_targets = b.n_assigns;
     return NULL;
+}
+
+wf_status *wf_optimizer_minimize(wf_graph *g, const char *name, const wf_optimizer_options *o, wf_output loss,
+                                 const wf_output *vars, int n_vars, wf_output **targets, int *n_targets)
+{
+    return wf__optimizer_minimize_scaled(g, name, o, loss, vars, n_vars, NULL, targets, n_targets);
 }

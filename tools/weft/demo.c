@@ -35,6 +35,7 @@ typedef struct demo_opts {
     const char *save_init;
     double lr;
     uint64_t seed;
+    wf_dtype_policy policy;
 } demo_opts;
 
 static void usage(FILE *f)
@@ -43,10 +44,13 @@ static void usage(FILE *f)
                "                 [--lr X] [--seed N] [--data DIR] [--trace FILE.json] [--export-onnx FILE]\n"
                "                 [--save FILE.safetensors] [--quiet] [--time-steps N] [--model mlp|cnn]\n"
                "                 [--save-initial FILE.safetensors] [--print-losses N]\n"
+               "                 [--policy float32|mixed_float16|mixed_bfloat16]\n"
                "Trains Flatten -> Dense(128, relu) -> Dense(10, softmax) on Fashion-MNIST (default: 5 epochs,\n"
                "batch 32, Adam lr 1e-3, data in " DEFAULT_DATA ").\n"
                "--model cnn trains Conv2D(32, 3x3, relu) -> MaxPool(2) -> Conv2D(64, 3x3, relu) -> MaxPool(2)\n"
                "-> Flatten -> Dense(128, relu) -> Dense(10, softmax) instead (valid padding, NCHW).\n"
+               "--policy sets Keras's dtype policy (default float32): mixed_bfloat16 and mixed_float16 compute\n"
+               "in bf16 / f16 with f32 variables, loss and metrics; mixed_float16 adds dynamic loss scaling.\n"
                "--save-initial writes the initial weights before any step; --print-losses N trains N steps on\n"
                "the first N batches in file order (no shuffle) and prints each step's loss, then exits.\n"
                "--device runs every node on SPEC (soft placement: nodes it cannot run fall back, with the\n"
@@ -213,7 +217,7 @@ static const char default_trace[] = "weft-demo-trace.json";
 static int parse(int argc, char **argv, demo_opts *o)
 {
     *o = (demo_opts){.data = DEFAULT_DATA, .trace = default_trace, .epochs = 5, .batch = 32, .lr = 1e-3,
-                     .seed = 42};
+                     .seed = 42, .policy = WF_POLICY_FLOAT32};
     if (cli_wants_help(argc, argv)) {
         usage(stdout);
         return 0;
@@ -241,6 +245,15 @@ static int parse(int argc, char **argv, demo_opts *o)
             if (!strcmp(v, "cnn")) o->cnn = 1;
             else if (strcmp(v, "mlp"))
                 return cli_usage_error("demo", "--model must be mlp or cnn, not '%s'", v);
+        }
+        else if (!strcmp(a, "--policy")) {
+            VALUE("float32|mixed_float16|mixed_bfloat16");
+            wf_status *ps = wf_policy_from_name(v, &o->policy);
+            if (ps) {
+                int rc = cli_usage_error("demo", "--policy: %s", wf_status_message(ps));
+                wf_status_free(ps);
+                return rc;
+            }
         }
         else if (!strcmp(a, "--lr")) {
             VALUE("X");
@@ -304,7 +317,9 @@ int cmd_demo(int argc, char **argv)
                (long long)wf_dataset_num_samples(train), (long long)wf_dataset_num_samples(test));
     }
     int64_t in_shape[2] = {28, 28};
-    if ((s = wf_model_new(WF_F32, 2, in_shape, o.seed, &m)) || (s = add_layers(m, o.cnn))) goto out;
+    if ((s = wf_model_new(WF_F32, 2, in_shape, o.seed, &m)) || (s = wf_model_set_policy(m, o.policy)) ||
+        (s = add_layers(m, o.cnn)))
+        goto out;
     wf_compile_options cpo;
     wf_compile_options_init(&cpo);
     cpo.optimizer.learning_rate = o.lr;
@@ -334,8 +349,8 @@ int cmd_demo(int argc, char **argv)
         wf_free(text);
         text = NULL;
         placement_summary(m, ctx, o.batch, o.device);
-        printf("\ntraining: Adam (lr %g), sparse categorical cross-entropy, batch %ld, %d epochs\n", o.lr, o.batch,
-               o.epochs);
+        printf("\ntraining: Adam (lr %g), sparse categorical cross-entropy, batch %ld, %d epochs, policy %s\n", o.lr,
+               o.batch, o.epochs, wf_policy_name(o.policy));
     }
     wf_fit_options fo;
     wf_fit_options_init(&fo);
@@ -365,6 +380,11 @@ int cmd_demo(int argc, char **argv)
     printf("training time: %.2f s (%.0f samples/s)\n", train_s, (double)de.samples / train_s);
     printf("epoch time: median %.2f s\n", ep[o.epochs / 2]);
     free(ep);
+    double scale;
+    int64_t good;
+    if (o.policy == WF_POLICY_MIXED_FLOAT16 && !(s = wf_model_loss_scale(m, &scale, &good)))
+        printf("loss scale: %g (%lld finite steps since it last changed)\n", scale, (long long)good);
+    if (s) goto out;
     if (o.save) {
         if ((s = wf_session_save(wf_model_session(m), o.save))) goto out;
         printf("checkpoint: %s\n", o.save);
