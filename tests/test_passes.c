@@ -327,7 +327,7 @@ static void test_options_and_dump(void)
     s = NULL;
     so.disable_passes = "bogus";
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
-              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, fold, cse, conv_crop, fuse, jit, layout)");
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, conv_crop, fuse, jit, layout)");
     so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);

@@ -113,7 +113,7 @@ def pool_cases(rng):
         # the oneDNN / vectorised path: many channels and a large plane
         ("large", (2, 16, 32, 32), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ]
-    for dt in ("f32", "f64", "f16"):
+    for dt in ("f32", "f64", "f16", "bf16"):
         for name, shape, at in configs:
             if dt != "f32" and name == "large":
                 continue

@@ -255,6 +255,17 @@ def pool_grad_cases(rng):
                 yield Case("avgpool2d_grad_%s_%s%s" % (tag, name, "_cip" if cip else ""), "AvgPool2DGrad",
                            [np.array(sx, np.int64), dy.astype(dt)], [ref_pool_grad("avg", sx, dy, at2).astype(dt)],
                            attrs=at2, const=(0,), **tol)
+        # bf16 over every geometry (the plane-at-a-time f32 route, k_nn_grad.c's lowp_pool_planes): the
+        # maximum's pick is exact, so only dy's rounding is in the reference; no new draws from rng
+        xb, xrb, dyb = bf16_round(x), bf16_round(xr), bf16_round(dy)
+        yield Case("maxpool2d_grad_bf16_%s" % name, "MaxPool2DGrad", [xb, dyb], [bf16_round(ref_pool_grad("max", xb, dyb, at))],
+                   attrs=at, feed_dtype={0: "bf16", 1: "bf16"}, rtol=1e-2, atol=1e-2)
+        yield Case("maxpool2d_grad_bf16_%s_distinct" % name, "MaxPool2DGrad", [xrb, dyb],
+                   [bf16_round(ref_pool_grad("max", xrb, dyb, at))], attrs=at, feed_dtype={0: "bf16", 1: "bf16"},
+                   rtol=1e-2, atol=1e-2)
+        yield Case("avgpool2d_grad_bf16_%s" % name, "AvgPool2DGrad", [np.array(sx, np.int64), dyb],
+                   [bf16_round(ref_pool_grad("avg", sx, dyb, at))], attrs=at, const=(0,), feed_dtype={1: "bf16"},
+                   rtol=1e-2, atol=1e-2)
     at = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
     sx = (2, 3, 7, 7)
     x = rng.standard_normal(sx)

@@ -619,6 +619,40 @@ MAX_GRAD_TILED(max_grad_tiled_f64, double, f64)
 AVG_GRAD_LOOP(avg_grad_f32, float)
 AVG_GRAD_LOOP(avg_grad_f64, double)
 
+/* f16/bf16 pools through the f32 loops one plane at a time: each task converts its planes of x and dy
+ * into buffers of its own (a plane, so they stay in cache) and the plane of dx back. Whole-tensor f32
+ * copies had cost three large allocations per run, page faults included: a bf16 CNN's pooling gradient
+ * ran 7x slower than the f32 one. f32 is exact for both (the max's compares and the average's sums
+ * run in f32 as before). */
+typedef struct lowp_pool {
+    const pool_geom *r;
+    wf__range_fn f32;
+    wf_dtype t;
+    int64_t x_plane, dy_plane, dx_plane; /* elements per plane; x_plane 0: no x */
+    bool failed;                         /* a task's buffers could not be allocated */
+} lowp_pool;
+
+static void lowp_pool_planes(void *arg, int64_t p0, int64_t p1)
+{
+    lowp_pool *lp = arg;
+    int64_t nx = lp->x_plane, ndy = lp->dy_plane, ndx = lp->dx_plane;
+    float *buf = wf__aligned_alloc((size_t)(nx + ndy + ndx + 1) * sizeof(float), WF__ALIGN);
+    if (!buf) {
+        __atomic_store_n(&lp->failed, true, __ATOMIC_RELAXED);
+        return;
+    }
+    size_t es = wf_dtype_size(lp->t);
+    pool_geom g = *lp->r;
+    g.x = nx ? buf : NULL, g.dy = buf + nx, g.dx = buf + nx + ndy;
+    for (int64_t p = p0; p < p1; p++) {
+        if (nx) wf__convert((const char *)lp->r->x + (size_t)(p * nx) * es, lp->t, buf, WF_F32, nx);
+        wf__convert((const char *)lp->r->dy + (size_t)(p * ndy) * es, lp->t, buf + nx, WF_F32, ndy);
+        lp->f32(&g, 0, 1);
+        wf__convert(buf + nx + ndy, WF_F32, (char *)lp->r->dx + (size_t)(p * ndx) * es, lp->t, ndx);
+    }
+    wf__aligned_free(buf);
+}
+
 static wf_status *run_pool_loop(wf__kctx *k, pool_geom *r, wf_dtype t, const wf_tensor *x, const wf_tensor *dy,
                                 wf_tensor *y, wf__range_fn f32, wf__range_fn f64)
 {
@@ -630,16 +664,13 @@ static wf_status *run_pool_loop(wf__kctx *k, pool_geom *r, wf_dtype t, const wf_
         wf__parallel_for(k, planes, grain, t == WF_F32 ? f32 : f64, r);
         return NULL;
     }
-    lowp l = {{NULL, NULL}, NULL};
-    wf_status *s;
-    if (!(s = wf__dn_to_f32(k, x ? x->data : NULL, t, x ? x->size : 0, &l.in[0])) &&
-        !(s = wf__dn_to_f32(k, dy->data, t, dy->size, &l.in[1])) && !(s = wf__dn_alloc_f32(k, y->size, &l.out))) {
-        r->x = l.in[0], r->dy = l.in[1], r->dx = l.out;
-        wf__parallel_for(k, planes, grain, f32, r);
-        wf__convert(l.out, WF_F32, y->data, t, y->size);
-    }
-    lowp_free(&l);
-    return s;
+    lowp_pool lp = {r, f32, t, planes ? (x ? x->size / planes : 0) : 0, planes ? dy->size / planes : 0,
+                    planes ? y->size / planes : 0, false};
+    wf__parallel_for(k, planes, grain, lowp_pool_planes, &lp);
+    if (lp.failed)
+        return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating f32 plane buffers (%lld floats) on CPU:0",
+                             (long long)(lp.x_plane + lp.dy_plane + lp.dx_plane));
+    return NULL;
 }
 
 static wf_status *k_max_pool_grad(wf__kctx *k)
