@@ -183,7 +183,9 @@ static void plan_fusion(builder *b, fusion *fu)
         if (!mm && !conv) continue;
         if (b->dev_of[id] != 0) continue; /* epilogues are a CPU kernel feature for now */
         wf_dtype dt = b->info[id][0].dtype;
-        if (dt != WF_F32) continue;
+        /* f32, and bf16 (mixed precision): the CPU's oneDNN kernels apply the bias and activation in the
+         * primitive (or one pass after it) in either */
+        if (dt != WF_F32 && dt != WF_BF16) continue;
         /* Conv2D with its own bias input takes only an activation. */
         bool has_bias = conv && n->n_in > 2 && n->in[2].node;
         const wf_node *c = sole_consumer(b, id);
@@ -496,6 +498,13 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         pn->cheap = (n->op->flags & WF__OP_CHEAP) != 0;
         pn->device = dest;
         pn->est = b->est_of[id];
+        /* A host-memory device's 16-bit kernels (the CPU's, but for oneDNN's bf16 products) compute in f32:
+         * they move three times the bytes the 16-bit estimate counts (read, widen, narrow). The estimate
+         * is what the intra-op gate's slow-region check holds a kernel to (backends/cpu/intra.c), and an
+         * underestimate there sent every kernel of a bf16 training step to one thread. */
+        if (pn->est > 0 && b->ctx->devices[dest].info.host_memory && n->n_out > 0 &&
+            (b->info[id][0].dtype == WF_BF16 || b->info[id][0].dtype == WF_F16))
+            pn->est *= 3;
         pn->reason = b->reason_of[id];
         b->reason_of[id] = NULL;
         /* cost and kernel */

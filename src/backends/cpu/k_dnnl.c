@@ -482,23 +482,164 @@ void wf__dn_epilogue(void *y, wf_dtype t, int64_t outer, int64_t c, int64_t inne
     }
 }
 
-/* An uninitialised f32 scratch buffer of n elements; free with wf__aligned_free. */
+/* f32 scratch of the 16-bit paths (an f16 MatMul, a bf16 first-layer convolution and its gradients): a
+ * few megabytes per call, which the C library maps and unmaps each time, so a run paid their page faults
+ * on every call (a bf16 CNN step spent more in them than in its convolutions). Freed blocks go to a
+ * small cache of the calling thread (an inter-op thread runs one kernel at a time) and the next call of
+ * that thread reuses them; the cache holds at most TMP_KEEP blocks and TMP_KEEP_BYTES, and goes with its
+ * thread. Each block starts with its capacity. */
+enum { TMP_KEEP = 6 };
+#define TMP_KEEP_BYTES ((size_t)256 << 20)
+typedef struct tmp_cache {
+    void *blk[TMP_KEEP];
+    size_t held;
+} tmp_cache;
+static pthread_key_t g_tmp_key;
+static pthread_once_t g_tmp_once = PTHREAD_ONCE_INIT;
+
+static void tmp_cache_free(void *arg)
+{
+    tmp_cache *c = arg;
+    for (int i = 0; c && i < TMP_KEEP; i++) wf__aligned_free(c->blk[i]);
+    free(c);
+}
+
+static void tmp_key_init(void) { pthread_key_create(&g_tmp_key, tmp_cache_free); }
+
+static tmp_cache *tmp_get(void)
+{
+    pthread_once(&g_tmp_once, tmp_key_init);
+    tmp_cache *c = pthread_getspecific(g_tmp_key);
+    if (!c && (c = calloc(1, sizeof *c)) && pthread_setspecific(g_tmp_key, c)) {
+        free(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static size_t tmp_cap(const void *blk) { return *(const size_t *)blk; }
+
+static float *tmp_alloc(size_t bytes)
+{
+    tmp_cache *c = tmp_get();
+    int best = -1;
+    for (int i = 0; c && i < TMP_KEEP; i++)
+        if (c->blk[i] && tmp_cap(c->blk[i]) >= bytes && (best < 0 || tmp_cap(c->blk[i]) < tmp_cap(c->blk[best])))
+            best = i;
+    void *blk;
+    if (best >= 0) {
+        blk = c->blk[best];
+        c->blk[best] = NULL;
+        c->held -= tmp_cap(blk);
+    } else {
+        if (!(blk = wf__aligned_alloc(bytes + WF__ALIGN, WF__ALIGN))) return NULL;
+        *(size_t *)blk = bytes;
+    }
+    return (float *)((char *)blk + WF__ALIGN);
+}
+
+void wf__dn_tmp_free(void *p)
+{
+    if (!p) return;
+    void *blk = (char *)p - WF__ALIGN;
+    tmp_cache *c = tmp_get();
+    size_t cap = tmp_cap(blk);
+    int slot = -1;
+    for (int i = 0; c && i < TMP_KEEP && slot < 0; i++)
+        if (!c->blk[i]) slot = i;
+    if (c && slot < 0) { /* full: make room by dropping the smallest block, if it is smaller than this one */
+        int small = 0;
+        for (int i = 1; i < TMP_KEEP; i++)
+            if (tmp_cap(c->blk[i]) < tmp_cap(c->blk[small])) small = i;
+        if (tmp_cap(c->blk[small]) < cap) {
+            c->held -= tmp_cap(c->blk[small]);
+            wf__aligned_free(c->blk[small]);
+            c->blk[small] = NULL;
+            slot = small;
+        }
+    }
+    if (slot < 0 || c->held + cap > TMP_KEEP_BYTES) {
+        wf__aligned_free(blk);
+        return;
+    }
+    c->blk[slot] = blk;
+    c->held += cap;
+}
+
+/* An uninitialised f32 scratch buffer of n elements; free with wf__dn_tmp_free. */
 wf_status *wf__dn_alloc_f32(wf__kctx *k, int64_t n, float **out)
 {
     size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
-    *out = wf__aligned_alloc(bytes, WF__ALIGN);
+    *out = tmp_alloc(bytes);
     return *out ? NULL : wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for f32 scratch on CPU:0", bytes);
 }
 
-/* A buffer of n elements of `from` converted to f32 (NULL p gives NULL). */
+typedef struct to_f32_arg {
+    const char *src;
+    size_t es;
+    wf_dtype from;
+    float *dst;
+    int64_t n;
+} to_f32_arg;
+
+enum { TO_F32_CHUNK = 65536 };
+
+static void to_f32_range(void *arg, int64_t c0, int64_t c1)
+{
+    const to_f32_arg *a = arg;
+    int64_t i0 = c0 * TO_F32_CHUNK, i1 = c1 * TO_F32_CHUNK < a->n ? c1 * TO_F32_CHUNK : a->n;
+    wf__convert(a->src + (size_t)i0 * a->es, a->from, a->dst + i0, WF_F32, i1 - i0);
+}
+
+typedef struct from_f32_arg {
+    const float *src;
+    char *dst;
+    size_t es;
+    wf_dtype to;
+    int64_t n;
+    int act;
+    float alpha;
+} from_f32_arg;
+
+WF__VEC static void from_f32_range(void *arg, int64_t c0, int64_t c1)
+{
+    const from_f32_arg *a = arg;
+    int64_t i0 = c0 * TO_F32_CHUNK, i1 = c1 * TO_F32_CHUNK < a->n ? c1 * TO_F32_CHUNK : a->n;
+    float buf[1024];
+    for (int64_t b = i0; b < i1; b += 1024) {
+        int64_t m = i1 - b < 1024 ? i1 - b : 1024;
+        const float *s = a->src + b;
+        if (a->act == WF__ACT_RELU) {
+            /* NaN stays NaN, as wf__dn_act_f */
+            _Pragma("omp simd") for (int64_t i = 0; i < m; i++) buf[i] = s[i] < 0 ? 0.0f : s[i];
+        } else {
+            for (int64_t i = 0; i < m; i++) buf[i] = wf__dn_act_f(a->act, a->alpha, s[i]);
+        }
+        wf__convert(buf, WF_F32, a->dst + (size_t)b * a->es, a->to, m);
+    }
+}
+
+void wf__dn_from_f32(wf__kctx *k, const float *src, void *dst, wf_dtype to, int64_t n, int act, double alpha)
+{
+    from_f32_arg a = {src, dst, wf_dtype_size(to), to, n, act, (float)alpha};
+    if (act == WF__ACT_NONE && n <= 4 * TO_F32_CHUNK) {
+        wf__convert(src, WF_F32, dst, to, n);
+        return;
+    }
+    wf__parallel_for(k, (n + TO_F32_CHUNK - 1) / TO_F32_CHUNK, 1, from_f32_range, &a);
+}
+
+/* A buffer of n elements of `from` converted to f32 (NULL p gives NULL); free with wf__dn_tmp_free. */
 wf_status *wf__dn_to_f32(wf__kctx *k, const void *p, wf_dtype from, int64_t n, float **out)
 {
     *out = NULL;
     if (!p) return NULL;
     size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(float);
-    float *f = wf__aligned_alloc(bytes, WF__ALIGN);
+    float *f = tmp_alloc(bytes);
     if (!f) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for an f32 copy on CPU:0", bytes);
-    wf__convert(p, from, f, WF_F32, n);
+    to_f32_arg a = {p, wf_dtype_size(from), from, f, n};
+    if (n > 4 * TO_F32_CHUNK) wf__parallel_for(k, (n + TO_F32_CHUNK - 1) / TO_F32_CHUNK, 1, to_f32_range, &a);
+    else if (n > 0) wf__convert(p, from, f, WF_F32, n);
     *out = f;
     return NULL;
 }

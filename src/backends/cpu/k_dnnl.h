@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "k_dnnl_stats.h"
+#include "k_tmp.h"
 
 /* The window geometry of Conv2D, ConvTranspose2D and the pools (rules in ops/nn_window.h), resolved
  * through the op registry's attribute getter so inference and kernels agree on shapes and pads. */
@@ -120,10 +121,6 @@ void wf__dn_epilogue(void *y, wf_dtype t, int64_t outer, int64_t c, int64_t inne
                      double alpha);
 float wf__dn_act_f(int act, float alpha, float v);
 double wf__dn_act_d(int act, double alpha, double v);
-/* An uninitialised f32 buffer of n elements, and one holding n elements of `from` converted to f32 (NULL p
- * gives NULL); free both with wf__aligned_free. */
-wf_status *wf__dn_alloc_f32(wf__kctx *k, int64_t n, float **out);
-wf_status *wf__dn_to_f32(wf__kctx *k, const void *p, wf_dtype from, int64_t n, float **out);
 /* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8), and
  * its 4-D tag (nChw16c / nChw8c). */
 int wf__dn_channel_block(void);

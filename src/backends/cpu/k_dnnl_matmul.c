@@ -296,10 +296,10 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
         !(s = wf__dn_to_f32(k, bp, t, g->n, &fbias)) && !(s = wf__dn_alloc_f32(k, o->size, &fc)) &&
         !(s = mm_dnnl(k, g, dnnl_f32, fa, fb, 0, fc, fbias, dnnl_f32, act, alpha)))
         wf__convert(fc, WF_F32, o->data, t, o->size);
-    wf__aligned_free(fa);
-    wf__aligned_free(fb);
-    wf__aligned_free(fbias);
-    wf__aligned_free(fc);
+    wf__dn_tmp_free(fa);
+    wf__dn_tmp_free(fb);
+    wf__dn_tmp_free(fbias);
+    wf__dn_tmp_free(fc);
     return s;
 }
 

@@ -55,9 +55,9 @@ typedef struct lowp {
 
 static void lowp_free(lowp *l)
 {
-    wf__aligned_free(l->in[0]);
-    wf__aligned_free(l->in[1]);
-    wf__aligned_free(l->out);
+    wf__dn_tmp_free(l->in[0]);
+    wf__dn_tmp_free(l->in[1]);
+    wf__dn_tmp_free(l->out);
 }
 
 static bool is_lowp(wf_dtype t) { return t == WF_F16 || t == WF_BF16; }
@@ -309,9 +309,10 @@ static wf_status *run_conv_loop(wf__kctx *k, conv_geom *g, wf_dtype t, const wf_
     }
     if (t == WF_F32) return conv_grad_f32(k, g, filter, tasks, grain, f32);
     wf_status *s;
-    if (t == WF_BF16 && g->n && g->c && g->m && g->oh && g->ow && g->h && g->w) {
+    if (t == WF_BF16 && g->n && g->c / g->g >= 8 && g->m && g->oh && g->ow && g->h && g->w) {
         /* bf16 natively where oneDNN has it (AVX512_BF16, AMX: wf__dn_fast_dtypes), with f32 accumulation
-         * inside the primitive; elsewhere (or a geometry it declines) through f32 below */
+         * inside the primitive; elsewhere, under 8 input channels per group (as the forward, k_dnnl_conv.c)
+         * or a geometry it declines, through f32 below */
         if (wf__dn_fast_dtypes(NULL, 0) >> WF_BF16 & 1) {
             void *tt[CG_N] = {filter ? (void *)g->a : g->y, filter ? g->y : (void *)g->a, (void *)g->b};
             s = conv_grad_dnnl(k, g, filter, dnnl_bf16, tt);
@@ -619,8 +620,8 @@ MAX_GRAD_TILED(max_grad_tiled_f64, double, f64)
 AVG_GRAD_LOOP(avg_grad_f32, float)
 AVG_GRAD_LOOP(avg_grad_f64, double)
 
-/* f16/bf16 pools through the f32 loops one plane at a time: each task converts its planes of x and dy
- * into buffers of its own (a plane, so they stay in cache) and the plane of dx back. Whole-tensor f32
+/* f16/bf16 pools through the f32 loops a few planes at a time: each task converts its planes of x and dy
+ * into buffers of its own (small enough to stay in cache) and the planes of dx back. Whole-tensor f32
  * copies had cost three large allocations per run, page faults included: a bf16 CNN's pooling gradient
  * ran 7x slower than the f32 one. f32 is exact for both (the max's compares and the average's sums
  * run in f32 as before). */
@@ -635,20 +636,24 @@ typedef struct lowp_pool {
 static void lowp_pool_planes(void *arg, int64_t p0, int64_t p1)
 {
     lowp_pool *lp = arg;
-    int64_t nx = lp->x_plane, ndy = lp->dy_plane, ndx = lp->dx_plane;
-    float *buf = wf__aligned_alloc((size_t)(nx + ndy + ndx + 1) * sizeof(float), WF__ALIGN);
+    int64_t nx = lp->x_plane, ndy = lp->dy_plane, ndx = lp->dx_plane, per = nx + ndy + ndx;
+    /* planes in chunks of about 128 KB: the conversions run long enough to vectorise well */
+    int64_t chunk = per < 32768 ? 32768 / (per ? per : 1) : 1;
+    if (chunk > p1 - p0) chunk = p1 - p0;
+    float *buf = wf__aligned_alloc((size_t)(chunk * per + 1) * sizeof(float), WF__ALIGN);
     if (!buf) {
         __atomic_store_n(&lp->failed, true, __ATOMIC_RELAXED);
         return;
     }
     size_t es = wf_dtype_size(lp->t);
     pool_geom g = *lp->r;
-    g.x = nx ? buf : NULL, g.dy = buf + nx, g.dx = buf + nx + ndy;
-    for (int64_t p = p0; p < p1; p++) {
-        if (nx) wf__convert((const char *)lp->r->x + (size_t)(p * nx) * es, lp->t, buf, WF_F32, nx);
-        wf__convert((const char *)lp->r->dy + (size_t)(p * ndy) * es, lp->t, buf + nx, WF_F32, ndy);
-        lp->f32(&g, 0, 1);
-        wf__convert(buf + nx + ndy, WF_F32, (char *)lp->r->dx + (size_t)(p * ndx) * es, lp->t, ndx);
+    g.x = nx ? buf : NULL, g.dy = buf + chunk * nx, g.dx = buf + chunk * (nx + ndy);
+    for (int64_t p = p0; p < p1; p += chunk) {
+        int64_t n = p1 - p < chunk ? p1 - p : chunk;
+        if (nx) wf__convert((const char *)lp->r->x + (size_t)(p * nx) * es, lp->t, buf, WF_F32, n * nx);
+        wf__convert((const char *)lp->r->dy + (size_t)(p * ndy) * es, lp->t, (float *)g.dy, WF_F32, n * ndy);
+        lp->f32(&g, 0, n);
+        wf__convert(g.dx, WF_F32, (char *)lp->r->dx + (size_t)(p * ndx) * es, lp->t, n * ndx);
     }
     wf__aligned_free(buf);
 }

@@ -5,6 +5,7 @@
  * innermost group is reduced vertically into a tile of accumulators, one per output element.
  */
 #include "device/kernel.h"
+#include "k_tmp.h"
 
 #include <float.h>
 #include <math.h>
@@ -455,6 +456,13 @@ static wf_status *to_class(wf__kctx *k, const wf_tensor *x, int cls, const void 
     *owned = NULL;
     *data = x->data;
     if (x->dtype == want || x->size == 0) return NULL;
+    if (want == WF_F32) { /* f16, bf16: the cached scratch (free with owned_free), converted on the threads */
+        float *f;
+        WF__TRY(wf__dn_to_f32(k, x->data, x->dtype, x->size, &f));
+        *owned = f;
+        *data = f;
+        return NULL;
+    }
     size_t bytes = (size_t)x->size * wf_dtype_size(want);
     void *buf = wf__malloc(bytes);
     if (!buf) return wf__status_wrap(wf__oom("reduction input", bytes), "node '%s' (%s)", k->node, k->op->name);
@@ -462,6 +470,13 @@ static wf_status *to_class(wf__kctx *k, const wf_tensor *x, int cls, const void 
     *owned = buf;
     *data = buf;
     return NULL;
+}
+
+/* Frees to_class's buffer for class cls. */
+static void owned_free(int cls, void *owned)
+{
+    if (cls == C_F32) wf__dn_tmp_free(owned);
+    else wf__free(owned);
 }
 
 static int class_of(wf_dtype dt)
@@ -612,7 +627,7 @@ static wf_status *reduce_kernel(wf__kctx *k, int op)
         size_t n = (size_t)(units * P.parts) * (P.vertical ? TW : 1);
         P.partial = wf__malloc(n * sizeof(acc_t));
         if (!P.partial) {
-            wf__free(owned);
+            owned_free(P.cls, owned);
             return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating %zu bytes for partial sums",
                                  n * sizeof(acc_t));
         }
@@ -640,7 +655,7 @@ static wf_status *reduce_kernel(wf__kctx *k, int op)
         }
         wf__free(P.partial);
     }
-    wf__free(owned);
+    owned_free(P.cls, owned);
     return NULL;
 }
 
@@ -795,7 +810,7 @@ static wf_status *arg_kernel(wf__kctx *k, bool is_max)
     int64_t units = A.inner == 1 ? A.outer : A.outer * A.ntiles;
     int64_t per = A.R * (A.inner < TW ? A.inner : TW);
     wf__parallel_for(k, units, per >= GRAIN ? 1 : GRAIN / (per > 0 ? per : 1), arg_range, &A);
-    wf__free(owned);
+    owned_free(A.cls, owned);
     return NULL;
 }
 
