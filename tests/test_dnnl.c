@@ -187,10 +187,11 @@ static void test_gemm_fused(void)
 static void test_conv_fused(void)
 {
     unsigned seed = 3;
-    const wf_dtype dts[] = {WF_F32, WF_F64};
-    for (size_t d = 0; d < 2; d++) {
+    const wf_dtype dts[] = {WF_F32, WF_F64, WF_BF16};
+    for (size_t d = 0; d < 3; d++) {
         wf_dtype t = dts[d];
-        int64_t dx[4] = {2, 4, 7, 6}, dw[4] = {6, 2, 3, 3}, db[1] = {6};
+        double tol = t == WF_BF16 ? 3e-2 : 1e-5; /* bf16: the fused result rounds once, the reference twice */
+        int64_t dx[4] = {2, t == WF_BF16 ? 16 : 4, 7, 6}, dw[4] = {6, t == WF_BF16 ? 8 : 2, 3, 3}, db[1] = {6};
         int64_t pads[4] = {1, 1, 1, 1}, strides[2] = {2, 1};
         /* X, W, B, fused bias */
         wf_tensor *in[4] = {randn(t, 4, dx, &seed), randn(t, 4, dw, &seed), randn(t, 1, db, &seed),
@@ -211,7 +212,7 @@ static void test_conv_fused(void)
             f.k.fused_act = act;
             f.k.fused_alpha = 0.2;
             wf_tensor *y = kc_run(&f);
-            check_epilogue(y, ref, in[3], 1, act, 0.2, 1e-5);
+            check_epilogue(y, ref, in[3], 1, act, 0.2, tol);
             wf_tensor_free(y);
             kc_done(&f);
         }
@@ -226,7 +227,7 @@ static void test_conv_fused(void)
         f2.k.fused_bias = 2;
         f2.k.fused_act = WF__ACT_RELU;
         wf_tensor *y2 = kc_run(&f2);
-        check_epilogue(y2, ref2, in[3], 1, WF__ACT_RELU, 0, 1e-5);
+        check_epilogue(y2, ref2, in[3], 1, WF__ACT_RELU, 0, tol);
         wf_tensor_free(y2);
         wf_tensor_free(ref2);
         kc_done(&f2);
@@ -235,6 +236,37 @@ static void test_conv_fused(void)
         kc_done(&plain);
         for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
     }
+}
+
+/* A bf16 Conv2D with Relu fused (mixed precision's Conv+BiasAdd+Relu) applies Relu in a vectorised pass
+ * over the bf16 output: negative values and -inf become 0, NaN stays NaN, +inf and zeros pass. The
+ * special values come from the bias (x is zero, so each output channel is its bias). */
+static void test_conv_relu_bf16_special(void)
+{
+    unsigned seed = 41;
+    int64_t dx[4] = {1, 8, 1, 9}, dw[4] = {8, 8, 1, 1}, db[1] = {8};
+    wf_tensor *x = NULL, *b = NULL, *w = randn(WF_BF16, 4, dw, &seed);
+    CHECK_OK(wf_tensor_new(WF_BF16, 4, dx, NULL, &x));
+    CHECK_OK(wf_tensor_new(WF_BF16, 1, db, NULL, &b));
+    if (!x || !w || !b) return;
+    const double vals[8] = {1.5, -2.0, NAN, -INFINITY, INFINITY, -0.0, -1e-30, 3.0};
+    for (int c = 0; c < 8; c++) wf__store_f64(b->data, WF_BF16, c, vals[c]);
+    wf_tensor *in[3] = {x, w, b};
+    kc f;
+    kc_init(&f, "Conv2D", WF_BF16, in, 3);
+    f.k.fused_act = WF__ACT_RELU;
+    wf_tensor *y = kc_run(&f);
+    for (int64_t i = 0; y && i < y->size; i++) {
+        double v = vals[i / 9], got = wf__load_f64(y->data, WF_BF16, i);
+        double want = v < 0 ? 0.0 : v;
+        if (isnan(v)) CHECK(isnan(got));
+        else if (got != want) CHECK_FAIL_("channel %lld: relu(%g) gave %g", (long long)(i / 9), v, got);
+    }
+    wf_tensor_free(y);
+    kc_done(&f);
+    wf_tensor_free(x);
+    wf_tensor_free(w);
+    wf_tensor_free(b);
 }
 
 /* the cached primitive is reused for equal shapes and replaced when they change */
@@ -1023,6 +1055,7 @@ int main(void)
     RUN_TEST(test_matmul_fused);
     RUN_TEST(test_gemm_fused);
     RUN_TEST(test_conv_fused);
+    RUN_TEST(test_conv_relu_bf16_special);
     RUN_TEST(test_primitive_cache);
     RUN_TEST(test_matmul_vectors);
     RUN_TEST(test_concurrent_branches);

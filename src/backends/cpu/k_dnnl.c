@@ -345,15 +345,20 @@ typedef struct relu_pass_arg {
 WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
 {
     const relu_pass_arg *r = arg;
-    if (r->bf16) {
+    if (r->bf16 && r->leaky) {
         uint16_t *p = r->y;
         for (int64_t i = i0; i < i1; i++) {
-            if (r->leaky) {
-                float v = wf__bf2f(p[i]);
-                if (v < 0) p[i] = wf__f2bf(v * r->alpha);
-            } else if ((p[i] & 0x8000) && (p[i] & 0x7fff) <= 0x7f80) {
-                p[i] = 0; /* negative and not NaN (-inf included) */
-            }
+            float v = wf__bf2f(p[i]);
+            if (v < 0) p[i] = wf__f2bf(v * r->alpha);
+        }
+    } else if (r->bf16) {
+        /* zero where negative and not NaN (-inf included), with a mask so that it vectorises: a branch per
+         * element had made the fused bf16 Conv+Relu of ResNet-50 slower than a Relu node of its own */
+        uint16_t *p = r->y;
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {
+            uint16_t v = p[i];
+            uint16_t neg = (uint16_t)((v >> 15) & ((v & 0x7fff) <= 0x7f80));
+            p[i] = (uint16_t)(v & (uint16_t)(neg - 1));
         }
     } else if (r->leaky) {
         float *p = r->y, a = r->alpha;
