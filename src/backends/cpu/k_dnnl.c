@@ -5,6 +5,8 @@
  */
 #include "k_dnnl.h"
 
+#include <cpuid.h>
+
 #include <omp.h>
 
 #include <math.h>
@@ -774,8 +776,14 @@ static void fast_probe(void)
     /* bf16 is native where the CPU has AVX512_BF16 (dot products) or AMX (tiles) and oneDNN may use them
      * (ONEDNN_MAX_CPU_ISA can cap it below avx512_core_bf16). f16 MatMul and Conv convert through f32
      * here (k_dnnl_matmul.c), so the CPU never claims f16, whatever AVX512_FP16 says. */
-    __builtin_cpu_init();
-    bool dot = __builtin_cpu_supports("avx512bf16"), amx = __builtin_cpu_supports("amx-bf16");
+    /* cpuid leaf 7: subleaf 1 EAX bit 5 is AVX512_BF16, subleaf 0 EDX bit 22 AMX-BF16 (read directly: not
+     * every compiler's __builtin_cpu_supports knows "amx-bf16"); the OS's part is oneDNN's ISA check */
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    bool dot = false, amx = false;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        amx = (d >> 22) & 1;
+        if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) dot = (a >> 5) & 1;
+    }
     unsigned isa = (unsigned)dnnl_get_effective_cpu_isa(), need = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
     if ((dot || amx) && (isa & need) == need) {
         snprintf(g_fast_note, sizeof g_fast_note, "bf16: %s%s%s (oneDNN); f16 through f32", dot ? "AVX512_BF16" : "",
