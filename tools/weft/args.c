@@ -192,3 +192,20 @@ int cli_check_writable(const char *cmd, const char *opt, const char *path, const
     if (made) unlink(path);
     return 0;
 }
+
+void cli_print_memory(wf_context *ctx)
+{
+    for (int d = 0; d < wf_context_num_devices(ctx); d++) {
+        wf_memory_stats ms;
+        wf_device_info di;
+        wf_status *e = wf_context_memory_stats(ctx, d, &ms);
+        if (!e) e = wf_context_device(ctx, d, &di);
+        if (e || !ms.peak) {
+            wf_status_free(e); /* a device without statistics prints nothing */
+            continue;
+        }
+        const char *shortname = strstr(di.name, "device:");
+        printf("memory: %s peak %.2f MiB of activations (arenas %.2f MiB)\n", shortname ? shortname + 7 : di.name,
+               (double)ms.peak / (1024.0 * 1024), (double)ms.arena_bytes / (1024.0 * 1024));
+    }
+}

@@ -335,6 +335,7 @@ int cmd_demo(int argc, char **argv)
     }
     if (o.time_steps) {
         s = time_steps(m, train, o.batch, o.time_steps);
+        if (!s) cli_print_memory(ctx);
         /* an explicit --trace: one more step, traced, and its summary */
         if (!s && o.trace != default_trace && *o.trace && !(s = wf_dataset_take(train, 0, o.batch, &x, &y)) &&
             !(s = wf_model_train_step(m, x, y, NULL, &trace)) && !(s = wf_trace_write_chrome(trace, ctx, o.trace)) &&

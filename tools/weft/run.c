@@ -566,21 +566,8 @@ int cmd_run(int argc, char **argv)
         else times[it - 1] = dt;
         if (iterations == 1 && it == 0) { times[0] = dt; break; }
     }
-    /* the activations' memory (the plans' arenas and what ran outside them; constants and feeds are not
-     * counted), per device that used any, before anything else runs (--precision's f32 reference) */
-    for (int d = 0; d < wf_context_num_devices(ctx); d++) {
-        wf_memory_stats ms;
-        wf_device_info di;
-        wf_status *e = wf_context_memory_stats(ctx, d, &ms);
-        if (!e) e = wf_context_device(ctx, d, &di);
-        if (e || !ms.peak) {
-            wf_status_free(e); /* a device without statistics prints nothing */
-            continue;
-        }
-        const char *shortname = strstr(di.name, "device:");
-        printf("memory: %s peak %.2f MiB of activations (arenas %.2f MiB)\n", shortname ? shortname + 7 : di.name,
-               (double)ms.peak / (1024.0 * 1024), (double)ms.arena_bytes / (1024.0 * 1024));
-    }
+    /* before anything else runs (--precision's f32 reference) */
+    cli_print_memory(ctx);
     for (int j = 0; j < n_out; j++) {
         const wf_tensor *t = outs[j];
         char sh[256];
