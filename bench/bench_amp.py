@@ -7,8 +7,9 @@ Prints the CPU's ISA features (bf16 speed depends on AVX512_BF16 and AMX) and wh
 --verbose` says of each device's 16-bit compute, then per device (CPU:0, and GPU:0 where there is one):
   - ResNet-50 inference at batch 8 (torchvision, calibrated BatchNorm, bench_ort.py's export):
     `weft run --precision f32` against `--precision bf16` (f16 on a GPU), --opt-level 3, T threads;
-    the median of N runs per round, R rounds interleaved (f32, 16-bit, f32, 16-bit, ...); the peak
-    activation memory (`weft run`'s memory line: the plan's arenas and what ran outside them) and the
+    the median of N runs per round, R rounds interleaved (f32, 16-bit, f32, 16-bit, ...); the
+    activations' memory (`weft run`'s memory line: the plan's arenas, which hold every intermediate
+    value; the peak in use there also counts a training step's new variable and slot values) and the
     16-bit run's largest deviation from the f32 output;
   - a training step of the small CNN (`weft demo --model cnn`, batch 64) and of the tutorial MLP (batch
     256) under the Keras policies float32 and mixed_bfloat16 (mixed_float16 on a GPU): `weft demo
@@ -30,7 +31,7 @@ from bench_ort import cpu_line, prepare  # noqa: E402
 
 TIME_RE = re.compile(r"^time: first [0-9.]+ ms, median ([0-9.]+) ms", re.M)
 STEP_RE = re.compile(r"^train step: batch \d+, \d+ steps, median ([0-9.]+) ms", re.M)
-MEM_RE = re.compile(r"^memory: (\S+) peak ([0-9.]+) MiB", re.M)
+MEM_RE = re.compile(r"^memory: (\S+) activations ([0-9.]+) MiB \(the plans' arenas\), peak in use ([0-9.]+) MiB", re.M)
 DEV_RE = re.compile(r"^precision: output \S+: largest deviation from f32 (\S+) .*relative ([0-9.e+-]+)", re.M)
 
 
@@ -42,9 +43,10 @@ def run(cmd, what):
 
 
 def peak(text, dev):
-    for d, mib in MEM_RE.findall(text):
+    """The activations' memory (the plan's arenas: every intermediate value, gradients included)."""
+    for d, act, _ in MEM_RE.findall(text):
         if d == dev:
-            return float(mib)
+            return float(act)
     return None
 
 
@@ -120,7 +122,7 @@ def main():
                                                                                           a.iterations))
         r = interleave(a.rounds, ["f32", lo], infer)
         for v in ["f32", lo]:
-            print("  %-5s ms per round: %s; peak %s MiB%s" % (
+            print("  %-5s ms per round: %s; activations %s MiB%s" % (
                 v, ", ".join(fmt(x[0]) if x else "-" for x in r[v]), fmt(med(r[v], 1)),
                 "" if v == "f32" else "; largest deviation from f32 (relative to its largest value) %s"
                 % fmt(med(r[v], 2))))
@@ -138,11 +140,11 @@ def main():
                 dev, model.upper(), batch, policy, a.rounds, a.steps))
             r = interleave(a.rounds, ["float32", policy], step)
             for v in ["float32", policy]:
-                print("  %-14s ms per round: %s; peak %s MiB" % (v, ", ".join(fmt(x[0]) if x else "-" for x in r[v]),
+                print("  %-14s ms per round: %s; activations %s MiB" % (v, ", ".join(fmt(x[0]) if x else "-" for x in r[v]),
                                                                 fmt(med(r[v], 1))))
             rows.append((dev, "%s training step b%d" % (model.upper(), batch), lo, med(r["float32"], 0),
                          med(r[policy], 0), med(r["float32"], 1), med(r[policy], 1)))
-    print("\n| device | workload | 16-bit | f32 ms | 16-bit ms | f32 / 16-bit time | peak MiB f32 -> 16-bit (ratio) |")
+    print("\n| device | workload | 16-bit | f32 ms | 16-bit ms | f32 / 16-bit time | activations MiB f32 -> 16-bit (ratio) |")
     print("|---|---|---|---|---|---|---|")
     for dev, what, lo, t32, t16, m32, m16 in rows:
         ratio = "%.2f" % (t32 / t16) if t32 and t16 else "-"

@@ -243,7 +243,7 @@ fi
 NATIVE_BF16=0
 "$WEFT" devices --verbose 2>/dev/null | grep -q "precision: bf16: " && NATIVE_BF16=1
 if "$WEFT" run "$D/layout.onnx" $LX --precision bf16 --explain --output-dir "$D/amp" >"$D/out" 2>"$D/err" &&
-    grep -q "^precision (bf16):" "$D/out" && grep -q "^memory: CPU:0 peak [0-9.]* MiB of activations" "$D/out" &&
+    grep -q "^precision (bf16):" "$D/out" && grep -q "^memory: CPU:0 activations [0-9.]* MiB (the plans. arenas), peak in use [0-9.]* MiB" "$D/out" &&
     if [ $NATIVE_BF16 = 1 ]; then
         grep -q "bf16 conv1 (Conv2D): allow list, CPU:0 computes it natively" "$D/out" &&
         grep -q "bf16 residual (Add): infer list" "$D/out" &&

@@ -205,7 +205,8 @@ void cli_print_memory(wf_context *ctx)
             continue;
         }
         const char *shortname = strstr(di.name, "device:");
-        printf("memory: %s peak %.2f MiB of activations (arenas %.2f MiB)\n", shortname ? shortname + 7 : di.name,
-               (double)ms.peak / (1024.0 * 1024), (double)ms.arena_bytes / (1024.0 * 1024));
+        printf("memory: %s activations %.2f MiB (the plans' arenas), peak in use %.2f MiB\n",
+               shortname ? shortname + 7 : di.name, (double)ms.arena_bytes / (1024.0 * 1024),
+               (double)ms.peak / (1024.0 * 1024));
     }
 }

@@ -43,8 +43,10 @@ int cli_mkdirs(const char *cmd, const char *opt, const char *path);
 /* Whether path can be written, checked by creating it (removed again) or opening it without truncation:
  * 0, or 1 after a line naming the option, the path and the reason, ending with hint ("" for none). */
 int cli_check_writable(const char *cmd, const char *opt, const char *path, const char *hint);
-/* "memory: CPU:0 peak X MiB of activations (arenas Y MiB)" per device that used any: the plans' arenas
- * and what ran outside them (constants and feeds are not counted). */
+/* "memory: CPU:0 activations X MiB (the plans' arenas), peak in use Y MiB" per device that used any. The
+ * arenas hold every intermediate value of a run (activations, and in training their gradients); the peak
+ * adds what ran outside them (a training step's new variable and optimizer-slot values). Constants and
+ * feeds are counted in neither. */
 void cli_print_memory(wf_context *ctx);
 
 #endif
