@@ -653,6 +653,46 @@ static void test_simplify_reshape(void)
     wf_graph_free(g);
 }
 
+/* Level 2 fuses an inference BatchNormalization with the Relu after it (DenseNet's pre-activation BN ->
+ * Relu -> Conv: one pass over the map): the placement names BatchNormalization+Relu, and the values are
+ * level 0's (per channel x * s / sqrt(v + eps) + (b - m * s / sqrt(v + eps)), then Relu keeping NaN),
+ * with NaN, -inf, +inf, negatives and rows long enough for the vector loop. */
+static void test_bn_relu_fused(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    enum { N = 2, C = 3, H = 5, W = 7 };
+    int64_t dims[4] = {N, C, H, W}, cd[1] = {C};
+    const float sc[C] = {1.5f, -0.5f, 2.0f}, bi[C] = {0.25f, 1.0f, -3.0f}, mean[C] = {0.5f, -1.0f, 0.0f},
+                var[C] = {4.0f, 0.25f, 1.0f};
+    wf_output x, in[5], bn, r;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, dims, &x));
+    in[0] = x;
+    in[1] = konst(g, "scale", WF_F32, 1, cd, sc);
+    in[2] = konst(g, "B", WF_F32, 1, cd, bi);
+    in[3] = konst(g, "mean", WF_F32, 1, cd, mean);
+    in[4] = konst(g, "var", WF_F32, 1, cd, var);
+    bn = op1(g, "BatchNormalization", "bn", in, 5, NULL, 0);
+    CHECK_OK(wf_relu(g, "r", bn, &r));
+    float xv[N * C * H * W], got0[N * C * H * W], got2[N * C * H * W];
+    for (int i = 0; i < N * C * H * W; i++) xv[i] = (float)((i * 37) % 23 - 11) * 0.37f;
+    xv[3] = NAN, xv[40] = -INFINITY, xv[41] = INFINITY, xv[80] = NAN;
+    char *pl = NULL;
+    run_nd(g, 0, x, 4, dims, xv, r, got0, N * C * H * W, NULL);
+    run_nd(g, 2, x, 4, dims, xv, r, got2, N * C * H * W, &pl);
+    if (pl) CHECK_STR_CONTAINS(pl, "bn: (BatchNormalization+Relu)");
+    wf_free(pl);
+    for (int i = 0; i < N * C * H * W; i++) {
+        int c = i / (H * W) % C;
+        double a = sc[c] / sqrt((double)var[c] + 1e-5), v = xv[i] * a + (bi[c] - mean[c] * a);
+        double want = isnan(v) ? v : v < 0 ? 0.0 : v;
+        check_same(got2[i], want, 1e-5 * (1 + fabs(want)));
+        check_same(got0[i], want, 1e-5 * (1 + fabs(want)));
+    }
+    wf_graph_free(g);
+}
+
 /* MatMul + Add(bias along the last dim, either way round, [N] or [1, N]) becomes MatMul + BiasAdd, which
  * level 2 fuses with the Relu after it on the CPU; a full [M, N] addend, a one-element one and an Add of
  * two MatMuls stay Adds. Levels 0, 1 and 2 give the formula's values, NaN and Inf included. */
@@ -2156,6 +2196,7 @@ int main(void)
     RUN_TEST(test_simplify_transpose);
     RUN_TEST(test_simplify_reshape);
     RUN_TEST(test_matmul_bias);
+    RUN_TEST(test_bn_relu_fused);
     RUN_TEST(test_conv_crop);
     RUN_TEST(test_bnfold);
     RUN_TEST(test_bnfold_matrix);

@@ -169,8 +169,9 @@ static int act_of(const wf_node *n)
     return WF__ACT_NONE;
 }
 
-/* Epilogue fusion: MatMul -> BiasAdd(last dim) -> act and Conv2D -> BiasAdd(NCHW) -> act, when each
- * intermediate value has a single consumer and is not fetched. */
+/* Epilogue fusion: MatMul -> BiasAdd(last dim) -> act, Conv2D -> BiasAdd(NCHW) -> act and
+ * BatchNormalization (inference) -> Relu, when each intermediate value has a single consumer and is not
+ * fetched. */
 typedef wf__plan_fusion fusion;
 
 static void plan_fusion(builder *b, fusion *fu)
@@ -180,14 +181,17 @@ static void plan_fusion(builder *b, fusion *fu)
         const wf_node *n = b->g->nodes[id];
         if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0 || (b->po && b->po->no_fusion)) continue;
         bool mm = !strcmp(n->op->name, "MatMul"), conv = !strcmp(n->op->name, "Conv2D");
-        if (!mm && !conv) continue;
+        /* an inference BatchNormalization takes a following Relu into its affine pass (DenseNet's
+         * pre-activation BN -> Relu -> Conv: one pass over the feature map instead of two) */
+        bool bn = !strcmp(n->op->name, "BatchNormalization") && n->n_in == 5;
+        if (!mm && !conv && !bn) continue;
         if (b->dev_of[id] != 0) continue; /* epilogues are a CPU kernel feature for now */
         wf_dtype dt = b->info[id][0].dtype;
         /* f32, and bf16 (mixed precision): the CPU's oneDNN kernels apply the bias and activation in the
          * primitive (or one pass after it) in either */
         if (dt != WF_F32 && dt != WF_BF16) continue;
-        /* Conv2D with its own bias input takes only an activation. */
-        bool has_bias = conv && n->n_in > 2 && n->in[2].node;
+        /* Conv2D with its own bias input takes only an activation; BatchNormalization only Relu. */
+        bool has_bias = (conv && n->n_in > 2 && n->in[2].node) || bn;
         const wf_node *c = sole_consumer(b, id);
         int last = id;
         if (c && !has_bias && !strcmp(c->op->name, "BiasAdd") && c->in[0].node == n && c->n_in == 2 &&
@@ -201,7 +205,8 @@ static void plan_fusion(builder *b, fusion *fu)
          * 102-108 ms with them fused against 25 ms with Swish as a node of its own (2 threads, AVX-512;
          * `weft run --disable-pass simplify` against the default), so a Conv2D keeps them unfused. */
         bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH);
-        if (c && act_of(c) != WF__ACT_NONE && !(conv && gated) && c->in[0].node == b->g->nodes[last] &&
+        if (c && act_of(c) != WF__ACT_NONE && !(conv && gated) && !(bn && act_of(c) != WF__ACT_RELU) &&
+            c->in[0].node == b->g->nodes[last] &&
             b->info[c->id][0].dtype == dt) {
             fu[id].act_node = c->id;
             last = c->id;

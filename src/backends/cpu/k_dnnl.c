@@ -364,10 +364,12 @@ WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
         }
     } else if (r->leaky) {
         float *p = r->y, a = r->alpha;
-        for (int64_t i = i0; i < i1; i++) p[i] = p[i] < 0 ? p[i] * a : p[i];
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) p[i] = p[i] < 0 ? p[i] * a : p[i];
     } else {
+        /* omp simd: without it GCC kept this a scalar compare-and-move loop (a fused Conv+Relu's pass
+         * over every output) */
         float *p = r->y;
-        for (int64_t i = i0; i < i1; i++) p[i] = p[i] < 0 ? 0.0f : p[i];
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) p[i] = p[i] < 0 ? 0.0f : p[i];
     }
 }
 

@@ -254,7 +254,19 @@ typedef struct bplan {
     int64_t C, S;
     int64_t blocks;   /* blocked layouts: rows of C = one block's channels, block (row / pixels) % blocks */
     int64_t pixels;
+    bool relu;        /* a Relu fused after it (lower/plan.c): max(y, 0), NaN kept */
 } bplan;
+
+/* Relu over a row just written (still in cache): x < 0 ? 0 : x keeps NaN */
+WF__VEC static void relu_row_f32(float *y, int64_t n)
+{
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? 0.0f : y[i];
+}
+
+static void relu_row_f64(double *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] < 0 ? 0.0 : y[i];
+}
 
 WF__VEC static void affine_f32(const float *x, float *y, int64_t n, float a, float b)
 {
@@ -276,8 +288,10 @@ static void bn_range(void *arg, int64_t b, int64_t e)
                 const double *x = (const double *)B->x + u * B->C;
                 double *y = (double *)B->y + u * B->C;
                 for (int64_t c = 0; c < B->C; c++) y[c] = x[c] * B->a[c] + B->b[c];
+                if (B->relu) relu_row_f64(y, B->C);
             } else {
                 affine_vec_f32((const float *)B->x + u * B->C, (float *)B->y + u * B->C, B->C, B->af + c0, B->bf + c0);
+                if (B->relu) relu_row_f32((float *)B->y + u * B->C, B->C);
             }
             continue;
         }
@@ -286,8 +300,10 @@ static void bn_range(void *arg, int64_t b, int64_t e)
             const double *x = (const double *)B->x + u * B->S;
             double *y = (double *)B->y + u * B->S;
             for (int64_t i = 0; i < B->S; i++) y[i] = x[i] * B->a[c] + B->b[c];
+            if (B->relu) relu_row_f64(y, B->S);
         } else {
             affine_f32((const float *)B->x + u * B->S, (float *)B->y + u * B->S, B->S, B->af[c], B->bf[c]);
+            if (B->relu) relu_row_f32((float *)B->y + u * B->S, B->S);
         }
     }
 }
@@ -333,7 +349,7 @@ wf_status *wf__k_batchnorm(wf__kctx *k)
         return st;
     }
     bplan B = {.f64 = is_f64(x->dtype), .x = xd, .y = owned ? owned : y->data, .a = a, .b = bb,
-               .af = af, .bf = bf, .C = C, .S = x->size / (x->dims[0] * C)};
+               .af = af, .bf = bf, .C = C, .S = x->size / (x->dims[0] * C), .relu = k->fused_act == WF__ACT_RELU};
     int64_t units = B.S == 1 ? x->dims[0] : x->dims[0] * C;
     if ((k->in_blocked & 1) && x->dtype == WF_F32 && x->rank == 4) {
         /* level 3's blocked layout (lower/layout.c), the result in it too: nhwc is rows of C channels at
