@@ -201,11 +201,10 @@ static void plan_fusion(builder *b, fusion *fu)
             last = c->id;
             c = sole_consumer(b, c->id);
         }
-        /* oneDNN 2.6's convolutions run swish and hardswish post-ops slowly: EfficientNet-B0 took
-         * 102-108 ms with them fused against 25 ms with Swish as a node of its own (2 threads, AVX-512;
-         * `weft run --disable-pass simplify` against the default), so a Conv2D keeps them unfused. */
+        /* swish and hardswish run as the CPU kernels' own pass after the primitive (k_dnnl.c
+         * wf__dn_act_in_prim: oneDNN 2.6's post-ops for them were slow), in f32 */
         bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH);
-        if (c && act_of(c) != WF__ACT_NONE && !(conv && gated) && !(bn && act_of(c) != WF__ACT_RELU) &&
+        if (c && act_of(c) != WF__ACT_NONE && !(gated && dt != WF_F32) && !(bn && act_of(c) != WF__ACT_RELU) &&
             c->in[0].node == b->g->nodes[last] &&
             b->info[c->id][0].dtype == dt) {
             fu[id].act_node = c->id;

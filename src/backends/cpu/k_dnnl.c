@@ -4,6 +4,7 @@
  * kernel table. The kernels live in k_dnnl_matmul.c, k_dnnl_conv.c and k_pool.c (see k_dnnl.h).
  */
 #include "k_dnnl.h"
+#include "k_elementwise.h"
 
 #include <cpuid.h>
 
@@ -333,13 +334,18 @@ dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t 
  * test_session's fusion_nan checks every one of them. */
 bool wf__dn_act_in_prim(int act, double alpha)
 {
-    return act != WF__ACT_RELU && !(act == WF__ACT_LEAKY_RELU && alpha == 0);
+    /* swish and hardswish: oneDNN 2.6 runs them slowly as convolution post-ops (EfficientNet-B0 102-108 ms
+     * against 25 ms), so they too are a pass of weft's own, the Swish and HardSwish nodes' code, in place
+     * over the output while it is in cache */
+    return act != WF__ACT_RELU && !(act == WF__ACT_LEAKY_RELU && alpha == 0) && act != WF__ACT_SWISH &&
+           act != WF__ACT_HARDSWISH;
 }
 
 typedef struct relu_pass_arg {
     void *y;
     bool bf16, leaky;
     float alpha;
+    int act;
 } relu_pass_arg;
 
 /* x < 0 ? 0 : x keeps NaN (the compare is false) and vectorises to a compare and an and-not; leaky relu
@@ -347,6 +353,22 @@ typedef struct relu_pass_arg {
 WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
 {
     const relu_pass_arg *r = arg;
+    if (r->act == WF__ACT_SWISH || r->act == WF__ACT_HARDSWISH) {
+        if (r->bf16) { /* lowering fuses these in f32 only; kept correct for a caller that does not */
+            uint16_t *p = r->y;
+            for (int64_t i = i0; i < i1; i++) p[i] = wf__f2bf(wf__dn_act_f(r->act, r->alpha, wf__bf2f(p[i])));
+        } else if (r->act == WF__ACT_SWISH) {
+            wf__ew_swish_f32((float *)r->y + i0, (float *)r->y + i0, i1 - i0, r->alpha);
+        } else {
+            float *p = r->y;
+            /* HardSwish as wf__dn_act_f and the HardSwish node: x * clamp(x / 6 + 1/2, 0, 1), NaN kept */
+            _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {
+                float v = p[i], g = v * (1.0f / 6.0f) + 0.5f;
+                p[i] = v * (g < 0 ? 0.0f : g > 1 ? 1.0f : g);
+            }
+        }
+        return;
+    }
     if (r->bf16 && r->leaky) {
         uint16_t *p = r->y;
         for (int64_t i = i0; i < i1; i++) {
@@ -375,7 +397,7 @@ WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
 
 void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha)
 {
-    relu_pass_arg r = {y, dt == dnnl_bf16, act == WF__ACT_LEAKY_RELU, (float)alpha};
+    relu_pass_arg r = {y, dt == dnnl_bf16, act == WF__ACT_LEAKY_RELU, (float)alpha, act};
     wf__parallel_for(k, n, 16384, relu_pass_range, &r);
 }
 
