@@ -10,21 +10,8 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
-static inline float f_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint32_t f_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+#include "core/core.h" /* wf__f32_bits, wf__f32_from_bits */
 
 static inline float expm1_poly(float r)
 {
@@ -53,8 +40,8 @@ static inline float ew_expf(float x)
     r = r - nf * LN2_LO_F;
     int32_t n = (int32_t)nf;
     int32_t n1 = n / 2, n2 = n - n1;
-    float y = (1.0f + expm1_poly(r)) * f_from_bits((uint32_t)(n1 + 127) << 23) *
-              f_from_bits((uint32_t)(n2 + 127) << 23);
+    float y = (1.0f + expm1_poly(r)) * wf__f32_from_bits((uint32_t)(n1 + 127) << 23) *
+              wf__f32_from_bits((uint32_t)(n2 + 127) << 23);
     return x == x ? y : x;
 }
 
@@ -66,7 +53,7 @@ static inline float ew_expm1f(float x)
     float nf = nearbyintf(c * LOG2E_F);
     float r = c - nf * LN2_HI_F;
     r = r - nf * LN2_LO_F;
-    float s = f_from_bits((uint32_t)((int32_t)nf + 127) << 23);
+    float s = wf__f32_from_bits((uint32_t)((int32_t)nf + 127) << 23);
     return s * expm1_poly(r) + (s - 1.0f);
 }
 
