@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include "check.h"
+#include "core/alloc_hooks.h"
+#include "backends/cpu/k_tmp.h"
 #include "device/device.h" /* wf__intra */
 #include "device/kernel.h"
 #include "backends/cpu/intra.h"
@@ -235,6 +237,65 @@ static void test_conv_fused(void)
         wf_tensor_free(ref);
         kc_done(&plain);
         for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+    }
+}
+
+/* Out of memory on the 16-bit paths (f32 plane buffers of the pools, the f32 scratch cache of a bf16
+ * first-layer convolution and its gradient, a bf16 reduction): every allocation the kernel makes fails
+ * once in turn; each call either fails with OUT_OF_MEMORY naming the kernel's need, or gives the
+ * unfaulted output bit for bit, and nothing leaks (the scratch cache flushed before counting). */
+static void test_lowp_oom(void)
+{
+    unsigned seed = 51;
+    int64_t d_x[4] = {4, 16, 12, 12}, d_y[4] = {4, 16, 6, 6}, d_c[4] = {2, 1, 9, 9}, d_w[4] = {8, 1, 3, 3};
+    int64_t k2[2] = {2, 2};
+    int64_t axes[3] = {0, 2, 3};
+    for (int which = 0; which < 4; which++) {
+        static const char *const ops[4] = {"MaxPool2D", "MaxPool2DGrad", "Conv2D", "ReduceSum"};
+        wf_tensor *in[2] = {NULL, NULL};
+        int n_in = 1;
+        if (which == 0 || which == 3) in[0] = randn(WF_BF16, 4, d_x, &seed);
+        if (which == 1) in[0] = randn(WF_BF16, 4, d_x, &seed), in[1] = randn(WF_BF16, 4, d_y, &seed), n_in = 2;
+        if (which == 2) in[0] = randn(WF_BF16, 4, d_c, &seed), in[1] = randn(WF_BF16, 4, d_w, &seed), n_in = 2;
+        kc c;
+        kc_init(&c, ops[which], WF_BF16, in, n_in);
+        if (which < 2) {
+            kc_set_ints(&c, "kernel_shape", k2, 2);
+            kc_set_ints(&c, "strides", k2, 2);
+        }
+        if (which == 3) kc_set_ints(&c, "axes", axes, 3);
+        wf_tensor *ref = kc_run(&c);
+        wf__dn_tmp_flush();
+        long live0 = wf__alloc_live(), failed = 0, leaks = 0, wrong = 0;
+        bool reached_end = false;
+        for (long k = 1; k < 10000 && !reached_end && ref; k++) {
+            long fired0 = wf__faults_fired();
+            wf__fault_inject(k);
+            wf_status *st = c.def->compute(&c.k);
+            bool fired = wf__faults_fired() != fired0;
+            wf__fault_inject(0);
+            wf_tensor *y = c.out[0];
+            c.out[0] = NULL;
+            if (!fired) reached_end = true;
+            if (st) {
+                failed++;
+                CHECK_INT(wf_status_code(st), WF_OUT_OF_MEMORY);
+                wf_status_free(st);
+            } else if (!y || y->bytes != ref->bytes || memcmp(y->data, ref->data, ref->bytes)) {
+                wrong++;
+            }
+            wf_tensor_free(y);
+            wf__dn_tmp_flush();
+            long live = wf__alloc_live();
+            if (live != live0) leaks++, live0 = live;
+        }
+        if (!reached_end) CHECK_FAIL_("%s: the faults never ran out", ops[which]);
+        CHECK(failed > 0);
+        CHECK_INT(wrong, 0);
+        CHECK_INT(leaks, 0);
+        wf_tensor_free(ref);
+        kc_done(&c);
+        for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
     }
 }
 
@@ -1056,6 +1117,7 @@ int main(void)
     RUN_TEST(test_gemm_fused);
     RUN_TEST(test_conv_fused);
     RUN_TEST(test_conv_relu_bf16_special);
+    RUN_TEST(test_lowp_oom);
     RUN_TEST(test_primitive_cache);
     RUN_TEST(test_matmul_vectors);
     RUN_TEST(test_concurrent_branches);

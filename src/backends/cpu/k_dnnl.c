@@ -597,6 +597,16 @@ void wf__dn_tmp_free(void *p)
     c->held += cap;
 }
 
+void wf__dn_tmp_flush(void)
+{
+    tmp_cache *c = tmp_get();
+    for (int i = 0; c && i < TMP_KEEP; i++) {
+        wf__aligned_free(c->blk[i]);
+        c->blk[i] = NULL;
+    }
+    if (c) c->held = 0;
+}
+
 /* An uninitialised f32 scratch buffer of n elements; free with wf__dn_tmp_free. */
 wf_status *wf__dn_alloc_f32(wf__kctx *k, int64_t n, float **out)
 {

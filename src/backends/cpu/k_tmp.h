@@ -15,5 +15,7 @@ wf_status *wf__dn_to_f32(wf__kctx *k, const void *p, wf_dtype from, int64_t n, f
 void wf__dn_from_f32(wf__kctx *k, const float *src, void *dst, wf_dtype to, int64_t n, int act, double alpha);
 /* Frees a buffer of wf__dn_alloc_f32 / wf__dn_to_f32 into the calling thread's small cache of them. */
 void wf__dn_tmp_free(void *p);
+/* Frees the calling thread's cached blocks (tests that count live allocations). */
+void wf__dn_tmp_flush(void);
 
 #endif
