@@ -496,6 +496,12 @@ static void test_session(void)
         wf_free(text);
         wf_session_free(s);
     }
+    /* NULL arguments are an error naming the call */
+    char *none = NULL;
+    wf_status *bad = wf_session_precision_report(NULL, NULL, 0, &m.sm, 1, &none);
+    CHECK(bad != NULL && none == NULL);
+    if (bad) CHECK_STR_CONTAINS(wf_status_message(bad), "wf_session_precision_report");
+    wf_status_free(bad);
     /* no precision: an empty report */
     wf_session *s = NULL;
     CHECK_OK(wf_session_new(ctx, m.g, NULL, &s));

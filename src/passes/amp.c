@@ -164,8 +164,8 @@ wf_status *wf__amp_check(wf_dtype amp, const char *edits)
 /* ---- the pass -------------------------------------------------------------------------------------- */
 
 typedef struct cast_entry {
-    const wf_node *node; /* a value of the new graph */
-    int index;
+    int index;           /* the output of the new graph's node this entry is chained under */
+    int next;            /* the node's next entry, -1: none */
     wf_output lo;        /* its 16-bit value */
 } cast_entry;
 
@@ -175,6 +175,9 @@ typedef struct amp_state {
     cast_entry *casts;   /* values of r->dst with a known 16-bit form: our f32 casts (-> the converted
                             value) and our casts to 16 bits (-> themselves) */
     int n_casts, cap_casts;
+    int *head;           /* per node id of r->dst: its first entry, -1: none (a lookup per input, so no
+                            scan over every cast of a large graph) */
+    int cap_head;
     int converted, kept_allow, inserted;
 } amp_state;
 
@@ -182,13 +185,24 @@ static bool is_float(wf_dtype t) { return t == WF_F32 || t == WF_F16 || t == WF_
 
 static const wf_output *lo_lookup(const amp_state *st, wf_output x)
 {
-    for (int i = st->n_casts - 1; i >= 0; i--)
-        if (st->casts[i].node == x.node && st->casts[i].index == x.index) return &st->casts[i].lo;
+    int id = x.node->id;
+    for (int e = id < st->cap_head ? st->head[id] : -1; e >= 0; e = st->casts[e].next)
+        if (st->casts[e].index == x.index) return &st->casts[e].lo;
     return NULL;
 }
 
 static wf_status *lo_remember(amp_state *st, wf_output x, wf_output lo)
 {
+    int id = x.node->id;
+    if (id >= st->cap_head) {
+        int cap = st->cap_head ? st->cap_head : 64;
+        while (cap <= id) cap *= 2;
+        int *h = wf__realloc(st->head, sizeof *h * (size_t)st->cap_head, sizeof *h * (size_t)cap);
+        if (!h) return wf__oom("the amp pass", sizeof *h * (size_t)cap);
+        for (int i = st->cap_head; i < cap; i++) h[i] = -1;
+        st->head = h;
+        st->cap_head = cap;
+    }
     if (st->n_casts == st->cap_casts) {
         int cap = st->cap_casts ? st->cap_casts * 2 : 64;
         cast_entry *c = wf__realloc(st->casts, sizeof *c * (size_t)st->cap_casts, sizeof *c * (size_t)cap);
@@ -196,7 +210,8 @@ static wf_status *lo_remember(amp_state *st, wf_output x, wf_output lo)
         st->casts = c;
         st->cap_casts = cap;
     }
-    st->casts[st->n_casts++] = (cast_entry){x.node, x.index, lo};
+    st->casts[st->n_casts] = (cast_entry){x.index, st->head[id], lo};
+    st->head[id] = st->n_casts++;
     return NULL;
 }
 
@@ -306,6 +321,7 @@ static void end(wf__pass_run *r)
                         wf_dtype_name(st->lo), st->inserted, wf_dtype_name(st->lo), st->kept_allow);
     wf__free(st->low);
     wf__free(st->casts);
+    wf__free(st->head);
     wf__free(st);
     r->state = NULL;
 }
