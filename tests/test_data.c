@@ -148,7 +148,7 @@ static void test_dataset_from_idx(void)
     if (!ds) return;
     CHECK_INT(wf_dataset_num_samples(ds), 10);
     wf_tensor *x = NULL, *y = NULL, *want = NULL;
-    CHECK_OK(wf_dataset_take(ds, 0, 10, &x, &y));
+    CHECK_OK(wf_dataset_rows(ds, 0, 10, &x, &y));
     CHECK_OK(wf_npy_read(path_in("images_scaled.npy"), &want));
     if (x && want) expect_same(x, want, "scaled images");
     CHECK_INT(wf_tensor_dtype(y), WF_I64);
@@ -163,7 +163,7 @@ static void test_dataset_from_idx(void)
     CHECK_OK(wf_npy_read(path_in("images.npy"), &want));
     x = NULL;
     y = (wf_tensor *)0x1;
-    CHECK_OK(wf_dataset_take(ds, 0, 10, &x, &y));
+    CHECK_OK(wf_dataset_rows(ds, 0, 10, &x, &y));
     if (x && want) expect_same(x, want, "u8 images");
     CHECK(y == NULL); /* no labels */
     wf_tensor_free(x);
@@ -260,7 +260,7 @@ static void test_batching(void)
     wf_tensor *x = (wf_tensor *)0x1, *y = (wf_tensor *)0x1;
     CHECK_OK(wf_dataset_next_batch(ds, &x, &y));
     CHECK(x == NULL && y == NULL);
-    CHECK_OK(wf_dataset_batch(ds, 4, 0));
+    CHECK_OK(wf_dataset_set_batch(ds, 4, 0));
     wf_dataset_reset(ds);
     CHECK_INT(wf_dataset_epoch(ds), 1);
     CHECK_INT(run_epoch(ds, order, 16, sizes, &nb), 10);
@@ -269,15 +269,15 @@ static void test_batching(void)
     CHECK_INT(sizes[1], 4);
     CHECK_INT(sizes[2], 2); /* last partial batch */
     for (int i = 0; i < 10; i++) CHECK_INT(order[i], i);
-    CHECK_OK(wf_dataset_batch(ds, 4, 1));
+    CHECK_OK(wf_dataset_set_batch(ds, 4, 1));
     wf_dataset_reset(ds);
     CHECK_INT(run_epoch(ds, order, 16, sizes, &nb), 8);
     CHECK_INT(nb, 2); /* remainder dropped */
-    CHECK_OK(wf_dataset_batch(ds, 5, 1));
+    CHECK_OK(wf_dataset_set_batch(ds, 5, 1));
     wf_dataset_reset(ds);
     CHECK_INT(run_epoch(ds, order, 16, sizes, &nb), 10); /* exact multiple: nothing dropped */
     CHECK_INT(nb, 2);
-    CHECK_ERR(wf_dataset_batch(ds, 0, 0), WF_INVALID_ARGUMENT, "batch size must be at least 1, got 0");
+    CHECK_ERR(wf_dataset_set_batch(ds, 0, 0), WF_INVALID_ARGUMENT, "batch size must be at least 1, got 0");
     /* labels not wanted */
     wf_dataset_reset(ds);
     x = NULL;
@@ -285,12 +285,12 @@ static void test_batching(void)
     CHECK(x != NULL);
     wf_tensor_free(x);
     /* take: stored order, range checked */
-    CHECK_OK(wf_dataset_take(ds, 7, 3, &x, &y));
+    CHECK_OK(wf_dataset_rows(ds, 7, 3, &x, &y));
     CHECK_INT(((int64_t *)wf_tensor_data(y))[0], 7);
     CHECK_INT(wf_tensor_dims(x)[0], 3);
     wf_tensor_free(x);
     wf_tensor_free(y);
-    CHECK_ERR(wf_dataset_take(ds, 8, 3, &x, &y), WF_INVALID_ARGUMENT, "samples [8, 11) are out of range: it holds 10");
+    CHECK_ERR(wf_dataset_rows(ds, 8, 3, &x, &y), WF_INVALID_ARGUMENT, "samples [8, 11) are out of range: it holds 10");
     /* an out-of-memory batch does not advance the epoch */
     wf_dataset_reset(ds);
     wf__tensor_cache_flush(); /* else the batch may come from the small-tensor cache, not the funnel */
@@ -345,10 +345,10 @@ static void test_shuffle_reference(void)
         for (long long i = 0; i < n; i++)
             if (fscanf(f, "%" SCNd64, &want[i]) != 1) CHECK_FAIL_("shuffle_ref.txt is malformed");
         wf_dataset *ds = small_dataset(n);
-        wf_dataset_shuffle(ds, (uint64_t)seed);
+        wf_dataset_set_shuffle(ds, (uint64_t)seed);
         for (long long e = 0; e < epoch; e++) wf_dataset_reset(ds);
         int sizes[64], nb;
-        CHECK_OK(wf_dataset_batch(ds, 64, 0));
+        CHECK_OK(wf_dataset_set_batch(ds, 64, 0));
         CHECK_INT(run_epoch(ds, got, 1000, sizes, &nb), n);
         int same = 1;
         for (long long i = 0; i < n; i++) same &= got[i] == want[i];
@@ -377,12 +377,12 @@ static void test_shuffle(void)
     int64_t a0[N], a1[N], b0[N], c0[N];
     int sizes[64], nb;
     wf_dataset *a = small_dataset(N), *b = small_dataset(N), *c = small_dataset(N);
-    CHECK_OK(wf_dataset_batch(a, 7, 0));
-    CHECK_OK(wf_dataset_batch(b, 16, 0)); /* the batch size does not change the order */
-    CHECK_OK(wf_dataset_batch(c, 7, 0));
-    wf_dataset_shuffle(a, 1234);
-    wf_dataset_shuffle(b, 1234);
-    wf_dataset_shuffle(c, 1235);
+    CHECK_OK(wf_dataset_set_batch(a, 7, 0));
+    CHECK_OK(wf_dataset_set_batch(b, 16, 0)); /* the batch size does not change the order */
+    CHECK_OK(wf_dataset_set_batch(c, 7, 0));
+    wf_dataset_set_shuffle(a, 1234);
+    wf_dataset_set_shuffle(b, 1234);
+    wf_dataset_set_shuffle(c, 1235);
     CHECK_INT(run_epoch(a, a0, N, sizes, &nb), N);
     CHECK_INT(nb, 15);
     CHECK_INT(sizes[14], 2);
@@ -402,7 +402,7 @@ static void test_shuffle(void)
     /* seed 1235's first epoch is not seed 1234's second (the seed is hashed, not offset) */
     CHECK(memcmp(a1, c0, sizeof a1) != 0);
     /* shuffling again with the same seed restarts the current epoch in the same order */
-    wf_dataset_shuffle(a, 1234);
+    wf_dataset_set_shuffle(a, 1234);
     CHECK_INT(run_epoch(a, b0, N, sizes, &nb), N);
     CHECK(memcmp(a1, b0, sizeof a1) == 0);
     wf_dataset_free(a);
@@ -415,12 +415,12 @@ static void test_split(void)
     wf_dataset *ds = small_dataset(10), *tr = NULL, *va = NULL;
     int64_t o[16];
     int sizes[16], nb;
-    CHECK_OK(wf_dataset_batch(ds, 4, 1));
+    CHECK_OK(wf_dataset_set_batch(ds, 4, 1));
     CHECK_OK(wf_dataset_split(ds, 0.3, &tr, &va));
     CHECK_INT(wf_dataset_num_samples(tr), 7);
     CHECK_INT(wf_dataset_num_samples(va), 3);
     /* unshuffled: the last samples are the validation set (Keras's validation_split) */
-    CHECK_OK(wf_dataset_batch(va, 10, 0));
+    CHECK_OK(wf_dataset_set_batch(va, 10, 0));
     CHECK_INT(run_epoch(va, o, 16, sizes, &nb), 3);
     CHECK_INT(o[0], 7);
     CHECK_INT(o[2], 9);
@@ -429,28 +429,28 @@ static void test_split(void)
     wf_dataset_free(va);
 
     /* shuffled: a reproducible random subset; together the two hold every sample once */
-    wf_dataset_shuffle(ds, 99);
+    wf_dataset_set_shuffle(ds, 99);
     CHECK_OK(wf_dataset_split(ds, 0.25, &tr, &va)); /* round(2.5) = 3 */
     wf_dataset_free(ds);                            /* the splits keep the arrays */
     CHECK_INT(wf_dataset_num_samples(tr), 7);
     CHECK_INT(wf_dataset_num_samples(va), 3);
-    CHECK_OK(wf_dataset_batch(tr, 10, 0));
-    CHECK_OK(wf_dataset_batch(va, 10, 0));
+    CHECK_OK(wf_dataset_set_batch(tr, 10, 0));
+    CHECK_OK(wf_dataset_set_batch(va, 10, 0));
     int64_t all[10];
     CHECK_INT(run_epoch(tr, all, 7, sizes, &nb), 7);
     CHECK_INT(run_epoch(va, all + 7, 3, sizes, &nb), 3);
     CHECK(is_permutation(all, 10));
     int sorted_tail = all[7] == 7 && all[8] == 8 && all[9] == 9;
     wf_dataset *ds2 = small_dataset(10), *tr2, *va2;
-    wf_dataset_shuffle(ds2, 99);
+    wf_dataset_set_shuffle(ds2, 99);
     CHECK_OK(wf_dataset_split(ds2, 0.25, &tr2, &va2));
-    CHECK_OK(wf_dataset_batch(va2, 10, 0));
+    CHECK_OK(wf_dataset_set_batch(va2, 10, 0));
     int64_t o2[3];
     CHECK_INT(run_epoch(va2, o2, 3, sizes, &nb), 3);
     CHECK(memcmp(o2, all + 7, sizeof o2) == 0);      /* same seed, same split */
     CHECK(!sorted_tail);
     /* a split dataset shuffles within itself */
-    wf_dataset_shuffle(tr, 5);
+    wf_dataset_set_shuffle(tr, 5);
     CHECK_INT(run_epoch(tr, o, 16, sizes, &nb), 7);
     for (int i = 0; i < 7; i++) {
         int found = 0;
@@ -488,7 +488,7 @@ static void test_fashion_mnist(void)
         if (!ds) continue;
         CHECK_INT(wf_dataset_num_samples(ds), sets[k].n);
         wf_tensor *x = NULL, *y = NULL;
-        CHECK_OK(wf_dataset_take(ds, 0, sets[k].n, &x, &y));
+        CHECK_OK(wf_dataset_rows(ds, 0, sets[k].n, &x, &y));
         if (x && y) {
             CHECK_INT(wf_tensor_dtype(x), WF_U8);
             CHECK_INT(wf_tensor_rank(x), 3);
@@ -520,8 +520,8 @@ static void test_fashion_mnist(void)
         wf_tensor_free(x);
         wf_tensor_free(y);
         /* batched and shuffled as training will use it */
-        wf_dataset_shuffle(ds, 1);
-        CHECK_OK(wf_dataset_batch(ds, 256, 1));
+        wf_dataset_set_shuffle(ds, 1);
+        CHECK_OK(wf_dataset_set_batch(ds, 256, 1));
         int64_t batches = 0;
         wf_status *s;
         while (!(s = wf_dataset_next_batch(ds, &x, &y)) && x) {

@@ -569,7 +569,7 @@ static wf_dataset *subset(wf_dataset *ds, int64_t n)
 {
     wf_tensor *x = NULL, *y = NULL;
     wf_dataset *out = NULL;
-    CHECK_OK(wf_dataset_take(ds, 0, n, &x, &y));
+    CHECK_OK(wf_dataset_rows(ds, 0, n, &x, &y));
     if (x) CHECK_OK(wf_dataset_from_tensors(x, y, &out));
     wf_tensor_free(x);
     wf_tensor_free(y);
@@ -672,7 +672,7 @@ static void test_two_devices_strict(void)
     wf_placement_free(p);
     for (int step = 0; step < 3; step++) {
         wf_tensor *x = NULL, *y = NULL;
-        CHECK_OK(wf_dataset_take(g_train, step * 32, 32, &x, &y));
+        CHECK_OK(wf_dataset_rows(g_train, step * 32, 32, &x, &y));
         double la = NAN, lb = NAN;
         CHECK_OK(wf_model_train_step(a, x, y, &la, NULL));
         CHECK_OK(wf_model_train_step(b, x, y, &lb, NULL));
@@ -707,7 +707,7 @@ static void test_resident_variables(void)
     wf_model *m = demo_model("OPENCL:0", 1, 0), *c = demo_model("CPU:0", 1, 0);
     if (!m || !c) goto out;
     wf_tensor *x = NULL, *y = NULL;
-    CHECK_OK(wf_dataset_take(g_train, 0, 32, &x, &y));
+    CHECK_OK(wf_dataset_rows(g_train, 0, 32, &x, &y));
     for (int i = 0; i < 3 && x; i++) {
         CHECK_OK(wf_model_train_step(m, x, y, NULL, NULL));
         CHECK_OK(wf_model_train_step(c, x, y, NULL, NULL));

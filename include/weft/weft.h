@@ -63,6 +63,14 @@ WF_API wf_code wf_status_code(const wf_status *s);
 /* Owned by the status; valid until wf_status_free(s). */
 WF_API const char *wf_status_message(const wf_status *s);
 WF_API void wf_status_free(wf_status *s);
+/* An error status with a printf-style message, for callbacks that report to weft (a dataset map
+ * callback, ...). WF_OK is turned into WF_INTERNAL; NULL when out of memory (which reads as success:
+ * callers that must fail should check). */
+WF_API wf_status *wf_status_new(wf_code code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* "OK", "INVALID_ARGUMENT", ... Static storage. */
 WF_API const char *wf_code_name(wf_code code);
 
@@ -718,7 +726,7 @@ WF_API wf_status *wf_idx_read(const char *path, wf_tensor **out);
 
 /* A dataset: features with one sample per row of the first dim, and optional labels with the same
  * first dim, visited in batches. Each epoch visits every sample exactly once, in stored order or, after
- * wf_dataset_shuffle, in an order drawn from (seed, epoch) by weft's own generator: splitmix64 started
+ * wf_dataset_set_shuffle, in an order drawn from (seed, epoch) by weft's own generator: splitmix64 started
  * at splitmix64(seed) + epoch, and Fisher-Yates with rejection sampling, so a seed gives the same
  * orders on every machine. Batches are new tensors
  * [batch, sample dims...] of the stored dtypes. Not thread-safe: one thread iterates a dataset. */
@@ -750,10 +758,10 @@ WF_API int64_t wf_dataset_epoch(const wf_dataset *ds);
 
 /* Sets the batch size (>= 1). With drop_remainder, an epoch's last batch when smaller than batch_size
  * is skipped; otherwise it comes out smaller. Applies from the next batch on. */
-WF_API wf_status *wf_dataset_batch(wf_dataset *ds, int64_t batch_size, int drop_remainder);
+WF_API wf_status *wf_dataset_set_batch(wf_dataset *ds, int64_t batch_size, int drop_remainder);
 /* Visits samples in a seeded random order from now on: restarts the current epoch in the order drawn
  * from (seed, epoch); each later epoch gets its own. */
-WF_API void wf_dataset_shuffle(wf_dataset *ds, uint64_t seed);
+WF_API void wf_dataset_set_shuffle(wf_dataset *ds, uint64_t seed);
 /* Starts the next epoch (reshuffled from (seed, epoch + 1) when shuffling). */
 WF_API void wf_dataset_reset(wf_dataset *ds);
 
@@ -764,15 +772,181 @@ WF_API void wf_dataset_reset(wf_dataset *ds);
  * A failure (out of memory) does not advance the epoch. */
 WF_API wf_status *wf_dataset_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor **y);
 /* Samples [start, start + count) in stored order (never shuffled), as one batch: for evaluation. */
-WF_API wf_status *wf_dataset_take(const wf_dataset *ds, int64_t start, int64_t count, wf_tensor **x,
+WF_API wf_status *wf_dataset_rows(const wf_dataset *ds, int64_t start, int64_t count, wf_tensor **x,
                                   wf_tensor **y);
 /* Splits off a validation set of round(n * val_fraction) samples, 0 < val_fraction < 1, both sets
  * non-empty: the last samples of ds's current epoch order go to *val, the others to *train. So an
- * unshuffled dataset gives its last samples (Keras's validation_split); after wf_dataset_shuffle(ds,
+ * unshuffled dataset gives its last samples (Keras's validation_split); after wf_dataset_set_shuffle(ds,
  * seed) a random subset that the seed reproduces. The two share ds's arrays (ds may be freed first),
  * take its batch settings, and start unshuffled at epoch 0. Caller owns both. */
 WF_API wf_status *wf_dataset_split(const wf_dataset *ds, double val_fraction, wf_dataset **train,
                                    wf_dataset **val);
+
+/* ---- Input pipelines (tf.data) ------------------------------------------------------------------
+ * Besides the array datasets above, a wf_dataset can be a pipeline stage: a source (range, tensor
+ * slices, files) or a transformation of other datasets, in TensorFlow's tf.data terms. A pipeline
+ * dataset is an immutable description: transformations return a new dataset and leave their inputs
+ * usable (each holds references to its inputs, so the caller may free them at once). Elements are
+ * tuples of 1..WF_DATASET_MAX_COMPONENTS tensors. An array dataset used as a transformation's input
+ * is its rows in stored order, elements (features[i]) or (features[i], labels[i]).
+ * Iterate with wf_dataset_iterator (below) or, for the training loop's (x, y) batches, with
+ * wf_dataset_next_batch / wf_dataset_reset: components 0 and 1 of each element. The array-only calls
+ * (set_batch, set_shuffle, rows, split) refuse a pipeline with INVALID_ARGUMENT. */
+#define WF_DATASET_MAX_COMPONENTS 8
+#define WF_AUTOTUNE (-1)            /* num_parallel_calls, prefetch buffer: tuned while running */
+#define WF_DATASET_INFINITE (-1)    /* wf_dataset_cardinality of a repeat() without count */
+#define WF_DATASET_UNKNOWN (-2)     /* ... after filter, or of files not yet read */
+
+/* Elements; WF_DATASET_INFINITE or WF_DATASET_UNKNOWN when not known without running. */
+WF_API int64_t wf_dataset_cardinality(const wf_dataset *ds);
+
+/* Sources. Errors name the file, and for a file that stops parsing, the byte offset or line. */
+/* Scalars i64 start, start + step, ... before stop (step != 0, either sign). */
+WF_API wf_status *wf_dataset_range(int64_t start, int64_t stop, int64_t step, wf_dataset **out);
+/* Element i: (components[0][i], ..., components[n-1][i]); each needs rank >= 1 and the same first dim.
+ * References are taken (no copy). */
+WF_API wf_status *wf_dataset_from_tensor_slices(wf_tensor *const *components, int n, wf_dataset **out);
+/* The paths matching a glob(3) pattern, as scalar WF_STRING elements, sorted bytewise; shuffle != 0
+ * visits them in an order drawn from (seed, iteration). No match: NOT_FOUND naming the pattern. */
+WF_API wf_status *wf_dataset_list_files(const char *pattern, int shuffle, uint64_t seed, wf_dataset **out);
+/* Every line of the files in turn (without '\n' or a final '\r'), as scalar WF_STRING elements. */
+WF_API wf_status *wf_dataset_text_lines(const char *const *paths, int n_paths, wf_dataset **out);
+/* Records of TFRecord files (length, masked CRC32C of it, data, masked CRC32C of the data; both CRCs
+ * checked), as scalar WF_STRING elements. A corrupt record is DATA_LOSS naming the file and offset. */
+WF_API wf_status *wf_dataset_tfrecord(const char *const *paths, int n_paths, wf_dataset **out);
+typedef struct wf_csv_options {
+    int n_columns;                /* required: columns per row */
+    const wf_dtype *dtypes;       /* n_columns: WF_F32, WF_F64, WF_I32, WF_I64 or WF_STRING */
+    const char *const *defaults;  /* NULL, or n_columns texts (NULL entries: no default) used for an
+                                     empty field; an empty field without one is an error */
+    int header;                   /* 1: the first line of each file is a header */
+    char delimiter;               /* 0: ',' */
+    const int *select;            /* NULL: every column; else n_select column indices, in this order */
+    int n_select;
+} wf_csv_options;
+/* RFC 4180 CSV rows as elements of scalars, one component per (selected) column (at most
+ * WF_DATASET_MAX_COMPONENTS). Quoted fields may hold delimiters, "" and newlines. A row with the
+ * wrong column count or a field that does not parse is INVALID_ARGUMENT naming file, line, column. */
+WF_API wf_status *wf_dataset_csv(const char *const *paths, int n_paths, const wf_csv_options *o, wf_dataset **out);
+/* Slices of .npy arrays along their first dim: file k gives component k (same first dim). */
+WF_API wf_status *wf_dataset_npy(const char *const *paths, int n_paths, wf_dataset **out);
+
+/* Transformations. `in` stays the caller's; *out holds its own reference to it. */
+/* A map function: either a weft graph or a C callback.
+ *  - Graph: inputs[i] (Placeholders) receive the element's components, outputs are the new element's.
+ *    seed_input, when its node is set, receives an i64 [2] tensor {seed, counter} for the stateless
+ *    random ops: counter = element index within the iteration + (iteration << 40), so augmentations
+ *    are the same at every thread count and differ between epochs. The dataset makes a session on ctx
+ *    (or a new context when NULL) running on device ("CPU:0" when NULL); the graph must outlive it.
+ *  - Callback: fn(user, index, in, n_in, out, &n_out) fills out[0..n_out) (n_out <= the max); called
+ *    from several threads at once when num_parallel_calls > 1. index as the counter above. n_outputs,
+ *    when > 0, declares n_out (then checked), which padded_batch's per-component arguments need. */
+typedef wf_status *(*wf_map_callback)(void *user, int64_t index, wf_tensor *const *in, int n_in, wf_tensor **out,
+                                      int *n_out);
+typedef struct wf_map_fn {
+    wf_graph *graph;
+    const wf_output *inputs;
+    int n_inputs;
+    const wf_output *outputs;
+    int n_outputs;
+    wf_output seed_input;
+    wf_context *ctx;
+    const char *device;
+    wf_map_callback fn;
+    void *user;
+} wf_map_fn;
+typedef struct wf_map_options {
+    int num_parallel_calls;       /* 1 (default): in the consumer's thread; N: N threads; WF_AUTOTUNE */
+    int deterministic;            /* 1 (default): results in input order; 0: as they finish */
+    uint64_t seed;                /* the {seed, counter} pair's seed (default 0) */
+} wf_map_options;
+WF_API void wf_map_options_init(wf_map_options *o);
+/* Errors of the function name the map stage and the element index; the iteration goes on after one
+ * (an ignore_errors after it drops the element). */
+WF_API wf_status *wf_dataset_map(wf_dataset *in, const wf_map_fn *fn, const wf_map_options *o, wf_dataset **out);
+/* Keeps elements whose predicate (a map function with one scalar output: bool or a number, non-zero
+ * keeps) holds. */
+WF_API wf_status *wf_dataset_filter(wf_dataset *in, const wf_map_fn *pred, wf_dataset **out);
+/* Stacks n consecutive elements into one (component shapes must agree: an error names the element
+ * and both shapes); the last batch may be smaller unless drop_remainder. */
+WF_API wf_status *wf_dataset_batch(wf_dataset *in, int64_t n, int drop_remainder, wf_dataset **out);
+/* Like batch, but components of different shapes (same rank) are padded at the end of each dim to
+ * padded_shapes (NULL, or per component NULL or an i64 vector of the component's rank, -1 for "the
+ * batch's largest"; default: the batch's largest) with padding_values (NULL: zeros; else per
+ * component NULL or a scalar of its dtype). A component larger than its padded shape is an error. */
+WF_API wf_status *wf_dataset_padded_batch(wf_dataset *in, int64_t n, int drop_remainder,
+                                          wf_tensor *const *padded_shapes, wf_tensor *const *padding_values,
+                                          wf_dataset **out);
+/* Splits each element's components along their first dim into elements. */
+WF_API wf_status *wf_dataset_unbatch(wf_dataset *in, wf_dataset **out);
+/* A buffer of `buffer` elements filled from in; each output is drawn uniformly from it (splitmix64
+ * from (seed, iteration when reshuffle_each_iteration else 0)). buffer >= the cardinality is a full
+ * uniform shuffle. The buffer's RAM counts against the iterator's budget but is not tuned. */
+WF_API wf_status *wf_dataset_shuffle(wf_dataset *in, int64_t buffer, uint64_t seed, int reshuffle_each_iteration,
+                                     wf_dataset **out);
+/* count passes over in (-1: forever); each pass is a new iteration of in (reshuffled). */
+WF_API wf_status *wf_dataset_repeat(wf_dataset *in, int64_t count, wf_dataset **out);
+WF_API wf_status *wf_dataset_take(wf_dataset *in, int64_t count, wf_dataset **out);
+WF_API wf_status *wf_dataset_skip(wf_dataset *in, int64_t count, wf_dataset **out);
+/* Elements of n datasets side by side (components concatenated); ends with the shortest. */
+WF_API wf_status *wf_dataset_zip(wf_dataset *const *ins, int n, wf_dataset **out);
+/* For each element of in, fn makes a dataset (caller of fn owns it; weft frees it); cycle_length of
+ * them are open at once and block_length elements are taken from each in turn. num_parallel_calls >
+ * 1 (or WF_AUTOTUNE) reads the open ones ahead on threads; the order stays the sequential one. */
+typedef wf_status *(*wf_interleave_fn)(void *user, wf_tensor *const *elem, int n, wf_dataset **out);
+WF_API wf_status *wf_dataset_interleave(wf_dataset *in, wf_interleave_fn fn, void *user, int cycle_length,
+                                        int block_length, int num_parallel_calls, wf_dataset **out);
+/* The first full iteration's elements are kept (path NULL: in memory; else written to path, and
+ * read from there by later iterations, also by later processes); later iterations replay them. A
+ * cache file that does not belong to this pipeline is an error naming it. */
+WF_API wf_status *wf_dataset_cache(wf_dataset *in, const char *path, wf_dataset **out);
+/* A thread keeps up to n elements ready (WF_AUTOTUNE: tuned within the RAM budget). */
+WF_API wf_status *wf_dataset_prefetch(wf_dataset *in, int64_t n, wf_dataset **out);
+/* Drops elements whose production failed (in's errors), except running out of memory. */
+WF_API wf_status *wf_dataset_ignore_errors(wf_dataset *in, wf_dataset **out);
+/* A thread copies up to n elements (WF_AUTOTUNE: 2) ahead into `device`'s memory on ctx (through the
+ * backend's asynchronous copy stream and pinned staging where it has them): the consumer receives
+ * device tensors, which a session on that device takes without another copy. Must be last. */
+WF_API wf_status *wf_dataset_prefetch_to_device(wf_dataset *in, wf_context *ctx, const char *device, int64_t n,
+                                                wf_dataset **out);
+
+/* Iterators: a running pipeline. One thread calls next; the stages' own threads are weft's. */
+typedef struct wf_iterator wf_iterator;
+typedef struct wf_iterator_options {
+    int cpu_budget;               /* threads for map/interleave/prefetch in all (0: the cores) */
+    uint64_t ram_budget;          /* bytes the buffers may hold in all (0: half the machine's RAM);
+                                     AUTOTUNE never exceeds it, and buffers wait rather than grow past it */
+    int autotune;                 /* 1 (default): WF_AUTOTUNE knobs are tuned; 0: they stay at their start */
+} wf_iterator_options;
+WF_API void wf_iterator_options_init(wf_iterator_options *o);
+/* Starts an iteration of ds (ds's next iteration: shuffles reshuffle). opts NULL: defaults. */
+WF_API wf_status *wf_dataset_iterator(wf_dataset *ds, const wf_iterator_options *opts, wf_iterator **out);
+/* The next element: out[0..*n) (caller owns them); *n = 0 at the end. cap below the element's
+ * components is INVALID_ARGUMENT. An error names the stage, the element index and, for files, the file;
+ * the next call goes on with the following element where the stage can. */
+WF_API wf_status *wf_iterator_next(wf_iterator *it, wf_tensor **out, int cap, int *n);
+WF_API void wf_iterator_free(wf_iterator *it);
+/* The position: a small i64 tensor (the pipeline's fingerprint, the iteration, elements produced).
+ * Restoring it into an iterator of the same pipeline (a fresh one) continues at the same element,
+ * shuffles included: sources seek, 1:1 stages pass the skip on, and the rest replay. Another
+ * pipeline's state is INVALID_ARGUMENT. */
+WF_API wf_status *wf_iterator_save(const wf_iterator *it, wf_tensor **state);
+WF_API wf_status *wf_iterator_restore(wf_iterator *it, const wf_tensor *state);
+typedef struct wf_dataset_stage_stats {
+    char name[48];                /* "map(parallel)", "prefetch", "batch", ... */
+    int depth;                    /* 0: the stage the consumer reads */
+    int64_t elements;
+    double busy_s;                /* producing, inputs excluded, summed over the stage's threads */
+    double wait_s;                /* its consumer waited on it */
+    double elements_per_s;        /* elements / (busy_s / parallelism) */
+    int64_t buffered_bytes, peak_buffered_bytes;
+    int knob_kind;                /* 0 none, 1 parallelism, 2 buffer size */
+    int knob;                     /* its current value */
+    int tuned;                    /* set by AUTOTUNE */
+} wf_dataset_stage_stats;
+/* Fills up to cap stages' statistics, returns how many there are; *peak_bytes (may be NULL) gets the
+ * peak of all buffers together. */
+WF_API int wf_dataset_stats(wf_iterator *it, wf_dataset_stage_stats *out, int cap, int64_t *peak_bytes);
 
 /* ---- Checkpoints: safetensors files ------------------------------------------------------------ */
 /* Writes n named tensors (host memory; F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL) in the safetensors

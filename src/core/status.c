@@ -48,6 +48,16 @@ wf_status *wf__status(wf_code code, const char *fmt, ...)
     return s;
 }
 
+wf_status *wf_status_new(wf_code code, const char *fmt, ...)
+{
+    if (code == WF_OK) code = WF_INTERNAL; /* a status is an error: NULL is success */
+    va_list ap;
+    va_start(ap, fmt);
+    wf_status *s = wf__vstatus(code, fmt ? fmt : "", ap);
+    va_end(ap);
+    return s;
+}
+
 wf_status *wf__status_wrap(wf_status *old, const char *fmt, ...)
 {
     if (!old) return NULL;

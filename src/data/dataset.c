@@ -11,20 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "core/core.h"
-
-struct wf_dataset {
-    wf_tensor *x, *y;     /* whole arrays (first dim = samples); shared by reference with splits */
-    int64_t n;            /* samples of this dataset */
-    int64_t *index;       /* n rows of x/y that make up this dataset, in its stored order */
-    int64_t *order;       /* this epoch's visiting order: rows of x/y */
-    int64_t batch;
-    int drop_remainder;
-    int shuffled;
-    uint64_t seed;
-    int64_t epoch;
-    int64_t cursor;       /* position in order of the next batch */
-};
+#include "data/pipeline.h"
 
 /* ---- the generator: splitmix64 (Steele, Lea, Flood 2014), chosen because it is a few lines of
  * 64-bit integer arithmetic, so the order of a seed does not depend on the platform or a libc. */
@@ -65,7 +52,11 @@ static void make_order(wf_dataset *ds)
 
 void wf_dataset_free(wf_dataset *ds)
 {
-    if (!ds) return;
+    if (!ds || atomic_fetch_sub(&ds->refs, 1) != 1) return;
+    wf_iterator_free(ds->legacy);
+    if (ds->kind && ds->kind->free_params) ds->kind->free_params(ds->params);
+    wf_dataset_free(ds->in[0]);
+    wf_dataset_free(ds->in[1]);
     wf_tensor_free(ds->x);
     wf_tensor_free(ds->y);
     wf__free(ds->index);
@@ -90,6 +81,10 @@ static wf_status *make_dataset(wf_tensor *x, wf_tensor *y, const int64_t *rows, 
     ds->y = y ? wf_tensor_ref(y) : NULL;
     ds->n = n;
     ds->batch = 32;
+    atomic_init(&ds->refs, 1);
+    ds->ncomp = y ? 2 : 1;
+    ds->card = n;
+    ds->fingerprint = wf__ds_mix(wf__ds_mix(0x617272617973ull, (uint64_t)n), (uint64_t)x->dtype * 131u + (uint64_t)x->rank);
     make_order(ds);
     *out = ds;
     return NULL;
@@ -166,12 +161,22 @@ wf_status *wf_dataset_from_idx(const char *images_path, const char *labels_path,
     return s;
 }
 
-int64_t wf_dataset_num_samples(const wf_dataset *ds) { return ds ? ds->n : 0; }
+int64_t wf_dataset_num_samples(const wf_dataset *ds) { return !ds ? 0 : ds->kind ? ds->card : ds->n; }
+
+/* The array-only calls on a pipeline. */
+static wf_status *arrays_only(const wf_dataset *ds, const char *fn)
+{
+    return wf__status(WF_INVALID_ARGUMENT,
+                      "%s works on array datasets (wf_dataset_from_tensors, wf_dataset_from_idx); this is a %s "
+                      "pipeline stage: use wf_dataset_batch, wf_dataset_shuffle and wf_dataset_take on pipelines",
+                      fn, ds->kind->name);
+}
 int64_t wf_dataset_epoch(const wf_dataset *ds) { return ds ? ds->epoch : 0; }
 
-wf_status *wf_dataset_batch(wf_dataset *ds, int64_t batch_size, int drop_remainder)
+wf_status *wf_dataset_set_batch(wf_dataset *ds, int64_t batch_size, int drop_remainder)
 {
-    if (!ds) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_batch: NULL dataset");
+    if (!ds) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_set_batch: NULL dataset");
+    if (ds->kind) return arrays_only(ds, "wf_dataset_set_batch");
     if (batch_size < 1)
         return wf__status(WF_INVALID_ARGUMENT, "dataset batch size must be at least 1, got %lld", (long long)batch_size);
     ds->batch = batch_size;
@@ -179,9 +184,9 @@ wf_status *wf_dataset_batch(wf_dataset *ds, int64_t batch_size, int drop_remaind
     return NULL;
 }
 
-void wf_dataset_shuffle(wf_dataset *ds, uint64_t seed)
+void wf_dataset_set_shuffle(wf_dataset *ds, uint64_t seed)
 {
-    if (!ds) return;
+    if (!ds || ds->kind) return;
     ds->shuffled = 1;
     ds->seed = seed;
     ds->cursor = 0;
@@ -192,6 +197,11 @@ void wf_dataset_reset(wf_dataset *ds)
 {
     if (!ds) return;
     ds->epoch++;
+    if (ds->kind) {
+        wf_iterator_free(ds->legacy);
+        ds->legacy = NULL;
+        return;
+    }
     ds->cursor = 0;
     make_order(ds);
 }
@@ -229,9 +239,28 @@ static wf_status *gather_batch(const wf_dataset *ds, const int64_t *rows, int64_
     return NULL;
 }
 
+/* A pipeline's (x, y): components 0 and 1 of its next element, from an iterator made at the first
+ * call after a reset. The iterator is the dataset's next iteration, so shuffles reshuffle per epoch. */
+static wf_status *pipeline_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor **y)
+{
+    *x = NULL;
+    if (y) *y = NULL;
+    if (!ds->legacy) WF__TRY(wf_dataset_iterator(ds, NULL, &ds->legacy));
+    wf_tensor *t[WF_DATASET_MAX_COMPONENTS];
+    int n = 0;
+    WF__TRY(wf_iterator_next(ds->legacy, t, WF_DATASET_MAX_COMPONENTS, &n));
+    if (n == 0) return NULL;
+    *x = t[0];
+    if (y && n > 1) *y = t[1];
+    else if (n > 1) wf_tensor_free(t[1]);
+    for (int i = 2; i < n; i++) wf_tensor_free(t[i]);
+    return NULL;
+}
+
 wf_status *wf_dataset_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor **y)
 {
     if (!ds || !x) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_next_batch: NULL dataset or x");
+    if (ds->kind) return pipeline_next_batch(ds, x, y);
     int64_t left = ds->n - ds->cursor;
     int64_t count = left < ds->batch ? left : ds->batch;
     if (count <= 0 || (ds->drop_remainder && count < ds->batch)) {
@@ -244,9 +273,10 @@ wf_status *wf_dataset_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor **y)
     return NULL;
 }
 
-wf_status *wf_dataset_take(const wf_dataset *ds, int64_t start, int64_t count, wf_tensor **x, wf_tensor **y)
+wf_status *wf_dataset_rows(const wf_dataset *ds, int64_t start, int64_t count, wf_tensor **x, wf_tensor **y)
 {
-    if (!ds || !x) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_take: NULL dataset or x");
+    if (!ds || !x) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_rows: NULL dataset or x");
+    if (ds->kind) return arrays_only(ds, "wf_dataset_rows");
     if (start < 0 || count < 0 || start > ds->n || count > ds->n - start)
         return wf__status(WF_INVALID_ARGUMENT, "dataset samples [%lld, %lld) are out of range: it holds %lld",
                           (long long)start, (long long)start + (long long)count, (long long)ds->n);
@@ -256,6 +286,7 @@ wf_status *wf_dataset_take(const wf_dataset *ds, int64_t start, int64_t count, w
 wf_status *wf_dataset_split(const wf_dataset *ds, double val_fraction, wf_dataset **train, wf_dataset **val)
 {
     if (!ds || !train || !val) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_split: NULL argument");
+    if (ds->kind) return arrays_only(ds, "wf_dataset_split");
     if (!(val_fraction > 0 && val_fraction < 1))
         return wf__status(WF_INVALID_ARGUMENT, "validation fraction must be in (0, 1), got %g", val_fraction);
     int64_t n_val = (int64_t)llround((double)ds->n * val_fraction);
@@ -274,5 +305,72 @@ wf_status *wf_dataset_split(const wf_dataset *ds, double val_fraction, wf_datase
     t->drop_remainder = v->drop_remainder = ds->drop_remainder;
     *train = t;
     *val = v;
+    return NULL;
+}
+
+/* ---- array datasets as pipeline sources ----------------------------------------------------------- */
+
+typedef struct arrays_it {
+    wf__ds_it base;
+    const wf_dataset *ds;
+    int64_t pos;
+} arrays_it;
+
+/* Row r of t as a new tensor of t's other dims. */
+static wf_status *row_of(const wf_tensor *t, int64_t r, wf_tensor **out)
+{
+    WF__TRY(wf__tensor_alloc(t->dtype, t->rank - 1, t->dims + 1, "a dataset element", out));
+    size_t row = (*out)->bytes;
+    if (row) memcpy((*out)->data, (const char *)t->data + (size_t)r * row, row);
+    return NULL;
+}
+
+static wf_status *arrays_next(wf__ds_it *it, wf__elem *out, bool *end)
+{
+    arrays_it *a = (arrays_it *)it;
+    if (a->pos >= a->ds->n) {
+        *end = true;
+        return NULL;
+    }
+    int64_t r = a->ds->index[a->pos];
+    wf__elem e = {0};
+    wf_status *s = row_of(a->ds->x, r, &e.t[0]);
+    e.n = 1;
+    if (!s && a->ds->y) {
+        s = row_of(a->ds->y, r, &e.t[1]);
+        e.n = 2;
+    }
+    if (s) {
+        wf__elem_clear(&e);
+        return s;
+    }
+    a->pos++;
+    *out = e;
+    return NULL;
+}
+
+static wf_status *arrays_skip(wf__ds_it *it, int64_t n, int64_t *done)
+{
+    arrays_it *a = (arrays_it *)it;
+    int64_t left = a->ds->n - a->pos;
+    *done = n < left ? n : left;
+    a->pos += *done;
+    return NULL;
+}
+
+static void arrays_free(wf__ds_it *it) { wf__free(it); }
+
+static const wf__ds_it_vt arrays_vt = {arrays_next, arrays_skip, arrays_free};
+
+wf_status *wf__arrays_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, wf__ds_it **out)
+{
+    (void)epoch;
+    (void)depth;
+    arrays_it *a = wf__calloc(1, sizeof *a);
+    if (!a) return wf__oom("an array dataset's iterator", sizeof *a);
+    a->base.vt = &arrays_vt;
+    a->base.pipe = p;
+    a->ds = ds;
+    *out = &a->base;
     return NULL;
 }

@@ -165,7 +165,7 @@ static wf_status *eval_loop(wf_model *m, wf_dataset *ds, int64_t batch, double *
     for (int64_t i = 0; i < n; i += batch) {
         int64_t c = n - i < batch ? n - i : batch;
         wf_tensor *x = NULL, *y = NULL, *out[2] = {NULL, NULL};
-        wf_status *s = wf_dataset_take(ds, i, c, &x, &y);
+        wf_status *s = wf_dataset_rows(ds, i, c, &x, &y);
         if (!s && !y) s = wf__status(WF_INVALID_ARGUMENT, "the dataset has no labels to evaluate against");
         if (!s) s = check_batch(m, x, y);
         if (!s) {
@@ -248,8 +248,8 @@ wf_status *wf_model_predict(wf_model *m, const wf_tensor *x, int64_t batch_size,
 
 static wf_status *fit(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit_options *o, wf_epoch_logs *last)
 {
-    T(wf_dataset_batch(tr, o->batch_size, 0));
-    if (o->shuffle) wf_dataset_shuffle(tr, o->seed);
+    T(wf_dataset_set_batch(tr, o->batch_size, 0));
+    if (o->shuffle) wf_dataset_set_shuffle(tr, o->seed);
     while (wf_dataset_epoch(tr) < o->initial_epoch) wf_dataset_reset(tr);
     int64_t n = wf_dataset_num_samples(tr), steps = (n + o->batch_size - 1) / o->batch_size;
     bool tty = isatty(fileno(stdout));

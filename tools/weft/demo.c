@@ -135,9 +135,9 @@ static int on_epoch(void *user, const wf_epoch_logs *lg)
 /* --time-steps: the median time of n training steps on real batches, after 20 warm-up steps. */
 static wf_status *time_steps(wf_model *m, wf_dataset *train, long batch, int n)
 {
-    wf_status *s = wf_dataset_batch(train, batch, 1);
+    wf_status *s = wf_dataset_set_batch(train, batch, 1);
     if (s) return s;
-    wf_dataset_shuffle(train, 1);
+    wf_dataset_set_shuffle(train, 1);
     double *t = malloc(sizeof(double) * (size_t)n);
     if (!t) return NULL;
     for (int i = -20; i < n && !s; i++) {
@@ -202,7 +202,7 @@ static wf_status *print_losses(wf_model *m, wf_dataset *train, long batch, int n
     for (int i = 0; i < n && !s; i++) {
         wf_tensor *x = NULL, *y = NULL;
         double loss = 0;
-        s = wf_dataset_take(train, (int64_t)i * batch, batch, &x, &y);
+        s = wf_dataset_rows(train, (int64_t)i * batch, batch, &x, &y);
         if (!s) s = wf_model_train_step(m, x, y, &loss, NULL);
         if (!s) printf("step %d loss %.9g\n", i, loss);
         wf_tensor_free(x);
@@ -337,7 +337,7 @@ int cmd_demo(int argc, char **argv)
         s = time_steps(m, train, o.batch, o.time_steps);
         if (!s) cli_print_memory(ctx);
         /* an explicit --trace: one more step, traced, and its summary */
-        if (!s && o.trace != default_trace && *o.trace && !(s = wf_dataset_take(train, 0, o.batch, &x, &y)) &&
+        if (!s && o.trace != default_trace && *o.trace && !(s = wf_dataset_rows(train, 0, o.batch, &x, &y)) &&
             !(s = wf_model_train_step(m, x, y, NULL, &trace)) && !(s = wf_trace_write_chrome(trace, ctx, o.trace)) &&
             !(s = wf_trace_summary_text(trace, ctx, &text)))
             printf("one training step, traced (%s):\n%s", o.trace, text);
@@ -396,7 +396,7 @@ int cmd_demo(int argc, char **argv)
     }
     if (o.trace && *o.trace) {
         /* one more step, traced, after the evaluation so the accuracy above is that of the 5 epochs */
-        if ((s = wf_dataset_take(train, 0, o.batch, &x, &y))) goto out;
+        if ((s = wf_dataset_rows(train, 0, o.batch, &x, &y))) goto out;
         if ((s = wf_model_train_step(m, x, y, NULL, &trace))) goto out;
         if ((s = wf_trace_write_chrome(trace, ctx, o.trace))) goto out;
         if (!o.quiet && !(s = wf_trace_summary_text(trace, ctx, &text))) printf("\none training step, traced:\n%s", text);

@@ -1,0 +1,812 @@
+/*
+ * The pipeline stages with threads: map (and filter, which shares its function runner), prefetch,
+ * prefetch_to_device, and interleave.
+ *
+ * Parallel map keeps TensorFlow's ParallelMapDataset contract: up to `parallelism` calls in flight,
+ * results handed over in input order when deterministic (else as they finish), and the element index
+ * (the random ops' counter) fixed by input order, not by which thread ran it, so a deterministic
+ * pipeline gives the same elements at every thread count. Its workers pull input themselves, one at a
+ * time and in sequence order (in_mu), so no runner thread sits between them and the input.
+ *
+ * Buffers respect the iterator's RAM budget: a stage that holds at least one element waits rather
+ * than take another that would cross the budget (one element is always allowed, so the pipeline
+ * cannot deadlock on a budget smaller than an element).
+ */
+#include <stdio.h>
+
+#include "data/pipeline.h"
+#include "data/stages.h"
+#include "device/device.h"
+
+/* ---- the map function ------------------------------------------------------------------------------ */
+
+typedef struct fn_p {
+    wf_map_fn fn;
+    wf_output in[WF__DS_MAXC], out[WF__DS_MAXC];
+    wf_session *sess;
+    wf_context *own_ctx;
+    wf_map_options o;
+    const char *what; /* "map" or "filter" */
+} fn_p;
+
+static void fn_free_p(void *v)
+{
+    fn_p *f = v;
+    if (!f) return;
+    wf_session_free(f->sess);
+    wf_context_free(f->own_ctx);
+    wf__free(f);
+}
+
+static uint64_t counter_of(uint64_t epoch, int64_t index) { return (uint64_t)index + (epoch << 40); }
+
+/* Runs the function on `in` (not consumed) into out. */
+static wf_status *fn_call(const fn_p *f, uint64_t counter, int64_t index, const wf__elem *in, wf__elem *out)
+{
+    memset(out, 0, sizeof *out);
+    wf_status *s;
+    if (f->fn.fn) {
+        int n = 0;
+        s = f->fn.fn(f->fn.user, (int64_t)counter, in->t, in->n, out->t, &n);
+        out->n = n < 0 ? 0 : n > WF__DS_MAXC ? WF__DS_MAXC : n;
+        if (!s && (n < 1 || n > WF__DS_MAXC))
+            s = wf__status(WF_INVALID_ARGUMENT, "the callback returned %d components (1 to %d)", n, WF__DS_MAXC);
+        else if (!s && f->fn.n_outputs > 0 && n != f->fn.n_outputs)
+            s = wf__status(WF_INVALID_ARGUMENT, "the callback returned %d components; it declared %d (n_outputs)", n,
+                           f->fn.n_outputs);
+    } else {
+        if (in->n != f->fn.n_inputs)
+            return wf__status(WF_INVALID_ARGUMENT, "%s stage, element %lld: the element has %d components; the "
+                              "function takes %d", f->what, (long long)index, in->n, f->fn.n_inputs);
+        wf_feed feeds[WF__DS_MAXC + 1];
+        int nf = 0;
+        for (int i = 0; i < in->n; i++) feeds[nf++] = (wf_feed){f->in[i], in->t[i]};
+        wf_tensor *seed = NULL;
+        if (f->fn.seed_input.node) {
+            int64_t v[2] = {(int64_t)f->o.seed, (int64_t)counter}, d = 2;
+            WF__TRY(wf_tensor_new(WF_I64, 1, &d, v, &seed));
+            feeds[nf++] = (wf_feed){f->fn.seed_input, seed};
+        }
+        s = wf_session_run(f->sess, feeds, nf, f->out, f->fn.n_outputs, out->t, NULL);
+        wf_tensor_free(seed);
+        if (!s) out->n = f->fn.n_outputs;
+    }
+    if (s) {
+        wf__elem_clear(out);
+        return wf__status_wrap(s, "%s stage, element %lld", f->what, (long long)index);
+    }
+    return NULL;
+}
+
+static wf_status *fn_prepare(const char *what, const wf_map_fn *fn, int want_outputs, fn_p **out)
+{
+    *out = NULL;
+    if (!fn) return wf__status(WF_INVALID_ARGUMENT, "%s: NULL function", what);
+    if (!fn->fn == !fn->graph)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: give either a graph or a callback (fn), not %s", what,
+                          fn->fn ? "both" : "neither");
+    if (fn->graph) {
+        if (fn->n_inputs < 0 || fn->n_inputs > WF__DS_MAXC || (fn->n_inputs && !fn->inputs))
+            return wf__status(WF_INVALID_ARGUMENT, "%s: %d graph inputs (0 to %d)", what, fn->n_inputs, WF__DS_MAXC);
+        if (fn->n_outputs < 1 || fn->n_outputs > WF__DS_MAXC || !fn->outputs)
+            return wf__status(WF_INVALID_ARGUMENT, "%s: %d graph outputs (1 to %d)", what, fn->n_outputs, WF__DS_MAXC);
+        if (want_outputs && fn->n_outputs != want_outputs)
+            return wf__status(WF_INVALID_ARGUMENT, "%s: the predicate has %d outputs; it needs one scalar", what,
+                              fn->n_outputs);
+    }
+    fn_p *f = wf__calloc(1, sizeof *f);
+    if (!f) return wf__oom("a map function", sizeof *f);
+    f->fn = *fn;
+    f->what = what;
+    wf_map_options_init(&f->o);
+    if (fn->graph) {
+        memcpy(f->in, fn->inputs, (size_t)fn->n_inputs * sizeof f->in[0]);
+        memcpy(f->out, fn->outputs, (size_t)fn->n_outputs * sizeof f->out[0]);
+        f->fn.inputs = f->in;
+        f->fn.outputs = f->out;
+        wf_context *ctx = fn->ctx;
+        wf_status *s = NULL;
+        if (!ctx) s = wf_context_new(NULL, &f->own_ctx), ctx = f->own_ctx;
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.device = fn->device ? fn->device : "CPU:0";
+        if (!s) s = wf_session_new(ctx, fn->graph, &so, &f->sess);
+        if (s) {
+            fn_free_p(f);
+            return wf__status_wrap(s, "%s: making the function's session", what);
+        }
+    }
+    *out = f;
+    return NULL;
+}
+
+void wf_map_options_init(wf_map_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->num_parallel_calls = 1;
+    o->deterministic = 1;
+}
+
+/* ---- map, sequential ------------------------------------------------------------------------------- */
+
+typedef struct smap_it {
+    wf__ds_it base;
+    const fn_p *f;
+    wf__ds_it *in;
+    uint64_t epoch;
+    int64_t index;
+    bool filter;
+} smap_it;
+
+static wf_status *smap_next(wf__ds_it *it, wf__elem *out, bool *end)
+{
+    smap_it *m = (smap_it *)it;
+    for (;;) {
+        wf__elem e;
+        WF__TRY(wf__ds_next(m->in, &e, end));
+        if (*end) return NULL;
+        int64_t t0 = wf__ds_now(), idx = m->index++;
+        wf_status *s = fn_call(m->f, counter_of(m->epoch, idx), idx, &e, out);
+        if (!m->filter) {
+            wf__elem_clear(&e);
+            if (!s) wf__stage_count(it, wf__ds_now() - t0, out);
+            return s;
+        }
+        /* filter: out holds the predicate's value */
+        bool keep = false;
+        if (!s) {
+            const wf_tensor *p = out->t[0];
+            if (p->size != 1 || p->device || p->dtype == WF_STRING)
+                s = wf__status(WF_INVALID_ARGUMENT, "filter stage, element %lld: the predicate gave %lld values of %s; "
+                               "it needs one number or bool", (long long)idx, (long long)p->size, wf_dtype_name(p->dtype));
+            else {
+                double v = 0;
+                wf__convert(p->data, p->dtype, &v, WF_F64, 1);
+                keep = v != 0;
+            }
+        }
+        wf__elem_clear(out);
+        if (s) {
+            wf__elem_clear(&e);
+            return s;
+        }
+        wf__stage_count(it, wf__ds_now() - t0, NULL);
+        if (keep) {
+            *out = e;
+            return NULL;
+        }
+        wf__elem_clear(&e);
+    }
+}
+
+static wf_status *smap_skip(wf__ds_it *it, int64_t n, int64_t *done)
+{
+    smap_it *m = (smap_it *)it;
+    if (m->filter) {
+        /* a filter must see values: replay */
+        while (*done < n) {
+            wf__elem e;
+            bool end;
+            WF__TRY(smap_next(it, &e, &end));
+            if (end) break;
+            wf__elem_clear(&e);
+            ++*done;
+        }
+        return NULL;
+    }
+    WF__TRY(wf__ds_skip(m->in, n, done));
+    m->index += *done;
+    return NULL;
+}
+
+static void smap_free(wf__ds_it *it)
+{
+    smap_it *m = (smap_it *)it;
+    wf__ds_it_free(m->in);
+    wf__stage_fini(it);
+    wf__free(m);
+}
+
+static const wf__ds_it_vt smap_vt = {smap_next, smap_skip, smap_free};
+
+/* ---- map, parallel --------------------------------------------------------------------------------- */
+
+enum { SLOT_FREE, SLOT_BUSY, SLOT_DONE, SLOT_TAKEN };
+
+typedef struct slot {
+    int state;
+    int64_t index;
+    wf__elem e;
+    wf_status *err;
+    int64_t bytes;
+} slot;
+
+typedef struct pmap_it {
+    wf__ds_it base;
+    const fn_p *f;
+    wf__ds_it *in;
+    uint64_t epoch;
+    bool deterministic;
+    pthread_mutex_t mu, in_mu;
+    pthread_cond_t work, done;
+    slot *ring;
+    int cap;                /* ring slots = the most calls in flight */
+    int64_t head, tail;     /* sequence numbers: next to hand over, next to claim */
+    int reserved, active;   /* workers between claiming and numbering / running a call */
+    bool in_end, stop, paused;
+    pthread_t *th;
+    int nth;
+} pmap_it;
+
+static void pmap_worker_step(pmap_it *m)
+{
+    /* called with mu held and a reservation taken: pull the next input element in order */
+    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&m->in_mu);
+    wf__elem e;
+    bool end = false;
+    wf_status *s = NULL;
+    if (!m->in_end) s = wf__ds_next(m->in, &e, &end);
+    else end = true;
+    pthread_mutex_lock(&m->mu);
+    m->reserved--;
+    if (end && !s) {
+        m->in_end = true;
+        pthread_mutex_unlock(&m->in_mu);
+        pthread_cond_broadcast(&m->done);
+        pthread_cond_broadcast(&m->work);
+        return;
+    }
+    int64_t seq = m->tail++;
+    slot *sl = &m->ring[seq % m->cap];
+    sl->state = SLOT_BUSY;
+    sl->index = seq;
+    m->active++;
+    pthread_mutex_unlock(&m->in_mu);
+    pthread_mutex_unlock(&m->mu);
+
+    wf__elem out;
+    memset(&out, 0, sizeof out);
+    int64_t t0 = wf__ds_now();
+    if (!s) {
+        s = fn_call(m->f, counter_of(m->epoch, seq), seq, &e, &out);
+        wf__elem_clear(&e);
+    } else {
+        wf__elem_clear(&e);
+    }
+    int64_t busy = wf__ds_now() - t0;
+    int64_t bytes = (int64_t)wf__elem_bytes(&out);
+    if (!s) wf__stage_count(&m->base, busy, &out);
+    wf__pipe_hold(m->base.pipe, m->base.st, bytes);
+
+    pthread_mutex_lock(&m->mu);
+    sl->e = out;
+    sl->err = s;
+    sl->bytes = bytes;
+    sl->state = SLOT_DONE;
+    m->active--;
+    pthread_cond_broadcast(&m->done);
+}
+
+static void *pmap_worker(void *arg)
+{
+    pmap_it *m = arg;
+    pthread_mutex_lock(&m->mu);
+    while (!m->stop) {
+        int par = atomic_load(&m->base.st->knob);
+        int64_t ahead = m->tail - m->head + m->reserved;
+        int64_t eb = atomic_load(&m->base.st->elem_bytes);
+        bool budget_ok = ahead == 0 || wf__pipe_fits(m->base.pipe, eb);
+        if (m->paused || m->in_end || m->reserved > 0 || ahead >= par || ahead >= m->cap ||
+            m->active + m->reserved >= par || !budget_ok) {
+            pthread_cond_wait(&m->work, &m->mu);
+            continue;
+        }
+        m->reserved++;
+        pmap_worker_step(m);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+static wf_status *pmap_next(wf__ds_it *it, wf__elem *out, bool *end)
+{
+    pmap_it *m = (pmap_it *)it;
+    int64_t waited0 = 0;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        /* drop handed-over slots at the head (non-deterministic order leaves them behind) */
+        while (m->head < m->tail && m->ring[m->head % m->cap].state == SLOT_TAKEN) {
+            m->ring[m->head % m->cap].state = SLOT_FREE;
+            m->head++;
+        }
+        slot *pick = NULL;
+        if (m->head < m->tail) {
+            if (m->ring[m->head % m->cap].state == SLOT_DONE) pick = &m->ring[m->head % m->cap];
+            else if (!m->deterministic)
+                for (int64_t q = m->head + 1; q < m->tail && !pick; q++)
+                    if (m->ring[q % m->cap].state == SLOT_DONE) pick = &m->ring[q % m->cap];
+        }
+        if (pick) {
+            *out = pick->e;
+            wf_status *s = pick->err;
+            memset(&pick->e, 0, sizeof pick->e);
+            pick->err = NULL;
+            pick->state = SLOT_TAKEN;
+            wf__pipe_hold(m->base.pipe, m->base.st, -pick->bytes);
+            while (m->head < m->tail && m->ring[m->head % m->cap].state == SLOT_TAKEN) {
+                m->ring[m->head % m->cap].state = SLOT_FREE;
+                m->head++;
+            }
+            pthread_cond_broadcast(&m->work);
+            pthread_mutex_unlock(&m->mu);
+            if (waited0) atomic_fetch_add(&m->base.st->wait_ns, wf__ds_now() - waited0);
+            return s;
+        }
+        if (m->in_end && m->head == m->tail && m->reserved == 0) {
+            *end = true;
+            pthread_mutex_unlock(&m->mu);
+            return NULL;
+        }
+        if (!waited0) {
+            waited0 = wf__ds_now();
+            atomic_store(&m->base.st->wants_more, true);
+        }
+        pthread_cond_broadcast(&m->work);
+        pthread_cond_wait(&m->done, &m->mu);
+    }
+}
+
+/* Stops new calls, waits for those in flight, and drops what is buffered (counted as skipped). */
+static int64_t pmap_quiesce(pmap_it *m, int64_t n)
+{
+    int64_t taken = 0;
+    m->paused = true;
+    while (m->active || m->reserved) pthread_cond_wait(&m->done, &m->mu);
+    while (m->head < m->tail) {
+        slot *sl = &m->ring[m->head % m->cap];
+        if (sl->state == SLOT_DONE && taken < n) {
+            wf__elem_clear(&sl->e);
+            wf_status_free(sl->err);
+            sl->err = NULL;
+            wf__pipe_hold(m->base.pipe, m->base.st, -sl->bytes);
+            taken++;
+        } else if (sl->state == SLOT_DONE) {
+            break;
+        }
+        sl->state = SLOT_FREE;
+        m->head++;
+    }
+    return taken;
+}
+
+static wf_status *pmap_skip(wf__ds_it *it, int64_t n, int64_t *done)
+{
+    pmap_it *m = (pmap_it *)it;
+    pthread_mutex_lock(&m->mu);
+    int64_t taken = pmap_quiesce(m, n);
+    wf_status *s = NULL;
+    if (taken < n && m->head == m->tail && !m->in_end) {
+        /* nothing buffered is left: skip the input itself, keeping the element numbering */
+        pthread_mutex_lock(&m->in_mu);
+        int64_t got = 0;
+        s = wf__ds_skip(m->in, n - taken, &got);
+        pthread_mutex_unlock(&m->in_mu);
+        taken += got;
+        m->head += got;
+        m->tail += got;
+        if (!s && taken < n) m->in_end = true;
+    }
+    *done = taken;
+    m->paused = false;
+    pthread_cond_broadcast(&m->work);
+    pthread_mutex_unlock(&m->mu);
+    return s;
+}
+
+static void pmap_free(wf__ds_it *it)
+{
+    pmap_it *m = (pmap_it *)it;
+    if (m->th) {
+        pthread_mutex_lock(&m->mu);
+        m->stop = true;
+        pthread_cond_broadcast(&m->work);
+        pthread_mutex_unlock(&m->mu);
+        for (int i = 0; i < m->nth; i++) pthread_join(m->th[i], NULL);
+    }
+    for (int i = 0; m->ring && i < m->cap; i++) {
+        wf__elem_clear(&m->ring[i].e);
+        wf_status_free(m->ring[i].err);
+    }
+    wf__ds_it_free(m->in);
+    wf__stage_fini(it);
+    pthread_mutex_destroy(&m->mu);
+    pthread_mutex_destroy(&m->in_mu);
+    pthread_cond_destroy(&m->work);
+    pthread_cond_destroy(&m->done);
+    wf__free(m->ring);
+    wf__free(m->th);
+    wf__free(m);
+}
+
+static const wf__ds_it_vt pmap_vt = {pmap_next, pmap_skip, pmap_free};
+
+static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, wf__ds_it **out)
+{
+    const fn_p *f = ds->params;
+    int req = f->o.num_parallel_calls;
+    bool filter = f->what[0] == 'f';
+    if (req == 1 || filter) {
+        smap_it *m = wf__calloc(1, sizeof *m);
+        if (!m) return wf__oom("a map iterator", sizeof *m);
+        m->f = f;
+        m->epoch = epoch;
+        m->filter = filter;
+        wf_status *s = wf__stage_init(&m->base, &smap_vt, p, filter ? "filter" : "map", depth);
+        if (!s) s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &m->in);
+        if (s) {
+            m->base.vt = &smap_vt;
+            smap_free(&m->base);
+            return s;
+        }
+        *out = &m->base;
+        return NULL;
+    }
+    pmap_it *m = wf__calloc(1, sizeof *m);
+    if (!m) return wf__oom("a parallel map iterator", sizeof *m);
+    m->f = f;
+    m->epoch = epoch;
+    m->deterministic = f->o.deterministic != 0;
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_mutex_init(&m->in_mu, NULL);
+    pthread_cond_init(&m->work, NULL);
+    pthread_cond_init(&m->done, NULL);
+    bool tune = req == WF_AUTOTUNE;
+    int threads = tune ? p->cpu_budget : req;
+    m->cap = threads;
+    wf_status *s = wf__stage_init(&m->base, &pmap_vt, p, tune ? "map(parallel, autotune)" : "map(parallel)", depth);
+    if (!s) {
+        m->base.st->knob_kind = 1;
+        m->base.st->knob_max = threads;
+        m->base.st->tuned = tune && p->autotune;
+        /* autotune starts at one call and climbs (autotune.c); without it, at the budget */
+        atomic_store(&m->base.st->knob, tune && p->autotune ? 1 : threads);
+        m->base.st->mu = &m->mu;
+        m->base.st->cv = &m->work;
+        s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &m->in);
+    }
+    if (!s) {
+        m->ring = wf__calloc((size_t)m->cap, sizeof *m->ring);
+        m->th = wf__calloc((size_t)threads, sizeof *m->th);
+        if (!m->ring || !m->th) s = wf__oom("a parallel map's buffers", (size_t)m->cap * sizeof *m->ring);
+    }
+    for (int i = 0; !s && i < threads; i++) {
+        if (pthread_create(&m->th[i], NULL, pmap_worker, m)) s = wf__status(WF_UNAVAILABLE, "map: cannot start a thread");
+        else m->nth++;
+    }
+    if (s) {
+        m->base.vt = &pmap_vt;
+        pmap_free(&m->base);
+        return s;
+    }
+    *out = &m->base;
+    return NULL;
+}
+
+static const wf__ds_kind map_kind = {"map", map_make, fn_free_p};
+
+wf_status *wf_dataset_map(wf_dataset *in, const wf_map_fn *fn, const wf_map_options *o, wf_dataset **out)
+{
+    if (!in || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_map: NULL dataset or out");
+    *out = NULL;
+    wf_map_options mo;
+    wf_map_options_init(&mo);
+    if (o) mo = *o;
+    if (mo.num_parallel_calls < 1 && mo.num_parallel_calls != WF_AUTOTUNE)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_map: num_parallel_calls %d (>= 1 or WF_AUTOTUNE)",
+                          mo.num_parallel_calls);
+    if (mo.num_parallel_calls > 1024)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_map: num_parallel_calls %d is more than 1024 threads",
+                          mo.num_parallel_calls);
+    fn_p *f;
+    WF__TRY(fn_prepare("map", fn, 0, &f));
+    f->o = mo;
+    int nc = fn->graph || (fn->n_outputs > 0 && fn->n_outputs <= WF__DS_MAXC) ? fn->n_outputs : 0;
+    uint64_t fp = wf__ds_mix(wf__ds_mix(mo.seed, (uint64_t)(fn->graph ? fn->n_outputs : 77)), (uint64_t)mo.deterministic);
+    return wf__ds_new(&map_kind, f, in, NULL, nc, wf_dataset_cardinality(in), fp, out);
+}
+
+static const wf__ds_kind filter_kind = {"filter", map_make, fn_free_p};
+
+wf_status *wf_dataset_filter(wf_dataset *in, const wf_map_fn *pred, wf_dataset **out)
+{
+    if (!in || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_filter: NULL dataset or out");
+    *out = NULL;
+    fn_p *f;
+    WF__TRY(fn_prepare("filter", pred, 1, &f));
+    int64_t c = wf_dataset_cardinality(in);
+    return wf__ds_new(&filter_kind, f, in, NULL, in->ncomp, c == WF_DATASET_INFINITE ? c : WF_DATASET_UNKNOWN,
+                      0x66696cull, out);
+}
+
+/* ---- prefetch and prefetch_to_device --------------------------------------------------------------- */
+
+typedef struct pf_p {
+    int64_t n;
+    wf_context *ctx;          /* prefetch_to_device */
+    const struct wf__device *dev;
+    char device[24];
+} pf_p;
+
+typedef struct pf_item {
+    wf__elem e;
+    wf_status *err;
+    bool end;
+    int64_t bytes;
+} pf_item;
+
+typedef struct pf_it {
+    wf__ds_it base;
+    const pf_p *p;
+    wf__ds_it *in;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_prod, cv_cons;
+    pf_item *q;
+    int cap, head, count;
+    bool stop, pulling, paused, ended;
+    pthread_t th;
+    bool started;
+    /* copy intervals of prefetch_to_device (for the overlap check and the trace) */
+    int64_t *iv;
+    int n_iv, cap_iv;
+} pf_it;
+
+/* Moves e's tensors to the device. */
+static wf_status *to_device(const pf_p *p, wf__elem *e)
+{
+    for (int i = 0; i < e->n; i++) {
+        if (e->t[i]->dtype == WF_STRING)
+            return wf__status(WF_INVALID_ARGUMENT, "prefetch_to_device(%s): component %d is a string; strings stay on "
+                              "the host", p->device, i);
+        wf_tensor *d;
+        WF__TRY(wf__tensor_move(p->dev, e->t[i], &d));
+        wf_tensor_free(e->t[i]);
+        e->t[i] = d;
+    }
+    return NULL;
+}
+
+static void *pf_thread(void *arg)
+{
+    pf_it *f = arg;
+    pthread_mutex_lock(&f->mu);
+    for (;;) {
+        int lim = atomic_load(&f->base.st->knob);
+        if (lim > f->cap) lim = f->cap;
+        int64_t eb = atomic_load(&f->base.st->elem_bytes);
+        bool room = f->count < lim && (f->count == 0 || wf__pipe_fits(f->base.pipe, eb));
+        if (f->stop) break;
+        if (f->paused || f->ended || !room) {
+            pthread_cond_wait(&f->cv_prod, &f->mu);
+            continue;
+        }
+        f->pulling = true;
+        pthread_mutex_unlock(&f->mu);
+        pf_item it = {0};
+        int64_t t0 = wf__ds_now();
+        it.err = wf__ds_next(f->in, &it.e, &it.end);
+        int64_t t1 = wf__ds_now(), t2 = t1;
+        if (!it.err && !it.end && f->p->dev) {
+            it.err = to_device(f->p, &it.e);
+            t2 = wf__ds_now();
+            if (it.err) wf__elem_clear(&it.e);
+        }
+        it.bytes = (int64_t)wf__elem_bytes(&it.e);
+        if (!it.err && !it.end) wf__stage_count(&f->base, t2 - t1, &it.e);
+        (void)t0;
+        wf__pipe_hold(f->base.pipe, f->base.st, it.bytes);
+        pthread_mutex_lock(&f->mu);
+        f->pulling = false;
+        if (f->p->dev && !it.err && !it.end) {
+            if (f->n_iv + 2 > f->cap_iv) {
+                int cap = f->cap_iv ? 2 * f->cap_iv : 64;
+                int64_t *v = wf__realloc(f->iv, (size_t)f->cap_iv * sizeof *v, (size_t)cap * sizeof *v);
+                if (v) f->iv = v, f->cap_iv = cap;
+            }
+            if (f->n_iv + 2 <= f->cap_iv) {
+                f->iv[f->n_iv++] = t1;
+                f->iv[f->n_iv++] = t2;
+            }
+        }
+        if (it.end) f->ended = true;
+        f->q[(f->head + f->count) % f->cap] = it;
+        f->count++;
+        pthread_cond_broadcast(&f->cv_cons);
+    }
+    pthread_mutex_unlock(&f->mu);
+    return NULL;
+}
+
+static wf_status *pf_next(wf__ds_it *it, wf__elem *out, bool *end)
+{
+    pf_it *f = (pf_it *)it;
+    int64_t w0 = 0;
+    pthread_mutex_lock(&f->mu);
+    while (!f->count) {
+        if (!w0) {
+            w0 = wf__ds_now();
+            atomic_store(&f->base.st->wants_more, true);
+        }
+        pthread_cond_broadcast(&f->cv_prod);
+        pthread_cond_wait(&f->cv_cons, &f->mu);
+    }
+    pf_item item = f->q[f->head];
+    if (item.end) {
+        /* keep the end marker for later calls */
+        pthread_mutex_unlock(&f->mu);
+        *end = true;
+        return NULL;
+    }
+    memset(&f->q[f->head], 0, sizeof f->q[0]);
+    f->head = (f->head + 1) % f->cap;
+    f->count--;
+    pthread_cond_broadcast(&f->cv_prod);
+    pthread_mutex_unlock(&f->mu);
+    if (w0) atomic_fetch_add(&f->base.st->wait_ns, wf__ds_now() - w0);
+    wf__pipe_hold(f->base.pipe, f->base.st, -item.bytes);
+    *out = item.e;
+    return item.err;
+}
+
+static wf_status *pf_skip(wf__ds_it *it, int64_t n, int64_t *done)
+{
+    pf_it *f = (pf_it *)it;
+    pthread_mutex_lock(&f->mu);
+    f->paused = true;
+    while (f->pulling) pthread_cond_wait(&f->cv_cons, &f->mu);
+    bool ended = false;
+    while (f->count && *done < n) {
+        pf_item *q = &f->q[f->head];
+        if (q->end) {
+            ended = true;
+            break;
+        }
+        wf__elem_clear(&q->e);
+        wf_status_free(q->err);
+        wf__pipe_hold(f->base.pipe, f->base.st, -q->bytes);
+        memset(q, 0, sizeof *q);
+        f->head = (f->head + 1) % f->cap;
+        f->count--;
+        ++*done;
+    }
+    wf_status *s = NULL;
+    if (!ended && *done < n && !f->count) {
+        int64_t got = 0;
+        s = wf__ds_skip(f->in, n - *done, &got);
+        *done += got;
+    }
+    f->paused = false;
+    pthread_cond_broadcast(&f->cv_prod);
+    pthread_mutex_unlock(&f->mu);
+    return s;
+}
+
+static void pf_free(wf__ds_it *it)
+{
+    pf_it *f = (pf_it *)it;
+    if (f->started) {
+        pthread_mutex_lock(&f->mu);
+        f->stop = true;
+        pthread_cond_broadcast(&f->cv_prod);
+        pthread_mutex_unlock(&f->mu);
+        pthread_join(f->th, NULL);
+    }
+    for (int i = 0; f->q && i < f->count; i++) {
+        pf_item *q = &f->q[(f->head + i) % f->cap];
+        wf__elem_clear(&q->e);
+        wf_status_free(q->err);
+    }
+    wf__ds_it_free(f->in);
+    wf__stage_fini(it);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv_prod);
+    pthread_cond_destroy(&f->cv_cons);
+    wf__free(f->q);
+    wf__free(f->iv);
+    wf__free(f);
+}
+
+static const wf__ds_it_vt pf_vt = {pf_next, pf_skip, pf_free};
+
+/* The most elements a tuned prefetch buffer may grow to (the RAM budget may stop it sooner). */
+#define PF_TUNE_MAX 64
+
+static wf_status *pf_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, wf__ds_it **out)
+{
+    const pf_p *pp = ds->params;
+    pf_it *f = wf__calloc(1, sizeof *f);
+    if (!f) return wf__oom("a prefetch iterator", sizeof *f);
+    f->p = pp;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv_prod, NULL);
+    pthread_cond_init(&f->cv_cons, NULL);
+    bool tune = pp->n == WF_AUTOTUNE;
+    char name[96];
+    if (pp->dev) snprintf(name, sizeof name, "prefetch_to_device(%s)", pp->device);
+    else snprintf(name, sizeof name, "%s", tune ? "prefetch(autotune)" : "prefetch");
+    /* one slot more than the limit holds the end marker */
+    f->cap = (int)(tune ? (pp->dev ? 2 : PF_TUNE_MAX) : pp->n) + 1;
+    wf_status *s = wf__stage_init(&f->base, &pf_vt, p, name, depth);
+    if (!s) {
+        f->base.st->knob_kind = 2;
+        f->base.st->knob_max = f->cap - 1;
+        f->base.st->tuned = tune && !pp->dev && p->autotune;
+        atomic_store(&f->base.st->knob, tune ? (pp->dev ? 2 : 1) : (int)pp->n);
+        f->base.st->mu = &f->mu;
+        f->base.st->cv = &f->cv_prod;
+        s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &f->in);
+    }
+    if (!s && !(f->q = wf__calloc((size_t)f->cap, sizeof *f->q))) s = wf__oom("a prefetch buffer", (size_t)f->cap * sizeof *f->q);
+    if (!s) {
+        if (pthread_create(&f->th, NULL, pf_thread, f)) s = wf__status(WF_UNAVAILABLE, "prefetch: cannot start a thread");
+        else f->started = true;
+    }
+    if (s) {
+        f->base.vt = &pf_vt;
+        pf_free(&f->base);
+        return s;
+    }
+    *out = &f->base;
+    return NULL;
+}
+
+static const wf__ds_kind pf_kind = {"prefetch", pf_make, wf__free};
+
+wf_status *wf_dataset_prefetch(wf_dataset *in, int64_t n, wf_dataset **out)
+{
+    if (!in || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_prefetch: NULL dataset or out");
+    *out = NULL;
+    if ((n < 1 && n != WF_AUTOTUNE) || n > 65536)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_prefetch: buffer %lld (1 to 65536, or WF_AUTOTUNE)", (long long)n);
+    pf_p *p = wf__calloc(1, sizeof *p);
+    if (!p) return wf__oom("a prefetch dataset", sizeof *p);
+    p->n = n;
+    return wf__ds_new(&pf_kind, p, in, NULL, in->ncomp, wf_dataset_cardinality(in), (uint64_t)n, out);
+}
+
+static const wf__ds_kind pfd_kind = {"prefetch_to_device", pf_make, wf__free};
+
+wf_status *wf_dataset_prefetch_to_device(wf_dataset *in, wf_context *ctx, const char *device, int64_t n, wf_dataset **out)
+{
+    if (!in || !out || !ctx || !device)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_prefetch_to_device: NULL dataset, context, device or out");
+    *out = NULL;
+    if ((n < 1 && n != WF_AUTOTUNE) || n > 1024)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_prefetch_to_device: buffer %lld (1 to 1024, or WF_AUTOTUNE)",
+                          (long long)n);
+    const struct wf__device *dev = NULL;
+    WF__TRY(wf__ds_find_device(ctx, device, &dev));
+    pf_p *p = wf__calloc(1, sizeof *p);
+    if (!p) return wf__oom("a prefetch_to_device dataset", sizeof *p);
+    p->n = n;
+    p->ctx = ctx;
+    p->dev = dev;
+    snprintf(p->device, sizeof p->device, "%s", device);
+    uint64_t fp = (uint64_t)n;
+    for (const char *c = device; *c; c++) fp = wf__ds_mix(fp, (uint64_t)(unsigned char)*c);
+    return wf__ds_new(&pfd_kind, p, in, NULL, in->ncomp, wf_dataset_cardinality(in), fp, out);
+}
+
+int wf__ds_copy_intervals(wf__ds_it *root, int64_t *out, int cap)
+{
+    if (!root || root->vt != &pf_vt) return 0;
+    pf_it *f = (pf_it *)root;
+    pthread_mutex_lock(&f->mu);
+    int n = f->n_iv / 2;
+    for (int i = 0; i < n && i < cap; i++) {
+        out[2 * i] = f->iv[2 * i];
+        out[2 * i + 1] = f->iv[2 * i + 1];
+    }
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}

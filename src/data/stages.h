@@ -1,0 +1,36 @@
+/*
+ * Helpers shared by the pipeline's stage files (stages.c, async.c, sources.c).
+ */
+#ifndef WF_DATA_STAGES_H
+#define WF_DATA_STAGES_H
+
+#include "data/pipeline.h"
+
+/* TEMPORARY until the string dtype lands (branch img): */
+#ifndef WF__HAVE_STRINGS
+#define WF_STRING ((wf_dtype)11)
+#endif
+
+/* Sets up it's vtable and pipe and registers its statistics under `name`. */
+wf_status *wf__stage_init(wf__ds_it *it, const wf__ds_it_vt *vt, wf__pipe *p, const char *name, int depth);
+/* Unregisters and frees the statistics (and gives back what the stage still had buffered). */
+void wf__stage_fini(wf__ds_it *it);
+/* One element produced, busy_ns of the stage's own work; e (may be NULL) updates the element size. */
+void wf__stage_count(wf__ds_it *it, int64_t busy_ns, const wf__elem *e);
+
+/* Component c of e[0..k) stacked into [k, ...] (padded to pad with the scalar padv when pad != NULL);
+ * errors name `stage` and the element index first + i. */
+wf_status *wf__ds_stack(const char *stage, int64_t first, const wf__elem *e, int k, int c, const int64_t *pad,
+                        const wf_tensor *padv, wf_tensor **out);
+/* Row r of t along its first dim, as a new tensor. */
+wf_status *wf__ds_row(const wf_tensor *t, int64_t r, wf_tensor **out);
+/* The WF_STRING forms of the two above (strings.c). */
+wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem *e, int k, int c, wf_tensor **out);
+wf_status *wf__ds_string_row(const wf_tensor *t, int64_t r, wf_tensor **out);
+/* A scalar WF_STRING tensor of bytes s[0..n). */
+wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out);
+
+/* A tensor-slices dataset over t[0..n) (references taken); `what` names the caller in errors. */
+wf_status *wf__ds_slices(const char *what, wf_tensor *const *t, int n, wf_dataset **out);
+
+#endif
