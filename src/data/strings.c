@@ -60,6 +60,11 @@ wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem
     return s;
 }
 #else
+wf_status *wf__ds_string_alloc(int rank, const int64_t *dims, size_t bytes, wf_tensor **out)
+{
+    (void)rank, (void)dims, (void)bytes, (void)out;
+    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
+}
 wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out)
 {
     (void)s, (void)n, (void)out;
