@@ -550,6 +550,79 @@ static void test_fit_binary(void)
     wf_model_free(m);
 }
 
+/* fit over a pipeline dataset (slices -> batch -> prefetch): the epoch's loss and accuracy, kept on the
+ * device and read back every steps_per_execution steps, equal the per-step values wf_model_train_step
+ * fetches from an identical model on the same batches. validation_split is refused for a pipeline. */
+static void test_fit_pipeline(void)
+{
+    enum { N = 1024, B = 64 };
+    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[1] = {N};
+    wf_tensor *x = NULL, *y = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
+    float *xp = wf_tensor_data(x);
+    int64_t *yp = wf_tensor_data(y);
+    for (int i = 0; i < N; i++) {
+        xp[2 * i] = (float)(urand() * 2 - 1);
+        xp[2 * i + 1] = (float)(urand() * 2 - 1);
+        yp[i] = (xp[2 * i] > 0) != (xp[2 * i + 1] > 0);
+    }
+    wf_model *ms[2];
+    for (int k = 0; k < 2; k++) {
+        ms[k] = new_model(1, s, 11);
+        add_dense(ms[k], 16, WF_ACT_TANH);
+        add_dense(ms[k], 2, WF_ACT_SOFTMAX);
+        compile(ms[k], WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1);
+    }
+    wf_tensor *comps[2] = {x, y};
+    wf_dataset *sl = NULL, *b = NULL, *pf = NULL;
+    CHECK_OK(wf_dataset_from_tensor_slices(comps, 2, &sl));
+    CHECK_OK(wf_dataset_batch(sl, B, 0, &b));
+    CHECK_OK(wf_dataset_prefetch(b, 2, &pf));
+    /* the reference: train_step on each batch, mean of the fetched losses */
+    double ref_loss = 0;
+    int steps = 0;
+    for (;;) {
+        wf_tensor *bx = NULL, *by = NULL;
+        CHECK_OK(wf_dataset_next_batch(b, &bx, &by));
+        if (!bx) break;
+        double l = NAN;
+        CHECK_OK(wf_model_train_step(ms[1], bx, by, &l, NULL));
+        ref_loss += l;
+        steps++;
+        wf_tensor_free(bx);
+        wf_tensor_free(by);
+    }
+    CHECK_INT(steps, N / B);
+    ref_loss /= steps;
+    wf_fit_options fo;
+    wf_fit_options_init(&fo);
+    fo.verbose = 0;
+    fo.steps_per_execution = 3;
+    wf_epoch_logs lg = {0};
+    CHECK_OK(wf_model_fit(ms[0], pf, &fo, &lg));
+    CHECK_INT(lg.steps, N / B);
+    CHECK_INT(lg.samples, N);
+    CHECK_NEAR(lg.loss, ref_loss, 1e-5 * fabs(ref_loss) + 1e-6);
+    CHECK(lg.accuracy >= 0 && lg.accuracy <= 1);
+    /* both models saw the same batches: the same weights */
+    int64_t n0 = 0, n1 = 0;
+    double *w0 = var_values(ms[0], "dense/kernel", &n0), *w1 = var_values(ms[1], "dense/kernel", &n1);
+    CHECK_INT(n0, n1);
+    for (int64_t i = 0; w0 && w1 && i < n0; i++) CHECK_NEAR(w0[i], w1[i], 1e-6);
+    free(w0);
+    free(w1);
+    fo.validation_split = 0.2;
+    CHECK_ERR(wf_model_fit(ms[0], pf, &fo, NULL), WF_INVALID_ARGUMENT, "validation_data");
+    wf_dataset_free(pf);
+    wf_dataset_free(b);
+    wf_dataset_free(sl);
+    wf_model_free(ms[0]);
+    wf_model_free(ms[1]);
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+}
+
 /* ---- the demo's model on real data: CPU and OpenCL, strict across two devices, resume ----------- */
 
 static wf_status *load_fmnist(const char *split, wf_dataset **ds)
@@ -1056,6 +1129,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_batchnorm_training);
     RUN_TEST(test_fit_xor);
     RUN_TEST(test_fit_binary);
+    RUN_TEST(test_fit_pipeline);
     RUN_TEST(test_fmnist_cpu_opencl);
     RUN_TEST(test_two_devices_strict);
     RUN_TEST(test_resident_variables);

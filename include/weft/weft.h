@@ -793,10 +793,16 @@ WF_API wf_status *wf_dataset_split(const wf_dataset *ds, double val_fraction, wf
  * wf_dataset_next_batch / wf_dataset_reset: components 0 and 1 of each element. The array-only calls
  * (set_batch, set_shuffle, rows, split) refuse a pipeline with INVALID_ARGUMENT. */
 #define WF_DATASET_MAX_COMPONENTS 8
+typedef struct wf_iterator wf_iterator; /* a running pipeline (below) */
 #define WF_AUTOTUNE (-1)            /* num_parallel_calls, prefetch buffer: tuned while running */
 #define WF_DATASET_INFINITE (-1)    /* wf_dataset_cardinality of a repeat() without count */
 #define WF_DATASET_UNKNOWN (-2)     /* ... after filter, or of files not yet read */
 
+/* The iterator wf_dataset_next_batch reads a pipeline through: NULL before its first call and after
+ * wf_dataset_reset (for wf_dataset_stats, wf_iterator_save and _restore). Owned by the dataset. */
+WF_API wf_iterator *wf_dataset_current_iterator(wf_dataset *ds);
+/* 1 for a pipeline stage, 0 for an array dataset (or NULL). */
+WF_API int wf_dataset_is_pipeline(const wf_dataset *ds);
 /* Elements; WF_DATASET_INFINITE or WF_DATASET_UNKNOWN when not known without running. */
 WF_API int64_t wf_dataset_cardinality(const wf_dataset *ds);
 
@@ -911,7 +917,6 @@ WF_API wf_status *wf_dataset_prefetch_to_device(wf_dataset *in, wf_context *ctx,
                                                 wf_dataset **out);
 
 /* Iterators: a running pipeline. One thread calls next; the stages' own threads are weft's. */
-typedef struct wf_iterator wf_iterator;
 typedef struct wf_iterator_options {
     int cpu_budget;               /* threads for map/interleave/prefetch in all (0: the cores) */
     uint64_t ram_budget;          /* bytes the buffers may hold in all (0: half the machine's RAM);
@@ -1281,11 +1286,20 @@ typedef struct wf_fit_options {
     wf_epoch_callback on_epoch_end;
     void *user;
     int initial_epoch;             /* resume: epochs before this one count as done (default 0) */
+    /* appended (issue 16) */
+    int steps_per_execution;       /* the running loss and accuracy stay on the training device and are
+                                      read back every this many steps (Keras's name), when the progress
+                                      bar redraws, and at the end of the epoch; 0 (default): only the
+                                      latter two. 1 reads them after every step (a copy and a wait each) */
 } wf_fit_options;
 
 WF_API void wf_fit_options_init(wf_fit_options *o);
-/* Trains on `train` (features of the model's input shape, labels as the loss wants). The dataset's
- * batching and shuffling are set from o. Progress goes to stdout. *last (may be NULL) receives the
+/* Trains on `train` (features of the model's input shape, labels as the loss wants). An array
+ * dataset's batching and shuffling are set from o (batch_size, shuffle, seed, validation_split); a
+ * pipeline dataset gives its own batches (components 0 and 1), one iteration per epoch, and those
+ * four options do not apply (validation_split is refused: pass validation_data). With a pipeline and
+ * verbose, each epoch ends with a line of its stages' tuned knobs and rates (wf_dataset_stats), and
+ * the bar shows the share of step time spent waiting for input when it is over 20%. Progress goes to stdout. *last (may be NULL) receives the
  * last epoch's logs. A batch that fails (labels out of range, a mismatched batch shape) stops training
  * with an error naming the epoch, the step and the node; that step's updates are not applied. */
 WF_API wf_status *wf_model_fit(wf_model *m, wf_dataset *train, const wf_fit_options *o, wf_epoch_logs *last);

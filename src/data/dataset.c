@@ -239,6 +239,9 @@ static wf_status *gather_batch(const wf_dataset *ds, const int64_t *rows, int64_
     return NULL;
 }
 
+wf_iterator *wf_dataset_current_iterator(wf_dataset *ds) { return ds ? ds->legacy : NULL; }
+int wf_dataset_is_pipeline(const wf_dataset *ds) { return ds && ds->kind; }
+
 /* A pipeline's (x, y): components 0 and 1 of its next element, from an iterator made at the first
  * call after a reset. The iterator is the dataset's next iteration, so shuffles reshuffle per epoch. */
 static wf_status *pipeline_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor **y)
