@@ -952,6 +952,14 @@ typedef struct wf_dataset_stage_stats {
 /* Fills up to cap stages' statistics, returns how many there are; *peak_bytes (may be NULL) gets the
  * peak of all buffers together. */
 WF_API int wf_dataset_stats(wf_iterator *it, wf_dataset_stage_stats *out, int cap, int64_t *peak_bytes);
+/* The copies a prefetch_to_device at the pipeline's end made so far (the latest 4096), oldest first:
+ * element index and [start, end) in CLOCK_MONOTONIC nanoseconds, the clock of clock_gettime, so a
+ * training loop can lay its own steps beside them. Returns how many there are (may exceed cap). */
+typedef struct wf_dataset_event {
+    int64_t element;
+    int64_t start_ns, end_ns;
+} wf_dataset_event;
+WF_API int wf_iterator_copy_events(wf_iterator *it, wf_dataset_event *out, int cap);
 
 /* ---- Checkpoints: safetensors files ------------------------------------------------------------ */
 /* Writes n named tensors (host memory; F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL) in the safetensors
@@ -1291,6 +1299,9 @@ typedef struct wf_fit_options {
                                       read back every this many steps (Keras's name), when the progress
                                       bar redraws, and at the end of the epoch; 0 (default): only the
                                       latter two. 1 reads them after every step (a copy and a wait each) */
+    const char *input_trace;       /* a Chrome trace (JSON) of the training loop written here at the end:
+                                      per step its run and its wait for the next batch, and a pipeline's
+                                      prefetch_to_device copies, on one clock; NULL: none */
 } wf_fit_options;
 
 WF_API void wf_fit_options_init(wf_fit_options *o);

@@ -159,9 +159,8 @@ wf_status *wf__arrays_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, in
 /* The context's device matching a spec ("OPENCL:0"); NOT_FOUND lists the devices. */
 struct wf__device;
 wf_status *wf__ds_find_device(wf_context *ctx, const char *spec, const struct wf__device **out);
-/* prefetch_to_device's copy intervals [start, end) in wf__now_ns time, when root is that stage: pairs
- * into out[0..2*cap), returns how many were recorded. */
-int wf__ds_copy_intervals(wf__ds_it *root, int64_t *out, int cap);
+/* prefetch_to_device's latest copies when root is that stage (wf_iterator_copy_events). */
+int wf__ds_copy_events(wf__ds_it *root, wf_dataset_event *out, int cap);
 
 /* Mixes two 64-bit values into one (splitmix64's finaliser over a sum). */
 uint64_t wf__ds_mix(uint64_t a, uint64_t b);

@@ -302,7 +302,95 @@ static void print_pipeline(wf_dataset *ds, double input_s, double epoch_s)
            epoch_s > 0 ? 100 * input_s / epoch_s : 0);
 }
 
+/* fit's input trace (wf_fit_options.input_trace): per step the wait for its batch and its run, and the
+ * pipeline's device copies, in CLOCK_MONOTONIC ns; written as a Chrome trace at the end. */
+typedef struct itrace {
+    int64_t *v;        /* 4 per step: wait start, wait end (= run start), run end, epoch */
+    int64_t n, cap;
+    wf_dataset_event *cp;
+    int64_t ncp, capcp;
+} itrace;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void itrace_step(itrace *t, int64_t w0, int64_t r0, int64_t r1, int epoch)
+{
+    if (t->n + 4 > t->cap) {
+        int64_t cap = t->cap ? 2 * t->cap : 4096;
+        int64_t *v = wf__realloc(t->v, sizeof *v * (size_t)t->cap, sizeof *v * (size_t)cap);
+        if (!v) return; /* the trace is best effort: a full memory drops steps, never the training */
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = w0;
+    t->v[t->n++] = r0;
+    t->v[t->n++] = r1;
+    t->v[t->n++] = epoch;
+}
+
+static void itrace_copies(itrace *t, wf_dataset *ds)
+{
+    wf_iterator *it = wf_dataset_current_iterator(ds);
+    int n = it ? wf_iterator_copy_events(it, NULL, 0) : 0;
+    if (n <= 0) return;
+    if (t->ncp + n > t->capcp) {
+        int64_t cap = t->ncp + n + 1024;
+        wf_dataset_event *v = wf__realloc(t->cp, sizeof *v * (size_t)t->capcp, sizeof *v * (size_t)cap);
+        if (!v) return;
+        t->cp = v;
+        t->capcp = cap;
+    }
+    t->ncp += wf_iterator_copy_events(it, t->cp + t->ncp, n);
+}
+
+static wf_status *itrace_write(const itrace *t, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return wf__status(WF_IO_ERROR, "input trace: cannot write %s", path);
+    int64_t t0 = t->n ? t->v[0] : 0;
+    for (int64_t i = 0; i < t->ncp; i++)
+        if (t->cp[i].start_ns < t0) t0 = t->cp[i].start_ns;
+    fprintf(f, "{\"traceEvents\":[\n"
+               "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"training loop\"}},\n"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"steps\"}},\n"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":2,\"args\":{\"name\":\"waiting for input\"}},\n"
+               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":3,\"args\":{\"name\":\"prefetch_to_device copies\"}}");
+    for (int64_t i = 0; i + 3 < t->n; i += 4) {
+        double w0 = (double)(t->v[i] - t0) / 1e3, r0 = (double)(t->v[i + 1] - t0) / 1e3, r1 = (double)(t->v[i + 2] - t0) / 1e3;
+        fprintf(f, ",\n{\"name\":\"step %lld\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"epoch\":%lld}}",
+                (long long)(i / 4), r0, r1 - r0, (long long)t->v[i + 3] + 1);
+        fprintf(f, ",\n{\"name\":\"wait %lld\",\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":%.3f,\"dur\":%.3f}",
+                (long long)(i / 4), w0, r0 - w0);
+    }
+    for (int64_t i = 0; i < t->ncp; i++)
+        fprintf(f, ",\n{\"name\":\"copy element %lld\",\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":%.3f,\"dur\":%.3f}",
+                (long long)t->cp[i].element, (double)(t->cp[i].start_ns - t0) / 1e3,
+                (double)(t->cp[i].end_ns - t->cp[i].start_ns) / 1e3);
+    fprintf(f, "\n]}\n");
+    if (fclose(f)) return wf__status(WF_IO_ERROR, "input trace: writing %s failed", path);
+    return NULL;
+}
+
+static wf_status *fit_loop(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit_options *o,
+                           wf_epoch_logs *last, itrace *trc);
+
 static wf_status *fit(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit_options *o, wf_epoch_logs *last)
+{
+    itrace t = {0};
+    wf_status *s = fit_loop(m, tr, val, o, last, o->input_trace ? &t : NULL);
+    if (!s && o->input_trace) s = itrace_write(&t, o->input_trace);
+    wf__free(t.v);
+    wf__free(t.cp);
+    return s;
+}
+
+static wf_status *fit_loop(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit_options *o,
+                           wf_epoch_logs *last, itrace *trc)
 {
     bool pipeline = wf_dataset_is_pipeline(tr);
     if (!pipeline) T(wf_dataset_set_batch(tr, o->batch_size, 0));
@@ -327,9 +415,10 @@ static wf_status *fit(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit
         int64_t done = 0;
         for (;;) {
             wf_tensor *x = NULL, *y = NULL;
-            double t_in = now_s();
+            int64_t w0 = mono_ns();
             wf_status *s = wf_dataset_next_batch(tr, &x, &y);
-            input_s += now_s() - t_in;
+            int64_t r0 = mono_ns();
+            input_s += (double)(r0 - w0) * 1e-9;
             if (!s && !x) break;
             if (!s && !y) s = wf__status(WF_INVALID_ARGUMENT, "the training dataset has no labels");
             if (!s) s = check_batch(m, x, y);
@@ -337,6 +426,7 @@ static wf_status *fit(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit
                 wf_feed f[2] = {{m->input, x}, {m->labels, y}};
                 wf_run_options ro = {.targets = m->targets, .n_targets = m->n_targets};
                 s = wf_session_run(m->sess, f, 2, NULL, 0, NULL, &ro);
+                if (!s && trc) itrace_step(trc, w0, r0, mono_ns(), e);
             }
             wf_tensor_free(x);
             wf_tensor_free(y);
@@ -367,6 +457,7 @@ static wf_status *fit(wf_model *m, wf_dataset *tr, wf_dataset *val, const wf_fit
             if (o->verbose == 1) printf("\n");
             print_pipeline(tr, input_s, el);
         }
+        if (trc) itrace_copies(trc, tr);
         wf_dataset_reset(tr);
         if (val) {
             T(eval_loop(m, val, o->batch_size, &lg.val_loss, &lg.val_accuracy));
