@@ -288,6 +288,8 @@ static void test_tfrecord_errors(void)
     free(z);
     free(b);
     wf__tfrecord_reader *r = NULL;
+    CHECK_ERR(wf__tfrecord_open_with(p, &gzo, &r), WF_INVALID_ARGUMENT, "good.tfrecord: not a gzip file");
+    CHECK(r == NULL);
     CHECK_ERR(wf__tfrecord_open(path_in("missing.tfrecord"), &r), WF_NOT_FOUND, "missing.tfrecord");
     CHECK(r == NULL);
     CHECK_ERR(wf__tfrecord_open(g_dir, &r), WF_INVALID_ARGUMENT, "is a directory");

@@ -122,8 +122,9 @@ wf_status *wf__csv_open(const char *path, const wf__csv_options *opts, wf__csv_r
  * NULL status and *end = 1. Errors (INVALID_ARGUMENT) name the file and the line the row starts on:
  * a wrong number of fields, a field that is not a number of its column's type (with the column's number
  * and header name, and the text), an empty field without a default, a stray quote, a quoted field still
- * open at the end of the file, a row longer than max_row. After an error the reader is past the bad row
- * (a stray quote, an over-long row or an unterminated quote end the file for it). */
+ * open at the end of the file, a row longer than max_row. After an error in a row's fields (their count,
+ * a value, a stray quote) the reader is past that row, so a caller may skip it; after a row too long or a
+ * quote still open at the end it stays there (next fails again). */
 wf_status *wf__csv_next(wf__csv_reader *r, const wf__csv_field **fields, int *end);
 int64_t wf__csv_tell(const wf__csv_reader *r); /* byte offset of the next row */
 int64_t wf__csv_line(const wf__csv_reader *r); /* 1-based line number the next row starts on */

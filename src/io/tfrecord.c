@@ -71,6 +71,12 @@ wf_status *wf__tfrecord_open_with(const char *path, const wf__tfrecord_options *
         }
         fclose(r->f);
         r->f = NULL;
+        /* zlib would pass a plain file through; TensorFlow refuses one, and so does this */
+        if (st.st_size > 0 && gzdirect(r->gz)) {
+            s = wf__status(WF_INVALID_ARGUMENT, "%s: not a gzip file (the reader was opened for GZIP compression)",
+                           path);
+            goto fail;
+        }
     } else if (S_ISREG(st.st_mode)) {
         r->size = (uint64_t)st.st_size;
     }
