@@ -236,7 +236,8 @@ static void test_tfrecord_errors(void)
 {
     const char *recs[] = {"first", "second record", "third"};
     size_t lens[] = {5, 13, 5};
-    const char *p = path_in("good.tfrecord");
+    char p[400]; /* path_in's buffers rotate */
+    snprintf(p, sizeof p, "%s", path_in("good.tfrecord"));
     CHECK_OK(wf_tfrecord_write(p, (const void *const *)recs, lens, 3));
     size_t n;
     unsigned char *b = slurp(p, &n);
