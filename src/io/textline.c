@@ -63,10 +63,8 @@ wf_status *wf__linebuf_more(wf__linebuf *b, bool *full)
         b->buf = nb;
         b->cap = cap;
     }
-    size_t want = b->cap - b->end;
-    if (want > WF__LINEBUF_BLOCK && b->end < WF__LINEBUF_BLOCK) want = WF__LINEBUF_BLOCK; /* block-sized reads */
     for (;;) {
-        ssize_t k = read(b->fd, b->buf + b->end, want);
+        ssize_t k = read(b->fd, b->buf + b->end, b->cap - b->end);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0)
             return wf__status(WF_IO_ERROR, "%s: read failed at byte %lld: %s", b->path,
