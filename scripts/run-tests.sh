@@ -286,7 +286,7 @@ if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
         tail -n 1 build-asan/test_cli.log; result asan:test_cli $rc build-asan/test_cli.log
         ASAN_OPTIONS=detect_leaks=1 sh tests/cli/test_placement.sh build-asan/weft >build-asan/test_placement.log 2>&1; rc=$?
         tail -n 1 build-asan/test_placement.log; result asan:test_placement $rc build-asan/test_placement.log
-        note "libFuzzer: the ONNX loader, the .npy and safetensors readers, the graph builder's attributes (short runs, fixed seeds)"
+        note "libFuzzer: the ONNX loader, the .npy, safetensors, TFRecord and CSV readers, the graph builder's attributes (short runs, fixed seeds)"
         sh scripts/fuzz.sh short >build-fuzz.log 2>&1; rc=$?; tail -n 3 build-fuzz.log; result fuzz:short $rc
     else
         result "asan:build" 1

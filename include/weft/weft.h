@@ -53,7 +53,8 @@ typedef enum wf_code {
     WF_INTERNAL = 7,           /* a bug in weft or a backend library */
     WF_UNAVAILABLE = 8,        /* a driver or device is missing */
     WF_CANCELLED = 9,          /* the run was stopped by another node's error */
-    WF_IO_ERROR = 10           /* reading or writing a file failed */
+    WF_IO_ERROR = 10,          /* reading or writing a file failed */
+    WF_DATA_LOSS = 11          /* a file's content is corrupt: a checksum does not match, a record is cut */
 } wf_code;
 
 typedef struct wf_status wf_status;
@@ -976,6 +977,17 @@ WF_API wf_status *wf_safetensors_write(const char *path, int n, const char *cons
  * entries each: release them with wf_safetensors_free. */
 WF_API wf_status *wf_safetensors_read(const char *path, int *n, char ***names, wf_tensor ***tensors);
 WF_API void wf_safetensors_free(int n, char **names, wf_tensor **tensors);
+
+/* ---- Record files: TFRecord --------------------------------------------------------------------- */
+/* CRC32C (Castagnoli), continuing `crc` (0 to start): wf_crc32c(b, nb, wf_crc32c(a, na, 0)) is the CRC
+ * of a followed by b; wf_crc32c("123456789", 9, 0) == 0xE3069283. Uses the SSE4.2 instruction when the
+ * CPU has it. */
+WF_API uint32_t wf_crc32c(const void *data, size_t n, uint32_t crc);
+/* Writes n records as a TFRecord file (as TensorFlow's TFRecordWriter, uncompressed): per record its
+ * u64 little-endian length, the masked CRC32C of the length, the bytes, the masked CRC32C of the bytes.
+ * records[i] may be NULL when lens[i] is 0. Written to a temporary file beside path and renamed, so a
+ * crash leaves the old file or the new one. Errors name the path. */
+WF_API wf_status *wf_tfrecord_write(const char *path, const void *const *records, const size_t *lens, int64_t n);
 /* The file's "__metadata__" as compact JSON text, or *json = NULL when it has none. Caller frees *json
  * with wf_free. */
 WF_API wf_status *wf_safetensors_metadata(const char *path, char **json);
