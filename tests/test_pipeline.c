@@ -200,6 +200,14 @@ static void test_padded_batch(void)
     wf_dataset_free(r);
 }
 
+static wf_status *cb_identity(void *user, int64_t index, wf_tensor *const *in, int n_in, wf_tensor **out, int *n_out)
+{
+    (void)user, (void)index;
+    for (int i = 0; i < n_in; i++) out[i] = wf_tensor_ref(in[i]);
+    *n_out = n_in;
+    return NULL;
+}
+
 static void test_shuffle(void)
 {
     wf_dataset *r = range_ds(0, 100), *s1 = NULL, *s2 = NULL, *s3 = NULL, *fixed = NULL;
@@ -225,6 +233,18 @@ static void test_shuffle(void)
     CHECK_INT(collect(fixed, NULL, d, 100), 100);
     CHECK(!memcmp(c, d, sizeof c));
     for (int i = 0; i < 100; i++) CHECK(c[i] <= i + 9);
+    /* the same draws over a source read element by element (a map in between) as over indices of a
+     * random-access one: the same order */
+    {
+        wf_map_fn idf = {.fn = cb_identity};
+        wf_dataset *m = NULL, *sm = NULL;
+        CHECK_OK(wf_dataset_map(r, &idf, NULL, &m));
+        CHECK_OK(wf_dataset_shuffle(m, 10, 42, 0, &sm));
+        CHECK_INT(collect(sm, NULL, d, 100), 100);
+        CHECK(!memcmp(c, d, sizeof c));
+        wf_dataset_free(sm);
+        wf_dataset_free(m);
+    }
     CHECK_OK(wf_dataset_shuffle(r, 100, 43, 1, &s3));
     CHECK_INT(collect(s3, NULL, d, 100), 100);
     CHECK(memcmp(a, d, sizeof a) != 0);

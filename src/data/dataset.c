@@ -328,6 +328,24 @@ static wf_status *row_of(const wf_tensor *t, int64_t r, wf_tensor **out)
     return NULL;
 }
 
+wf_status *wf__arrays_get(const wf_dataset *ds, int64_t i, wf__elem *out)
+{
+    int64_t r = ds->index[i];
+    wf__elem e = {0};
+    wf_status *s = row_of(ds->x, r, &e.t[0]);
+    e.n = 1;
+    if (!s && ds->y) {
+        s = row_of(ds->y, r, &e.t[1]);
+        e.n = 2;
+    }
+    if (s) {
+        wf__elem_clear(&e);
+        return s;
+    }
+    *out = e;
+    return NULL;
+}
+
 static wf_status *arrays_next(wf__ds_it *it, wf__elem *out, bool *end)
 {
     arrays_it *a = (arrays_it *)it;
@@ -335,20 +353,8 @@ static wf_status *arrays_next(wf__ds_it *it, wf__elem *out, bool *end)
         *end = true;
         return NULL;
     }
-    int64_t r = a->ds->index[a->pos];
-    wf__elem e = {0};
-    wf_status *s = row_of(a->ds->x, r, &e.t[0]);
-    e.n = 1;
-    if (!s && a->ds->y) {
-        s = row_of(a->ds->y, r, &e.t[1]);
-        e.n = 2;
-    }
-    if (s) {
-        wf__elem_clear(&e);
-        return s;
-    }
+    WF__TRY(wf__arrays_get(a->ds, a->pos, out));
     a->pos++;
-    *out = e;
     return NULL;
 }
 
