@@ -442,8 +442,12 @@ WF_API wf_status *wf_read_file(wf_graph *g, const char *name, wf_output path, wf
 /* A JPEG (libjpeg-turbo, its default islow DCT and fancy upsampling: Pillow's decode, bit for bit) or a
  * PNG (libpng; 16-bit samples keep their high byte, palettes and transparency are expanded) held in a
  * string scalar, as u8 [height, width, channels]. channels: 0 as stored (JPEG 1 or 3, PNG 1 to 4), 1
- * gray, 3 RGB (PNG also 4, RGBA). Height and width are known only at run time. A corrupt or truncated
- * image is INVALID_ARGUMENT naming the node and quoting the library's message. */
+ * gray, 3 RGB (PNG also 4, RGBA: opaque alpha added where the file has none). Color to gray is ITU-R 601
+ * luma (libjpeg's own conversion for JPEG; for PNG (299 R + 587 G + 114 B) / 1000 in 16-bit fixed point,
+ * rounded, as Pillow's convert("L")); alpha is dropped, not blended. Height and width are known only at
+ * run time. A corrupt or truncated image (libjpeg's warnings about damaged data included) is
+ * INVALID_ARGUMENT naming the node and quoting the library's message; a decoded size over the CPU's
+ * memory limit is OUT_OF_MEMORY before anything that size is allocated. */
 WF_API wf_status *wf_decode_jpeg(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out);
 WF_API wf_status *wf_decode_png(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out);
 /* tf.image.convert_image_dtype with saturation: u8 to a float dtype multiplies by 1/255 (the scale

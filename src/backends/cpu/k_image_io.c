@@ -220,10 +220,12 @@ static wf_status *k_decode_png(wf__kctx *k)
         return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "libpng could not allocate its state");
     }
     png_bytep *volatile rows = NULL;
+    unsigned char *volatile rgb = NULL; /* RGB rows of an image converted to gray */
     wf_status *volatile s = NULL;
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
         wf__free(rows);
+        wf__free(rgb);
         if (s) return s;
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "not a valid PNG image (%zu bytes): libpng: %s", n, src.msg);
     }
@@ -245,7 +247,8 @@ static wf_status *k_decode_png(wf__kctx *k)
     /* then to the channels asked for */
     if (want == 1 || want == 3) {
         if (alpha) png_set_strip_alpha(png);
-        if (want == 1 && color) png_set_rgb_to_gray_fixed(png, 1, -1, -1); /* libpng's default weights */
+        /* RGB to gray is done below on the RGB rows: libpng's own conversion works in linear light
+         * when it assumes a gamma, and differed from Pillow's convert("L") in half the pixels */
         if (want == 3 && !color) png_set_gray_to_rgb(png);
     } else if (want == 4) {
         if (!color) png_set_gray_to_rgb(png);
@@ -254,24 +257,35 @@ static wf_status *k_decode_png(wf__kctx *k)
     png_set_interlace_handling(png);
     png_read_update_info(png, info);
     int c = png_get_channels(png, info);
-    if ((want && c != want) || png_get_rowbytes(png, info) != (size_t)w * (size_t)c) {
+    bool to_gray = want == 1 && color;
+    if ((want && c != (to_gray ? 3 : want)) || png_get_rowbytes(png, info) != (size_t)w * (size_t)c) {
         snprintf(src.msg, sizeof src.msg, "unexpected layout after conversion: %d channels, %zu bytes a row", c,
                  (size_t)png_get_rowbytes(png, info));
         png_longjmp(png, 1);
     }
-    int64_t dims[3] = {h, w, c};
+    int64_t dims[3] = {h, w, to_gray ? 1 : c};
     wf_tensor *y;
     wf_status *as = wf__kctx_output(k, 0, WF_U8, 3, dims, &y);
+    size_t rgb_bytes = to_gray ? (size_t)h * w * 3 : 0;
     if (!as && !(rows = wf__malloc(sizeof(png_bytep) * (h ? h : 1)))) as = wf__oom("a PNG's row pointers", sizeof(png_bytep) * h);
+    if (!as && to_gray && !(rgb = wf__malloc(rgb_bytes ? rgb_bytes : 1))) as = wf__oom("a PNG's RGB rows", rgb_bytes);
     if (as) {
         s = as;
         png_longjmp(png, 1);
     }
-    for (png_uint_32 r = 0; r < h; r++) rows[r] = (png_bytep)y->data + (size_t)r * w * (size_t)c;
+    unsigned char *dst = to_gray ? rgb : y->data;
+    for (png_uint_32 r = 0; r < h; r++) rows[r] = (png_bytep)dst + (size_t)r * w * (size_t)c;
     png_read_image(png, rows);
     png_read_end(png, NULL);
     png_destroy_read_struct(&png, &info, NULL);
+    if (to_gray) {
+        /* ITU-R 601 luma in 16-bit fixed point, rounded: libjpeg's weights, and Pillow's convert("L") */
+        uint8_t *o = y->data;
+        for (size_t i = 0; i < (size_t)h * w; i++)
+            o[i] = (uint8_t)((rgb[3 * i] * 19595u + rgb[3 * i + 1] * 38470u + rgb[3 * i + 2] * 7471u + 0x8000u) >> 16);
+    }
     wf__free(rows);
+    wf__free(rgb);
     return NULL;
 }
 
