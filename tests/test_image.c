@@ -202,6 +202,69 @@ static void test_string_refused(void)
     wf_graph_free(g);
 }
 
+
+/* Strings stay in host memory: with every node asked onto another device, placement keeps the string
+ * nodes on the CPU (soft) or refuses, naming the node, the device and the dtype (strict). */
+static void test_string_placement(void)
+{
+#ifdef WEFT_TEST_PLUGIN_DIR
+    setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR, 1);
+    wf_context *ctx = NULL;
+    wf_graph *g = NULL;
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    CHECK_OK(wf_graph_new(&g));
+    int has_dev = 0;
+    for (int i = 0; ctx && i < wf_context_num_devices(ctx); i++) {
+        wf_device_info info;
+        if (!wf_context_device(ctx, i, &info) && !strcmp(info.type, "TESTDEV")) has_dev = 1;
+    }
+    if (!has_dev) {
+        CHECK_SKIP("test_string_placement", "the TESTDEV plugin did not load from %s", WEFT_TEST_PLUGIN_DIR);
+        wf_graph_free(g);
+        wf_context_free(ctx);
+        return;
+    }
+    wf_output ph, id, cst, cid;
+    CHECK_OK(wf_placeholder(g, "p", WF_STRING, 0, NULL, &ph));
+    CHECK_OK(wf_unary(g, "Identity", "id", ph, &id));
+    wf_tensor *c = str1("kept on the host");
+    CHECK_OK(wf_const(g, "c", c, &cst));
+    CHECK_OK(wf_unary(g, "Identity", "cid", cst, &cid));
+    wf_tensor_free(c);
+    for (int strict = 0; strict < 2; strict++) {
+        wf_session_options o;
+        wf_session_options_init(&o);
+        o.device = "TESTDEV:0";
+        o.strict_placement = strict;
+        o.opt_level = 0; /* keep the Identity nodes (the identity pass would fetch their inputs) */
+        wf_session *s = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &o, &s));
+        wf_tensor *in = str1("fed"), *out[2] = {NULL, NULL};
+        wf_feed fd = {ph, in};
+        wf_output fetch[2] = {id, cid};
+        wf_status *st = s ? wf_session_run(s, &fd, 1, fetch, 2, out, NULL) : NULL;
+        if (!strict) {
+            CHECK_OK(st);
+            if (out[0]) CHECK(str_is(out[0], 0, "fed", 3));
+            if (out[1]) CHECK(str_is(out[1], 0, "kept on the host", 16));
+        } else {
+            CHECK(st != NULL);
+            CHECK_STR_CONTAINS(wf_status_message(st), "TESTDEV");
+            CHECK_STR_CONTAINS(wf_status_message(st), "dtype string");
+            wf_status_free(st);
+        }
+        for (int k = 0; k < 2; k++) wf_tensor_free(out[k]);
+        wf_tensor_free(in);
+        wf_session_free(s);
+    }
+    wf_graph_free(g);
+    wf_context_free(ctx);
+    unsetenv("WEFT_PLUGIN_PATH");
+#else
+    CHECK_SKIP("test_string_placement", "built without WEFT_TEST_PLUGIN_DIR");
+#endif
+}
+
 /* ---- ReadFile and decoding ------------------------------------------------------------------------- */
 
 /* A graph: path placeholder -> ReadFile -> DecodeJpeg(channels) and DecodePng(channels), and a
@@ -560,6 +623,7 @@ int main(void)
     RUN_TEST(test_string_tensors);
     RUN_TEST(test_string_session);
     RUN_TEST(test_string_refused);
+    RUN_TEST(test_string_placement);
     RUN_TEST(test_read_file);
     RUN_TEST(test_decode_jpeg);
     RUN_TEST(test_decode_png);
