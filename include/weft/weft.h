@@ -439,7 +439,10 @@ WF_API wf_status *wf_flatten(wf_graph *g, const char *name, wf_output x, int axi
  * unreadable one IO_ERROR, one larger than this machine's memory OUT_OF_MEMORY, each naming the path.
  * Stateful: read at every run, never folded. */
 WF_API wf_status *wf_read_file(wf_graph *g, const char *name, wf_output path, wf_output *out);
-/* A JPEG (libjpeg-turbo, its default islow DCT and fancy upsampling: Pillow's decode, bit for bit) or a
+/* A JPEG (libjpeg-turbo with its default accurate integer IDCT, JDCT_ISLOW, and fancy upsampling:
+ * Pillow's decode, bit for bit. TensorFlow documents its dct_method "" as a system-specific default,
+ * which its libjpeg wrapper makes the fast IDCT, JDCT_IFAST; weft takes the accurate one, so that a
+ * decode can be checked against Pillow exactly and loses nothing to the faster approximation) or a
  * PNG (libpng; 16-bit samples keep their high byte, palettes and transparency are expanded) held in a
  * string scalar, as u8 [height, width, channels]. channels: 0 as stored (JPEG 1 or 3, PNG 1 to 4), 1
  * gray, 3 RGB (PNG also 4, RGBA: opaque alpha added where the file has none). Color to gray is ITU-R 601
