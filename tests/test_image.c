@@ -431,6 +431,8 @@ static void test_decode_jpeg(void)
         expect_decode(&d, d.jpeg[1], f, r1, 0);
         expect_decode(&d, d.jpeg[2], f, r3, 0);
     }
+    expect_decode(&d, d.jpeg[0], "progressive.jpg", "progressive_c0", 0);
+    expect_decode(&d, d.jpeg[1], "progressive.jpg", "progressive_c1", 0);
     expect_decode(&d, d.jpeg[0], "gray.jpg", "gray_c0", 0);
     expect_decode(&d, d.jpeg[1], "gray.jpg", "gray_c1", 0);
     expect_decode(&d, d.jpeg[2], "gray.jpg", "gray_c3", 0);
@@ -459,6 +461,8 @@ static void test_decode_png(void)
     expect_decode(&d, d.png[0], "rgba.png", "rgba_png_c0", 0);
     expect_decode(&d, d.png[2], "rgba.png", "rgba_png_c3", 0);
     expect_decode(&d, d.png[0], "rgb16.png", "rgb16_png_c0", 0);
+    expect_decode(&d, d.png[0], "palette.png", "palette_png_c0", 0);
+    expect_decode(&d, d.png[2], "palette.png", "palette_png_c3", 0);
     dec_close(&d);
 }
 
