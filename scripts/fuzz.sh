@@ -1,8 +1,9 @@
 #!/bin/sh
 # Fuzzes what reads untrusted input: the ONNX importer (tests/fuzz/fuzz_onnx.c), the .npy reader
 # (fuzz_npy.c), the safetensors reader (fuzz_safetensors.c), the graph builder's attribute and
-# shape-inference paths (fuzz_attrs.c), the TFRecord reader (fuzz_tfrecord.c) and the CSV and text-line
-# readers (fuzz_csv.c). Builds each target with clang's libFuzzer, ASan and UBSan,
+# shape-inference paths (fuzz_attrs.c), the TFRecord reader (fuzz_tfrecord.c), the CSV and text-line
+# readers (fuzz_csv.c) and the JPEG and PNG decoders (fuzz_image.c). Builds each target with clang's
+# libFuzzer, ASan and UBSan,
 # compiling the library's sources straight into the binaries (no cmake), into build-fuzz/, and runs them.
 #   scripts/fuzz.sh short      per target: its seed corpus plus FUZZ_RUNS (20000) fixed-seed mutations,
 #                              at most FUZZ_SHORT_SECONDS (25) s each: make test
@@ -15,7 +16,7 @@
 set -u
 cd "$(dirname "$0")/.."
 MODE=${1:-short}
-ALL_TARGETS="onnx npy safetensors attrs tfrecord csv"
+ALL_TARGETS="onnx npy safetensors attrs tfrecord csv image"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 case " $ALL_TARGETS " in *" $MODE "*) TARGETS=$MODE; shift; MODE=repro ;; esac
 OUT=${FUZZ_DIR:-build-fuzz}
@@ -66,12 +67,13 @@ build() {
         # coverage only for what a model file can reach; the kernels are not run by the target
         echo $todo | tr ' ' '\n' | xargs -P "$JOBS" -I{} sh -c '
             s={}; o="'"$OUT"'/obj/$(echo "$s" | tr / _).o"
-            case "$s" in src/backends/*|src/exec/*|src/lower/*|src/place/*) cov="";; *) cov="-fsanitize=fuzzer-no-link";; esac
+            case "$s" in src/backends/cpu/k_image_io.c) cov="-fsanitize=fuzzer-no-link";;
+                src/backends/*|src/exec/*|src/lower/*|src/place/*) cov="";; *) cov="-fsanitize=fuzzer-no-link";; esac
             '"$CC"' '"$CFLAGS $SAN"' $cov -w -c "$s" -o "$o" || { rm -f "$o"; exit 255; }' || return 1
     fi
     for t in $ALL_TARGETS; do
         $CC $SAN -fsanitize=fuzzer -fopenmp $objs "$OUT/obj/tests_fuzz_fuzz_$t.c.o" -o "$OUT/fuzz_$t" \
-            -ldnnl -lprotobuf-c -lz -lpthread -lm -ldl || return 1
+            -ldnnl -lprotobuf-c -ljpeg -lpng -lz -lpthread -lm -ldl || return 1
     done
     touch "$OUT/built.stamp"
 }
@@ -92,6 +94,7 @@ flags() { # target
     attrs) echo "-max_len=1024" ;;
     tfrecord) echo "-max_len=4096 -dict=tests/fuzz/tfrecord.dict" ;;
     csv) echo "-max_len=4096 -dict=tests/fuzz/csv.dict" ;;
+    image) echo "-max_len=16384" ;;
     esac
 }
 

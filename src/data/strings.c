@@ -4,7 +4,6 @@
  */
 #include "data/stages.h"
 
-#ifdef WF__HAVE_STRINGS
 wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out)
 {
     const char *p[1] = {s};
@@ -59,25 +58,13 @@ wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem
     wf__free(l);
     return s;
 }
-#else
+
 wf_status *wf__ds_string_alloc(int rank, const int64_t *dims, size_t bytes, wf_tensor **out)
 {
-    (void)rank, (void)dims, (void)bytes, (void)out;
-    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
+    int64_t size = 1;
+    for (int d = 0; d < rank; d++) size *= dims[d];
+    if (bytes < (size_t)size * 16)
+        return wf__status(WF_INVALID_ARGUMENT, "a string tensor of %lld elements needs at least %lld bytes, not %zu",
+                          (long long)size, (long long)size * 16, bytes);
+    return wf__tensor_alloc_strings(rank, dims, bytes - (size_t)size * 16, "a cached element", out);
 }
-wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out)
-{
-    (void)s, (void)n, (void)out;
-    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
-}
-wf_status *wf__ds_string_row(const wf_tensor *t, int64_t r, wf_tensor **out)
-{
-    (void)t, (void)r, (void)out;
-    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
-}
-wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem *e, int k, int c, wf_tensor **out)
-{
-    (void)stage, (void)first, (void)e, (void)k, (void)c, (void)out;
-    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
-}
-#endif
