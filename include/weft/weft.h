@@ -950,6 +950,9 @@ typedef struct wf_map_options {
     int num_parallel_calls;       /* 1 (default): in the consumer's thread; N: N threads; WF_AUTOTUNE */
     int deterministic;            /* 1 (default): results in input order; 0: as they finish */
     uint64_t seed;                /* the {seed, counter} pair's seed (default 0) */
+    int intra_op_threads;         /* threads inside one call of a graph function (0: 1, as tf.data's
+                                     max_intra_op_parallelism): parallelism comes from calls at once.
+                                     With a ctx of other thread counts the session makes its own pools */
 } wf_map_options;
 WF_API void wf_map_options_init(wf_map_options *o);
 /* Errors of the function name the map stage and the element index; the iteration goes on after one

@@ -86,7 +86,8 @@ static wf_status *fn_call(const fn_p *f, uint64_t counter, int64_t index, const 
     return NULL;
 }
 
-static wf_status *fn_prepare(const char *what, const wf_map_fn *fn, int want_outputs, fn_p **out)
+static wf_status *fn_prepare(const char *what, const wf_map_fn *fn, int want_outputs, const wf_map_options *mo,
+                             fn_p **out)
 {
     *out = NULL;
     if (!fn) return wf__status(WF_INVALID_ARGUMENT, "%s: NULL function", what);
@@ -107,16 +108,26 @@ static wf_status *fn_prepare(const char *what, const wf_map_fn *fn, int want_out
     f->fn = *fn;
     f->what = what;
     wf_map_options_init(&f->o);
+    if (mo) f->o = *mo;
     if (fn->graph) {
         memcpy(f->in, fn->inputs, (size_t)fn->n_inputs * sizeof f->in[0]);
         memcpy(f->out, fn->outputs, (size_t)fn->n_outputs * sizeof f->out[0]);
         f->fn.inputs = f->in;
         f->fn.outputs = f->out;
+        /* one element per call on one thread, as tf.data's max_intra_op_parallelism = 1: the parallelism
+         * is between elements (num_parallel_calls), which scales better than inside small kernels */
+        int intra = f->o.intra_op_threads > 0 ? f->o.intra_op_threads : 1;
         wf_context *ctx = fn->ctx;
         wf_status *s = NULL;
-        if (!ctx) s = wf_context_new(NULL, &f->own_ctx), ctx = f->own_ctx;
+        if (!ctx) {
+            wf_context_options co = {1, intra};
+            s = wf_context_new(&co, &f->own_ctx);
+            ctx = f->own_ctx;
+        }
         wf_session_options so;
         wf_session_options_init(&so);
+        so.inter_op_threads = 1;
+        so.intra_op_threads = intra;
         so.device = fn->device ? fn->device : "CPU:0";
         if (!s) s = wf_session_new(ctx, fn->graph, &so, &f->sess);
         if (s) {
@@ -517,8 +528,7 @@ wf_status *wf_dataset_map(wf_dataset *in, const wf_map_fn *fn, const wf_map_opti
         return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_map: num_parallel_calls %d is more than 1024 threads",
                           mo.num_parallel_calls);
     fn_p *f;
-    WF__TRY(fn_prepare("map", fn, 0, &f));
-    f->o = mo;
+    WF__TRY(fn_prepare("map", fn, 0, &mo, &f));
     int nc = fn->graph || (fn->n_outputs > 0 && fn->n_outputs <= WF__DS_MAXC) ? fn->n_outputs : 0;
     uint64_t fp = wf__ds_mix(wf__ds_mix(mo.seed, (uint64_t)(fn->graph ? fn->n_outputs : 77)), (uint64_t)mo.deterministic);
     return wf__ds_new(&map_kind, f, in, NULL, nc, wf_dataset_cardinality(in), fp, out);
@@ -531,7 +541,7 @@ wf_status *wf_dataset_filter(wf_dataset *in, const wf_map_fn *pred, wf_dataset *
     if (!in || !out) return wf__status(WF_INVALID_ARGUMENT, "wf_dataset_filter: NULL dataset or out");
     *out = NULL;
     fn_p *f;
-    WF__TRY(fn_prepare("filter", pred, 1, &f));
+    WF__TRY(fn_prepare("filter", pred, 1, NULL, &f));
     int64_t c = wf_dataset_cardinality(in);
     return wf__ds_new(&filter_kind, f, in, NULL, in->ncomp, c == WF_DATASET_INFINITE ? c : WF_DATASET_UNKNOWN,
                       0x66696cull, out);

@@ -8,6 +8,7 @@
 #include "ops/kutil_resize.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -47,6 +48,102 @@ static void pass_range(void *arg, int64_t b, int64_t e)
             for (int64_t i = 0; i < j->inner; i++) d[i] += w * s[i];
         }
     }
+}
+
+/* The common case of input pipelines and image models: f32, two taps (linear without antialiasing)
+ * on exactly two adjacent axes d, d + 1 ([H, W, C] images, NHWC or NCHW batches), nothing cropped.
+ * Per output row, the two source rows are blended into a row buffer (contiguous, vectorised), then
+ * the output columns gather from it with their two taps; in f32 with weights from the same tables as
+ * the general path (which computes in f64), so results differ from it by f32 rounding only. */
+typedef struct rs2 {
+    const float *x;
+    float *y;
+    const int64_t *hi, *wi; /* [out][2] source rows / columns */
+    const float *hw, *ww;   /* [out][2] weights */
+    int64_t hin, win, hout, wout, inner;
+    atomic_int failed; /* a range could not get its row buffer */
+} rs2;
+
+WF__VEC static void rs2_range(void *arg, int64_t b, int64_t e)
+{
+    const rs2 *r = arg;
+    int64_t rowin = r->win * r->inner, rowout = r->wout * r->inner, c = r->inner;
+    float *tmp = wf__malloc(sizeof(float) * (size_t)(rowin ? rowin : 1));
+    if (!tmp) {
+        atomic_store((atomic_int *)&r->failed, 1);
+        return;
+    }
+    for (int64_t q = b; q < e; q++) {
+        int64_t o = q / r->hout, yo = q % r->hout;
+        const float *s0 = r->x + (o * r->hin + r->hi[2 * yo]) * rowin, *s1 = r->x + (o * r->hin + r->hi[2 * yo + 1]) * rowin;
+        float a = r->hw[2 * yo], bw = r->hw[2 * yo + 1];
+#pragma omp simd
+        for (int64_t i = 0; i < rowin; i++) tmp[i] = a * s0[i] + bw * s1[i];
+        float *d = r->y + q * rowout;
+        if (c == 1) {
+            for (int64_t xo = 0; xo < r->wout; xo++)
+                d[xo] = r->ww[2 * xo] * tmp[r->wi[2 * xo]] + r->ww[2 * xo + 1] * tmp[r->wi[2 * xo + 1]];
+        } else if (c == 3) {
+            for (int64_t xo = 0; xo < r->wout; xo++) {
+                const float *t0 = tmp + r->wi[2 * xo] * 3, *t1 = tmp + r->wi[2 * xo + 1] * 3;
+                float u = r->ww[2 * xo], v = r->ww[2 * xo + 1];
+                d[3 * xo] = u * t0[0] + v * t1[0];
+                d[3 * xo + 1] = u * t0[1] + v * t1[1];
+                d[3 * xo + 2] = u * t0[2] + v * t1[2];
+            }
+        } else {
+            for (int64_t xo = 0; xo < r->wout; xo++) {
+                const float *t0 = tmp + r->wi[2 * xo] * c, *t1 = tmp + r->wi[2 * xo + 1] * c;
+                float u = r->ww[2 * xo], v = r->ww[2 * xo + 1];
+                float *dd = d + xo * c;
+#pragma omp simd
+                for (int64_t i = 0; i < c; i++) dd[i] = u * t0[i] + v * t1[i];
+            }
+        }
+    }
+    wf__free(tmp);
+}
+
+/* Runs the fast path when it applies (true), leaving *s for its errors; false: use the general one. */
+static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor *x, wf_tensor *y, const int64_t *yd,
+                         const double *scale, bool crop, wf_status **s)
+{
+    if (x->dtype != WF_F32 || crop || strcmp(P->mode, "linear") || P->antialias) return false;
+    int d = -1, n = 0;
+    for (int a = 0; a < x->rank; a++) {
+        bool identity = yd[a] == x->dims[a] && fabs(scale[a] - 1.0) < 1e-12;
+        if (identity) continue;
+        if (n == 0) d = a;
+        n++;
+    }
+    if (n != 2 || d + 1 >= x->rank || (yd[d + 1] == x->dims[d + 1] && fabs(scale[d + 1] - 1.0) < 1e-12)) return false;
+    if (wf__ku_rs_tap_count(P, scale[d]) != 2 || wf__ku_rs_tap_count(P, scale[d + 1]) != 2) return false;
+    int64_t hout = yd[d], wout = yd[d + 1];
+    int64_t *idx = wf__malloc(sizeof(int64_t) * (size_t)(2 * (hout + wout)));
+    double *w = wf__malloc(sizeof(double) * (size_t)(2 * (hout + wout)));
+    float *wf = wf__malloc(sizeof(float) * (size_t)(2 * (hout + wout)));
+    uint8_t *ext = wf__malloc((size_t)(hout + wout));
+    if (!idx || !w || !wf || !ext) {
+        *s = wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the resize taps");
+    } else {
+        wf__ku_rs_axis_taps(P, 2, x->dims[d], hout, scale[d], 0, 1, idx, w, ext);
+        wf__ku_rs_axis_taps(P, 2, x->dims[d + 1], wout, scale[d + 1], 0, 1, idx + 2 * hout, w + 2 * hout, ext + hout);
+        for (int64_t i = 0; i < 2 * (hout + wout); i++) wf[i] = (float)w[i];
+        rs2 r = {.x = x->data, .y = y->data, .hi = idx, .wi = idx + 2 * hout, .hw = wf, .ww = wf + 2 * hout,
+                 .hin = x->dims[d], .win = x->dims[d + 1], .hout = hout, .wout = wout,
+                 .inner = wf__numel(x->rank - d - 2, x->dims + d + 2)};
+        int64_t outer = wf__numel(d, x->dims), work = (r.win + r.wout) * r.inner;
+        int64_t grain = WF__KM_GRAIN / (work > 0 ? work : 1);
+        wf__parallel_for(k, outer * hout, grain > 0 ? grain : 1, rs2_range, &r);
+        if (atomic_load(&r.failed))
+            *s = wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for a resize row of %lld floats",
+                               (long long)(r.win * r.inner));
+    }
+    wf__free(idx);
+    wf__free(w);
+    wf__free(wf);
+    wf__free(ext);
+    return true;
 }
 
 static wf_status *read_floats(wf__kctx *k, int idx, const char *what, double *v, int max, int *n)
@@ -116,6 +213,8 @@ wf_status *wf__k_resize(wf__kctx *k)
     wf_tensor *y;
     WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, yd, &y));
     if (!y->size) return NULL;
+    wf_status *fs = NULL;
+    if (resize2d_f32(k, &P, x, y, yd, scale, crop, &fs)) return fs;
     double *cur = NULL, *next = NULL;
     wf_status *s = wf__km_widen(k, x, false, (void **)&cur);
     int64_t cd[WF_MAX_RANK];
