@@ -1,7 +1,7 @@
 #!/bin/sh
 # Fuzzes what reads untrusted input: the ONNX importer (tests/fuzz/fuzz_onnx.c), the .npy reader
-# (fuzz_npy.c), the safetensors reader (fuzz_safetensors.c) and the graph builder's attribute and
-# shape-inference paths (fuzz_attrs.c). Builds each target with clang's libFuzzer, ASan and UBSan,
+# (fuzz_npy.c), the safetensors reader (fuzz_safetensors.c), the graph builder's attribute and
+# shape-inference paths (fuzz_attrs.c) and the JPEG and PNG decoders (fuzz_image.c). Builds each target with clang's libFuzzer, ASan and UBSan,
 # compiling the library's sources straight into the binaries (no cmake), into build-fuzz/, and runs them.
 #   scripts/fuzz.sh short      per target: its seed corpus plus FUZZ_RUNS (20000) fixed-seed mutations,
 #                              at most FUZZ_SHORT_SECONDS (25) s each: make test
@@ -14,7 +14,7 @@
 set -u
 cd "$(dirname "$0")/.."
 MODE=${1:-short}
-ALL_TARGETS="onnx npy safetensors attrs"
+ALL_TARGETS="onnx npy safetensors attrs image"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 case " $ALL_TARGETS " in *" $MODE "*) TARGETS=$MODE; shift; MODE=repro ;; esac
 OUT=${FUZZ_DIR:-build-fuzz}
@@ -65,12 +65,13 @@ build() {
         # coverage only for what a model file can reach; the kernels are not run by the target
         echo $todo | tr ' ' '\n' | xargs -P "$JOBS" -I{} sh -c '
             s={}; o="'"$OUT"'/obj/$(echo "$s" | tr / _).o"
-            case "$s" in src/backends/*|src/exec/*|src/lower/*|src/place/*) cov="";; *) cov="-fsanitize=fuzzer-no-link";; esac
+            case "$s" in src/backends/cpu/k_image_io.c) cov="-fsanitize=fuzzer-no-link";;
+                src/backends/*|src/exec/*|src/lower/*|src/place/*) cov="";; *) cov="-fsanitize=fuzzer-no-link";; esac
             '"$CC"' '"$CFLAGS $SAN"' $cov -w -c "$s" -o "$o" || { rm -f "$o"; exit 255; }' || return 1
     fi
     for t in $ALL_TARGETS; do
         $CC $SAN -fsanitize=fuzzer -fopenmp $objs "$OUT/obj/tests_fuzz_fuzz_$t.c.o" -o "$OUT/fuzz_$t" \
-            -ldnnl -lprotobuf-c -lz -lpthread -lm -ldl || return 1
+            -ldnnl -lprotobuf-c -ljpeg -lpng -lz -lpthread -lm -ldl || return 1
     done
     touch "$OUT/built.stamp"
 }
@@ -89,6 +90,7 @@ flags() { # target
     npy) echo "-max_len=4096 -dict=tests/fuzz/npy.dict" ;;
     safetensors) echo "-max_len=8192 -dict=tests/fuzz/safetensors.dict" ;;
     attrs) echo "-max_len=1024" ;;
+    image) echo "-max_len=16384" ;;
     esac
 }
 

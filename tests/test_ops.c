@@ -246,7 +246,7 @@ static int run_case(wf_context *ctx, ocase *c)
 /* ---- --coverage ------------------------------------------------------------------------------------ */
 
 #define MAX_OPS 1024
-#define N_DT 11 /* wf_dtype values 1..10 */
+#define N_DT WF_NUM_DTYPES /* wf_dtype values 1..WF_NUM_DTYPES-1, WF_STRING included */
 
 typedef struct {
     const wf__op_def *op;

@@ -89,15 +89,22 @@ typedef enum wf_dtype {
     WF_I16 = 7,
     WF_I32 = 8,
     WF_I64 = 9,
-    WF_BOOL = 10 /* one byte, 0 or 1 */
+    WF_BOOL = 10, /* one byte, 0 or 1 */
+    /* Byte strings (file contents, encoded images), host memory only. A string tensor's data is `size`
+     * records {uint64_t offset; uint64_t length} followed by the payload bytes; offsets count from the
+     * start of the data, and wf_tensor_bytes covers records and payload, so copying that many bytes is a
+     * deep copy. Only ops that say so take or make strings (Identity, ReadFile, DecodeJpeg, DecodePng);
+     * every other op refuses them when the graph is built, and they never go to a device other than the
+     * CPU. Make them with wf_tensor_new_strings; wf_tensor_new refuses WF_STRING. */
+    WF_STRING = 11
 } wf_dtype;
 
-#define WF_NUM_DTYPES 11
+#define WF_NUM_DTYPES 12
 #define WF_MAX_RANK 8
 
-/* Element size in bytes; 0 for an invalid dtype. */
+/* Element size in bytes (16 for WF_STRING: its record); 0 for an invalid dtype. */
 WF_API size_t wf_dtype_size(wf_dtype t);
-/* "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool"; "invalid" otherwise. */
+/* "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "i32", "i64", "bool", "string"; "invalid" otherwise. */
 WF_API const char *wf_dtype_name(wf_dtype t);
 /* Accepts the names above and numpy's ("float32", "int64", "bool", ...). */
 WF_API wf_status *wf_dtype_from_name(const char *name, wf_dtype *out);
@@ -119,6 +126,15 @@ typedef struct wf_tensor wf_tensor;
  * Caller owns *out. */
 WF_API wf_status *wf_tensor_new(wf_dtype dtype, int rank, const int64_t *dims, const void *data,
                                 wf_tensor **out);
+/* Creates a WF_STRING tensor of shape dims[0..rank) whose element i holds the bytes ptrs[i][0..lens[i])
+ * (any bytes, NUL included), copied; lens NULL: each ptrs[i] is NUL-terminated. ptrs may be NULL only
+ * when the tensor has no elements. Caller owns *out. */
+WF_API wf_status *wf_tensor_new_strings(int rank, const int64_t *dims, const char *const *ptrs,
+                                        const size_t *lens, wf_tensor **out);
+/* Element i (flat, row-major) of a WF_STRING tensor: a pointer into the tensor's data, valid while the
+ * tensor lives, with its length in *len (len may be NULL). Not NUL-terminated. NULL when t is not a
+ * string tensor or i is out of range. */
+WF_API const char *wf_tensor_string(const wf_tensor *t, int64_t i, size_t *len);
 /* Adds a reference; returns t. */
 WF_API wf_tensor *wf_tensor_ref(wf_tensor *t);
 /* Drops a reference; the memory goes when the last one does. Accepts NULL. */
@@ -422,6 +438,59 @@ WF_API wf_status *wf_softmax(wf_graph *g, const char *name, wf_output x, int axi
 WF_API wf_status *wf_reshape(wf_graph *g, const char *name, wf_output x, int rank,
                              const int64_t *dims, wf_output *out);
 WF_API wf_status *wf_flatten(wf_graph *g, const char *name, wf_output x, int axis, wf_output *out);
+
+/* ---- Files and images, for input pipelines (ops ReadFile, DecodeJpeg, DecodePng, ConvertImageDtype,
+ * StatelessRandom{Brightness,Contrast,FlipLeftRight,Crop}; CPU kernels). Errors at run time name the
+ * node, the op and, for ReadFile, the path. */
+
+/* The bytes of the file at `path` (a string scalar) as a string scalar. A missing file is NOT_FOUND, an
+ * unreadable one IO_ERROR, one larger than this machine's memory OUT_OF_MEMORY, each naming the path.
+ * Stateful: read at every run, never folded. */
+WF_API wf_status *wf_read_file(wf_graph *g, const char *name, wf_output path, wf_output *out);
+/* A JPEG (libjpeg-turbo, its default islow DCT and fancy upsampling: Pillow's decode, bit for bit) or a
+ * PNG (libpng; 16-bit samples keep their high byte, palettes and transparency are expanded) held in a
+ * string scalar, as u8 [height, width, channels]. channels: 0 as stored (JPEG 1 or 3, PNG 1 to 4), 1
+ * gray, 3 RGB (PNG also 4, RGBA: opaque alpha added where the file has none). Color to gray is ITU-R 601
+ * luma (libjpeg's own conversion for JPEG; for PNG (299 R + 587 G + 114 B) / 1000 in 16-bit fixed point,
+ * rounded, as Pillow's convert("L")); alpha is dropped, not blended. Height and width are known only at
+ * run time. A corrupt or truncated image (libjpeg's warnings about damaged data included) is
+ * INVALID_ARGUMENT naming the node and quoting the library's message; a decoded size over the CPU's
+ * memory limit is OUT_OF_MEMORY before anything that size is allocated. */
+WF_API wf_status *wf_decode_jpeg(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out);
+WF_API wf_status *wf_decode_png(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out);
+/* tf.image.convert_image_dtype with saturation: u8 to a float dtype multiplies by 1/255 (the scale
+ * rounded to f32, for f16 and bf16 the f32 result rounded); a float dtype to u8 multiplies by 255.5 and
+ * truncates after clamping to [0, 255] (NaN gives 0); float to float casts; u8 to u8 copies. */
+WF_API wf_status *wf_convert_image_dtype(wf_graph *g, const char *name, wf_output image, wf_dtype dtype,
+                                         wf_output *out);
+
+/*
+ * Stateless random image ops (TensorFlow's tf.image.stateless_random_* in spirit). image is u8, f32 or
+ * f64 (crop and flip: any numeric dtype), [H, W, C] or a batch [N, H, W, C]; seed is an i64 [2] tensor
+ * {seed, counter}, read on the host. Image n of a batch (n = 0 for a single image) draws from
+ *     key = wf__rng_key(seed[0], seed[1] + n),  draw k = wf__rng_bits(key, k)
+ * (the counter-based hash of src/ops/kutil_random.h, also behind StatelessRandomUniform), u_k =
+ * wf__rng_f32(draw k): the top 24 bits times 2^-24, in [0, 1). The same seed gives the same output on
+ * every machine; feed a new counter per epoch or step for new draws.
+ *  - Brightness (max_delta >= 0): delta = (2 u_0 - 1) max_delta (in double, then rounded to the image's
+ *    float dtype) is added to every element. u8 images are converted as by ConvertImageDtype to f32
+ *    ([0, 1] units, like tf.image.adjust_brightness), shifted, and converted back with saturation.
+ *  - Contrast (0 <= lower <= upper): factor = lower + u_0 (upper - lower); per image and channel,
+ *    y = (x - mean) * factor + mean with mean over H and W (summed in double, then rounded to the
+ *    float dtype), as tf.image.adjust_contrast; u8 goes through f32 and back as for brightness.
+ *  - FlipLeftRight: the image is reversed along W when u_0 < 0.5.
+ *  - Crop (size = {h, w, c}, each at most the image's dim, else INVALID_ARGUMENT naming the node):
+ *    offsets oh = draw 0 mod (H - h + 1), ow = draw 1 mod (W - w + 1), oc = draw 2 mod (C - c + 1)
+ *    (the raw 64-bit draws); the output is [h, w, c] (or [N, h, w, c], each image its own offsets).
+ */
+WF_API wf_status *wf_random_brightness(wf_graph *g, const char *name, wf_output image, wf_output seed,
+                                       double max_delta, wf_output *out);
+WF_API wf_status *wf_random_contrast(wf_graph *g, const char *name, wf_output image, wf_output seed,
+                                     double lower, double upper, wf_output *out);
+WF_API wf_status *wf_random_flip_left_right(wf_graph *g, const char *name, wf_output image, wf_output seed,
+                                            wf_output *out);
+WF_API wf_status *wf_random_crop(wf_graph *g, const char *name, wf_output image, wf_output seed,
+                                 const int64_t size[3], wf_output *out);
 
 /* ---- Gradients ---------------------------------------------------------------------------------- */
 /* Reverse-mode autodiff: adds to g the nodes computing, for each xs[i], the gradient of

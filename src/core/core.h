@@ -82,6 +82,8 @@ void wf__str_free(wf__str *s);
 #define WF__DT_NUMERIC (WF__DT_FLOATS | WF__DT_INTS)
 #define WF__DT_ALL (WF__DT_NUMERIC | WF__DT_BIT(WF_BOOL))
 #define WF__DT_SIGNED (WF__DT_FLOATS | WF__DT_SINTS)
+/* Not in WF__DT_ALL: a kernel takes strings only when its table says so. */
+#define WF__DT_STRING WF__DT_BIT(WF_STRING)
 
 bool wf__dtype_valid(wf_dtype t);
 bool wf__dtype_is_float(wf_dtype t);
@@ -149,6 +151,20 @@ struct wf_tensor {
 /* Allocates an uninitialised tensor (header and data in one block). OOM status names `what`. */
 wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const char *what,
                             wf_tensor **out);
+/* String tensors (WF_STRING; weft.h gives the layout). wf__tensor_alloc refuses WF_STRING, since a
+ * string tensor's bytes do not follow from its shape: this allocates one with `payload` bytes after
+ * the records, the records zeroed (every element empty) and the payload uninitialised; the producer
+ * fills records and payload (wf__tensor_string_set). */
+wf_status *wf__tensor_alloc_strings(int rank, const int64_t *dims, size_t payload, const char *what,
+                                    wf_tensor **out);
+/* Writes element i's record: its bytes start `offset` bytes into the payload (after the records). */
+static inline void wf__tensor_string_set(wf_tensor *t, int64_t i, uint64_t offset, uint64_t length)
+{
+    uint64_t rec[2] = {(uint64_t)t->size * 16 + offset, length};
+    memcpy((char *)t->data + i * 16, rec, 16);
+}
+/* A new host tensor with t's dtype, shape and contents (a deep copy for strings too). */
+wf_status *wf__tensor_clone(const wf_tensor *t, const char *what, wf_tensor **out);
 /* A header without host data, for device memory that the caller attaches (dev_* fields). */
 wf_status *wf__tensor_alloc_header(wf_dtype dtype, int rank, const int64_t *dims, wf_tensor **out);
 /* A new header sharing base's data with another shape of the same element count. */

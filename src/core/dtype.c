@@ -16,6 +16,7 @@ static const struct {
     [WF_I8] = {"i8", "int8", 1},        [WF_U8] = {"u8", "uint8", 1},
     [WF_I16] = {"i16", "int16", 2},     [WF_I32] = {"i32", "int32", 4},
     [WF_I64] = {"i64", "int64", 8},     [WF_BOOL] = {"bool", "bool", 1},
+    [WF_STRING] = {"string", "bytes", 16}, /* the per-element record; the payload follows the records */
 };
 
 bool wf__dtype_valid(wf_dtype t) { return t > WF_DTYPE_INVALID && t < WF_NUM_DTYPES; }
@@ -33,7 +34,7 @@ wf_status *wf_dtype_from_name(const char *name, wf_dtype *out)
         }
     }
     return wf__status(WF_INVALID_ARGUMENT,
-                      "unknown dtype '%s' (expected one of f32 f64 f16 bf16 i8 u8 i16 i32 i64 bool)",
+                      "unknown dtype '%s' (expected one of f32 f64 f16 bf16 i8 u8 i16 i32 i64 bool string)",
                       name ? name : "(null)");
 }
 

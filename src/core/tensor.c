@@ -153,12 +153,17 @@ static wf_status *check_shape(wf_dtype dtype, int rank, const int64_t *dims, int
     return NULL;
 }
 
-wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const char *what,
-                            wf_tensor **out)
+/* One block for header, records and payload (extra: payload bytes, 0 for other dtypes). */
+static wf_status *tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, size_t extra, const char *what,
+                               wf_tensor **out)
 {
     int64_t n;
     WF__TRY(check_shape(dtype, rank, dims, &n));
     size_t bytes = (size_t)n * wf_dtype_size(dtype);
+    if (extra > ((size_t)1 << 62) - bytes)
+        return wf__status(WF_INVALID_ARGUMENT, "a string tensor of %zu payload bytes exceeds the 2^62-byte limit of a tensor",
+                          extra);
+    bytes += extra;
     bool small;
     wf_tensor *t = block_alloc(HDR_BYTES + bytes, &small);
     if (!t) return wf__oom(what ? what : "a tensor", HDR_BYTES + bytes);
@@ -182,6 +187,80 @@ wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const
     return NULL;
 }
 
+wf_status *wf__tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, const char *what,
+                            wf_tensor **out)
+{
+    /* every generic path that allocates "a tensor like this one" and copies bytes ends here: refusing
+     * strings keeps them from writing a payload past a block sized for records only */
+    if (dtype == WF_STRING)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: string tensors are made by wf_tensor_new_strings (or a kernel that "
+                          "produces strings), not as a shape and a dtype", what ? what : "a tensor");
+    return tensor_alloc(dtype, rank, dims, 0, what, out);
+}
+
+wf_status *wf__tensor_alloc_strings(int rank, const int64_t *dims, size_t payload, const char *what, wf_tensor **out)
+{
+    wf_tensor *t;
+    WF__TRY(tensor_alloc(WF_STRING, rank, dims, payload, what, &t));
+    for (int64_t i = 0; i < t->size; i++) wf__tensor_string_set(t, i, 0, 0);
+    *out = t;
+    return NULL;
+}
+
+wf_status *wf__tensor_clone(const wf_tensor *t, const char *what, wf_tensor **out)
+{
+    wf_tensor *c;
+    if (t->dtype == WF_STRING)
+        WF__TRY(wf__tensor_alloc_strings(t->rank, t->dims, t->bytes - (size_t)t->size * 16, what, &c));
+    else
+        WF__TRY(wf__tensor_alloc(t->dtype, t->rank, t->dims, what, &c));
+    if (t->bytes) memcpy(c->data, t->data, t->bytes);
+    *out = c;
+    return NULL;
+}
+
+wf_status *wf_tensor_new_strings(int rank, const int64_t *dims, const char *const *ptrs, const size_t *lens,
+                                 wf_tensor **out)
+{
+    if (!out) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new_strings: out is NULL");
+    if (rank > 0 && !dims) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new_strings: dims is NULL");
+    int64_t n;
+    WF__TRY(check_shape(WF_STRING, rank, dims, &n));
+    if (n > 0 && !ptrs) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new_strings: ptrs is NULL for %" PRId64 " strings", n);
+    size_t payload = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!ptrs[i] && (!lens || lens[i]))
+            return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new_strings: string %" PRId64 " is NULL", i);
+        size_t len = lens ? lens[i] : strlen(ptrs[i]);
+        if (len > ((size_t)1 << 62) - payload)
+            return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new_strings: the strings' lengths exceed the 2^62-byte limit of a tensor");
+        payload += len;
+    }
+    wf_tensor *t;
+    WF__TRY(wf__tensor_alloc_strings(rank, dims, payload, "a string tensor", &t));
+    char *dst = (char *)t->data + n * 16;
+    size_t off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        size_t len = lens ? lens[i] : strlen(ptrs[i]);
+        if (len) memcpy(dst + off, ptrs[i], len);
+        wf__tensor_string_set(t, i, off, len);
+        off += len;
+    }
+    *out = t;
+    return NULL;
+}
+
+const char *wf_tensor_string(const wf_tensor *t, int64_t i, size_t *len)
+{
+    if (!t || t->dtype != WF_STRING || !t->data || i < 0 || i >= t->size) return NULL;
+    uint64_t rec[2];
+    memcpy(rec, (const char *)t->data + i * 16, 16);
+    /* records written by weft are always in range; a caller who wrote through wf_tensor_data might not */
+    if (rec[0] > t->bytes || rec[1] > t->bytes - rec[0]) return NULL;
+    if (len) *len = (size_t)rec[1];
+    return (const char *)t->data + rec[0];
+}
+
 uint64_t wf__tensor_new_version(void)
 {
     static atomic_uint_least64_t next = 1;
@@ -192,6 +271,8 @@ wf_status *wf__tensor_alloc_header(wf_dtype dtype, int rank, const int64_t *dims
 {
     int64_t zero = 0;
     wf_tensor *t;
+    if (dtype == WF_STRING)
+        return wf__status(WF_INVALID_ARGUMENT, "string tensors live in host memory only: none is made on a device");
     /* a header with no data: allocate as an empty tensor, then give it the real shape */
     WF__TRY(wf__tensor_alloc(dtype, 1, &zero, "a device tensor", &t));
     int64_t n;
@@ -239,6 +320,9 @@ wf_status *wf_tensor_new(wf_dtype dtype, int rank, const int64_t *dims, const vo
 {
     if (!out) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new: out is NULL");
     if (rank > 0 && !dims) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new: dims is NULL");
+    if (dtype == WF_STRING)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_new: a string tensor's size does not follow from its shape; "
+                          "make it with wf_tensor_new_strings");
     wf_tensor *t;
     WF__TRY(wf__tensor_alloc(dtype, rank, dims, "a tensor", &t));
     if (data)

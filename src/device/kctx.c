@@ -60,20 +60,34 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
         if (out) *out = t;
         return NULL;
     }
-    wf_status *s = wf__tensor_alloc(dtype, rank, dims, "a kernel output", &t);
-    if (!s && k->host_acct) {
-        wf__memacct *a = k->host_acct;
-        if (!wf__memacct_reserve(a, t->bytes)) {
+    /* the limit is checked before allocating: a size from data (a decoded image's header) may be
+     * hostile, and must fail without ever being requested from the system */
+    wf__memacct *a = k->host_acct;
+    bool dims_ok = rank >= 0 && rank <= WF_MAX_RANK;
+    for (int d = 0; dims_ok && d < rank; d++) dims_ok = dims[d] >= 0;
+    int64_t want = 0;
+    bool reserved = false;
+    if (a && dims_ok && wf__shape_bytes_checked(rank, dims, wf_dtype_size(dtype), NULL, &want)) {
+        if (!wf__memacct_reserve(a, (uint64_t)want)) {
             char sh[160];
-            size_t bytes = t->bytes;
-            wf_tensor_free(t);
             return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
-                                 "out of memory allocating output %d (%s%s, %zu bytes) on CPU:0: %llu bytes in "
+                                 "out of memory allocating output %d (%s%s, %lld bytes) on CPU:0: %llu bytes in "
                                  "use of its %llu-byte limit",
-                                 idx, wf_dtype_name(dtype), wf__shape_str(rank, dims, sh), bytes,
-                                 (unsigned long long)atomic_load(&a->in_use),
-                                 (unsigned long long)atomic_load(&a->limit));
+                                 idx, wf_dtype_name(dtype), wf__shape_str(rank, dims, sh), (long long)want,
+                                 (unsigned long long)atomic_load(&a->in_use), (unsigned long long)atomic_load(&a->limit));
         }
+        reserved = true;
+    }
+    wf_status *s = wf__tensor_alloc(dtype, rank, dims, "a kernel output", &t);
+    if (reserved && (s || t->bytes != (uint64_t)want)) {
+        wf__memacct_release(a, (uint64_t)want);
+        reserved = false;
+    }
+    if (!s && a && !reserved && !wf__memacct_reserve(a, t->bytes)) {
+        wf_tensor_free(t);
+        return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating output %d on CPU:0", idx);
+    }
+    if (!s && a) {
         t->dev_priv = a;
         t->dev_release = host_release;
     }
@@ -88,6 +102,29 @@ wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const
                                  wf_dtype_name(dtype), wf__shape_str(rank, dims, sh), bytes);
         }
         return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
+    }
+    WF__TRY(set_output(k, idx, t));
+    if (out) *out = t;
+    return NULL;
+}
+
+wf_status *wf__kctx_output_strings(wf__kctx *k, int idx, int rank, const int64_t *dims, size_t payload,
+                                   wf_tensor **out)
+{
+    wf_tensor *t;
+    wf_status *s = wf__tensor_alloc_strings(rank, dims, payload, "a string output", &t);
+    if (s) return wf__status_wrap(s, "node '%s' (%s): output %d", k->node, k->op->name, idx);
+    if (k->host_acct) {
+        if (!wf__memacct_reserve(k->host_acct, t->bytes)) {
+            size_t bytes = t->bytes;
+            wf_tensor_free(t);
+            return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating string output %d (%zu bytes) on CPU:0: "
+                                 "%llu bytes in use of its %llu-byte limit", idx, bytes,
+                                 (unsigned long long)atomic_load(&k->host_acct->in_use),
+                                 (unsigned long long)atomic_load(&k->host_acct->limit));
+        }
+        t->dev_priv = k->host_acct;
+        t->dev_release = host_release;
     }
     WF__TRY(set_output(k, idx, t));
     if (out) *out = t;

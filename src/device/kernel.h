@@ -131,6 +131,10 @@ enum {
 /* Allocates output idx with the given dtype and shape. */
 wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const int64_t *dims,
                            wf_tensor **out);
+/* A WF_STRING output in host memory with `payload` bytes after its records (core.h,
+ * wf__tensor_alloc_strings): never in an arena, counted against the CPU's memory limit. */
+wf_status *wf__kctx_output_strings(wf__kctx *k, int idx, int rank, const int64_t *dims, size_t payload,
+                                   wf_tensor **out);
 /* Like wf__kctx_output, but reuses input in_idx's buffer when this node holds its last reference and
  * the byte size matches (elementwise ops that may run in place). *reused tells which happened. */
 wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtype, int rank,
@@ -188,6 +192,8 @@ uint32_t wf__kernel_dtypes(const char *op, const char *device_type);
 
 /* CPU kernel tables, one per group file (terminated by op == NULL). */
 extern const wf__kernel_def wf__cpu_kernels_core[];        /* src/backends/cpu/k_core.c */
+extern const wf__kernel_def wf__cpu_kernels_image_io[];    /* k_image_io.c: ReadFile, DecodeJpeg, DecodePng */
+extern const wf__kernel_def wf__cpu_kernels_image_augment[]; /* k_image_augment.c */
 extern const wf__kernel_def wf__cpu_kernels_elementwise[]; /* k_elementwise.c */
 extern const wf__kernel_def wf__cpu_kernels_shape[];       /* k_shape.c */
 extern const wf__kernel_def wf__cpu_kernels_nn[];          /* k_dnnl.c */

@@ -4,7 +4,8 @@
 static const wf__kernel_def *const g_cpu_tables[] = {
     wf__cpu_kernels_core,   wf__cpu_kernels_elementwise, wf__cpu_kernels_shape, wf__cpu_kernels_nn,
     wf__cpu_kernels_reduce, wf__cpu_kernels_math,        wf__cpu_kernels_misc,  wf__cpu_kernels_onnx,
-    wf__cpu_kernels_rnn_image, wf__cpu_kernels_nn_grad, wf__cpu_kernels_train, wf__cpu_kernels_fused};
+    wf__cpu_kernels_rnn_image, wf__cpu_kernels_nn_grad, wf__cpu_kernels_train, wf__cpu_kernels_fused,
+    wf__cpu_kernels_image_io, wf__cpu_kernels_image_augment};
 
 const wf__kernel_def *wf__kernel_lookup(const char *op, const char *device_type, wf_dtype key)
 {

@@ -140,3 +140,60 @@ wf_status *wf_assign(wf_graph *g, const char *name, wf_output variable, wf_outpu
     wf_attr at = wf_attr_string("variable", wf_node_name(v));
     return op1(g, "Assign", name, &value, 1, &at, 1, out);
 }
+
+/* ---- files and images (ops_image.c) ---------------------------------------------------------------- */
+
+wf_status *wf_read_file(wf_graph *g, const char *name, wf_output path, wf_output *out)
+{
+    return op1(g, "ReadFile", name, &path, 1, NULL, 0, out);
+}
+
+wf_status *wf_decode_jpeg(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out)
+{
+    wf_attr a = wf_attr_int("channels", channels);
+    return op1(g, "DecodeJpeg", name, &contents, 1, &a, 1, out);
+}
+
+wf_status *wf_decode_png(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out)
+{
+    wf_attr a = wf_attr_int("channels", channels);
+    return op1(g, "DecodePng", name, &contents, 1, &a, 1, out);
+}
+
+wf_status *wf_convert_image_dtype(wf_graph *g, const char *name, wf_output image, wf_dtype dtype, wf_output *out)
+{
+    wf_attr a = wf_attr_dtype("dtype", dtype);
+    return op1(g, "ConvertImageDtype", name, &image, 1, &a, 1, out);
+}
+
+wf_status *wf_random_brightness(wf_graph *g, const char *name, wf_output image, wf_output seed, double max_delta,
+                                wf_output *out)
+{
+    wf_output in[2] = {image, seed};
+    wf_attr a = wf_attr_float("max_delta", max_delta);
+    return op1(g, "StatelessRandomBrightness", name, in, 2, &a, 1, out);
+}
+
+wf_status *wf_random_contrast(wf_graph *g, const char *name, wf_output image, wf_output seed, double lower,
+                              double upper, wf_output *out)
+{
+    wf_output in[2] = {image, seed};
+    wf_attr a[2] = {wf_attr_float("lower", lower), wf_attr_float("upper", upper)};
+    return op1(g, "StatelessRandomContrast", name, in, 2, a, 2, out);
+}
+
+wf_status *wf_random_flip_left_right(wf_graph *g, const char *name, wf_output image, wf_output seed,
+                                     wf_output *out)
+{
+    wf_output in[2] = {image, seed};
+    return op1(g, "StatelessRandomFlipLeftRight", name, in, 2, NULL, 0, out);
+}
+
+wf_status *wf_random_crop(wf_graph *g, const char *name, wf_output image, wf_output seed, const int64_t size[3],
+                          wf_output *out)
+{
+    if (!size) return wf__status(WF_INVALID_ARGUMENT, "node '%s' (StatelessRandomCrop): size is NULL", name ? name : "(unnamed)");
+    wf_output in[2] = {image, seed};
+    wf_attr a = wf_attr_ints("size", size, 3);
+    return op1(g, "StatelessRandomCrop", name, in, 2, &a, 1, out);
+}

@@ -223,8 +223,9 @@ static wf_status *set_attrs(const char *name, const wf__op_def *op, const wf_att
             break;
         case WF_ATTR_TENSOR:
             if (!in->tensor) return NODE_ERR(WF_INVALID_ARGUMENT, "attribute '%s' is a NULL tensor", in->name);
-            WF__TRY(wf_tensor_new(in->tensor->dtype, in->tensor->rank, in->tensor->dims, in->tensor->data,
-                                  &d->t));
+            if (in->tensor->device || !in->tensor->data)
+                return NODE_ERR(WF_INVALID_ARGUMENT, "attribute '%s' is not a host tensor", in->name);
+            WF__TRY(wf__tensor_clone(in->tensor, "an attribute", &d->t));
             d->t->version = wf__tensor_new_version(); /* the graph's copy is never written again */
             break;
         }
@@ -245,7 +246,20 @@ wf_status *wf__node_infer(const wf_node *n, const wf__tinfo *in, wf_tensor *cons
     }
     wf__infer_ctx ic = {.node = n->name, .op = n->op, .attrs = n->attrs, .n_in = n->n_in, .in = in,
                         .in_value = in_value, .n_out = n->n_out, .out = out, .out_value = out_value};
-    wf_status *s = n->op->infer ? n->op->infer(&ic) : NULL;
+    wf_status *s = NULL;
+    /* Strings reach only the ops that declare them: one check here instead of one in every shape
+     * function and kernel that would read 16-byte records as numbers (or copy them without their payload). */
+    if (!(n->op->flags & WF__OP_STRINGS))
+        for (int i = 0; i < n->n_in && !s; i++)
+            if (in[i].dtype == WF_STRING)
+                s = wf__status(WF_INVALID_ARGUMENT, "node '%s' (%s): input %d is a string tensor, and %s does not take strings",
+                               n->name, n->op->name, i, n->op->name);
+    if (!s) s = n->op->infer ? n->op->infer(&ic) : NULL;
+    if (!s && !(n->op->flags & WF__OP_STRINGS))
+        for (int i = 0; i < n->n_out && !s; i++)
+            if (out[i].dtype == WF_STRING)
+                s = wf__status(WF_INVALID_ARGUMENT, "node '%s' (%s): output %d would be a string tensor, and %s does not "
+                               "make strings", n->name, n->op->name, i, n->op->name);
     if (!s) s = wf__infer_check_sizes(&ic);
     if (!s)
         for (int i = 0; i < n->n_out; i++)

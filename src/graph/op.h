@@ -85,5 +85,6 @@ extern const wf__op_def wf__ops_onnx[];        /* ops_onnx.c: losses, attention,
 extern const wf__op_def wf__ops_rnn_image[];       /* ops_rnn_image.c: recurrent, signal, detection ops */
 extern const wf__op_def wf__ops_nn_grad[];     /* ops_nn_grad.c: conv and pool backward ops */
 extern const wf__op_def wf__ops_train[];       /* ops_train.c: ApplyAdam, StatelessRandomUniform */
+extern const wf__op_def wf__ops_image[];       /* ops_image.c: ReadFile, image decoding and augmentation */
 
 #endif

@@ -12,7 +12,7 @@
 static const wf__op_def *const g_tables[] = {wf__ops_core, wf__ops_elementwise, wf__ops_shape,
                                              wf__ops_nn,   wf__ops_reduce,      wf__ops_math,
                                              wf__ops_misc, wf__ops_onnx,        wf__ops_rnn_image,
-                                             wf__ops_nn_grad, wf__ops_train};
+                                             wf__ops_nn_grad, wf__ops_train, wf__ops_image};
 
 const wf__op_def *wf__op_lookup(const char *name)
 {
@@ -183,12 +183,12 @@ static void cost_free(const wf__infer_ctx *ctx, double *flops, double *bytes)
 const wf__op_def wf__ops_core[] = {
     {.name = "Const", .min_in = 0, .max_in = 0, .n_out = 1,
      .attrs = {{"value", WF_ATTR_TENSOR, .required = true}},
-     .infer = infer_const, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP},
+     .infer = infer_const, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP | WF__OP_STRINGS},
     {.name = "Placeholder", .min_in = 0, .max_in = 0, .n_out = 1,
      .attrs = {{"dtype", WF_ATTR_DTYPE, .required = true}, {"shape", WF_ATTR_INTS}},
-     .infer = infer_placeholder, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP},
+     .infer = infer_placeholder, .cost = cost_free, .flags = WF__OP_SOURCE | WF__OP_CHEAP | WF__OP_STRINGS},
     {.name = "Identity", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
-     .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},
+     .cost = cost_free, .flags = WF__OP_CHEAP | WF__OP_STRINGS, .grad = wf__grad_identity},
     /* State kept by the session between runs: its initial value, replaced by the Assign nodes a run
      * computes (session.c). Stateful: never folded, never deduplicated. */
     {.name = "Variable", .min_in = 0, .max_in = 0, .n_out = 1,
@@ -201,7 +201,7 @@ const wf__op_def wf__ops_core[] = {
      .infer = infer_identity, .cost = cost_free, .flags = WF__OP_STATEFUL | WF__OP_CHEAP},
     /* A value that may be fed and otherwise is its input (ONNX graph inputs backed by initializers). */
     {.name = "PlaceholderWithDefault", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
-     .cost = cost_free, .flags = WF__OP_CHEAP, .grad = wf__grad_identity},
+     .cost = cost_free, .flags = WF__OP_CHEAP | WF__OP_STRINGS, .grad = wf__grad_identity},
     {0},
 };
 
@@ -209,7 +209,8 @@ const wf__op_def wf__ops_core[] = {
  * layer's wf__copy_kernel, device/device_kernels.c); not in the lookup tables. */
 static wf_status *infer_copy(wf__infer_ctx *ic) { return wf__infer_same_as_input0(ic); }
 
-const wf__op_def wf__copy_op = {.name = "Copy", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_copy};
+const wf__op_def wf__copy_op = {.name = "Copy", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_copy,
+                                .flags = WF__OP_STRINGS /* host to host only: partition.c */};
 
 /* The op of a generated elementwise kernel's plan node (lower/jit.c), which runs a program rather than
  * attributes; never in a graph, nor in the lookup tables. */

@@ -287,6 +287,9 @@ wf_status *wf_npy_write(const char *path, const wf_tensor *t)
     const char *descr = NULL;
     for (size_t i = 0; i < sizeof g_descr / sizeof g_descr[0] && !descr; i++)
         if (g_descr[i].dtype == t->dtype) descr = g_descr[i].descr;
+    if (!descr)
+        return wf__status(WF_INVALID_ARGUMENT, "%s: a %s tensor cannot be written as .npy (weft's strings are records "
+                          "and a payload, not a numpy dtype)", path, wf_dtype_name(t->dtype));
     char dict[512], shape[256] = "";
     size_t off = 0;
     for (int i = 0; i < t->rank; i++)

@@ -138,7 +138,8 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
         for (int j = 0; j < pn->n_out; j++) {
             int sl = pn->out_slot[j];
             const wf__tinfo *ti = &pn->out_info[j];
-            if (p->slot_static[sl] || ti->rank < 0 || ti->dtype == WF_DTYPE_INVALID) continue;
+            /* a string's bytes are known only when it is made: never planned */
+            if (p->slot_static[sl] || ti->rank < 0 || ti->dtype == WF_DTYPE_INVALID || ti->dtype == WF_STRING) continue;
             if (outlives_run(p, sl) || kept_by_assign(p, sl, rd_start, rd)) {
                 p->slot_off[sl] = WF__SLOT_OWN;
                 continue;

@@ -923,6 +923,13 @@ static wf_status *build_and_write(ex *x, wf_graph *g, const wf_output *outputs, 
         }
     }
     wf__free(stack);
+    /* weft's strings (records, then payload) are not ONNX's string tensors, and nothing that takes them
+     * (ReadFile, the image decoders) has an ONNX op */
+    for (int id = 0; id < g->n; id++)
+        for (int j = 0; x->need[id] && j < g->nodes[id]->n_out; j++)
+            if (g->nodes[id]->out[j].dtype == WF_STRING)
+                return wf__status(WF_UNIMPLEMENTED, "%s: node '%s' (%s) has a string output, which the ONNX export "
+                                  "does not write", x->path, g->nodes[id]->name, g->nodes[id]->op->name);
     /* creation order is a topological order */
     for (int id = 0; id < g->n; id++)
         if (x->need[id]) WF__TRY(export_node(x, g->nodes[id]));

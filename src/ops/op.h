@@ -29,7 +29,9 @@ typedef struct wf__grad_ctx wf__grad_ctx;
 enum {
     WF__OP_SOURCE = 1u << 0,   /* no inputs: Const, Placeholder */
     WF__OP_STATEFUL = 1u << 1, /* never folded or deduplicated */
-    WF__OP_CHEAP = 1u << 2     /* tiny work per element: run inline by the executor */
+    WF__OP_CHEAP = 1u << 2,    /* tiny work per element: run inline by the executor */
+    WF__OP_STRINGS = 1u << 3   /* may take or make WF_STRING values; every other op refuses them when
+                                  the graph is built (graph.c, wf__node_infer) */
 };
 
 struct wf__op_def {

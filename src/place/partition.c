@@ -79,6 +79,24 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
     for (int sl = 0; sl < n_graph_slots; sl++)
         if (slot_dev[sl] != host && (copy_mask[sl] & ~(1ull << host)) && !(copy_mask[sl] & ((1ull << host) - 1)))
             copy_mask[sl] |= 1ull << host;
+    /* Strings live in host memory only. Placement keeps their producers and consumers on the CPU (only
+     * it has string kernels, and Consts of strings stay there); this refuses what would slip through. */
+    for (int sl = 0; sl < n_graph_slots; sl++) {
+        if (!copy_mask[sl]) continue;
+        const wf_node *src = g->nodes[slot_gid[sl]];
+        if (b->info[src->id][slot_out[sl]].dtype != WF_STRING) continue;
+        int bad = slot_dev[sl] != host ? slot_dev[sl] : __builtin_ctzll(copy_mask[sl] & ~(1ull << host));
+        if (slot_dev[sl] == host && !(copy_mask[sl] & ~(1ull << host))) continue;
+        wf_status *s = wf__status(WF_INVALID_ARGUMENT, "node '%s' (%s): its string output %d would go to %s; strings "
+                                  "live in host memory only", src->name, src->op->name, slot_out[sl],
+                                  b->ctx->devices[bad].name);
+        wf__free(slot_dev);
+        wf__free(slot_gid);
+        wf__free(slot_out);
+        wf__free(copy_base);
+        wf__free(copy_mask);
+        return s;
+    }
     for (int sl = 0; sl < n_graph_slots; sl++) {
         copy_base[sl] = n_copies;
         n_copies += __builtin_popcountll(copy_mask[sl]);

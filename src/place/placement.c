@@ -235,6 +235,11 @@ wf_status *wf__place_nodes(builder *b)
         for (int i = 0; i < n->n_in; i++)
             if (n->in[i].node && idx[n->in[i].node->id] >= 0) in_src[e++] = idx[n->in[i].node->id];
         obytes[v] = out_bytes_of(b, n);
+        if (!strcmp(n->op->name, "Const") && b->info[id][0].dtype == WF_STRING) {
+            allowed[v] = host_bit; /* strings live in host memory only */
+            pinned[v] = 1;
+            continue;
+        }
         if (!strcmp(n->op->name, "Const")) {
             allowed[v] = ((uint64_t)1 << (D - 1) << 1) - 1; /* a Const runs anywhere: uploaded once */
             resident[v] = 1;

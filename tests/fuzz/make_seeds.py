@@ -1,4 +1,4 @@
-"""Writes the fuzzers' seed corpora into OUT_DIR/onnx, OUT_DIR/npy and OUT_DIR/safetensors (the
+"""Writes the fuzzers' seed corpora into OUT_DIR/onnx, OUT_DIR/npy, OUT_DIR/safetensors and OUT_DIR/image (the
 attribute fuzzer writes its own, one per registered op). ONNX: a few small, valid models that between
 them reach initializers (raw, typed and external data), graph inputs with defaults, attributes of every
 kind, the ops with opset-specific handlers, and an unsupported op. .npy: every dtype in format versions
@@ -82,7 +82,36 @@ def safetensors_seeds(out):
     return 4
 
 
+def image_seeds(out):
+    """Small JPEGs (gray, RGB 4:2:0 and 4:4:4, progressive) and PNGs (every colour type, 1 to 16 bits,
+    a palette with transparency), written by Pillow."""
+    from PIL import Image
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(7)
+    rgb = rng.integers(0, 256, size=(9, 13, 3)).astype(np.uint8)
+    im = Image.fromarray(rgb, "RGB")
+    n = 0
+
+    def save(img, name, **kw):
+        nonlocal n
+        img.save(os.path.join(out, name), **kw)
+        n += 1
+    save(im, "rgb420.jpg", quality=75)
+    save(im, "rgb444.jpg", quality=90, subsampling=0)
+    save(im, "progressive.jpg", quality=80, progressive=True)
+    save(im.convert("L"), "gray.jpg", quality=60)
+    save(im, "rgb.png")
+    save(im.convert("RGBA"), "rgba.png")
+    save(im.convert("L"), "gray.png")
+    save(im.convert("LA"), "gray_alpha.png")
+    save(im.convert("1"), "bits1.png")
+    save(im.convert("P"), "palette.png", transparency=0)
+    save(Image.fromarray(rng.integers(0, 65536, size=(5, 7)).astype(np.uint16)), "gray16.png")
+    return n
+
+
 def main(out):
+    n_img = image_seeds(os.path.join(out, "image"))
     n_npy = npy_seeds(os.path.join(out, "npy"))
     n_st = safetensors_seeds(os.path.join(out, "safetensors"))
     out = os.path.join(out, "onnx")
@@ -137,7 +166,7 @@ def main(out):
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(m.SerializeToString())
-    print(f"{len(seeds)} onnx, {n_npy} npy, {n_st} safetensors seeds")
+    print(f"{len(seeds)} onnx, {n_npy} npy, {n_st} safetensors, {n_img} image seeds")
 
 
 if __name__ == "__main__":

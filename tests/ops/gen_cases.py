@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from opcase import write_manifest  # noqa: E402
 
 GROUPS = ["core", "elementwise", "shape", "nn", "reduce", "math", "misc", "onnx", "onnx2",
-          "nngrad", "dtypes", "nan"]
+          "nngrad", "dtypes", "nan", "image"]
 
 
 def main():

@@ -17,8 +17,9 @@ static wf_status *k_identity(wf__kctx *k)
 }
 
 const wf__kernel_def wf__cpu_kernels_core[] = {
-    {"Const", "CPU", WF__DT_ALL, -1, k_const},
-    {"Identity", "CPU", WF__DT_ALL, 0, k_identity},
-    {"PlaceholderWithDefault", "CPU", WF__DT_ALL, 0, k_identity},
+    /* strings too: these pass a reference along, never the bytes */
+    {"Const", "CPU", WF__DT_ALL | WF__DT_STRING, -1, k_const},
+    {"Identity", "CPU", WF__DT_ALL | WF__DT_STRING, 0, k_identity},
+    {"PlaceholderWithDefault", "CPU", WF__DT_ALL | WF__DT_STRING, 0, k_identity},
     {0},
 };
