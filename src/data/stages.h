@@ -6,11 +6,6 @@
 
 #include "data/pipeline.h"
 
-/* TEMPORARY until the string dtype lands (branch img): */
-#ifndef WF__HAVE_STRINGS
-#define WF_STRING ((wf_dtype)11)
-#endif
-
 /* Sets up it's vtable and pipe and registers its statistics under `name`. */
 wf_status *wf__stage_init(wf__ds_it *it, const wf__ds_it_vt *vt, wf__pipe *p, const char *name, int depth);
 /* Unregisters and frees the statistics (and gives back what the stage still had buffered). */

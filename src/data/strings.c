@@ -4,7 +4,6 @@
  */
 #include "data/stages.h"
 
-#ifdef WF__HAVE_STRINGS
 wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out)
 {
     const char *p[1] = {s};
@@ -59,20 +58,3 @@ wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem
     wf__free(l);
     return s;
 }
-#else
-wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out)
-{
-    (void)s, (void)n, (void)out;
-    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
-}
-wf_status *wf__ds_string_row(const wf_tensor *t, int64_t r, wf_tensor **out)
-{
-    (void)t, (void)r, (void)out;
-    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
-}
-wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem *e, int k, int c, wf_tensor **out)
-{
-    (void)stage, (void)first, (void)e, (void)k, (void)c, (void)out;
-    return wf__status(WF_UNIMPLEMENTED, "string tensors are not built in yet");
-}
-#endif
