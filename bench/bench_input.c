@@ -26,12 +26,16 @@
  * usage: bench_input --dir DIR [--threads T] [--parallel N|autotune] [--prefetch N|autotune]
  *                    [--epochs E] [--warmup B] [--ram-budget MB] [--files N] [--batch B] [--size S]
  *                    [--brightness D] [--seed S] [--intra-op N] [--nondeterministic]
- *                    [--dump DIR --dump-batches K]
+ *                    [--stall-every N --stall-ms M] [--dump DIR --dump-batches K]
  * Iteration 0 is a warm-up of B batches (default 4), or, with --dump, writes its first K batches
  * (default 2) as DIR/batch_000.npy ... (f32 [B, S, S, 3]); then E (default 2) full epochs are timed,
  * each from creating its iterator to its last batch. Prints one line per epoch, the last iterator's
  * stage statistics, the peak RSS (VmHWM: the whole process, warm-up included), and a RESULT line of
  * JSON for the driver.
+ *
+ * --stall-every N --stall-ms M: in the timed epochs the consumer sleeps M ms after every N batches (a
+ * training step that is sometimes slow), so that AUTOTUNE, having grown the prefetch buffer while the
+ * consumer waited, then sees it fill: the bounded-memory run uses it to hold the RAM budget to account.
  */
 #define _GNU_SOURCE
 #include <glob.h>
@@ -47,6 +51,7 @@
 typedef struct opts {
     const char *dir, *dump;
     int threads, parallel, prefetch, epochs, warmup, batch, size, seed, intra_op, deterministic, dump_batches;
+    int stall_every, stall_ms;
     int64_t files;
     double brightness, ram_budget_mb;
 } opts;
@@ -184,8 +189,8 @@ static wf_status *build_pipeline(const opts *o, map_graph *m, wf_dataset **out, 
 }
 
 /* Runs one iteration: all of it (max_batches < 0) or its first max_batches batches; dump_dir writes them. */
-static wf_status *run_iteration(const opts *o, wf_dataset *ds, int max_batches, const char *dump_dir, int64_t *images,
-                                int64_t *batches, wf_iterator **keep)
+static wf_status *run_iteration(const opts *o, wf_dataset *ds, int max_batches, const char *dump_dir, int stall,
+                                int64_t *images, int64_t *batches, wf_iterator **keep)
 {
     wf_status *s;
     wf_iterator_options io;
@@ -216,6 +221,10 @@ static wf_status *run_iteration(const opts *o, wf_dataset *ds, int max_batches, 
         wf_tensor_free(t);
         if (s) break;
         ++*batches;
+        if (stall && o->stall_every > 0 && *batches % o->stall_every == 0) {
+            struct timespec ts = {o->stall_ms / 1000, (long)(o->stall_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
     if (keep && !s) *keep = it;
     else wf_iterator_free(it);
@@ -251,7 +260,7 @@ static void usage(void)
     fprintf(stderr, "usage: bench_input --dir DIR [--threads T] [--parallel N|autotune] [--prefetch N|autotune]\n"
                     "                   [--epochs E] [--warmup B] [--ram-budget MB] [--files N] [--batch B]\n"
                     "                   [--size S] [--brightness D] [--seed S] [--intra-op N] [--nondeterministic]\n"
-                    "                   [--dump DIR [--dump-batches K]]\n");
+                    "                   [--stall-every N --stall-ms M] [--dump DIR [--dump-batches K]]\n");
     exit(2);
 }
 
@@ -284,6 +293,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--files")) ok = (o.files = atoll(v)) >= 0;
         else if (!strcmp(a, "--dump-batches")) ok = (o.dump_batches = atoi(v)) >= 1;
         else if (!strcmp(a, "--brightness")) ok = (o.brightness = atof(v)) >= 0;
+        else if (!strcmp(a, "--stall-every")) ok = (o.stall_every = atoi(v)) >= 0;
+        else if (!strcmp(a, "--stall-ms")) ok = (o.stall_ms = atoi(v)) >= 0;
         else if (!strcmp(a, "--ram-budget")) ok = (o.ram_budget_mb = atof(v)) >= 0;
         else usage();
         if (!ok) {
@@ -312,7 +323,7 @@ int main(int argc, char **argv)
     int64_t images = 0, batches = 0;
     if (!s && (o.dump || o.warmup > 0)) {
         double t0 = now_s();
-        s = run_iteration(&o, ds, o.dump ? o.dump_batches : o.warmup, o.dump, &images, &batches, NULL);
+        s = run_iteration(&o, ds, o.dump ? o.dump_batches : o.warmup, o.dump, 0, &images, &batches, NULL);
         if (!s)
             printf("%s: %lld batches, %lld images in %.3f s%s%s\n", o.dump ? "dump" : "warm-up", (long long)batches,
                    (long long)images, now_s() - t0, o.dump ? " to " : "", o.dump ? o.dump : "");
@@ -323,7 +334,7 @@ int main(int argc, char **argv)
         wf_iterator_free(last);
         last = NULL;
         double t0 = now_s();
-        s = run_iteration(&o, ds, -1, NULL, &images, &batches, &last);
+        s = run_iteration(&o, ds, -1, NULL, 1, &images, &batches, &last);
         double dt = now_s() - t0;
         if (s) break;
         rate[e] = (double)images / dt;
