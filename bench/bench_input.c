@@ -29,7 +29,8 @@
  *                    [--stall-every N --stall-ms M] [--dump DIR --dump-batches K]
  * Iteration 0 is a warm-up of B batches (default 4), or, with --dump, writes its first K batches
  * (default 2) as DIR/batch_000.npy ... (f32 [B, S, S, 3]); then E (default 2) full epochs are timed,
- * each from creating its iterator to its last batch. Prints one line per epoch, the last iterator's
+ * each from creating its iterator to its last batch, in images/s and in CPU time of the whole process
+ * per image (the steadier figure on a shared machine). Prints one line per epoch, the last iterator's
  * stage statistics, the peak RSS (VmHWM: the whole process, warm-up included), and a RESULT line of
  * JSON for the driver.
  *
@@ -56,12 +57,14 @@ typedef struct opts {
     double brightness, ram_budget_mb;
 } opts;
 
-static double now_s(void)
+static double clock_s(clockid_t c)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
 
 /* Peak and current resident set in MB from /proc/self/status; getrusage's peak where that is missing. */
 static void rss_mb(double *peak, double *now)
@@ -328,20 +331,21 @@ int main(int argc, char **argv)
             printf("%s: %lld batches, %lld images in %.3f s%s%s\n", o.dump ? "dump" : "warm-up", (long long)batches,
                    (long long)images, now_s() - t0, o.dump ? " to " : "", o.dump ? o.dump : "");
     }
-    double *rate = calloc((size_t)o.epochs + 1, sizeof *rate);
+    double *rate = calloc(2 * (size_t)o.epochs + 1, sizeof *rate), *cpu_ms = rate + o.epochs;
     wf_iterator *last = NULL;
     for (int e = 0; !s && e < o.epochs; e++) {
         wf_iterator_free(last);
         last = NULL;
-        double t0 = now_s();
+        double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         s = run_iteration(&o, ds, -1, NULL, 1, &images, &batches, &last);
-        double dt = now_s() - t0;
+        double dt = now_s() - t0, dc = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
         if (s) break;
         rate[e] = (double)images / dt;
+        cpu_ms[e] = images ? dc * 1e3 / (double)images : 0;
         double peak, cur;
         rss_mb(&peak, &cur);
-        printf("epoch %d: %lld batches, %lld images in %.3f s, %.1f images/s (RSS %.0f MB, peak %.0f MB)\n", e + 1,
-               (long long)batches, (long long)images, dt, rate[e], cur, peak);
+        printf("epoch %d: %lld batches, %lld images in %.3f s, %.1f images/s, %.3f ms CPU per image (RSS %.0f MB, "
+               "peak %.0f MB)\n", e + 1, (long long)batches, (long long)images, dt, rate[e], cpu_ms[e], cur, peak);
         fflush(stdout);
     }
     wf_dataset_stage_stats st[16];
@@ -372,6 +376,8 @@ int main(int argc, char **argv)
                "\"ram_budget_mb\": %.0f, \"peak_rss_mb\": %.1f, \"peak_buffered_mb\": %.2f, \"images_per_s\": [",
                (long long)n_files, o.threads, knob[0], knob[1], o.ram_budget_mb, peak, peak_buf / 1048576.0);
         for (int e = 0; e < o.epochs; e++) printf("%s%.3f", e ? ", " : "", rate[e]);
+        printf("], \"cpu_ms_per_image\": [");
+        for (int e = 0; e < o.epochs; e++) printf("%s%.4f", e ? ", " : "", cpu_ms[e]);
         printf("], \"stages\": [");
         for (int i = 0; i < nst; i++) {
             printf("%s{\"name\": ", i ? ", " : "");

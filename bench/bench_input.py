@@ -146,14 +146,15 @@ def tf_worker(args):
     ds = ds.with_options(o)
     for b in ds.take(4):
         assert tuple(b.shape[1:]) == (SIZE, SIZE, 3) and b.dtype == tf.float32
-    rates = []
+    rates, cpu = [], []
     for _ in range(args.epochs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = 0
         for b in ds:
             n += int(b.shape[0])
         rates.append(n / (time.perf_counter() - t0))
-    emit({"version": tf.__version__, "images": n, "images_per_s": rates})
+        cpu.append((time.process_time() - c0) * 1e3 / n)
+    emit({"version": tf.__version__, "images": n, "images_per_s": rates, "cpu_ms_per_image": cpu})
     return 0
 
 
@@ -254,8 +255,14 @@ def rate(r):
     return statistics.median(v) if v else None
 
 
-def med(rs):
-    v = [x for x in (rate(r) for r in rs) if x]
+def med(rs, f=rate):
+    v = [x for x in (f(r) for r in rs) if x]
+    return statistics.median(v) if v else None
+
+
+def cpu_ms(r):
+    """A run's CPU time (all its threads) per image in ms, the median over its timed epochs."""
+    v = r.get("cpu_ms_per_image") if r else None
     return statistics.median(v) if v else None
 
 
@@ -299,13 +306,18 @@ def speed(args, cpus_all):
               flush=True)
     print()
     print("images/s, median over %d rounds (per round in brackets); one epoch of %d images a run after a warm-up "
-          "of 4 batches%s" % (args.rounds, args.n, ", pinned to T cores" if args.pin else ""))
-    print("%-8s %3s %-9s %-9s %9s   %s" % ("who", "T", "parallel", "prefetch", "images/s", "rounds"))
+          "of 4 batches%s; CPU ms/im: CPU time of all the process's threads over the timed epochs per image "
+          "(median; steadier than images/s on a shared machine, and what a saturated machine would divide "
+          "its cores by)" % (args.rounds, args.n, ", pinned to T cores" if args.pin else ""))
+    print("%-8s %3s %-9s %-9s %9s %9s   %s" % ("who", "T", "parallel", "prefetch", "images/s", "CPU ms/im",
+                                            "images/s per round"))
     for (who, T, p, f), rs in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0] != "weft",
                                                                       str(kv[0][2]) != "autotune", str(kv[0][2]),
                                                                       str(kv[0][3]))):
         cells = [fmt(rate(r)) if "unavailable" not in r else "unavailable (%s)" % r["unavailable"] for r in rs]
-        print("%-8s %3d %-9s %-9s %9s   [%s]" % (who, T, p, f, fmt(med(rs)), ", ".join(cells)))
+        c = med(rs, cpu_ms)
+        print("%-8s %3d %-9s %-9s %9s %9s   [%s]" % (who, T, p, f, fmt(med(rs)), "%.3f" % c if c else "-",
+                                                    ", ".join(cells)))
     print()
     summary = {}
     for T in args.threads:
@@ -314,12 +326,18 @@ def speed(args, cpus_all):
         fixed = {(p, f): med(runs[("weft", T, p, f)]) for p, f in grid}
         best = max(((v, k) for k, v in fixed.items() if v), default=(None, None))
         summary[T] = {"weft_autotune": w, "tf_data": t, "best_fixed": best[0], "best_fixed_setting": best[1]}
+        wc = med(runs[("weft", T, "autotune", "autotune")], cpu_ms)
+        tc = med(runs.get(("tf.data", T, "autotune", "autotune"), []), cpu_ms)
+        if wc and tc:
+            summary[T]["cpu_ms_per_image"] = {"weft": wc, "tf_data": tc}
         if w and t:
             summary[T]["ratio"] = w / t
             print("input pipeline: weft %.1f images/s, tf.data %.1f images/s, ratio %.2f (%d threads)" % (
                 w, t, w / t, T))
         else:
             print("input pipeline: weft %s images/s, tf.data %s images/s, ratio - (%d threads)" % (fmt(w), fmt(t), T))
+        if wc and tc:
+            print("  CPU time per image: weft %.3f ms, tf.data %.3f ms (tf.data / weft %.2f)" % (wc, tc, tc / wc))
     # the tuned knobs of the last AUTOTUNE run at each T
     for T in args.threads:
         r = runs[("weft", T, "autotune", "autotune")][-1]
