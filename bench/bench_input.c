@@ -317,11 +317,14 @@ int main(int argc, char **argv)
         if (v == WF_AUTOTUNE) snprintf(knob[k], sizeof knob[k], "autotune");
         else snprintf(knob[k], sizeof knob[k], "%d", v);
     }
+    char budget[48];
+    if (o.ram_budget_mb > 0) snprintf(budget, sizeof budget, "%.0f MB", o.ram_budget_mb);
+    else snprintf(budget, sizeof budget, "the default (half the RAM)");
     if (!s)
         printf("input pipeline (weft): %lld files in %s, batch %d, %dx%d, threads %d (cpu_budget), map parallel %s, "
-               "prefetch %s, ram budget %s%.0f MB, intra-op %d, %s\n",
+               "prefetch %s, ram budget %s, intra-op %d, %s\n",
                (long long)n_files, o.dir, o.batch, o.size, o.size, o.threads, knob[0], knob[1],
-               o.ram_budget_mb > 0 ? "" : "default (half the RAM) instead of ", o.ram_budget_mb, o.intra_op,
+               budget, o.intra_op,
                o.deterministic ? "deterministic" : "nondeterministic");
     int64_t images = 0, batches = 0;
     if (!s && (o.dump || o.warmup > 0)) {
