@@ -25,8 +25,9 @@ from Fashion-MNIST (256x256 RGB, quality 90, Pillow/libjpeg-turbo; that file say
     timed from making its iterator to its last batch; images/s = images / that time. At each thread
     count T (default 1 and 2): weft with AUTOTUNE (map and prefetch), tf.data with AUTOTUNE, then weft
     over a grid of fixed settings (map parallel 1/2 x prefetch 1/2/4), in that order, R rounds (default
-    2), so the runs interleave (weft, tf, weft, tf, ...) and noise shows as a spread; the table gives the
-    median over rounds. With T <= the usable cores, each run is pinned to the first T of them
+    2, odd rounds in reverse order), so the runs interleave (weft, tf, weft, tf, ...) and noise shows as
+    a spread; the table gives the median over rounds, and the CPU time per image of each run (all its
+    threads), which moves much less than images/s when other work shares the machine. With T <= the usable cores, each run is pinned to the first T of them
     (sched_setaffinity; --no-pin turns it off), so "T threads" means T cores for both, helper threads
     (prefetch, autotune) included. Printed: the table, then per T the line
         input pipeline: weft N images/s, tf.data M images/s, ratio R (T threads)
@@ -291,17 +292,23 @@ def speed(args, cpus_all):
     grid = [(p, f) for p in args.grid_parallel for f in args.grid_prefetch]
     tf_ok = True
     for rnd in range(args.rounds):
+        jobs = []
         for T in args.threads:
+            jobs.append(("weft", T, "autotune", "autotune"))
+            jobs.append(("tf.data", T, "autotune", "autotune"))
+            jobs += [("weft", T, p, f) for p, f in grid]
+        if rnd % 2:
+            jobs.reverse()  # odd rounds run backwards, so a drift in the machine's load does not favour one end
+        for key in jobs:
+            who, T, p, f = key
             cpus = cpus_all[:T] if args.pin and T <= len(cpus_all) else None
-            key = ("weft", T, "autotune", "autotune")
-            runs.setdefault(key, []).append(run(weft_cmd(args, T, "autotune", "autotune"), cpus))
-            if tf_ok:
+            if who == "weft":
+                runs.setdefault(key, []).append(run(weft_cmd(args, T, p, f), cpus))
+            elif tf_ok:
                 r = run(tf_cmd(args, "tf", T), cpus)
-                runs.setdefault(("tf.data", T, "autotune", "autotune"), []).append(r)
+                runs.setdefault(key, []).append(r)
                 if "unavailable" in r and not os.access(args.tf_python or "", os.X_OK):
                     tf_ok = False
-            for p, f in grid:
-                runs.setdefault(("weft", T, p, f), []).append(run(weft_cmd(args, T, p, f), cpus))
         print("  round %d of %d done (%.0f s so far)" % (rnd + 1, args.rounds, time.perf_counter() - args.t0),
               flush=True)
     print()
