@@ -2,7 +2,7 @@
 # Runs weft's test suite. MODE: release | asan | tsan | all (default).
 #   release: every tests/test_* program, the numpy op cases, and the installed-API example
 #   asan:    the same programs built with AddressSanitizer + UndefinedBehaviorSanitizer (leaks checked)
-#   tsan:    the executor and session tests built with ThreadSanitizer
+#   tsan:    the executor and session tests (and test_image's strings from four threads) built with ThreadSanitizer
 # Ends with the line "tests: N passed, N failed, N skipped": passed and failed count test programs and
 # checks; skipped counts every "SKIP name: why" line they print (a whole program or one test in it),
 # and the list before that line says what was skipped and why. A program that only skipped is not
@@ -286,7 +286,7 @@ if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
         tail -n 1 build-asan/test_cli.log; result asan:test_cli $rc build-asan/test_cli.log
         ASAN_OPTIONS=detect_leaks=1 sh tests/cli/test_placement.sh build-asan/weft >build-asan/test_placement.log 2>&1; rc=$?
         tail -n 1 build-asan/test_placement.log; result asan:test_placement $rc build-asan/test_placement.log
-        note "libFuzzer: the ONNX loader, the .npy and safetensors readers, the graph builder's attributes (short runs, fixed seeds)"
+        note "libFuzzer: the ONNX loader, the .npy, safetensors, TFRecord and CSV readers, the graph builder's attributes (short runs, fixed seeds)"
         sh scripts/fuzz.sh short >build-fuzz.log 2>&1; rc=$?; tail -n 3 build-fuzz.log; result fuzz:short $rc
     else
         result "asan:build" 1
@@ -297,7 +297,7 @@ if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
     note "ThreadSanitizer build (executor and sessions)"
     if configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread -DWEFT_BENCH=OFF; then
         # TSan needs a fixed memory layout on kernels with large mmap randomisation.
-        for t in test_executor test_session test_overlap test_dnnl test_ocl_index; do
+        for t in test_executor test_session test_overlap test_dnnl test_ocl_index test_image; do
             TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
                 setarch "$(uname -m)" -R build-tsan/tests/$t >build-tsan/$t.log 2>&1
             rc=$?

@@ -3,7 +3,7 @@
 # prints nothing and installs nothing when everything is already present.
 set -eu
 
-PKGS="cmake make gcc g++ pkg-config time libdnnl-dev ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev python3 python3-numpy python3-onnx python3-venv python3-torch python3-torchvision clang libclang-rt-14-dev libasan8 libubsan1 libtsan2 util-linux zlib1g-dev dataset-fashion-mnist libopenblas0-pthread chromium"
+PKGS="cmake make gcc g++ pkg-config time libdnnl-dev ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd libprotobuf-c-dev protobuf-c-compiler libjpeg62-turbo-dev libpng-dev python3 python3-pil python3-numpy python3-onnx python3-venv python3-torch python3-torchvision clang libclang-rt-14-dev libasan8 libubsan1 libtsan2 util-linux zlib1g-dev dataset-fashion-mnist libopenblas0-pthread chromium"
 # libopenblas0-pthread: the BLAS behind numpy and Debian's PyTorch (a benchmark peer); without it both use the
 # reference BLAS, which made PyTorch's training step ~50x slower here.
 # chromium: tests/cli/test_report.sh renders the HTML report headless (it skips without it).

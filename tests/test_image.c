@@ -13,7 +13,8 @@
 #include "check.h"
 #include "testutil.h"
 
-#include "core/core.h" /* wf__tensor_clone */
+#include "core/alloc_hooks.h" /* wf__fault_inject */
+#include "core/core.h"        /* wf__tensor_clone */
 
 static char g_root[512];
 static int g_have_ref;
@@ -431,6 +432,8 @@ static void test_decode_jpeg(void)
         expect_decode(&d, d.jpeg[1], f, r1, 0);
         expect_decode(&d, d.jpeg[2], f, r3, 0);
     }
+    expect_decode(&d, d.jpeg[0], "progressive.jpg", "progressive_c0", 0);
+    expect_decode(&d, d.jpeg[1], "progressive.jpg", "progressive_c1", 0);
     expect_decode(&d, d.jpeg[0], "gray.jpg", "gray_c0", 0);
     expect_decode(&d, d.jpeg[1], "gray.jpg", "gray_c1", 0);
     expect_decode(&d, d.jpeg[2], "gray.jpg", "gray_c3", 0);
@@ -459,6 +462,8 @@ static void test_decode_png(void)
     expect_decode(&d, d.png[0], "rgba.png", "rgba_png_c0", 0);
     expect_decode(&d, d.png[2], "rgba.png", "rgba_png_c3", 0);
     expect_decode(&d, d.png[0], "rgb16.png", "rgb16_png_c0", 0);
+    expect_decode(&d, d.png[0], "palette.png", "palette_png_c0", 0);
+    expect_decode(&d, d.png[2], "palette.png", "palette_png_c3", 0);
     dec_close(&d);
 }
 
@@ -541,6 +546,58 @@ static void test_decode_memory_limit(void)
     wf_status_free(st);
     wf_tensor_free(y);
     CHECK_OK(wf_context_set_memory_limit(d.ctx, "CPU:0", 0));
+    expect_decode(&d, d.jpeg[2], "rgb.jpg", "rgb_c3", 0);
+    dec_close(&d);
+}
+
+/* Every allocation of a decode run fails once in turn (weft's own: the output, row pointers, RGB rows
+ * for gray, the file's bytes; libjpeg's and libpng's go to malloc): each run fails with OUT_OF_MEMORY or
+ * gives the reference, the session runs again, and nothing leaks (the ASan build checks). */
+static void test_decode_faults(void)
+{
+    if (!g_have_ref) {
+        CHECK_SKIP("test_decode_faults", "no reference images");
+        return;
+    }
+    dec_graph d;
+    dec_open(&d);
+    if (!d.s) {
+        dec_close(&d);
+        return;
+    }
+    struct { wf_output out; const char *file, *ref; } runs[3] = {
+        {d.jpeg[2], "rgb.jpg", "rgb_c3"}, {d.png[1], "rgba.png", NULL}, {d.file, "rgb.png", NULL}};
+    for (int r = 0; r < 3; r++) {
+        char p[300];
+        snprintf(p, sizeof p, "%s/%s", g_dir, runs[r].file);
+        wf_status *st;
+        wf_tensor *y = dec_run(&d, runs[r].out, p, &st); /* plans once before faults are injected */
+        CHECK_OK(st);
+        wf_tensor_free(y);
+        int failed = 0, bad = 0;
+        bool end = false;
+        for (long k = 1; k < 500 && !end; k++) {
+            long fired0 = wf__faults_fired();
+            wf__fault_inject(k);
+            y = dec_run(&d, runs[r].out, p, &st);
+            end = wf__faults_fired() == fired0;
+            wf__fault_inject(0);
+            if (st) {
+                failed++;
+                if (wf_status_code(st) != WF_OUT_OF_MEMORY && bad++ < 3)
+                    fprintf(stderr, "  fault %ld: %s\n", k, wf_status_message(st));
+                wf_status_free(st);
+            } else if (runs[r].ref) {
+                int n_diff;
+                CHECK_INT(compare_ref(y, runs[r].ref, &n_diff), 0);
+            }
+            wf_tensor_free(y);
+        }
+        CHECK(end);
+        CHECK(failed > 0);
+        CHECK_INT(bad, 0);
+        printf("  %s: %d injected allocation failures, each OUT_OF_MEMORY\n", runs[r].file, failed);
+    }
     expect_decode(&d, d.jpeg[2], "rgb.jpg", "rgb_c3", 0);
     dec_close(&d);
 }
@@ -629,6 +686,7 @@ int main(void)
     RUN_TEST(test_decode_png);
     RUN_TEST(test_decode_errors);
     RUN_TEST(test_decode_memory_limit);
+    RUN_TEST(test_decode_faults);
     RUN_TEST(test_pipeline);
 
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);

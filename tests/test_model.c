@@ -550,6 +550,170 @@ static void test_fit_binary(void)
     wf_model_free(m);
 }
 
+/* fit over a pipeline dataset (slices -> batch -> prefetch): the epoch's loss and accuracy, kept on the
+ * device and read back every steps_per_execution steps, equal the per-step values wf_model_train_step
+ * fetches from an identical model on the same batches. validation_split is refused for a pipeline. */
+static void test_fit_pipeline(void)
+{
+    enum { N = 1024, B = 64 };
+    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[1] = {N};
+    wf_tensor *x = NULL, *y = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
+    float *xp = wf_tensor_data(x);
+    int64_t *yp = wf_tensor_data(y);
+    for (int i = 0; i < N; i++) {
+        xp[2 * i] = (float)(urand() * 2 - 1);
+        xp[2 * i + 1] = (float)(urand() * 2 - 1);
+        yp[i] = (xp[2 * i] > 0) != (xp[2 * i + 1] > 0);
+    }
+    wf_model *ms[2];
+    for (int k = 0; k < 2; k++) {
+        ms[k] = new_model(1, s, 11);
+        add_dense(ms[k], 16, WF_ACT_TANH);
+        add_dense(ms[k], 2, WF_ACT_SOFTMAX);
+        compile(ms[k], WF_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY, 1);
+    }
+    wf_tensor *comps[2] = {x, y};
+    wf_dataset *sl = NULL, *b = NULL, *pf = NULL;
+    CHECK_OK(wf_dataset_from_tensor_slices(comps, 2, &sl));
+    CHECK_OK(wf_dataset_batch(sl, B, 0, &b));
+    CHECK_OK(wf_dataset_prefetch(b, 2, &pf));
+    /* the reference: train_step on each batch, mean of the fetched losses */
+    double ref_loss = 0;
+    int steps = 0;
+    for (;;) {
+        wf_tensor *bx = NULL, *by = NULL;
+        CHECK_OK(wf_dataset_next_batch(b, &bx, &by));
+        if (!bx) break;
+        double l = NAN;
+        CHECK_OK(wf_model_train_step(ms[1], bx, by, &l, NULL));
+        ref_loss += l;
+        steps++;
+        wf_tensor_free(bx);
+        wf_tensor_free(by);
+    }
+    CHECK_INT(steps, N / B);
+    ref_loss /= steps;
+    wf_fit_options fo;
+    wf_fit_options_init(&fo);
+    fo.verbose = 0;
+    fo.steps_per_execution = 3;
+    wf_epoch_logs lg = {0};
+    CHECK_OK(wf_model_fit(ms[0], pf, &fo, &lg));
+    CHECK_INT(lg.steps, N / B);
+    CHECK_INT(lg.samples, N);
+    CHECK_NEAR(lg.loss, ref_loss, 1e-5 * fabs(ref_loss) + 1e-6);
+    CHECK(lg.accuracy >= 0 && lg.accuracy <= 1);
+    /* both models saw the same batches: the same weights */
+    int64_t n0 = 0, n1 = 0;
+    double *w0 = var_values(ms[0], "dense/kernel", &n0), *w1 = var_values(ms[1], "dense/kernel", &n1);
+    CHECK_INT(n0, n1);
+    for (int64_t i = 0; w0 && w1 && i < n0; i++) CHECK_NEAR(w0[i], w1[i], 1e-6);
+    free(w0);
+    free(w1);
+    fo.validation_split = 0.2;
+    CHECK_ERR(wf_model_fit(ms[0], pf, &fo, NULL), WF_INVALID_ARGUMENT, "validation_data");
+    wf_dataset_free(pf);
+    wf_dataset_free(b);
+    wf_dataset_free(sl);
+    wf_model_free(ms[0]);
+    wf_model_free(ms[1]);
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+}
+
+/* prefetch_to_device onto OPENCL:0: the consumer gets device tensors (no host data), every batch's
+ * copy is logged, and a model trained on OPENCL:0 from it ends with the weights of the same training
+ * from host batches. Device specs that match nothing and string elements are refused. */
+static void test_prefetch_to_device(void)
+{
+    wf_dataset *r = NULL, *bad = NULL;
+    CHECK_OK(wf_dataset_range(0, 4, 1, &r));
+    CHECK_ERR(wf_dataset_prefetch_to_device(r, g_ctx, "GPU:7", 2, &bad), WF_NOT_FOUND, "matches no device");
+    CHECK_ERR(wf_dataset_prefetch_to_device(r, g_ctx, "CPU:0", 0, &bad), WF_INVALID_ARGUMENT, "buffer");
+    CHECK(!bad);
+    wf_dataset_free(r);
+    if (!ocl_present("test_prefetch_to_device")) return;
+    enum { N = 512, B = 32 };
+    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[1] = {N};
+    wf_tensor *x = NULL, *y = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
+    float *xp = wf_tensor_data(x);
+    int64_t *yp = wf_tensor_data(y);
+    for (int i = 0; i < N; i++) {
+        xp[2 * i] = (float)(urand() * 2 - 1);
+        xp[2 * i + 1] = (float)(urand() * 2 - 1);
+        yp[i] = (xp[2 * i] > 0) != (xp[2 * i + 1] > 0);
+    }
+    wf_tensor *comps[2] = {x, y};
+    wf_dataset *sl = NULL, *b = NULL, *pd = NULL;
+    CHECK_OK(wf_dataset_from_tensor_slices(comps, 2, &sl));
+    CHECK_OK(wf_dataset_batch(sl, B, 0, &b));
+    CHECK_OK(wf_dataset_prefetch_to_device(b, g_ctx, "OPENCL:0", 2, &pd));
+    /* the elements: device tensors of the host batches' shapes */
+    wf_iterator *it = NULL;
+    CHECK_OK(wf_dataset_iterator(pd, NULL, &it));
+    int batches = 0;
+    for (; it;) {
+        wf_tensor *t[2] = {0};
+        int n = 0;
+        CHECK_OK(wf_iterator_next(it, t, 2, &n));
+        if (!n) break;
+        CHECK_INT(n, 2);
+        CHECK(wf_tensor_data(t[0]) == NULL);
+        CHECK_INT(wf_tensor_dims(t[0])[0], B);
+        CHECK_INT(wf_tensor_dims(t[0])[1], 2);
+        batches++;
+        wf_tensor_free(t[0]);
+        wf_tensor_free(t[1]);
+    }
+    CHECK_INT(batches, N / B);
+    wf_dataset_event ev[64];
+    int ne = wf_iterator_copy_events(it, ev, 64);
+    CHECK_INT(ne, N / B);
+    for (int i = 0; i < ne && i < 64; i++) {
+        CHECK_INT(ev[i].element, i);
+        CHECK(ev[i].end_ns >= ev[i].start_ns);
+    }
+    wf_iterator_free(it);
+    /* the same training from device batches and from host batches */
+    wf_model *ms[2];
+    for (int k = 0; k < 2; k++) {
+        ms[k] = new_model(1, s, 21);
+        add_dense(ms[k], 8, WF_ACT_TANH);
+        add_dense(ms[k], 2, WF_ACT_SOFTMAX);
+        wf_compile_options o;
+        wf_compile_options_init(&o);
+        o.device = "OPENCL:0";
+        o.strict_placement = 1;
+        CHECK_OK(wf_model_compile(ms[k], g_ctx, &o));
+    }
+    wf_fit_options fo;
+    wf_fit_options_init(&fo);
+    fo.verbose = 0;
+    fo.epochs = 2;
+    wf_epoch_logs l0 = {0}, l1 = {0};
+    CHECK_OK(wf_model_fit(ms[0], pd, &fo, &l0));
+    CHECK_OK(wf_model_fit(ms[1], b, &fo, &l1));
+    CHECK_INT(l0.samples, N);
+    CHECK_NEAR(l0.loss, l1.loss, 1e-6);
+    int64_t n0 = 0, n1 = 0;
+    double *w0 = var_values(ms[0], "dense/kernel", &n0), *w1 = var_values(ms[1], "dense/kernel", &n1);
+    CHECK_INT(n0, n1);
+    for (int64_t i = 0; w0 && w1 && i < n0; i++) CHECK_NEAR(w0[i], w1[i], 1e-6);
+    free(w0);
+    free(w1);
+    wf_model_free(ms[0]);
+    wf_model_free(ms[1]);
+    wf_dataset_free(pd);
+    wf_dataset_free(b);
+    wf_dataset_free(sl);
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+}
+
 /* ---- the demo's model on real data: CPU and OpenCL, strict across two devices, resume ----------- */
 
 static wf_status *load_fmnist(const char *split, wf_dataset **ds)
@@ -735,7 +899,7 @@ static void test_resident_variables(void)
         CHECK_STR_CONTAINS(e.device, "OPENCL:0");
         CHECK_STR_CONTAINS(e.reason, "a variable, resident on OPENCL:0");
     }
-    CHECK_INT(vars, 4 + 8 + 2); /* kernels and biases, Adam's m and v, the two step counters */
+    CHECK_INT(vars, 4 + 8 + 2 + 3); /* kernels and biases, Adam's m and v, the two step counters, fit's 3 metric sums */
     wf_placement_free(p);
     /* read back from the device: the CPU model after the same steps */
     const char *names[3] = {"dense/kernel", "optimizer/dense_1/bias/m", "optimizer/step"};
@@ -1056,6 +1220,8 @@ int main(int argc, char **argv)
     RUN_TEST(test_batchnorm_training);
     RUN_TEST(test_fit_xor);
     RUN_TEST(test_fit_binary);
+    RUN_TEST(test_fit_pipeline);
+    RUN_TEST(test_prefetch_to_device);
     RUN_TEST(test_fmnist_cpu_opencl);
     RUN_TEST(test_two_devices_strict);
     RUN_TEST(test_resident_variables);

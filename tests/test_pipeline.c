@@ -200,6 +200,14 @@ static void test_padded_batch(void)
     wf_dataset_free(r);
 }
 
+static wf_status *cb_identity(void *user, int64_t index, wf_tensor *const *in, int n_in, wf_tensor **out, int *n_out)
+{
+    (void)user, (void)index;
+    for (int i = 0; i < n_in; i++) out[i] = wf_tensor_ref(in[i]);
+    *n_out = n_in;
+    return NULL;
+}
+
 static void test_shuffle(void)
 {
     wf_dataset *r = range_ds(0, 100), *s1 = NULL, *s2 = NULL, *s3 = NULL, *fixed = NULL;
@@ -225,6 +233,18 @@ static void test_shuffle(void)
     CHECK_INT(collect(fixed, NULL, d, 100), 100);
     CHECK(!memcmp(c, d, sizeof c));
     for (int i = 0; i < 100; i++) CHECK(c[i] <= i + 9);
+    /* the same draws over a source read element by element (a map in between) as over indices of a
+     * random-access one: the same order */
+    {
+        wf_map_fn idf = {.fn = cb_identity};
+        wf_dataset *m = NULL, *sm = NULL;
+        CHECK_OK(wf_dataset_map(r, &idf, NULL, &m));
+        CHECK_OK(wf_dataset_shuffle(m, 10, 42, 0, &sm));
+        CHECK_INT(collect(sm, NULL, d, 100), 100);
+        CHECK(!memcmp(c, d, sizeof c));
+        wf_dataset_free(sm);
+        wf_dataset_free(m);
+    }
     CHECK_OK(wf_dataset_shuffle(r, 100, 43, 1, &s3));
     CHECK_INT(collect(s3, NULL, d, 100), 100);
     CHECK(memcmp(a, d, sizeof a) != 0);
@@ -639,6 +659,165 @@ static void test_legacy_view(void)
     wf_tensor_free(y);
 }
 
+/* interleave: element i opens range(10 * i, 10 * i + 3) */
+static wf_status *il_fn(void *user, wf_tensor *const *elem, int n, wf_dataset **out)
+{
+    (void)user, (void)n;
+    int64_t i = *(int64_t *)wf_tensor_data(elem[0]);
+    return wf_dataset_range(10 * i, 10 * i + 3, 1, out);
+}
+
+static void test_interleave(void)
+{
+    wf_dataset *r = range_ds(0, 4), *il = NULL, *ilp = NULL;
+    CHECK_OK(wf_dataset_interleave(r, il_fn, NULL, 2, 2, 1, &il));
+    CHECK_OK(wf_dataset_interleave(r, il_fn, NULL, 2, 2, WF_AUTOTUNE, &ilp));
+    /* tf.data's order for cycle 2, block 2: 0 1 | 10 11 | 2 | 12 | 20 21 | 30 31 | 22 | 32 */
+    int64_t want[12] = {0, 1, 10, 11, 2, 12, 20, 21, 30, 31, 22, 32}, v[16];
+    CHECK_INT(collect(il, NULL, v, 16), 12);
+    for (int i = 0; i < 12; i++) CHECK_INT(v[i], want[i]);
+    CHECK_INT(collect(ilp, NULL, v, 16), 12);
+    for (int i = 0; i < 12; i++) CHECK_INT(v[i], want[i]);
+    wf_dataset_free(ilp);
+    wf_dataset_free(il);
+    wf_dataset_free(r);
+}
+
+static int g_calls;
+static wf_status *cb_count(void *user, int64_t index, wf_tensor *const *in, int n_in, wf_tensor **out, int *n_out)
+{
+    (void)user, (void)index, (void)n_in;
+    __atomic_add_fetch(&g_calls, 1, __ATOMIC_SEQ_CST);
+    out[0] = wf_tensor_ref(in[0]);
+    *n_out = 1;
+    return NULL;
+}
+
+static void test_cache(void)
+{
+    wf_dataset *r = range_ds(0, 20), *m = NULL, *c = NULL, *t = NULL;
+    wf_map_fn fn = {.fn = cb_count};
+    CHECK_OK(wf_dataset_map(r, &fn, NULL, &m));
+    CHECK_OK(wf_dataset_cache(m, NULL, &c));
+    int64_t v[32];
+    g_calls = 0;
+    /* an iteration that stops early caches nothing */
+    CHECK_OK(wf_dataset_take(c, 5, &t));
+    CHECK_INT(collect(t, NULL, v, 32), 5);
+    CHECK_INT(collect(c, NULL, v, 32), 20);
+    CHECK_INT(collect(c, NULL, v, 32), 20);
+    for (int i = 0; i < 20; i++) CHECK_INT(v[i], i);
+    CHECK_INT(g_calls, 25); /* 5 + 20: the third iteration replayed the cache */
+    /* a file cache: written by the first iteration, read by a new dataset (another "process") */
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/weft-test-cache-%d.bin", (int)getpid());
+    remove(path);
+    wf_dataset *fc = NULL, *fc2 = NULL;
+    CHECK_OK(wf_dataset_cache(m, path, &fc));
+    g_calls = 0;
+    CHECK_INT(collect(fc, NULL, v, 32), 20);
+    CHECK(access(path, F_OK) == 0);
+    CHECK_OK(wf_dataset_cache(m, path, &fc2));
+    CHECK_INT(collect(fc2, NULL, v, 32), 20);
+    for (int i = 0; i < 20; i++) CHECK_INT(v[i], i);
+    CHECK_INT(g_calls, 20);
+    /* another pipeline's cache file is refused, naming it */
+    wf_dataset *r2 = range_ds(0, 7), *other = NULL;
+    CHECK_OK(wf_dataset_cache(r2, path, &other));
+    wf_iterator *it = NULL;
+    wf_status *s = wf_dataset_iterator(other, NULL, &it);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK_STR_CONTAINS(wf_status_message(s), path);
+        CHECK_STR_CONTAINS(wf_status_message(s), "another pipeline");
+        wf_status_free(s);
+    }
+    wf_iterator_free(it);
+    /* a truncated cache file is an error naming the file and offset */
+    FILE *f = fopen(path, "r+b");
+    if (f) {
+        fseek(f, 0, SEEK_END);
+        long len = ftell(f);
+        fclose(f);
+        CHECK(truncate(path, len - 5) == 0);
+    }
+    wf_dataset *fc3 = NULL;
+    CHECK_OK(wf_dataset_cache(m, path, &fc3));
+    CHECK_OK(wf_dataset_iterator(fc3, NULL, &it));
+    int errs = 0;
+    for (int k = 0; k < 30 && it; k++) {
+        wf_tensor *x = NULL;
+        int n = 0;
+        wf_status *e = wf_iterator_next(it, &x, 1, &n);
+        if (e) {
+            errs++;
+            CHECK_STR_CONTAINS(wf_status_message(e), "truncated");
+            CHECK_STR_CONTAINS(wf_status_message(e), "at byte");
+            wf_status_free(e);
+            break;
+        }
+        if (!n) break;
+        wf_tensor_free(x);
+    }
+    CHECK_INT(errs, 1);
+    wf_iterator_free(it);
+    remove(path);
+    wf_dataset_free(fc3);
+    wf_dataset_free(other);
+    wf_dataset_free(r2);
+    wf_dataset_free(fc2);
+    wf_dataset_free(fc);
+    wf_dataset_free(t);
+    wf_dataset_free(c);
+    wf_dataset_free(m);
+    wf_dataset_free(r);
+}
+
+static void test_npy_source(void)
+{
+    char a[256], b[256];
+    snprintf(a, sizeof a, "/tmp/weft-test-npy-a-%d.npy", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/weft-test-npy-b-%d.npy", (int)getpid());
+    float xs[6] = {1, 2, 3, 4, 5, 6};
+    int32_t ys[3] = {7, 8, 9};
+    int64_t dx[2] = {3, 2}, dy = 3, dz = 2;
+    wf_tensor *x = NULL, *y = NULL, *z = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, dx, xs, &x));
+    CHECK_OK(wf_tensor_new(WF_I32, 1, &dy, ys, &y));
+    CHECK_OK(wf_npy_write(a, x));
+    CHECK_OK(wf_npy_write(b, y));
+    const char *paths[2] = {a, b};
+    wf_dataset *ds = NULL;
+    CHECK_OK(wf_dataset_npy(paths, 2, &ds));
+    CHECK_INT(wf_dataset_cardinality(ds), 3);
+    wf_iterator *it = NULL;
+    CHECK_OK(wf_dataset_iterator(ds, NULL, &it));
+    for (int k = 0; k < 3 && it; k++) {
+        wf_tensor *t[2];
+        int n = 0;
+        CHECK_OK(wf_iterator_next(it, t, 2, &n));
+        CHECK_INT(n, 2);
+        if (n != 2) break;
+        CHECK_NEAR(((float *)wf_tensor_data(t[0]))[1], xs[2 * k + 1], 0);
+        CHECK_INT(((int32_t *)wf_tensor_data(t[1]))[0], ys[k]);
+        wf_tensor_free(t[0]);
+        wf_tensor_free(t[1]);
+    }
+    wf_iterator_free(it);
+    /* mismatched rows, and a missing file, name the files */
+    CHECK_OK(wf_tensor_new(WF_F32, 1, &dz, NULL, &z));
+    CHECK_OK(wf_npy_write(b, z));
+    wf_dataset *bad = NULL;
+    CHECK_ERR(wf_dataset_npy(paths, 2, &bad), WF_INVALID_ARGUMENT, b);
+    remove(b);
+    CHECK_ERR(wf_dataset_npy(paths, 2, &bad), WF_NOT_FOUND, b);
+    remove(a);
+    wf_dataset_free(ds);
+    wf_tensor_free(x);
+    wf_tensor_free(y);
+    wf_tensor_free(z);
+}
+
 int main(void)
 {
     RUN_TEST(test_range_take_skip_repeat);
@@ -652,5 +831,8 @@ int main(void)
     RUN_TEST(test_ram_budget);
     RUN_TEST(test_checkpoint);
     RUN_TEST(test_legacy_view);
+    RUN_TEST(test_interleave);
+    RUN_TEST(test_cache);
+    RUN_TEST(test_npy_source);
     return check_summary();
 }

@@ -53,7 +53,8 @@ typedef enum wf_code {
     WF_INTERNAL = 7,           /* a bug in weft or a backend library */
     WF_UNAVAILABLE = 8,        /* a driver or device is missing */
     WF_CANCELLED = 9,          /* the run was stopped by another node's error */
-    WF_IO_ERROR = 10           /* reading or writing a file failed */
+    WF_IO_ERROR = 10,          /* reading or writing a file failed */
+    WF_DATA_LOSS = 11          /* a file's content is corrupt: a checksum does not match, a record is cut */
 } wf_code;
 
 typedef struct wf_status wf_status;
@@ -447,7 +448,10 @@ WF_API wf_status *wf_flatten(wf_graph *g, const char *name, wf_output x, int axi
  * unreadable one IO_ERROR, one larger than this machine's memory OUT_OF_MEMORY, each naming the path.
  * Stateful: read at every run, never folded. */
 WF_API wf_status *wf_read_file(wf_graph *g, const char *name, wf_output path, wf_output *out);
-/* A JPEG (libjpeg-turbo, its default islow DCT and fancy upsampling: Pillow's decode, bit for bit) or a
+/* A JPEG (libjpeg-turbo with its default accurate integer IDCT, JDCT_ISLOW, and fancy upsampling:
+ * Pillow's decode, bit for bit. TensorFlow documents its dct_method "" as a system-specific default,
+ * which its libjpeg wrapper makes the fast IDCT, JDCT_IFAST; weft takes the accurate one, so that a
+ * decode can be checked against Pillow exactly and loses nothing to the faster approximation) or a
  * PNG (libpng; 16-bit samples keep their high byte, palettes and transparency are expanded) held in a
  * string scalar, as u8 [height, width, channels]. channels: 0 as stored (JPEG 1 or 3, PNG 1 to 4), 1
  * gray, 3 RGB (PNG also 4, RGBA: opaque alpha added where the file has none). Color to gray is ITU-R 601
@@ -862,10 +866,16 @@ WF_API wf_status *wf_dataset_split(const wf_dataset *ds, double val_fraction, wf
  * wf_dataset_next_batch / wf_dataset_reset: components 0 and 1 of each element. The array-only calls
  * (set_batch, set_shuffle, rows, split) refuse a pipeline with INVALID_ARGUMENT. */
 #define WF_DATASET_MAX_COMPONENTS 8
+typedef struct wf_iterator wf_iterator; /* a running pipeline (below) */
 #define WF_AUTOTUNE (-1)            /* num_parallel_calls, prefetch buffer: tuned while running */
 #define WF_DATASET_INFINITE (-1)    /* wf_dataset_cardinality of a repeat() without count */
 #define WF_DATASET_UNKNOWN (-2)     /* ... after filter, or of files not yet read */
 
+/* The iterator wf_dataset_next_batch reads a pipeline through: NULL before its first call and after
+ * wf_dataset_reset (for wf_dataset_stats, wf_iterator_save and _restore). Owned by the dataset. */
+WF_API wf_iterator *wf_dataset_current_iterator(wf_dataset *ds);
+/* 1 for a pipeline stage, 0 for an array dataset (or NULL). */
+WF_API int wf_dataset_is_pipeline(const wf_dataset *ds);
 /* Elements; WF_DATASET_INFINITE or WF_DATASET_UNKNOWN when not known without running. */
 WF_API int64_t wf_dataset_cardinality(const wf_dataset *ds);
 
@@ -980,7 +990,6 @@ WF_API wf_status *wf_dataset_prefetch_to_device(wf_dataset *in, wf_context *ctx,
                                                 wf_dataset **out);
 
 /* Iterators: a running pipeline. One thread calls next; the stages' own threads are weft's. */
-typedef struct wf_iterator wf_iterator;
 typedef struct wf_iterator_options {
     int cpu_budget;               /* threads for map/interleave/prefetch in all (0: the cores) */
     uint64_t ram_budget;          /* bytes the buffers may hold in all (0: half the machine's RAM);
@@ -1016,6 +1025,14 @@ typedef struct wf_dataset_stage_stats {
 /* Fills up to cap stages' statistics, returns how many there are; *peak_bytes (may be NULL) gets the
  * peak of all buffers together. */
 WF_API int wf_dataset_stats(wf_iterator *it, wf_dataset_stage_stats *out, int cap, int64_t *peak_bytes);
+/* The copies a prefetch_to_device at the pipeline's end made so far (the latest 4096), oldest first:
+ * element index and [start, end) in CLOCK_MONOTONIC nanoseconds, the clock of clock_gettime, so a
+ * training loop can lay its own steps beside them. Returns how many there are (may exceed cap). */
+typedef struct wf_dataset_event {
+    int64_t element;
+    int64_t start_ns, end_ns;
+} wf_dataset_event;
+WF_API int wf_iterator_copy_events(wf_iterator *it, wf_dataset_event *out, int cap);
 
 /* ---- Checkpoints: safetensors files ------------------------------------------------------------ */
 /* Writes n named tensors (host memory; F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL) in the safetensors
@@ -1032,6 +1049,17 @@ WF_API wf_status *wf_safetensors_write(const char *path, int n, const char *cons
  * entries each: release them with wf_safetensors_free. */
 WF_API wf_status *wf_safetensors_read(const char *path, int *n, char ***names, wf_tensor ***tensors);
 WF_API void wf_safetensors_free(int n, char **names, wf_tensor **tensors);
+
+/* ---- Record files: TFRecord --------------------------------------------------------------------- */
+/* CRC32C (Castagnoli), continuing `crc` (0 to start): wf_crc32c(b, nb, wf_crc32c(a, na, 0)) is the CRC
+ * of a followed by b; wf_crc32c("123456789", 9, 0) == 0xE3069283. Uses the SSE4.2 instruction when the
+ * CPU has it. */
+WF_API uint32_t wf_crc32c(const void *data, size_t n, uint32_t crc);
+/* Writes n records as a TFRecord file (as TensorFlow's TFRecordWriter, uncompressed): per record its
+ * u64 little-endian length, the masked CRC32C of the length, the bytes, the masked CRC32C of the bytes.
+ * records[i] may be NULL when lens[i] is 0. Written to a temporary file beside path and renamed, so a
+ * crash leaves the old file or the new one. Errors name the path. */
+WF_API wf_status *wf_tfrecord_write(const char *path, const void *const *records, const size_t *lens, int64_t n);
 /* The file's "__metadata__" as compact JSON text, or *json = NULL when it has none. Caller frees *json
  * with wf_free. */
 WF_API wf_status *wf_safetensors_metadata(const char *path, char **json);
@@ -1350,11 +1378,23 @@ typedef struct wf_fit_options {
     wf_epoch_callback on_epoch_end;
     void *user;
     int initial_epoch;             /* resume: epochs before this one count as done (default 0) */
+    /* appended (issue 16) */
+    int steps_per_execution;       /* the running loss and accuracy stay on the training device and are
+                                      read back every this many steps (Keras's name), when the progress
+                                      bar redraws, and at the end of the epoch; 0 (default): only the
+                                      latter two. 1 reads them after every step (a copy and a wait each) */
+    const char *input_trace;       /* a Chrome trace (JSON) of the training loop written here at the end:
+                                      per step its run and its wait for the next batch, and a pipeline's
+                                      prefetch_to_device copies, on one clock; NULL: none */
 } wf_fit_options;
 
 WF_API void wf_fit_options_init(wf_fit_options *o);
-/* Trains on `train` (features of the model's input shape, labels as the loss wants). The dataset's
- * batching and shuffling are set from o. Progress goes to stdout. *last (may be NULL) receives the
+/* Trains on `train` (features of the model's input shape, labels as the loss wants). An array
+ * dataset's batching and shuffling are set from o (batch_size, shuffle, seed, validation_split); a
+ * pipeline dataset gives its own batches (components 0 and 1), one iteration per epoch, and those
+ * four options do not apply (validation_split is refused: pass validation_data). With a pipeline and
+ * verbose, each epoch ends with a line of its stages' tuned knobs and rates (wf_dataset_stats), and
+ * the bar shows the share of step time spent waiting for input when it is over 20%. Progress goes to stdout. *last (may be NULL) receives the
  * last epoch's logs. A batch that fails (labels out of range, a mismatched batch shape) stops training
  * with an error naming the epoch, the step and the node; that step's updates are not applied. */
 WF_API wf_status *wf_model_fit(wf_model *m, wf_dataset *train, const wf_fit_options *o, wf_epoch_logs *last);

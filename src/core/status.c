@@ -91,7 +91,7 @@ const char *wf_code_name(wf_code code)
 {
     static const char *const names[] = {"OK", "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS",
                                         "OUT_OF_MEMORY", "UNIMPLEMENTED", "FAILED_PRECONDITION",
-                                        "INTERNAL", "UNAVAILABLE", "CANCELLED", "IO_ERROR"};
+                                        "INTERNAL", "UNAVAILABLE", "CANCELLED", "IO_ERROR", "DATA_LOSS"};
     if ((unsigned)code < sizeof names / sizeof names[0]) return names[code];
     return "UNKNOWN";
 }

@@ -556,10 +556,12 @@ typedef struct pf_it {
     bool stop, pulling, paused, ended;
     pthread_t th;
     bool started;
-    /* copy intervals of prefetch_to_device (for the overlap check and the trace) */
-    int64_t *iv;
-    int n_iv, cap_iv;
+    /* prefetch_to_device's latest copies (a ring of COPY_LOG), for wf_iterator_copy_events */
+    wf_dataset_event *log;
+    int64_t n_log, produced;
 } pf_it;
+
+#define COPY_LOG 4096
 
 /* Moves e's tensors to the device. */
 static wf_status *to_device(const pf_p *p, wf__elem *e)
@@ -607,16 +609,9 @@ static void *pf_thread(void *arg)
         wf__pipe_hold(f->base.pipe, f->base.st, it.bytes);
         pthread_mutex_lock(&f->mu);
         f->pulling = false;
-        if (f->p->dev && !it.err && !it.end) {
-            if (f->n_iv + 2 > f->cap_iv) {
-                int cap = f->cap_iv ? 2 * f->cap_iv : 64;
-                int64_t *v = wf__realloc(f->iv, (size_t)f->cap_iv * sizeof *v, (size_t)cap * sizeof *v);
-                if (v) f->iv = v, f->cap_iv = cap;
-            }
-            if (f->n_iv + 2 <= f->cap_iv) {
-                f->iv[f->n_iv++] = t1;
-                f->iv[f->n_iv++] = t2;
-            }
+        if (f->log && !it.end) {
+            if (!it.err) f->log[f->n_log++ % COPY_LOG] = (wf_dataset_event){f->produced, t1, t2};
+            f->produced++;
         }
         if (it.end) f->ended = true;
         f->q[(f->head + f->count) % f->cap] = it;
@@ -712,7 +707,7 @@ static void pf_free(wf__ds_it *it)
     pthread_cond_destroy(&f->cv_prod);
     pthread_cond_destroy(&f->cv_cons);
     wf__free(f->q);
-    wf__free(f->iv);
+    wf__free(f->log);
     wf__free(f);
 }
 
@@ -747,6 +742,7 @@ static wf_status *pf_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int
         s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &f->in);
     }
     if (!s && !(f->q = wf__calloc((size_t)f->cap, sizeof *f->q))) s = wf__oom("a prefetch buffer", (size_t)f->cap * sizeof *f->q);
+    if (!s && pp->dev && !(f->log = wf__calloc(COPY_LOG, sizeof *f->log))) s = wf__oom("a copy log", COPY_LOG * sizeof *f->log);
     if (!s) {
         if (pthread_create(&f->th, NULL, pf_thread, f)) s = wf__status(WF_UNAVAILABLE, "prefetch: cannot start a thread");
         else f->started = true;
@@ -797,16 +793,15 @@ wf_status *wf_dataset_prefetch_to_device(wf_dataset *in, wf_context *ctx, const 
     return wf__ds_new(&pfd_kind, p, in, NULL, in->ncomp, wf_dataset_cardinality(in), fp, out);
 }
 
-int wf__ds_copy_intervals(wf__ds_it *root, int64_t *out, int cap)
+int wf__ds_copy_events(wf__ds_it *root, wf_dataset_event *out, int cap)
 {
     if (!root || root->vt != &pf_vt) return 0;
     pf_it *f = (pf_it *)root;
+    if (!f->log) return 0;
     pthread_mutex_lock(&f->mu);
-    int n = f->n_iv / 2;
-    for (int i = 0; i < n && i < cap; i++) {
-        out[2 * i] = f->iv[2 * i];
-        out[2 * i + 1] = f->iv[2 * i + 1];
-    }
+    int64_t first = f->n_log > COPY_LOG ? f->n_log - COPY_LOG : 0;
+    int n = (int)(f->n_log - first);
+    for (int i = 0; i < n && i < cap && out; i++) out[i] = f->log[(first + i) % COPY_LOG];
     pthread_mutex_unlock(&f->mu);
     return n;
 }

@@ -239,6 +239,9 @@ static wf_status *gather_batch(const wf_dataset *ds, const int64_t *rows, int64_
     return NULL;
 }
 
+wf_iterator *wf_dataset_current_iterator(wf_dataset *ds) { return ds ? ds->legacy : NULL; }
+int wf_dataset_is_pipeline(const wf_dataset *ds) { return ds && ds->kind; }
+
 /* A pipeline's (x, y): components 0 and 1 of its next element, from an iterator made at the first
  * call after a reset. The iterator is the dataset's next iteration, so shuffles reshuffle per epoch. */
 static wf_status *pipeline_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor **y)
@@ -325,6 +328,24 @@ static wf_status *row_of(const wf_tensor *t, int64_t r, wf_tensor **out)
     return NULL;
 }
 
+wf_status *wf__arrays_get(const wf_dataset *ds, int64_t i, wf__elem *out)
+{
+    int64_t r = ds->index[i];
+    wf__elem e = {0};
+    wf_status *s = row_of(ds->x, r, &e.t[0]);
+    e.n = 1;
+    if (!s && ds->y) {
+        s = row_of(ds->y, r, &e.t[1]);
+        e.n = 2;
+    }
+    if (s) {
+        wf__elem_clear(&e);
+        return s;
+    }
+    *out = e;
+    return NULL;
+}
+
 static wf_status *arrays_next(wf__ds_it *it, wf__elem *out, bool *end)
 {
     arrays_it *a = (arrays_it *)it;
@@ -332,20 +353,8 @@ static wf_status *arrays_next(wf__ds_it *it, wf__elem *out, bool *end)
         *end = true;
         return NULL;
     }
-    int64_t r = a->ds->index[a->pos];
-    wf__elem e = {0};
-    wf_status *s = row_of(a->ds->x, r, &e.t[0]);
-    e.n = 1;
-    if (!s && a->ds->y) {
-        s = row_of(a->ds->y, r, &e.t[1]);
-        e.n = 2;
-    }
-    if (s) {
-        wf__elem_clear(&e);
-        return s;
-    }
+    WF__TRY(wf__arrays_get(a->ds, a->pos, out));
     a->pos++;
-    *out = e;
     return NULL;
 }
 

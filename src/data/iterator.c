@@ -362,3 +362,8 @@ wf_status *wf__ds_find_device(wf_context *ctx, const char *spec_text, const stru
     return wf__status(WF_NOT_FOUND, "prefetch_to_device: device '%s' matches no device of the context (%s)", spec_text,
                       list);
 }
+
+int wf_iterator_copy_events(wf_iterator *it, wf_dataset_event *out, int cap)
+{
+    return it ? wf__ds_copy_events(it->root, out, cap) : 0;
+}

@@ -153,15 +153,21 @@ void wf__autotune_stop(wf__pipe *p);
 /* One optimiser round on the stats gathered so far (the thread calls it; tests may too). */
 void wf__autotune_step(wf__pipe *p);
 
-/* Element index → the i-th array-dataset row etc. Array datasets as pipeline sources (dataset.c). */
+/* Array datasets as pipeline sources (dataset.c). */
 wf_status *wf__arrays_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, wf__ds_it **out);
+/* Element i of an array dataset (its stored order). */
+wf_status *wf__arrays_get(const wf_dataset *ds, int64_t i, wf__elem *out);
+/* Sources whose element i can be made directly (arrays, tensor slices, range): shuffle then keeps
+ * indices in its buffer instead of elements, with the same draws, so the order is the same and the
+ * buffer costs 8 bytes an element instead of a copy of the data. */
+bool wf__ds_random_access(const wf_dataset *ds);
+wf_status *wf__ds_get(const wf_dataset *ds, int64_t i, wf__elem *out);
 
 /* The context's device matching a spec ("OPENCL:0"); NOT_FOUND lists the devices. */
 struct wf__device;
 wf_status *wf__ds_find_device(wf_context *ctx, const char *spec, const struct wf__device **out);
-/* prefetch_to_device's copy intervals [start, end) in wf__now_ns time, when root is that stage: pairs
- * into out[0..2*cap), returns how many were recorded. */
-int wf__ds_copy_intervals(wf__ds_it *root, int64_t *out, int cap);
+/* prefetch_to_device's latest copies when root is that stage (wf_iterator_copy_events). */
+int wf__ds_copy_events(wf__ds_it *root, wf_dataset_event *out, int cap);
 
 /* Mixes two 64-bit values into one (splitmix64's finaliser over a sum). */
 uint64_t wf__ds_mix(uint64_t a, uint64_t b);

@@ -279,6 +279,34 @@ static wf_status *slices_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch,
 
 static const wf__ds_kind slices_kind = {"from_tensor_slices", slices_make, slices_free_p};
 
+bool wf__ds_random_access(const wf_dataset *ds)
+{
+    return !ds->kind || ds->kind == &slices_kind || ds->kind == &range_kind;
+}
+
+wf_status *wf__ds_get(const wf_dataset *ds, int64_t i, wf__elem *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!ds->kind) return wf__arrays_get(ds, i, out);
+    if (ds->kind == &range_kind) {
+        const range_p *r = ds->params;
+        int64_t v = r->start + i * r->step;
+        WF__TRY(wf_tensor_new(WF_I64, 0, NULL, &v, &out->t[0]));
+        out->n = 1;
+        return NULL;
+    }
+    const slices_p *p = ds->params;
+    for (int c = 0; c < p->n; c++) {
+        wf_status *s = wf__ds_row(p->t[c], i, &out->t[c]);
+        if (s) {
+            wf__elem_clear(out);
+            return s;
+        }
+        out->n = c + 1;
+    }
+    return NULL;
+}
+
 wf_status *wf__ds_slices(const char *what, wf_tensor *const *t, int n, wf_dataset **out)
 {
     if (n < 1 || n > WF__DS_MAXC)
@@ -618,6 +646,9 @@ typedef struct shuffle_it {
     int64_t count, cap;
     uint64_t rng;
     bool in_end;
+    /* over a random-access source: the buffer holds element indices (see pipeline.h) */
+    const wf_dataset *direct;
+    int64_t *ibuf, next_index, n_src;
 } shuffle_it;
 
 /* Uniform in [0, bound) by rejection (as dataset.c's order). */
@@ -657,9 +688,37 @@ static wf_status *shuffle_fill(shuffle_it *sh, int64_t *in_ns)
     return NULL;
 }
 
+static wf_status *shuffle_direct(shuffle_it *sh, wf__elem *out, bool *end)
+{
+    int64_t t0 = wf__ds_now();
+    while (sh->count < sh->p->buffer && sh->next_index < sh->n_src) {
+        if (sh->count == sh->cap) {
+            int64_t cap = sh->cap ? 2 * sh->cap : 1024;
+            if (cap > sh->p->buffer) cap = sh->p->buffer;
+            int64_t *v = wf__realloc(sh->ibuf, (size_t)sh->cap * sizeof *v, (size_t)cap * sizeof *v);
+            if (!v) return wf__oom("a shuffle buffer", (size_t)cap * sizeof *v);
+            wf__pipe_hold(sh->base.pipe, sh->base.st, (cap - sh->cap) * (int64_t)sizeof *v);
+            sh->ibuf = v;
+            sh->cap = cap;
+        }
+        sh->ibuf[sh->count++] = sh->next_index++;
+    }
+    if (!sh->count) {
+        *end = true;
+        return NULL;
+    }
+    int64_t j = (int64_t)draw_below(&sh->rng, (uint64_t)sh->count);
+    int64_t i = sh->ibuf[j];
+    sh->ibuf[j] = sh->ibuf[--sh->count];
+    WF__TRY(wf__ds_get(sh->direct, i, out));
+    wf__stage_count(&sh->base, wf__ds_now() - t0, out);
+    return NULL;
+}
+
 static wf_status *shuffle_next(wf__ds_it *it, wf__elem *out, bool *end)
 {
     shuffle_it *sh = (shuffle_it *)it;
+    if (sh->direct) return shuffle_direct(sh, out, end);
     int64_t t0 = wf__ds_now(), in_ns = 0;
     WF__TRY(shuffle_fill(sh, &in_ns));
     if (!sh->count) {
@@ -679,8 +738,9 @@ static void shuffle_free(wf__ds_it *it)
 {
     shuffle_it *sh = (shuffle_it *)it;
     wf__ds_it_free(sh->in);
-    for (int64_t i = 0; i < sh->count; i++) wf__elem_clear(&sh->buf[i]);
+    for (int64_t i = 0; sh->buf && i < sh->count; i++) wf__elem_clear(&sh->buf[i]);
     wf__free(sh->buf);
+    wf__free(sh->ibuf);
     wf__stage_fini(it);
     wf__free(sh);
 }
@@ -694,7 +754,12 @@ static wf_status *shuffle_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch
     sh->p = ds->params;
     sh->rng = wf__ds_mix(sh->p->seed, sh->p->reshuffle ? epoch : 0);
     wf_status *s = wf__stage_init(&sh->base, &shuffle_vt, p, "shuffle", depth);
-    if (!s) s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &sh->in);
+    if (!s && wf__ds_random_access(ds->in[0])) {
+        sh->direct = ds->in[0];
+        sh->n_src = wf_dataset_cardinality(ds->in[0]);
+    } else if (!s) {
+        s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &sh->in);
+    }
     if (s) {
         sh->base.vt = &shuffle_vt;
         shuffle_free(&sh->base);

@@ -22,6 +22,8 @@ wf_status *wf__ds_row(const wf_tensor *t, int64_t r, wf_tensor **out);
 /* The WF_STRING forms of the two above (strings.c). */
 wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem *e, int k, int c, wf_tensor **out);
 wf_status *wf__ds_string_row(const wf_tensor *t, int64_t r, wf_tensor **out);
+/* An uninitialised WF_STRING tensor of `bytes` bytes (records and payload), for reading one back. */
+wf_status *wf__ds_string_alloc(int rank, const int64_t *dims, size_t bytes, wf_tensor **out);
 /* A scalar WF_STRING tensor of bytes s[0..n). */
 wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out);
 

@@ -58,3 +58,13 @@ wf_status *wf__ds_stack_strings(const char *stage, int64_t first, const wf__elem
     wf__free(l);
     return s;
 }
+
+wf_status *wf__ds_string_alloc(int rank, const int64_t *dims, size_t bytes, wf_tensor **out)
+{
+    int64_t size = 1;
+    for (int d = 0; d < rank; d++) size *= dims[d];
+    if (bytes < (size_t)size * 16)
+        return wf__status(WF_INVALID_ARGUMENT, "a string tensor of %lld elements needs at least %lld bytes, not %zu",
+                          (long long)size, (long long)size * 16, bytes);
+    return wf__tensor_alloc_strings(rank, dims, bytes - (size_t)size * 16, "a cached element", out);
+}

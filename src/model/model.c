@@ -120,6 +120,58 @@ static wf_status *scalar(wf_graph *g, const char *name, wf_dtype dt, double v, w
     return wf_const_scalar(g, name, dt, v, out);
 }
 
+static wf_status *cast_to(wf_graph *g, const char *name, wf_output x, wf_dtype to, wf_output *y);
+
+/* fit's metrics stay where the step runs: three [1] f32 variables, metrics/loss_sum += loss * n,
+ * metrics/accuracy_sum += accuracy * n and metrics/samples += n (n the batch's rows, from the labels'
+ * shape), assigned by every step. fit reads them back every steps_per_execution steps instead of
+ * fetching the loss after each step, which would be a device-to-host copy and a wait per step. */
+static wf_status *build_metric_sums(wf_model *m)
+{
+    wf_graph *g = m->g;
+    wf_output nb, nf;
+    wf_attr sa[2] = {wf_attr_int("start", 0), wf_attr_int("end", 1)};
+    wf_node *node;
+    T(wf_op(g, "Shape", "metrics/batch_rows", &m->labels, 1, sa, 2, &node));
+    nb = (wf_output){node, 0};
+    T(cast_to(g, "metrics/batch_rows_f", nb, WF_F32, &nf));
+    const char *names[3] = {"metrics/loss_sum", "metrics/accuracy_sum", "metrics/samples"};
+    wf_output vals[3] = {m->train_loss, m->has_acc ? m->train_acc : m->train_loss, nf};
+    int64_t one = 1;
+    wf_tensor *z;
+    T(wf_tensor_new(WF_F32, 1, &one, NULL, &z));
+    wf_status *s = NULL;
+    for (int i = 0; i < 3 && !s; i++) {
+        char nm[96];
+        wf_output v, term, sum, asg;
+        s = wf_variable(g, names[i], z, &v);
+        if (!s && i < 2) {
+            wf_output val;
+            snprintf(nm, sizeof nm, "%s/value_f32", names[i]);
+            s = cast_to(g, nm, vals[i], WF_F32, &val);
+            snprintf(nm, sizeof nm, "%s/term", names[i]);
+            if (!s) s = wf_mul(g, nm, val, nf, &term);
+        } else {
+            term = nf;
+        }
+        snprintf(nm, sizeof nm, "%s/add", names[i]);
+        if (!s) s = wf_add(g, nm, v, term, &sum);
+        snprintf(nm, sizeof nm, "%s/assign", names[i]);
+        if (!s) s = wf_assign(g, nm, v, sum, &asg);
+        if (!s) {
+            wf_output *nt = wf__realloc(m->targets, sizeof *nt * (size_t)m->n_targets, sizeof *nt * (size_t)(m->n_targets + 1));
+            if (!nt) s = wf__oom("the model's targets", sizeof *nt * (size_t)(m->n_targets + 1));
+            else {
+                m->targets = nt;
+                m->targets[m->n_targets++] = asg;
+                m->metric_sum[i] = v;
+            }
+        }
+    }
+    wf_tensor_free(z);
+    return s;
+}
+
 /* ---- dtype policies ---------------------------------------------------------------------------------- */
 
 /* The variables' dtype: the master weights every policy keeps. */
@@ -786,6 +838,8 @@ static wf_status *compile(wf_model *m, wf_context *ctx, const wf_compile_options
     wf_free(ot);
     m->targets = all;
     m->n_targets += no;
+    m->n_step_targets = m->n_targets;
+    T(build_metric_sums(m));
     wf_session_options so;
     wf_session_options_init(&so);
     so.device = o->device;

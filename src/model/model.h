@@ -44,6 +44,11 @@ struct wf_model {
     wf_output train_loss, train_acc, eval_loss, eval_acc;
     wf_output *targets;
     int n_targets;
+    /* fit's running sums on the training device (loss * samples, accuracy * samples, samples), added to
+     * by every training step's targets and read back every steps_per_execution steps (fit.c);
+     * n_step_targets: the targets before them (what wf_model_train_step runs) */
+    wf_output metric_sum[3];
+    int n_step_targets;
     /* dynamic loss scaling (a mixed_float16 layer): the scale and good-step variables; node NULL without */
     wf_output loss_scale, loss_scale_good_steps;
 };

@@ -3,8 +3,9 @@ like weft) and numpy at test time.
 
 make_images.py OUTDIR writes
     rgb.jpg, gray.jpg            37x23 JPEGs at quality 90 (the RGB one 4:2:0 subsampled, Pillow's default)
-    rgb444.jpg                   the RGB image without subsampling
-    gray.png, rgb.png, rgba.png  37x23 PNGs (8-bit L, RGB, RGBA), and rgb16.png (16-bit RGB)
+    rgb444.jpg, progressive.jpg  the RGB image without subsampling, and progressive (4:2:0)
+    gray.png, rgb.png, rgba.png  37x23 PNGs (8-bit L, RGB, RGBA), rgb16.png (16-bit RGB) and palette.png
+                                 (16 colours, one of them transparent)
     NAME_cK.npy                  the image NAME decoded by Pillow to K channels (0: as stored), u8 [H, W, C]:
                                  JPEG gray output through Pillow's draft("L") (libjpeg's own YCbCr to gray
                                  conversion, as weft asks of libjpeg), every other conversion with
@@ -50,7 +51,8 @@ def main():
     Image.fromarray(rgb, "RGB").save(os.path.join(out, "rgb.jpg"), quality=90)
     Image.fromarray(rgb, "RGB").save(os.path.join(out, "rgb444.jpg"), quality=90, subsampling=0)
     Image.fromarray(gray, "L").save(os.path.join(out, "gray.jpg"), quality=90)
-    for name in ("rgb", "rgb444"):
+    Image.fromarray(rgb, "RGB").save(os.path.join(out, "progressive.jpg"), quality=90, progressive=True)
+    for name in ("rgb", "rgb444", "progressive"):
         p = os.path.join(out, name + ".jpg")
         with Image.open(p) as im:
             save(name + "_c0", arr(im, 3))
@@ -76,6 +78,12 @@ def main():
     save("rgb_png_c4", arr(Image.fromarray(rgb, "RGB").convert("RGBA"), 4))
     save("rgba_png_c0", rgba)
     save("rgba_png_c3", arr(Image.fromarray(rgba, "RGBA").convert("RGB"), 3))
+    # a palette with one transparent entry (tRNS): expanded to RGBA
+    pal = Image.fromarray(rgb, "RGB").quantize(16)
+    pal.save(os.path.join(out, "palette.png"), transparency=3)
+    with Image.open(os.path.join(out, "palette.png")) as im:
+        save("palette_png_c0", arr(im.convert("RGBA"), 4))
+        save("palette_png_c3", arr(im.convert("RGB"), 3))
     # 16-bit RGB, written by numpy's bytes and Pillow's PNG encoder for raw 16-bit rows is not
     # available: write it with zlib directly (a valid PNG: signature, IHDR, one IDAT, IEND)
     import struct

@@ -3,7 +3,9 @@ attribute fuzzer writes its own, one per registered op). ONNX: a few small, vali
 them reach initializers (raw, typed and external data), graph inputs with defaults, attributes of every
 kind, the ops with opset-specific handlers, and an unsupported op. .npy: every dtype in format versions
 1.0, 2.0 and 3.0, scalars, empty and 8-dim arrays. safetensors: every dtype, metadata, escapes, empty
-tensors. Run: python3 make_seeds.py OUT_DIR."""
+tensors. TFRecord (OUT_DIR/tfrecord): small files of records, an empty record, a gzip one. CSV
+(OUT_DIR/csv): files with quotes, escapes, CRLF and empty fields, after the two option bytes that
+fuzz_csv.c reads first. Run: python3 make_seeds.py OUT_DIR."""
 import io
 import json
 import os
@@ -82,6 +84,32 @@ def safetensors_seeds(out):
     return 4
 
 
+def records_seeds(out):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+    import gzip
+    from make_records import CSV, tfrecord
+    os.makedirs(os.path.join(out, "tfrecord"), exist_ok=True)
+    os.makedirs(os.path.join(out, "csv"), exist_ok=True)
+    tf = {"one": [b"a"], "empty": [b""], "three": [b"x" * 40, b"", b"\x00\xff" * 9],
+          "gzip": [b"hello", b"world"]}
+    for name, recs in tf.items():
+        data = tfrecord(recs)
+        if name == "gzip":
+            data = gzip.compress(data, mtime=0)
+        with open(os.path.join(out, "tfrecord", name + ".tfrecord"), "wb") as f:
+            f.write(data)
+    # option bytes: a = header | delimiter << 1 | small row limit (8) | defaults << 4; b = columns - 1 |
+    # types << 2 | selection (0x80) | selection counted from the header (0x40)
+    csvs = {"quotes": (b"\xf1\x17", CSV), "plain": (b"\x00\x02", b"1,2.5,x\n3,4,y\n"),
+            "tabs": (b"\x05\x0b", b"a\tb\n\"1\t2\"\t3\r\n\n4\t\"\"\n"),
+            "select": (b"\x01\xc1", b"a,b,c,d\n1,2,3,4\n5,,7,8"),
+            "bad": (b"\x00\x01", b"1,\"open\n2,x\"y\n")}
+    for name, (opt, text) in csvs.items():
+        with open(os.path.join(out, "csv", name + ".csv"), "wb") as f:
+            f.write(opt + text)
+    return len(tf), len(csvs)
+
+
 def image_seeds(out):
     """Small JPEGs (gray, RGB 4:2:0 and 4:4:4, progressive) and PNGs (every colour type, 1 to 16 bits,
     a palette with transparency), written by Pillow."""
@@ -111,6 +139,7 @@ def image_seeds(out):
 
 
 def main(out):
+    n_tf, n_csv = records_seeds(out)
     n_img = image_seeds(os.path.join(out, "image"))
     n_npy = npy_seeds(os.path.join(out, "npy"))
     n_st = safetensors_seeds(os.path.join(out, "safetensors"))
@@ -166,7 +195,7 @@ def main(out):
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(m.SerializeToString())
-    print(f"{len(seeds)} onnx, {n_npy} npy, {n_st} safetensors, {n_img} image seeds")
+    print(f"{len(seeds)} onnx, {n_npy} npy, {n_st} safetensors, {n_tf} tfrecord, {n_csv} csv, {n_img} image seeds")
 
 
 if __name__ == "__main__":

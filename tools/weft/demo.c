@@ -32,7 +32,8 @@ typedef struct demo_opts {
     const char *device, *data, *trace, *export_onnx, *save;
     int strict, epochs, threads, quiet, time_steps, cnn, print_losses;
     long batch;
-    const char *save_init;
+    const char *save_init, *input_trace;
+    int no_prefetch, steps_per_execution;
     double lr;
     uint64_t seed;
     wf_dtype_policy policy;
@@ -44,7 +45,8 @@ static void usage(FILE *f)
                "                 [--lr X] [--seed N] [--data DIR] [--trace FILE.json] [--export-onnx FILE]\n"
                "                 [--save FILE.safetensors] [--quiet] [--time-steps N] [--model mlp|cnn]\n"
                "                 [--save-initial FILE.safetensors] [--print-losses N]\n"
-               "                 [--policy float32|mixed_float16|mixed_bfloat16]\n"
+               "                 [--policy float32|mixed_float16|mixed_bfloat16] [--no-prefetch]\n"
+               "                 [--input-trace FILE.json] [--steps-per-execution N]\n"
                "Trains Flatten -> Dense(128, relu) -> Dense(10, softmax) on Fashion-MNIST (default: 5 epochs,\n"
                "batch 32, Adam lr 1e-3, data in " DEFAULT_DATA ").\n"
                "--model cnn trains Conv2D(32, 3x3, relu) -> MaxPool(2) -> Conv2D(64, 3x3, relu) -> MaxPool(2)\n"
@@ -53,6 +55,12 @@ static void usage(FILE *f)
                "in bf16 / f16 with f32 variables, loss and metrics; mixed_float16 adds dynamic loss scaling.\n"
                "--save-initial writes the initial weights before any step; --print-losses N trains N steps on\n"
                "the first N batches in file order (no shuffle) and prints each step's loss, then exits.\n"
+               "The input is an input pipeline (wf_dataset_*): the IDX files, shuffle (a buffer of the whole\n"
+               "set, reshuffled each epoch), batch, then prefetch_to_device(SPEC, 2) onto --device when it is\n"
+               "not the CPU, else prefetch(AUTOTUNE); --no-prefetch leaves the prefetch out (to compare).\n"
+               "--input-trace writes a Chrome trace of every step's run and input wait beside the prefetch\n"
+               "copies; --steps-per-execution N reads the running metrics back every N steps (default: only\n"
+               "when the progress bar redraws and at each epoch's end).\n"
                "--device runs every node on SPEC (soft placement: nodes it cannot run fall back, with the\n"
                "reason; --strict makes that an error). --time-steps N times N training steps and exits (with an\n"
                "explicit --trace, it then traces one more step and prints its summary).\n"
@@ -74,6 +82,25 @@ static wf_status *load(const char *dir, const char *split, wf_dataset **ds)
     o.scale = 1;
     o.label_dtype = WF_I64;
     return wf_dataset_from_idx(im, lb, &o, ds);
+}
+
+/* The training input, built with the input-pipeline API as the seeds describe it: the IDX arrays,
+ * shuffle over the whole set (a new order each epoch from the seed), batch, and a prefetch: onto the
+ * training device when it is not the CPU (its copies overlap the running step), else on the host. */
+static wf_status *input_pipeline(wf_context *ctx, wf_dataset *train, const demo_opts *o, wf_dataset **out)
+{
+    wf_dataset *sh = NULL, *b = NULL;
+    wf_status *s = wf_dataset_shuffle(train, wf_dataset_num_samples(train), o->seed, 1, &sh);
+    if (!s) s = wf_dataset_batch(sh, o->batch, 0, &b);
+    wf_dataset_free(sh);
+    if (s || o->no_prefetch) {
+        *out = b;
+        return s;
+    }
+    int cpu = !o->device || !strncmp(o->device, "CPU", 3) || strstr(o->device, "device:CPU");
+    s = cpu ? wf_dataset_prefetch(b, WF_AUTOTUNE, out) : wf_dataset_prefetch_to_device(b, ctx, o->device, 2, out);
+    wf_dataset_free(b);
+    return s;
 }
 
 /* One line per device of where a training step runs, and every node that left the requested
@@ -269,6 +296,9 @@ static int parse(int argc, char **argv, demo_opts *o)
         } else if (!strcmp(a, "--export-onnx")) { VALUE("FILE"); o->export_onnx = v; }
         else if (!strcmp(a, "--save")) { VALUE("FILE.safetensors"); o->save = v; }
         else if (!strcmp(a, "--quiet")) o->quiet = 1;
+        else if (!strcmp(a, "--no-prefetch")) o->no_prefetch = 1;
+        else if (!strcmp(a, "--input-trace")) { VALUE("FILE.json"); o->input_trace = v; }
+        else if (!strcmp(a, "--steps-per-execution")) INT(0, 1000000, o->steps_per_execution);
         else return cli_usage_error("demo", "unknown option '%s' (see 'weft demo --help')", a);
 #undef INT
 #undef VALUE
@@ -278,6 +308,7 @@ static int parse(int argc, char **argv, demo_opts *o)
     if (!o->time_steps && !o->print_losses) {
         if (o->save && cli_check_writable("demo", "--save", o->save, "")) return 1;
         if (o->export_onnx && cli_check_writable("demo", "--export-onnx", o->export_onnx, "")) return 1;
+        if (o->input_trace && cli_check_writable("demo", "--input-trace", o->input_trace, "")) return 1;
         /* the default trace goes to the current folder, which may be read-only: say how to skip it */
         if (o->trace && *o->trace &&
             cli_check_writable("demo", "--trace", o->trace,
@@ -297,7 +328,7 @@ int cmd_demo(int argc, char **argv)
     co.inter_op_threads = co.intra_op_threads = o.threads;
     wf_context *ctx = NULL;
     wf_model *m = NULL;
-    wf_dataset *train = NULL, *test = NULL;
+    wf_dataset *train = NULL, *test = NULL, *pipe = NULL;
     wf_trace *trace = NULL;
     char *text = NULL;
     wf_tensor *x = NULL, *y = NULL;
@@ -353,19 +384,20 @@ int cmd_demo(int argc, char **argv)
         printf("\ntraining: Adam (lr %g), sparse categorical cross-entropy, batch %ld, %d epochs, policy %s\n", o.lr,
                o.batch, o.epochs, wf_policy_name(o.policy));
     }
+    if ((s = input_pipeline(ctx, train, &o, &pipe))) goto out;
     wf_fit_options fo;
     wf_fit_options_init(&fo);
     fo.epochs = o.epochs;
-    fo.batch_size = o.batch;
-    fo.seed = o.seed;
     fo.verbose = o.quiet ? 0 : 1;
+    fo.input_trace = o.input_trace;
+    fo.steps_per_execution = o.steps_per_execution;
     double *ep = calloc((size_t)o.epochs, sizeof *ep);
     if (!ep) goto out;
     double t0 = now_s();
     demo_epochs de = {ep, 0};
     fo.on_epoch_end = on_epoch;
     fo.user = &de;
-    s = wf_model_fit(m, train, &fo, NULL);
+    s = wf_model_fit(m, pipe, &fo, NULL);
     double train_s = now_s() - t0;
     if (s) {
         free(ep);
@@ -411,6 +443,7 @@ out:
     wf_tensor_free(y);
     wf_trace_free(trace);
     wf_model_free(m);
+    wf_dataset_free(pipe);
     wf_dataset_free(train);
     wf_dataset_free(test);
     wf_context_free(ctx);
