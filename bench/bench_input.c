@@ -3,7 +3,7 @@
  * the seeds' pipeline over a folder of JPEGs (bench/make_jpegs.py makes one), built with the public
  * tf.data-style API, timed per epoch, with the stages' statistics and the process's peak RSS.
  *
- *   files (DIR/ *.jpg, bytewise sorted) -> map(ReadFile -> DecodeJpeg(channels 3) -> Cast f32 ->
+ *   list_files(DIR/ *.jpg, not shuffled: bytewise sorted) -> map(ReadFile -> DecodeJpeg(channels 3) -> Cast f32 ->
  *   Resize to 224x224 (bilinear, half-pixel centres: tf.image.resize's default) ->
  *   StatelessRandomBrightness(max_delta 0.2) -> Div 255, num_parallel_calls P, deterministic, seed S)
  *   -> batch(32) -> prefetch(F)
@@ -18,10 +18,6 @@
  * image whose kernels are too small to split well, and T parallel calls each splitting over T cores
  * would oversubscribe the machine (tf.data runs its map functions' kernels inline on its own threads
  * too). --intra-op N changes that for experiments.
- *
- * The file list is made here with glob(3) and wf_dataset_from_tensor_slices over a WF_STRING tensor,
- * in the order wf_dataset_list_files documents (bytewise sorted); list_files is declared but lands on
- * main later.
  *
  * usage: bench_input --dir DIR [--threads T] [--parallel N|autotune] [--prefetch N|autotune]
  *                    [--epochs E] [--warmup B] [--ram-budget MB] [--files N] [--batch B] [--size S]
@@ -39,7 +35,6 @@
  * consumer waited, then sees it fill: the bounded-memory run uses it to hold the RAM budget to account.
  */
 #define _GNU_SOURCE
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,28 +79,6 @@ static void rss_mb(double *peak, double *now)
         struct rusage ru;
         if (!getrusage(RUSAGE_SELF, &ru)) *peak = ru.ru_maxrss / 1024.0;
     }
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* The paths of DIR/ *.jpg, bytewise sorted, as a WF_STRING vector (at most max of them when max > 0). */
-static wf_status *list_jpegs(const char *dir, int64_t max, wf_tensor **out, int64_t *n)
-{
-    char pat[4096];
-    snprintf(pat, sizeof pat, "%s/*.jpg", dir);
-    glob_t gl;
-    int rc = glob(pat, GLOB_NOSORT, NULL, &gl);
-    if (rc == GLOB_NOMATCH || (rc == 0 && gl.gl_pathc == 0)) {
-        if (rc == 0) globfree(&gl);
-        return wf_status_new(WF_NOT_FOUND, "no files match %s", pat);
-    }
-    if (rc) return wf_status_new(WF_IO_ERROR, "glob(%s) failed (%d)", pat, rc);
-    qsort(gl.gl_pathv, gl.gl_pathc, sizeof *gl.gl_pathv, cmp_str);
-    *n = (int64_t)gl.gl_pathc;
-    if (max > 0 && *n > max) *n = max;
-    wf_status *s = wf_tensor_new_strings(1, n, (const char *const *)gl.gl_pathv, NULL, out);
-    globfree(&gl);
-    return s;
 }
 
 typedef struct map_graph {
@@ -159,12 +132,14 @@ static wf_status *build_map(const opts *o, map_graph *m)
 static wf_status *build_pipeline(const opts *o, map_graph *m, wf_dataset **out, int64_t *n_files)
 {
     wf_status *s;
-    wf_tensor *paths = NULL;
-    wf_dataset *files = NULL, *mapped = NULL, *batched = NULL;
+    wf_dataset *listed = NULL, *taken = NULL, *mapped = NULL, *batched = NULL;
+    char pat[4096];
     *out = NULL;
-    s = list_jpegs(o->dir, o->files, &paths, n_files);
-    if (!s) s = wf_dataset_from_tensor_slices(&paths, 1, &files);
-    wf_tensor_free(paths);
+    snprintf(pat, sizeof pat, "%s/*.jpg", o->dir);
+    s = wf_dataset_list_files(pat, 0, 0, &listed);
+    if (!s && o->files > 0) s = wf_dataset_take(listed, o->files, &taken);
+    wf_dataset *files = taken ? taken : listed;
+    if (!s) *n_files = wf_dataset_cardinality(files);
     if (!s) s = build_map(o, m);
     if (!s) {
         wf_map_fn fn = {0};
@@ -185,7 +160,8 @@ static wf_status *build_pipeline(const opts *o, map_graph *m, wf_dataset **out, 
     }
     if (!s) s = wf_dataset_batch(mapped, o->batch, 0, &batched);
     if (!s) s = wf_dataset_prefetch(batched, o->prefetch, out);
-    wf_dataset_free(files);
+    wf_dataset_free(listed);
+    wf_dataset_free(taken);
     wf_dataset_free(mapped);
     wf_dataset_free(batched);
     return s;
