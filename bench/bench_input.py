@@ -38,7 +38,8 @@ from Fashion-MNIST (256x256 RGB, quality 90, Pillow/libjpeg-turbo; that file say
     the consumer sleeps 1.5 s after every 16th batch (so the prefetch buffer that AUTOTUNE grew while
     the consumer waited does fill, up to the budget); peak RSS (VmHWM of the whole process) against
     budget + 100 MB = 356 MB, and the buffers' own peak against 256 MB.
-    The CPU time per image is also the figure to read against the issue's goals on a busy host.
+    On a busy host the ratio of the CPU times per image is the steadier comparison of the two
+    pipelines' efficiency (it says nothing about scaling, which needs quiet cores).
 (3) Batches against references: weft's first 2 batches (64 images, iteration 0, seed 42) from
     bench_input --dump, against
       - Pillow (its decode, libjpeg-turbo's accurate integer IDCT, which weft's DecodeJpeg uses too and
