@@ -16,7 +16,8 @@ Colour: the gray image g in [0, 1] blends a background and a foreground colour p
 three channels differ and the JPEG's chroma (4:2:0, Pillow's default at quality 90) carries something.
 
 Idempotent: DIR/manifest.txt records N, S, Q and the source; when it matches and every file is there,
-nothing is written. Files are written to a temporary name and renamed, the manifest last, so an
+nothing is written; otherwise the images are written again and other *.jpg files in DIR are removed
+(the pipeline lists DIR/*.jpg). Files are written to a temporary name and renamed, the manifest last, so an
 interrupted run is redone next time.
 """
 import argparse
@@ -104,6 +105,11 @@ def main():
         Image.fromarray(rgb, "RGB").save(buf, format="JPEG", quality=args.quality)
         total += buf.tell()
         write_atomic(os.path.join(args.dir, "img_%05d.jpg" % i), buf.getvalue())
+    # files of an earlier, larger folder would join list_files's pattern
+    keep = {"img_%05d.jpg" % i for i in range(args.n)}
+    for name in os.listdir(args.dir):
+        if name.endswith(".jpg") and name not in keep:
+            os.remove(os.path.join(args.dir, name))
     write_atomic(os.path.join(args.dir, "labels.txt"), "".join("%d\n" % y for y in ys).encode())
     write_atomic(os.path.join(args.dir, "manifest.txt"), manifest_text(args.n, args.size, args.quality).encode())
     print("%s: wrote %d JPEGs of %dx%d, quality %d, %.1f MB (Pillow %s, libjpeg-turbo %s)" % (
