@@ -16,8 +16,8 @@
  * Threads: --threads T is the iterator's cpu_budget (the map's threads; AUTOTUNE tunes up to it). The
  * map's session runs on its own context with one inter-op and one intra-op thread: each call is one
  * image whose kernels are too small to split well, and T parallel calls each splitting over T cores
- * would oversubscribe the machine (tf.data runs its map functions' kernels inline on its own threads
- * too). --intra-op N changes that for experiments.
+ * would oversubscribe the machine (the tf.data peer sets max_intra_op_parallelism 1 for the same
+ * reason). --intra-op N changes that for experiments; on 2 cores, 0 (the cores) made no difference.
  *
  * usage: bench_input --dir DIR [--threads T] [--parallel N|autotune] [--prefetch N|autotune]
  *                    [--epochs E] [--warmup B] [--ram-budget MB] [--files N] [--batch B] [--size S]
@@ -34,7 +34,7 @@
  * training step that is sometimes slow), so that AUTOTUNE, having grown the prefetch buffer while the
  * consumer waited, then sees it fill: the bounded-memory run uses it to hold the RAM budget to account.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE /* clock_gettime, nanosleep under -std=c11 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
