@@ -286,7 +286,7 @@ if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
         tail -n 1 build-asan/test_cli.log; result asan:test_cli $rc build-asan/test_cli.log
         ASAN_OPTIONS=detect_leaks=1 sh tests/cli/test_placement.sh build-asan/weft >build-asan/test_placement.log 2>&1; rc=$?
         tail -n 1 build-asan/test_placement.log; result asan:test_placement $rc build-asan/test_placement.log
-        note "libFuzzer: the ONNX loader, the .npy, safetensors, TFRecord and CSV readers, the graph builder's attributes (short runs, fixed seeds)"
+        note "libFuzzer: the ONNX loader, the .npy, safetensors, TFRecord and CSV readers, the JPEG and PNG decoders, the graph builder's attributes (short runs, fixed seeds)"
         sh scripts/fuzz.sh short >build-fuzz.log 2>&1; rc=$?; tail -n 3 build-fuzz.log; result fuzz:short $rc
     else
         result "asan:build" 1
@@ -294,10 +294,10 @@ if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
 fi
 
 if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
-    note "ThreadSanitizer build (executor and sessions)"
+    note "ThreadSanitizer build (executor, sessions, input pipelines)"
     if configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_SANITIZE=thread -DWEFT_BENCH=OFF; then
         # TSan needs a fixed memory layout on kernels with large mmap randomisation.
-        for t in test_executor test_session test_overlap test_dnnl test_ocl_index test_image; do
+        for t in test_executor test_session test_overlap test_dnnl test_ocl_index test_image test_pipeline; do
             TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
                 setarch "$(uname -m)" -R build-tsan/tests/$t >build-tsan/$t.log 2>&1
             rc=$?

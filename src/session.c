@@ -695,35 +695,97 @@ wf_status *wf_session_set_variable(wf_session *s, const char *name, const wf_ten
     return st;
 }
 
-wf_status *wf_session_save(wf_session *s, const char *path)
+/* Checkpoint entries for input-pipeline positions: "__iterator__/NAME" (an i64 tensor from
+ * wf_iterator_save). No graph node can have that name ("/" after "__iterator__" is legal, but the
+ * prefix is reserved here), so restore tells them from variables. */
+#define ITER_PREFIX "__iterator__/"
+
+wf_status *wf_session_save_iterators(wf_session *s, const char *path, wf_iterator *const *its,
+                                     const char *const *it_names, int n_its)
 {
-    if (!s || !path) return wf__status(WF_INVALID_ARGUMENT, "wf_session_save: NULL argument");
+    if (!s || !path || (n_its && (!its || !it_names)) || n_its < 0)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_session_save: NULL argument");
     pthread_mutex_lock(&s->mu);
     wf_status *st = scan_variables(s);
-    int n = s->n_vars, taken = 0;
-    const char **names = wf__malloc(sizeof *names * (size_t)(n ? n : 1));
-    wf_tensor **vals = wf__malloc(sizeof *vals * (size_t)(n ? n : 1));
-    if (!st && (!names || !vals)) st = wf__oom("a checkpoint", sizeof *vals * (size_t)n);
+    int n = s->n_vars, taken = 0, total = n + n_its;
+    const char **names = wf__calloc((size_t)(total ? total : 1), sizeof *names);
+    char **owned = wf__calloc((size_t)(n_its ? n_its : 1), sizeof *owned);
+    wf_tensor **vals = wf__calloc((size_t)(total ? total : 1), sizeof *vals);
+    if (!st && (!names || !vals || !owned)) st = wf__oom("a checkpoint", sizeof *vals * (size_t)total);
     for (; !st && taken < n; taken++) {
         names[taken] = s->var_node[taken]->name; /* nodes live as long as the graph */
         vals[taken] = wf_tensor_ref(s->var_value[taken]);
     }
     pthread_mutex_unlock(&s->mu);
     for (int i = 0; !st && i < taken; i++) st = to_host(&vals[i]);
-    if (!st) st = wf_safetensors_write(path, n, (const char *const *)names, vals, "{\"format\":\"weft variables\"}");
-    for (int i = 0; i < taken; i++) wf_tensor_free(vals[i]);
+    for (int k = 0; !st && k < n_its; k++) {
+        if (!its[k] || !it_names[k] || !*it_names[k]) {
+            st = wf__status(WF_INVALID_ARGUMENT, "wf_session_save_iterators: iterator %d or its name is missing", k);
+            break;
+        }
+        size_t len = strlen(ITER_PREFIX) + strlen(it_names[k]) + 1;
+        if (!(owned[k] = wf__malloc(len))) st = wf__oom("a checkpoint name", len);
+        else {
+            snprintf(owned[k], len, ITER_PREFIX "%s", it_names[k]);
+            names[n + k] = owned[k];
+            st = wf_iterator_save(its[k], &vals[n + k]);
+        }
+    }
+    if (!st) st = wf_safetensors_write(path, total, (const char *const *)names, vals, "{\"format\":\"weft variables\"}");
+    for (int i = 0; vals && i < total; i++) wf_tensor_free(vals[i]);
+    for (int k = 0; owned && k < n_its; k++) wf__free(owned[k]);
+    wf__free(owned);
     wf__free(names);
     wf__free(vals);
     return st;
 }
 
-wf_status *wf_session_restore(wf_session *s, const char *path)
+wf_status *wf_session_save(wf_session *s, const char *path)
 {
-    if (!s || !path) return wf__status(WF_INVALID_ARGUMENT, "wf_session_restore: NULL argument");
+    return wf_session_save_iterators(s, path, NULL, NULL, 0);
+}
+
+wf_status *wf_session_restore_iterators(wf_session *s, const char *path, wf_iterator *const *its,
+                                        const char *const *it_names, int n_its)
+{
+    if (!s || !path || (n_its && (!its || !it_names)) || n_its < 0)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_session_restore: NULL argument");
     int n = 0;
     char **names = NULL;
     wf_tensor **vals = NULL;
     WF__TRY(wf_safetensors_read(path, &n, &names, &vals));
+    /* the iterators' positions first (each is checked against its pipeline before anything changes),
+     * then the variables; the positions are kept out of the variables' check */
+    int *slot = wf__calloc((size_t)(n_its ? n_its : 1), sizeof *slot);
+    wf_status *ist = slot ? NULL : wf__oom("a restore", sizeof *slot * (size_t)n_its);
+    for (int k = 0; !ist && k < n_its; k++) {
+        slot[k] = -1;
+        for (int i = 0; i < n; i++)
+            if (!strncmp(names[i], ITER_PREFIX, strlen(ITER_PREFIX)) && it_names[k] &&
+                !strcmp(names[i] + strlen(ITER_PREFIX), it_names[k]))
+                slot[k] = i;
+        if (slot[k] < 0)
+            ist = wf__status(WF_NOT_FOUND, "%s: the checkpoint has no position for iterator '%s'", path,
+                             it_names[k] ? it_names[k] : "(null)");
+    }
+    for (int k = 0; !ist && k < n_its; k++) ist = wf_iterator_restore(its[k], vals[slot[k]]);
+    wf__free(slot);
+    if (ist) {
+        wf_safetensors_free(n, names, vals);
+        return ist;
+    }
+    /* drop the positions from the list the variables are matched against */
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strncmp(names[i], ITER_PREFIX, strlen(ITER_PREFIX))) {
+            wf__free(names[i]);
+            wf_tensor_free(vals[i]);
+            continue;
+        }
+        names[kept] = names[i];
+        vals[kept++] = vals[i];
+    }
+    n = kept;
     pthread_mutex_lock(&s->mu);
     wf_status *st = scan_variables(s);
     int *map = wf__malloc(sizeof(int) * (size_t)(s->n_vars ? s->n_vars : 1));
@@ -754,6 +816,11 @@ wf_status *wf_session_restore(wf_session *s, const char *path)
     wf__free(map);
     wf_safetensors_free(n, names, vals);
     return st;
+}
+
+wf_status *wf_session_restore(wf_session *s, const char *path)
+{
+    return wf_session_restore_iterators(s, path, NULL, NULL, 0);
 }
 
 wf_status *wf_session_placement(wf_session *s, const wf_feed *feeds, int n_feeds, const wf_output *fetches,

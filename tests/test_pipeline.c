@@ -818,8 +818,384 @@ static void test_npy_source(void)
     wf_tensor_free(z);
 }
 
+/* ---- the seeds' image pipeline against Pillow + numpy, and its determinism --------------------------- */
+
+enum { IMG_N = 40, IMG_H = 48, IMG_W = 56, IMG_SEED = 1234, IMG_BATCH = 8 };
+#define IMG_DELTA 32.0
+static char g_root[512];
+static int g_have_imgs;
+
+static int sh(const char *cmd)
+{
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+/* The seeds' map as a graph: path -> ReadFile -> DecodeJpeg(3) -> f32 -> Resize(H, W) bilinear
+ * half-pixel -> brightness(IMG_DELTA) -> flip left-right -> / 255. */
+typedef struct img_fn {
+    wf_graph *g;
+    wf_output path, seed, out;
+} img_fn;
+
+static void img_fn_build(img_fn *f)
+{
+    memset(f, 0, sizeof *f);
+    CHECK_OK(wf_graph_new(&f->g));
+    wf_graph *g = f->g;
+    int64_t two = 2, three = 3, zero = 0, sizes[3] = {IMG_H, IMG_W, 3};
+    wf_output bytes, img, fimg, roi, scales, sz, rs, br, fl, inv;
+    wf_tensor *e = NULL, *szt = NULL;
+    CHECK_OK(wf_placeholder(g, "path", WF_STRING, 0, NULL, &f->path));
+    CHECK_OK(wf_placeholder(g, "seed", WF_I64, 1, &two, &f->seed));
+    CHECK_OK(wf_read_file(g, "read", f->path, &bytes));
+    CHECK_OK(wf_decode_jpeg(g, "decode", bytes, 3, &img));
+    CHECK_OK(wf_convert_image_dtype(g, "to_f32_255", img, WF_F32, &fimg)); /* [0, 1] */
+    CHECK_OK(wf_const_scalar(g, "c255", WF_F32, 255.0, &inv));
+    CHECK_OK(wf_mul(g, "scale255", fimg, inv, &fimg)); /* back to [0, 255] as decode_jpeg + cast */
+    CHECK_OK(wf_tensor_new(WF_F32, 1, &zero, NULL, &e));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, &three, sizes, &szt));
+    CHECK_OK(wf_const(g, "roi", e, &roi));
+    CHECK_OK(wf_const(g, "scales", e, &scales));
+    CHECK_OK(wf_const(g, "sizes", szt, &sz));
+    wf_output rin[4] = {fimg, roi, scales, sz};
+    wf_attr ra[2] = {wf_attr_string("mode", "linear"), wf_attr_string("coordinate_transformation_mode", "half_pixel")};
+    wf_node *rn = NULL;
+    CHECK_OK(wf_op(g, "Resize", "resize", rin, 4, ra, 2, &rn));
+    rs = (wf_output){rn, 0};
+    CHECK_OK(wf_random_brightness(g, "brightness", rs, f->seed, IMG_DELTA, &br));
+    CHECK_OK(wf_random_flip_left_right(g, "flip", br, f->seed, &fl));
+    wf_output k;
+    CHECK_OK(wf_const_scalar(g, "inv255", WF_F32, 1.0 / 255.0, &k));
+    CHECK_OK(wf_mul(g, "out", fl, k, &f->out));
+    wf_tensor_free(e);
+    wf_tensor_free(szt);
+}
+
+static wf_dataset *img_pipeline(img_fn *f, const char *dir, int shuffle, int parallel, int ignore)
+{
+    char pat[700];
+    snprintf(pat, sizeof pat, "%s/*.jpg", dir);
+    wf_dataset *files = NULL, *m = NULL, *ig = NULL, *b = NULL, *p = NULL;
+    CHECK_OK(wf_dataset_list_files(pat, shuffle, 77, &files));
+    wf_map_fn fn = {.graph = f->g, .inputs = &f->path, .n_inputs = 1, .outputs = &f->out, .n_outputs = 1,
+                    .seed_input = f->seed};
+    wf_map_options mo;
+    wf_map_options_init(&mo);
+    mo.num_parallel_calls = parallel;
+    mo.seed = IMG_SEED;
+    if (files) CHECK_OK(wf_dataset_map(files, &fn, &mo, &m));
+    if (m && ignore) CHECK_OK(wf_dataset_ignore_errors(m, &ig));
+    if (m) CHECK_OK(wf_dataset_batch(ig ? ig : m, IMG_BATCH, 0, &b));
+    if (b) CHECK_OK(wf_dataset_prefetch(b, WF_AUTOTUNE, &p));
+    wf_dataset_free(files);
+    wf_dataset_free(m);
+    wf_dataset_free(ig);
+    wf_dataset_free(b);
+    return p;
+}
+
+/* Every batch of one iteration, concatenated: [N, H, W, 3] f32 (NULL on failure). */
+static float *img_run(wf_dataset *p, int64_t *n_out)
+{
+    float *all = calloc((size_t)IMG_N * IMG_H * IMG_W * 3, sizeof(float));
+    wf_iterator *it = NULL;
+    CHECK_OK(wf_dataset_iterator(p, NULL, &it));
+    int64_t n = 0, per = (int64_t)IMG_H * IMG_W * 3;
+    for (; it;) {
+        wf_tensor *t = NULL;
+        int k = 0;
+        CHECK_OK(wf_iterator_next(it, &t, 1, &k));
+        if (!k) break;
+        int64_t rows = wf_tensor_dims(t)[0];
+        CHECK_INT(wf_tensor_rank(t), 4);
+        if (n + rows <= IMG_N) memcpy(all + n * per, wf_tensor_data(t), (size_t)(rows * per) * sizeof(float));
+        n += rows;
+        wf_tensor_free(t);
+    }
+    wf_iterator_free(it);
+    *n_out = n;
+    return all;
+}
+
+static void test_image_pipeline(void)
+{
+    if (!g_have_imgs) {
+        CHECK_SKIP("test_image_pipeline", "no reference (tests/data/make_pipeline_ref.py needs /usr/bin/python3 with "
+                   "numpy and Pillow)");
+        return;
+    }
+    img_fn f;
+    img_fn_build(&f);
+    char p[700];
+    snprintf(p, sizeof p, "%s/ref.npy", g_dir);
+    wf_tensor *ref = NULL;
+    CHECK_OK(wf_npy_read(p, &ref));
+    if (!ref) return;
+    const float *rv = wf_tensor_data(ref);
+    int64_t per = (int64_t)IMG_H * IMG_W * 3;
+    /* in file order at several thread counts: the Pillow + numpy reference, and bit-identical runs */
+    int pars[4] = {1, 2, 4, WF_AUTOTUNE};
+    float *first = NULL;
+    for (int pi = 0; pi < 4; pi++) {
+        wf_dataset *pl = img_pipeline(&f, g_dir, 0, pars[pi], 0);
+        if (!pl) break;
+        int64_t n = 0;
+        float *got = img_run(pl, &n);
+        CHECK_INT(n, IMG_N);
+        double worst = 0;
+        for (int64_t i = 0; n == IMG_N && i < IMG_N * per; i++) {
+            double d = fabs((double)got[i] - (double)rv[i]);
+            if (!(d <= worst)) worst = d;
+        }
+        /* the decode is bit-exact (same IDCT); the resize differs by f32 rounding */
+        if (!(worst <= 2e-6)) CHECK_FAIL_("parallel %d: max |weft - Pillow/numpy| = %g > 2e-6", pars[pi], worst);
+        if (pi == 0) printf("  image pipeline, %d JPEGs: max |weft - Pillow+numpy| = %.3g (on [0, 1])\n", IMG_N, worst);
+        if (!first) first = got;
+        else {
+            if (memcmp(first, got, (size_t)(IMG_N * per) * sizeof(float)))
+                CHECK_FAIL_("parallel %d gave other bytes than parallel 1", pars[pi]);
+            free(got);
+        }
+        wf_dataset_free(pl);
+    }
+    /* shuffled files: the same order and augmentations at 1 and at 4 threads and on a new pipeline */
+    wf_dataset *s1 = img_pipeline(&f, g_dir, 1, 1, 0), *s4 = img_pipeline(&f, g_dir, 1, 4, 0);
+    int64_t n1 = 0, n4 = 0;
+    float *a = s1 ? img_run(s1, &n1) : NULL, *b = s4 ? img_run(s4, &n4) : NULL;
+    CHECK_INT(n1, IMG_N);
+    CHECK(a && b && !memcmp(a, b, (size_t)(IMG_N * per) * sizeof(float)));
+    CHECK(a && first && memcmp(a, first, (size_t)(IMG_N * per) * sizeof(float)) != 0); /* shuffled */
+    free(a);
+    free(b);
+    free(first);
+    wf_dataset_free(s1);
+    wf_dataset_free(s4);
+    wf_tensor_free(ref);
+    wf_graph_free(f.g);
+}
+
+/* A corrupt JPEG among good ones: the error names the file (and the stage and element), the iteration
+ * goes on; ignore_errors drops it. */
+static void test_image_bad_file(void)
+{
+    if (!g_have_imgs) {
+        CHECK_SKIP("test_image_bad_file", "no images (tests/data/make_pipeline_ref.py needs /usr/bin/python3)");
+        return;
+    }
+    char dir[700], cmd[4000], bad[800];
+    snprintf(dir, sizeof dir, "%s/bad", g_dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/img_000.jpg %s/img_002.jpg %s/ && head -c 300 %s/img_001.jpg > %s/img_001.jpg",
+             dir, g_dir, g_dir, dir, g_dir, dir);
+    CHECK_INT(sh(cmd), 0);
+    snprintf(bad, sizeof bad, "%s/img_001.jpg", dir);
+    img_fn f;
+    img_fn_build(&f);
+    for (int ignore = 0; ignore < 2; ignore++) {
+        wf_dataset *files = NULL, *m = NULL, *ig = NULL;
+        char pat[800];
+        snprintf(pat, sizeof pat, "%s/*.jpg", dir);
+        CHECK_OK(wf_dataset_list_files(pat, 0, 0, &files));
+        wf_map_fn fn = {.graph = f.g, .inputs = &f.path, .n_inputs = 1, .outputs = &f.out, .n_outputs = 1,
+                        .seed_input = f.seed};
+        wf_map_options mo;
+        wf_map_options_init(&mo);
+        mo.num_parallel_calls = 2;
+        CHECK_OK(wf_dataset_map(files, &fn, &mo, &m));
+        if (ignore) CHECK_OK(wf_dataset_ignore_errors(m, &ig));
+        wf_iterator *it = NULL;
+        CHECK_OK(wf_dataset_iterator(ig ? ig : m, NULL, &it));
+        int good = 0, errors = 0;
+        for (int k = 0; k < 10 && it; k++) {
+            wf_tensor *t = NULL;
+            int n = 0;
+            wf_status *s = wf_iterator_next(it, &t, 1, &n);
+            if (s) {
+                errors++;
+                CHECK_STR_CONTAINS(wf_status_message(s), "map stage, element 1");
+                CHECK_STR_CONTAINS(wf_status_message(s), bad);
+                CHECK_STR_CONTAINS(wf_status_message(s), "DecodeJpeg");
+                wf_status_free(s);
+                continue;
+            }
+            if (!n) break;
+            good++;
+            wf_tensor_free(t);
+        }
+        CHECK_INT(good, 2);
+        CHECK_INT(errors, ignore ? 0 : 1);
+        wf_iterator_free(it);
+        wf_dataset_free(ig);
+        wf_dataset_free(m);
+        wf_dataset_free(files);
+    }
+    /* a glob that matches nothing */
+    wf_dataset *none = NULL;
+    char pat[800];
+    snprintf(pat, sizeof pat, "%s/*.png", dir);
+    CHECK_ERR(wf_dataset_list_files(pat, 0, 0, &none), WF_NOT_FOUND, "No files matched pattern");
+    wf_graph_free(f.g);
+}
+
+/* Text lines, TFRecord (a bad CRC names the file and offset), CSV (typed columns, a string column, a
+ * selection in any order, a row with the wrong column count skipped by ignore_errors). */
+static void test_file_sources(void)
+{
+    char a[700], b[700], tfr[700], csv[700];
+    snprintf(a, sizeof a, "%s/a.txt", g_dir);
+    snprintf(b, sizeof b, "%s/b.txt", g_dir);
+    FILE *fa = fopen(a, "w"), *fb = fopen(b, "w");
+    if (!fa || !fb) {
+        CHECK_FAIL_("cannot write under %s", g_dir);
+        if (fa) fclose(fa);
+        if (fb) fclose(fb);
+        return;
+    }
+    fputs("one\ntwo\r\n\nthree", fa);
+    fputs("four\n", fb);
+    fclose(fa);
+    fclose(fb);
+    const char *paths[2] = {a, b};
+    wf_dataset *tl = NULL;
+    CHECK_OK(wf_dataset_text_lines(paths, 2, &tl));
+    const char *want[5] = {"one", "two", "", "three", "four"};
+    wf_iterator *it = NULL;
+    CHECK_OK(wf_dataset_iterator(tl, NULL, &it));
+    for (int i = 0; i < 6 && it; i++) {
+        wf_tensor *t = NULL;
+        int n = 0;
+        CHECK_OK(wf_iterator_next(it, &t, 1, &n));
+        if (i == 5) {
+            CHECK_INT(n, 0);
+            break;
+        }
+        CHECK_INT(n, 1);
+        if (!n) break;
+        size_t len = 0;
+        const char *sv = wf_tensor_string(t, 0, &len);
+        CHECK(sv && len == strlen(want[i]) && !memcmp(sv, want[i], len));
+        wf_tensor_free(t);
+    }
+    wf_iterator_free(it);
+    wf_dataset_free(tl);
+
+    /* TFRecord: written by wf_tfrecord_write, read back; one flipped data byte is DATA_LOSS */
+    snprintf(tfr, sizeof tfr, "%s/r.tfrecord", g_dir);
+    const char *recs[3] = {"alpha", "", "gamma-gamma"};
+    const void *rp[3] = {recs[0], recs[1], recs[2]};
+    size_t rl[3] = {5, 0, 11};
+    CHECK_OK(wf_tfrecord_write(tfr, rp, rl, 3));
+    const char *tp[1] = {tfr};
+    wf_dataset *tr = NULL, *trb = NULL;
+    CHECK_OK(wf_dataset_tfrecord(tp, 1, &tr));
+    CHECK_OK(wf_dataset_batch(tr, 3, 0, &trb));
+    CHECK_OK(wf_dataset_iterator(trb, NULL, &it));
+    wf_tensor *t = NULL;
+    int n = 0;
+    CHECK_OK(wf_iterator_next(it, &t, 1, &n));
+    if (n) {
+        CHECK_INT(wf_tensor_dtype(t), WF_STRING);
+        CHECK_INT(wf_tensor_dims(t)[0], 3);
+        for (int i = 0; i < 3; i++) {
+            size_t len = 9;
+            const char *sv = wf_tensor_string(t, i, &len);
+            CHECK(sv && len == rl[i] && !memcmp(sv, recs[i], len));
+        }
+        wf_tensor_free(t);
+    }
+    wf_iterator_free(it);
+    FILE *fr = fopen(tfr, "r+b");
+    if (fr) {
+        fseek(fr, 12 + 2, SEEK_SET); /* inside record 0's data */
+        fputc('X', fr);
+        fclose(fr);
+    }
+    CHECK_OK(wf_dataset_iterator(tr, NULL, &it));
+    n = 0;
+    wf_status *s = wf_iterator_next(it, &t, 1, &n);
+    CHECK(s != NULL);
+    if (s) {
+        CHECK_INT(wf_status_code(s), WF_DATA_LOSS);
+        CHECK_STR_CONTAINS(wf_status_message(s), tfr);
+        CHECK_STR_CONTAINS(wf_status_message(s), "at byte 0");
+        CHECK_STR_CONTAINS(wf_status_message(s), "tfrecord stage");
+        wf_status_free(s);
+    } else if (n) {
+        wf_tensor_free(t);
+    }
+    wf_iterator_free(it);
+    wf_dataset_free(trb);
+    wf_dataset_free(tr);
+
+    /* CSV */
+    snprintf(csv, sizeof csv, "%s/t.csv", g_dir);
+    FILE *fc = fopen(csv, "w");
+    if (fc) {
+        fputs("id,name,score\n1,\"Smith, J\",2.5\n2,bad row\n3,\"O\"\"Neil\",\n", fc);
+        fclose(fc);
+    }
+    wf_dtype dts[3] = {WF_I64, WF_STRING, WF_F32};
+    const char *defs[3] = {NULL, NULL, "-1"};
+    int sel[3] = {2, 0, 1};
+    wf_csv_options co = {.n_columns = 3, .dtypes = dts, .defaults = defs, .header = 1, .select = sel, .n_select = 3};
+    const char *cp[1] = {csv};
+    wf_dataset *cs = NULL, *ci = NULL;
+    CHECK_OK(wf_dataset_csv(cp, 1, &co, &cs));
+    CHECK_OK(wf_dataset_iterator(cs, NULL, &it));
+    int rows = 0, errors = 0;
+    for (int k = 0; k < 6 && it; k++) {
+        wf_tensor *r3[3];
+        n = 0;
+        s = wf_iterator_next(it, r3, 3, &n);
+        if (s) {
+            errors++;
+            CHECK_STR_CONTAINS(wf_status_message(s), csv);
+            CHECK_STR_CONTAINS(wf_status_message(s), "line 3");
+            CHECK_STR_CONTAINS(wf_status_message(s), "expected 3 fields, found 2");
+            wf_status_free(s);
+            continue;
+        }
+        if (!n) break;
+        CHECK_INT(n, 3);
+        /* selected order: score, id, name */
+        float score = *(float *)wf_tensor_data(r3[0]);
+        int64_t id = *(int64_t *)wf_tensor_data(r3[1]);
+        size_t len = 0;
+        const char *name = wf_tensor_string(r3[2], 0, &len);
+        if (rows == 0) {
+            CHECK_INT(id, 1);
+            CHECK_NEAR(score, 2.5, 0);
+            CHECK(name && len == 8 && !memcmp(name, "Smith, J", 8));
+        } else {
+            CHECK_INT(id, 3);
+            CHECK_NEAR(score, -1, 0); /* the default of an empty field */
+            CHECK(name && len == 6 && !memcmp(name, "O\"Neil", 6));
+        }
+        rows++;
+        for (int i = 0; i < n; i++) wf_tensor_free(r3[i]);
+    }
+    CHECK_INT(rows, 2);
+    CHECK_INT(errors, 1);
+    wf_iterator_free(it);
+    CHECK_OK(wf_dataset_ignore_errors(cs, &ci));
+    int64_t v[8];
+    CHECK_INT(collect(ci, NULL, v, 8), 2);
+    wf_dataset_free(ci);
+    wf_dataset_free(cs);
+}
+
 int main(void)
 {
+    snprintf(g_root, sizeof g_root, "%s", __FILE__);
+    char *cut = strstr(g_root, "/tests/test_pipeline.c");
+    if (cut) *cut = 0;
+    else snprintf(g_root, sizeof g_root, ".");
+    snprintf(g_dir, sizeof g_dir, "/tmp/weft_test_pipeline_%d", (int)getpid());
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && /usr/bin/python3 %s/tests/data/make_pipeline_ref.py %s %d %d %d %d %g",
+             g_dir, g_root, g_dir, IMG_N, IMG_H, IMG_W, IMG_SEED, IMG_DELTA);
+    g_have_imgs = access("/usr/bin/python3", X_OK) == 0 && sh(cmd) == 0;
+
     RUN_TEST(test_range_take_skip_repeat);
     RUN_TEST(test_batch_unbatch_padded);
     RUN_TEST(test_padded_batch);
@@ -834,5 +1210,10 @@ int main(void)
     RUN_TEST(test_interleave);
     RUN_TEST(test_cache);
     RUN_TEST(test_npy_source);
+    RUN_TEST(test_image_pipeline);
+    RUN_TEST(test_image_bad_file);
+    RUN_TEST(test_file_sources);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
+    sh(cmd);
     return check_summary();
 }

@@ -524,6 +524,18 @@ WF_API wf_status *wf_session_save(wf_session *s, const char *path);
 /* Loads every variable of the graph from a safetensors file. A missing, extra, or differently shaped
  * or typed tensor, or a damaged file, is an error naming it, and then no variable changes. */
 WF_API wf_status *wf_session_restore(wf_session *s, const char *path);
+/* Checkpoints with input-pipeline positions: the variables and each iterator's position
+ * (wf_iterator_save) as "__iterator__/NAME" in the same file, so a training run restored from it
+ * continues at the same element of its data (shuffle buffers' draws included). restore_iterators
+ * restores the named iterators (fresh ones over the same pipelines; an iterator the file does not
+ * have is NOT_FOUND naming it, another pipeline's position INVALID_ARGUMENT) and then the variables
+ * as wf_session_restore does (a variables error leaves the iterators restored, the variables not);
+ * wf_session_restore itself ignores the positions. */
+typedef struct wf_iterator wf_iterator;
+WF_API wf_status *wf_session_save_iterators(wf_session *s, const char *path, wf_iterator *const *its,
+                                            const char *const *names, int n);
+WF_API wf_status *wf_session_restore_iterators(wf_session *s, const char *path, wf_iterator *const *its,
+                                               const char *const *names, int n);
 
 /* ------------------------------------------------------------------------------------------------ */
 /* Sessions                                                                                         */

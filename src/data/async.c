@@ -73,6 +73,14 @@ static wf_status *fn_call(const fn_p *f, uint64_t counter, int64_t index, const 
     }
     if (s) {
         wf__elem_clear(out);
+        /* name the element by its first short scalar string (a path, a line) when it has one */
+        for (int i = 0; i < in->n; i++) {
+            const wf_tensor *t = in->t[i];
+            size_t len = 0;
+            const char *str = t && t->dtype == WF_STRING && t->rank == 0 ? wf_tensor_string(t, 0, &len) : NULL;
+            if (str && len < 400 && !memchr(str, 0, len))
+                return wf__status_wrap(s, "%s stage, element %lld ('%.*s')", f->what, (long long)index, (int)len, str);
+        }
         return wf__status_wrap(s, "%s stage, element %lld", f->what, (long long)index);
     }
     return NULL;
