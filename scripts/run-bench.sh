@@ -41,3 +41,5 @@ for lvl in 2 3; do
     if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_ort.py "$B" --opt-level $lvl
     else /usr/bin/python3 bench/bench_ort.py "$B" --ort-python "$TFPY" --opt-level $lvl; fi
 done
+echo; echo "== input pipelines: the seeds' JPEG pipeline (read, decode, resize 224, brightness, /255, batch 32) in weft and tf.data at 1 and 2 threads, AUTOTUNE against fixed settings, bounded memory, batches against Pillow and TensorFlow"
+/usr/bin/python3 bench/bench_input.py "$B" --tf-python "$TFPY"
