@@ -100,6 +100,13 @@ static inline float draw_f32(uint64_t key, uint64_t k) { return wf__rng_f32(wf__
 
 /* ---- StatelessRandomBrightness -------------------------------------------------------------------- */
 
+/* o = a + d over n floats (o may be a: the kernel runs in place when it can). */
+WF__VEC static void add_scalar_f32(const float *a, float *o, int64_t n, float d)
+{
+#pragma omp simd
+    for (int64_t e = 0; e < n; e++) o[e] = a[e] + d;
+}
+
 static wf_status *k_brightness(wf__kctx *k)
 {
     img_geom g;
@@ -107,7 +114,7 @@ static wf_status *k_brightness(wf__kctx *k)
     const wf_tensor *x = k->in[0];
     double max_delta = wf__attr_f(k->op, k->attrs, "max_delta");
     wf_tensor *y;
-    WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, x->dims, &y));
+    WF__TRY(wf__kctx_output_reuse(k, 0, 0, x->dtype, x->rank, x->dims, &y, NULL));
     int64_t per = g.h * g.w * g.c;
     for (int64_t i = 0; i < g.n; i++) {
         double delta = (2.0 * (double)draw_f32(image_key(&g, i), 0) - 1.0) * max_delta;
@@ -117,9 +124,7 @@ static wf_status *k_brightness(wf__kctx *k)
             double *o = (double *)y->data + b;
             for (int64_t e = 0; e < per; e++) o[e] = a[e] + delta;
         } else if (x->dtype == WF_F32) {
-            const float *a = (const float *)x->data + b;
-            float *o = (float *)y->data + b, df = (float)delta;
-            for (int64_t e = 0; e < per; e++) o[e] = a[e] + df;
+            add_scalar_f32((const float *)x->data + b, (float *)y->data + b, per, (float)delta);
         } else {
             const uint8_t *a = (const uint8_t *)x->data + b;
             uint8_t *o = (uint8_t *)y->data + b;
@@ -245,7 +250,7 @@ static wf_status *k_crop(wf__kctx *k)
 
 const wf__kernel_def wf__cpu_kernels_image_augment[] = {
     {"ConvertImageDtype", "CPU", WF__DT_BIT(WF_U8) | WF__DT_FLOATS, 0, k_convert_image_dtype},
-    {"StatelessRandomBrightness", "CPU", IMG_RANDOM, 0, k_brightness},
+    {"StatelessRandomBrightness", "CPU", IMG_RANDOM, 0, k_brightness, NULL, WF__K_INPLACE},
     {"StatelessRandomContrast", "CPU", IMG_RANDOM, 0, k_contrast},
     {"StatelessRandomFlipLeftRight", "CPU", WF__DT_NUMERIC | WF__DT_BIT(WF_BOOL), 0, k_flip},
     {"StatelessRandomCrop", "CPU", WF__DT_NUMERIC | WF__DT_BIT(WF_BOOL), 0, k_crop},
