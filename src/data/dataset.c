@@ -248,7 +248,12 @@ static wf_status *pipeline_next_batch(wf_dataset *ds, wf_tensor **x, wf_tensor *
 {
     *x = NULL;
     if (y) *y = NULL;
-    if (!ds->legacy) WF__TRY(wf_dataset_iterator(ds, NULL, &ds->legacy));
+    if (!ds->legacy) {
+        WF__TRY(wf_dataset_iterator(ds, NULL, &ds->legacy));
+        /* the dataset owns this iterator: a reference back would keep both alive forever */
+        ds->legacy->weak = true;
+        atomic_fetch_sub(&ds->refs, 1);
+    }
     wf_tensor *t[WF_DATASET_MAX_COMPONENTS];
     int n = 0;
     WF__TRY(wf_iterator_next(ds->legacy, t, WF_DATASET_MAX_COMPONENTS, &n));

@@ -204,7 +204,7 @@ void wf_iterator_free(wf_iterator *it)
 {
     if (!it) return;
     it_stop(it);
-    wf_dataset_free(it->ds);
+    if (!it->weak) wf_dataset_free(it->ds);
     wf__free(it->pipe.stats);
     pthread_mutex_destroy(&it->pipe.mu);
     pthread_mutex_destroy(&it->pipe.tmu);

@@ -128,6 +128,7 @@ struct wf_iterator {
     uint64_t epoch;
     int64_t produced;
     wf_iterator_options opts;
+    bool weak; /* the dataset's own (wf_dataset_next_batch's): holds no reference to ds, which owns it */
 };
 
 /* A new dataset of `kind` over inputs (references taken); params owned on success and on failure. */
