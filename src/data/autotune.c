@@ -10,8 +10,9 @@
  * T - T_i' where T_i' is the output time with that change. Each round the optimiser takes the raise
  * with the largest gain while the sum of parallelism stays within the CPU budget, and only when the
  * stage's consumer actually waited on it since the last round (no wait: more threads would only sit
- * in the buffer). A prefetch buffer grows by one when its consumer waited and one more element of
- * the measured size fits the RAM budget; when the buffers together exceed the budget, the largest
+ * in the buffer). A prefetch buffer grows by one when, since the last round, its consumer waited
+ * and its producer found it full (a burst it could have absorbed), and one more element of the
+ * measured size fits the RAM budget; when the buffers together exceed the budget, the largest
  * tuned buffer shrinks. TensorFlow's optimiser does gradient steps on the same model; the hill
  * climb is simpler and converges in a few rounds for pipelines of a few stages.
  *
@@ -84,14 +85,20 @@ void wf__autotune_step(wf__pipe *p)
         if (!largest || (int64_t)k * eb > (int64_t)atomic_load(&largest->knob) * atomic_load(&largest->elem_bytes))
             largest = st;
         bool fits = !p->ram_budget || (uint64_t)(buffered + eb) <= p->ram_budget;
-        if (atomic_load(&st->wants_more) && k < st->knob_max && fits) {
+        /* a bigger buffer helps only when the producer outran the consumer at times (it filled the
+         * buffer) and the consumer still waited at others; a producer that is simply slower never
+         * fills it, and growing would only hold memory (tf.data grows buffers on the same signal) */
+        if (atomic_load(&st->wants_more) && atomic_load(&st->saturated) && k < st->knob_max && fits) {
             knob_set(st, k + 1);
             buffered += eb;
         }
     }
     if (p->ram_budget && (uint64_t)atomic_load(&p->buffered) > p->ram_budget && largest && atomic_load(&largest->knob) > 1)
         knob_set(largest, atomic_load(&largest->knob) - 1);
-    for (int i = 0; i < p->n_stats; i++) atomic_store(&p->stats[i]->wants_more, false);
+    for (int i = 0; i < p->n_stats; i++) {
+        atomic_store(&p->stats[i]->wants_more, false);
+        atomic_store(&p->stats[i]->saturated, false);
+    }
     pthread_mutex_unlock(&p->mu);
 }
 

@@ -50,6 +50,7 @@ typedef struct wf__stage_stats {
     int knob_max;
     bool tuned;                   /* AUTOTUNE: the optimiser may change knob */
     _Atomic bool wants_more;      /* its consumer waited on an empty buffer since the last look */
+    _Atomic bool saturated;       /* its producer waited on a full buffer (the knob's limit) since then */
     pthread_mutex_t *mu;          /* the stage's lock, when it has threads (signalled after knob changes) */
     pthread_cond_t *cv;
 } wf__stage_stats;
