@@ -249,7 +249,7 @@ typedef struct pmap_it {
     pthread_mutex_t mu, in_mu;
     pthread_cond_t work, done;
     slot *ring;
-    int cap;                /* ring slots: results in flight or waiting for the consumer (2 per thread) */
+    int cap;                /* ring slots: results in flight or waiting for the consumer (4 per thread) */
     int64_t head, tail;     /* sequence numbers: next to hand over, next to claim */
     int reserved, active;   /* workers between claiming and numbering / running a call */
     bool in_end, stop, paused;
@@ -316,9 +316,9 @@ static void *pmap_worker(void *arg)
         int64_t ahead = m->tail - m->head + m->reserved;
         int64_t eb = atomic_load(&m->base.st->elem_bytes);
         bool budget_ok = ahead == 0 || wf__pipe_fits(m->base.pipe, eb);
-        /* at most `par` calls at once, and results may wait for the consumer in up to 2 * par slots,
+        /* at most `par` calls at once, and results may wait for the consumer in up to 4 * par slots,
          * so a consumer that is briefly late does not idle the workers */
-        if (m->paused || m->in_end || m->reserved > 0 || ahead >= 2 * par || ahead >= m->cap ||
+        if (m->paused || m->in_end || m->reserved > 0 || ahead >= 4 * par || ahead >= m->cap ||
             m->active + m->reserved >= par || !budget_ok) {
             pthread_cond_wait(&m->work, &m->mu);
             continue;
@@ -484,7 +484,7 @@ static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, in
     pthread_cond_init(&m->done, NULL);
     bool tune = req == WF_AUTOTUNE;
     int threads = tune ? p->cpu_budget : req;
-    m->cap = 2 * threads;
+    m->cap = 4 * threads;
     wf_status *s = wf__stage_init(&m->base, &pmap_vt, p, tune ? "map(parallel, autotune)" : "map(parallel)", depth);
     if (!s) {
         m->base.st->knob_kind = 1;
