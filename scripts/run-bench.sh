@@ -43,3 +43,5 @@ for lvl in 2 3; do
 done
 echo; echo "== input pipelines: the seeds' JPEG pipeline (read, decode, resize 224, brightness, /255, batch 32) in weft and tf.data at 1 and 2 threads, AUTOTUNE against fixed settings, bounded memory, batches against Pillow and TensorFlow"
 /usr/bin/python3 bench/bench_input.py "$B" --tf-python "$TFPY"
+echo; echo "== prefetch_to_device: the demo MLP for one epoch on OPENCL:0 with its batches prefetched into device memory and without, interleaved: the share of the step spent waiting for input, and copies overlapping steps"
+/usr/bin/python3 bench/bench_prefetch.py "$B" --device OPENCL:0 --rounds 2
