@@ -441,20 +441,30 @@ static int record(void *user, const wf_epoch_logs *lg)
     return 0;
 }
 
-static void test_fit_xor(void)
+/* n points uniform in [-1, 1]^2 (f32 [n, 2]) labelled by XOR of their signs (i64 [n]). */
+static void xor_data(int64_t n, wf_tensor **x, wf_tensor **y)
 {
-    enum { N = 1024 };
-    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[1] = {N};
-    wf_tensor *x = NULL, *y = NULL;
-    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
-    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
-    float *xp = wf_tensor_data(x);
-    int64_t *yp = wf_tensor_data(y);
-    for (int i = 0; i < N; i++) {
+    int64_t xd[2] = {n, 2}, yd[1] = {n};
+    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, x));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, y));
+    if (!*x || !*y) return;
+    float *xp = wf_tensor_data(*x);
+    int64_t *yp = wf_tensor_data(*y);
+    for (int64_t i = 0; i < n; i++) {
         xp[2 * i] = (float)(urand() * 2 - 1);
         xp[2 * i + 1] = (float)(urand() * 2 - 1);
         yp[i] = (xp[2 * i] > 0) != (xp[2 * i + 1] > 0);
     }
+}
+
+static void test_fit_xor(void)
+{
+    enum { N = 1024 };
+    int64_t s[1] = {2};
+    wf_tensor *x = NULL, *y = NULL;
+    xor_data(N, &x, &y);
+    if (!x || !y) return;
+    const int64_t *yp = wf_tensor_data(y);
     wf_model *m = new_model(1, s, 11);
     add_dense(m, 32, WF_ACT_TANH);
     add_dense(m, 2, WF_ACT_SOFTMAX);
@@ -556,17 +566,9 @@ static void test_fit_binary(void)
 static void test_fit_pipeline(void)
 {
     enum { N = 1024, B = 64 };
-    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[1] = {N};
+    int64_t s[1] = {2};
     wf_tensor *x = NULL, *y = NULL;
-    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
-    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
-    float *xp = wf_tensor_data(x);
-    int64_t *yp = wf_tensor_data(y);
-    for (int i = 0; i < N; i++) {
-        xp[2 * i] = (float)(urand() * 2 - 1);
-        xp[2 * i + 1] = (float)(urand() * 2 - 1);
-        yp[i] = (xp[2 * i] > 0) != (xp[2 * i + 1] > 0);
-    }
+    xor_data(N, &x, &y);
     wf_model *ms[2];
     for (int k = 0; k < 2; k++) {
         ms[k] = new_model(1, s, 11);
@@ -636,17 +638,9 @@ static void test_prefetch_to_device(void)
     wf_dataset_free(r);
     if (!ocl_present("test_prefetch_to_device")) return;
     enum { N = 512, B = 32 };
-    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[1] = {N};
+    int64_t s[1] = {2};
     wf_tensor *x = NULL, *y = NULL;
-    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
-    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
-    float *xp = wf_tensor_data(x);
-    int64_t *yp = wf_tensor_data(y);
-    for (int i = 0; i < N; i++) {
-        xp[2 * i] = (float)(urand() * 2 - 1);
-        xp[2 * i + 1] = (float)(urand() * 2 - 1);
-        yp[i] = (xp[2 * i] > 0) != (xp[2 * i + 1] > 0);
-    }
+    xor_data(N, &x, &y);
     wf_tensor *comps[2] = {x, y};
     wf_dataset *sl = NULL, *b = NULL, *pd = NULL;
     CHECK_OK(wf_dataset_from_tensor_slices(comps, 2, &sl));
@@ -720,17 +714,9 @@ static void test_prefetch_to_device(void)
 static void test_checkpoint_with_iterator(void)
 {
     enum { N = 640, B = 32, K = 5 };
-    int64_t s[1] = {2}, xd[2] = {N, 2}, yd[1] = {N};
+    int64_t s[1] = {2};
     wf_tensor *x = NULL, *y = NULL;
-    CHECK_OK(wf_tensor_new(WF_F32, 2, xd, NULL, &x));
-    CHECK_OK(wf_tensor_new(WF_I64, 1, yd, NULL, &y));
-    float *xp = wf_tensor_data(x);
-    int64_t *yp = wf_tensor_data(y);
-    for (int i = 0; i < N; i++) {
-        xp[2 * i] = (float)(urand() * 2 - 1);
-        xp[2 * i + 1] = (float)(urand() * 2 - 1);
-        yp[i] = (xp[2 * i] > 0) != (xp[2 * i + 1] > 0);
-    }
+    xor_data(N, &x, &y);
     wf_tensor *comps[2] = {x, y};
     wf_dataset *sl = NULL, *sh = NULL, *b = NULL, *pf = NULL;
     CHECK_OK(wf_dataset_from_tensor_slices(comps, 2, &sl));

@@ -5,6 +5,9 @@
 #ifndef WF_IO_H
 #define WF_IO_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include "core/checked.h"
 #include "core/core.h"
 
@@ -17,5 +20,10 @@ wf_status *wf__io_check_memory(const char *path, const char *what, uint64_t byte
 /* Copies s[0..n) into buf (cap bytes) for an error message: bytes outside printable ASCII become '?',
  * and long text is cut with "...". Returns buf. */
 const char *wf__io_quote(const char *s, size_t n, char *buf, size_t cap);
+
+/* Finishes a file written to `tmp` (open as f; ok: every write succeeded): flushed to the disk, closed and
+ * renamed over `path`, so a crash leaves the old file or the new one, never half of one. On any failure
+ * tmp is removed and the status is IO_ERROR "PATH: write failed: REASON". f is closed either way. */
+wf_status *wf__io_commit(FILE *f, bool ok, const char *tmp, const char *path);
 
 #endif

@@ -1,11 +1,14 @@
 /*
  * Limits of what a file may make the library allocate (see io.h): the host allocator's limit (the
- * machine's memory, src/core/alloc.c), so that a claim larger than memory is refused up front.
+ * machine's memory, src/core/alloc.c), so that a claim larger than memory is refused up front; and the
+ * writers' shared commit (flush, fsync, rename).
  */
 #include "io/io.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 wf_status *wf__io_check_memory(const char *path, const char *what, uint64_t bytes)
 {
@@ -31,4 +34,21 @@ const char *wf__io_quote(const char *s, size_t n, char *buf, size_t cap)
     }
     buf[o] = 0;
     return buf;
+}
+
+wf_status *wf__io_commit(FILE *f, bool ok, const char *tmp, const char *path)
+{
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int err = ok ? 0 : errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (ok) return NULL;
+    unlink(tmp);
+    return wf__status(WF_IO_ERROR, "%s: write failed: %s", path, strerror(err ? err : EIO));
 }

@@ -428,21 +428,7 @@ wf_status *wf_safetensors_write(const char *path, int n, const char *const *name
     for (int i = 0; i < 8; i++) size[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
     bool ok = fwrite(size, 1, 8, f) == 8 && fwrite(h.p, 1, h.len, f) == h.len;
     for (int i = 0; ok && i < n; i++) ok = fwrite(tensors[i]->data, 1, tensors[i]->bytes, f) == tensors[i]->bytes;
-    /* Flushed to the disk before the rename, so a crash leaves the old checkpoint or the new one. */
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int err = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp.p, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        unlink(tmp.p);
-        s = wf__status(WF_IO_ERROR, "%s: write failed: %s", path, strerror(err));
-    }
+    s = wf__io_commit(f, ok, tmp.p, path);
 done:
     wf__str_free(&h);
     wf__str_free(&tmp);

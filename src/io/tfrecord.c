@@ -287,20 +287,7 @@ wf_status *wf_tfrecord_write(const char *path, const void *const *records, const
         ok = fwrite(head, 1, 12, f) == 12 && (!lens[i] || fwrite(records[i], 1, lens[i], f) == lens[i]) &&
              fwrite(tail, 1, 4, f) == 4;
     }
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int err = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp.p, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        unlink(tmp.p);
-        s = wf__status(WF_IO_ERROR, "%s: write failed: %s", path, strerror(err));
-    }
+    s = wf__io_commit(f, ok, tmp.p, path);
 done:
     wf__str_free(&tmp);
     return s;
