@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "testutil.h"
+#include "core/alloc_hooks.h"
 #include "core/core.h"
 
 static wf_dataset *range_ds(int64_t a, int64_t b)
@@ -818,6 +819,95 @@ static void test_npy_source(void)
     wf_tensor_free(z);
 }
 
+/* Every allocation of building and running a pipeline (slices -> shuffle -> map -> batch -> cache ->
+ * take, run twice so the cache replays) fails once in turn: each step fails with OUT_OF_MEMORY or gives
+ * the unfaulted elements, and nothing stays allocated afterwards. Single-threaded stages only, so the
+ * n-th allocation is the same one on every run. */
+static int64_t oom_run(long nth, int64_t *sum, wf_code *code)
+{
+    *sum = 0;
+    *code = WF_OK;
+    float xs[24];
+    for (int i = 0; i < 24; i++) xs[i] = (float)i;
+    int64_t d[2] = {12, 2};
+    wf_tensor *x = NULL;
+    wf_dataset *sl = NULL, *sh = NULL, *m = NULL, *b = NULL, *c = NULL, *t = NULL;
+    wf_iterator *it = NULL;
+    int64_t n = 0;
+    wf__fault_inject(nth);
+    wf_status *s = wf_tensor_new(WF_F32, 2, d, xs, &x);
+    wf_map_fn fn = {.fn = cb_identity};
+    if (!s) s = wf_dataset_from_tensor_slices(&x, 1, &sl);
+    if (!s) s = wf_dataset_shuffle(sl, 5, 9, 1, &sh);
+    if (!s) s = wf_dataset_map(sh, &fn, NULL, &m);
+    if (!s) s = wf_dataset_batch(m, 5, 0, &b);
+    if (!s) s = wf_dataset_cache(b, NULL, &c);
+    if (!s) s = wf_dataset_take(c, 10, &t);
+    wf_iterator_options io;
+    wf_iterator_options_init(&io);
+    io.autotune = 0;
+    for (int pass = 0; pass < 2 && !s; pass++) {
+        s = wf_dataset_iterator(t, &io, &it);
+        while (!s) {
+            wf_tensor *e = NULL;
+            int k = 0;
+            s = wf_iterator_next(it, &e, 1, &k);
+            if (s || !k) break;
+            for (int64_t i = 0; i < wf_tensor_size(e); i++) *sum += (int64_t)((float *)wf_tensor_data(e))[i];
+            n += wf_tensor_dims(e)[0];
+            wf_tensor_free(e);
+        }
+        wf_iterator_free(it);
+        it = NULL;
+    }
+    wf__fault_inject(0);
+    if (s) *code = wf_status_code(s);
+    wf_status_free(s);
+    wf_dataset_free(t);
+    wf_dataset_free(c);
+    wf_dataset_free(b);
+    wf_dataset_free(m);
+    wf_dataset_free(sh);
+    wf_dataset_free(sl);
+    wf_tensor_free(x);
+    return n;
+}
+
+static void test_oom(void)
+{
+    wf__tensor_cache_flush();
+    wf__tensor_large_cache_flush();
+    long live0 = wf__alloc_live();
+    int64_t ref_sum = 0, sum;
+    wf_code code;
+    CHECK_INT(oom_run(0, &ref_sum, &code), 24);
+    CHECK_INT(code, WF_OK);
+    CHECK_INT(ref_sum, 2 * 276);
+    long fired_before = wf__faults_fired(), nth;
+    bool completed = false;
+    for (nth = 1; nth < 2000 && !completed; nth++) {
+        long f0 = wf__faults_fired();
+        int64_t n = oom_run(nth, &sum, &code);
+        if (wf__faults_fired() == f0) {
+            completed = true; /* past the last allocation: the unfaulted result */
+            CHECK_INT(n, 24);
+            CHECK_INT(sum, ref_sum);
+        } else if (code != WF_OK) {
+            if (code != WF_OUT_OF_MEMORY) CHECK_FAIL_("allocation %ld: code %s, not OUT_OF_MEMORY", nth, wf_code_name(code));
+        } else if (sum != ref_sum || n != 24) {
+            CHECK_FAIL_("allocation %ld failed, yet the run succeeded with other elements", nth);
+        }
+        wf__tensor_cache_flush();
+        wf__tensor_large_cache_flush();
+        if (wf__alloc_live() != live0) {
+            CHECK_FAIL_("allocation %ld: %ld blocks left allocated", nth, wf__alloc_live() - live0);
+            break;
+        }
+    }
+    CHECK(completed);
+    CHECK(wf__faults_fired() > fired_before);
+}
+
 /* ---- the seeds' image pipeline against Pillow + numpy, and its determinism --------------------------- */
 
 enum { IMG_N = 40, IMG_H = 48, IMG_W = 56, IMG_SEED = 1234, IMG_BATCH = 8 };
@@ -1210,6 +1300,7 @@ int main(void)
     RUN_TEST(test_interleave);
     RUN_TEST(test_cache);
     RUN_TEST(test_npy_source);
+    RUN_TEST(test_oom);
     RUN_TEST(test_image_pipeline);
     RUN_TEST(test_image_bad_file);
     RUN_TEST(test_file_sources);

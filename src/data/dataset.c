@@ -69,6 +69,7 @@ static wf_status *make_dataset(wf_tensor *x, wf_tensor *y, const int64_t *rows, 
 {
     wf_dataset *ds = wf__calloc(1, sizeof *ds);
     if (!ds) return wf__oom("a dataset", sizeof *ds);
+    atomic_init(&ds->refs, 1); /* before anything can fail: wf_dataset_free drops this reference */
     size_t bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
     ds->index = wf__malloc(bytes);
     ds->order = wf__malloc(bytes);
@@ -81,7 +82,6 @@ static wf_status *make_dataset(wf_tensor *x, wf_tensor *y, const int64_t *rows, 
     ds->y = y ? wf_tensor_ref(y) : NULL;
     ds->n = n;
     ds->batch = 32;
-    atomic_init(&ds->refs, 1);
     ds->ncomp = y ? 2 : 1;
     ds->card = n;
     ds->fingerprint = wf__ds_mix(wf__ds_mix(0x617272617973ull, (uint64_t)n), (uint64_t)x->dtype * 131u + (uint64_t)x->rank);
