@@ -958,6 +958,8 @@ WF_API void wf_map_options_init(wf_map_options *o);
 /* Errors of the function name the map stage and the element index; the iteration goes on after one
  * (an ignore_errors after it drops the element). */
 WF_API wf_status *wf_dataset_map(wf_dataset *in, const wf_map_fn *fn, const wf_map_options *o, wf_dataset **out);
+/* (A fixed num_parallel_calls starts that many threads whatever the iterator's cpu_budget; WF_AUTOTUNE
+ * stays within it.) */
 /* Keeps elements whose predicate (a map function with one scalar output: bool or a number, non-zero
  * keeps) holds. */
 WF_API wf_status *wf_dataset_filter(wf_dataset *in, const wf_map_fn *pred, wf_dataset **out);
@@ -1021,8 +1023,10 @@ WF_API wf_status *wf_iterator_next(wf_iterator *it, wf_tensor **out, int cap, in
 WF_API void wf_iterator_free(wf_iterator *it);
 /* The position: a small i64 tensor (the pipeline's fingerprint, the iteration, elements produced).
  * Restoring it into an iterator of the same pipeline (a fresh one) continues at the same element,
- * shuffles included: sources seek, 1:1 stages pass the skip on, and the rest replay. Another
- * pipeline's state is INVALID_ARGUMENT. */
+ * shuffles included: sources seek, 1:1 stages pass the skip on, and the rest replay. Exact for a
+ * deterministic pipeline that met no element error, or whose errors an ignore_errors dropped (it
+ * replays); after errors that reached the caller the position may be off by the failed elements.
+ * Another pipeline's state is INVALID_ARGUMENT. */
 WF_API wf_status *wf_iterator_save(const wf_iterator *it, wf_tensor **state);
 WF_API wf_status *wf_iterator_restore(wf_iterator *it, const wf_tensor *state);
 typedef struct wf_dataset_stage_stats {
