@@ -583,17 +583,42 @@ typedef struct pf_it {
 
 #define COPY_LOG 4096
 
-/* Moves e's tensors to the device. */
+/* Moves e's tensors to the device: on a device with streams, every component's upload is queued on its
+ * copy stream (WF_STREAM_COPY, which the backend stages through pinned memory it owns), then this
+ * thread waits for the last one, so the uploads overlap each other and whatever the device's compute
+ * stream runs meanwhile (the consumer's step); else through the backend's blocking copy. */
 static wf_status *to_device(const pf_p *p, wf__elem *e)
 {
+    const struct wf__device *dev = p->dev;
+    wf_tensor *d[WF__DS_MAXC] = {0};
+    wf_event *ev[WF__DS_MAXC] = {0};
+    bool async = WF_BACKEND_HAS_STREAMS(dev->vt);
+    wf_status *s = NULL;
+    for (int i = 0; i < e->n && !s; i++) {
+        const wf_tensor *t = e->t[i];
+        if (t->dtype == WF_STRING)
+            s = wf__status(WF_INVALID_ARGUMENT, "prefetch_to_device(%s): component %d is a string; strings stay on "
+                           "the host", p->device, i);
+        else if (t->device || !async || !t->bytes)
+            s = wf__tensor_move(dev, t, &d[i]);
+        else if (!(s = wf__device_tensor_alloc(dev, t->dtype, t->rank, t->dims, &d[i])))
+            s = dev->vt->copy_to_device_async(dev->dev, d[i]->dev_chunk, d[i]->dev_offset, t->data, t->bytes, &ev[i]);
+    }
+    /* the host tensors stay alive (in e) until their uploads completed */
     for (int i = 0; i < e->n; i++) {
-        if (e->t[i]->dtype == WF_STRING)
-            return wf__status(WF_INVALID_ARGUMENT, "prefetch_to_device(%s): component %d is a string; strings stay on "
-                              "the host", p->device, i);
-        wf_tensor *d;
-        WF__TRY(wf__tensor_move(p->dev, e->t[i], &d));
+        if (!ev[i]) continue;
+        wf_status *w = dev->vt->event_sync(dev->dev, ev[i]);
+        if (w && !s) s = w;
+        else wf_status_free(w);
+        dev->vt->event_release(dev->dev, ev[i]);
+    }
+    if (s) {
+        for (int i = 0; i < e->n; i++) wf_tensor_free(d[i]);
+        return wf__status_wrap(s, "prefetch_to_device(%s)", p->device);
+    }
+    for (int i = 0; i < e->n; i++) {
         wf_tensor_free(e->t[i]);
-        e->t[i] = d;
+        e->t[i] = d[i];
     }
     return NULL;
 }
