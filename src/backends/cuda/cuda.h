@@ -124,6 +124,7 @@ extern const wf__kernel_def cu_kernels_grad[];        /* cuda_grad.c: conv / poo
 extern const wf__kernel_def cu_kernels_index[];       /* cuda_index.c: Shape, Size, OneHot, NonZero, scatters.. */
 extern const wf__kernel_def cu_kernels_norm[];        /* cuda_norm.c: normalizations, TopK, Hardmax, LpPool, Unique.. */
 extern const wf__kernel_def cu_kernels_image[];       /* cuda_image.c: Resize, GridSample, RoiAlign, DFT, Einsum.. */
+extern const wf__kernel_def cu_kernels_image_augment[]; /* cuda_image_augment.c: ConvertImageDtype, random augmentations */
 extern const wf__kernel_def cu_kernels_seq[];         /* cuda_seq.c: RNN/GRU/LSTM, Attention, quantization.. */
 extern const wf__kernel_def cu_kernels_fused[];       /* cuda_fused.c: FusedElementwise (lower/jit.c), NVRTC */
 

@@ -397,7 +397,8 @@ static wf_status *copy_on_device(void *dev, void *dst, size_t doff, const void *
 static const wf__kernel_def *const g_tables[] = {cu_kernels_elementwise, cu_kernels_reduce, cu_kernels_nn,
                                                  cu_kernels_shape, cu_kernels_conv, cu_kernels_train,
                                                  cu_kernels_grad, cu_kernels_index, cu_kernels_norm,
-                                                 cu_kernels_image, cu_kernels_seq, cu_kernels_fused};
+                                                 cu_kernels_image, cu_kernels_image_augment, cu_kernels_seq,
+                                                 cu_kernels_fused};
 
 static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
 {

@@ -150,6 +150,7 @@ extern const wf__kernel_def ocl_kernels_nn[];          /* ocl_nn.c: MatMul/Gemm 
 extern const wf__kernel_def ocl_kernels_reduce[];      /* ocl_reduce.c: reductions, softmax, norms */
 extern const wf__kernel_def ocl_kernels_norm[];        /* ocl_norm.c: more reductions, norms, losses, TopK */
 extern const wf__kernel_def ocl_kernels_image[];       /* ocl_image.c: Resize, sampling, signal, quantisation */
+extern const wf__kernel_def ocl_kernels_image_augment[]; /* ocl_image_augment.c: ConvertImageDtype, random augmentations */
 extern const wf__kernel_def ocl_kernels_seq[];         /* ocl_seq.c: Einsum, data-dependent ops, RNNs, Attention */
 extern const wf__kernel_def ocl_kernels_nngrad[];      /* ocl_nngrad.c: conv and pool backward ops */
 extern const wf__kernel_def ocl_kernels_train[];       /* ocl_train.c: ApplyAdam, StatelessRandomUniform */

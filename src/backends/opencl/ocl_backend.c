@@ -1257,8 +1257,8 @@ static wf_status *copy_to_host_async(void *dev, void *dst, const void *chunk, si
 
 static const wf__kernel_def *const g_tables[] = {ocl_kernels_elementwise, ocl_kernels_shape, ocl_kernels_nn,
                                                  ocl_kernels_reduce, ocl_kernels_norm, ocl_kernels_image,
-                                                 ocl_kernels_seq, ocl_kernels_nngrad, ocl_kernels_train,
-                                                 ocl_kernels_fused};
+                                                 ocl_kernels_image_augment, ocl_kernels_seq, ocl_kernels_nngrad,
+                                                 ocl_kernels_train, ocl_kernels_fused};
 
 static const wf__kernel_def *find_kernel(void *dev, const char *op, const wf__tinfo *in, int n_in, const wf__tinfo *out)
 {
