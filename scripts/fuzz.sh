@@ -2,8 +2,8 @@
 # Fuzzes what reads untrusted input: the ONNX importer (tests/fuzz/fuzz_onnx.c), the .npy reader
 # (fuzz_npy.c), the safetensors reader (fuzz_safetensors.c), the graph builder's attribute and
 # shape-inference paths (fuzz_attrs.c), the TFRecord reader (fuzz_tfrecord.c), the CSV and text-line
-# readers (fuzz_csv.c) and the JPEG and PNG decoders (fuzz_image.c). Builds each target with clang's
-# libFuzzer, ASan and UBSan,
+# readers (fuzz_csv.c), the JPEG and PNG decoders (fuzz_image.c) and the input pipeline's cache files
+# (fuzz_cache.c). Builds each target with clang's libFuzzer, ASan and UBSan,
 # compiling the library's sources straight into the binaries (no cmake), into build-fuzz/, and runs them.
 #   scripts/fuzz.sh short      per target: its seed corpus plus FUZZ_RUNS (20000) fixed-seed mutations,
 #                              at most FUZZ_SHORT_SECONDS (25) s each: make test
@@ -16,7 +16,7 @@
 set -u
 cd "$(dirname "$0")/.."
 MODE=${1:-short}
-ALL_TARGETS="onnx npy safetensors attrs tfrecord csv image"
+ALL_TARGETS="onnx npy safetensors attrs tfrecord csv image cache"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 case " $ALL_TARGETS " in *" $MODE "*) TARGETS=$MODE; shift; MODE=repro ;; esac
 OUT=${FUZZ_DIR:-build-fuzz}
@@ -95,6 +95,7 @@ flags() { # target
     tfrecord) echo "-max_len=4096 -dict=tests/fuzz/tfrecord.dict" ;;
     csv) echo "-max_len=4096 -dict=tests/fuzz/csv.dict" ;;
     image) echo "-max_len=16384" ;;
+    cache) echo "-max_len=4096" ;;
     esac
 }
 
@@ -138,7 +139,7 @@ long)
         for f in $new; do
             "$OUT/fuzz_$t" $FLAGS "$f" >"$OUT/repro.log" 2>&1
             what=$(grep -a -E -m1 'runtime error|bad error|left [0-9]+ nodes|failed|out-of-memory|ERROR: AddressSanitizer' "$OUT/repro.log" |
-                   sed -E "s/.*(runtime error|bad error message|ERROR: AddressSanitizer|libFuzzer)/\\1/; s#'[^ ]*/(model.onnx|input.npy|input.safetensors|input.tfrecord|input.csv)#'\\1#; s/'[^']*'/''/g; s/0x[0-9a-f]+|[0-9]+/N/g" | cut -c1-120)
+                   sed -E "s/.*(runtime error|bad error message|ERROR: AddressSanitizer|libFuzzer)/\\1/; s#'[^ ]*/(model.onnx|input.npy|input.safetensors|input.tfrecord|input.csv|input.cache)#'\\1#; s/'[^']*'/''/g; s/0x[0-9a-f]+|[0-9]+/N/g" | cut -c1-120)
             frame=$(grep -a -E -m1 '#[0-9]+ 0x[0-9a-f]+ in [a-z_0-9]+ .*/src/' "$OUT/repro.log" |
                     sed -E 's/.* in ([a-z_0-9]+) .*\/(src\/[^ :]+:[0-9]+).*/\1 \2/')
             echo "$frame | $what	$f"

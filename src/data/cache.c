@@ -9,6 +9,7 @@
  * half-written cache is never read; an iteration that stops early leaves no file.
  */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "data/pipeline.h"
@@ -198,6 +199,7 @@ typedef struct cache_it {
     FILE *f;
     char *tmp;
     bool done;
+    int64_t file_size; /* reading: the cache file's size */
 } cache_it;
 
 #define CACHE_MAGIC "WFCACHE1"
@@ -256,14 +258,26 @@ static wf_status *read_elem(cache_it *ci, wf__elem *out, bool *end)
             if (dims[d] < 0 || (dims[d] && size > INT64_MAX / dims[d])) return rd_fail(ci, "bad dims");
             size *= dims[d];
         }
+        /* a size the rest of the file cannot hold is damage, not something to allocate */
+        long here = ftell(ci->f);
+        if (here < 0 || b > (uint64_t)(ci->file_size - here)) return rd_fail(ci, "a tensor larger than the rest of the file");
+        /* the dims' product without the zeros must fit too: an empty tensor with absurd other dims is
+         * not something this writer makes */
+        int64_t nz = 1;
+        for (uint32_t d = 0; d < h[1]; d++) {
+            if (dims[d] && nz > INT64_MAX / dims[d]) return rd_fail(ci, "bad dims");
+            if (dims[d]) nz *= dims[d];
+        }
         wf_tensor *t = NULL;
+        wf_status *as;
         if ((wf_dtype)h[0] == WF_STRING) {
             if (b < (uint64_t)size * 16 || b > ((uint64_t)1 << 40)) return rd_fail(ci, "a bad string tensor size");
-            WF__TRY(wf__ds_string_alloc((int)h[1], dims, (size_t)b, &t));
+            as = wf__ds_string_alloc((int)h[1], dims, (size_t)b, &t);
         } else {
             if (b != (uint64_t)size * wf_dtype_size((wf_dtype)h[0])) return rd_fail(ci, "a size that does not match the dims");
-            WF__TRY(wf__tensor_alloc((wf_dtype)h[0], (int)h[1], dims, "a cached element", &t));
+            as = wf__tensor_alloc((wf_dtype)h[0], (int)h[1], dims, "a cached element", &t);
         }
+        if (as) return wf__status_wrap(as, "cache file %s, element %lld", ci->c->path, (long long)ci->pos);
         out->t[out->n++] = t;
         if (b && fread(t->data, 1, (size_t)b, ci->f) != (size_t)b) return rd_fail(ci, "truncated data");
     }
@@ -384,6 +398,9 @@ static wf_status *cache_open(const wf_dataset *ds, cache_it *ci, wf__pipe *p, ui
     if (ci->mode == C_FREAD) {
         ci->f = fopen(c->path, "rb");
         if (!ci->f) return wf__status(WF_IO_ERROR, "cache: cannot open %s", c->path);
+        struct stat sb;
+        if (fstat(fileno(ci->f), &sb) != 0) return wf__status(WF_IO_ERROR, "cache: cannot stat %s", c->path);
+        ci->file_size = (int64_t)sb.st_size;
         char magic[8];
         uint64_t fp = 0;
         if (fread(magic, 1, 8, ci->f) != 8 || memcmp(magic, CACHE_MAGIC, 8) || fread(&fp, 1, 8, ci->f) != 8)

@@ -138,8 +138,30 @@ def image_seeds(out):
     return n
 
 
+def cache_seeds(out):
+    """Input-pipeline cache files (src/data/cache.c) for fuzz_cache.c: a first byte 0 asks the target to
+    put the real header in front, so these are element records: u32 components, then per component u32
+    dtype, u32 rank, i64 dims, u64 bytes, the bytes."""
+    import struct
+    os.makedirs(out, exist_ok=True)
+
+    def rec(v):
+        return struct.pack("<IIIQ", 1, 9, 0, 8) + struct.pack("<q", v)
+
+    def vec(vals):
+        return struct.pack("<III", 1, 1, 1) + struct.pack("<q", len(vals)) + struct.pack("<Q", 4 * len(vals)) + \
+            struct.pack("<%df" % len(vals), *vals)
+    seeds = {"range": b"\x00" + b"".join(rec(i) for i in range(16)), "truncated": b"\x00" + rec(0)[:-3],
+             "vector": b"\x00" + vec([1.0, 2.0, 3.0]), "raw": b"\x01WFCACHE1" + b"\x00" * 8 + rec(5)}
+    for name, data in seeds.items():
+        with open(os.path.join(out, name + ".bin"), "wb") as f:
+            f.write(data)
+    return len(seeds)
+
+
 def main(out):
     n_tf, n_csv = records_seeds(out)
+    n_cache = cache_seeds(os.path.join(out, "cache"))
     n_img = image_seeds(os.path.join(out, "image"))
     n_npy = npy_seeds(os.path.join(out, "npy"))
     n_st = safetensors_seeds(os.path.join(out, "safetensors"))
@@ -195,7 +217,7 @@ def main(out):
     for name, m in seeds.items():
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(m.SerializeToString())
-    print(f"{len(seeds)} onnx, {n_npy} npy, {n_st} safetensors, {n_tf} tfrecord, {n_csv} csv, {n_img} image seeds")
+    print(f"{len(seeds)} onnx, {n_npy} npy, {n_st} safetensors, {n_tf} tfrecord, {n_csv} csv, {n_img} image, {n_cache} cache seeds")
 
 
 if __name__ == "__main__":
