@@ -260,7 +260,8 @@ static wf_status *read_elem(cache_it *ci, wf__elem *out, bool *end)
         }
         /* a size the rest of the file cannot hold is damage, not something to allocate */
         long here = ftell(ci->f);
-        if (here < 0 || b > (uint64_t)(ci->file_size - here)) return rd_fail(ci, "a tensor larger than the rest of the file");
+        if (here < 0 || b > (uint64_t)(ci->file_size - here))
+            return rd_fail(ci, "truncated or damaged: a tensor larger than the rest of the file");
         /* the dims' product without the zeros must fit too: an empty tensor with absurd other dims is
          * not something this writer makes */
         int64_t nz = 1;
