@@ -457,7 +457,9 @@ static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, in
     const fn_p *f = ds->params;
     int req = f->o.num_parallel_calls;
     bool filter = f->what[0] == 'f';
-    if (req == 1 || filter) {
+    /* AUTOTUNE within a budget of one thread can only ever run one call at a time: in the consumer's
+     * thread, without the hand-over to a worker (which cost 15% on one core) */
+    if (req == 1 || filter || (req == WF_AUTOTUNE && p->cpu_budget <= 1)) {
         smap_it *m = wf__calloc(1, sizeof *m);
         if (!m) return wf__oom("a map iterator", sizeof *m);
         m->f = f;
