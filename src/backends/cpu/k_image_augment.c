@@ -10,7 +10,7 @@
 #include <math.h>
 
 #include "device/kernel.h"
-#include "ops/kutil_random.h"
+#include "ops/kutil_image.h"
 
 /* TensorFlow's scales: u8 to float multiplies by 1/255 (rounded to f32), float to u8 by 255.5 */
 #define U8_TO_F32 ((float)(1.0 / 255.0))
@@ -68,10 +68,7 @@ static wf_status *k_convert_image_dtype(wf__kctx *k)
 
 /* ---- the random ops' common part ------------------------------------------------------------------ */
 
-typedef struct img_geom {
-    int64_t n, h, w, c; /* n = 1 for a single [H, W, C] image */
-    int64_t seed, counter;
-} img_geom;
+typedef wf__ki_geom img_geom; /* ops/kutil_image.h */
 
 static wf_status *image_and_seed(const wf__kctx *k, img_geom *g)
 {
@@ -84,19 +81,10 @@ static wf_status *image_and_seed(const wf__kctx *k, img_geom *g)
     if (sd->dtype != WF_I64 || sd->size != 2)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input 'seed' %s%s must be an i64 [2] tensor {seed, counter}",
                              wf_dtype_name(sd->dtype), wf__shape_str(sd->rank, sd->dims, s1));
-    const int64_t *d = x->dims + (x->rank - 3);
-    *g = (img_geom){x->rank == 4 ? x->dims[0] : 1, d[0], d[1], d[2], ((const int64_t *)sd->data)[0],
-                    ((const int64_t *)sd->data)[1]};
+    *g = wf__ki_geom_of(x->dims, x->rank, (const int64_t *)sd->data);
     return NULL;
 }
 
-/* Image i's key: the counter advanced by i, wrapping as the hash does. */
-static inline uint64_t image_key(const img_geom *g, int64_t i)
-{
-    return wf__rng_key(g->seed, (int64_t)((uint64_t)g->counter + (uint64_t)i));
-}
-
-static inline float draw_f32(uint64_t key, uint64_t k) { return wf__rng_f32(wf__rng_bits(key, k)); }
 
 /* ---- StatelessRandomBrightness -------------------------------------------------------------------- */
 
@@ -117,7 +105,7 @@ static wf_status *k_brightness(wf__kctx *k)
     WF__TRY(wf__kctx_output_reuse(k, 0, 0, x->dtype, x->rank, x->dims, &y, NULL));
     int64_t per = g.h * g.w * g.c;
     for (int64_t i = 0; i < g.n; i++) {
-        double delta = (2.0 * (double)draw_f32(image_key(&g, i), 0) - 1.0) * max_delta;
+        double delta = wf__ki_delta(&g, i, max_delta);
         int64_t b = i * per;
         if (x->dtype == WF_F64) {
             const double *a = (const double *)x->data + b;
@@ -161,7 +149,7 @@ static wf_status *k_contrast(wf__kctx *k)
     WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, x->dims, &y));
     int64_t hw = g.h * g.w, per = hw * g.c;
     for (int64_t i = 0; i < g.n; i++) {
-        double factor = lo + (double)draw_f32(image_key(&g, i), 0) * (hi - lo);
+        double factor = wf__ki_factor(&g, i, lo, hi);
         int64_t b = i * per;
         for (int64_t ch = 0; ch < g.c; ch++) {
             double sum = 0;
@@ -199,7 +187,7 @@ static wf_status *k_flip(wf__kctx *k)
     WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, x->dims, &y));
     size_t es = wf_dtype_size(x->dtype), px = es * (size_t)g.c, row = px * (size_t)g.w;
     for (int64_t i = 0; i < g.n; i++) {
-        bool flip = draw_f32(image_key(&g, i), 0) < 0.5f;
+        bool flip = wf__ki_flip(&g, i);
         for (int64_t r = 0; r < g.h; r++) {
             const char *a = (const char *)x->data + ((size_t)i * (size_t)g.h + (size_t)r) * row;
             char *o = (char *)y->data + ((size_t)i * (size_t)g.h + (size_t)r) * row;
@@ -232,10 +220,9 @@ static wf_status *k_crop(wf__kctx *k)
     WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, x->rank == 4 ? dims : dims + 1, &y));
     size_t es = wf_dtype_size(x->dtype);
     for (int64_t i = 0; i < g.n; i++) {
-        uint64_t key = image_key(&g, i);
-        int64_t oh = (int64_t)(wf__rng_bits(key, 0) % (uint64_t)(g.h - h + 1));
-        int64_t ow = (int64_t)(wf__rng_bits(key, 1) % (uint64_t)(g.w - w + 1));
-        int64_t oc = (int64_t)(wf__rng_bits(key, 2) % (uint64_t)(g.c - c + 1));
+        int64_t o3[3];
+        wf__ki_crop(&g, i, h, w, c, o3);
+        int64_t oh = o3[0], ow = o3[1], oc = o3[2];
         for (int64_t r = 0; r < h; r++)
             for (int64_t q = 0; q < w; q++) {
                 size_t src = (size_t)(((i * g.h + oh + r) * g.w + ow + q) * g.c + oc);

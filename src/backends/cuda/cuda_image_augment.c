@@ -4,7 +4,7 @@
  * StatelessRandomCrop, with the kernel table. Semantics are src/backends/cpu/k_image_augment.c's,
  * documented in weft.h; the device code is cuda_image_augment.cu.
  */
-/* The seed is a host-memory input, so each image's draws (ops/kutil_random.h) are made here, in the CPU
+/* The seed is a host-memory input, so each image's draws (ops/kutil_image.h) are made here, in the CPU
  * kernel's arithmetic, and uploaded as one small table per launch to stream-ordered scratch memory
  * (freed behind the kernels that read it): flips, crop offsets and every output are the CPU's bit for
  * bit. The host arithmetic rounds each operation, as the CPU kernel's does. */
@@ -12,7 +12,7 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_image_augment.h"
-#include "ops/kutil_random.h"
+#include "ops/kutil_image.h"
 
 /* ---- helpers ------------------------------------------------------------------------------------------ */
 
@@ -66,10 +66,7 @@ static wf_status *k_convert_image_dtype(wf__kctx *k)
 
 /* ---- the random ops' common part ------------------------------------------------------------------ */
 
-typedef struct img_geom {
-    int64_t n, h, w, c; /* n = 1 for a single [H, W, C] image */
-    int64_t seed, counter;
-} img_geom;
+typedef wf__ki_geom img_geom; /* ops/kutil_image.h */
 
 /* The image's geometry and the seed, checked as the CPU kernel does; makes the device current. */
 static wf_status *image_and_seed(wf__kctx *k, img_geom *g)
@@ -86,18 +83,10 @@ static wf_status *image_and_seed(wf__kctx *k, img_geom *g)
     if (s) return s;
     int64_t v[2];
     if ((s = cu_read(k, sd, v, sizeof v))) return s; /* a host-memory input: normally on the host already */
-    const int64_t *d = x->dims + (x->rank - 3);
-    *g = (img_geom){x->rank == 4 ? x->dims[0] : 1, d[0], d[1], d[2], v[0], v[1]};
+    *g = wf__ki_geom_of(x->dims, x->rank, v);
     return NULL;
 }
 
-/* Image i's key: the counter advanced by i, wrapping as the hash does. */
-static uint64_t image_key(const img_geom *g, int64_t i)
-{
-    return wf__rng_key(g->seed, (int64_t)((uint64_t)g->counter + (uint64_t)i));
-}
-
-static float draw_f32(uint64_t key, uint64_t k) { return wf__rng_f32(wf__rng_bits(key, k)); }
 
 /* Each image's brightness delta ((2u - 1) * a) or contrast factor (a + u * b) in double, as the CPU
  * computes it, uploaded; the kernels round it to f32 for u8 and f32 images, as the CPU does. */
@@ -107,7 +96,7 @@ static wf_status *image_params(wf__kctx *k, const img_geom *g, bool bright, doub
     wf_status *s = host_table(k, sizeof(double) * (size_t)g->n, (void **)&p);
     if (s) return s;
     for (int64_t i = 0; i < g->n; i++) {
-        double u = (double)draw_f32(image_key(g, i), 0);
+        double u = (double)wf__ki_u(g, i);
         p[i] = bright ? (2.0 * u - 1.0) * a : a + u * b;
     }
     s = upload(k, p, sizeof(double) * (size_t)g->n, out);
@@ -166,7 +155,7 @@ static wf_status *k_flip(wf__kctx *k)
     if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
     uint8_t *flip;
     if ((s = host_table(k, (size_t)g.n, (void **)&flip))) return s;
-    for (int64_t i = 0; i < g.n; i++) flip[i] = draw_f32(image_key(&g, i), 0) < 0.5f;
+    for (int64_t i = 0; i < g.n; i++) flip[i] = wf__ki_flip(&g, i);
     void *dflip;
     s = upload(k, flip, (size_t)g.n, &dflip);
     cu_host->free(flip);
@@ -196,10 +185,7 @@ static wf_status *k_crop(wf__kctx *k)
     int64_t *off;
     if ((s = host_table(k, sizeof(int64_t) * 3 * (size_t)g.n, (void **)&off))) return s;
     for (int64_t i = 0; i < g.n; i++) {
-        uint64_t key = image_key(&g, i);
-        off[3 * i] = (int64_t)(wf__rng_bits(key, 0) % (uint64_t)(g.h - h + 1));
-        off[3 * i + 1] = (int64_t)(wf__rng_bits(key, 1) % (uint64_t)(g.w - w + 1));
-        off[3 * i + 2] = (int64_t)(wf__rng_bits(key, 2) % (uint64_t)(g.c - c + 1));
+        wf__ki_crop(&g, i, h, w, c, off + 3 * i);
     }
     void *doff;
     s = upload(k, off, sizeof(int64_t) * 3 * (size_t)g.n, &doff);

@@ -3,7 +3,7 @@
  * ConvertImageDtype, StatelessRandomBrightness, StatelessRandomContrast, StatelessRandomFlipLeftRight and
  * StatelessRandomCrop. Semantics are src/backends/cpu/k_image_augment.c's, documented in weft.h.
  */
-/* The seed is a host-memory input, so each image's draws (ops/kutil_random.h) are made on the host, in
+/* The seed is a host-memory input, so each image's draws (ops/kutil_image.h) are made on the host, in
  * the CPU kernel's arithmetic, and uploaded as one small table per launch: the flips and the crop offsets
  * are the CPU's bit for bit, and so is every output except where the CPU sums in double (contrast's
  * mean), which the device does too where it has double, in the CPU's order. The host arithmetic rounds
@@ -14,7 +14,7 @@
 
 #include "backends/opencl/ocl_image.h"
 #include "backends/opencl/ocl_nnr.h"
-#include "ops/kutil_random.h"
+#include "ops/kutil_image.h"
 
 /* FP_CONTRACT OFF: each operation rounds on its own, as on the CPU. U8F is (float)(1.0 / 255.0) and U8D
  * 1.0 / 255.0, spelled exactly; 255.5 is exact in both. ET moves an element of DT by its bits (half has
@@ -160,10 +160,7 @@ static wf_status *k_ConvertImageDtype(wf__kctx *k)
 
 /* ---- the random ops' common part ------------------------------------------------------------------ */
 
-typedef struct img_geom {
-    int64_t n, h, w, c; /* n = 1 for a single [H, W, C] image */
-    int64_t seed, counter;
-} img_geom;
+typedef wf__ki_geom img_geom; /* ops/kutil_image.h */
 
 /* The image's geometry and the seed, checked as the CPU kernel does. */
 static wf_status *image_and_seed(wf__kctx *k, img_geom *g)
@@ -179,18 +176,10 @@ static wf_status *image_and_seed(wf__kctx *k, img_geom *g)
     int64_t v[2];
     wf_status *s = ocl_nnr_read(k, sd, v, sizeof v);
     if (s) return s;
-    const int64_t *d = x->dims + (x->rank - 3);
-    *g = (img_geom){x->rank == 4 ? x->dims[0] : 1, d[0], d[1], d[2], v[0], v[1]};
+    *g = wf__ki_geom_of(x->dims, x->rank, v);
     return NULL;
 }
 
-/* Image i's key: the counter advanced by i, wrapping as the hash does. */
-static uint64_t image_key(const img_geom *g, int64_t i)
-{
-    return wf__rng_key(g->seed, (int64_t)((uint64_t)g->counter + (uint64_t)i));
-}
-
-static float draw_f32(uint64_t key, uint64_t k) { return wf__rng_f32(wf__rng_bits(key, k)); }
 
 static wf_status *host_table(wf__kctx *k, size_t bytes, void **out)
 {
@@ -207,7 +196,7 @@ static wf_status *image_params(wf__kctx *k, const img_geom *g, bool f64, bool br
     wf_status *s = host_table(k, es * (size_t)g->n, &p);
     if (s) return s;
     for (int64_t i = 0; i < g->n; i++) {
-        double u = (double)draw_f32(image_key(g, i), 0);
+        double u = (double)wf__ki_u(g, i);
         double v = bright ? (2.0 * u - 1.0) * a : a + u * b;
         if (f64) ((cl_double *)p)[i] = v;
         else ((cl_float *)p)[i] = (cl_float)v;
@@ -287,7 +276,7 @@ static wf_status *k_StatelessRandomFlipLeftRight(wf__kctx *k)
     if ((s = ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
     cl_uchar *flip;
     if ((s = host_table(k, (size_t)g.n, (void **)&flip))) return s;
-    for (int64_t i = 0; i < g.n; i++) flip[i] = draw_f32(image_key(&g, i), 0) < 0.5f;
+    for (int64_t i = 0; i < g.n; i++) flip[i] = wf__ki_flip(&g, i);
     cl_mem fm = NULL;
     s = oclimg_buffer(k, (size_t)g.n, flip, &fm);
     ocl_host->free(flip);
@@ -326,10 +315,9 @@ static wf_status *k_StatelessRandomCrop(wf__kctx *k)
     cl_long *off;
     if ((s = host_table(k, sizeof(cl_long) * 3 * (size_t)g.n, (void **)&off))) return s;
     for (int64_t i = 0; i < g.n; i++) {
-        uint64_t key = image_key(&g, i);
-        off[3 * i] = (cl_long)(wf__rng_bits(key, 0) % (uint64_t)(g.h - h + 1));
-        off[3 * i + 1] = (cl_long)(wf__rng_bits(key, 1) % (uint64_t)(g.w - w + 1));
-        off[3 * i + 2] = (cl_long)(wf__rng_bits(key, 2) % (uint64_t)(g.c - c + 1));
+        int64_t o3[3];
+        wf__ki_crop(&g, i, h, w, c, o3);
+        for (int j = 0; j < 3; j++) off[3 * i + j] = (cl_long)o3[j];
     }
     cl_mem om = NULL;
     s = oclimg_buffer(k, sizeof(cl_long) * 3 * (size_t)g.n, off, &om);
