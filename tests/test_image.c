@@ -487,6 +487,73 @@ static void expect_bad(dec_graph *d, wf_output fetch, const char *file, const ch
     wf_status_free(st);
 }
 
+/* dtype: a float output is the u8 decode scaled by 1/255, exactly as ConvertImageDtype makes it (JPEG,
+ * and PNG through its gray conversion); a dtype that is not an image dtype is refused, naming the node. */
+static void test_decode_dtype(void)
+{
+    if (!g_have_ref) {
+        CHECK_SKIP("test_decode_dtype", "no reference images (tests/data/make_images.py needs /usr/bin/python3 with numpy and Pillow)");
+        return;
+    }
+    wf_context *ctx = NULL;
+    wf_graph *g = NULL;
+    wf_session *s = NULL;
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    CHECK_OK(wf_graph_new(&g));
+    wf_output path, bytes;
+    CHECK_OK(wf_placeholder(g, "path", WF_STRING, 0, NULL, &path));
+    CHECK_OK(wf_read_file(g, "read", path, &bytes));
+    const char *ops[2] = {"DecodeJpeg", "DecodePng"};
+    const char *files[2] = {"rgb.jpg", "rgb.png"};
+    int chans[2] = {3, 1};
+    wf_dtype dts[4] = {WF_F32, WF_F64, WF_F16, WF_BF16};
+    wf_output u8[2], fl[2][4], conv[2][4];
+    for (int o = 0; o < 2; o++) {
+        wf_node *n = NULL;
+        char nm[64];
+        wf_attr a[2] = {wf_attr_int("channels", chans[o]), wf_attr_dtype("dtype", WF_U8)};
+        snprintf(nm, sizeof nm, "%s_u8", ops[o]);
+        CHECK_OK(wf_op(g, ops[o], nm, &bytes, 1, a, 2, &n));
+        u8[o] = (wf_output){n, 0};
+        for (int k = 0; k < 4; k++) {
+            a[1] = wf_attr_dtype("dtype", dts[k]);
+            snprintf(nm, sizeof nm, "%s_%s", ops[o], wf_dtype_name(dts[k]));
+            CHECK_OK(wf_op(g, ops[o], nm, &bytes, 1, a, 2, &n));
+            fl[o][k] = (wf_output){n, 0};
+            CHECK_INT(wf_output_dtype(fl[o][k]), dts[k]);
+            snprintf(nm, sizeof nm, "%s_conv_%s", ops[o], wf_dtype_name(dts[k]));
+            CHECK_OK(wf_convert_image_dtype(g, nm, u8[o], dts[k], &conv[o][k]));
+        }
+    }
+    wf_attr bad[1] = {wf_attr_dtype("dtype", WF_I32)};
+    CHECK_ERR(wf_op(g, "DecodeJpeg", "bad_dtype", &bytes, 1, bad, 1, NULL), WF_INVALID_ARGUMENT, "bad_dtype");
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    for (int o = 0; o < 2 && s; o++) {
+        char p[300];
+        snprintf(p, sizeof p, "%s/%s", g_dir, files[o]);
+        wf_tensor *pt = str1(p);
+        wf_feed fd = {path, pt};
+        for (int k = 0; k < 4; k++) {
+            wf_output f[2] = {fl[o][k], conv[o][k]};
+            wf_tensor *out[2] = {0};
+            CHECK_OK(wf_session_run(s, &fd, 1, f, 2, out, NULL));
+            if (out[0] && out[1]) {
+                CHECK_INT(wf_tensor_dtype(out[0]), dts[k]);
+                CHECK_INT(wf_tensor_bytes(out[0]), wf_tensor_bytes(out[1]));
+                CHECK_INT(wf_tensor_dims(out[0])[2], chans[o]);
+                CHECK(wf_tensor_bytes(out[0]) == wf_tensor_bytes(out[1]) &&
+                      !memcmp(wf_tensor_data(out[0]), wf_tensor_data(out[1]), wf_tensor_bytes(out[0])));
+            }
+            wf_tensor_free(out[0]);
+            wf_tensor_free(out[1]);
+        }
+        wf_tensor_free(pt);
+    }
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
 static void test_decode_errors(void)
 {
     if (!g_have_ref) {
@@ -684,6 +751,7 @@ int main(void)
     RUN_TEST(test_read_file);
     RUN_TEST(test_decode_jpeg);
     RUN_TEST(test_decode_png);
+    RUN_TEST(test_decode_dtype);
     RUN_TEST(test_decode_errors);
     RUN_TEST(test_decode_memory_limit);
     RUN_TEST(test_decode_faults);

@@ -459,7 +459,9 @@ WF_API wf_status *wf_read_file(wf_graph *g, const char *name, wf_output path, wf
  * rounded, as Pillow's convert("L")); alpha is dropped, not blended. Height and width are known only at
  * run time. A corrupt or truncated image (libjpeg's warnings about damaged data included) is
  * INVALID_ARGUMENT naming the node and quoting the library's message; a decoded size over the CPU's
- * memory limit is OUT_OF_MEMORY before anything that size is allocated. */
+ * memory limit is OUT_OF_MEMORY before anything that size is allocated. The ops' attribute "dtype"
+ * (wf_op; default u8, which these builders use) may be f32, f64, f16 or bf16: the pixels scaled to
+ * [0, 1] exactly as wf_convert_image_dtype scales them, in one pass (TensorFlow's decode_image(dtype=)). */
 WF_API wf_status *wf_decode_jpeg(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out);
 WF_API wf_status *wf_decode_png(wf_graph *g, const char *name, wf_output contents, int channels, wf_output *out);
 /* tf.image.convert_image_dtype with saturation: u8 to a float dtype multiplies by 1/255 (the scale

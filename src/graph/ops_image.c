@@ -33,7 +33,11 @@ static wf_status *infer_decode(wf__infer_ctx *ctx, bool png)
     if (!(c == 0 || c == 1 || c == 3 || (png && c == 4)))
         return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "attribute 'channels' is %lld; expected %s", (long long)c,
                               png ? "0 (as stored), 1, 3 or 4" : "0 (as stored), 1 or 3");
-    ctx->out[0].dtype = WF_U8;
+    wf_dtype to = (wf_dtype)WF__IC_I(ctx, "dtype");
+    if (!wf__dtype_valid(to) || !(WF__DT_BIT(to) & (WF__DT_BIT(WF_U8) | WF__DT_FLOATS)))
+        return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "attribute 'dtype' is %s; expected u8, f32, f64, f16 or bf16",
+                              wf_dtype_name(to));
+    ctx->out[0].dtype = to;
     ctx->out[0].rank = 3;
     ctx->out[0].dims[0] = ctx->out[0].dims[1] = -1; /* known when the image is decoded */
     ctx->out[0].dims[2] = c ? c : -1;
@@ -134,9 +138,12 @@ const wf__op_def wf__ops_image[] = {
     /* stateful: the file is read at every run (it may change), never folded into a constant */
     {.name = "ReadFile", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_read_file,
      .flags = WF__OP_STATEFUL | WF__OP_STRINGS},
-    {.name = "DecodeJpeg", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"channels", WF_ATTR_INT, .i = 0}},
+    /* dtype: u8 (default), or a float dtype with the pixels scaled to [0, 1] (TensorFlow's decode_image) */
+    {.name = "DecodeJpeg", .min_in = 1, .max_in = 1, .n_out = 1,
+     .attrs = {{"channels", WF_ATTR_INT, .i = 0}, {"dtype", WF_ATTR_DTYPE, .i = WF_U8}},
      .infer = infer_decode_jpeg, .flags = WF__OP_STRINGS},
-    {.name = "DecodePng", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"channels", WF_ATTR_INT, .i = 0}},
+    {.name = "DecodePng", .min_in = 1, .max_in = 1, .n_out = 1,
+     .attrs = {{"channels", WF_ATTR_INT, .i = 0}, {"dtype", WF_ATTR_DTYPE, .i = WF_U8}},
      .infer = infer_decode_png, .flags = WF__OP_STRINGS},
     {.name = "ConvertImageDtype", .min_in = 1, .max_in = 1, .n_out = 1,
      .attrs = {{"dtype", WF_ATTR_DTYPE, .required = true}}, .infer = infer_convert_image_dtype},

@@ -9,6 +9,7 @@
 
 #include <math.h>
 
+#include "backends/cpu/k_image.h"
 #include "device/kernel.h"
 #include "ops/kutil_image.h"
 
@@ -30,6 +31,21 @@ static inline uint8_t sat_u8_d(double v)
 
 /* ---- ConvertImageDtype --------------------------------------------------------------------------- */
 
+void wf__cpu_image_from_u8(const uint8_t *a, void *y, wf_dtype to, int64_t n)
+{
+    if (to == WF_U8) {
+        if (n) memcpy(y, a, (size_t)n);
+    } else if (to == WF_F64) {
+        for (int64_t i = 0; i < n; i++) ((double *)y)[i] = (double)a[i] * (1.0 / 255.0);
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            float v = (float)a[i] * U8_TO_F32;
+            if (to == WF_F32) ((float *)y)[i] = v;
+            else ((uint16_t *)y)[i] = to == WF_F16 ? wf__f2h(v) : wf__f2bf(v);
+        }
+    }
+}
+
 static wf_status *k_convert_image_dtype(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
@@ -40,16 +56,7 @@ static wf_status *k_convert_image_dtype(wf__kctx *k)
     if (x->dtype == to) {
         if (x->bytes) memcpy(y->data, x->data, x->bytes);
     } else if (x->dtype == WF_U8) {
-        const uint8_t *a = x->data;
-        if (to == WF_F64) {
-            for (int64_t i = 0; i < n; i++) ((double *)y->data)[i] = (double)a[i] * (1.0 / 255.0);
-        } else {
-            for (int64_t i = 0; i < n; i++) {
-                float v = (float)a[i] * U8_TO_F32;
-                if (to == WF_F32) ((float *)y->data)[i] = v;
-                else ((uint16_t *)y->data)[i] = to == WF_F16 ? wf__f2h(v) : wf__f2bf(v);
-            }
-        }
+        wf__cpu_image_from_u8(x->data, y->data, to, n);
     } else if (to == WF_U8) {
         uint8_t *b = y->data;
         for (int64_t i = 0; i < n; i++) {

@@ -17,6 +17,7 @@
 #include <jpeglib.h>
 #include <png.h>
 
+#include "backends/cpu/k_image.h"
 #include "device/kernel.h"
 
 /* The bytes of input idx, a string scalar. */
@@ -142,13 +143,16 @@ static wf_status *k_decode_jpeg(wf__kctx *k)
     int want = (int)wf__attr_i(k->op, k->attrs, "channels");
     struct jpeg_decompress_struct cinfo;
     jpeg_fail err;
+    wf_dtype to = (wf_dtype)wf__attr_i(k->op, k->attrs, "dtype");
     wf_status *volatile s = NULL;
+    unsigned char *volatile tmp = NULL; /* the 8-bit image when the output is a float dtype */
     cinfo.err = jpeg_std_error(&err.mgr);
     err.mgr.error_exit = jpeg_fail_exit;
     err.mgr.emit_message = jpeg_fail_message;
     err.msg[0] = 0;
     if (setjmp(err.jb)) {
         jpeg_destroy_decompress(&cinfo);
+        wf__free(tmp);
         if (s) return s;
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "not a valid JPEG image (%zu bytes): libjpeg: %s", n, err.msg);
     }
@@ -165,11 +169,14 @@ static wf_status *k_decode_jpeg(wf__kctx *k)
     jpeg_start_decompress(&cinfo);
     int64_t dims[3] = {cinfo.output_height, cinfo.output_width, cinfo.output_components};
     wf_tensor *y;
-    wf_status *as = wf__kctx_output(k, 0, WF_U8, 3, dims, &y);
+    wf_status *as = wf__kctx_output(k, 0, to, 3, dims, &y);
+    size_t px = (size_t)dims[0] * (size_t)dims[1] * (size_t)dims[2];
+    if (!as && to != WF_U8 && !(tmp = wf__malloc(px ? px : 1))) as = wf__oom("a decoded JPEG", px);
     if (as) {
         s = as;
         longjmp(err.jb, 1);
     }
+    unsigned char *img = to == WF_U8 ? (unsigned char *)y->data : tmp;
     size_t row = (size_t)dims[1] * (size_t)dims[2];
     /* several rows a call, straight into the output: one at a time made libjpeg upsample 4:2:0
      * chroma into a spare row and copy it out (a memcpy of every row, 15% of the seeds' map) */
@@ -177,11 +184,13 @@ static wf_status *k_decode_jpeg(wf__kctx *k)
         JSAMPROW rows[16];
         JDIMENSION left = cinfo.output_height - cinfo.output_scanline, want = left < 16 ? left : 16;
         for (JDIMENSION i = 0; i < want; i++)
-            rows[i] = (JSAMPROW)((unsigned char *)y->data + row * (cinfo.output_scanline + i));
+            rows[i] = (JSAMPROW)(img + row * (cinfo.output_scanline + i));
         if (!jpeg_read_scanlines(&cinfo, rows, want)) break; /* suspension cannot happen with a memory source */
     }
     jpeg_finish_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
+    if (to != WF_U8) wf__cpu_image_from_u8(img, y->data, to, (int64_t)px);
+    wf__free(tmp);
     return NULL;
 }
 
@@ -224,13 +233,16 @@ static wf_status *k_decode_png(wf__kctx *k)
         png_destroy_read_struct(&png, NULL, NULL);
         return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "libpng could not allocate its state");
     }
+    wf_dtype to = (wf_dtype)wf__attr_i(k->op, k->attrs, "dtype");
     png_bytep *volatile rows = NULL;
     unsigned char *volatile rgb = NULL; /* RGB rows of an image converted to gray */
+    unsigned char *volatile tmp = NULL; /* the 8-bit image when the output is a float dtype */
     wf_status *volatile s = NULL;
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_read_struct(&png, &info, NULL);
         wf__free(rows);
         wf__free(rgb);
+        wf__free(tmp);
         if (s) return s;
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "not a valid PNG image (%zu bytes): libpng: %s", n, src.msg);
     }
@@ -270,7 +282,9 @@ static wf_status *k_decode_png(wf__kctx *k)
     }
     int64_t dims[3] = {h, w, to_gray ? 1 : c};
     wf_tensor *y;
-    wf_status *as = wf__kctx_output(k, 0, WF_U8, 3, dims, &y);
+    wf_status *as = wf__kctx_output(k, 0, to, 3, dims, &y);
+    size_t px = (size_t)dims[0] * (size_t)dims[1] * (size_t)dims[2];
+    if (!as && to != WF_U8 && !(tmp = wf__malloc(px ? px : 1))) as = wf__oom("a decoded PNG", px);
     size_t rgb_bytes = to_gray ? (size_t)h * w * 3 : 0;
     if (!as && !(rows = wf__malloc(sizeof(png_bytep) * (h ? h : 1)))) as = wf__oom("a PNG's row pointers", sizeof(png_bytep) * h);
     if (!as && to_gray && !(rgb = wf__malloc(rgb_bytes ? rgb_bytes : 1))) as = wf__oom("a PNG's RGB rows", rgb_bytes);
@@ -278,19 +292,22 @@ static wf_status *k_decode_png(wf__kctx *k)
         s = as;
         png_longjmp(png, 1);
     }
-    unsigned char *dst = to_gray ? rgb : y->data;
+    unsigned char *img = to == WF_U8 ? (unsigned char *)y->data : tmp;
+    unsigned char *dst = to_gray ? rgb : img;
     for (png_uint_32 r = 0; r < h; r++) rows[r] = (png_bytep)dst + (size_t)r * w * (size_t)c;
     png_read_image(png, rows);
     png_read_end(png, NULL);
     png_destroy_read_struct(&png, &info, NULL);
     if (to_gray) {
         /* ITU-R 601 luma in 16-bit fixed point, rounded: libjpeg's weights, and Pillow's convert("L") */
-        uint8_t *o = y->data;
+        uint8_t *o = img;
         for (size_t i = 0; i < (size_t)h * w; i++)
             o[i] = (uint8_t)((rgb[3 * i] * 19595u + rgb[3 * i + 1] * 38470u + rgb[3 * i + 2] * 7471u + 0x8000u) >> 16);
     }
+    if (to != WF_U8) wf__cpu_image_from_u8(img, y->data, to, (int64_t)px);
     wf__free(rows);
     wf__free(rgb);
+    wf__free(tmp);
     return NULL;
 }
 
