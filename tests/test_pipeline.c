@@ -668,6 +668,63 @@ static wf_status *il_fn(void *user, wf_tensor *const *elem, int n, wf_dataset **
     return wf_dataset_range(10 * i, 10 * i + 3, 1, out);
 }
 
+/* interleave's function failing, or returning no dataset: the error names the stage and the input
+ * element. */
+static wf_status *il_bad(void *user, wf_tensor *const *elem, int n, wf_dataset **out)
+{
+    (void)n;
+    int64_t i = *(int64_t *)wf_tensor_data(elem[0]);
+    if (user) return wf_status_new(WF_NOT_FOUND, "no shard %lld", (long long)i);
+    *out = NULL;
+    return NULL;
+}
+
+static void test_interleave_errors(void)
+{
+    wf_dataset *r = range_ds(0, 2);
+    for (int k = 0; k < 2; k++) {
+        wf_dataset *il = NULL;
+        CHECK_OK(wf_dataset_interleave(r, il_bad, k ? (void *)1 : NULL, 2, 1, 1, &il));
+        wf_iterator *it = NULL;
+        CHECK_OK(wf_dataset_iterator(il, NULL, &it));
+        wf_tensor *t = NULL;
+        int n = 0;
+        CHECK_ERR(wf_iterator_next(it, &t, 1, &n), k ? WF_NOT_FOUND : WF_INVALID_ARGUMENT,
+                  k ? "interleave stage, input element 0: no shard 0" : "interleave stage, input element 0: the function returned no dataset");
+        wf_iterator_free(it);
+        wf_dataset_free(il);
+    }
+    wf_dataset *bad = NULL;
+    CHECK_ERR(wf_dataset_interleave(r, il_bad, NULL, 0, 1, 1, &bad), WF_INVALID_ARGUMENT, "cycle_length");
+    wf_dataset_free(r);
+}
+
+/* A state that is not an iterator position is refused and the iterator keeps working. */
+static void test_restore_bad_state(void)
+{
+    wf_dataset *r = range_ds(0, 5);
+    wf_iterator *it = NULL;
+    CHECK_OK(wf_dataset_iterator(r, NULL, &it));
+    int64_t v[4] = {1, 2, 3, 4}, d = 4, d3 = 3;
+    wf_tensor *t4 = NULL, *t3 = NULL;
+    CHECK_OK(wf_tensor_new(WF_I64, 1, &d, v, &t4));
+    CHECK_OK(wf_tensor_new(WF_I64, 1, &d3, v, &t3));
+    CHECK_ERR(wf_iterator_restore(it, t4), WF_INVALID_ARGUMENT, "not an iterator position");
+    CHECK_ERR(wf_iterator_restore(it, t3), WF_INVALID_ARGUMENT, "not an iterator position");
+    wf_tensor *e = NULL;
+    int n = 0;
+    CHECK_OK(wf_iterator_next(it, &e, 1, &n));
+    CHECK_INT(n, 1);
+    if (n) {
+        CHECK_INT(*(int64_t *)wf_tensor_data(e), 0);
+        wf_tensor_free(e);
+    }
+    wf_tensor_free(t4);
+    wf_tensor_free(t3);
+    wf_iterator_free(it);
+    wf_dataset_free(r);
+}
+
 static void test_interleave(void)
 {
     wf_dataset *r = range_ds(0, 4), *il = NULL, *ilp = NULL;
@@ -1270,6 +1327,25 @@ static void test_file_sources(void)
     CHECK_OK(wf_dataset_ignore_errors(cs, &ci));
     int64_t v[8];
     CHECK_INT(collect(ci, NULL, v, 8), 2);
+    /* strings stay on the host: prefetch_to_device names the component */
+    {
+        wf_context *ctx = NULL;
+        wf_dataset *pd = NULL;
+        CHECK_OK(wf_context_new(NULL, &ctx));
+        const char *tp1[1] = {a};
+        wf_dataset *lines = NULL;
+        CHECK_OK(wf_dataset_text_lines(tp1, 1, &lines));
+        if (ctx && lines) CHECK_OK(wf_dataset_prefetch_to_device(lines, ctx, "CPU:0", 2, &pd));
+        it = NULL;
+        if (pd) CHECK_OK(wf_dataset_iterator(pd, NULL, &it));
+        wf_tensor *x = NULL;
+        n = 0;
+        if (it) CHECK_ERR(wf_iterator_next(it, &x, 1, &n), WF_INVALID_ARGUMENT, "component 0 is a string");
+        wf_iterator_free(it);
+        wf_dataset_free(pd);
+        wf_dataset_free(lines);
+        wf_context_free(ctx);
+    }
     wf_dataset_free(ci);
     wf_dataset_free(cs);
 }
@@ -1298,6 +1374,8 @@ int main(void)
     RUN_TEST(test_checkpoint);
     RUN_TEST(test_legacy_view);
     RUN_TEST(test_interleave);
+    RUN_TEST(test_interleave_errors);
+    RUN_TEST(test_restore_bad_state);
     RUN_TEST(test_cache);
     RUN_TEST(test_npy_source);
     RUN_TEST(test_oom);

@@ -132,12 +132,7 @@ static wf_status *lf_make(const wf_dataset *ds, wf__pipe *pp, uint64_t epoch, in
             uint64_t st = wf__ds_mix(p->seed, epoch);
             for (int64_t i = 0; i < p->n; i++) l->order[i] = i;
             for (int64_t i = p->n - 1; i > 0; i--) {
-                uint64_t bound = (uint64_t)i + 1, limit = UINT64_MAX - UINT64_MAX % bound, r;
-                do {
-                    st += 0x9E3779B97F4A7C15ull;
-                    r = wf__ds_mix(st, 0);
-                } while (r >= limit);
-                int64_t j = (int64_t)(r % bound), t = l->order[i];
+                int64_t j = (int64_t)wf__ds_draw_below(&st, (uint64_t)i + 1), t = l->order[i];
                 l->order[i] = l->order[j];
                 l->order[j] = t;
             }

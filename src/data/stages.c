@@ -727,8 +727,7 @@ typedef struct shuffle_it {
     int64_t *ibuf, next_index, n_src;
 } shuffle_it;
 
-/* Uniform in [0, bound) by rejection (as dataset.c's order). */
-static uint64_t draw_below(uint64_t *state, uint64_t bound)
+uint64_t wf__ds_draw_below(uint64_t *state, uint64_t bound)
 {
     uint64_t limit = UINT64_MAX - UINT64_MAX % bound, r;
     do {
@@ -783,7 +782,7 @@ static wf_status *shuffle_direct(shuffle_it *sh, wf__elem *out, bool *end)
         *end = true;
         return NULL;
     }
-    int64_t j = (int64_t)draw_below(&sh->rng, (uint64_t)sh->count);
+    int64_t j = (int64_t)wf__ds_draw_below(&sh->rng, (uint64_t)sh->count);
     int64_t i = sh->ibuf[j];
     sh->ibuf[j] = sh->ibuf[--sh->count];
     WF__TRY(wf__ds_get(sh->direct, i, out));
@@ -801,7 +800,7 @@ static wf_status *shuffle_next(wf__ds_it *it, wf__elem *out, bool *end)
         *end = true;
         return NULL;
     }
-    int64_t j = (int64_t)draw_below(&sh->rng, (uint64_t)sh->count);
+    int64_t j = (int64_t)wf__ds_draw_below(&sh->rng, (uint64_t)sh->count);
     *out = sh->buf[j];
     sh->buf[j] = sh->buf[--sh->count];
     memset(&sh->buf[sh->count], 0, sizeof sh->buf[0]);

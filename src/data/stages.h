@@ -27,6 +27,10 @@ wf_status *wf__ds_string_alloc(int rank, const int64_t *dims, size_t bytes, wf_t
 /* A scalar WF_STRING tensor of bytes s[0..n). */
 wf_status *wf__ds_string_scalar(const char *s, size_t n, wf_tensor **out);
 
+/* Uniform in [0, bound) from the generator state (advanced), by rejection: shuffle's and
+ * list_files' draws. */
+uint64_t wf__ds_draw_below(uint64_t *state, uint64_t bound);
+
 /* A tensor-slices dataset over t[0..n) (references taken); `what` names the caller in errors. */
 wf_status *wf__ds_slices(const char *what, wf_tensor *const *t, int n, wf_dataset **out);
 

@@ -311,13 +311,6 @@ typedef struct itrace {
     int64_t ncp, capcp;
 } itrace;
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void itrace_step(itrace *t, int64_t w0, int64_t r0, int64_t r1, int epoch)
 {
     if (t->n + 4 > t->cap) {
@@ -415,9 +408,9 @@ static wf_status *fit_loop(wf_model *m, wf_dataset *tr, wf_dataset *val, const w
         int64_t done = 0;
         for (;;) {
             wf_tensor *x = NULL, *y = NULL;
-            int64_t w0 = mono_ns();
+            int64_t w0 = wf__now_ns();
             wf_status *s = wf_dataset_next_batch(tr, &x, &y);
-            int64_t r0 = mono_ns();
+            int64_t r0 = wf__now_ns();
             input_s += (double)(r0 - w0) * 1e-9;
             if (!s && !x) break;
             if (!s && !y) s = wf__status(WF_INVALID_ARGUMENT, "the training dataset has no labels");
@@ -426,7 +419,7 @@ static wf_status *fit_loop(wf_model *m, wf_dataset *tr, wf_dataset *val, const w
                 wf_feed f[2] = {{m->input, x}, {m->labels, y}};
                 wf_run_options ro = {.targets = m->targets, .n_targets = m->n_targets};
                 s = wf_session_run(m->sess, f, 2, NULL, 0, NULL, &ro);
-                if (!s && trc) itrace_step(trc, w0, r0, mono_ns(), e);
+                if (!s && trc) itrace_step(trc, w0, r0, wf__now_ns(), e);
             }
             wf_tensor_free(x);
             wf_tensor_free(y);
