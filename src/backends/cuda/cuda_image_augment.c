@@ -88,16 +88,16 @@ static wf_status *image_and_seed(wf__kctx *k, img_geom *g)
 }
 
 
-/* Each image's brightness delta ((2u - 1) * a) or contrast factor (a + u * b) in double, as the CPU
- * computes it, uploaded; the kernels round it to f32 for u8 and f32 images, as the CPU does. */
+/* Each image's brightness delta (max_delta a) or contrast factor (lower a, upper b) in double, drawn by
+ * ops/kutil_image.h as the CPU draws it, uploaded; the kernels round it to f32 for u8 and f32 images, as
+ * the CPU does. */
 static wf_status *image_params(wf__kctx *k, const img_geom *g, bool bright, double a, double b, void **out)
 {
     double *p;
     wf_status *s = host_table(k, sizeof(double) * (size_t)g->n, (void **)&p);
     if (s) return s;
     for (int64_t i = 0; i < g->n; i++) {
-        double u = (double)wf__ki_u(g, i);
-        p[i] = bright ? (2.0 * u - 1.0) * a : a + u * b;
+        p[i] = bright ? wf__ki_delta(g, i, a) : wf__ki_factor(g, i, a, b);
     }
     s = upload(k, p, sizeof(double) * (size_t)g->n, out);
     cu_host->free(p);
@@ -132,7 +132,7 @@ static wf_status *k_contrast(wf__kctx *k)
     wf_tensor *y;
     if ((s = cu_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
     void *factor, *mean;
-    if ((s = image_params(k, &g, false, lo, hi - lo, &factor))) return s;
+    if ((s = image_params(k, &g, false, lo, hi, &factor))) return s;
     if (!(s = upload(k, NULL, sizeof(double) * (size_t)(g.n * g.c), &mean))) {
         s = cu_check(k, cuia_contrast(cu_of(k)->compute, x->dtype, cu_ptr(x), cu_ptr(y), mean, factor, g.h * g.w, g.c,
                                       g.n),

@@ -187,8 +187,9 @@ static wf_status *host_table(wf__kctx *k, size_t bytes, void **out)
     return *out ? NULL : ocl_host->kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for %zu bytes of draws", bytes);
 }
 
-/* Each image's brightness delta ((2u - 1) * a) or contrast factor (a + u * b), in double as the CPU
- * computes it, stored as PRM: double for f64 images, else rounded to f32 as the CPU rounds it there. */
+/* Each image's brightness delta (max_delta a) or contrast factor (lower a, upper b), drawn by
+ * ops/kutil_image.h as the CPU draws it, stored as PRM: double for f64 images, else rounded to f32 as the
+ * CPU rounds it there. */
 static wf_status *image_params(wf__kctx *k, const img_geom *g, bool f64, bool bright, double a, double b, cl_mem *out)
 {
     size_t es = f64 ? sizeof(cl_double) : sizeof(cl_float);
@@ -196,8 +197,7 @@ static wf_status *image_params(wf__kctx *k, const img_geom *g, bool f64, bool br
     wf_status *s = host_table(k, es * (size_t)g->n, &p);
     if (s) return s;
     for (int64_t i = 0; i < g->n; i++) {
-        double u = (double)wf__ki_u(g, i);
-        double v = bright ? (2.0 * u - 1.0) * a : a + u * b;
+        double v = bright ? wf__ki_delta(g, i, a) : wf__ki_factor(g, i, a, b);
         if (f64) ((cl_double *)p)[i] = v;
         else ((cl_float *)p)[i] = (cl_float)v;
     }
@@ -245,7 +245,7 @@ static wf_status *k_StatelessRandomContrast(wf__kctx *k)
     if ((s = ocl_host->kctx_output(k, 0, x->dtype, x->rank, x->dims, &y)) || !y->size) return s;
     cl_mem fm = NULL, mm = NULL;
     cl_kernel kmean, kapply;
-    s = image_params(k, &g, x->dtype == WF_F64, false, lo, hi - lo, &fm);
+    s = image_params(k, &g, x->dtype == WF_F64, false, lo, hi, &fm);
     if (!s) s = oclimg_buffer(k, oclimg_acc_size(k) * (size_t)(g.n * g.c), NULL, &mm);
     if (!s) s = oclimg_kernel(k, "image-augment", g_src, x->dtype, "cmean", &kmean);
     if (!s) s = oclimg_kernel(k, "image-augment", g_src, x->dtype, "contrast", &kapply);
