@@ -136,6 +136,14 @@ WF_API wf_status *wf_tensor_new_strings(int rank, const int64_t *dims, const cha
  * tensor lives, with its length in *len (len may be NULL). Not NUL-terminated. NULL when t is not a
  * string tensor or i is out of range. */
 WF_API const char *wf_tensor_string(const wf_tensor *t, int64_t i, size_t *len);
+/* A tensor over host memory the caller lends (no copy: numpy's arrays in the Python package): `data`
+ * holds product(dims) * wf_dtype_size(dtype) bytes, aligned to the element size (not necessarily to 64
+ * bytes, which only tensors weft allocates promise), and must stay valid and unwritten by others until
+ * weft calls release(user, data) (release may be NULL), which it does, from whatever thread drops the
+ * last reference, once no tensor uses the memory any more (views included). Not WF_STRING. On error
+ * release is not called. Caller owns *out. */
+WF_API wf_status *wf_tensor_wrap(wf_dtype dtype, int rank, const int64_t *dims, void *data,
+                                 void (*release)(void *user, void *data), void *user, wf_tensor **out);
 /* Adds a reference; returns t. */
 WF_API wf_tensor *wf_tensor_ref(wf_tensor *t);
 /* Drops a reference; the memory goes when the last one does. Accepts NULL. */
@@ -147,7 +155,7 @@ WF_API int wf_tensor_rank(const wf_tensor *t);
 WF_API const int64_t *wf_tensor_dims(const wf_tensor *t);
 WF_API int64_t wf_tensor_size(const wf_tensor *t);   /* number of elements */
 WF_API size_t wf_tensor_bytes(const wf_tensor *t);
-/* Host pointer to the elements, 64-byte aligned. Do not write to a tensor that was fed to or returned
+/* Host pointer to the elements, 64-byte aligned (a wf_tensor_wrap tensor: the caller's pointer). Do not write to a tensor that was fed to or returned
  * by a run while another reference to it may be in use. */
 WF_API void *wf_tensor_data(const wf_tensor *t);
 

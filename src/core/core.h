@@ -140,6 +140,10 @@ struct wf_tensor {
     void *dev_priv;  /* the device allocator's record of the block */
     const struct wf__device *device; /* NULL: host memory */
     void (*dev_release)(wf_tensor *t);
+    /* Host memory the caller lent (wf_tensor_wrap): given back through ext_release when the last
+     * reference goes. */
+    void (*ext_release)(void *user, void *data);
+    void *ext_user;
     /* The content's version: 0 while anyone may still write the buffer (a kernel's output, a caller's
      * tensor), else a process-unique stamp (wf__tensor_new_version) given when the runtime made the content
      * final: a graph's attribute tensors (Const values, a Variable's initial value) and each value committed

@@ -182,6 +182,8 @@ static wf_status *tensor_alloc(wf_dtype dtype, int rank, const int64_t *dims, si
     t->dev_offset = 0;
     t->device = NULL;
     t->dev_release = NULL;
+    t->ext_release = NULL;
+    t->ext_user = NULL;
     t->version = 0;
     *out = t;
     return NULL;
@@ -333,6 +335,31 @@ wf_status *wf_tensor_new(wf_dtype dtype, int rank, const int64_t *dims, const vo
     return NULL;
 }
 
+wf_status *wf_tensor_wrap(wf_dtype dtype, int rank, const int64_t *dims, void *data,
+                          void (*release)(void *user, void *data), void *user, wf_tensor **out)
+{
+    if (!out) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_wrap: out is NULL");
+    if (rank > 0 && !dims) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_wrap: dims is NULL");
+    if (dtype == WF_STRING)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_wrap: string tensors are made with wf_tensor_new_strings");
+    size_t esz = wf_dtype_size(dtype);
+    if (esz == 0) return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_wrap: invalid dtype %d", (int)dtype);
+    if ((uintptr_t)data % esz != 0)
+        return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_wrap: data %p is not aligned to its %s elements (%zu bytes)",
+                          data, wf_dtype_name(dtype), esz);
+    wf_tensor *t;
+    WF__TRY(wf__tensor_alloc_header(dtype, rank, dims, &t));
+    if (!data && t->size > 0) {
+        wf_tensor_free(t);
+        return wf__status(WF_INVALID_ARGUMENT, "wf_tensor_wrap: data is NULL for %lld elements", (long long)t->size);
+    }
+    t->data = data;
+    t->ext_release = release;
+    t->ext_user = user;
+    *out = t;
+    return NULL;
+}
+
 wf_tensor *wf_tensor_ref(wf_tensor *t)
 {
     if (t) atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
@@ -345,6 +372,7 @@ void wf_tensor_free(wf_tensor *t)
         if (atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) != 1) return;
         wf_tensor *base = t->base;
         if (t->dev_release && !base) t->dev_release(t);
+        if (t->ext_release && !base) t->ext_release(t->ext_user, t->data);
         block_free(t, t->small, t->block);
         t = base; /* drop the view's reference without recursion */
     }
