@@ -328,6 +328,7 @@ _SIGS = {
     "wf_policy_name": (cp, [C.c_int]),
     "wf_set_global_policy": (S, [C.c_int]),
     "wf_global_policy": (C.c_int, []),
+    "wf_init_tensor": (S, [P(Init), C.c_int, C.c_int, P(i64), P(vp)]),
     "wf_layer_init": (None, [P(Layer), C.c_int]),
     "wf_model_new": (S, [C.c_int, C.c_int, P(i64), u64, P(vp)]),
     "wf_model_free": (None, [vp]),

@@ -1,0 +1,2 @@
+"""tf.keras"""
+from . import mixed_precision
