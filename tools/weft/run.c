@@ -160,7 +160,7 @@ static int precision_deviation(wf_context *ctx, wf_graph *g, const wf_session_op
 
 static void run_usage(FILE *f)
 {
-    fprintf(f, "usage: weft run MODEL.onnx [--input NAME=FILE.npy|FILE.pb]... [--random-inputs]\n"
+    fprintf(f, "usage: weft run MODEL.onnx|SAVED_MODEL_DIR [--input NAME=FILE.npy|FILE.pb]... [--random-inputs]\n"
                "                [--output-dir DIR] [--iterations N] [--threads N] [--inter-op-threads N]\n"
                "                [--intra-op-threads N] [--device SPEC]\n"
                "                [--strict-placement] [--memory-limit SPEC=SIZE]... [--log-device-placement]\n"
@@ -398,6 +398,18 @@ int cmd_run(int argc, char **argv)
     if (!model_path) {
         cli_usage_error("run", "no model given (weft run MODEL.onnx [OPTIONS]; see 'weft run --help')");
         goto usage_out;
+    }
+    /* A SavedModel directory (the Python package's tf.saved_model.save): its graph is DIR/saved_model.onnx */
+    char saved_path[4096];
+    struct stat saved_st;
+    if (stat(model_path, &saved_st) == 0 && S_ISDIR(saved_st.st_mode)) {
+        int n = snprintf(saved_path, sizeof saved_path, "%s/saved_model.onnx", model_path);
+        if (n < 0 || (size_t)n >= sizeof saved_path || stat(saved_path, &saved_st) != 0) {
+            fprintf(stderr, "weft run: %s is a directory without saved_model.onnx (not a weft SavedModel)\n", model_path);
+            rc = 1;
+            goto usage_out;
+        }
+        model_path = saved_path;
     }
     /* paths the run will write, before the minutes it may take */
     if (out_dir && cli_mkdirs("run", "--output-dir", out_dir)) {
