@@ -81,7 +81,7 @@ class Trace:
 
 def _flatten(obj, leaves):
     """Structure of obj with tensors (and arrays) replaced by their leaf index."""
-    if isinstance(obj, (Tensor, np.ndarray)):
+    if isinstance(obj, (Tensor, np.ndarray, TensorSpec)):
         leaves.append(obj)
         return ("#", len(leaves) - 1)
     if isinstance(obj, (list, tuple)):
