@@ -387,7 +387,7 @@ class InferenceSession:
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, device=None,
                  **kwargs):
-        self._sess = self._graph = self._model = self._sess_override = None
+        self._sess = self._graph = self._model = None
         self._spec_bytes = None
         self._lock = threading.Lock()
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
@@ -437,7 +437,7 @@ class InferenceSession:
         self._spec_bytes = _lib.s(spec)
         self._sess = self._new_session()
 
-    def _new_session(self, extra_disable=None):
+    def _new_session(self):
         so = _core.session_options()
         o = self._sess_options
         so.intra_op_threads = int(o.intra_op_num_threads or 0)
@@ -445,24 +445,9 @@ class InferenceSession:
         so.opt_level = o.opt_level()
         if self._spec_bytes is not None:
             so.device = self._spec_bytes  # the C side copies the strings
-        if extra_disable:
-            so.disable_passes = b",".join(x for x in (so.disable_passes, extra_disable) if x)
         s = C.c_void_p()
         check(lib.wf_session_new(_core.context(), self._graph, C.byref(so), C.byref(s)))
         return s.value
-
-    def _session_for(self, fed_values):
-        """The session to run: the main one, or, when an initializer-backed input is fed, a second one
-        made on first need without the "fold" pass. Workaround: at opt_level >= 1 weft's fold pass
-        turns a PlaceholderWithDefault (what wf_onnx_load makes of an input that is also an
-        initializer) into a Const, after which feeding it fails ("cannot feed node ... (Const)")."""
-        if not any(v.has_default for v in fed_values) or self._sess_options.opt_level() == 0:
-            return self._sess
-        if self._sess_override is None:
-            with self._lock:
-                if self._sess_override is None and self._graph:
-                    self._sess_override = self._new_session(b"fold")
-        return self._sess_override
 
     # ---- description ----
 
@@ -497,7 +482,7 @@ class InferenceSession:
         feeds, keep, fetches, outs = self._plan_args(output_names, input_feed)
         txt = C.c_void_p()
         try:
-            sess = self._session_for([self._in_by_name[k] for k in (input_feed or {})])
+            sess = self._sess
             check(lib.wf_session_placement(sess, feeds, len(keep), fetches, len(outs), C.byref(txt)))
         finally:
             for h in keep:
@@ -600,7 +585,7 @@ class InferenceSession:
         n = len(outs)
         results = (C.c_void_p * n)()
         try:
-            sess = self._session_for([self._in_by_name[k] for k in (input_feed or {})])
+            sess = self._sess
             check(lib.wf_session_run(sess, feeds, len(keep), fetches, n, results, None))
         finally:
             for h in keep:
@@ -620,11 +605,10 @@ class InferenceSession:
         if lib is None:  # interpreter shutdown: the process takes the memory back
             return
         with self._lock:
-            s, s2, g, m = self._sess, self._sess_override, self._graph, self._model
-            self._sess = self._sess_override = self._graph = self._model = None
-        for x in (s, s2):
-            if x:
-                lib.wf_session_free(x)
+            s, g, m = self._sess, self._graph, self._model
+            self._sess = self._graph = self._model = None
+        if s:
+            lib.wf_session_free(s)
         if m:  # weft.h: free the model before its graph (it holds only names and wf_outputs)
             lib.wf_onnx_model_free(m)
         if g:

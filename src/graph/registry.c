@@ -199,9 +199,11 @@ const wf__op_def wf__ops_core[] = {
      * does not wait for (or copy) the old value. Runs on any device (the kernel is Identity's). */
     {.name = "Assign", .min_in = 1, .max_in = 1, .n_out = 1, .attrs = {{"variable", WF_ATTR_STRING, .required = true}},
      .infer = infer_identity, .cost = cost_free, .flags = WF__OP_STATEFUL | WF__OP_CHEAP},
-    /* A value that may be fed and otherwise is its input (ONNX graph inputs backed by initializers). */
+    /* A value that may be fed and otherwise is its input (ONNX graph inputs backed by initializers).
+     * Stateful for the passes: a feed may replace it, so its input is not its value (never folded into
+     * a constant nor merged with another). */
     {.name = "PlaceholderWithDefault", .min_in = 1, .max_in = 1, .n_out = 1, .infer = infer_identity,
-     .cost = cost_free, .flags = WF__OP_CHEAP | WF__OP_STRINGS, .grad = wf__grad_identity},
+     .cost = cost_free, .flags = WF__OP_STATEFUL | WF__OP_CHEAP | WF__OP_STRINGS, .grad = wf__grad_identity},
     {0},
 };
 

@@ -430,15 +430,11 @@ def test_onnx_node_case(name):
 
 # ---- C-side issues ------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="C bug: at opt_level >= 1 the 'fold' pass (src/passes/fold.c) turns the "
-                   "PlaceholderWithDefault that wf_onnx_load makes of an initializer-backed input into a Const, "
-                   "so feeding it fails with \"cannot feed node 'w_1' (Const)\"; weft.onnx works around it "
-                   "with a second session without 'fold' (InferenceSession._session_for). When this passes, "
-                   "drop the workaround.")
+# An initializer-backed input (a PlaceholderWithDefault) stays feedable at every opt level: the passes
+# treat it as stateful (src/graph/registry.c), so fold never turns it into a constant.
 def test_c_fold_keeps_placeholder_with_default(default_path):
     s = wonnx.InferenceSession(default_path)  # ORT_ENABLE_ALL: weft opt_level 3
     feeds = {"x": np.zeros((2, 4), np.float32), "w": np.zeros(4, np.float32)}
-    s._session_for = lambda fed: s._sess  # the main session, as if there were no workaround
     assert s.run(None, feeds)[0].tolist() == [[0.0] * 4] * 2
 
 
