@@ -438,6 +438,73 @@ static void test_fault_injection(void)
     CHECK(failures > 0);
 }
 
+static int wrap_released_;
+static void *wrap_released_ptr_;
+static void wrap_release(void *user, void *data)
+{
+    wrap_released_ += *(int *)user;
+    wrap_released_ptr_ = data;
+}
+
+/* wf_tensor_wrap: a tensor over the caller's memory (no copy), given back once, when the last
+ * reference (views and run outputs that alias it included) goes; refusals leave nothing behind. */
+static void test_tensor_wrap(void)
+{
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    int64_t dims[2] = {2, 3};
+    int one = 1;
+    wf_tensor *t = NULL;
+    wrap_released_ = 0;
+    CHECK_OK(wf_tensor_wrap(WF_F32, 2, dims, buf, wrap_release, &one, &t));
+    CHECK(wf_tensor_data(t) == (void *)buf);
+    CHECK_INT(wf_tensor_size(t), 6);
+    CHECK_INT(wf_tensor_bytes(t), 24);
+    /* a run reads it in place and a Reshape's output may alias it: the memory stays lent until both go */
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, y, z;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, dims, &x));
+    int64_t flat = 6;
+    CHECK_OK(wf_reshape(g, "r", x, 1, &flat, &y));
+    CHECK_OK(wf_unary(g, "Neg", "n", x, &z));
+    wf_context *ctx = NULL;
+    wf_session *s = NULL;
+    CHECK_OK(wf_context_new(NULL, &ctx));
+    wf_session_options so;
+    wf_session_options_init(&so);
+    so.device = "CPU:0";
+    CHECK_OK(wf_session_new(ctx, g, &so, &s));
+    wf_feed f = {x, t};
+    wf_output fetch[2] = {y, z};
+    wf_tensor *out[2] = {NULL, NULL};
+    CHECK_OK(wf_session_run(s, &f, 1, fetch, 2, out, NULL));
+    if (out[1]) CHECK_NEAR(((float *)wf_tensor_data(out[1]))[5], -6.0, 0);
+    if (out[0]) CHECK_NEAR(((float *)wf_tensor_data(out[0]))[4], 5.0, 0);
+    wf_tensor_free(t);
+    wf_tensor_free(out[1]);
+    wf_tensor_free(out[0]);
+    CHECK_INT(wrap_released_, 1); /* exactly once, after the last reference */
+    CHECK(wrap_released_ptr_ == (void *)buf);
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+    /* refusals: misaligned, NULL data with elements, strings; release is not called */
+    wrap_released_ = 0;
+    t = NULL;
+    CHECK_ERR(wf_tensor_wrap(WF_F32, 2, dims, (char *)buf + 1, wrap_release, &one, &t), WF_INVALID_ARGUMENT, "aligned");
+    CHECK_ERR(wf_tensor_wrap(WF_F32, 2, dims, NULL, wrap_release, &one, &t), WF_INVALID_ARGUMENT, "NULL");
+    CHECK_ERR(wf_tensor_wrap(WF_STRING, 2, dims, buf, wrap_release, &one, &t), WF_INVALID_ARGUMENT, "string");
+    int64_t bad[1] = {-3};
+    CHECK_ERR(wf_tensor_wrap(WF_F32, 1, bad, buf, wrap_release, &one, &t), WF_INVALID_ARGUMENT, "");
+    CHECK(t == NULL);
+    CHECK_INT(wrap_released_, 0);
+    /* no elements: NULL data is fine; no release function is fine */
+    int64_t zero = 0;
+    CHECK_OK(wf_tensor_wrap(WF_I64, 1, &zero, NULL, NULL, NULL, &t));
+    CHECK_INT(wf_tensor_size(t), 0);
+    wf_tensor_free(t);
+}
+
 int main(void)
 {
     setenv("WEFT_PLUGIN_PATH", WEFT_TEST_PLUGIN_DIR, 1); /* TESTDEV for the fault injection */
@@ -447,6 +514,7 @@ int main(void)
     RUN_TEST(test_bulk_half_convert);
     RUN_TEST(test_dtype_names);
     RUN_TEST(test_tensor);
+    RUN_TEST(test_tensor_wrap);
     RUN_TEST(test_npy);
     RUN_TEST(test_fault_injection);
     return check_summary();
