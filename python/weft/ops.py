@@ -58,13 +58,20 @@ def constant(value, dtype=None, shape=None, name=None):
 
 
 def _pair(a, b):
-    """Two operands, a Python number taking the dtype of the tensor beside it (TensorFlow's rule)."""
+    """Two operands, a Python number taking the dtype of the tensor beside it (TensorFlow's rule).
+    numpy arrays count as tensors (they keep their dtype; numpy scalars are numbers); when neither is a tensor both are converted."""
+    if isinstance(a, np.ndarray):
+        a = const(a)
+    if isinstance(b, np.ndarray):
+        b = const(b)
     if _is_tensor(a) and not _is_tensor(b):
         b = const(np.asarray(b, dtype=a.dtype.as_numpy_dtype)) if a.dtype._code != _lib.BF16 else \
             cast(const(np.float32(b)), a.dtype)
     elif _is_tensor(b) and not _is_tensor(a):
         a = const(np.asarray(a, dtype=b.dtype.as_numpy_dtype)) if b.dtype._code != _lib.BF16 else \
             cast(const(np.float32(a)), b.dtype)
+    elif not _is_tensor(a) and not _is_tensor(b):
+        a, b = convert_to_tensor(a), convert_to_tensor(b)
     return a, b
 
 
