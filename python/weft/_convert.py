@@ -64,11 +64,16 @@ def lend(arr):
     """A new wf_tensor (caller owns the handle) over arr's memory: no copy."""
     code = wf_dtype(arr.dtype)
     dims = (C.c_int64 * max(arr.ndim, 1))(*arr.shape)
+    h = C.c_void_p()
+    if arr.size == 0:
+        # nothing to lend: a tensor weft allocates (its data pointer is not NULL, which consumers such as
+        # the tensor-slices dataset take to mean host memory)
+        check(lib.wf_tensor_new(code, arr.ndim, dims, None, C.byref(h)))
+        return h.value
     token = next(_tokens)
     with _lent_lock:
         _lent[token] = arr
-    h = C.c_void_p()
-    st = lib.wf_tensor_wrap(code, arr.ndim, dims, arr.ctypes.data if arr.size else None, _RELEASE, token,
+    st = lib.wf_tensor_wrap(code, arr.ndim, dims, arr.ctypes.data, _RELEASE, token,
                             C.byref(h))
     if st:
         with _lent_lock:
