@@ -138,6 +138,26 @@ def divide(x, y, name=None):
 truediv = divide
 
 
+def floormod(x, y, name=None):
+    """tf.math.floormod / the % operator: the result takes the divisor's sign (Python's and numpy's %),
+    weft's Mod with fmod=0."""
+    x, y = _pair(x, y)
+    return apply("Mod", [x, y], {"fmod": 0})
+
+
+mod = floormod
+
+
+def floordiv(x, y, name=None):
+    """tf.math.floordiv / the // operator: floor(x / y). Integers: (x - x mod y) / y, exact, so the
+    quotient rounds toward -inf as Python's // does (Div alone truncates toward 0)."""
+    x, y = _pair(x, y)
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    if x.dtype.is_floating:
+        return apply("Floor", [apply("Div", [x, y])])
+    return apply("Div", [apply("Sub", [x, floormod(x, y)]), y])
+
+
 def add_n(inputs, name=None):
     return apply("Sum", list(inputs))
 
@@ -366,6 +386,12 @@ def getitem(x, key):
     x = convert_to_tensor(x)
     if not isinstance(key, tuple):
         key = (key,)
+    if isinstance(x, EagerTensor) and x.dtype._code == _lib.STRING:
+        # weft's Slice/Squeeze do not take strings: index the eager value on the host (a copy)
+        try:
+            return const(np.asarray(x.numpy(), dtype=object)[key], _dt.string)
+        except IndexError as e:
+            raise errors.InvalidArgumentError(message="index %r: %s" % (key, e)) from None
     rank_ = len(x.shape)
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if n_real > rank_:
