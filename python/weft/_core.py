@@ -423,10 +423,14 @@ _EAGER_CACHE_SIZE = 1024
 
 class _EagerPlan:
     """A one-node graph and its session for one op signature."""
-    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "logged", "outs", "op", "lock")
+    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "logged", "outs", "op", "lock",
+                 "attr_tensors")
 
     def __init__(self, op_type, in_sigs, attrs, n_out, dev):
         self.op = op_type
+        # the cache key names tensor attributes by id(): holding them keeps that id from being reused
+        # by another tensor (which would hit this plan with the old value)
+        self.attr_tensors = [v for v in attrs.values() if isinstance(v, EagerTensor)]
         self.lock = threading.Lock()
         g = C.c_void_p()
         check(lib.wf_graph_new(C.byref(g)))
