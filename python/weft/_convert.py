@@ -167,6 +167,7 @@ def to_numpy(h, owner):
         raw = np.asarray(_Holder(owner, lib.wf_tensor_data(h), shape, "<u2"))
         return (raw.astype(np.uint32) << 16).view(np.float32)
     ptr = lib.wf_tensor_data(h)
-    if npd == BF16_NP:
+    if code == _lib.BF16:  # (not npd == BF16_NP: without ml_dtypes that is np.dtype == None, which older
+        # numpy answers True for float64, since np.dtype(None) is float64)
         return np.asarray(_Holder(owner, ptr, shape, "<u2")).view(BF16_NP)
     return np.asarray(_Holder(owner, ptr, shape, npd.str))
