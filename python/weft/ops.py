@@ -479,7 +479,9 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, 
 
 def from_dlpack(obj):
     """tf.experimental.dlpack.from_dlpack: host memory only, shared (no copy)."""
-    return const(np.from_dlpack(obj))
+    # an ndarray is lent as it is (older numpy cannot re-export a read-only array, such as one that
+    # np.from_dlpack made, through DLPack)
+    return const(obj if isinstance(obj, np.ndarray) else np.from_dlpack(obj))
 
 
 def to_dlpack(t):
