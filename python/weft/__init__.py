@@ -68,7 +68,8 @@ math = _ns("math", add=add, subtract=subtract, multiply=multiply, divide=divide,
            reduce_logsumexp=_ops.reduce_logsumexp, argmax=argmax, argmin=argmin, round=round, sign=sign,
            floor=floor, ceil=ceil, sin=_ops.sin, cos=_ops.cos, erf=_ops.erf, is_nan=_ops.is_nan,
            reciprocal=_ops.reciprocal, softplus=_ops.softplus, add_n=add_n, logical_and=logical_and,
-           logical_or=logical_or, logical_not=logical_not)
+           logical_or=logical_or, logical_not=logical_not, floormod=_ops.floormod, mod=_ops.floormod,
+           floordiv=_ops.floordiv)
 nn = _ns("nn", relu=_ops.relu, relu6=_ops.relu6, sigmoid=sigmoid, tanh=tanh, softmax=_ops.softmax,
          log_softmax=_ops.log_softmax, gelu=_ops.gelu, elu=_ops.elu, selu=_ops.selu, leaky_relu=_ops.leaky_relu,
          swish=_ops.swish, silu=_ops.swish, softsign=_ops.softsign, softplus=_ops.softplus)

@@ -64,11 +64,16 @@ def lend(arr):
     """A new wf_tensor (caller owns the handle) over arr's memory: no copy."""
     code = wf_dtype(arr.dtype)
     dims = (C.c_int64 * max(arr.ndim, 1))(*arr.shape)
+    h = C.c_void_p()
+    if arr.size == 0:
+        # nothing to lend: a tensor weft allocates (its data pointer is not NULL, which consumers such as
+        # the tensor-slices dataset take to mean host memory)
+        check(lib.wf_tensor_new(code, arr.ndim, dims, None, C.byref(h)))
+        return h.value
     token = next(_tokens)
     with _lent_lock:
         _lent[token] = arr
-    h = C.c_void_p()
-    st = lib.wf_tensor_wrap(code, arr.ndim, dims, arr.ctypes.data if arr.size else None, _RELEASE, token,
+    st = lib.wf_tensor_wrap(code, arr.ndim, dims, arr.ctypes.data, _RELEASE, token,
                             C.byref(h))
     if st:
         with _lent_lock:
@@ -162,6 +167,7 @@ def to_numpy(h, owner):
         raw = np.asarray(_Holder(owner, lib.wf_tensor_data(h), shape, "<u2"))
         return (raw.astype(np.uint32) << 16).view(np.float32)
     ptr = lib.wf_tensor_data(h)
-    if npd == BF16_NP:
+    if code == _lib.BF16:  # (not npd == BF16_NP: without ml_dtypes that is np.dtype == None, which older
+        # numpy answers True for float64, since np.dtype(None) is float64)
         return np.asarray(_Holder(owner, ptr, shape, "<u2")).view(BF16_NP)
     return np.asarray(_Holder(owner, ptr, shape, npd.str))

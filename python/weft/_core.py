@@ -178,6 +178,18 @@ class Tensor:
     def __matmul__(self, o): return _ops().matmul(self, o)
     def __rmatmul__(self, o): return _ops().matmul(o, self)
     def __pow__(self, o): return _ops().pow(self, o)
+    def __rpow__(self, o): return _ops().pow(o, self)
+    def __mod__(self, o): return _ops().floormod(self, o)
+    def __rmod__(self, o): return _ops().floormod(o, self)
+    def __floordiv__(self, o): return _ops().floordiv(self, o)
+    def __rfloordiv__(self, o): return _ops().floordiv(o, self)
+    def __and__(self, o): return _ops().logical_and(self, o)
+    def __rand__(self, o): return _ops().logical_and(o, self)
+    def __or__(self, o): return _ops().logical_or(self, o)
+    def __ror__(self, o): return _ops().logical_or(o, self)
+    def __xor__(self, o): return _ops().not_equal(self, o)
+    def __rxor__(self, o): return _ops().not_equal(o, self)
+    def __invert__(self): return _ops().logical_not(self)
     def __neg__(self): return _ops().negative(self)
     def __abs__(self): return _ops().abs(self)
     def __lt__(self, o): return _ops().less(self, o)
@@ -185,6 +197,10 @@ class Tensor:
     def __gt__(self, o): return _ops().greater(self, o)
     def __ge__(self, o): return _ops().greater_equal(self, o)
     def __getitem__(self, key): return _ops().getitem(self, key)
+    # elementwise, as TensorFlow 2's tensors (symbolic ones too: `x % 2 == 0` in a traced filter)
+    def __eq__(self, o): return _ops().equal(self, o)
+    def __ne__(self, o): return _ops().not_equal(self, o)
+    __hash__ = object.__hash__
 
     @property
     def ndim(self):
@@ -229,9 +245,14 @@ class EagerTensor(Tensor):
         return self._device or "/job:localhost/replica:0/task:0/device:CPU:0"
 
     def numpy(self):
-        """The value as an ndarray over the tensor's own memory (no copy)."""
+        """The value as an ndarray over the tensor's own memory (no copy). A string scalar is its bytes
+        (as TensorFlow gives it)."""
         if self._np is None:
             self._np = _convert.to_numpy(self._h, self)
+            if self._np.dtype == object and self._np.ndim == 0:
+                return self._np.item()
+        elif self._np.dtype == object and self._np.ndim == 0:
+            return self._np.item()
         return self._np
 
     def __array__(self, dtype=None, copy=None):
@@ -274,14 +295,6 @@ class EagerTensor(Tensor):
 
     def __index__(self):
         return int(self.numpy())
-
-    def __eq__(self, o):
-        return _ops().equal(self, o)
-
-    def __ne__(self, o):
-        return _ops().not_equal(self, o)
-
-    __hash__ = object.__hash__
 
     def __repr__(self):
         return "<tf.Tensor: shape=%s, dtype=%s, numpy=%s>" % (self.shape.as_list(), self.dtype.name,
@@ -410,10 +423,14 @@ _EAGER_CACHE_SIZE = 1024
 
 class _EagerPlan:
     """A one-node graph and its session for one op signature."""
-    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "logged", "outs", "op", "lock")
+    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "logged", "outs", "op", "lock",
+                 "attr_tensors")
 
     def __init__(self, op_type, in_sigs, attrs, n_out, dev):
         self.op = op_type
+        # the cache key names tensor attributes by id(): holding them keeps that id from being reused
+        # by another tensor (which would hit this plan with the old value)
+        self.attr_tensors = [v for v in attrs.values() if isinstance(v, EagerTensor)]
         self.lock = threading.Lock()
         g = C.c_void_p()
         check(lib.wf_graph_new(C.byref(g)))

@@ -154,7 +154,10 @@ class Dataset:
             file_pattern = pats[0]
         do_shuffle = True if shuffle is None else bool(shuffle)
         h = C.c_void_p()
-        check(lib.wf_dataset_list_files(file_pattern.encode(), int(do_shuffle), int(seed or 0), C.byref(h)))
+        try:
+            check(lib.wf_dataset_list_files(file_pattern.encode(), int(do_shuffle), int(seed or 0), C.byref(h)))
+        except errors.NotFoundError as e:  # TensorFlow's class for a pattern that matches nothing
+            raise errors.InvalidArgumentError(message=e.message) from None
         return Dataset(h.value, ("#", 0), [TensorSpec((), _dt.string)])
 
     @staticmethod

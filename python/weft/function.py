@@ -10,6 +10,7 @@ control flow on tensor values is not converted (no autograph); it raises saying 
 import ctypes as C
 import functools
 import threading
+import weakref
 
 import numpy as np
 
@@ -231,12 +232,27 @@ class Function:
         self.jit_compile = jit_compile
         self._cache = {}
         self._lock = threading.Lock()
+        self._bound = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj, objtype=None):
+        """A method: one bound Function per instance, kept while the instance lives, so its traces are
+        reused from call to call (a new Function per attribute access retraced on every call)."""
         if obj is None:
             return self
-        bound = Function(self._fn.__get__(obj, objtype), self._sig, self.jit_compile)
+        try:
+            bound = self._bound.get(obj)
+        except TypeError:  # not weak-referenceable or not hashable: a fresh one (traces per access)
+            return Function(self._fn.__get__(obj, objtype), self._sig, self.jit_compile)
+        if bound is None:
+            ref = weakref.ref(obj)
+            fn = self._fn
+
+            def method(*args, **kwargs):
+                return fn(ref(), *args, **kwargs)
+            functools.update_wrapper(method, fn)
+            bound = Function(method, self._sig, self.jit_compile)
+            self._bound[obj] = bound
         return bound
 
     def _signature(self, args, kwargs):

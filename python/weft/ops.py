@@ -58,13 +58,20 @@ def constant(value, dtype=None, shape=None, name=None):
 
 
 def _pair(a, b):
-    """Two operands, a Python number taking the dtype of the tensor beside it (TensorFlow's rule)."""
+    """Two operands, a Python number taking the dtype of the tensor beside it (TensorFlow's rule).
+    numpy arrays count as tensors (they keep their dtype; numpy scalars are numbers); when neither is a tensor both are converted."""
+    if isinstance(a, np.ndarray):
+        a = const(a)
+    if isinstance(b, np.ndarray):
+        b = const(b)
     if _is_tensor(a) and not _is_tensor(b):
         b = const(np.asarray(b, dtype=a.dtype.as_numpy_dtype)) if a.dtype._code != _lib.BF16 else \
             cast(const(np.float32(b)), a.dtype)
     elif _is_tensor(b) and not _is_tensor(a):
         a = const(np.asarray(a, dtype=b.dtype.as_numpy_dtype)) if b.dtype._code != _lib.BF16 else \
             cast(const(np.float32(a)), b.dtype)
+    elif not _is_tensor(a) and not _is_tensor(b):
+        a, b = convert_to_tensor(a), convert_to_tensor(b)
     return a, b
 
 
@@ -129,6 +136,26 @@ def divide(x, y, name=None):
 
 
 truediv = divide
+
+
+def floormod(x, y, name=None):
+    """tf.math.floormod / the % operator: the result takes the divisor's sign (Python's and numpy's %),
+    weft's Mod with fmod=0."""
+    x, y = _pair(x, y)
+    return apply("Mod", [x, y], {"fmod": 0})
+
+
+mod = floormod
+
+
+def floordiv(x, y, name=None):
+    """tf.math.floordiv / the // operator: floor(x / y). Integers: (x - x mod y) / y, exact, so the
+    quotient rounds toward -inf as Python's // does (Div alone truncates toward 0)."""
+    x, y = _pair(x, y)
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    if x.dtype.is_floating:
+        return apply("Floor", [apply("Div", [x, y])])
+    return apply("Div", [apply("Sub", [x, floormod(x, y)]), y])
 
 
 def add_n(inputs, name=None):
@@ -359,6 +386,12 @@ def getitem(x, key):
     x = convert_to_tensor(x)
     if not isinstance(key, tuple):
         key = (key,)
+    if isinstance(x, EagerTensor) and x.dtype._code == _lib.STRING:
+        # weft's Slice/Squeeze do not take strings: index the eager value on the host (a copy)
+        try:
+            return const(np.asarray(x.numpy(), dtype=object)[key], _dt.string)
+        except IndexError as e:
+            raise errors.InvalidArgumentError(message="index %r: %s" % (key, e)) from None
     rank_ = len(x.shape)
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
     if n_real > rank_:
@@ -446,7 +479,9 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, 
 
 def from_dlpack(obj):
     """tf.experimental.dlpack.from_dlpack: host memory only, shared (no copy)."""
-    return const(np.from_dlpack(obj))
+    # an ndarray is lent as it is (older numpy cannot re-export a read-only array, such as one that
+    # np.from_dlpack made, through DLPack)
+    return const(obj if isinstance(obj, np.ndarray) else np.from_dlpack(obj))
 
 
 def to_dlpack(t):

@@ -1,0 +1,121 @@
+"""Errors: weft's status codes as TensorFlow's exception classes, with weft's messages; recovery after."""
+import numpy as np
+import pytest
+
+import weft as tf
+
+
+def still_works():
+    np.testing.assert_array_equal((tf.constant([1.0, 2.0]) * 2.0).numpy(), [2.0, 4.0])
+
+
+def test_matmul_wrong_dtypes():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="MatMul") as ei:
+        tf.matmul(tf.constant([[1.0]]), tf.constant([[1]]))
+    assert "dtype" in str(ei.value)
+    assert isinstance(ei.value, ValueError)
+    assert ei.value.error_code == tf.errors.InvalidArgumentError.code
+    still_works()
+
+
+def test_matmul_wrong_shapes():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="MatMul") as ei:
+        tf.matmul(tf.zeros([2, 3]), tf.zeros([4, 5]))
+    assert "3" in str(ei.value) and "4" in str(ei.value)
+    still_works()
+
+
+def test_add_incompatible_broadcast():
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.add(tf.zeros([2, 3]), tf.zeros([4]))
+    still_works()
+
+
+def test_unknown_raw_op():
+    with pytest.raises(tf.errors.NotFoundError, match="NoSuchOp"):
+        tf.raw_ops.NoSuchOp(tf.constant(1.0))
+    still_works()
+
+
+def test_raw_op_known():
+    np.testing.assert_array_equal(tf.raw_ops.Add(tf.constant([1, 2]), tf.constant([3, 4])).numpy(), [4, 6])
+
+
+def test_missing_tf_function():
+    with pytest.raises(tf.errors.UnimplementedError, match="tf.linalg.svd") as ei:
+        tf.linalg.svd(tf.constant([[1.0, 2.0], [3.0, 4.0]]))
+    assert isinstance(ei.value, NotImplementedError)
+    with pytest.raises(NotImplementedError, match="tf.signal.fft"):
+        tf.signal.fft(tf.constant([1.0]))
+    still_works()
+
+
+def test_missing_op_inside_function():
+    @tf.function
+    def f(x):
+        return tf.linalg.svd(x * 2.0)
+
+    with pytest.raises(tf.errors.UnimplementedError, match="tf.linalg.svd"):
+        f(tf.constant([[1.0]]))
+
+    @tf.function
+    def g(x):
+        return tf.raw_ops.NoSuchOp(x)
+
+    with pytest.raises(tf.errors.NotFoundError, match="NoSuchOp"):
+        g(tf.constant([1.0]))
+    still_works()
+
+
+def test_error_inside_function_shape():
+    @tf.function
+    def f(a, b):
+        return tf.matmul(a, b)
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="MatMul"):
+        f(tf.zeros([2, 3]), tf.zeros([4, 5]))
+    np.testing.assert_array_equal(f(tf.ones([2, 3]), tf.ones([3, 1])).numpy(), np.full((2, 1), 3.0))
+
+
+def test_malformed_device():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="GPU:x"):
+        with tf.device("/device:GPU:x"):
+            tf.constant(1.0) + 1.0
+    still_works()
+
+
+def test_reshape_bad_size():
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.reshape(tf.zeros([6]), [4, -1])
+    still_works()
+
+
+def test_unsupported_dtype_message():
+    with pytest.raises(TypeError, match="complex"):
+        tf.constant(np.zeros(2, np.complex64))
+    still_works()
+
+
+def test_convert_to_tensor_dtype_mismatch():
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        tf.convert_to_tensor(tf.constant([1.0]), dtype=tf.int32)
+
+
+def test_error_classes_hierarchy():
+    assert issubclass(tf.errors.NotFoundError, tf.errors.OpError)
+    assert issubclass(tf.errors.ResourceExhaustedError, MemoryError)
+    e = tf.errors.InvalidArgumentError(None, None, "bad thing")
+    assert str(e) == "bad thing" and e.message == "bad thing"
+
+
+def test_read_missing_file(tmp_path):
+    with pytest.raises((tf.errors.NotFoundError, OSError)):
+        tf.io.read_file(str(tmp_path / "nope.bin"))
+    still_works()
+
+
+def test_many_errors_no_leak_of_state():
+    for _ in range(50):
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            tf.matmul(tf.zeros([2, 3]), tf.zeros([4, 5]))
+    still_works()
