@@ -15,7 +15,8 @@ as `PY FILE`: torch.jit.script needs the function's source):
       back = t.numpy() (PyTorch: torch.from_numpy(arr).numpy()). µs per round trip, and whether memory is
       shared, as pointer identities: weft t.data_ptr() == arr.ctypes.data and back.ctypes.data ==
       t.data_ptr(); TensorFlow and PyTorch back.ctypes.data == arr.ctypes.data.
-Each figure is timeit over N iterations (20,000 for (a) and (b), 2,000 for (c)), repeated K times
+Each figure is timeit over N iterations (20,000 for (a) and (b), 2,000 for (c), fewer where one
+iteration is so slow that a repeat would take over 0.5 s: the counts used are printed), repeated K times
 (default 9) in a process; a round runs weft, TensorFlow, PyTorch one after another (odd rounds in reverse
 order), R rounds (default 3), so the peers interleave and noise shows as a spread. Printed per round:
 the median over the K repeats and their p10-p90; then the median over all rounds and the ratio peer/weft
@@ -47,9 +48,13 @@ GOALS = {"eager_add_us": 5.0, "function_call_us": 10.0}
 COMMON = r'''
 import json, os, sys, timeit
 import numpy as np
-N_OP, N_RT, K, NEL = {n_op}, {n_rt}, {k}, {nel}
-def rep(fn, n):
+N_OP, N_RT, K, NEL, CAP_S = {n_op}, {n_rt}, {k}, {nel}, {cap}
+ITERS = {{}}
+def rep(fn, n, key):
     fn()
+    est = timeit.timeit(fn, number=20) / 20
+    n = min(n, max(100, int(CAP_S / max(est, 1e-9))))  # a slow peer: about CAP_S seconds per repeat
+    ITERS[key] = n
     return [timeit.timeit(fn, number=n) / n * 1e6 for _ in range(K)]
 arr = np.arange(NEL, dtype=np.float32)
 '''
@@ -58,21 +63,21 @@ WEFT = r'''
 import weft as tf
 a, b = tf.constant(1.0), tf.constant(2.0)
 assert float(tf.add(a, b)) == 3.0
-add = rep(lambda: tf.add(a, b), N_OP)
+add = rep(lambda: tf.add(a, b), N_OP, "add")
 @tf.function
 def f(x, y):
     return x + y
 for _ in range(3): f(a, b)
 assert float(f(a, b)) == 3.0
-call = rep(lambda: f(a, b), N_OP)
+call = rep(lambda: f(a, b), N_OP, "call")
 t = tf.convert_to_tensor(arr); back = t.numpy()
 ok = bool((back == arr).all())
 share = {"t.data_ptr() == arr.ctypes.data": t.data_ptr() == arr.ctypes.data,
          "back.ctypes.data == t.data_ptr()": back.ctypes.data == t.data_ptr()}
 del t, back
-rt = rep(lambda: tf.convert_to_tensor(arr).numpy(), N_RT)
+rt = rep(lambda: tf.convert_to_tensor(arr).numpy(), N_RT, "rt")
 print("RESULT " + json.dumps({"version": "weft " + tf.__version__, "numpy": np.__version__,
-      "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "share": share, "rt_equal": ok,
+      "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "iters": ITERS, "share": share, "rt_equal": ok,
       "tracing_count": f.experimental_get_tracing_count()}))
 '''
 
@@ -80,20 +85,20 @@ TF = r'''
 import tensorflow as tf
 a, b = tf.constant(1.0), tf.constant(2.0)
 assert float(tf.add(a, b)) == 3.0
-add = rep(lambda: tf.add(a, b), N_OP)
+add = rep(lambda: tf.add(a, b), N_OP, "add")
 @tf.function
 def f(x, y):
     return x + y
 for _ in range(3): f(a, b)
 assert float(f(a, b)) == 3.0
-call = rep(lambda: f(a, b), N_OP)
+call = rep(lambda: f(a, b), N_OP, "call")
 t = tf.convert_to_tensor(arr); back = t.numpy()
 ok = bool((back == arr).all())
 share = {"back.ctypes.data == arr.ctypes.data": back.ctypes.data == arr.ctypes.data}
 del t, back
-rt = rep(lambda: tf.convert_to_tensor(arr).numpy(), N_RT)
+rt = rep(lambda: tf.convert_to_tensor(arr).numpy(), N_RT, "rt")
 print("RESULT " + json.dumps({"version": "tensorflow " + tf.__version__, "numpy": np.__version__,
-      "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "share": share, "rt_equal": ok,
+      "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "iters": ITERS, "share": share, "rt_equal": ok,
       "tracing_count": f.experimental_get_tracing_count()}))
 '''
 
@@ -101,20 +106,20 @@ TORCH = r'''
 import torch
 a, b = torch.tensor(1.0), torch.tensor(2.0)
 assert float(torch.add(a, b)) == 3.0
-add = rep(lambda: torch.add(a, b), N_OP)
+add = rep(lambda: torch.add(a, b), N_OP, "add")
 def f(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return x + y
 f = torch.jit.script(f)
 for _ in range(3): f(a, b)
 assert float(f(a, b)) == 3.0
-call = rep(lambda: f(a, b), N_OP)
+call = rep(lambda: f(a, b), N_OP, "call")
 t = torch.from_numpy(arr); back = t.numpy()
 ok = bool((back == arr).all())
 share = {"back.ctypes.data == arr.ctypes.data": back.ctypes.data == arr.ctypes.data}
 del t, back
-rt = rep(lambda: torch.from_numpy(arr).numpy(), N_RT)
+rt = rep(lambda: torch.from_numpy(arr).numpy(), N_RT, "rt")
 print("RESULT " + json.dumps({"version": "torch " + torch.__version__, "numpy": np.__version__,
-      "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "share": share, "rt_equal": ok,
+      "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "iters": ITERS, "share": share, "rt_equal": ok,
       "threads": torch.get_num_threads()}))
 '''
 
@@ -187,7 +192,7 @@ def main():
     n_op, n_rt, k, rounds = 20000, 2000, a.repeats, a.rounds
     if a.quick:
         n_op, n_rt, k, rounds = 2000, 200, 3, 1
-    fill = dict(n_op=n_op, n_rt=n_rt, k=k, nel=N_ELEMS)
+    fill = dict(n_op=n_op, n_rt=n_rt, k=k, nel=N_ELEMS, cap=0.05 if a.quick else 0.5)
 
     base = dict(os.environ)
     base.setdefault("WEFT_LIBRARY", os.path.join(build, "libweft.so"))
@@ -242,6 +247,9 @@ def main():
                 for n, rs in results.items() if rs}
     for n, v in versions.items():
         print("%-10s %s" % (n + ":", v))
+    for n, rs in results.items():
+        if rs:
+            print("%-10s iterations per repeat: %s" % (n + ":", ", ".join("%s %d" % kv for kv in rs[0]["iters"].items())))
     if results.get("pytorch"):
         print("pytorch:   function call is torch.jit.script (not torch.compile: too heavy for this); "
               "%d intra-op threads" % results["pytorch"][0].get("threads", 0))
