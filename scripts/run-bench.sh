@@ -45,3 +45,7 @@ echo; echo "== input pipelines: the seeds' JPEG pipeline (read, decode, resize 2
 /usr/bin/python3 bench/bench_input.py "$B" --tf-python "$TFPY"
 echo; echo "== prefetch_to_device: the demo MLP for one epoch on OPENCL:0 with its batches prefetched into device memory and without, interleaved: the share of the step spent waiting for input, and copies overlapping steps"
 /usr/bin/python3 bench/bench_prefetch.py "$B" --device OPENCL:0 --rounds 2
+echo; echo "== Python API overheads (python/weft): eager scalar add, a one-op tf.function call, numpy round trip of 4 MiB; weft vs TensorFlow and PyTorch, interleaved"
+/usr/bin/python3 bench/bench_python.py "$B" --tf-python "$TFPY"
+echo; echo "== TensorFlow's beginner tutorial (examples/fashion_mnist.py) as is under weft and under TensorFlow, interleaved: wall, fit time, test accuracy"
+/usr/bin/python3 bench/bench_tutorial.py "$B" --tf-python "$TFPY"
