@@ -217,12 +217,19 @@ def _ops():
 
 class EagerTensor(Tensor):
     """A value in host memory: a wf_tensor handle, the device that produced it."""
-    __slots__ = ("_h", "_device", "_np")
+    __slots__ = ("_h", "_device", "_np", "_s")
 
-    def __init__(self, handle, device_name=None):
+    def __init__(self, handle, device_name=None, sig=None):
         self._h = handle
         self._device = device_name
         self._np = None
+        self._s = sig  # (dtype code, shape tuple), read once: the eager cache's key
+
+    def _sig(self):
+        s = self._s
+        if s is None:
+            s = self._s = (lib.wf_tensor_dtype(self._h), _convert.shape_of(self._h))
+        return s
 
     def __del__(self):
         h = self._h
@@ -423,7 +430,7 @@ _EAGER_CACHE_SIZE = 1024
 
 class _EagerPlan:
     """A one-node graph and its session for one op signature."""
-    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "logged", "outs", "op", "lock",
+    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "logged", "outs", "op", "lock", "out_sigs",
                  "attr_tensors")
 
     def __init__(self, op_type, in_sigs, attrs, n_out, dev):
@@ -456,6 +463,12 @@ class _EagerPlan:
             self.n_out = n_out if n_out else lib.wf_node_num_outputs(node)
             self.fetches = (_lib.Output * self.n_out)(*[out_of(node, i) for i in range(self.n_out)])
             self.outs = (C.c_void_p * self.n_out)()
+            # output signatures known when the plan is built (static shapes), so results need no lookup
+            sigs = []
+            for i in range(self.n_out):
+                d, sh = output_info(self.fetches[i])
+                sigs.append((d._code, tuple(sh)) if sh is not None and all(x is not None for x in sh) else None)
+            self.out_sigs = sigs
             so = session_options()
             s = C.c_void_p()
             check(lib.wf_session_new(context(), self.graph, C.byref(so), C.byref(s)))
@@ -489,13 +502,13 @@ class _EagerPlan:
                     e = lib.wf_placement_entry_at(p.value, i)
                     if e.node and e.node.decode() == self.op and not e.is_copy:
                         dev, why = e.device.decode(), (e.reason or b"").decode()
-                self.devices, self.reasons = dev, why
+                self.devices, self.reasons = dev or "/job:localhost/replica:0/task:0/device:CPU:0", why
             finally:
                 lib.wf_placement_free(p.value)
         return self.devices, self.reasons
 
 
-_eager = collections.OrderedDict()
+_eager = {}
 _eager_lock = threading.Lock()
 
 
@@ -522,30 +535,56 @@ def _freeze(v):
     return v
 
 
-def run_eager(op_type, inputs, attrs, n_out):
-    """Runs op_type on EagerTensors (None for an absent optional input); returns a list of EagerTensors."""
+def _plan_for(op_type, inputs, attrs, n_out, akey):
     dev = local.device
-    sig = tuple((None, None) if t is None else (lib.wf_tensor_dtype(t._h), _convert.shape_of(t._h)) for t in inputs)
-    key = (op_type, sig, tuple((k, _freeze(v)) for k, v in attrs.items()), dev, config.soft_placement, n_out)
-    with _eager_lock:
-        plan = _eager.get(key)
-        if plan is not None:
-            _eager.move_to_end(key)
+    sig = tuple([None if t is None else (t._s or t._sig()) for t in inputs])
+    key = (op_type, sig, akey, dev, config.soft_placement, n_out)
+    plan = _eager.get(key)
     if plan is None:
-        plan = _EagerPlan(op_type, sig, attrs, n_out, dev)
+        plan = _EagerPlan(op_type, [(None, None) if x is None else x for x in sig], attrs, n_out, dev)
         with _eager_lock:
+            if len(_eager) >= _EAGER_CACHE_SIZE:  # first in, first out: a full cache drops its oldest plan
+                del _eager[next(iter(_eager))]
             _eager[key] = plan
-            if len(_eager) > _EAGER_CACHE_SIZE:
-                _eager.popitem(last=False)
-    n = 0
+    return plan
+
+
+def _attr_key(attrs):
+    return tuple([(k, _freeze(v)) for k, v in attrs.items()]) if attrs else ()
+
+
+def run_eager(op_type, inputs, attrs, n_out, akey=None):
+    """Runs op_type on EagerTensors (None for an absent optional input); returns a list of EagerTensors.
+    akey: the attributes' cache key when the caller has it ready."""
+    plan = _plan_for(op_type, inputs, attrs, n_out, _attr_key(attrs) if akey is None else akey)
+    feeds = plan.feeds
     with plan.lock:
+        n = 0
         for t in inputs:
             if t is not None:
-                plan.feeds[n].tensor = t._h
+                feeds[n].tensor = t._h
                 n += 1
-        check(lib.wf_session_run(plan.sess, plan.feeds, n, plan.fetches, plan.n_out, plan.outs, None))
-        outs = [plan.outs[i] for i in range(plan.n_out)]
-        devname, why = plan.placement(n)
+        check(lib.wf_session_run(plan.sess, feeds, n, plan.fetches, plan.n_out, plan.outs, None))
+        outs = plan.outs[:plan.n_out]
+        if plan.devices is None:
+            plan.placement(n)
+    devname = plan.devices
     if config.log_placement:
-        log("Executing op %s in device %s%s" % (op_type, devname, (" (%s)" % why) if why else ""))
-    return [EagerTensor(h, devname) for h in outs]
+        log("Executing op %s in device %s%s" % (op_type, devname, (" (%s)" % plan.reasons) if plan.reasons else ""))
+    return [EagerTensor(h, devname, sg) for h, sg in zip(outs, plan.out_sigs)]
+
+
+def run_eager2(op_type, a, b):
+    """run_eager for a two-input op without attributes (the arithmetic operators): one tensor out."""
+    plan = _plan_for(op_type, (a, b), {}, 1, ())
+    feeds = plan.feeds
+    with plan.lock:
+        feeds[0].tensor = a._h
+        feeds[1].tensor = b._h
+        check(lib.wf_session_run(plan.sess, feeds, 2, plan.fetches, 1, plan.outs, None))
+        h = plan.outs[0]
+        if plan.devices is None:
+            plan.placement(2)
+    if config.log_placement:
+        log("Executing op %s in device %s%s" % (op_type, plan.devices, (" (%s)" % plan.reasons) if plan.reasons else ""))
+    return EagerTensor(h, plan.devices, plan.out_sigs[0])

@@ -157,6 +157,12 @@ class ConcreteFunction:
             self.fetches = (_lib.Output * max(self.n_out, 1))(*fetches)
             self.outs = (C.c_void_p * max(self.n_out, 1))()
             self.out_nodes = [lib.wf_node_name(f.node).decode() for f in fetches]
+            self.out_sigs = []
+            for f in fetches:  # signatures known at trace time (static shapes) go on the results
+                d, sh = _core.output_info(f)
+                ok = sh is not None and all(x is not None for x in sh)
+                self.out_sigs.append((d._code, tuple(sh)) if ok else None)
+            self.single = self.out_struct[0] == "#"
             self.devices = None
             self.input_specs = [TensorSpec(s.shape, s.dtype, "arg%d" % i) for i, s in enumerate(syms)]
         except BaseException:
@@ -200,14 +206,16 @@ class ConcreteFunction:
         return self.devices
 
     def run_flat(self, tensors):
+        feeds = self.feeds
         with self._lock:
-            sess = self._session()
+            sess = self.sess or self._session()
             for i, t in enumerate(tensors):
-                self.feeds[i].tensor = t._h
-            check(lib.wf_session_run(sess, self.feeds, self.n_in, self.fetches, self.n_out, self.outs, None))
-            outs = [self.outs[i] for i in range(self.n_out)]
-        devs = self._placement()
-        return [EagerTensor(h, d) for h, d in zip(outs, devs)]
+                feeds[i].tensor = t._h
+            check(lib.wf_session_run(sess, feeds, self.n_in, self.fetches, self.n_out, self.outs, None))
+            outs = self.outs[:self.n_out]
+        devs = self.devices or self._placement()
+        sigs = self.out_sigs
+        return [EagerTensor(h, d, sg) for h, d, sg in zip(outs, devs, sigs)]
 
     def __call__(self, *args, **kwargs):
         leaves = []
@@ -233,6 +241,7 @@ class Function:
         self._cache = {}
         self._lock = threading.Lock()
         self._bound = weakref.WeakKeyDictionary()
+        self._fast = {}  # (input signatures, device scope, soft placement, jit) -> ConcreteFunction
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj, objtype=None):
@@ -285,6 +294,20 @@ class Function:
     def __call__(self, *args, **kwargs):
         if _core.local.trace is not None:  # called from another function being traced: inline it
             return self._fn(*args, **kwargs)
+        if not kwargs and self._sig is None:
+            # the common call: eager tensors as positional arguments, keyed on their signatures alone
+            sigs = []
+            for a in args:
+                if type(a) is not EagerTensor:
+                    break
+                sigs.append(a._s or a._sig())
+            else:
+                key = (tuple(sigs), _core.local.device, _core.config.soft_placement, self._jit())
+                cf = self._fast.get(key)
+                if cf is None:
+                    cf = self._fast[key] = self.get_concrete_function(*args)
+                outs = cf.run_flat(args)
+                return outs[0] if cf.single else _unflatten(cf.out_struct, outs)
         return self.get_concrete_function(*args, **kwargs)(*args, **kwargs)
 
     def experimental_get_tracing_count(self):

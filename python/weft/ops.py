@@ -76,7 +76,11 @@ def _pair(a, b):
 
 
 def _binary(op):
+    run2 = _core.run_eager2
+
     def f(x, y, name=None):
+        if type(x) is EagerTensor and type(y) is EagerTensor and _core.local.trace is None:
+            return run2(op, x, y)  # the common eager case, without the general path's conversions
         x, y = _pair(x, y)
         return apply(op, [x, y])
     f.__name__ = op
