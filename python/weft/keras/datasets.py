@@ -1,6 +1,6 @@
 """tf.keras.datasets: Fashion-MNIST and MNIST read with weft's IDX reader (wf_idx_read) from local
 files: $WEFT_DATA_DIR/<name>/, Debian's dataset packages (/usr/share/datasets/<name>/, e.g.
-dataset-fashion-mnist), or Keras's cache (~/.keras/datasets/<name>/). weft never downloads; a missing
+dataset-fashion-mnist), or Keras's cache ($KERAS_HOME or ~/.keras, then datasets/<name>/). weft never downloads; a missing
 dataset is a NotFoundError listing where it looked."""
 import ctypes as C
 import os
@@ -18,7 +18,8 @@ def _dirs(name):
     if os.environ.get("WEFT_DATA_DIR"):
         out.append(os.path.join(os.environ["WEFT_DATA_DIR"], name))
     out.append("/usr/share/datasets/" + name)
-    out.append(os.path.join(os.path.expanduser("~"), ".keras", "datasets", name))
+    keras_home = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    out.append(os.path.join(keras_home, "datasets", name))
     return out
 
 
