@@ -426,6 +426,7 @@ class SymbolicTensor(Tensor):
 # ---- eager execution ----------------------------------------------------------------------------------
 
 _EAGER_CACHE_SIZE = 1024
+RANDOM_BASE = 0x5eed  # the seed half of a tf.function's random input (the counter half changes per call)
 
 
 class _EagerPlan:

@@ -20,18 +20,7 @@ UNKNOWN_CARDINALITY = -2
 
 
 class _MapTrace(Trace):
-    """A map function's graph: also offers the seed input (made on first use)."""
-
-    def __init__(self):
-        super().__init__()
-        self._seed = None
-
-    @property
-    def seed(self):
-        if self._seed is None:
-            self._seed = self.placeholder(_dt.int64, (2,), "seed")
-            self.placeholders.pop()
-        return self._seed
+    """A map function's graph: its seed input (Trace.seed) is fed by the dataset, per element."""
 
 
 class _Fn:

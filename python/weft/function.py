@@ -41,6 +41,17 @@ class Trace:
         self.captures = {}   # id(EagerTensor) -> (tensor, wf_output)
         self.placeholders = []
         self.cur_dev = ""
+        self._seed = None
+
+    @property
+    def seed(self):
+        """The {seed, counter} i64 [2] input of the random ops in the graph, made on first use: a
+        tf.function feeds a new counter at every call (so each call draws anew); a dataset map feeds
+        its per-element seed."""
+        if self._seed is None:
+            self._seed = self.placeholder(_dt.int64, (2,), "random_seed")
+            self.placeholders.pop()
+        return self._seed
 
     def free(self):
         if self.graph:
@@ -150,7 +161,10 @@ class ConcreteFunction:
                 else:
                     fetches.append(self.trace.to_output(o))
             self.n_in = len(syms)
-            self.feeds = (_lib.Feed * max(self.n_in, 1))()
+            self.has_seed = self.trace._seed is not None
+            self.feeds = (_lib.Feed * max(self.n_in + self.has_seed, 1))()
+            if self.has_seed:
+                self.feeds[self.n_in].output = self.trace._seed._out
             for i, s in enumerate(syms):
                 self.feeds[i].output = s._out
             self.n_out = len(fetches)
@@ -183,14 +197,16 @@ class ConcreteFunction:
 
     def placement_text(self):
         txt = C.c_void_p()
-        check(lib.wf_session_placement(self._session(), self.feeds, self.n_in, self.fetches, self.n_out,
+        check(lib.wf_session_placement(self._session(), self.feeds, self.n_in + self.has_seed, self.fetches,
+                                       self.n_out,
                                        C.byref(txt)))
         return _lib.take_string(txt.value)
 
     def _placement(self):
         if self.devices is None:
             p = C.c_void_p()
-            check(lib.wf_session_placement_get(self._session(), self.feeds, self.n_in, self.fetches, self.n_out,
+            check(lib.wf_session_placement_get(self._session(), self.feeds, self.n_in + self.has_seed, self.fetches,
+                                               self.n_out,
                                                C.byref(p)))
             by_node = {}
             try:
@@ -211,7 +227,13 @@ class ConcreteFunction:
             sess = self.sess or self._session()
             for i, t in enumerate(tensors):
                 feeds[i].tensor = t._h
-            check(lib.wf_session_run(sess, feeds, self.n_in, self.fetches, self.n_out, self.outs, None))
+            seed = None
+            if self.has_seed:  # a new counter per call: the random ops draw anew each time
+                from .ops import _next_seed
+                seed = _core.const(np.asarray([_core.RANDOM_BASE, _next_seed(None)], dtype=np.int64))
+                feeds[self.n_in].tensor = seed._h
+            check(lib.wf_session_run(sess, feeds, self.n_in + self.has_seed, self.fetches, self.n_out, self.outs,
+                                     None))
             outs = self.outs[:self.n_out]
         devs = self.devices or self._placement()
         sigs = self.out_sigs

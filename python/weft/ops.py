@@ -467,17 +467,42 @@ def set_seed(seed):
     _Seeds.counter = 0
 
 
+def _traced_uniform(shape, dtype, op_seed):
+    """Inside tf.function: U[0, 1) of `shape` drawn at every call (StatelessRandomUniform keyed by the
+    op's seed and the function's per-call counter, the second half of its random input)."""
+    tr = _core.local.trace
+    counter = apply("Gather", [tr.seed, const(np.asarray(1, dtype=np.int64))], {"axis": 0})
+    like = fill([int(d) for d in shape], const(np.asarray(0, dtype=_dt.as_dtype(dtype).as_numpy_dtype)))
+    return apply("StatelessRandomUniform", [like, counter], {"seed": int(op_seed) & ((1 << 62) - 1)})
+
+
+def _traced_rng():
+    return _core.local.trace is not None and getattr(_core.local.trace, "seed", None) is not None
+
+
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
+    if _traced_rng():  # Box-Muller over two uniform draws, as graph ops: new values at every call
+        s = _next_seed(seed)
+        u1 = _traced_uniform(shape, dtype, s)
+        u2 = _traced_uniform(shape, dtype, s ^ 0x9e3779b97f4a7c15)
+        r = sqrt(multiply(log(subtract(1.0, u1)), -2.0))
+        return add(multiply(multiply(r, cos(multiply(u2, 2 * np.pi))), float(stddev)), float(mean))
     return _init(5, shape, dtype, mean=float(mean), stddev=float(stddev), seed=_next_seed(seed))
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=_dt.float32, seed=None, name=None):
     if maxval is None:
         maxval = 1.0
+    if _traced_rng() and _dt.as_dtype(dtype).is_floating:
+        u = _traced_uniform(shape, dtype, _next_seed(seed))
+        return add(multiply(u, float(maxval) - float(minval)), float(minval))
     return _init(4, shape, dtype, minval=float(minval), maxval=float(maxval), seed=_next_seed(seed))
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dt.float32, seed=None, name=None):
+    if _traced_rng():
+        raise errors.UnimplementedError(message="tf.random.truncated_normal inside tf.function is not in weft "
+                                        "(outside a function it is)")
     return _init(6, shape, dtype, mean=float(mean), stddev=float(stddev), seed=_next_seed(seed))
 
 

@@ -223,12 +223,27 @@ def test_method_traces_once_per_instance():
     assert r() is None  # the per-instance cache does not keep the instance alive
 
 
-@pytest.mark.xfail(strict=True, reason="tf.random.* inside tf.function draws once at trace time (the draw is an "
-                   "eager tensor captured as a constant), so every call returns the same numbers; TensorFlow draws "
-                   "anew per call. Needs a random op in the graph fed a per-call seed/counter (weft's graph has no "
-                   "RandomNormal; StatelessRandomUniform would need a counter input the function advances)")
 def test_random_inside_function_draws_per_call():
+    # TensorFlow draws anew at every call of a function; so does weft (StatelessRandomUniform keyed by a
+    # per-call counter the function feeds itself; normals by Box-Muller over two uniforms)
     f = tf.function(lambda x: x + tf.random.normal([64]))
     a = f(tf.zeros([64])).numpy()
     b = f(tf.zeros([64])).numpy()
     assert not np.array_equal(a, b)
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_random_inside_function_has_the_right_distribution():
+    n = 200000
+    g = tf.function(lambda: (tf.random.normal([n], mean=1.0, stddev=2.0), tf.random.uniform([n], -1.0, 3.0)))
+    z, u = [t.numpy().astype(np.float64) for t in g()]
+    # 6-sigma bounds for the sample mean and standard deviation of n draws
+    assert abs(z.mean() - 1.0) < 6 * 2.0 / np.sqrt(n)
+    assert abs(z.std() - 2.0) < 6 * 2.0 / np.sqrt(2 * n)
+    assert abs(np.mean(np.abs(z - 1.0) < 2.0) - 0.6827) < 0.01  # the normal's one-sigma mass
+    assert u.min() >= -1.0 and u.max() < 3.0
+    assert abs(u.mean() - 1.0) < 6 * (4 / np.sqrt(12)) / np.sqrt(n)
+    z2 = g()[0].numpy()
+    assert not np.array_equal(z2, z.astype(np.float32))
+    with pytest.raises(tf.errors.UnimplementedError, match="truncated_normal"):
+        tf.function(lambda: tf.random.truncated_normal([3]))()
