@@ -119,3 +119,33 @@ def test_many_errors_no_leak_of_state():
         with pytest.raises(tf.errors.InvalidArgumentError):
             tf.matmul(tf.zeros([2, 3]), tf.zeros([4, 5]))
     still_works()
+
+
+def test_out_of_memory_is_resource_exhausted_and_recoverable():
+    """A device memory cap (tf.config.set_logical_device_configuration with memory_limit in MB, weft's
+    wf_context_set_memory_limit) turns an op too big for it into ResourceExhaustedError naming the
+    device and size; small ops still run, and lifting the cap lets the big one through. In a
+    subprocess: the cap belongs to the process's context."""
+    import subprocess
+    import sys
+    code = r'''
+import numpy as np, weft as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration(memory_limit=1)])
+x = tf.constant(np.ones((1024, 1024), np.float32))
+try:
+    tf.matmul(x, x)
+    print("NO ERROR")
+except tf.errors.ResourceExhaustedError as e:
+    assert isinstance(e, MemoryError)
+    print("OOM", e)
+print("SMALL", float(tf.reduce_sum(tf.constant([1.0, 2.0]))))
+tf.config.experimental.set_memory_limit(cpu, 0)
+print("BIG", float(tf.matmul(x, x)[0, 0]))
+'''
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = p.stdout.splitlines()
+    oom = next(l for l in lines if l.startswith(("OOM", "NO ERROR")))
+    assert oom.startswith("OOM") and "CPU:0" in oom, oom
+    assert "SMALL 3.0" in lines and "BIG 1024.0" in lines, lines
