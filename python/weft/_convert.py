@@ -150,10 +150,14 @@ class _Holder:
                                     "version": 3}
 
 
-def to_numpy(h, owner):
-    """An ndarray over tensor h's memory; `owner` (the Python object holding h) is kept alive by it."""
-    code = lib.wf_tensor_dtype(h)
-    shape = shape_of(h)
+def to_numpy(h, owner, sig=None):
+    """An ndarray over tensor h's memory; `owner` (the Python object holding h) is kept alive by it.
+    sig: the tensor's (dtype code, shape) when the caller knows them."""
+    if sig is not None:
+        code, shape = sig
+    else:
+        code = lib.wf_tensor_dtype(h)
+        shape = shape_of(h)
     if code == _lib.STRING:
         n = lib.wf_tensor_size(h)
         out = np.empty(n, dtype=object)

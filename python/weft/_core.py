@@ -255,7 +255,7 @@ class EagerTensor(Tensor):
         """The value as an ndarray over the tensor's own memory (no copy). A string scalar is its bytes
         (as TensorFlow gives it)."""
         if self._np is None:
-            self._np = _convert.to_numpy(self._h, self)
+            self._np = _convert.to_numpy(self._h, self, self._s)
             if self._np.dtype == object and self._np.ndim == 0:
                 return self._np.item()
         elif self._np.dtype == object and self._np.ndim == 0:
@@ -313,6 +313,10 @@ class EagerTensor(Tensor):
 
 def const(value, dtype=None):
     """An EagerTensor over `value` (numpy arrays of weft dtypes are lent, not copied)."""
+    if type(value) is np.ndarray and dtype is None:  # the common case: lend it as it is, no copy
+        code = _convert.WF_OF.get(value.dtype)
+        if code is not None and value.flags.c_contiguous and value.flags.aligned:
+            return EagerTensor(_convert.lend(value), None, (code, value.shape))
     if isinstance(value, EagerTensor):
         if dtype is not None and _dt.as_dtype(dtype) != value.dtype:
             return _ops().cast(value, dtype)
