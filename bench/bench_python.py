@@ -59,8 +59,10 @@ def rep(fn, n, key):
 arr = np.arange(NEL, dtype=np.float32)
 '''
 
-WEFT = r'''
-import weft as tf
+# The same TensorFlow code for weft and TensorFlow (only the import differs: the point of the API);
+# SHARE says, per package, which pointers it compares.
+TF_API = r'''
+import {module} as tf
 a, b = tf.constant(1.0), tf.constant(2.0)
 assert float(tf.add(a, b)) == 3.0
 add = rep(lambda: tf.add(a, b), N_OP, "add")
@@ -72,35 +74,16 @@ assert float(f(a, b)) == 3.0
 call = rep(lambda: f(a, b), N_OP, "call")
 t = tf.convert_to_tensor(arr); back = t.numpy()
 ok = bool((back == arr).all())
-share = {"t.data_ptr() == arr.ctypes.data": t.data_ptr() == arr.ctypes.data,
-         "back.ctypes.data == t.data_ptr()": back.ctypes.data == t.data_ptr()}
+share = {share}
 del t, back
 rt = rep(lambda: tf.convert_to_tensor(arr).numpy(), N_RT, "rt")
-print("RESULT " + json.dumps({"version": "weft " + tf.__version__, "numpy": np.__version__,
+print("RESULT " + json.dumps({{"version": "{module} " + tf.__version__, "numpy": np.__version__,
       "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "iters": ITERS, "share": share, "rt_equal": ok,
-      "tracing_count": f.experimental_get_tracing_count()}))
+      "tracing_count": f.experimental_get_tracing_count()}}))
 '''
-
-TF = r'''
-import tensorflow as tf
-a, b = tf.constant(1.0), tf.constant(2.0)
-assert float(tf.add(a, b)) == 3.0
-add = rep(lambda: tf.add(a, b), N_OP, "add")
-@tf.function
-def f(x, y):
-    return x + y
-for _ in range(3): f(a, b)
-assert float(f(a, b)) == 3.0
-call = rep(lambda: f(a, b), N_OP, "call")
-t = tf.convert_to_tensor(arr); back = t.numpy()
-ok = bool((back == arr).all())
-share = {"back.ctypes.data == arr.ctypes.data": back.ctypes.data == arr.ctypes.data}
-del t, back
-rt = rep(lambda: tf.convert_to_tensor(arr).numpy(), N_RT, "rt")
-print("RESULT " + json.dumps({"version": "tensorflow " + tf.__version__, "numpy": np.__version__,
-      "python": sys.version.split()[0], "add": add, "call": call, "rt": rt, "iters": ITERS, "share": share, "rt_equal": ok,
-      "tracing_count": f.experimental_get_tracing_count()}))
-'''
+WEFT = TF_API.format(module="weft", share='{"t.data_ptr() == arr.ctypes.data": t.data_ptr() == arr.ctypes.data, '
+                     '"back.ctypes.data == t.data_ptr()": back.ctypes.data == t.data_ptr()}')
+TF = TF_API.format(module="tensorflow", share='{"back.ctypes.data == arr.ctypes.data": back.ctypes.data == arr.ctypes.data}')
 
 TORCH = r'''
 import torch
