@@ -70,7 +70,7 @@ if(WEFT_CUDA AND CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cubl
   # the static runtime's symbols stay private to the plugin
   target_link_options(weft-cuda PRIVATE -Wl,--exclude-libs,ALL)
   target_link_options(weft-cuda PRIVATE -Wl,--no-undefined)
-  install(TARGETS weft-cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/weft)
+  install(TARGETS weft-cuda LIBRARY DESTINATION ${WEFT_PLUGIN_DESTINATION})
   message(STATUS "CUDA backend: nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}")
 elseif(WEFT_CUDA)
   message(STATUS "nvcc or the CUDA toolkit (cudart_static, cuBLAS) not found: the CUDA backend is not built")

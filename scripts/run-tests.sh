@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs weft's test suite. MODE: release | asan | tsan | all (default).
-#   release: every tests/test_* program, the numpy op cases, and the installed-API example
+#   release: every tests/test_* program, the numpy op cases, the installed-API example, and the Python
+#            package (scripts/python-tests.sh: pip install . into build/venv-py, pytest tests/python)
 #   asan:    the same programs built with AddressSanitizer + UndefinedBehaviorSanitizer (leaks checked)
 #   tsan:    the executor and session tests (and test_image's strings from four threads) built with ThreadSanitizer
 # Ends with the line "tests: N passed, N failed, N skipped": passed and failed count test programs and
@@ -270,6 +271,14 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             grep -E 'error|Error' build.cudaemu.log | head -40
             result "release:cudaemu:build" 1
         fi
+        # The Python package as users get it (scripts/python-tests.sh): pip install . into build/venv-py
+        # (PyPI the first time), pytest tests/python against the installed copy, the wheel reinstalled
+        # offline. A pytest failure fails this check; each pytest skip is a "SKIP name: why" line in the
+        # log, so result counts it with the suite's skips.
+        note "Python package: pip install . into build/venv-py, pytest tests/python, the wheel installed offline"
+        sh scripts/python-tests.sh >build/python-tests.log 2>&1; rc=$?
+        grep -E '^(PASS|FAIL|SKIP|FAILED|ERROR) |^pip .* took|^wheel:|^python:|^=+ .*(passed|failed|error)|^[0-9]+ (passed|failed)' build/python-tests.log
+        result "release:python" $rc build/python-tests.log
     else
         result "release:build" 1
     fi
