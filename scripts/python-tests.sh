@@ -44,8 +44,8 @@ secs() { # seconds since $1 (date +%s)
 # ---- the venv (idempotent: made once, refilled when a package is missing) -------------------------
 # scikit-build-core too: the builds below run without build isolation, since a new isolated environment
 # makes scikit-build-core clear build/py/ (every build would start from nothing)
-PKGS="pytest numpy ml_dtypes onnx onnxruntime scikit-build-core>=0.10"
-if [ ! -x "$V/bin/python" ] || ! "$V/bin/python" -c "import pytest, numpy, ml_dtypes, onnx, onnxruntime, scikit_build_core" 2>/dev/null; then
+PKGS="pytest numpy ml_dtypes onnx onnxruntime pillow scikit-build-core>=0.10"
+if [ ! -x "$V/bin/python" ] || ! "$V/bin/python" -c "import pytest, numpy, ml_dtypes, onnx, onnxruntime, PIL, scikit_build_core" 2>/dev/null; then
     { "$PY" -m venv "$V" &&
       "$V/bin/pip" install -q --disable-pip-version-check $PKGS; } >build/python-venv.log 2>&1
     rc=$?

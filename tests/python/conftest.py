@@ -5,10 +5,14 @@ import sys
 import numpy as np
 import pytest
 
+import importlib.util
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYDIR = os.path.join(HERE, "..", "..", "python")
-if PYDIR not in sys.path:
-    sys.path.insert(0, os.path.abspath(PYDIR))
+PYDIR = os.path.abspath(os.path.join(HERE, "..", "..", "python"))
+# The installed package when there is one (scripts/python-tests.sh tests what `pip install .` made);
+# otherwise the source tree's, over the build tree's library (a developer's checkout after `make`).
+if os.environ.get("WEFT_TEST_INSTALLED") != "1" and importlib.util.find_spec("weft") is None and PYDIR not in sys.path:
+    sys.path.insert(0, PYDIR)
 
 import weft as tf  # noqa: E402
 from weft import _core  # noqa: E402
