@@ -535,25 +535,12 @@ static wf_status *probe_writable(const char *path)
     return s;
 }
 
-static bool device_matches(const struct wf__device *d, const wf_device_spec *spec)
-{
-    wf_device_spec ds;
-    wf_status *s = wf_device_spec_parse(d->name, &ds);
-    if (s) {
-        wf_status_free(s);
-        return false;
-    }
-    return wf_device_spec_matches(spec, &ds);
-}
-
 wf_status *wf_context_calibrate(wf_context *c, const char *device_spec, const char *cache_path)
 {
     if (!c) return wf__status(WF_INVALID_ARGUMENT, "wf_context_calibrate: context is NULL");
-    wf_device_spec spec;
-    WF__TRY(wf_device_spec_parse(device_spec, &spec));
-    int matched = 0;
-    for (int i = 0; i < c->n_devices; i++) matched += device_matches(&c->devices[i], &spec);
-    if (!matched)
+    uint64_t mask;
+    WF__TRY(wf__context_match(c, device_spec, &mask));
+    if (!mask)
         return wf__status(WF_NOT_FOUND, "calibration: device spec '%s' matches no device",
                           device_spec ? device_spec : "");
     char *dir = NULL, *own = NULL;
@@ -572,7 +559,7 @@ wf_status *wf_context_calibrate(wf_context *c, const char *device_spec, const ch
     bool go = first == NULL;
     for (int i = 0; go && i < c->n_devices; i++) {
         struct wf__device *d = &c->devices[i];
-        if (!device_matches(d, &spec)) continue;
+        if (!(mask >> i & 1)) continue;
         wf_device_perf p;
         /* one device failing (an op it lacks) leaves it at its old figures and the others go on */
         wf_status *s = calibrate_device(c, d, &p);

@@ -69,10 +69,9 @@ static bool amp_device(void *arg, const wf_node *n, const wf__tinfo *in, const w
     const char *want = n->device && *n->device ? n->device : s->device;
     int pick = -1;
     if (want) {
-        wf_device_spec spec, ds;
-        wf_status *e = wf_device_spec_parse(want, &spec); /* a bad request fails placement later, by name */
-        for (int d = 0; !e && d < c->n_devices && pick < 0; d++)
-            if (!(e = wf_device_spec_parse(c->devices[d].name, &ds)) && wf_device_spec_matches(&spec, &ds)) pick = d;
+        uint64_t mask = 0;
+        wf_status *e = wf__context_match(c, want, &mask); /* a bad request fails placement later, by name */
+        if (!e && mask) pick = __builtin_ctzll(mask);
         wf_status_free(e);
     }
     for (int d = 0; pick < 0 && d < c->n_devices; d++) {
@@ -139,13 +138,8 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
     }
     if (opts && opts->device && *opts->device) {
         /* a device that does not exist is an error now, listing the ones that do */
-        wf_device_spec spec;
-        wf_status *st = wf_device_spec_parse(opts->device, &spec);
-        int matched = 0;
-        for (int d = 0; !st && d < s->ctx->n_devices; d++) {
-            wf_device_spec ds;
-            if (!(st = wf_device_spec_parse(s->ctx->devices[d].name, &ds))) matched += wf_device_spec_matches(&spec, &ds);
-        }
+        uint64_t matched = 0;
+        wf_status *st = wf__context_match(s->ctx, opts->device, &matched);
         if (!st && !matched) {
             wf__str devs = {0};
             for (int d = 0; d < s->ctx->n_devices; d++)

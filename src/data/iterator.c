@@ -341,18 +341,11 @@ int wf_dataset_stats(wf_iterator *it, wf_dataset_stage_stats *out, int cap, int6
 
 wf_status *wf__ds_find_device(wf_context *ctx, const char *spec_text, const struct wf__device **out)
 {
-    wf_device_spec spec, ds;
-    WF__TRY(wf_device_spec_parse(spec_text, &spec));
-    for (int d = 0; d < ctx->n_devices; d++) {
-        wf_status *e = wf_device_spec_parse(ctx->devices[d].name, &ds);
-        if (e) {
-            wf_status_free(e);
-            continue;
-        }
-        if (wf_device_spec_matches(&spec, &ds)) {
-            *out = &ctx->devices[d];
-            return NULL;
-        }
+    uint64_t mask;
+    WF__TRY(wf__context_match(ctx, spec_text, &mask));
+    if (mask) {
+        *out = &ctx->devices[__builtin_ctzll(mask)];
+        return NULL;
     }
     char list[512];
     size_t k = 0;

@@ -105,16 +105,32 @@ wf_status *wf_context_plugin(const wf_context *c, int i, wf_plugin_info *out)
     return NULL;
 }
 
+wf_status *wf__context_match(const wf_context *c, const char *text, uint64_t *mask)
+{
+    wf_device_spec spec;
+    WF__TRY(wf_device_spec_parse(text, &spec));
+    uint64_t m = 0;
+    for (int d = 0; d < c->n_devices && d < 64; d++) {
+        wf_device_spec ds;
+        wf_status *e = wf_device_spec_parse(c->devices[d].name, &ds); /* weft made the name: it parses */
+        if (e) {
+            wf_status_free(e);
+            continue;
+        }
+        if (wf_device_spec_matches(&spec, &ds)) m |= (uint64_t)1 << d;
+    }
+    *mask = m;
+    return NULL;
+}
+
 wf_status *wf_context_set_memory_limit(wf_context *c, const char *device_spec, uint64_t bytes)
 {
     if (!c) return wf__status(WF_INVALID_ARGUMENT, "wf_context_set_memory_limit: context is NULL");
-    wf_device_spec spec;
-    WF__TRY(wf_device_spec_parse(device_spec, &spec));
+    uint64_t mask;
+    WF__TRY(wf__context_match(c, device_spec, &mask));
     int matched = 0;
     for (int i = 0; i < c->n_devices; i++) {
-        wf_device_spec ds;
-        WF__TRY(wf_device_spec_parse(c->devices[i].name, &ds));
-        if (!wf_device_spec_matches(&spec, &ds)) continue;
+        if (!(mask >> i & 1)) continue;
         matched++;
         c->devices[i].limit = bytes;
         if (c->devices[i].bfc) wf__bfc_set_limit(c->devices[i].bfc, (size_t)bytes);
@@ -249,13 +265,11 @@ wf_status *wf_context_set_device_perf(wf_context *c, const char *device_spec, co
                           "memory %g GB/s, launch %g us, link %g GB/s, latency %g us)",
                           device_spec ? device_spec : "", perf->dense_gflops, perf->vector_gflops, perf->mem_gbps,
                           perf->launch_us, perf->link_gbps, perf->link_latency_us);
-    wf_device_spec spec;
-    WF__TRY(wf_device_spec_parse(device_spec, &spec));
+    uint64_t mask;
+    WF__TRY(wf__context_match(c, device_spec, &mask));
     int matched = 0;
     for (int i = 0; i < c->n_devices; i++) {
-        wf_device_spec ds;
-        WF__TRY(wf_device_spec_parse(c->devices[i].name, &ds));
-        if (!wf_device_spec_matches(&spec, &ds)) continue;
+        if (!(mask >> i & 1)) continue;
         matched++;
         c->devices[i].perf = *perf;
         if (!c->devices[i].info.host_memory && !(perf->link_gbps > 0)) c->devices[i].perf.link_gbps = 5;

@@ -88,6 +88,11 @@ struct wf_context {
     int inter_op_threads;
 };
 
+/* The devices of c that the device spec `text` matches (wf_device_spec_matches against each device's
+ * full name), as a mask: bit d for device d (placement's masks hold 64 devices; devices past the 64th
+ * never match). A malformed spec is its parse error and *mask is not written. */
+wf_status *wf__context_match(const wf_context *c, const char *text, uint64_t *mask);
+
 /* Finds and loads the backend plugins, appending their devices to c (plugins.c). Only running out of
  * memory is an error; everything else becomes a plugin diagnostic. */
 wf_status *wf__plugins_load(wf_context *c);

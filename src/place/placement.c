@@ -139,14 +139,10 @@ static wf_status *constrain(builder *b, const wf_node *n, pconstr *pc)
                        n->op->name, wf_dtype_name(kd));
         return NULL;
     }
-    wf_device_spec spec;
+    uint64_t match;
+    wf_device_spec spec; /* its type names the request in the messages below */
+    WF__TRY(wf__context_match(c, req, &match));
     WF__TRY(wf_device_spec_parse(req, &spec));
-    uint64_t match = 0;
-    for (int d = 0; d < c->n_devices; d++) {
-        wf_device_spec ds;
-        WF__TRY(wf_device_spec_parse(c->devices[d].name, &ds));
-        if (wf_device_spec_matches(&spec, &ds)) match |= (uint64_t)1 << d;
-    }
     if (match & kern) {
         pc->allowed = match & kern;
         pc->own_request = !(b->po && b->po->device && *b->po->device);
