@@ -134,7 +134,14 @@ def _read_meta(export_dir):
         raise errors.DataLossError(message="SavedModel %s: %s is corrupt: %s" % (export_dir, path, e)) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or not isinstance(meta.get("signatures"), dict):
         raise errors.DataLossError(message="SavedModel %s: %s is not a weft SavedModel description" % (export_dir, path))
-    if meta.get("version", 0) > VERSION:
+    for name, sig in meta["signatures"].items():
+        ok = isinstance(sig, dict) and all(
+            isinstance(sig.get(k), list) and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in sig[k])
+            for k in ("inputs", "outputs"))
+        if not ok:
+            raise errors.DataLossError(message="SavedModel %s: %s: signature %r is malformed (inputs and outputs must "
+                                       "be lists of {name, dtype, shape})" % (export_dir, path, name))
+    if not isinstance(meta.get("version", 0), int) or meta.get("version", 0) > VERSION:
         raise errors.UnimplementedError(message="SavedModel %s: format version %s is newer than this weft reads (%d)" %
                                         (export_dir, meta.get("version"), VERSION))
     return meta

@@ -119,3 +119,40 @@ def test_unbuilt_model_cannot_be_saved(tmp_path):
     with pytest.raises(tf.errors.FailedPreconditionError, match="not built"):
         tf.saved_model.save(m, str(tmp_path / "x"))
     assert not (tmp_path / "x").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_mutated_directories_fail_cleanly(trained):
+    """A small fuzz of the format: random truncations, byte flips and splices of each of the three files.
+    Every load either works or raises one of weft's errors (tf.errors.OpError) naming a file; nothing
+    else escapes (no KeyError, TypeError, crash), and the good directory still loads after."""
+    m, x, _, d = trained
+    rng = np.random.RandomState(1234)
+    files = ["saved_model.json", "saved_model.onnx", "variables/variables.safetensors"]
+    originals = {f: (d / f).read_bytes() for f in files}
+    work = d.parent / "fuzz"
+    outcomes = {"ok": 0, "error": 0}
+    for it in range(120):
+        if work.exists():
+            shutil.rmtree(work)
+        shutil.copytree(d, work)
+        f = files[it % 3]
+        data = bytearray(originals[f])
+        kind = rng.randint(3)
+        if kind == 0:
+            data = data[:rng.randint(len(data))]
+        elif kind == 1:
+            for _ in range(rng.randint(1, 9)):
+                data[rng.randint(len(data))] = rng.randint(256)
+        else:
+            a, b = sorted(rng.randint(len(data), size=2))
+            data = data[:a] + bytes(rng.randint(256, size=rng.randint(1, 64)).astype(np.uint8)) + data[b:]
+        (work / f).write_bytes(bytes(data))
+        try:
+            r = tf.saved_model.load(str(work))
+            r(x[:2])
+            outcomes["ok"] += 1
+        except tf.errors.OpError as e:
+            outcomes["error"] += 1
+            assert str(e), "an error without a message"
+    assert outcomes["error"] > 0
+    np.testing.assert_allclose(tf.saved_model.load(str(d))(x).numpy(), m.predict(x), rtol=1e-6, atol=1e-6)
