@@ -27,7 +27,6 @@ from .ops import (add, subtract, multiply, divide, truediv, pow, maximum, minimu
 __version__ = _version()
 
 newaxis = None
-Variable = None  # set below (keras variables live in C models; tf.Variable is a thin holder)
 
 
 def is_tensor(x):
@@ -112,3 +111,4 @@ debugging = _ns("debugging", set_log_device_placement=_set_log_device_placement)
 from . import io, image, data, keras, saved_model, distribute, onnx  # noqa: E402,F401
 from .keras import mixed_precision as _mp  # noqa: E402,F401
 from .ops import from_dlpack  # noqa: E402,F401
+from .variables import Variable  # noqa: E402,F401

@@ -323,6 +323,8 @@ def const(value, dtype=None):
         return value
     if isinstance(value, SymbolicTensor):
         return value
+    if type(value).__name__ == "Variable" and hasattr(value, "read_value"):
+        return value.read_value()
     npd = None
     if dtype is not None:
         d = _dt.as_dtype(dtype)

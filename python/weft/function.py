@@ -39,6 +39,7 @@ class Trace:
         check(lib.wf_graph_new(C.byref(g)))
         self.graph = g.value
         self.captures = {}   # id(EagerTensor) -> (tensor, wf_output)
+        self.variables = []  # (tf.Variable, its placeholder): fed with the variable's value at every call
         self.placeholders = []
         self.cur_dev = ""
         self._seed = None
@@ -72,6 +73,17 @@ class Trace:
                 raise errors.InvalidArgumentError(
                     message="a tensor of another tf.function's graph (%r) was used in this one" % (x,))
             return x._out
+        from .variables import Variable
+        if isinstance(x, Variable):
+            for v, o in self.variables:
+                if v is x:
+                    return o
+            o = _lib.Output()
+            dims = (C.c_int64 * max(len(x.shape), 1))(*x.shape)
+            check(lib.wf_placeholder(self.graph, ("var%d" % x._id).encode(), x.dtype._code, len(x.shape), dims,
+                                     C.byref(o)))
+            self.variables.append((x, o))
+            return o
         if not isinstance(x, EagerTensor):
             x = _core.const(x)
         hit = self.captures.get(id(x))
@@ -156,17 +168,20 @@ class ConcreteFunction:
             self.out_struct = _flatten(result, out_leaves)
             fetches = []
             for o in out_leaves:
-                if isinstance(o, np.ndarray) or isinstance(o, EagerTensor):
-                    fetches.append(self.trace.to_output(o))
-                else:
-                    fetches.append(self.trace.to_output(o))
+                fetches.append(self.trace.to_output(o))
+            self.n_in = len(syms)
+            # variables the function reads are inputs too, fed with their current values at every call
+            self.vars = [v for v, _ in self.trace.variables]
+            for v, o in self.trace.variables:
+                syms.append(_core.SymbolicTensor(self.trace, o))
+            self.n_args = self.n_in
             self.n_in = len(syms)
             self.has_seed = self.trace._seed is not None
             self.feeds = (_lib.Feed * max(self.n_in + self.has_seed, 1))()
+            for i, s_ in enumerate(syms):
+                self.feeds[i].output = s_._out
             if self.has_seed:
                 self.feeds[self.n_in].output = self.trace._seed._out
-            for i, s in enumerate(syms):
-                self.feeds[i].output = s._out
             self.n_out = len(fetches)
             self.fetches = (_lib.Output * max(self.n_out, 1))(*fetches)
             self.outs = (C.c_void_p * max(self.n_out, 1))()
@@ -178,7 +193,7 @@ class ConcreteFunction:
                 self.out_sigs.append((d._code, tuple(sh)) if ok else None)
             self.single = self.out_struct[0] == "#"
             self.devices = None
-            self.input_specs = [TensorSpec(s.shape, s.dtype, "arg%d" % i) for i, s in enumerate(syms)]
+            self.input_specs = [TensorSpec(s.shape, s.dtype, "arg%d" % i) for i, s in enumerate(syms[:self.n_args])]
         except BaseException:
             self.trace.free()
             raise
@@ -227,6 +242,8 @@ class ConcreteFunction:
             sess = self.sess or self._session()
             for i, t in enumerate(tensors):
                 feeds[i].tensor = t._h
+            for k, v in enumerate(self.vars):
+                feeds[self.n_args + k].tensor = v._value._h
             seed = None
             if self.has_seed:  # a new counter per call: the random ops draw anew each time
                 from .ops import _next_seed

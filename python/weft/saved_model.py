@@ -73,6 +73,10 @@ def _save_function(fn, tmp, signatures):
                 message="tf.saved_model.save: give a tf.function with an input_signature (or called once), or "
                         "signatures=f.get_concrete_function(...)")
         cf = f.get_concrete_function() if f._sig is not None else next(iter(f._cache.values()))
+    if cf.vars:
+        raise errors.UnimplementedError(message="tf.saved_model.save: a tf.function that reads tf.Variables (%s) is "
+                                        "not saved by weft yet; save a Keras model, or a function of constants" %
+                                        ", ".join(v.name for v in cf.vars))
     sess = cf._session()
     names = ["output_%d" % i for i in range(cf.n_out)]
     arr = (C.c_char_p * max(cf.n_out, 1))(*[n.encode() for n in names])
