@@ -424,7 +424,7 @@ expect_exit input_missing_early 1 "weft run: --input x: cannot read '$D/none.npy
     run "$D/nope.onnx" --input "x=$D/none.npy"
 expect_exit input_empty_file_name 2 "weft run: --input wants NAME=FILE, got 'x='" -- run "$G" --input "x="
 expect_exit input_empty_name 2 "weft run: --input wants NAME=FILE, got '=$D/x.npy'" -- run "$G" --input "=$D/x.npy"
-expect_exit model_directory 1 "$D/sub: not a regular file" -- run "$D/sub" $X
+expect_exit model_directory 1 "$D/sub is a directory without saved_model.onnx (not a weft SavedModel)" -- run "$D/sub" $X
 # --output-dir creates its parents; a file in the way is named
 rm -rf "$D/od"
 if "$WEFT" run "$G" $X --iterations 1 --output-dir "$D/od/a/b/c" >"$D/out" 2>"$D/err" &&
