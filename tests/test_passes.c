@@ -693,6 +693,79 @@ static void test_bn_relu_fused(void)
     wf_graph_free(g);
 }
 
+/* Lowering reads a u8 image straight into a CPU Resize when a Cast to f32 is the Resize's only reader
+ * (the image pipelines' decode -> cast -> resize): the placement shows the Cast fused, and the values
+ * are level 0's bit for bit, for the linear fast path and the general path (cubic), while a Cast with a
+ * second reader, or a fetched one, stays a node of its own. */
+static void test_cast_resize_prologue(void)
+{
+    enum { H = 13, W = 17, C = 3 };
+    int64_t dims[3] = {H, W, C}, axes[2] = {0, 1}, two = 2;
+    uint8_t img[H * W * C];
+    for (int i = 0; i < H * W * C; i++) img[i] = (uint8_t)((i * 73 + 11) % 256);
+    img[0] = 0, img[1] = 255;
+    const char *modes[2] = {"linear", "cubic"};
+    for (int m = 0; m < 2; m++) {
+        for (int shared = 0; shared < 2; shared++) {
+            wf_graph *g = NULL;
+            CHECK_OK(wf_graph_new(&g));
+            if (!g) return;
+            wf_output x, f, sz, r, extra = {0};
+            CHECK_OK(wf_placeholder(g, "x", WF_U8, 3, dims, &x));
+            wf_attr to = wf_attr_dtype("to", WF_F32);
+            f = op1(g, "Cast", "cast", &x, 1, &to, 1);
+            int64_t hw[2] = {24, 9};
+            sz = konst(g, "sizes", WF_I64, 1, &two, hw);
+            wf_attr ra[3] = {wf_attr_string("mode", modes[m]),
+                             wf_attr_string("coordinate_transformation_mode", "half_pixel"), wf_attr_ints("axes", axes, 2)};
+            r = op1(g, "Resize", "resize", (wf_output[]){f, {0}, {0}, sz}, 4, ra, 3);
+            if (shared) extra = op1(g, "Neg", "neg", &f, 1, NULL, 0); /* a second reader of the Cast */
+            wf_output fetch[2] = {r, extra};
+            int nf = shared ? 2 : 1;
+            float got[2][24 * 9 * C];
+            char *pl = NULL;
+            for (int level = 0; level <= 2; level += 2) {
+                wf_session_options so;
+                wf_session_options_init(&so);
+                so.opt_level = level;
+                so.device = "CPU:0";
+                wf_session *s = NULL;
+                wf_tensor *xt = NULL, *out[2] = {NULL, NULL};
+                CHECK_OK(wf_session_new(ctx, g, &so, &s));
+                CHECK_OK(wf_tensor_new(WF_U8, 3, dims, img, &xt));
+                wf_feed fd = {x, xt};
+                if (s && xt) CHECK_OK(wf_session_run(s, &fd, 1, fetch, nf, out, NULL));
+                if (out[0]) {
+                    CHECK_INT(wf_tensor_dtype(out[0]), WF_F32);
+                    CHECK_INT(wf_tensor_size(out[0]), 24 * 9 * C);
+                    if (wf_tensor_size(out[0]) == 24 * 9 * C)
+                        memcpy(got[level / 2], wf_tensor_data(out[0]), sizeof got[0]);
+                }
+                if (level == 2 && s && xt) CHECK_OK(wf_session_placement(s, &fd, 1, fetch, nf, &pl));
+                wf_tensor_free(out[0]);
+                wf_tensor_free(out[1]);
+                wf_tensor_free(xt);
+                wf_session_free(s);
+            }
+            if (memcmp(got[0], got[1], sizeof got[0]) != 0) {
+                int k = 0;
+                while (k < 24 * 9 * C && got[0][k] == got[1][k]) k++;
+                CHECK_FAIL_("%s, shared %d: level 0 and level 2 differ at %d: %.9g vs %.9g", modes[m], shared, k, got[0][k], got[1][k]);
+            }
+            if (pl) {
+                if (shared) {
+                    CHECK(strstr(pl, "Resize+Cast") == NULL);
+                    CHECK_STR_CONTAINS(pl, "cast: (Cast)");
+                } else {
+                    CHECK_STR_CONTAINS(pl, "resize: (Resize+Cast)");
+                }
+            }
+            wf_free(pl);
+            wf_graph_free(g);
+        }
+    }
+}
+
 /* MatMul + Add(bias along the last dim, either way round, [N] or [1, N]) becomes MatMul + BiasAdd, which
  * level 2 fuses with the Relu after it on the CPU; a full [M, N] addend, a one-element one and an Add of
  * two MatMuls stay Adds. Levels 0, 1 and 2 give the formula's values, NaN and Inf included. */
@@ -2197,6 +2270,7 @@ int main(void)
     RUN_TEST(test_simplify_reshape);
     RUN_TEST(test_matmul_bias);
     RUN_TEST(test_bn_relu_fused);
+    RUN_TEST(test_cast_resize_prologue);
     RUN_TEST(test_conv_crop);
     RUN_TEST(test_bnfold);
     RUN_TEST(test_bnfold_matrix);

@@ -39,6 +39,10 @@ typedef struct wf__plan_fusion {
     struct wf__jit_cluster *cl;
     int n_ext;
     const wf_output *ext;
+    /* A prologue: Cast (u8 to f32) absorbed by the Resize it feeds (graph id, or -1; 0 in a zeroed
+     * entry is read through ext, which is then own_ext: the Resize's inputs with the Cast's input first). */
+    int cast_node;
+    wf_output *own_ext;
 } wf__plan_fusion;
 
 /* The inputs the plan node of graph node n reads: a generated kernel's, or n's own. */

@@ -57,6 +57,8 @@ static void pass_range(void *arg, int64_t b, int64_t e)
  * the general path (which computes in f64), so results differ from it by f32 rounding only. */
 typedef struct rs2 {
     const float *x;
+    const uint8_t *xu8; /* the image in u8 instead (a Cast fused into the Resize by lowering): converted
+                           while the rows blend, the same values the Cast would have given */
     float *y;
     const int64_t *hi, *wi; /* [out][2] source rows / columns */
     const float *hw, *ww;   /* [out][2] weights */
@@ -64,21 +66,42 @@ typedef struct rs2 {
     atomic_int failed; /* a range could not get its row buffer */
 } rs2;
 
+/* One row blend, out of line so that the u8 rows (converted first) and f32 rows go through the same
+ * instructions: a fused Cast must give the unfused graph's bits, and the compiler contracts a * s0 + b * s1
+ * into an FMA or not by context. */
+WF__VEC __attribute__((noinline)) static void rs2_blend(float *restrict tmp, const float *s0, const float *s1,
+                                                        float a, float b, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) tmp[i] = a * s0[i] + b * s1[i];
+}
+
 WF__VEC static void rs2_range(void *arg, int64_t b, int64_t e)
 {
     const rs2 *r = arg;
     int64_t rowin = r->win * r->inner, rowout = r->wout * r->inner, c = r->inner;
-    float *tmp = wf__malloc(sizeof(float) * (size_t)(rowin ? rowin : 1));
+    /* the row buffer, and for u8 images the two source rows converted (exactly) to f32 */
+    float *tmp = wf__malloc(sizeof(float) * (size_t)(rowin ? rowin : 1) * (r->xu8 ? 3 : 1));
     if (!tmp) {
         atomic_store((atomic_int *)&r->failed, 1);
         return;
     }
     for (int64_t q = b; q < e; q++) {
         int64_t o = q / r->hout, yo = q % r->hout;
-        const float *s0 = r->x + (o * r->hin + r->hi[2 * yo]) * rowin, *s1 = r->x + (o * r->hin + r->hi[2 * yo + 1]) * rowin;
+        int64_t o0 = (o * r->hin + r->hi[2 * yo]) * rowin, o1 = (o * r->hin + r->hi[2 * yo + 1]) * rowin;
         float a = r->hw[2 * yo], bw = r->hw[2 * yo + 1];
+        if (r->xu8) {
+            float *f0 = tmp + rowin, *f1 = tmp + 2 * rowin;
+            const uint8_t *s0 = r->xu8 + o0, *s1 = r->xu8 + o1;
 #pragma omp simd
-        for (int64_t i = 0; i < rowin; i++) tmp[i] = a * s0[i] + bw * s1[i];
+            for (int64_t i = 0; i < rowin; i++) {
+                f0[i] = (float)s0[i];
+                f1[i] = (float)s1[i];
+            }
+            rs2_blend(tmp, f0, f1, a, bw, rowin);
+        } else {
+            rs2_blend(tmp, r->x + o0, r->x + o1, a, bw, rowin);
+        }
         float *d = r->y + q * rowout;
         if (c == 1) {
             for (int64_t xo = 0; xo < r->wout; xo++)
@@ -108,7 +131,9 @@ WF__VEC static void rs2_range(void *arg, int64_t b, int64_t e)
 static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor *x, wf_tensor *y, const int64_t *yd,
                          const double *scale, bool crop, wf_status **s)
 {
-    if (x->dtype != WF_F32 || crop || strcmp(P->mode, "linear") || P->antialias) return false;
+    bool u8 = x->dtype == WF_U8 && y->dtype == WF_F32;
+    if ((x->dtype != WF_F32 && !u8) || y->dtype != WF_F32 || crop || strcmp(P->mode, "linear") || P->antialias)
+        return false;
     int d = -1, n = 0;
     for (int a = 0; a < x->rank; a++) {
         bool identity = yd[a] == x->dims[a] && fabs(scale[a] - 1.0) < 1e-12;
@@ -129,7 +154,7 @@ static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor
         wf__ku_rs_axis_taps(P, 2, x->dims[d], hout, scale[d], 0, 1, idx, w, ext);
         wf__ku_rs_axis_taps(P, 2, x->dims[d + 1], wout, scale[d + 1], 0, 1, idx + 2 * hout, w + 2 * hout, ext + hout);
         for (int64_t i = 0; i < 2 * (hout + wout); i++) wf[i] = (float)w[i];
-        rs2 r = {.x = x->data, .y = y->data, .hi = idx, .wi = idx + 2 * hout, .hw = wf, .ww = wf + 2 * hout,
+        rs2 r = {.x = u8 ? NULL : x->data, .xu8 = u8 ? x->data : NULL, .y = y->data, .hi = idx, .wi = idx + 2 * hout, .hw = wf, .ww = wf + 2 * hout,
                  .hin = x->dims[d], .win = x->dims[d + 1], .hout = hout, .wout = wout,
                  .inner = wf__numel(x->rank - d - 2, x->dims + d + 2)};
         int64_t outer = wf__numel(d, x->dims), work = (r.win + r.wout) * r.inner;
@@ -210,8 +235,10 @@ wf_status *wf__k_resize(wf__kctx *k)
         if (x->dims[d] == 0 && yd[d] > 0)
             return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "cannot resize the empty dim %d of input %s to %" PRId64, d,
                                  wf__shape_str(x->rank, x->dims, b), yd[d]);
+    /* the planned dtype: the input's, or f32 where lowering fused a u8 -> f32 Cast into this Resize */
+    wf_dtype ydt = k->out_info && wf__dtype_valid(k->out_info[0].dtype) ? k->out_info[0].dtype : x->dtype;
     wf_tensor *y;
-    WF__TRY(wf__kctx_output(k, 0, x->dtype, x->rank, yd, &y));
+    WF__TRY(wf__kctx_output(k, 0, ydt, x->rank, yd, &y));
     if (!y->size) return NULL;
     wf_status *fs = NULL;
     if (resize2d_f32(k, &P, x, y, yd, scale, crop, &fs)) return fs;
