@@ -139,14 +139,7 @@ def test_dlpack_torch(tmp_path):
         p = subprocess.run([sysp, "-c", TORCH_CHECK], capture_output=True, text=True, env=env, timeout=300)
         assert p.returncode == 0 and "DLPACK OK" in p.stdout, p.stderr[-2000:]
         return
-    t = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
-    tt = torch.from_dlpack(t)
-    assert tt.data_ptr() == t.data_ptr()
-    np.testing.assert_array_equal(tt.numpy(), t.numpy())
-    src = torch.arange(8, dtype=torch.float64)
-    w = tf.experimental.dlpack.from_dlpack(src)
-    assert w.data_ptr() == src.data_ptr()
-    np.testing.assert_array_equal(w.numpy(), np.arange(8.0))
+    exec(TORCH_CHECK, {})
 
 
 def test_shape_dtype_device():
