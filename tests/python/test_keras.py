@@ -166,3 +166,14 @@ def test_summary_and_counts(capsys):
     out = capsys.readouterr().out
     assert "dense" in out and str(20 * 16 + 16) in out
     assert m.count_params() == 20 * 16 + 16 + 16 * 3 + 3
+
+
+def test_functional_model_is_a_clear_not_implemented():
+    with pytest.raises(NotImplementedError, match="Sequential"):
+        tf.keras.Model(inputs=None, outputs=None)
+
+    class Mine(tf.keras.Model):
+        pass
+    with pytest.raises(tf.errors.UnimplementedError, match="Sequential"):
+        Mine()
+    assert isinstance(tf.keras.Sequential(), tf.keras.Model)

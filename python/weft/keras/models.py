@@ -32,7 +32,15 @@ def _as_f32_array(x):
 
 
 class Model:
-    pass
+    """The base of weft's Keras models. Only Sequential exists: the functional API (Model(inputs,
+    outputs)) and subclassed models are not in weft yet, and constructing one says so."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model or not issubclass(cls, Sequential):
+            raise errors.UnimplementedError(
+                message="keras.Model (the functional API or a subclass) is not in weft yet; build the model with "
+                        "keras.Sequential")
+        return super().__new__(cls)
 
 
 class Sequential(Model):
