@@ -252,7 +252,9 @@ class ConcreteFunction:
             check(lib.wf_session_run(sess, feeds, self.n_in + self.has_seed, self.fetches, self.n_out, self.outs,
                                      None))
             outs = self.outs[:self.n_out]
-        devs = self.devices or self._placement()
+            # read while this call's feeds are still the ones set: another thread's call, or tensors freed
+            # since, would otherwise be what the placement query reads
+            devs = self.devices or self._placement()
         sigs = self.out_sigs
         return [EagerTensor(h, d, sg) for h, d, sg in zip(outs, devs, sigs)]
 
@@ -278,7 +280,7 @@ class Function:
         self._sig = list(input_signature) if input_signature is not None else None
         self.jit_compile = jit_compile
         self._cache = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # held while tracing (a trace may ask for another signature)
         self._bound = weakref.WeakKeyDictionary()
         self._fast = {}  # (input signatures, device scope, soft placement, jit) -> ConcreteFunction
         functools.update_wrapper(self, fn)
@@ -322,12 +324,12 @@ class Function:
         if self._sig is not None and not args and not kwargs:
             args = tuple(self._sig)
         key = self._signature(args, kwargs) if self._sig is None else ("sig",)
-        with self._lock:
-            cf = self._cache.get(key)
+        cf = self._cache.get(key)
         if cf is None:
-            cf = ConcreteFunction(self._fn, args, kwargs, self._jit(), self._sig)
-            with self._lock:
-                self._cache[key] = cf
+            with self._lock:  # one trace per signature, whichever thread asks first
+                cf = self._cache.get(key)
+                if cf is None:
+                    cf = self._cache[key] = ConcreteFunction(self._fn, args, kwargs, self._jit(), self._sig)
         return cf
 
     def __call__(self, *args, **kwargs):

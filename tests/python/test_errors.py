@@ -149,3 +149,32 @@ print("BIG", float(tf.matmul(x, x)[0, 0]))
     oom = next(l for l in lines if l.startswith(("OOM", "NO ERROR")))
     assert oom.startswith("OOM") and "CPU:0" in oom, oom
     assert "SMALL 3.0" in lines and "BIG 1024.0" in lines, lines
+
+
+def test_interpreter_exits_cleanly_with_everything_alive(tmp_path):
+    """Objects of every kind still alive at exit (a dataset mid-iteration with its map threads running, a
+    compiled model, traced functions, lent numpy arrays, a loaded SavedModel, a variable) must not crash or
+    hang the interpreter's shutdown."""
+    import subprocess
+    import sys
+    code = r'''
+import numpy as np, weft as tf
+arr = np.arange(4096, dtype=np.float32).reshape(64, 64)
+t = tf.convert_to_tensor(arr)
+ds = tf.data.Dataset.from_tensor_slices(arr).map(lambda r: r * 2.0, num_parallel_calls=2).batch(4).prefetch(2)
+it = iter(ds)
+first = next(it)
+m = tf.keras.Sequential([tf.keras.layers.Dense(3, activation="softmax", input_shape=(64,))])
+m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+m.fit(arr, np.zeros(64, np.int64), epochs=1, verbose=0)
+f = tf.function(lambda x: tf.reduce_sum(x * 2.0))
+f(t)
+v = tf.Variable([1.0, 2.0])
+tf.saved_model.save(m, %r)
+loaded = tf.saved_model.load(%r)
+loaded(arr[:2])
+print("READY", float(first[0, 1]))
+''' % (str(tmp_path / "sm"), str(tmp_path / "sm"))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "READY 2.0" in p.stdout

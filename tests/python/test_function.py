@@ -247,3 +247,31 @@ def test_random_inside_function_has_the_right_distribution():
     assert not np.array_equal(z2, z.astype(np.float32))
     with pytest.raises(tf.errors.UnimplementedError, match="truncated_normal"):
         tf.function(lambda: tf.random.truncated_normal([3]))()
+
+
+def test_threads_share_eager_plans_and_functions():
+    """Eager ops and one traced function from 4 Python threads at once (ctypes releases the GIL, so the
+    runs overlap in weft): every result is right."""
+    import threading
+    f = tf.function(lambda a, b: tf.matmul(a, b) + 1.0)
+    errors_seen = []
+
+    def work(k):
+        try:
+            rng = np.random.RandomState(k)
+            for _ in range(50):
+                a = rng.rand(8, 8).astype(np.float32)
+                b = rng.rand(8, 8).astype(np.float32)
+                np.testing.assert_allclose(tf.matmul(a, b).numpy(), a @ b, rtol=1e-5, atol=1e-5)
+                np.testing.assert_allclose(f(tf.constant(a), tf.constant(b)).numpy(), a @ b + 1, rtol=1e-5, atol=1e-5)
+                x = tf.constant(a)
+                np.testing.assert_allclose((x + x).numpy(), a + a)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors_seen.append(e)
+    ths = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    assert not errors_seen, errors_seen[0]
+    assert f.experimental_get_tracing_count() == 1
