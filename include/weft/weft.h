@@ -155,8 +155,8 @@ WF_API int wf_tensor_rank(const wf_tensor *t);
 WF_API const int64_t *wf_tensor_dims(const wf_tensor *t);
 WF_API int64_t wf_tensor_size(const wf_tensor *t);   /* number of elements */
 WF_API size_t wf_tensor_bytes(const wf_tensor *t);
-/* Host pointer to the elements, 64-byte aligned (a wf_tensor_wrap tensor: the caller's pointer). Do not write to a tensor that was fed to or returned
- * by a run while another reference to it may be in use. */
+/* Host pointer to the elements, 64-byte aligned (a wf_tensor_wrap tensor: the caller's pointer). Do not
+ * write to a tensor that was fed to or returned by a run while another reference to it may be in use. */
 WF_API void *wf_tensor_data(const wf_tensor *t);
 
 /* ------------------------------------------------------------------------------------------------ */

@@ -432,12 +432,14 @@ class SymbolicTensor(Tensor):
 # ---- eager execution ----------------------------------------------------------------------------------
 
 _EAGER_CACHE_SIZE = 1024
-RANDOM_BASE = 0x5eed  # the seed half of a tf.function's random input (the counter half changes per call)
+# The seed without tf.random.set_seed, and the seed half of a tf.function's random input (whose counter
+# half changes per call)
+RANDOM_BASE = 0x5eed
 
 
 class _EagerPlan:
     """A one-node graph and its session for one op signature."""
-    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "logged", "outs", "op", "lock", "out_sigs",
+    __slots__ = ("graph", "sess", "feeds", "fetches", "n_out", "devices", "reasons", "outs", "op", "lock", "out_sigs",
                  "attr_tensors")
 
     def __init__(self, op_type, in_sigs, attrs, n_out, dev):
@@ -481,7 +483,6 @@ class _EagerPlan:
             check(lib.wf_session_new(context(), self.graph, C.byref(so), C.byref(s)))
             self.sess = s.value
             self.devices = None
-            self.logged = False
         except BaseException:
             self.free()
             raise
@@ -560,10 +561,13 @@ def _attr_key(attrs):
     return tuple([(k, _freeze(v)) for k, v in attrs.items()]) if attrs else ()
 
 
-def run_eager(op_type, inputs, attrs, n_out, akey=None):
-    """Runs op_type on EagerTensors (None for an absent optional input); returns a list of EagerTensors.
-    akey: the attributes' cache key when the caller has it ready."""
-    plan = _plan_for(op_type, inputs, attrs, n_out, _attr_key(attrs) if akey is None else akey)
+def _log_run(op_type, plan):
+    log("Executing op %s in device %s%s" % (op_type, plan.devices, (" (%s)" % plan.reasons) if plan.reasons else ""))
+
+
+def run_eager(op_type, inputs, attrs, n_out):
+    """Runs op_type on EagerTensors (None for an absent optional input); returns a list of EagerTensors."""
+    plan = _plan_for(op_type, inputs, attrs, n_out, _attr_key(attrs))
     feeds = plan.feeds
     with plan.lock:
         n = 0
@@ -575,10 +579,9 @@ def run_eager(op_type, inputs, attrs, n_out, akey=None):
         outs = plan.outs[:plan.n_out]
         if plan.devices is None:
             plan.placement(n)
-    devname = plan.devices
     if config.log_placement:
-        log("Executing op %s in device %s%s" % (op_type, devname, (" (%s)" % plan.reasons) if plan.reasons else ""))
-    return [EagerTensor(h, devname, sg) for h, sg in zip(outs, plan.out_sigs)]
+        _log_run(op_type, plan)
+    return [EagerTensor(h, plan.devices, sg) for h, sg in zip(outs, plan.out_sigs)]
 
 
 def run_eager2(op_type, a, b):
@@ -593,5 +596,5 @@ def run_eager2(op_type, a, b):
         if plan.devices is None:
             plan.placement(2)
     if config.log_placement:
-        log("Executing op %s in device %s%s" % (op_type, plan.devices, (" (%s)" % plan.reasons) if plan.reasons else ""))
+        _log_run(op_type, plan)
     return EagerTensor(h, plan.devices, plan.out_sigs[0])

@@ -40,7 +40,6 @@ class Trace:
         self.graph = g.value
         self.captures = {}   # id(EagerTensor) -> (tensor, wf_output)
         self.variables = []  # (tf.Variable, its placeholder): fed with the variable's value at every call
-        self.placeholders = []
         self.cur_dev = ""
         self._seed = None
 
@@ -51,7 +50,6 @@ class Trace:
         its per-element seed."""
         if self._seed is None:
             self._seed = self.placeholder(_dt.int64, (2,), "random_seed")
-            self.placeholders.pop()
         return self._seed
 
     def free(self):
@@ -64,7 +62,6 @@ class Trace:
         dims = [(-1 if d is None else d) for d in shape]
         arr = (C.c_int64 * max(len(dims), 1))(*dims)
         check(lib.wf_placeholder(self.graph, name.encode(), dtype._code, len(dims), arr, C.byref(o)))
-        self.placeholders.append(o)
         return SymbolicTensor(self, o)
 
     def to_output(self, x):

@@ -457,7 +457,7 @@ def _next_seed(seed):
     """TensorFlow's rule, simplified: (global seed, op seed) picks the stream; without an op seed each
     call draws the next one. Without any seed, a new draw each call from a process counter."""
     _Seeds.counter += 1
-    base = _Seeds.global_seed if _Seeds.global_seed is not None else 0x5eed
+    base = _Seeds.global_seed if _Seeds.global_seed is not None else _core.RANDOM_BASE
     op = seed if seed is not None else _Seeds.counter
     return (int(base) * 1000003 + int(op)) & ((1 << 63) - 1)
 

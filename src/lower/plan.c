@@ -229,7 +229,6 @@ static void plan_fusion(builder *b, fusion *fu)
 static wf_status *plan_cast_prologue(builder *b, fusion *fu)
 {
     for (int id = 0; id < b->n; id++) {
-        fu[id].cast_node = -1;
         const wf_node *n = b->g->nodes[id];
         if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0 || (b->po && b->po->no_fusion)) continue;
         if (strcmp(n->op->name, "Resize") || fu[id].ext || b->dev_of[id] != 0 || !n->in[0].node) continue;
@@ -243,7 +242,6 @@ static wf_status *plan_cast_prologue(builder *b, fusion *fu)
         if (!ext) return wf__oom("planning", sizeof *ext * (size_t)n->n_in);
         memcpy(ext, n->in, sizeof *ext * (size_t)n->n_in);
         ext[0] = c->in[0];
-        fu[id].cast_node = cid;
         fu[id].own_ext = ext;
         fu[id].ext = ext;
         fu[id].n_ext = n->n_in;
@@ -517,7 +515,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         for (int i = 0; i < pn->n_in && i < n->n_in; i++)
             pn->in_slot[i] = nin[i].node ? ROUTE(b->slot[nin[i].node->id][nin[i].index], wf__input_device(b, n, i)) : -1;
         wf__str names = {0};
-        if (fu[id].cast_node >= 0) wf__str_appendf(&names, "Cast");
+        if (fu[id].own_ext) wf__str_appendf(&names, "Cast");
         if (extra) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
             pn->in_slot[n->n_in] = ROUTE(b->slot[ba->in[1].node->id][ba->in[1].index], dest);

@@ -39,9 +39,8 @@ typedef struct wf__plan_fusion {
     struct wf__jit_cluster *cl;
     int n_ext;
     const wf_output *ext;
-    /* A prologue: Cast (u8 to f32) absorbed by the Resize it feeds (graph id, or -1; 0 in a zeroed
-     * entry is read through ext, which is then own_ext: the Resize's inputs with the Cast's input first). */
-    int cast_node;
+    /* A prologue, lower/plan.c: a u8 -> f32 Cast absorbed by the Resize it feeds. When set, ext points
+     * here: the Resize's inputs with the Cast's input in place of the Cast. */
     wf_output *own_ext;
 } wf__plan_fusion;
 

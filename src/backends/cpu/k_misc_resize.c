@@ -131,7 +131,7 @@ WF__VEC static void rs2_range(void *arg, int64_t b, int64_t e)
 static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor *x, wf_tensor *y, const int64_t *yd,
                          const double *scale, bool crop, wf_status **s)
 {
-    bool u8 = x->dtype == WF_U8 && y->dtype == WF_F32;
+    bool u8 = x->dtype == WF_U8; /* a Cast fused in: y is f32 (checked next) */
     if ((x->dtype != WF_F32 && !u8) || y->dtype != WF_F32 || crop || strcmp(P->mode, "linear") || P->antialias)
         return false;
     int d = -1, n = 0;
@@ -154,7 +154,8 @@ static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor
         wf__ku_rs_axis_taps(P, 2, x->dims[d], hout, scale[d], 0, 1, idx, w, ext);
         wf__ku_rs_axis_taps(P, 2, x->dims[d + 1], wout, scale[d + 1], 0, 1, idx + 2 * hout, w + 2 * hout, ext + hout);
         for (int64_t i = 0; i < 2 * (hout + wout); i++) wf[i] = (float)w[i];
-        rs2 r = {.x = u8 ? NULL : x->data, .xu8 = u8 ? x->data : NULL, .y = y->data, .hi = idx, .wi = idx + 2 * hout, .hw = wf, .ww = wf + 2 * hout,
+        rs2 r = {.x = u8 ? NULL : x->data, .xu8 = u8 ? x->data : NULL, .y = y->data, .hi = idx, .wi = idx + 2 * hout,
+                 .hw = wf, .ww = wf + 2 * hout,
                  .hin = x->dims[d], .win = x->dims[d + 1], .hout = hout, .wout = wout,
                  .inner = wf__numel(x->rank - d - 2, x->dims + d + 2)};
         int64_t outer = wf__numel(d, x->dims), work = (r.win + r.wout) * r.inner;
