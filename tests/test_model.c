@@ -562,7 +562,8 @@ static void test_fit_binary(void)
 
 /* fit over a pipeline dataset (slices -> batch -> prefetch): the epoch's loss and accuracy, kept on the
  * device and read back every steps_per_execution steps, equal the per-step values wf_model_train_step
- * fetches from an identical model on the same batches. validation_split is refused for a pipeline. */
+ * fetches from an identical model on the same batches. validation_split is refused for a pipeline;
+ * evaluate and fit's validation read a pipeline's own batches. */
 static void test_fit_pipeline(void)
 {
     enum { N = 1024, B = 64 };
@@ -616,6 +617,23 @@ static void test_fit_pipeline(void)
     free(w1);
     fo.validation_split = 0.2;
     CHECK_ERR(wf_model_fit(ms[0], pf, &fo, NULL), WF_INVALID_ARGUMENT, "validation_data");
+    /* evaluate over the pipeline (its own batches of 64) equals evaluate over the same rows as an array
+     * dataset (batches of 100), and again (each evaluation is one iteration); fit takes it as validation */
+    wf_dataset *arr = NULL;
+    CHECK_OK(wf_dataset_from_tensors(x, y, &arr));
+    double la = NAN, aa = NAN;
+    CHECK_OK(wf_model_evaluate(ms[0], arr, 100, &la, &aa));
+    for (int rep = 0; rep < 2; rep++) {
+        double lp = NAN, ap = NAN;
+        CHECK_OK(wf_model_evaluate(ms[0], pf, 100, &lp, &ap));
+        CHECK_NEAR(lp, la, 1e-5 * fabs(la) + 1e-6);
+        CHECK_NEAR(ap, aa, 1e-9);
+    }
+    fo.validation_split = 0;
+    fo.validation_data = pf;
+    CHECK_OK(wf_model_fit(ms[0], pf, &fo, &lg));
+    CHECK(lg.has_validation && isfinite(lg.val_loss) && lg.val_accuracy >= 0 && lg.val_accuracy <= 1);
+    wf_dataset_free(arr);
     wf_dataset_free(pf);
     wf_dataset_free(b);
     wf_dataset_free(sl);

@@ -1427,7 +1427,9 @@ WF_API void wf_fit_options_init(wf_fit_options *o);
  * last epoch's logs. A batch that fails (labels out of range, a mismatched batch shape) stops training
  * with an error naming the epoch, the step and the node; that step's updates are not applied. */
 WF_API wf_status *wf_model_fit(wf_model *m, wf_dataset *train, const wf_fit_options *o, wf_epoch_logs *last);
-/* Loss and accuracy (NAN when off) over every sample, in batches of batch_size, inference mode. */
+/* Loss and accuracy (NAN when off) over every sample, inference mode: an array dataset in batches of
+ * batch_size; a pipeline (also as fit's validation_data) in its own batches, one iteration, sample-
+ * weighted. */
 WF_API wf_status *wf_model_evaluate(wf_model *m, wf_dataset *ds, int64_t batch_size, double *loss,
                                     double *accuracy);
 /* The model's output for x [N, input_shape...], computed in batches of batch_size, inference mode.

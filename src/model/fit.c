@@ -164,34 +164,58 @@ static void draw(progress *p, int64_t done, double loss, double acc, bool has_ac
 
 /* ---- evaluate ------------------------------------------------------------------------------------------ */
 
+/* One evaluation batch: adds its loss and accuracy, weighted by its rows, to *sl and *sa. */
+static wf_status *eval_batch(wf_model *m, wf_tensor *x, wf_tensor *y, double *sl, double *sa, double *rows)
+{
+    wf_output fetch[2] = {m->eval_loss, m->eval_acc};
+    wf_tensor *out[2] = {NULL, NULL};
+    wf_status *s = y ? NULL : wf__status(WF_INVALID_ARGUMENT, "the dataset has no labels to evaluate against");
+    if (!s) s = check_batch(m, x, y);
+    if (!s) {
+        wf_feed f[2] = {{m->input, x}, {m->labels, y}};
+        s = wf_session_run(m->sess, f, 2, fetch, m->has_acc ? 2 : 1, out, NULL);
+    }
+    if (!s) {
+        double c = (double)wf_tensor_dims(x)[0];
+        *sl += scalar_of(out[0]) * c;
+        if (m->has_acc) *sa += scalar_of(out[1]) * c;
+        *rows += c;
+    }
+    wf_tensor_free(out[0]);
+    wf_tensor_free(out[1]);
+    return s;
+}
+
+/* An array dataset in stored order, `batch` rows at a time; a pipeline as its batches come (one
+ * iteration: wf_dataset_next_batch to the end, then wf_dataset_reset for the next evaluation). */
 static wf_status *eval_loop(wf_model *m, wf_dataset *ds, int64_t batch, double *loss, double *acc)
 {
-    int64_t n = wf_dataset_num_samples(ds);
-    double sl = 0, sa = 0;
-    wf_output fetch[2] = {m->eval_loss, m->eval_acc};
-    int nf = m->has_acc ? 2 : 1;
-    for (int64_t i = 0; i < n; i += batch) {
-        int64_t c = n - i < batch ? n - i : batch;
-        wf_tensor *x = NULL, *y = NULL, *out[2] = {NULL, NULL};
-        wf_status *s = wf_dataset_rows(ds, i, c, &x, &y);
-        if (!s && !y) s = wf__status(WF_INVALID_ARGUMENT, "the dataset has no labels to evaluate against");
-        if (!s) s = check_batch(m, x, y);
-        if (!s) {
-            wf_feed f[2] = {{m->input, x}, {m->labels, y}};
-            s = wf_session_run(m->sess, f, 2, fetch, nf, out, NULL);
+    double sl = 0, sa = 0, rows = 0;
+    wf_status *s = NULL;
+    if (wf_dataset_is_pipeline(ds)) {
+        for (;;) {
+            wf_tensor *x = NULL, *y = NULL;
+            s = wf_dataset_next_batch(ds, &x, &y);
+            if (!s && x) s = eval_batch(m, x, y, &sl, &sa, &rows);
+            bool end = !s && !x;
+            wf_tensor_free(x);
+            wf_tensor_free(y);
+            if (s || end) break;
         }
-        if (!s) {
-            sl += scalar_of(out[0]) * (double)c;
-            if (m->has_acc) sa += scalar_of(out[1]) * (double)c;
+        wf_dataset_reset(ds);
+    } else {
+        int64_t n = wf_dataset_num_samples(ds);
+        for (int64_t i = 0; i < n && !s; i += batch) {
+            wf_tensor *x = NULL, *y = NULL;
+            s = wf_dataset_rows(ds, i, n - i < batch ? n - i : batch, &x, &y);
+            if (!s) s = eval_batch(m, x, y, &sl, &sa, &rows);
+            wf_tensor_free(x);
+            wf_tensor_free(y);
         }
-        wf_tensor_free(x);
-        wf_tensor_free(y);
-        wf_tensor_free(out[0]);
-        wf_tensor_free(out[1]);
-        if (s) return s;
     }
-    *loss = n ? sl / (double)n : NAN;
-    *acc = n && m->has_acc ? sa / (double)n : NAN;
+    if (s) return s;
+    *loss = rows ? sl / rows : NAN;
+    *acc = rows && m->has_acc ? sa / rows : NAN;
     return NULL;
 }
 

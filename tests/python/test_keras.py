@@ -177,3 +177,21 @@ def test_functional_model_is_a_clear_not_implemented():
     with pytest.raises(tf.errors.UnimplementedError, match="Sequential"):
         Mine()
     assert isinstance(tf.keras.Sequential(), tf.keras.Model)
+
+
+def test_builds_on_a_dataset_for_evaluate_and_fit():
+    # no input shape given: the model builds on the first batch of whatever it is handed first
+    x, y = _data(96)
+    ds = tf.data.Dataset.from_tensor_slices((x, y.astype(np.int64))).batch(32)
+    for first in ("evaluate", "fit"):
+        m = tf.keras.Sequential([tf.keras.layers.Dense(8, activation="relu"), tf.keras.layers.Dense(3, activation="softmax")])
+        m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        if first == "evaluate":
+            loss, acc = m.evaluate(ds, verbose=0)
+            k1, b1, k2, b2 = m.get_weights()
+            ref = _softmax(_relu(x @ k1 + b1) @ k2 + b2)
+            assert loss == pytest.approx(-np.mean(np.log(ref[np.arange(len(y)), y])), rel=1e-4)
+        else:
+            h = m.fit(ds, epochs=2, verbose=0)
+            assert h.history["loss"][1] < h.history["loss"][0]
+        assert m.get_weights()[0].shape == (20, 8)

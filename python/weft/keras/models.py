@@ -115,10 +115,17 @@ class Sequential(Model):
         self._m = h.value
 
     def _build_for(self, x):
-        if self._m is None:
-            if self._input_shape is None:
-                self._input_shape = tuple(np.shape(x)[1:])
-            self.build()
+        """Builds the C model on the first data it sees: an array, a tensor, or a dataset of batches
+        (of features, or of (features, labels)), whose first batch gives the shape."""
+        if self._m is not None:
+            return
+        if self._input_shape is None:
+            from ..data import Dataset
+            if isinstance(x, Dataset):
+                first = next(iter(x.take(1)))
+                x = first[0] if isinstance(first, tuple) else first
+            self._input_shape = tuple(x.shape[1:]) if isinstance(x, EagerTensor) else tuple(np.shape(x)[1:])
+        self.build()
 
     def __del__(self):
         if lib is None:
@@ -278,11 +285,7 @@ class Sequential(Model):
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1, **kw):
         from ..data import Dataset
-        if isinstance(x, Dataset):
-            first = next(iter(x.take(1)))
-            self._build_for(np.zeros((1,) + tuple(first[0].shape[1:]) if not self._nhwc else (1,)))
-        else:
-            self._build_for(x if not isinstance(x, EagerTensor) else x.numpy())
+        self._build_for(x)
         self._need_compiled("fit")
         keep, train_h = self._dataset(x, y)
         o = _lib.FitOptions()
@@ -340,8 +343,7 @@ class Sequential(Model):
         return hist
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", return_dict=False, **kw):
-        from ..data import Dataset
-        self._build_for(x if not isinstance(x, (EagerTensor, Dataset)) else np.zeros((1,)))
+        self._build_for(x)
         self._need_compiled("evaluate")
         keep, h = self._dataset(x, y)
         loss, acc = C.c_double(), C.c_double()
