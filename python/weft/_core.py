@@ -317,14 +317,15 @@ def const(value, dtype=None):
         code = _convert.WF_OF.get(value.dtype)
         if code is not None and value.flags.c_contiguous and value.flags.aligned:
             return EagerTensor(_convert.lend(value), None, (code, value.shape))
+    from .variables import Variable  # (variables.py imports this module)
+    if isinstance(value, Variable):
+        value = value.read_value()  # its tensor now, or inside tf.function its input
     if isinstance(value, EagerTensor):
         if dtype is not None and _dt.as_dtype(dtype) != value.dtype:
             return _ops().cast(value, dtype)
         return value
     if isinstance(value, SymbolicTensor):
         return value
-    if type(value).__name__ == "Variable" and hasattr(value, "read_value"):
-        return value.read_value()
     npd = None
     if dtype is not None:
         d = _dt.as_dtype(dtype)
