@@ -386,6 +386,202 @@ static void test_parallel_map_deterministic(void)
     wf_dataset_free(r);
 }
 
+/* ---- a parallel map read by a batch: its workers fill the batches (map-and-batch fusion) ------------- */
+
+/* i -> [i * i, the counter's low bits] (i64); mode 1 adds rows a batch cannot take as they are: an error
+ * at 13, another length at 50, another dtype at 77, a string at 120; mode 2 gives strings only. */
+static wf_status *cb_rows(void *user, int64_t index, wf_tensor *const *in, int n_in, wf_tensor **out, int *n_out)
+{
+    (void)n_in;
+    int mode = *(const int *)user;
+    int64_t i = *(int64_t *)wf_tensor_data(in[0]);
+    volatile double acc = 0; /* a little work, so that the workers finish out of order */
+    for (int k = 0; k < (int)(i % 7) * 3000; k++) acc += k * 1e-9;
+    *n_out = 1;
+    char str[32];
+    const char *sp = str;
+    snprintf(str, sizeof str, "s%lld", (long long)i);
+    if (mode == 2 || (mode == 1 && i == 120)) return wf_tensor_new_strings(0, NULL, &sp, NULL, &out[0]);
+    if (mode == 1 && i == 13) return wf_status_new(WF_INVALID_ARGUMENT, "thirteen is unlucky");
+    if (mode == 1 && i == 77) {
+        float f[2] = {(float)i, 0}; int64_t d = 2;
+        return wf_tensor_new(WF_F32, 1, &d, f, &out[0]);
+    }
+    int64_t v[3] = {i * i, index & ((1ll << 40) - 1), -1}, d = mode == 1 && i == 50 ? 3 : 2;
+    return wf_tensor_new(WF_I64, 1, &d, v, &out[0]);
+}
+
+/* Every result of an iteration as text: "E <message>" or "B [dims] values", one a line. */
+static char *trace(wf_dataset *ds, const wf_iterator_options *io, char *names, size_t names_cap)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = calloc(cap, 1);
+    wf_iterator *it = NULL;
+    CHECK_OK(wf_dataset_iterator(ds, io, &it));
+    for (int guard = 0; it && buf && guard < 1000; guard++) {
+        wf_tensor *t = NULL;
+        int n = 0;
+        wf_status *s = wf_iterator_next(it, &t, 1, &n);
+        if (s) {
+            len += (size_t)snprintf(buf + len, cap - len, "E %s\n", wf_status_message(s));
+            wf_status_free(s);
+            continue;
+        }
+        if (!n) break;
+        len += (size_t)snprintf(buf + len, cap - len, "B %s[%lld]", wf_dtype_name(wf_tensor_dtype(t)),
+                                (long long)wf_tensor_dims(t)[0]);
+        for (int64_t k = 0; k < wf_tensor_size(t) && len < cap - 64; k++) {
+            if (wf_tensor_dtype(t) == WF_I64) {
+                len += (size_t)snprintf(buf + len, cap - len, " %lld", (long long)((int64_t *)wf_tensor_data(t))[k]);
+            } else if (wf_tensor_dtype(t) == WF_STRING) {
+                size_t sl = 0;
+                const char *str = wf_tensor_string(t, k, &sl);
+                len += (size_t)snprintf(buf + len, cap - len, " %.*s", (int)sl, str);
+            } else {
+                len += (size_t)snprintf(buf + len, cap - len, " %g", (double)((float *)wf_tensor_data(t))[k]);
+            }
+        }
+        len += (size_t)snprintf(buf + len, cap - len, "\n");
+        wf_tensor_free(t);
+        CHECK(len < cap - 64);
+    }
+    if (names && it) {
+        wf_dataset_stage_stats st[8];
+        int ns = wf_dataset_stats(it, st, 8, NULL);
+        names[0] = 0;
+        for (int i = 0; i < ns && i < 8; i++)
+            snprintf(names + strlen(names), names_cap - strlen(names), "%s;", st[i].name);
+    }
+    wf_iterator_free(it);
+    return buf;
+}
+
+/* With num_parallel_calls > 1 the map's workers copy their results into the batch (one stage's stats
+ * say "into batch"); the batches, and where errors and odd rows fall, are those of the map read one
+ * element at a time (num_parallel_calls 1, the unfused path), for clean data, errors, other shapes and
+ * dtypes, strings, a short last batch with and without drop_remainder, ignore_errors after the batch,
+ * and a RAM budget smaller than one batch. */
+static void test_map_into_batch(void)
+{
+    static const int modes[3] = {0, 1, 2};
+    wf_dataset *r = range_ds(0, 203);
+    for (int mi = 0; mi < 3; mi++) {
+        for (int drop = 0; drop < 2; drop++) {
+            char *ref = NULL, *ref_ig = NULL;
+            int pars[4] = {1, 2, 3, WF_AUTOTUNE};
+            for (int pi = 0; pi < 4; pi++) {
+                wf_map_options mo;
+                wf_map_options_init(&mo);
+                mo.num_parallel_calls = pars[pi];
+                wf_map_fn fn = {.fn = cb_rows, .user = (void *)&modes[mi]};
+                wf_dataset *m = NULL, *b = NULL, *ig = NULL;
+                CHECK_OK(wf_dataset_map(r, &fn, &mo, &m));
+                CHECK_OK(wf_dataset_batch(m, 8, drop, &b));
+                CHECK_OK(wf_dataset_ignore_errors(b, &ig));
+                wf_iterator_options io;
+                wf_iterator_options_init(&io);
+                io.cpu_budget = 2;
+                if (pi == 2) io.ram_budget = 100; /* less than one batch: one at a time, no deadlock */
+                char names[400];
+                char *got = trace(b, &io, names, sizeof names);
+                char *got_ig = trace(ig, &io, NULL, 0);
+                if (pi == 0) {
+                    ref = got;
+                    ref_ig = got_ig;
+                    got = got_ig = NULL;
+                    CHECK(!strstr(names, "into batch"));
+                } else {
+                    CHECK(strstr(names, "into batch") != NULL);
+                }
+                if (ref && got && strcmp(ref, got)) {
+                    CHECK_FAIL_("mode %d drop %d parallel %d: the batches differ from the unfused map's", modes[mi],
+                                drop, pars[pi]);
+                    fprintf(stderr, "--- unfused\n%.3000s\n--- fused\n%.3000s\n", ref, got);
+                }
+                if (ref_ig && got_ig && strcmp(ref_ig, got_ig))
+                    CHECK_FAIL_("mode %d drop %d parallel %d: ignore_errors after the batch differs", modes[mi], drop,
+                                pars[pi]);
+                free(got);
+                free(got_ig);
+                wf_dataset_free(ig);
+                wf_dataset_free(b);
+                wf_dataset_free(m);
+            }
+            /* the reference itself, against what batch documents */
+            if (ref && mi == 0) {
+                const char *first = "B i64[8] 0 0 1 1 4 2 9 3 16 4 25 5 36 6 49 7\n";
+                const char *last = drop ? "38416 196 38809 197 39204 198 39601 199\n" : "\nB i64[3] 40000 200 40401 201 40804 202\n";
+                CHECK(!strncmp(ref, first, strlen(first)));
+                CHECK(strlen(ref) > strlen(last) && !strcmp(ref + strlen(ref) - strlen(last), last));
+                CHECK(!strstr(ref, "E "));
+            }
+            if (ref && mi == 1) {
+                int errors = 0;
+                for (const char *q = ref; (q = strstr(q, "E ")); q++) errors++;
+                CHECK_INT(errors, 4);
+                CHECK(strstr(ref, "E batch stage, batch 1: map stage, element 13: thirteen is unlucky") != NULL);
+                CHECK(strstr(ref, "batch needs equal shapes") != NULL);
+                /* the batch after the error starts at element 14 */
+                CHECK(strstr(ref, "\nB i64[8] 196 14 225 15") != NULL);
+            }
+            if (ref && mi == 2) CHECK(!strncmp(ref, "B string[8] s0 s1 s2 s3 s4 s5 s6 s7\n", strlen("B string[8] s0 s1 s2 s3 s4 s5 s6 s7\n")));
+            free(ref);
+            free(ref_ig);
+        }
+    }
+    wf_dataset_free(r);
+}
+
+/* A checkpoint of a fused map and batch restores to the next batch: the workers' batches in flight are
+ * dropped and the input skipped. */
+static void test_map_into_batch_checkpoint(void)
+{
+    static const int clean = 0;
+    wf_dataset *r = range_ds(0, 100), *m = NULL, *b = NULL;
+    wf_map_options mo;
+    wf_map_options_init(&mo);
+    mo.num_parallel_calls = 2;
+    wf_map_fn fn = {.fn = cb_rows, .user = (void *)&clean};
+    CHECK_OK(wf_dataset_map(r, &fn, &mo, &m));
+    CHECK_OK(wf_dataset_batch(m, 8, 0, &b));
+    for (int at = 0; at < 14; at += 3) {
+        wf_iterator *it = NULL, *it2 = NULL;
+        wf_tensor *state = NULL;
+        CHECK_OK(wf_dataset_iterator(b, NULL, &it));
+        for (int k = 0; k < at && it; k++) {
+            wf_tensor *t = NULL;
+            int n = 0;
+            CHECK_OK(wf_iterator_next(it, &t, 1, &n));
+            wf_tensor_free(t);
+        }
+        if (it) CHECK_OK(wf_iterator_save(it, &state));
+        wf_iterator_free(it);
+        CHECK_OK(wf_dataset_iterator(b, NULL, &it2));
+        if (it2 && state) CHECK_OK(wf_iterator_restore(it2, state));
+        int64_t want = 8 * at, rows = 0;
+        for (; it2;) {
+            wf_tensor *t = NULL;
+            int n = 0;
+            CHECK_OK(wf_iterator_next(it2, &t, 1, &n));
+            if (!n) break;
+            const int64_t *v = wf_tensor_data(t);
+            for (int64_t i = 0; i < wf_tensor_dims(t)[0]; i++, want++, rows++)
+                if (v[2 * i] != want * want || v[2 * i + 1] != want) {
+                    CHECK_FAIL_("restored at batch %d: row %lld is %lld, %lld", at, (long long)rows,
+                                (long long)v[2 * i], (long long)v[2 * i + 1]);
+                    break;
+                }
+            wf_tensor_free(t);
+        }
+        CHECK_INT(want, at < 13 ? 100 : 8 * at);
+        wf_iterator_free(it2);
+        wf_tensor_free(state);
+    }
+    wf_dataset_free(b);
+    wf_dataset_free(m);
+    wf_dataset_free(r);
+}
+
 static void test_graph_map_and_filter(void)
 {
     wf_graph *g = NULL;
@@ -880,6 +1076,8 @@ static void test_npy_source(void)
  * take, run twice so the cache replays) fails once in turn: each step fails with OUT_OF_MEMORY or gives
  * the unfaulted elements, and nothing stays allocated afterwards. Single-threaded stages only, so the
  * n-th allocation is the same one on every run. */
+static int g_oom_parallel; /* the map's num_parallel_calls: 2 makes it fill the batches (map into batch) */
+
 static int64_t oom_run(long nth, int64_t *sum, wf_code *code)
 {
     *sum = 0;
@@ -896,7 +1094,10 @@ static int64_t oom_run(long nth, int64_t *sum, wf_code *code)
     wf_map_fn fn = {.fn = cb_identity};
     if (!s) s = wf_dataset_from_tensor_slices(&x, 1, &sl);
     if (!s) s = wf_dataset_shuffle(sl, 5, 9, 1, &sh);
-    if (!s) s = wf_dataset_map(sh, &fn, NULL, &m);
+    wf_map_options mo;
+    wf_map_options_init(&mo);
+    mo.num_parallel_calls = g_oom_parallel ? g_oom_parallel : 1;
+    if (!s) s = wf_dataset_map(sh, &fn, &mo, &m);
     if (!s) s = wf_dataset_batch(m, 5, 0, &b);
     if (!s) s = wf_dataset_cache(b, NULL, &c);
     if (!s) s = wf_dataset_take(c, 10, &t);
@@ -930,7 +1131,7 @@ static int64_t oom_run(long nth, int64_t *sum, wf_code *code)
     return n;
 }
 
-static void test_oom(void)
+static void test_oom_once(void)
 {
     wf__tensor_cache_flush();
     wf__tensor_large_cache_flush();
@@ -963,6 +1164,14 @@ static void test_oom(void)
     }
     CHECK(completed);
     CHECK(wf__faults_fired() > fired_before);
+}
+
+/* Every allocation of a pipeline run fails in turn: the run reports OUT_OF_MEMORY or, where the failure
+ * had a fallback, gives the right result; nothing leaks. Sequential map, then parallel (map into batch). */
+static void test_oom(void)
+{
+    for (g_oom_parallel = 1; g_oom_parallel <= 2; g_oom_parallel++) test_oom_once();
+    g_oom_parallel = 0;
 }
 
 /* ---- the seeds' image pipeline against Pillow + numpy, and its determinism --------------------------- */
@@ -1369,6 +1578,8 @@ int main(void)
     RUN_TEST(test_zip_and_slices);
     RUN_TEST(test_parallel_map_deterministic);
     RUN_TEST(test_graph_map_and_filter);
+    RUN_TEST(test_map_into_batch);
+    RUN_TEST(test_map_into_batch_checkpoint);
     RUN_TEST(test_prefetch_and_stats);
     RUN_TEST(test_ram_budget);
     RUN_TEST(test_checkpoint);

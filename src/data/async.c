@@ -240,6 +240,30 @@ typedef struct slot {
     int64_t bytes;
 } slot;
 
+/* Batch mode (wf__ds_make_for_batch: a batch stage reads the map directly): the workers copy each
+ * result straight into its row of the batch's tensors, as TensorFlow's map_and_batch fusion does, so the
+ * copy runs in parallel while the result is still in the worker's cache, and the batch stage takes
+ * whole batches (take_batch). A row that cannot be copied (an error, a string, a device tensor, another
+ * shape than the batch's) is kept as it is, and the batch stage then reads that batch element by
+ * element through next(), exactly as it reads an unfused map: same batches, same errors. */
+enum { ROW_FREE, ROW_BUSY, ROW_DONE, ROW_KEPT };
+
+typedef struct brow {
+    int state;
+    wf__elem e;        /* ROW_KEPT: the element (empty with err) */
+    wf_status *err;
+    int64_t bytes;
+} brow;
+
+typedef struct bslot {
+    int64_t b;         /* the batch held here, -1: none */
+    wf__elem out;      /* [bn, ...] tensors, shaped after the batch's first plain result */
+    int64_t bytes;     /* out's and the kept rows' bytes, held in the RAM budget */
+    int64_t done;      /* rows finished */
+    bool irregular;    /* a row was kept */
+    brow *rows;        /* bn */
+} bslot;
+
 typedef struct pmap_it {
     wf__ds_it base;
     const fn_p *f;
@@ -255,7 +279,74 @@ typedef struct pmap_it {
     bool in_end, stop, paused;
     pthread_t *th;
     int nth;
+    int64_t bn;             /* batch mode: rows per batch (0: elements) */
+    bslot *bat;             /* nbat slots: batch b in bat[b % nbat] */
+    int nbat;
+    int64_t hb;             /* the oldest batch still held */
 } pmap_it;
+
+static bool same_rows(const wf__elem *batch, const wf__elem *e)
+{
+    if (batch->n != e->n) return false;
+    for (int c = 0; c < e->n; c++) {
+        const wf_tensor *t = e->t[c], *b = batch->t[c];
+        if (t->dtype != b->dtype || t->rank + 1 != b->rank ||
+            memcmp(t->dims, b->dims + 1, (size_t)t->rank * sizeof t->dims[0]))
+            return false;
+    }
+    return true;
+}
+
+/* Batch mode, mu held: the batch's tensors, shaped after e (false when they cannot be made: the row is
+ * then kept, and the batch stage's own allocation reports the failure) */
+static bool bslot_alloc(pmap_it *m, bslot *bs, const wf__elem *e)
+{
+    for (int c = 0; c < e->n; c++) {
+        const wf_tensor *t = e->t[c];
+        int64_t dims[WF_MAX_RANK];
+        dims[0] = m->bn;
+        memcpy(dims + 1, t->dims, (size_t)t->rank * sizeof dims[0]);
+        wf_status *s = wf__tensor_alloc(t->dtype, t->rank + 1, dims, "a batch", &bs->out.t[c]);
+        if (s) {
+            wf_status_free(s);
+            wf__elem_clear(&bs->out);
+            return false;
+        }
+        bs->out.n = c + 1;
+    }
+    int64_t bytes = (int64_t)wf__elem_bytes(&bs->out);
+    bs->bytes += bytes;
+    wf__pipe_hold(m->base.pipe, m->base.st, bytes);
+    return true;
+}
+
+/* Batch mode, mu held: element seq's result into its row (copied, or kept), mu held again on return */
+static void bmap_store(pmap_it *m, int64_t seq, wf__elem *out, wf_status *s)
+{
+    bslot *bs = &m->bat[(seq / m->bn) % m->nbat];
+    brow *r = &bs->rows[seq % m->bn];
+    if (!s && wf__elem_plain(out) && (bs->out.n ? same_rows(&bs->out, out) : bslot_alloc(m, bs, out))) {
+        /* the rows are disjoint and the batch's tensors stay put until every row is done */
+        wf__elem dst = bs->out;
+        pthread_mutex_unlock(&m->mu);
+        for (int c = 0; c < out->n; c++)
+            if (out->t[c]->bytes)
+                memcpy((char *)dst.t[c]->data + (size_t)(seq % m->bn) * out->t[c]->bytes, out->t[c]->data,
+                       out->t[c]->bytes);
+        wf__elem_clear(out);
+        pthread_mutex_lock(&m->mu);
+        r->state = ROW_DONE;
+    } else {
+        r->e = *out;
+        r->err = s;
+        r->bytes = (int64_t)wf__elem_bytes(out);
+        bs->bytes += r->bytes;
+        wf__pipe_hold(m->base.pipe, m->base.st, r->bytes);
+        bs->irregular = true;
+        r->state = ROW_KEPT;
+    }
+    bs->done++;
+}
 
 static void pmap_worker_step(pmap_it *m)
 {
@@ -277,9 +368,16 @@ static void pmap_worker_step(pmap_it *m)
         return;
     }
     int64_t seq = m->tail++;
-    slot *sl = &m->ring[seq % m->cap];
-    sl->state = SLOT_BUSY;
-    sl->index = seq;
+    slot *sl = NULL;
+    if (m->bn) {
+        bslot *bs = &m->bat[(seq / m->bn) % m->nbat];
+        bs->b = seq / m->bn; /* the slot is free or already this batch's (pmap_worker's room test) */
+        bs->rows[seq % m->bn].state = ROW_BUSY;
+    } else {
+        sl = &m->ring[seq % m->cap];
+        sl->state = SLOT_BUSY;
+        sl->index = seq;
+    }
     m->active++;
     pthread_mutex_unlock(&m->in_mu);
     pthread_mutex_unlock(&m->mu);
@@ -292,6 +390,15 @@ static void pmap_worker_step(pmap_it *m)
         wf__elem_clear(&e);
     } else {
         wf__elem_clear(&e);
+    }
+    if (m->bn) {
+        if (!s) wf__stage_count(&m->base, 0, &out);
+        pthread_mutex_lock(&m->mu);
+        bmap_store(m, seq, &out, s);
+        atomic_fetch_add(&m->base.st->busy_ns, wf__ds_now() - t0); /* the copy is this stage's work now */
+        m->active--;
+        pthread_cond_broadcast(&m->done);
+        return;
     }
     int64_t busy = wf__ds_now() - t0;
     int64_t bytes = (int64_t)wf__elem_bytes(&out);
@@ -315,11 +422,20 @@ static void *pmap_worker(void *arg)
         int par = atomic_load(&m->base.st->knob);
         int64_t ahead = m->tail - m->head + m->reserved;
         int64_t eb = atomic_load(&m->base.st->elem_bytes);
-        bool budget_ok = ahead == 0 || wf__pipe_fits(m->base.pipe, eb);
-        /* at most `par` calls at once, and results may wait for the consumer in up to 4 * par slots,
-         * so a consumer that is briefly late does not idle the workers */
-        if (m->paused || m->in_end || m->reserved > 0 || ahead >= 4 * par || ahead >= m->cap ||
-            m->active + m->reserved >= par || !budget_ok) {
+        bool room;
+        if (m->bn) {
+            /* the next element's batch has a slot (the consumer's batch and the nbat - 1 after it), and a
+             * batch not begun yet fits the budget */
+            int64_t b = m->tail / m->bn;
+            bool begun = m->bat[b % m->nbat].b == b;
+            room = b < m->hb + m->nbat && (begun || ahead == 0 || wf__pipe_fits(m->base.pipe, eb * m->bn));
+        } else {
+            /* results may wait for the consumer in up to 4 * par slots, so a consumer that is briefly
+             * late does not idle the workers */
+            room = ahead < 4 * par && ahead < m->cap && (ahead == 0 || wf__pipe_fits(m->base.pipe, eb));
+        }
+        /* at most `par` calls at once */
+        if (m->paused || m->in_end || m->reserved > 0 || !room || m->active + m->reserved >= par) {
             pthread_cond_wait(&m->work, &m->mu);
             continue;
         }
@@ -330,9 +446,117 @@ static void *pmap_worker(void *arg)
     return NULL;
 }
 
+/* Batch mode, mu held: gives back the slots of the batches before the consumer's. */
+static void bmap_advance(pmap_it *m)
+{
+    for (; m->hb < m->head / m->bn; m->hb++) {
+        bslot *bs = &m->bat[m->hb % m->nbat];
+        if (bs->b != m->hb) continue;
+        for (int64_t i = 0; i < m->bn; i++) {
+            wf__elem_clear(&bs->rows[i].e);
+            wf_status_free(bs->rows[i].err);
+            memset(&bs->rows[i], 0, sizeof bs->rows[i]);
+        }
+        wf__elem_clear(&bs->out);
+        wf__pipe_hold(m->base.pipe, m->base.st, -bs->bytes);
+        bs->bytes = 0;
+        bs->done = 0;
+        bs->irregular = false;
+        bs->b = -1;
+    }
+}
+
+/* mu held: the consumer waits for the workers (recorded for autotune) */
+static void pmap_wait(pmap_it *m, int64_t *waited0)
+{
+    if (!*waited0) {
+        *waited0 = wf__ds_now();
+        atomic_store(&m->base.st->wants_more, true);
+    }
+    pthread_cond_broadcast(&m->work);
+    pthread_cond_wait(&m->done, &m->mu);
+}
+
+/* mu held: lets the workers on and unlocks */
+static void pmap_handed(pmap_it *m, int64_t waited0)
+{
+    pthread_cond_broadcast(&m->work);
+    pthread_mutex_unlock(&m->mu);
+    if (waited0) atomic_fetch_add(&m->base.st->wait_ns, wf__ds_now() - waited0);
+}
+
+/* Batch mode: the next n elements as one batch, when they make a whole one the workers filled. */
+static bool pmap_take_batch(wf__ds_it *it, int64_t n, wf__elem *out)
+{
+    pmap_it *m = (pmap_it *)it;
+    int64_t waited0 = 0;
+    bool got = false;
+    pthread_mutex_lock(&m->mu);
+    while (n == m->bn && m->head % m->bn == 0) {
+        bslot *bs = &m->bat[(m->head / m->bn) % m->nbat];
+        bool mine = bs->b == m->head / m->bn;
+        if (mine && bs->irregular) break;
+        if (mine && bs->done == m->bn) {
+            *out = bs->out;
+            memset(&bs->out, 0, sizeof bs->out);
+            wf__pipe_hold(m->base.pipe, m->base.st, -bs->bytes);
+            bs->bytes = 0;
+            m->head += m->bn;
+            bmap_advance(m);
+            got = true;
+            break;
+        }
+        if (m->in_end && m->tail - m->head < m->bn) break; /* the short last batch, or the end */
+        pmap_wait(m, &waited0);
+    }
+    pmap_handed(m, waited0);
+    return got;
+}
+
+/* Batch mode: the next element by itself (after an irregular row, an error, a skip, at the end). */
+static wf_status *bmap_next(pmap_it *m, wf__elem *out, bool *end)
+{
+    int64_t waited0 = 0;
+    pthread_mutex_lock(&m->mu);
+    for (;;) {
+        bslot *bs = &m->bat[(m->head / m->bn) % m->nbat];
+        brow *r = &bs->rows[m->head % m->bn];
+        if (m->head < m->tail && bs->b == m->head / m->bn && (r->state == ROW_DONE || r->state == ROW_KEPT)) {
+            wf_status *s = NULL;
+            if (r->state == ROW_KEPT) {
+                *out = r->e;
+                s = r->err;
+                memset(&r->e, 0, sizeof r->e);
+                r->err = NULL;
+                bs->bytes -= r->bytes;
+                wf__pipe_hold(m->base.pipe, m->base.st, -r->bytes);
+                r->bytes = 0;
+            } else {
+                for (int c = 0; c < bs->out.n && !s; c++) {
+                    s = wf__ds_row(bs->out.t[c], m->head % m->bn, &out->t[c]);
+                    out->n = c + 1;
+                }
+                if (s) wf__elem_clear(out);
+            }
+            r->state = ROW_FREE;
+            m->head++;
+            bmap_advance(m);
+            pmap_handed(m, waited0);
+            return s;
+        }
+        if (m->in_end && m->head == m->tail && m->reserved == 0) {
+            *end = true;
+            pthread_mutex_unlock(&m->mu);
+            return NULL;
+        }
+        pmap_wait(m, &waited0);
+    }
+}
+
 static wf_status *pmap_next(wf__ds_it *it, wf__elem *out, bool *end)
 {
     pmap_it *m = (pmap_it *)it;
+    if (m->bn) return bmap_next(m, out, end);
     int64_t waited0 = 0;
     pthread_mutex_lock(&m->mu);
     for (;;) {
@@ -359,9 +583,7 @@ static wf_status *pmap_next(wf__ds_it *it, wf__elem *out, bool *end)
                 m->ring[m->head % m->cap].state = SLOT_FREE;
                 m->head++;
             }
-            pthread_cond_broadcast(&m->work);
-            pthread_mutex_unlock(&m->mu);
-            if (waited0) atomic_fetch_add(&m->base.st->wait_ns, wf__ds_now() - waited0);
+            pmap_handed(m, waited0);
             return s;
         }
         if (m->in_end && m->head == m->tail && m->reserved == 0) {
@@ -369,12 +591,7 @@ static wf_status *pmap_next(wf__ds_it *it, wf__elem *out, bool *end)
             pthread_mutex_unlock(&m->mu);
             return NULL;
         }
-        if (!waited0) {
-            waited0 = wf__ds_now();
-            atomic_store(&m->base.st->wants_more, true);
-        }
-        pthread_cond_broadcast(&m->work);
-        pthread_cond_wait(&m->done, &m->mu);
+        pmap_wait(m, &waited0);
     }
 }
 
@@ -384,6 +601,12 @@ static int64_t pmap_quiesce(pmap_it *m, int64_t n)
     int64_t taken = 0;
     m->paused = true;
     while (m->active || m->reserved) pthread_cond_wait(&m->done, &m->mu);
+    if (m->bn) {
+        taken = m->tail - m->head < n ? m->tail - m->head : n;
+        m->head += taken;
+        bmap_advance(m);
+        return taken;
+    }
     while (m->head < m->tail) {
         slot *sl = &m->ring[m->head % m->cap];
         if (sl->state == SLOT_DONE && taken < n) {
@@ -408,14 +631,18 @@ static wf_status *pmap_skip(wf__ds_it *it, int64_t n, int64_t *done)
     int64_t taken = pmap_quiesce(m, n);
     wf_status *s = NULL;
     if (taken < n && m->head == m->tail && !m->in_end) {
-        /* nothing buffered is left: skip the input itself, keeping the element numbering */
+        /* nothing buffered is left: skip the input itself, keeping the element numbering. Paused, no
+         * worker reads the input; in_mu is taken without mu, in the workers' order. */
+        pthread_mutex_unlock(&m->mu);
         pthread_mutex_lock(&m->in_mu);
         int64_t got = 0;
         s = wf__ds_skip(m->in, n - taken, &got);
         pthread_mutex_unlock(&m->in_mu);
+        pthread_mutex_lock(&m->mu);
         taken += got;
         m->head += got;
         m->tail += got;
+        if (m->bn) bmap_advance(m);
         if (!s && taken < n) m->in_end = true;
     }
     *done = taken;
@@ -439,6 +666,15 @@ static void pmap_free(wf__ds_it *it)
         wf__elem_clear(&m->ring[i].e);
         wf_status_free(m->ring[i].err);
     }
+    for (int i = 0; m->bat && i < m->nbat; i++) {
+        for (int64_t r = 0; m->bat[i].rows && r < m->bn; r++) {
+            wf__elem_clear(&m->bat[i].rows[r].e);
+            wf_status_free(m->bat[i].rows[r].err);
+        }
+        wf__elem_clear(&m->bat[i].out);
+        wf__free(m->bat[i].rows);
+    }
+    wf__free(m->bat);
     wf__ds_it_free(m->in);
     wf__stage_fini(it);
     pthread_mutex_destroy(&m->mu);
@@ -450,9 +686,12 @@ static void pmap_free(wf__ds_it *it)
     wf__free(m);
 }
 
-static const wf__ds_it_vt pmap_vt = {pmap_next, pmap_skip, pmap_free};
+static const wf__ds_it_vt pmap_vt = {pmap_next, pmap_skip, pmap_free, NULL};
+static const wf__ds_it_vt bmap_vt = {pmap_next, pmap_skip, pmap_free, pmap_take_batch};
 
-static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, wf__ds_it **out)
+/* bn > 0: made for a batch stage of bn rows (batch mode, when the map is parallel) */
+static wf_status *map_make_for(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, int64_t bn,
+                               wf__ds_it **out)
 {
     const fn_p *f = ds->params;
     int req = f->o.num_parallel_calls;
@@ -487,7 +726,11 @@ static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, in
     bool tune = req == WF_AUTOTUNE;
     int threads = tune ? p->cpu_budget : req;
     m->cap = 4 * threads;
-    wf_status *s = wf__stage_init(&m->base, &pmap_vt, p, tune ? "map(parallel, autotune)" : "map(parallel)", depth);
+    m->bn = bn;
+    const wf__ds_it_vt *vt = bn ? &bmap_vt : &pmap_vt;
+    wf_status *s = wf__stage_init(&m->base, vt, p, bn ? tune ? "map(parallel, autotune) into batch" :
+                                  "map(parallel) into batch" : tune ? "map(parallel, autotune)" : "map(parallel)",
+                                  depth);
     if (!s) {
         m->base.st->knob_kind = 1;
         m->base.st->knob_max = threads;
@@ -498,17 +741,28 @@ static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, in
         m->base.st->cv = &m->work;
         s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &m->in);
     }
+    if (!s && bn) {
+        /* the consumer's batch and enough after it for 4 results a thread, as in element mode */
+        m->nbat = 1 + (int)((4 * (int64_t)threads + bn - 1) / bn);
+        m->bat = wf__calloc((size_t)m->nbat, sizeof *m->bat);
+        if (!m->bat) s = wf__oom("a parallel map's batches", (size_t)m->nbat * sizeof *m->bat);
+        for (int i = 0; !s && i < m->nbat; i++) {
+            m->bat[i].b = -1;
+            m->bat[i].rows = wf__calloc((size_t)bn, sizeof *m->bat[i].rows);
+            if (!m->bat[i].rows) s = wf__oom("a parallel map's batch rows", (size_t)bn * sizeof *m->bat[i].rows);
+        }
+    }
     if (!s) {
-        m->ring = wf__calloc((size_t)m->cap, sizeof *m->ring);
+        m->ring = bn ? NULL : wf__calloc((size_t)m->cap, sizeof *m->ring);
         m->th = wf__calloc((size_t)threads, sizeof *m->th);
-        if (!m->ring || !m->th) s = wf__oom("a parallel map's buffers", (size_t)m->cap * sizeof *m->ring);
+        if ((!bn && !m->ring) || !m->th) s = wf__oom("a parallel map's buffers", (size_t)m->cap * sizeof *m->ring);
     }
     for (int i = 0; !s && i < threads; i++) {
         if (pthread_create(&m->th[i], NULL, pmap_worker, m)) s = wf__status(WF_UNAVAILABLE, "map: cannot start a thread");
         else m->nth++;
     }
     if (s) {
-        m->base.vt = &pmap_vt;
+        m->base.vt = vt;
         pmap_free(&m->base);
         return s;
     }
@@ -516,7 +770,19 @@ static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, in
     return NULL;
 }
 
+static wf_status *map_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, wf__ds_it **out)
+{
+    return map_make_for(ds, p, epoch, depth, 0, out);
+}
+
 static const wf__ds_kind map_kind = {"map", map_make, fn_free_p};
+
+wf_status *wf__ds_make_for_batch(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, int64_t n,
+                                 wf__ds_it **out)
+{
+    if (ds->kind == &map_kind) return map_make_for(ds, p, epoch, depth, n, out);
+    return wf__ds_make(ds, p, epoch, depth, out);
+}
 
 wf_status *wf_dataset_map(wf_dataset *in, const wf_map_fn *fn, const wf_map_options *o, wf_dataset **out)
 {

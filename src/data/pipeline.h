@@ -70,6 +70,11 @@ typedef struct wf__ds_it_vt {
      * NULL: next() n times. Used to restore a checkpointed position. */
     wf_status *(*skip)(wf__ds_it *it, int64_t n, int64_t *done);
     void (*free)(wf__ds_it *it);
+    /* Optional (a parallel map made for a batch stage, wf__ds_make_for_batch): the next n elements as
+     * one batch of [n, ...] tensors, waiting for them, when they make a whole batch of plain elements
+     * of one shape and no error; false (nothing taken) otherwise, and the batch stage reads them with
+     * next() as from any stage. */
+    bool (*take_batch)(wf__ds_it *it, int64_t n, wf__elem *out);
 } wf__ds_it_vt;
 
 /* A dataset kind: how to make its iterator. epoch counts the iterations of this dataset (each

@@ -399,7 +399,7 @@ static wf_status *make_batch(batch_it *b, int k, wf__elem *out)
  * one and each element is copied into its row and dropped, so the copy overlaps the wait for the next
  * element instead of following the last (a batch of 32 decoded images is 19 MB to copy). Strings,
  * device tensors and padded batches take the general path (make_batch over the collected elements). */
-static bool plain_elem(const wf__elem *e)
+bool wf__elem_plain(const wf__elem *e)
 {
     for (int c = 0; c < e->n; c++)
         if (!e->t[c] || e->t[c]->device || e->t[c]->dtype == WF_STRING || e->t[c]->rank + 1 > WF_MAX_RANK) return false;
@@ -439,6 +439,16 @@ static wf_status *batch_next(wf__ds_it *it, wf__elem *out, bool *end)
     }
     int k = 0;
     int64_t t0 = wf__ds_now(), in_ns = 0;
+    if (b->in->vt->take_batch && !b->p->padded) {
+        /* a parallel map filled the whole batch (async.c's batch mode) */
+        bool got = b->in->vt->take_batch(b->in, b->p->n, out);
+        in_ns = wf__ds_now() - t0;
+        if (got) {
+            wf__stage_count(it, 0, out);
+            b->index++;
+            return NULL;
+        }
+    }
     wf_status *s = NULL;
     bool direct = false; /* rows are copied into *out as they come (b->buf[0] keeps the first's shapes) */
     while (k < b->p->n) {
@@ -452,7 +462,7 @@ static wf_status *batch_next(wf__ds_it *it, wf__elem *out, bool *end)
             b->ended = true;
             break;
         }
-        if (k == 0 && !b->p->padded && plain_elem(&b->buf[0])) {
+        if (k == 0 && !b->p->padded && wf__elem_plain(&b->buf[0])) {
             direct = true;
             for (int c = 0; c < b->buf[0].n && !s; c++) {
                 const wf_tensor *t = b->buf[0].t[c];
@@ -541,7 +551,8 @@ static wf_status *batch_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, 
     b->buf = wf__calloc((size_t)bp->n + 1, sizeof *b->buf);
     wf_status *s = b->buf ? NULL : wf__oom("a batch's elements", ((size_t)bp->n + 1) * sizeof *b->buf);
     if (!s) s = wf__stage_init(&b->base, &batch_vt, p, bp->padded ? "padded_batch" : "batch", depth);
-    if (!s) s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &b->in);
+    if (!s && !bp->padded) s = wf__ds_make_for_batch(ds->in[0], p, epoch, depth + 1, bp->n, &b->in);
+    else if (!s) s = wf__ds_make(ds->in[0], p, epoch, depth + 1, &b->in);
     if (s) {
         b->base.vt = &batch_vt;
         batch_free(&b->base);

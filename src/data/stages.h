@@ -13,6 +13,13 @@ void wf__stage_fini(wf__ds_it *it);
 /* One element produced, busy_ns of the stage's own work; e (may be NULL) updates the element size. */
 void wf__stage_count(wf__ds_it *it, int64_t busy_ns, const wf__elem *e);
 
+/* Whether a batch stacks e by copying each component's bytes: host tensors of fixed-size elements. */
+bool wf__elem_plain(const wf__elem *e);
+/* ds's iterator as the input of a batch stage of n rows: a parallel map fills the batches itself (async.c's
+ * batch mode, its take_batch), any other stage is made as usual. */
+wf_status *wf__ds_make_for_batch(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, int64_t n,
+                                 wf__ds_it **out);
+
 /* Component c of e[0..k) stacked into [k, ...] (padded to pad with the scalar padv when pad != NULL);
  * errors name `stage` and the element index first + i. */
 wf_status *wf__ds_stack(const char *stage, int64_t first, const wf__elem *e, int k, int c, const int64_t *pad,
