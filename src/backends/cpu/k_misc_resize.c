@@ -55,33 +55,104 @@ static void pass_range(void *arg, int64_t b, int64_t e)
  * Per output row, the two source rows are blended into a row buffer (contiguous, vectorised), then
  * the output columns gather from it with their two taps; in f32 with weights from the same tables as
  * the general path (which computes in f64), so results differ from it by f32 rounding only. */
+typedef void (*rs2_columns_fn)(float *restrict, const float *, const int32_t *, const int32_t *, const float *,
+                               const float *, int64_t);
+
 typedef struct rs2 {
     const float *x;
     const uint8_t *xu8; /* the image in u8 instead (a Cast fused into the Resize by lowering): converted
                            while the rows blend, the same values the Cast would have given */
     float *y;
-    const int64_t *hi, *wi; /* [out][2] source rows / columns */
-    const float *hw, *ww;   /* [out][2] weights */
+    const int64_t *hi;     /* [out][2] source rows */
+    const float *hw;       /* [out][2] their weights */
+    const int32_t *ci;     /* [2][wout * inner]: each output value of a row, its two sources in the row */
+    const float *cw;       /* [2][wout * inner] and their weights */
+    rs2_columns_fn columns;
     int64_t hin, win, hout, wout, inner;
     atomic_int failed; /* a range could not get its row buffer */
 } rs2;
 
-/* One row blend, out of line so that the u8 rows (converted first) and f32 rows go through the same
- * instructions: a fused Cast must give the unfused graph's bits, and the compiler contracts a * s0 + b * s1
- * into an FMA or not by context. */
-WF__VEC __attribute__((noinline)) static void rs2_blend(float *restrict tmp, const float *s0, const float *s1,
+/* One row blend; the u8 form converts in the same expression. Neither contracts a * s0 + b * s1 into an
+ * FMA (the compiler would decide by context, and the AVX2 build has none): a fused Cast gives the unfused
+ * graph's bits (test_passes test_cast_resize_prologue), and every ISA gives the same. */
+#define RS2_EXACT __attribute__((noinline, optimize("fp-contract=off")))
+
+WF__VEC RS2_EXACT static void rs2_blend(float *restrict tmp, const float *s0, const float *s1,
                                                         float a, float b, int64_t n)
 {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++) tmp[i] = a * s0[i] + b * s1[i];
 }
 
+WF__VEC RS2_EXACT static void rs2_blend_u8(float *restrict tmp, const uint8_t *s0, const uint8_t *s1,
+                                                           float a, float b, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) tmp[i] = a * (float)s0[i] + b * (float)s1[i];
+}
+
+/* The columns of one row: every output value gathers its two taps from the blended row (i0/i1, weights
+ * w0/w1: per value, so channels need no inner loop). The compiler does not vectorise the gathers on
+ * every CPU (GCC's tuning turns them off where microcode made them slow), so the AVX-512 and AVX2 forms
+ * say them; each value takes the same arithmetic in every form. */
+static void rs2_columns_any(float *restrict d, const float *tmp, const int32_t *i0, const int32_t *i1,
+                            const float *w0, const float *w1, int64_t j, int64_t n)
+{
+    for (; j < n; j++) d[j] = w0[j] * tmp[i0[j]] + w1[j] * tmp[i1[j]];
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx512f"), noinline)) static void rs2_columns_avx512(float *restrict d, const float *tmp,
+                                                                           const int32_t *i0, const int32_t *i1,
+                                                                           const float *w0, const float *w1, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 x0 = _mm512_i32gather_ps(_mm512_loadu_si512(i0 + j), tmp, 4);
+        __m512 x1 = _mm512_i32gather_ps(_mm512_loadu_si512(i1 + j), tmp, 4);
+        _mm512_storeu_ps(d + j, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(w0 + j), x0),
+                                              _mm512_mul_ps(_mm512_loadu_ps(w1 + j), x1)));
+    }
+    rs2_columns_any(d, tmp, i0, i1, w0, w1, j, n);
+}
+
+__attribute__((target("avx2"), noinline)) static void rs2_columns_avx2(float *restrict d, const float *tmp,
+                                                                      const int32_t *i0, const int32_t *i1,
+                                                                      const float *w0, const float *w1, int64_t n)
+{
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 x0 = _mm256_i32gather_ps(tmp, _mm256_loadu_si256((const __m256i *)(i0 + j)), 4);
+        __m256 x1 = _mm256_i32gather_ps(tmp, _mm256_loadu_si256((const __m256i *)(i1 + j)), 4);
+        _mm256_storeu_ps(d + j, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(w0 + j), x0),
+                                              _mm256_mul_ps(_mm256_loadu_ps(w1 + j), x1)));
+    }
+    rs2_columns_any(d, tmp, i0, i1, w0, w1, j, n);
+}
+#endif
+
+static void rs2_columns_plain(float *restrict d, const float *tmp, const int32_t *i0, const int32_t *i1,
+                              const float *w0, const float *w1, int64_t n)
+{
+    rs2_columns_any(d, tmp, i0, i1, w0, w1, 0, n);
+}
+
+static rs2_columns_fn rs2_columns(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return rs2_columns_avx512;
+    if (__builtin_cpu_supports("avx2")) return rs2_columns_avx2;
+#endif
+    return rs2_columns_plain;
+}
+
 WF__VEC static void rs2_range(void *arg, int64_t b, int64_t e)
 {
     const rs2 *r = arg;
-    int64_t rowin = r->win * r->inner, rowout = r->wout * r->inner, c = r->inner;
-    /* the row buffer, and for u8 images the two source rows converted (exactly) to f32 */
-    float *tmp = wf__malloc(sizeof(float) * (size_t)(rowin ? rowin : 1) * (r->xu8 ? 3 : 1));
+    int64_t rowin = r->win * r->inner, rowout = r->wout * r->inner;
+    float *tmp = wf__malloc(sizeof(float) * (size_t)(rowin ? rowin : 1));
     if (!tmp) {
         atomic_store((atomic_int *)&r->failed, 1);
         return;
@@ -90,39 +161,9 @@ WF__VEC static void rs2_range(void *arg, int64_t b, int64_t e)
         int64_t o = q / r->hout, yo = q % r->hout;
         int64_t o0 = (o * r->hin + r->hi[2 * yo]) * rowin, o1 = (o * r->hin + r->hi[2 * yo + 1]) * rowin;
         float a = r->hw[2 * yo], bw = r->hw[2 * yo + 1];
-        if (r->xu8) {
-            float *f0 = tmp + rowin, *f1 = tmp + 2 * rowin;
-            const uint8_t *s0 = r->xu8 + o0, *s1 = r->xu8 + o1;
-#pragma omp simd
-            for (int64_t i = 0; i < rowin; i++) {
-                f0[i] = (float)s0[i];
-                f1[i] = (float)s1[i];
-            }
-            rs2_blend(tmp, f0, f1, a, bw, rowin);
-        } else {
-            rs2_blend(tmp, r->x + o0, r->x + o1, a, bw, rowin);
-        }
-        float *d = r->y + q * rowout;
-        if (c == 1) {
-            for (int64_t xo = 0; xo < r->wout; xo++)
-                d[xo] = r->ww[2 * xo] * tmp[r->wi[2 * xo]] + r->ww[2 * xo + 1] * tmp[r->wi[2 * xo + 1]];
-        } else if (c == 3) {
-            for (int64_t xo = 0; xo < r->wout; xo++) {
-                const float *t0 = tmp + r->wi[2 * xo] * 3, *t1 = tmp + r->wi[2 * xo + 1] * 3;
-                float u = r->ww[2 * xo], v = r->ww[2 * xo + 1];
-                d[3 * xo] = u * t0[0] + v * t1[0];
-                d[3 * xo + 1] = u * t0[1] + v * t1[1];
-                d[3 * xo + 2] = u * t0[2] + v * t1[2];
-            }
-        } else {
-            for (int64_t xo = 0; xo < r->wout; xo++) {
-                const float *t0 = tmp + r->wi[2 * xo] * c, *t1 = tmp + r->wi[2 * xo + 1] * c;
-                float u = r->ww[2 * xo], v = r->ww[2 * xo + 1];
-                float *dd = d + xo * c;
-#pragma omp simd
-                for (int64_t i = 0; i < c; i++) dd[i] = u * t0[i] + v * t1[i];
-            }
-        }
+        if (r->xu8) rs2_blend_u8(tmp, r->xu8 + o0, r->xu8 + o1, a, bw, rowin);
+        else rs2_blend(tmp, r->x + o0, r->x + o1, a, bw, rowin);
+        r->columns(r->y + q * rowout, tmp, r->ci, r->ci + rowout, r->cw, r->cw + rowout, rowout);
     }
     wf__free(tmp);
 }
@@ -143,21 +184,34 @@ static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor
     }
     if (n != 2 || d + 1 >= x->rank || (yd[d + 1] == x->dims[d + 1] && fabs(scale[d + 1] - 1.0) < 1e-12)) return false;
     if (wf__ku_rs_tap_count(P, scale[d]) != 2 || wf__ku_rs_tap_count(P, scale[d + 1]) != 2) return false;
-    int64_t hout = yd[d], wout = yd[d + 1];
+    int64_t hout = yd[d], wout = yd[d + 1], inner = wf__numel(x->rank - d - 2, x->dims + d + 2);
+    int64_t rowout = wout * inner;
+    /* the per-value column taps index a row in int32 */
+    if (x->dims[d + 1] * inner >= INT32_MAX || rowout >= INT32_MAX / 2) return false;
     int64_t *idx = wf__malloc(sizeof(int64_t) * (size_t)(2 * (hout + wout)));
     double *w = wf__malloc(sizeof(double) * (size_t)(2 * (hout + wout)));
     float *wf = wf__malloc(sizeof(float) * (size_t)(2 * (hout + wout)));
     uint8_t *ext = wf__malloc((size_t)(hout + wout));
-    if (!idx || !w || !wf || !ext) {
+    int32_t *ci = wf__malloc(sizeof(int32_t) * (size_t)(2 * rowout + 1));
+    float *cw = wf__malloc(sizeof(float) * (size_t)(2 * rowout + 1));
+    if (!idx || !w || !wf || !ext || !ci || !cw) {
         *s = wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the resize taps");
     } else {
         wf__ku_rs_axis_taps(P, 2, x->dims[d], hout, scale[d], 0, 1, idx, w, ext);
         wf__ku_rs_axis_taps(P, 2, x->dims[d + 1], wout, scale[d + 1], 0, 1, idx + 2 * hout, w + 2 * hout, ext + hout);
         for (int64_t i = 0; i < 2 * (hout + wout); i++) wf[i] = (float)w[i];
-        rs2 r = {.x = u8 ? NULL : x->data, .xu8 = u8 ? x->data : NULL, .y = y->data, .hi = idx, .wi = idx + 2 * hout,
-                 .hw = wf, .ww = wf + 2 * hout,
-                 .hin = x->dims[d], .win = x->dims[d + 1], .hout = hout, .wout = wout,
-                 .inner = wf__numel(x->rank - d - 2, x->dims + d + 2)};
+        const int64_t *wi = idx + 2 * hout;
+        const float *ww = wf + 2 * hout;
+        for (int64_t j = 0; j < rowout; j++) {
+            int64_t xo = j / inner, c = j % inner;
+            ci[j] = (int32_t)(wi[2 * xo] * inner + c);
+            ci[rowout + j] = (int32_t)(wi[2 * xo + 1] * inner + c);
+            cw[j] = ww[2 * xo];
+            cw[rowout + j] = ww[2 * xo + 1];
+        }
+        rs2 r = {.x = u8 ? NULL : x->data, .xu8 = u8 ? x->data : NULL, .y = y->data, .hi = idx, .hw = wf,
+                 .ci = ci, .cw = cw, .columns = rs2_columns(), .hin = x->dims[d], .win = x->dims[d + 1], .hout = hout, .wout = wout,
+                 .inner = inner};
         int64_t outer = wf__numel(d, x->dims), work = (r.win + r.wout) * r.inner;
         int64_t grain = WF__KM_GRAIN / (work > 0 ? work : 1);
         wf__parallel_for(k, outer * hout, grain > 0 ? grain : 1, rs2_range, &r);
@@ -169,6 +223,8 @@ static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor
     wf__free(w);
     wf__free(wf);
     wf__free(ext);
+    wf__free(ci);
+    wf__free(cw);
     return true;
 }
 
