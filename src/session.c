@@ -573,7 +573,7 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
     if (!n_vars && !n_targets) {
         wf__plan *p;
         WF__TRY(get_plan(s, feeds, n_feeds, fetches, n_fetches, &p));
-        st = wf__execute(s->ctx, p, feeds, outputs, opts ? opts->trace : NULL);
+        st = wf__execute(s->ctx, p, feeds, outputs, opts ? opts->into : NULL, opts ? opts->trace : NULL);
         wf__plan_unref(p);
         return st;
     }
@@ -589,7 +589,7 @@ wf_status *wf_session_run(wf_session *s, const wf_feed *feeds, int n_feeds, cons
     }
     wf__plan *p;
     if ((st = get_plan(s, sf.fd, sf.nf, sf.fx, sf.n_all, &p))) goto out;
-    st = wf__execute(s->ctx, p, sf.fd, outs, opts ? opts->trace : NULL);
+    st = wf__execute(s->ctx, p, sf.fd, outs, NULL, opts ? opts->trace : NULL);
     wf__plan_unref(p);
     if (st) goto out;
     /* the caller's fetches in host memory (an Assign it fetches may be a resident variable's value),

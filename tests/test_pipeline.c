@@ -532,6 +532,61 @@ static void test_map_into_batch(void)
     wf_dataset_free(r);
 }
 
+/* A graph map under a batch writes its results straight into the batch's rows (wf_run_options.into),
+ * sequential or parallel; an output the session cannot write there (the fed element itself) is
+ * copied. The batches are the elements' values, a short last one included. */
+static void test_graph_map_into_batch(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x, sq, outs[2];
+    CHECK_OK(wf_placeholder(g, "x", WF_I64, 0, NULL, &x));
+    CHECK_OK(wf_mul(g, "sq", x, x, &sq));
+    outs[0] = sq;
+    outs[1] = x;
+    wf_map_fn fn = {.graph = g, .inputs = &x, .n_inputs = 1, .outputs = outs, .n_outputs = 2};
+    wf_dataset *r = range_ds(0, 203);
+    int pars[4] = {1, 2, 4, WF_AUTOTUNE};
+    for (int pi = 0; pi < 4; pi++) {
+        wf_map_options mo;
+        wf_map_options_init(&mo);
+        mo.num_parallel_calls = pars[pi];
+        wf_dataset *m = NULL, *b = NULL;
+        CHECK_OK(wf_dataset_map(r, &fn, &mo, &m));
+        CHECK_OK(wf_dataset_batch(m, 8, 0, &b));
+        wf_iterator_options io;
+        wf_iterator_options_init(&io);
+        io.cpu_budget = 2;
+        wf_iterator *it = NULL;
+        CHECK_OK(wf_dataset_iterator(b, &io, &it));
+        int64_t want = 0;
+        for (; it;) {
+            wf_tensor *t[2] = {0};
+            int n = 0;
+            CHECK_OK(wf_iterator_next(it, t, 2, &n));
+            if (!n) break;
+            CHECK_INT(n, 2);
+            int64_t rows = wf_tensor_dims(t[0])[0];
+            CHECK_INT(rows, want + 8 <= 203 ? 8 : 203 - want);
+            const int64_t *a = wf_tensor_data(t[0]), *v = wf_tensor_data(t[1]);
+            for (int64_t i = 0; i < rows; i++, want++)
+                if (a[i] != want * want || v[i] != want) {
+                    CHECK_FAIL_("parallel %d, element %lld: %lld, %lld", pars[pi], (long long)want, (long long)a[i],
+                                (long long)v[i]);
+                    break;
+                }
+            wf_tensor_free(t[0]);
+            wf_tensor_free(t[1]);
+        }
+        CHECK_INT(want, 203);
+        wf_iterator_free(it);
+        wf_dataset_free(b);
+        wf_dataset_free(m);
+    }
+    wf_dataset_free(r);
+    wf_graph_free(g);
+}
+
 /* A checkpoint of a fused map and batch restores to the next batch: the workers' batches in flight are
  * dropped and the input skipped. */
 static void test_map_into_batch_checkpoint(void)
@@ -1580,6 +1635,7 @@ int main(void)
     RUN_TEST(test_graph_map_and_filter);
     RUN_TEST(test_map_into_batch);
     RUN_TEST(test_map_into_batch_checkpoint);
+    RUN_TEST(test_graph_map_into_batch);
     RUN_TEST(test_prefetch_and_stats);
     RUN_TEST(test_ram_budget);
     RUN_TEST(test_checkpoint);

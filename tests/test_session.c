@@ -647,6 +647,89 @@ static void test_overflow_at_run_time(void)
 }
 
 /* Host tensors: the checked element count and the allocation cap, straight through the public API. */
+/* wf_run_options.into: a fetch is written into the caller's tensor (a row of the caller's buffer here)
+ * when its kernel runs on the CPU and gives that dtype and shape, including after an in-place chain;
+ * otherwise (another shape, a fed value, a graph with variables) a new tensor comes back and the
+ * caller's is untouched. Results are those of a run without into. */
+static void test_run_into(void)
+{
+    wf_graph *g;
+    wf_session *s;
+    CHECK_OK(wf_graph_new(&g));
+    int64_t d[1] = {4};
+    wf_output x, r, two, y, z;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 1, d, &x));
+    CHECK_OK(wf_relu(g, "r", x, &r));
+    CHECK_OK(wf_const_scalar(g, "two", WF_F32, 2, &two));
+    CHECK_OK(wf_mul(g, "y", r, two, &y)); /* may reuse r's buffer in place */
+    CHECK_OK(wf_unary(g, "Neg", "z", y, &z));
+    float xv[4] = {-1, 2, -3, 4}, buf[12], want_y[4] = {0, 4, 0, 8};
+    for (int i = 0; i < 12; i++) buf[i] = 100 + (float)i;
+    wf_tensor *xt = tensor_f32(1, d, xv), *row1 = NULL, *row2 = NULL, *wrong = NULL, *ref[2] = {0}, *out[2] = {0};
+    int64_t d5 = 5;
+    CHECK_OK(wf_tensor_wrap(WF_F32, 1, d, buf + 4, NULL, NULL, &row1));
+    CHECK_OK(wf_tensor_wrap(WF_F32, 1, d, buf + 8, NULL, NULL, &row2));
+    CHECK_OK(wf_tensor_wrap(WF_F32, 1, &d5, buf + 4, NULL, NULL, &wrong));
+    wf_feed feed = {x, xt};
+    wf_output fetch[2] = {y, z};
+    wf_tensor *into[2];
+    wf_run_options ro = {.into = into};
+    for (int level = 0; level <= 2; level += 2) { /* plain kernels (Mul in place), then fused ones */
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        for (int i = 0; i < 12; i++) buf[i] = 100 + (float)i;
+        CHECK_OK(wf_session_run(s, &feed, 1, fetch, 2, ref, NULL));
+        into[0] = row1;
+        into[1] = row2;
+        for (int rep = 0; rep < 2; rep++) { /* the plan's first run and a cached one */
+            CHECK_OK(wf_session_run(s, &feed, 1, fetch, 2, out, &ro));
+            CHECK(out[0] == row1 && out[1] == row2);
+            for (int i = 0; i < 4; i++) {
+                CHECK(buf[4 + i] == want_y[i] && buf[8 + i] == -want_y[i]);
+                if (ref[0] && ref[1]) CHECK(((float *)wf_tensor_data(ref[0]))[i] == buf[4 + i]);
+            }
+            CHECK(buf[0] == 100 && buf[3] == 103); /* outside the rows: untouched */
+            wf_tensor_free(out[0]);
+            wf_tensor_free(out[1]);
+        }
+        /* a tensor of another shape is not written */
+        for (int i = 0; i < 12; i++) buf[i] = 100 + (float)i;
+        into[0] = wrong;
+        into[1] = NULL;
+        CHECK_OK(wf_session_run(s, &feed, 1, fetch, 2, out, &ro));
+        CHECK(out[0] != wrong && out[0] && ((float *)wf_tensor_data(out[0]))[1] == 4);
+        for (int i = 0; i < 12; i++) CHECK(buf[i] == 100 + (float)i);
+        wf_tensor_free(out[0]);
+        wf_tensor_free(out[1]);
+        /* a fetched feed is the fed tensor, never written into the caller's */
+        into[0] = row1;
+        CHECK_OK(wf_session_run(s, &feed, 1, &x, 1, out, &ro));
+        CHECK(out[0] == xt && buf[4] == 104);
+        wf_tensor_free(out[0]);
+        wf_session_free(s);
+        wf_tensor_free(ref[0]);
+        wf_tensor_free(ref[1]);
+    }
+    /* with variables the run commits state first: into is not used */
+    wf_tensor *init = tensor_f32(1, d, xv);
+    wf_output v, vy;
+    CHECK_OK(wf_variable(g, "v", init, &v));
+    CHECK_OK(wf_add(g, "vy", v, y, &vy));
+    CHECK_OK(wf_session_new(ctx, g, NULL, &s));
+    CHECK_OK(wf_session_run(s, &feed, 1, &vy, 1, out, &ro));
+    CHECK(out[0] != row1 && buf[4] == 104 && ((float *)wf_tensor_data(out[0]))[1] == 6);
+    wf_tensor_free(out[0]);
+    wf_session_free(s);
+    wf_tensor_free(init);
+    wf_tensor_free(wrong);
+    wf_tensor_free(row2);
+    wf_tensor_free(row1);
+    wf_tensor_free(xt);
+    wf_graph_free(g);
+}
+
 static void test_huge_tensor_new(void)
 {
     wf_tensor *t = NULL;
@@ -672,6 +755,7 @@ int main(void)
     RUN_TEST(test_cached_runs_during_build);
     RUN_TEST(test_overflow_at_run_time);
     RUN_TEST(test_huge_tensor_new);
+    RUN_TEST(test_run_into);
     wf_context_free(ctx);
     return check_summary();
 }

@@ -110,7 +110,7 @@ class SessionOptions(C.Structure):
 
 class RunOptions(C.Structure):
     _c_name_ = "wf_run_options"
-    _fields_ = [("trace", vp), ("targets", C.POINTER(Output)), ("n_targets", C.c_int)]
+    _fields_ = [("trace", vp), ("targets", C.POINTER(Output)), ("n_targets", C.c_int), ("into", C.POINTER(vp))]
 
 
 class PlacementEntry(C.Structure):

@@ -173,6 +173,9 @@ wf_status *wf__tensor_clone(const wf_tensor *t, const char *what, wf_tensor **ou
 wf_status *wf__tensor_alloc_header(wf_dtype dtype, int rank, const int64_t *dims, wf_tensor **out);
 /* A new header sharing base's data with another shape of the same element count. */
 wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_tensor **out);
+/* A view of the bytes of host tensor base from `offset` on, as dtype base's and shape dims (a row of a
+ * batch); INVALID_ARGUMENT when they do not fit inside base. */
+wf_status *wf__tensor_view_at(wf_tensor *base, size_t offset, int rank, const int64_t *dims, wf_tensor **out);
 /* Frees the calling thread's cache of small tensor blocks (tests, before switching allocators). */
 void wf__tensor_cache_flush(void);
 /* Frees the large blocks tensor.c keeps for reuse (wf_set_allocator calls it before switching). */

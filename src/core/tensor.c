@@ -305,7 +305,10 @@ wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_te
     bool small;
     wf_tensor *t = block_alloc(HDR_BYTES, &small);
     if (!t) return wf__oom("a tensor view", HDR_BYTES);
-    *t = *base;
+    /* every field but refs, which other threads may be changing (views of one batch made and dropped by
+     * several map workers) */
+    _Static_assert(offsetof(wf_tensor, refs) == 0, "refs leads wf_tensor");
+    memcpy((char *)t + sizeof t->refs, (const char *)base + sizeof t->refs, sizeof *t - sizeof t->refs);
     atomic_init(&t->refs, 1);
     t->small = small;
     t->block = HDR_BYTES;
@@ -314,6 +317,25 @@ wf_status *wf__tensor_view(wf_tensor *base, int rank, const int64_t *dims, wf_te
     if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
     t->base = wf_tensor_ref(base->base ? base->base : base);
     *out = t;
+    return NULL;
+}
+
+wf_status *wf__tensor_view_at(wf_tensor *base, size_t offset, int rank, const int64_t *dims, wf_tensor **out)
+{
+    int64_t n;
+    WF__TRY(check_shape(base->dtype, rank, dims, &n));
+    size_t bytes = (size_t)n * wf_dtype_size(base->dtype);
+    if (base->device || base->dtype == WF_STRING || offset > base->bytes || bytes > base->bytes - offset)
+        return wf__status(WF_INVALID_ARGUMENT, "a view of %zu bytes at %zu is not inside a %s tensor of %zu bytes",
+                          bytes, offset, wf_dtype_name(base->dtype), base->bytes);
+    WF__TRY(wf__tensor_view(base, base->rank, base->dims, out));
+    wf_tensor *t = *out;
+    t->rank = rank;
+    memset(t->dims, 0, sizeof t->dims);
+    if (rank) memcpy(t->dims, dims, (size_t)rank * sizeof(int64_t));
+    t->size = n;
+    t->bytes = bytes;
+    t->data = (char *)base->data + offset;
     return NULL;
 }
 

@@ -40,8 +40,10 @@ static void fn_free_p(void *v)
 
 static uint64_t counter_of(uint64_t epoch, int64_t index) { return (uint64_t)index + (epoch << 40); }
 
-/* Runs the function on `in` (not consumed) into out. */
-static wf_status *fn_call(const fn_p *f, uint64_t counter, int64_t index, const wf__elem *in, wf__elem *out)
+/* Runs the function on `in` (not consumed) into out; a graph's outputs are written in into's tensors
+ * where the session can (into may be NULL; see wf_run_options.into). */
+static wf_status *fn_call(const fn_p *f, uint64_t counter, int64_t index, const wf__elem *in, wf__elem *out,
+                          const wf__elem *into)
 {
     memset(out, 0, sizeof *out);
     wf_status *s;
@@ -67,7 +69,8 @@ static wf_status *fn_call(const fn_p *f, uint64_t counter, int64_t index, const 
             WF__TRY(wf_tensor_new(WF_I64, 1, &d, v, &seed));
             feeds[nf++] = (wf_feed){f->fn.seed_input, seed};
         }
-        s = wf_session_run(f->sess, feeds, nf, f->out, f->fn.n_outputs, out->t, NULL);
+        wf_run_options ro = {.into = into && into->n == f->fn.n_outputs ? into->t : NULL};
+        s = wf_session_run(f->sess, feeds, nf, f->out, f->fn.n_outputs, out->t, &ro);
         wf_tensor_free(seed);
         if (!s) out->n = f->fn.n_outputs;
     }
@@ -157,7 +160,7 @@ typedef struct smap_it {
     bool filter;
 } smap_it;
 
-static wf_status *smap_next(wf__ds_it *it, wf__elem *out, bool *end)
+static wf_status *smap_next_into(wf__ds_it *it, wf__elem *out, bool *end, const wf__elem *into)
 {
     smap_it *m = (smap_it *)it;
     for (;;) {
@@ -165,7 +168,7 @@ static wf_status *smap_next(wf__ds_it *it, wf__elem *out, bool *end)
         WF__TRY(wf__ds_next(m->in, &e, end));
         if (*end) return NULL;
         int64_t t0 = wf__ds_now(), idx = m->index++;
-        wf_status *s = fn_call(m->f, counter_of(m->epoch, idx), idx, &e, out);
+        wf_status *s = fn_call(m->f, counter_of(m->epoch, idx), idx, &e, out, m->filter ? NULL : into);
         if (!m->filter) {
             wf__elem_clear(&e);
             if (!s) wf__stage_count(it, wf__ds_now() - t0, out);
@@ -198,6 +201,8 @@ static wf_status *smap_next(wf__ds_it *it, wf__elem *out, bool *end)
     }
 }
 
+static wf_status *smap_next(wf__ds_it *it, wf__elem *out, bool *end) { return smap_next_into(it, out, end, NULL); }
+
 static wf_status *smap_skip(wf__ds_it *it, int64_t n, int64_t *done)
 {
     smap_it *m = (smap_it *)it;
@@ -226,7 +231,7 @@ static void smap_free(wf__ds_it *it)
     wf__free(m);
 }
 
-static const wf__ds_it_vt smap_vt = {smap_next, smap_skip, smap_free};
+static const wf__ds_it_vt smap_vt = {smap_next, smap_skip, smap_free, NULL, smap_next_into};
 
 /* ---- map, parallel --------------------------------------------------------------------------------- */
 
@@ -329,10 +334,10 @@ static void bmap_store(pmap_it *m, int64_t seq, wf__elem *out, wf_status *s)
         /* the rows are disjoint and the batch's tensors stay put until every row is done */
         wf__elem dst = bs->out;
         pthread_mutex_unlock(&m->mu);
-        for (int c = 0; c < out->n; c++)
-            if (out->t[c]->bytes)
-                memcpy((char *)dst.t[c]->data + (size_t)(seq % m->bn) * out->t[c]->bytes, out->t[c]->data,
-                       out->t[c]->bytes);
+        for (int c = 0; c < out->n; c++) {
+            char *row = (char *)dst.t[c]->data + (size_t)(seq % m->bn) * out->t[c]->bytes;
+            if (out->t[c]->bytes && out->t[c]->data != row) memcpy(row, out->t[c]->data, out->t[c]->bytes);
+        }
         wf__elem_clear(out);
         pthread_mutex_lock(&m->mu);
         r->state = ROW_DONE;
@@ -369,10 +374,13 @@ static void pmap_worker_step(pmap_it *m)
     }
     int64_t seq = m->tail++;
     slot *sl = NULL;
+    wf__elem into = {0};
     if (m->bn) {
         bslot *bs = &m->bat[(seq / m->bn) % m->nbat];
         bs->b = seq / m->bn; /* the slot is free or already this batch's (pmap_worker's room test) */
         bs->rows[seq % m->bn].state = ROW_BUSY;
+        /* once the batch's tensors exist the function writes its result straight into its row */
+        if (bs->out.n && !s) wf_status_free(wf__ds_row_views(&bs->out, seq % m->bn, &into));
     } else {
         sl = &m->ring[seq % m->cap];
         sl->state = SLOT_BUSY;
@@ -386,8 +394,9 @@ static void pmap_worker_step(pmap_it *m)
     memset(&out, 0, sizeof out);
     int64_t t0 = wf__ds_now();
     if (!s) {
-        s = fn_call(m->f, counter_of(m->epoch, seq), seq, &e, &out);
+        s = fn_call(m->f, counter_of(m->epoch, seq), seq, &e, &out, into.n ? &into : NULL);
         wf__elem_clear(&e);
+        wf__elem_clear(&into);
     } else {
         wf__elem_clear(&e);
     }

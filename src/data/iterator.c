@@ -86,6 +86,14 @@ wf_status *wf__ds_next(wf__ds_it *it, wf__elem *out, bool *end)
     return it->vt->next(it, out, end);
 }
 
+wf_status *wf__ds_next_into(wf__ds_it *it, wf__elem *out, bool *end, const wf__elem *into)
+{
+    if (!into || !it->vt->next_into) return wf__ds_next(it, out, end);
+    memset(out, 0, sizeof *out);
+    *end = false;
+    return it->vt->next_into(it, out, end, into);
+}
+
 wf_status *wf__ds_skip(wf__ds_it *it, int64_t n, int64_t *done)
 {
     *done = 0;

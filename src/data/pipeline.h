@@ -75,6 +75,10 @@ typedef struct wf__ds_it_vt {
      * of one shape and no error; false (nothing taken) otherwise, and the batch stage reads them with
      * next() as from any stage. */
     bool (*take_batch)(wf__ds_it *it, int64_t n, wf__elem *out);
+    /* Optional (a map): next(), with tensors the element's components may be written in (a batch's
+     * row: into's component c gets component c when its dtype and shape match, and out->t[c] is then
+     * into->t[c] itself). */
+    wf_status *(*next_into)(wf__ds_it *it, wf__elem *out, bool *end, const wf__elem *into);
 } wf__ds_it_vt;
 
 /* A dataset kind: how to make its iterator. epoch counts the iterations of this dataset (each
@@ -144,6 +148,8 @@ wf_status *wf__ds_new(const wf__ds_kind *kind, void *params, wf_dataset *in0, wf
 wf_status *wf__ds_make(const wf_dataset *ds, wf__pipe *p, uint64_t epoch, int depth, wf__ds_it **out);
 void wf__ds_it_free(wf__ds_it *it);
 wf_status *wf__ds_next(wf__ds_it *it, wf__elem *out, bool *end);
+/* next() with tensors to write the element in where the stage can (vt.next_into); into may be NULL. */
+wf_status *wf__ds_next_into(wf__ds_it *it, wf__elem *out, bool *end, const wf__elem *into);
 wf_status *wf__ds_skip(wf__ds_it *it, int64_t n, int64_t *done);
 
 /* Registers a stage's stats with the pipe (the pipe keeps the pointer; the stage frees it after

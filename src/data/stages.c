@@ -425,7 +425,24 @@ static wf_status *row_into(batch_it *b, const wf__elem *first, const wf__elem *e
                               "shapes (padded_batch pads)", name, (long long)(b->index * b->p->n + k), c, a,
                               (long long)(b->index * b->p->n), w);
         }
-        if (t->bytes) memcpy((char *)out->t[c]->data + (size_t)k * t->bytes, t->data, t->bytes);
+        char *dst = (char *)out->t[c]->data + (size_t)k * t->bytes;
+        if (t->bytes && t->data != dst) memcpy(dst, t->data, t->bytes); /* else the map wrote it there */
+    }
+    return NULL;
+}
+
+wf_status *wf__ds_row_views(const wf__elem *batch, int64_t r, wf__elem *views)
+{
+    memset(views, 0, sizeof *views);
+    for (int c = 0; c < batch->n; c++) {
+        wf_tensor *t = batch->t[c];
+        size_t row = t->rank && t->dims[0] ? t->bytes / (size_t)t->dims[0] : 0;
+        wf_status *s = wf__tensor_view_at(t, (size_t)r * row, t->rank - 1, t->dims + 1, &views->t[c]);
+        if (s) {
+            wf__elem_clear(views);
+            return s;
+        }
+        views->n = c + 1;
     }
     return NULL;
 }
@@ -455,7 +472,14 @@ static wf_status *batch_next(wf__ds_it *it, wf__elem *out, bool *end)
         bool e_end;
         int64_t a = wf__ds_now();
         wf__elem *slot = direct && k > 0 ? &b->buf[1] : &b->buf[k];
-        s = wf__ds_next(b->in, slot, &e_end);
+        /* a map writes the element straight into its row when it can (row_into then copies nothing) */
+        wf__elem into = {0};
+        if (direct && k > 0 && b->in->vt->next_into) {
+            wf_status *vs = wf__ds_row_views(out, k, &into);
+            wf_status_free(vs); /* without views the element is copied */
+        }
+        s = wf__ds_next_into(b->in, slot, &e_end, into.n ? &into : NULL);
+        wf__elem_clear(&into);
         in_ns += wf__ds_now() - a;
         if (s) break;
         if (e_end) {

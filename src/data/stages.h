@@ -24,6 +24,8 @@ wf_status *wf__ds_make_for_batch(const wf_dataset *ds, wf__pipe *p, uint64_t epo
  * errors name `stage` and the element index first + i. */
 wf_status *wf__ds_stack(const char *stage, int64_t first, const wf__elem *e, int k, int c, const int64_t *pad,
                         const wf_tensor *padv, wf_tensor **out);
+/* Views of row r of each of batch's tensors (for wf__ds_next_into). */
+wf_status *wf__ds_row_views(const wf__elem *batch, int64_t r, wf__elem *views);
 /* Row r of t along its first dim, as a new tensor. */
 wf_status *wf__ds_row(const wf_tensor *t, int64_t r, wf_tensor **out);
 /* The WF_STRING forms of the two above (strings.c). */

@@ -31,10 +31,27 @@ static wf_status *set_output(wf__kctx *k, int idx, wf_tensor *t)
 /* A counted host output going back: its bytes leave the CPU device's accounting. */
 static void host_release(wf_tensor *t) { wf__memacct_release(t->dev_priv, t->bytes); }
 
+/* The caller's tensor output idx is to be written in, when it has one of that dtype and shape (and the
+ * kernel does not hold it already: a second request is scratch, as in wf__kctx_output). */
+static wf_tensor *output_into(const wf__kctx *k, int idx, wf_dtype dtype, int rank, const int64_t *dims)
+{
+    wf_tensor *t = k->out_into && !k->device && idx >= 0 && idx < k->n_out ? k->out_into[idx] : NULL;
+    if (!t || k->out[idx] == t || t->dtype != dtype || t->rank != rank ||
+        (rank && memcmp(t->dims, dims, sizeof(int64_t) * (size_t)rank)))
+        return NULL;
+    return t;
+}
+
 wf_status *wf__kctx_output(wf__kctx *k, int idx, wf_dtype dtype, int rank, const int64_t *dims,
                            wf_tensor **out)
 {
-    wf_tensor *t;
+    wf_tensor *t = output_into(k, idx, dtype, rank, dims);
+    if (t) {
+        t->version = 0; /* about to be written */
+        WF__TRY(set_output(k, idx, wf_tensor_ref(t)));
+        if (out) *out = t;
+        return NULL;
+    }
     if (k->mem && idx >= 0 && idx < k->n_out) {
         /* the plan's slot in the run's arena, when the output fits there */
         const wf__kmem *m = k->mem;
@@ -143,7 +160,7 @@ wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtyp
     /* In a run with arenas the plan decides where outputs go: an input's arena bytes are the plan's
      * to reuse, and an output with a slot of its own is written there. */
     bool planned = k->mem && idx >= 0 && idx < k->n_out && k->mem->slot_off[k->mem->out_slot[idx]] >= 0;
-    if (in && !twice && !planned && !wf__tensor_in_arena(in) && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
+    if (in && !twice && !planned && !output_into(k, idx, dtype, rank, dims) && !wf__tensor_in_arena(in) && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
         in->dtype == dtype && in->rank == rank &&
         (rank == 0 || !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank))) {
         WF__TRY(set_output(k, idx, wf_tensor_ref(in)));

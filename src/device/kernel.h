@@ -86,6 +86,9 @@ struct wf__kctx {
      * set on an input they interpret by position; elementwise kernels see the same elements either way. */
     uint32_t in_blocked, out_blocked;
     const wf__ew_program *ewprog; /* FusedElementwise's program (lower/jit.c); NULL for other nodes */
+    /* Appended (core only): per output, a host tensor of the caller's to write it in (wf_run_options.into;
+     * NULL: none), which wf__kctx_output hands out when the dtype and shape match. */
+    wf_tensor *const *out_into;
 };
 
 /* A device plugin's FusedElementwise node against its program (the inputs' dtypes and sizes, the planned

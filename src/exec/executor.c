@@ -62,7 +62,11 @@ struct wf__run {
     struct wf__nodeev *nev;
     wf_event **slot_ev;        /* the event of each slot's producer, when on a device's copy stream */
     int64_t *t_dstart, *t_dend;
+    wf_tensor **slot_into;     /* per slot: the caller's tensor a fetch is written in (NULL: none) */
 };
+
+/* Outputs of a node with a caller's tensor to write in (wf_run_options.into), at most this many */
+#define INTO_MAX_OUT 8
 
 typedef struct wf__nodeev {
     wf_event *ev, *begin;
@@ -267,6 +271,12 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
         .host_acct = r->ctx->devices[pn->device].host_acct, .est = pn->est,
         .weights = r->p->weights,
     };
+    wf_tensor *into[INTO_MAX_OUT];
+    if (r->slot_into && !k.device && pn->n_out <= INTO_MAX_OUT) {
+        bool any = false;
+        for (int j = 0; j < pn->n_out; j++) any |= (into[j] = r->slot_into[pn->out_slot[j]]) != NULL;
+        if (any) k.out_into = into;
+    }
     wf__kmem mem;
     if (r->arena) {
         mem = (wf__kmem){&r->arena->dev[pn->device], pn->out_slot, r->p->slot_off, r->p->slot_cap,
@@ -617,10 +627,17 @@ static wf_trace *make_trace(const wf__run *r)
 }
 
 wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds, wf_tensor **outputs,
-                       wf_trace **trace)
+                       wf_tensor *const *into, wf_trace **trace)
 {
     wf__run r = {.ctx = ctx, .p = p, .feeds = feeds};
     size_t n = (size_t)p->n_nodes, ns = (size_t)p->n_slots;
+    for (int i = 0; into && i < p->n_fetches; i++) {
+        const wf_tensor *t = into[i];
+        if (!t || t->device || t->dtype == WF_STRING || !t->data || p->fetch_slot[i] < 0 || p->slot_static[p->fetch_slot[i]])
+            continue;
+        if (!r.slot_into && !(r.slot_into = wf__calloc(ns ? ns : 1, sizeof *r.slot_into))) break; /* then no into */
+        if (!r.slot_into[p->fetch_slot[i]]) r.slot_into[p->fetch_slot[i]] = into[i];
+    }
     r.slots = wf__calloc(ns ? ns : 1, sizeof *r.slots);
     r.uses = wf__malloc((ns ? ns : 1) * sizeof *r.uses);
     r.pending = wf__malloc((n ? n : 1) * sizeof *r.pending);
@@ -693,6 +710,7 @@ done:
     }
     wf__free(r.nev);
     wf__free(r.slot_ev);
+    wf__free(r.slot_into);
     wf__free(r.t_dstart);
     wf__free(r.t_dend);
     if (r.slots)
