@@ -325,8 +325,9 @@ static bool bslot_alloc(pmap_it *m, bslot *bs, const wf__elem *e)
     return true;
 }
 
-/* Batch mode, mu held: element seq's result into its row (copied, or kept), mu held again on return */
-static void bmap_store(pmap_it *m, int64_t seq, wf__elem *out, wf_status *s)
+/* Batch mode, mu held: element seq's result into its row (copied, or kept), mu held again on return;
+ * whether that made the batch whole or irregular (what take_batch waits for). */
+static bool bmap_store(pmap_it *m, int64_t seq, wf__elem *out, wf_status *s)
 {
     bslot *bs = &m->bat[(seq / m->bn) % m->nbat];
     brow *r = &bs->rows[seq % m->bn];
@@ -350,7 +351,7 @@ static void bmap_store(pmap_it *m, int64_t seq, wf__elem *out, wf_status *s)
         bs->irregular = true;
         r->state = ROW_KEPT;
     }
-    bs->done++;
+    return ++bs->done == m->bn || r->state == ROW_KEPT;
 }
 
 static void pmap_worker_step(pmap_it *m)
@@ -403,10 +404,13 @@ static void pmap_worker_step(pmap_it *m)
     if (m->bn) {
         if (!s) wf__stage_count(&m->base, 0, &out);
         pthread_mutex_lock(&m->mu);
-        bmap_store(m, seq, &out, s);
+        bool ready = bmap_store(m, seq, &out, s);
         atomic_fetch_add(&m->base.st->busy_ns, wf__ds_now() - t0); /* the copy is this stage's work now */
         m->active--;
-        pthread_cond_broadcast(&m->done);
+        /* the consumer waits for a whole batch, an odd row, the element it reads next (bmap_next), the
+         * end, or the workers to stop (skip): waking it for any other row would only take a core from a
+         * worker for nothing */
+        if (ready || seq == m->head || m->paused || m->in_end) pthread_cond_broadcast(&m->done);
         return;
     }
     int64_t busy = wf__ds_now() - t0;
