@@ -119,6 +119,17 @@ static void reload_and_compare(const char *path, const wf_tensor *x, wf_tensor *
     CHECK_INT(wf_onnx_num_outputs(m), n_want);
     if (wf_onnx_num_inputs(m) != 1 || wf_onnx_num_outputs(m) != n_want) goto done;
     CHECK_INT(wf_onnx_input(m, 0)->dims[0], -1); /* the symbolic batch dim "N" */
+    /* the file's own description of the values and the model, as the exporter wrote it */
+    const wf_onnx_value *in0 = wf_onnx_input(m, 0);
+    CHECK(in0->file_rank >= 1 && in0->dim_names[0] && !strcmp(in0->dim_names[0], "N"));
+    for (int d = 1; d < in0->file_rank; d++) CHECK(in0->dim_names[d] == NULL);
+    CHECK_INT(in0->elem_type, in0->dtype == WF_I64 ? 7 : 1); /* INT64 (token ids) or FLOAT */
+    for (int i = 0; i < n_want; i++) CHECK(wf_onnx_output(m, i)->elem_type != 0);
+    const wf_onnx_meta *meta = wf_onnx_model_meta(m);
+    CHECK(!strcmp(meta->producer_name, "weft") && !strcmp(meta->producer_version, wf_version()));
+    CHECK_INT(meta->ir_version, 8);
+    CHECK(meta->domain && meta->doc_string && meta->graph_name && meta->graph_doc_string);
+    CHECK_INT(meta->n_props, 0);
     CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
     wf_feed f = {wf_onnx_input(m, 0)->output, x};
     wf_output fetch[4];

@@ -772,7 +772,22 @@ typedef struct wf_onnx_value {
     int rank;              /* -1 if the model does not say */
     int64_t dims[WF_MAX_RANK]; /* -1 for a symbolic or unknown dim */
     int has_default;       /* an input backed by an initializer: feeding it is optional */
+    /* Appended: what the file's ValueInfoProto says, beside what weft inferred above. */
+    const char *dim_names[WF_MAX_RANK]; /* a symbolic dim's name (dim_param), else NULL */
+    int file_rank;         /* rank the file gives (dim_names has that many), -1 if it gives none */
+    int elem_type;         /* the file's TensorProto element type code (1 FLOAT, 10 FLOAT16, ...); 0: unstated */
 } wf_onnx_value;
+
+/* The model's own description. Strings are owned by the model and never NULL ("" when absent). */
+typedef struct wf_onnx_meta {
+    const char *producer_name, *producer_version, *domain;
+    const char *doc_string;  /* the model's */
+    const char *graph_name, *graph_doc_string;
+    int64_t ir_version, model_version;
+    int n_props;             /* metadata_props, in the file's order */
+    const char *const *prop_keys;
+    const char *const *prop_values;
+} wf_onnx_meta;
 
 /* Parses an .onnx file (IR version 3 or later, default-domain opsets 7 to 21) and adds its graph to g:
  * initializers become Const nodes (inputs that are also initializers may still be fed), every node is
@@ -786,6 +801,7 @@ WF_API int wf_onnx_num_inputs(const wf_onnx_model *m);
 WF_API const wf_onnx_value *wf_onnx_input(const wf_onnx_model *m, int i);
 WF_API int wf_onnx_num_outputs(const wf_onnx_model *m);
 WF_API const wf_onnx_value *wf_onnx_output(const wf_onnx_model *m, int i);
+WF_API const wf_onnx_meta *wf_onnx_model_meta(const wf_onnx_model *m);
 
 /* A text report of an .onnx file without importing it: IR and opset versions, producer, inputs and
  * outputs with shapes, an op histogram, parameter count and bytes, and the ops weft does not support.

@@ -122,7 +122,15 @@ class PlacementEntry(C.Structure):
 class OnnxValue(C.Structure):
     _c_name_ = "wf_onnx_value"
     _fields_ = [("name", cp), ("output", Output), ("dtype", C.c_int), ("rank", C.c_int),
-                ("dims", i64 * MAX_RANK), ("has_default", C.c_int)]
+                ("dims", i64 * MAX_RANK), ("has_default", C.c_int), ("dim_names", cp * MAX_RANK),
+                ("file_rank", C.c_int), ("elem_type", C.c_int)]
+
+
+class OnnxMeta(C.Structure):
+    _c_name_ = "wf_onnx_meta"
+    _fields_ = [("producer_name", cp), ("producer_version", cp), ("domain", cp), ("doc_string", cp),
+                ("graph_name", cp), ("graph_doc_string", cp), ("ir_version", i64), ("model_version", i64),
+                ("n_props", C.c_int), ("prop_keys", C.POINTER(cp)), ("prop_values", C.POINTER(cp))]
 
 
 MAP_CALLBACK = C.CFUNCTYPE(vp, vp, i64, C.POINTER(vp), C.c_int, C.POINTER(vp), C.POINTER(C.c_int))
@@ -205,7 +213,7 @@ class DeviceSpec(C.Structure):
 
 
 STRUCTS = [Output, Feed, Attr, ContextOptions, DeviceInfo, PluginInfo, MemoryStats, SessionOptions, RunOptions,
-           PlacementEntry, OnnxValue, MapFn, MapOptions, IteratorOptions, Init, Layer, OptimizerOptions,
+           PlacementEntry, OnnxValue, OnnxMeta, MapFn, MapOptions, IteratorOptions, Init, Layer, OptimizerOptions,
            CompileOptions, EpochLogs, FitOptions, DeviceSpec]
 
 # ---- functions -------------------------------------------------------------------------------------
@@ -296,6 +304,7 @@ _SIGS = {
     "wf_onnx_input": (P(OnnxValue), [vp, C.c_int]),
     "wf_onnx_num_outputs": (C.c_int, [vp]),
     "wf_onnx_output": (P(OnnxValue), [vp, C.c_int]),
+    "wf_onnx_model_meta": (P(OnnxMeta), [vp]),
     # datasets
     "wf_dataset_free": (None, [vp]),
     "wf_dataset_from_tensors": (S, [vp, vp, P(vp)]),

@@ -19,7 +19,6 @@ there run on the CPU (weft's soft placement), which is why get_providers() lists
 after an accelerator, as ONNX Runtime does.
 """
 import ctypes as C
-import mmap
 import os
 import tempfile
 import threading
@@ -196,113 +195,24 @@ class ModelMetadata:
         self.custom_metadata_map = dict(custom_metadata_map or {})
 
 
-# A reader of the few ModelProto fields the C API does not report (symbolic dim names, element types,
-# metadata), straight from the protobuf wire format so that the package needs no onnx module. Only the
-# fields below are decoded; everything else, the initializers' data included, is skipped by length.
-
-def _varint(buf, pos):
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
+def _text(b):
+    return b.decode("utf-8", "replace") if b else ""
 
 
-def _fields(buf, start, end):
-    """(field number, wire type, value or (start, end) of a length-delimited field) of a message."""
-    pos = start
-    while pos < end:
-        key, pos = _varint(buf, pos)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            val, pos = _varint(buf, pos)
-            yield num, wt, val
-        elif wt == 2:
-            n, pos = _varint(buf, pos)
-            yield num, wt, (pos, pos + n)
-            pos += n
-        elif wt == 1:
-            pos += 8
-        elif wt == 5:
-            pos += 4
-        else:
-            raise ValueError("unsupported protobuf wire type %d" % wt)
-
-
-def _text(buf, span):
-    return bytes(buf[span[0]:span[1]]).decode("utf-8", "replace")
-
-
-def _value_info(buf, span):
-    """ValueInfoProto -> (name, elem_type or None, [dim] or None); a dim is an int, a str or None."""
-    name, elem, dims = "", None, None
-    for num, wt, v in _fields(buf, *span):
-        if num == 1 and wt == 2:
-            name = _text(buf, v)
-        elif num == 2 and wt == 2:                       # TypeProto
-            for n2, w2, v2 in _fields(buf, *v):
-                if n2 == 1 and w2 == 2:                  # tensor_type
-                    for n3, w3, v3 in _fields(buf, *v2):
-                        if n3 == 1 and w3 == 0:
-                            elem = v3
-                        elif n3 == 2 and w3 == 2:        # TensorShapeProto
-                            dims = []
-                            for n4, w4, v4 in _fields(buf, *v3):
-                                if n4 == 1 and w4 == 2:  # Dimension
-                                    d = None
-                                    for n5, w5, v5 in _fields(buf, *v4):
-                                        if n5 == 1 and w5 == 0:
-                                            d = v5 - (1 << 64) if v5 >= 1 << 63 else v5
-                                        elif n5 == 2 and w5 == 2:
-                                            d = _text(buf, v5) or None
-                                    dims.append(d)
-    return name, elem, dims
-
-
-def _read_model_info(path):
-    """{'inputs': {name: (elem, dims)}, 'outputs': {...}, 'meta': ModelMetadata} of an .onnx file."""
-    info = {"inputs": {}, "outputs": {}, "meta": ModelMetadata()}
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return info
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            meta = info["meta"]
-            for num, wt, v in _fields(buf, 0, size):
-                if wt == 2 and num in (2, 4, 6):
-                    setattr(meta, {2: "producer_name", 4: "domain", 6: "description"}[num], _text(buf, v))
-                elif num == 5 and wt == 0:
-                    meta.version = v
-                elif num == 14 and wt == 2:              # metadata_props
-                    key = val = ""
-                    for n2, w2, v2 in _fields(buf, *v):
-                        if n2 == 1 and w2 == 2:
-                            key = _text(buf, v2)
-                        elif n2 == 2 and w2 == 2:
-                            val = _text(buf, v2)
-                    meta.custom_metadata_map[key] = val
-                elif num == 7 and wt == 2:               # GraphProto
-                    for n2, w2, v2 in _fields(buf, *v):
-                        if w2 != 2:
-                            continue
-                        if n2 == 2:
-                            meta.graph_name = _text(buf, v2)
-                        elif n2 == 10:
-                            meta.graph_description = _text(buf, v2)
-                        elif n2 in (11, 12):
-                            name, elem, dims = _value_info(buf, v2)
-                            info["inputs" if n2 == 11 else "outputs"][name] = (elem, dims)
-    return info
+def _model_meta(m):
+    """ModelMetadata from the C API's description of the loaded model."""
+    t = lib.wf_onnx_model_meta(m).contents
+    props = {_text(t.prop_keys[i]): _text(t.prop_values[i]) for i in range(t.n_props)}
+    return ModelMetadata(producer_name=_text(t.producer_name), graph_name=_text(t.graph_name),
+                         graph_description=_text(t.graph_doc_string), domain=_text(t.domain),
+                         description=_text(t.doc_string), version=t.model_version, custom_metadata_map=props)
 
 
 class _Value:
     """One model input or output: the C API's wf_onnx_value, with the file's dim names and type."""
     __slots__ = ("name", "output", "dtype", "rank", "dims", "has_default", "arg", "np_dtype")
 
-    def __init__(self, v, file_info):
+    def __init__(self, v):
         self.name = v.name.decode("utf-8", "replace")
         self.output = _lib.Output(v.output.node, v.output.index)
         self.dtype = v.dtype
@@ -310,7 +220,8 @@ class _Value:
         self.dims = tuple(v.dims[i] for i in range(v.rank)) if v.rank >= 0 else None
         self.has_default = bool(v.has_default)
         self.np_dtype = _convert.NP_OF.get(v.dtype)
-        elem, fdims = file_info.get(self.name, (None, None))
+        elem = v.elem_type
+        fdims = [_text(v.dim_names[i]) or None for i in range(v.file_rank)] if v.file_rank >= 0 else None
         typ = _ONNX_TYPE.get(elem) if elem else None
         if typ is None:
             typ = _WF_TYPE.get(v.dtype, "tensor(unknown)")
@@ -318,7 +229,7 @@ class _Value:
             shape = []
         elif fdims is not None and len(fdims) == len(self.dims):
             # the file's names for symbolic dims; weft's dims otherwise (its shape inference may know more)
-            shape = [d if d >= 0 else (f if isinstance(f, str) else None) for d, f in zip(self.dims, fdims)]
+            shape = [d if d >= 0 else f for d, f in zip(self.dims, fdims)]
         else:
             shape = [d if d >= 0 else None for d in self.dims]
         self.arg = NodeArg(self.name, shape, typ)
@@ -405,10 +316,6 @@ class InferenceSession:
             spec, self._providers = _resolve_device(providers, provider_options, device)
             self._device = spec
             self._load(path, spec)
-            try:
-                info = _read_model_info(path)
-            except (ValueError, IndexError, OSError):  # not fatal: names and metadata only
-                info = {"inputs": {}, "outputs": {}, "meta": ModelMetadata()}
         except BaseException:
             self.close()
             raise
@@ -418,12 +325,10 @@ class InferenceSession:
                     os.unlink(tmp)
                 except OSError:
                     pass
-        self._meta = info["meta"]
         m = self._model
-        self._inputs = [_Value(lib.wf_onnx_input(m, i).contents, info["inputs"])
-                        for i in range(lib.wf_onnx_num_inputs(m))]
-        self._outputs = [_Value(lib.wf_onnx_output(m, i).contents, info["outputs"])
-                         for i in range(lib.wf_onnx_num_outputs(m))]
+        self._meta = _model_meta(m)
+        self._inputs = [_Value(lib.wf_onnx_input(m, i).contents) for i in range(lib.wf_onnx_num_inputs(m))]
+        self._outputs = [_Value(lib.wf_onnx_output(m, i).contents) for i in range(lib.wf_onnx_num_outputs(m))]
         self._in_by_name = {v.name: v for v in self._inputs}
         self._out_by_name = {v.name: v for v in self._outputs}
 

@@ -11,7 +11,25 @@
 struct wf_onnx_model {
     int n_in, n_out;
     wf_onnx_value *in, *out;
+    wf_onnx_meta meta;
+    char **owned; /* every string the records above point to */
+    int n_owned, cap_owned;
 };
+
+/* A copy of s ("" for NULL) that m owns; NULL when out of memory. */
+static const char *keep(wf_onnx_model *m, const char *s)
+{
+    if (m->n_owned == m->cap_owned) {
+        int cap = m->cap_owned ? 2 * m->cap_owned : 16;
+        char **v = wf__realloc(m->owned, (size_t)m->cap_owned * sizeof *v, (size_t)cap * sizeof *v);
+        if (!v) return NULL;
+        m->owned = v;
+        m->cap_owned = cap;
+    }
+    char *c = wf__strdup(s ? s : "");
+    if (c) m->owned[m->n_owned++] = c;
+    return c;
+}
 
 static uint64_t hash_str(const char *s)
 {
@@ -80,8 +98,10 @@ static void unique_name(wf_graph *g, const char *want, const char *fallback, cha
 void wf_onnx_model_free(wf_onnx_model *m)
 {
     if (!m) return;
-    for (int i = 0; i < m->n_in; i++) wf__free((char *)m->in[i].name);
-    for (int i = 0; i < m->n_out; i++) wf__free((char *)m->out[i].name);
+    for (int i = 0; i < m->n_owned; i++) wf__free(m->owned[i]);
+    wf__free(m->owned);
+    wf__free((void *)m->meta.prop_keys);
+    wf__free((void *)m->meta.prop_values);
     wf__free(m->in);
     wf__free(m->out);
     wf__free(m);
@@ -91,23 +111,57 @@ int wf_onnx_num_inputs(const wf_onnx_model *m) { return m ? m->n_in : 0; }
 int wf_onnx_num_outputs(const wf_onnx_model *m) { return m ? m->n_out : 0; }
 const wf_onnx_value *wf_onnx_input(const wf_onnx_model *m, int i) { return i >= 0 && i < m->n_in ? &m->in[i] : NULL; }
 const wf_onnx_value *wf_onnx_output(const wf_onnx_model *m, int i) { return i >= 0 && i < m->n_out ? &m->out[i] : NULL; }
+const wf_onnx_meta *wf_onnx_model_meta(const wf_onnx_model *m) { return m ? &m->meta : NULL; }
 
-static void value_info(const Onnx__ValueInfoProto *vi, wf_onnx_value *v)
+/* What the file says of a value: dtype, rank and dims into v (weft's view, which the caller may
+ * replace by inference) and file_rank, dim_names, elem_type (the file's own). */
+static wf_status *value_info(wf_onnx_model *m, const Onnx__ValueInfoProto *vi, wf_onnx_value *v)
 {
     v->dtype = WF_DTYPE_INVALID;
-    v->rank = -1;
+    v->rank = v->file_rank = -1;
     const Onnx__TypeProto *tp = vi->type;
-    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) return NULL;
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-    if (tt->has_elem_type) v->dtype = wf__onnx_dtype(tt->elem_type);
+    if (tt->has_elem_type) {
+        v->dtype = wf__onnx_dtype(tt->elem_type);
+        v->elem_type = tt->elem_type;
+    }
     if (tt->shape && tt->shape->n_dim <= WF_MAX_RANK) {
-        v->rank = (int)tt->shape->n_dim;
+        v->rank = v->file_rank = (int)tt->shape->n_dim;
         for (size_t d = 0; d < tt->shape->n_dim; d++) {
             const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
             v->dims[d] = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && dim->dim_value >= 0
                              ? dim->dim_value : -1;
+            if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && dim->dim_param &&
+                *dim->dim_param && !(v->dim_names[d] = keep(m, dim->dim_param)))
+                return wf__oom("a dim's name", strlen(dim->dim_param));
         }
     }
+    return NULL;
+}
+
+static wf_status *read_meta(wf_onnx_model *m, const Onnx__ModelProto *mp)
+{
+    wf_onnx_meta *t = &m->meta;
+    const Onnx__GraphProto *gp = mp->graph;
+    t->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+    t->model_version = mp->has_model_version ? mp->model_version : 0;
+    if (!(t->producer_name = keep(m, mp->producer_name)) || !(t->producer_version = keep(m, mp->producer_version)) ||
+        !(t->domain = keep(m, mp->domain)) || !(t->doc_string = keep(m, mp->doc_string)) ||
+        !(t->graph_name = keep(m, gp ? gp->name : NULL)) || !(t->graph_doc_string = keep(m, gp ? gp->doc_string : NULL)))
+        return wf__oom("the model's description", 64);
+    size_t n = mp->n_metadata_props;
+    const char **k = wf__calloc(n ? n : 1, sizeof *k), **v = wf__calloc(n ? n : 1, sizeof *v);
+    t->prop_keys = k;
+    t->prop_values = v;
+    if (!k || !v) return wf__oom("the model's metadata", n * 2 * sizeof *k);
+    for (size_t i = 0; i < n; i++) {
+        const Onnx__StringStringEntryProto *e = mp->metadata_props[i];
+        if (!(k[i] = keep(m, e ? e->key : NULL)) || !(v[i] = keep(m, e ? e->value : NULL)))
+            return wf__oom("the model's metadata", 64);
+        t->n_props = (int)i + 1;
+    }
+    return NULL;
 }
 
 static bool is_default_domain(const char *d) { return !d || !*d || !strcmp(d, "ai.onnx"); }
@@ -213,9 +267,9 @@ static wf_status *import_graph(wf__onnx_ctx *c, const Onnx__ModelProto *mp, wf_o
         const Onnx__ValueInfoProto *vi = gp->input[i];
         wf_onnx_value *v = &m->in[m->n_in];
         if (!vi->name || !*vi->name) return wf__status(WF_INVALID_ARGUMENT, "%s: graph input %zu has no name", c->path, i);
-        if (!(v->name = wf__strdup(vi->name))) return wf__oom("the model's inputs", strlen(vi->name));
+        if (!(v->name = keep(m, vi->name))) return wf__oom("the model's inputs", strlen(vi->name));
         m->n_in++;
-        value_info(vi, v);
+        WF__TRY(value_info(m, vi, v));
         const onnx_value *init = val_get(c, vi->name);
         unique_name(c->g, vi->name, "input", name, sizeof name);
         if (init) {
@@ -291,8 +345,9 @@ static wf_status *import_graph(wf__onnx_ctx *c, const Onnx__ModelProto *mp, wf_o
             return wf__status(WF_INVALID_ARGUMENT, "%s: graph output '%s' is not produced by any node", c->path,
                               vi->name ? vi->name : "");
         wf_onnx_value *o = &m->out[m->n_out];
-        if (!(o->name = wf__strdup(vi->name))) return wf__oom("the model's outputs", strlen(vi->name));
+        if (!(o->name = keep(m, vi->name))) return wf__oom("the model's outputs", strlen(vi->name));
         m->n_out++;
+        WF__TRY(value_info(m, vi, o)); /* the file's names and type; dtype and shape: weft's, next */
         o->output = v->out;
         o->dtype = wf_output_dtype(v->out);
         o->rank = wf_output_shape(v->out, o->dims);
@@ -351,6 +406,7 @@ wf_status *wf_onnx_load(const char *path, wf_graph *g, wf_onnx_model **out)
                        (long long)c.opset);
     else
         s = import_graph(&c, mp, m);
+    if (!s) s = read_meta(m, mp);
     ctx_free(&c);
     onnx__model_proto__free_unpacked(mp, &wf__onnx_pb_alloc);
     if (s) {

@@ -121,6 +121,7 @@ def batch_path(tmp_path):
                    [vi("probs", TP.FLOAT, ["N", 5]), vi("pool", TP.FLOAT, ["N", 4, 2, 2])], inits,
                    producer_name="weft-test", doc_string="a conv net")
     m.model_version = 7
+    m.graph.doc_string = "conv, pool, dense"
     helper.set_model_props(m, {"author": "weft"})
     return save(m, tmp_path, "batch.onnx")
 
@@ -230,9 +231,11 @@ def test_inputs_outputs_like_ort(batch_path, int64_path, default_path):
 
 def test_modelmeta(batch_path):
     mine, theirs = wonnx.InferenceSession(batch_path).get_modelmeta(), ort_session(batch_path).get_modelmeta()
-    for k in ("producer_name", "graph_name", "domain", "description", "version", "custom_metadata_map"):
+    for k in ("producer_name", "graph_name", "graph_description", "domain", "description", "version",
+              "custom_metadata_map"):
         assert getattr(mine, k) == getattr(theirs, k), k
     assert mine.custom_metadata_map == {"author": "weft"} and mine.version == 7
+    assert mine.graph_description == "conv, pool, dense" and mine.description == "a conv net"
 
 
 # ---- providers --------------------------------------------------------------------------------------
