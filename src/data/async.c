@@ -490,6 +490,18 @@ static void pmap_wait(pmap_it *m, int64_t *waited0)
     pthread_cond_wait(&m->done, &m->mu);
 }
 
+/* mu held: at the end (everything handed over, nothing more coming) sets *end and unlocks; else waits */
+static bool pmap_end_or_wait(pmap_it *m, int64_t *waited0, bool *end)
+{
+    if (m->in_end && m->head == m->tail && m->reserved == 0) {
+        *end = true;
+        pthread_mutex_unlock(&m->mu);
+        return true;
+    }
+    pmap_wait(m, waited0);
+    return false;
+}
+
 /* mu held: lets the workers on and unlocks */
 static void pmap_handed(pmap_it *m, int64_t waited0)
 {
@@ -557,12 +569,7 @@ static wf_status *bmap_next(pmap_it *m, wf__elem *out, bool *end)
             pmap_handed(m, waited0);
             return s;
         }
-        if (m->in_end && m->head == m->tail && m->reserved == 0) {
-            *end = true;
-            pthread_mutex_unlock(&m->mu);
-            return NULL;
-        }
-        pmap_wait(m, &waited0);
+        if (pmap_end_or_wait(m, &waited0, end)) return NULL;
     }
 }
 
@@ -599,12 +606,7 @@ static wf_status *pmap_next(wf__ds_it *it, wf__elem *out, bool *end)
             pmap_handed(m, waited0);
             return s;
         }
-        if (m->in_end && m->head == m->tail && m->reserved == 0) {
-            *end = true;
-            pthread_mutex_unlock(&m->mu);
-            return NULL;
-        }
-        pmap_wait(m, &waited0);
+        if (pmap_end_or_wait(m, &waited0, end)) return NULL;
     }
 }
 
