@@ -135,6 +135,15 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             rc=$?; tail -n 1 build/test_ops_lstm_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_lstm_$path.log | head -20
             result "release:test_ops:lstm-$path" $rc build/test_ops_lstm_$path.log
         done
+        # the Resize cases and the image pipeline through each column kernel below the CPU's best
+        # (k_misc_resize.c picks AVX-512 where it exists)
+        for path in avx2 plain; do
+            if [ $path = avx2 ] && ! grep -qw avx2 /proc/cpuinfo; then skip "release:resize-$path" "this CPU has no AVX2"; continue; fi
+            { WEFT_CPU_RESIZE=$path timeout 600 build/tests/test_ops build/opcases Resize &&
+              WEFT_CPU_RESIZE=$path timeout 600 build/tests/test_pipeline; } >build/test_resize_$path.log 2>&1
+            rc=$?; tail -n 1 build/test_resize_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_resize_$path.log | head -20
+            result "release:resize-$path" $rc build/test_resize_$path.log
+        done
         if grep -qw avx2 /proc/cpuinfo; then
             WEFT_CPU_LSTM=avx2 timeout 600 build/tests/test_dnnl >build/test_dnnl_lstm_avx2.log 2>&1
             rc=$?; tail -n 1 build/test_dnnl_lstm_avx2.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_dnnl_lstm_avx2.log | head -20
