@@ -703,6 +703,16 @@ static void test_run_into(void)
         for (int i = 0; i < 12; i++) CHECK(buf[i] == 100 + (float)i);
         wf_tensor_free(out[0]);
         wf_tensor_free(out[1]);
+        /* a caller's tensor over the fed bytes is not written (the kernels still read them) */
+        wf_tensor *over_x = NULL;
+        CHECK_OK(wf_tensor_wrap(WF_F32, 1, d, xv, NULL, NULL, &over_x));
+        into[0] = over_x;
+        wf_feed feed_x = {x, over_x};
+        CHECK_OK(wf_session_run(s, &feed_x, 1, fetch, 2, out, &ro));
+        CHECK(out[0] != over_x && xv[0] == -1 && xv[1] == 2 && ((float *)wf_tensor_data(out[1]))[3] == -8);
+        wf_tensor_free(out[0]);
+        wf_tensor_free(out[1]);
+        wf_tensor_free(over_x);
         /* a fetched feed is the fed tensor, never written into the caller's */
         into[0] = row1;
         CHECK_OK(wf_session_run(s, &feed, 1, &x, 1, out, &ro));

@@ -635,6 +635,14 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
         const wf_tensor *t = into[i];
         if (!t || t->device || t->dtype == WF_STRING || !t->data || p->fetch_slot[i] < 0 || p->slot_static[p->fetch_slot[i]])
             continue;
+        /* never over a fed value (the caller's tensor may share its bytes): kernels still read it */
+        bool overlaps = false;
+        for (int f = 0; f < p->n_feeds && !overlaps; f++) {
+            const wf_tensor *x = feeds[f].tensor;
+            const char *a = x && !x->device ? x->data : NULL, *b = t->data;
+            overlaps = a && x->bytes && t->bytes && a < b + t->bytes && b < a + x->bytes;
+        }
+        if (overlaps) continue;
         if (!r.slot_into && !(r.slot_into = wf__calloc(ns ? ns : 1, sizeof *r.slot_into))) break; /* then no into */
         if (!r.slot_into[p->fetch_slot[i]]) r.slot_into[p->fetch_slot[i]] = into[i];
     }
