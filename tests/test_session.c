@@ -713,6 +713,14 @@ static void test_run_into(void)
         wf_tensor_free(out[0]);
         wf_tensor_free(out[1]);
         wf_tensor_free(over_x);
+        /* two fetches' tensors over the same bytes: only the first is written there */
+        into[0] = row1;
+        into[1] = row1;
+        CHECK_OK(wf_session_run(s, &feed, 1, fetch, 2, out, &ro));
+        CHECK(out[0] == row1 && out[1] != row1 && buf[5] == 4 && ((float *)wf_tensor_data(out[1]))[1] == -4);
+        wf_tensor_free(out[0]);
+        wf_tensor_free(out[1]);
+        for (int i = 0; i < 12; i++) buf[i] = 100 + (float)i;
         /* a fetched feed is the fed tensor, never written into the caller's */
         into[0] = row1;
         CHECK_OK(wf_session_run(s, &feed, 1, &x, 1, out, &ro));

@@ -652,7 +652,7 @@ typedef struct wf_run_options {
     /* Appended. When not NULL, into[i] (NULL, or a host tensor of the caller's: a row of a batch, say)
      * is where fetch i is written if the kernel that computes it runs on the CPU and gives exactly that
      * dtype and shape (and the graph has no variables or targets, and into[i] shares no bytes with a fed
-     * tensor): outputs[i] is then a new reference to into[i] itself. Otherwise outputs[i] is a new tensor
+     * tensor or with another fetch's into): outputs[i] is then a new reference to into[i] itself. Otherwise outputs[i] is a new tensor
      * as usual and into[i] is left as it was, so a caller compares outputs[i] with into[i] and copies
      * when they differ. */
     wf_tensor *const *into;

@@ -642,6 +642,12 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
             const char *a = x && !x->device ? x->data : NULL, *b = t->data;
             overlaps = a && x->bytes && t->bytes && a < b + t->bytes && b < a + x->bytes;
         }
+        /* nor over another fetch's (both would be written) */
+        for (int j = 0; j < i && !overlaps; j++) {
+            const wf_tensor *x = r.slot_into && p->fetch_slot[j] >= 0 ? r.slot_into[p->fetch_slot[j]] : NULL;
+            const char *a = x ? x->data : NULL, *b = t->data;
+            overlaps = a && x->bytes && t->bytes && a < b + t->bytes && b < a + x->bytes;
+        }
         if (overlaps) continue;
         if (!r.slot_into && !(r.slot_into = wf__calloc(ns ? ns : 1, sizeof *r.slot_into))) break; /* then no into */
         if (!r.slot_into[p->fetch_slot[i]]) r.slot_into[p->fetch_slot[i]] = into[i];
