@@ -174,6 +174,39 @@ static const char *tmp_file(const char *name, const void *bytes, size_t n)
     return g_tmp;
 }
 
+/* wf__tensor_view_at: a row of a batch shares the batch's bytes and keeps it alive; a view that would
+ * reach outside the base, or over strings, is refused naming the sizes. */
+static void test_tensor_view_at(void)
+{
+    int64_t d[2] = {3, 4}, row = 4, five = 5;
+    float v[12];
+    for (int i = 0; i < 12; i++) v[i] = (float)i;
+    wf_tensor *b = NULL, *r = NULL, *bad = NULL, *s = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 2, d, v, &b));
+    if (!b) return;
+    CHECK_OK(wf__tensor_view_at(b, 2 * 4 * sizeof(float), 1, &row, &r));
+    if (r) {
+        CHECK(wf_tensor_data(r) == (float *)wf_tensor_data(b) + 8);
+        CHECK_INT(wf_tensor_size(r), 4);
+        CHECK(((float *)wf_tensor_data(r))[3] == 11);
+        ((float *)wf_tensor_data(r))[0] = -1; /* the base sees it */
+        CHECK(((float *)wf_tensor_data(b))[8] == -1);
+    }
+    wf_tensor_free(b); /* the view keeps the base's bytes */
+    if (r) CHECK(((float *)wf_tensor_data(r))[1] == 9);
+    CHECK_ERR(wf__tensor_view_at(r, 0, 1, &five, &bad), WF_INVALID_ARGUMENT, "not inside");
+    CHECK_ERR(wf__tensor_view_at(r, sizeof(float), 1, &row, &bad), WF_INVALID_ARGUMENT, "not inside");
+    CHECK_ERR(wf__tensor_view_at(r, 1000, 0, NULL, &bad), WF_INVALID_ARGUMENT, "not inside");
+    CHECK(bad == NULL);
+    const char *strs[2] = {"a", "b"};
+    int64_t two = 2;
+    CHECK_OK(wf_tensor_new_strings(1, &two, strs, NULL, &s));
+    int64_t one = 1;
+    if (s) CHECK_ERR(wf__tensor_view_at(s, 0, 1, &one, &bad), WF_INVALID_ARGUMENT, "string");
+    wf_tensor_free(s);
+    wf_tensor_free(r);
+}
+
 static void test_npy(void)
 {
     int64_t dims[3] = {2, 1, 3};
@@ -515,6 +548,7 @@ int main(void)
     RUN_TEST(test_dtype_names);
     RUN_TEST(test_tensor);
     RUN_TEST(test_tensor_wrap);
+    RUN_TEST(test_tensor_view_at);
     RUN_TEST(test_npy);
     RUN_TEST(test_fault_injection);
     return check_summary();
