@@ -860,6 +860,8 @@ static void test_out_of_memory(void)
             break;
         }
         CHECK_INT(wf_graph_num_nodes(g), 1);
+        if (!strstr(wf_status_message(s), g_good)) CHECK_FAIL_("allocation %d: '%s' does not name the file", n,
+                                                                 wf_status_message(s));
         if (wf_graph_num_nodes(g) != 1) {
             fprintf(stderr, "  after failing allocation %d: %s\n", n, wf_status_message(s));
             wf_status_free(s);

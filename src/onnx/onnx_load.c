@@ -412,7 +412,8 @@ wf_status *wf_onnx_load(const char *path, wf_graph *g, wf_onnx_model **out)
     if (s) {
         wf_onnx_model_free(m);
         wf__graph_truncate(g, first_node);
-        return s;
+        /* every failure names the file (most messages begin with it; an allocation's does not) */
+        return strstr(wf_status_message(s), path) ? s : wf__status_wrap(s, "%s", path);
     }
     *out = m;
     return NULL;
