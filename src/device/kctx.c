@@ -160,8 +160,10 @@ wf_status *wf__kctx_output_reuse(wf__kctx *k, int idx, int in_idx, wf_dtype dtyp
     /* In a run with arenas the plan decides where outputs go: an input's arena bytes are the plan's
      * to reuse, and an output with a slot of its own is written there. */
     bool planned = k->mem && idx >= 0 && idx < k->n_out && k->mem->slot_off[k->mem->out_slot[idx]] >= 0;
-    if (in && !twice && !planned && !output_into(k, idx, dtype, rank, dims) && !wf__tensor_in_arena(in) && (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 &&
-        in->dtype == dtype && in->rank == rank &&
+    /* and never when the output goes to the caller's tensor (wf_run_options.into) */
+    if (in && !twice && !planned && !output_into(k, idx, dtype, rank, dims) && !wf__tensor_in_arena(in) &&
+        (k->in_owned & (1u << in_idx)) && !in->base && wf__tensor_refs(in) == 1 && in->dtype == dtype &&
+        in->rank == rank &&
         (rank == 0 || !memcmp(in->dims, dims, sizeof(int64_t) * (size_t)rank))) {
         WF__TRY(set_output(k, idx, wf_tensor_ref(in)));
         in->version = 0; /* about to be written: no longer the content any stamp named */

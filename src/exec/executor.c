@@ -626,6 +626,13 @@ static wf_trace *make_trace(const wf__run *r)
     return trace_links(r, t) ? t : (wf_trace_free(t), NULL);
 }
 
+/* Whether two host tensors share bytes (NULL or empty ones share none). */
+static bool bytes_overlap(const wf_tensor *x, const wf_tensor *t)
+{
+    const char *a = x && !x->device ? x->data : NULL, *b = t->data;
+    return a && b && x->bytes && t->bytes && a < b + t->bytes && b < a + x->bytes;
+}
+
 wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds, wf_tensor **outputs,
                        wf_tensor *const *into, wf_trace **trace)
 {
@@ -633,21 +640,15 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
     size_t n = (size_t)p->n_nodes, ns = (size_t)p->n_slots;
     for (int i = 0; into && i < p->n_fetches; i++) {
         const wf_tensor *t = into[i];
-        if (!t || t->device || t->dtype == WF_STRING || !t->data || p->fetch_slot[i] < 0 || p->slot_static[p->fetch_slot[i]])
+        if (!t || t->device || t->dtype == WF_STRING || !t->data || p->fetch_slot[i] < 0 ||
+            p->slot_static[p->fetch_slot[i]])
             continue;
         /* never over a fed value (the caller's tensor may share its bytes): kernels still read it */
         bool overlaps = false;
-        for (int f = 0; f < p->n_feeds && !overlaps; f++) {
-            const wf_tensor *x = feeds[f].tensor;
-            const char *a = x && !x->device ? x->data : NULL, *b = t->data;
-            overlaps = a && x->bytes && t->bytes && a < b + t->bytes && b < a + x->bytes;
-        }
+        for (int f = 0; f < p->n_feeds && !overlaps; f++) overlaps = bytes_overlap(feeds[f].tensor, t);
         /* nor over another fetch's (both would be written) */
-        for (int j = 0; j < i && !overlaps; j++) {
-            const wf_tensor *x = r.slot_into && p->fetch_slot[j] >= 0 ? r.slot_into[p->fetch_slot[j]] : NULL;
-            const char *a = x ? x->data : NULL, *b = t->data;
-            overlaps = a && x->bytes && t->bytes && a < b + t->bytes && b < a + x->bytes;
-        }
+        for (int j = 0; j < i && !overlaps; j++)
+            overlaps = r.slot_into && p->fetch_slot[j] >= 0 && bytes_overlap(r.slot_into[p->fetch_slot[j]], t);
         if (overlaps) continue;
         if (!r.slot_into && !(r.slot_into = wf__calloc(ns ? ns : 1, sizeof *r.slot_into))) break; /* then no into */
         if (!r.slot_into[p->fetch_slot[i]]) r.slot_into[p->fetch_slot[i]] = into[i];

@@ -76,17 +76,21 @@ typedef struct rs2 {
 /* One row blend; the u8 form converts in the same expression. Neither contracts a * s0 + b * s1 into an
  * FMA (the compiler would decide by context, and the AVX2 build has none): a fused Cast gives the unfused
  * graph's bits (test_passes test_cast_resize_prologue), and every ISA gives the same. */
+#if defined(__GNUC__) && !defined(__clang__)
 #define RS2_EXACT __attribute__((noinline, optimize("fp-contract=off")))
+#else
+#define RS2_EXACT __attribute__((noinline)) /* clang contracts only within one expression, alike in both */
+#endif
 
-WF__VEC RS2_EXACT static void rs2_blend(float *restrict tmp, const float *s0, const float *s1,
-                                                        float a, float b, int64_t n)
+WF__VEC RS2_EXACT static void rs2_blend(float *restrict tmp, const float *s0, const float *s1, float a, float b,
+                                        int64_t n)
 {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++) tmp[i] = a * s0[i] + b * s1[i];
 }
 
-WF__VEC RS2_EXACT static void rs2_blend_u8(float *restrict tmp, const uint8_t *s0, const uint8_t *s1,
-                                                           float a, float b, int64_t n)
+WF__VEC RS2_EXACT static void rs2_blend_u8(float *restrict tmp, const uint8_t *s0, const uint8_t *s1, float a,
+                                           float b, int64_t n)
 {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++) tmp[i] = a * (float)s0[i] + b * (float)s1[i];
@@ -139,19 +143,33 @@ static void rs2_columns_plain(float *restrict d, const float *tmp, const int32_t
     rs2_columns_any(d, tmp, i0, i1, w0, w1, 0, n);
 }
 
-/* The best form this CPU runs; WEFT_CPU_RESIZE=avx2 or plain picks a lesser one, so that the test suite
- * runs every form on an AVX-512 machine (scripts/run-tests.sh). */
+/* The best form this CPU runs, chosen once; WEFT_CPU_RESIZE=avx2 or plain picks a lesser one, so that
+ * the test suite runs every form on an AVX-512 machine (scripts/run-tests.sh). */
 static rs2_columns_fn rs2_columns(void)
 {
-    const char *e = getenv("WEFT_CPU_RESIZE");
-    if (e && !strcmp(e, "plain")) return rs2_columns_plain;
+    static const rs2_columns_fn forms[3] = {
+        rs2_columns_plain,
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    bool avx2_only = e && !strcmp(e, "avx2");
-    if (__builtin_cpu_supports("avx512f") && !avx2_only) return rs2_columns_avx512;
-    if (__builtin_cpu_supports("avx2")) return rs2_columns_avx2;
+        rs2_columns_avx2, rs2_columns_avx512,
+#else
+        rs2_columns_plain, rs2_columns_plain,
 #endif
-    return rs2_columns_plain;
+    };
+    static atomic_int pick = -1;
+    int f = atomic_load_explicit(&pick, memory_order_relaxed);
+    if (f < 0) {
+        const char *e = getenv("WEFT_CPU_RESIZE");
+        f = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx2")) f = 1;
+        if (__builtin_cpu_supports("avx512f")) f = 2;
+#endif
+        if (e && !strcmp(e, "plain")) f = 0;
+        else if (e && !strcmp(e, "avx2") && f > 1) f = 1;
+        atomic_store_explicit(&pick, f, memory_order_relaxed);
+    }
+    return forms[f];
 }
 
 WF__VEC static void rs2_range(void *arg, int64_t b, int64_t e)
@@ -216,8 +234,8 @@ static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor
             cw[rowout + j] = ww[2 * xo + 1];
         }
         rs2 r = {.x = u8 ? NULL : x->data, .xu8 = u8 ? x->data : NULL, .y = y->data, .hi = idx, .hw = wf,
-                 .ci = ci, .cw = cw, .columns = rs2_columns(), .hin = x->dims[d], .win = x->dims[d + 1], .hout = hout, .wout = wout,
-                 .inner = inner};
+                 .ci = ci, .cw = cw, .columns = rs2_columns(), .hin = x->dims[d], .win = x->dims[d + 1],
+                 .hout = hout, .wout = wout, .inner = inner};
         int64_t outer = wf__numel(d, x->dims), work = (r.win + r.wout) * r.inner;
         int64_t grain = WF__KM_GRAIN / (work > 0 ? work : 1);
         wf__parallel_for(k, outer * hout, grain > 0 ? grain : 1, rs2_range, &r);
