@@ -185,13 +185,17 @@ uint64_t wf__tensor_new_version(void);
 static inline int wf__tensor_refs(const wf_tensor *t) { return atomic_load_explicit(&t->refs, memory_order_acquire); }
 
 /* ---- f32 bit casts, f16 / bf16 inline conversions for kernels ---------------------------------- */
-static inline uint32_t wf__f32_bits(float f)
+/* always_inline: kernels compiled under `#pragma GCC optimize` (k_vmath.h's users) call these, and GCC
+ * does not inline a plain inline function across different optimisation options: it became an
+ * out-of-line call per element and made Swish, Exp, Sigmoid, Tanh and the LSTM cell 2-3x slower. */
+#define WF__BITCAST_INLINE static inline __attribute__((always_inline))
+WF__BITCAST_INLINE uint32_t wf__f32_bits(float f)
 {
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
 }
-static inline float wf__f32_from_bits(uint32_t u)
+WF__BITCAST_INLINE float wf__f32_from_bits(uint32_t u)
 {
     float f;
     memcpy(&f, &u, 4);
@@ -199,8 +203,8 @@ static inline float wf__f32_from_bits(uint32_t u)
 }
 static inline float wf__h2f(uint16_t h) { return wf_f16_to_f32(h); }
 static inline uint16_t wf__f2h(float f) { return wf_f32_to_f16(f); }
-static inline float wf__bf2f(uint16_t h) { return wf__f32_from_bits((uint32_t)h << 16); }
-static inline uint16_t wf__f2bf(float f)
+WF__BITCAST_INLINE float wf__bf2f(uint16_t h) { return wf__f32_from_bits((uint32_t)h << 16); }
+WF__BITCAST_INLINE uint16_t wf__f2bf(float f)
 {
     uint32_t u = wf__f32_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
