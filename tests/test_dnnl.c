@@ -243,13 +243,15 @@ static void test_conv_fused(void)
 /* Out of memory on the 16-bit paths (f32 plane buffers of the pools, the f32 scratch cache of a bf16
  * first-layer convolution and its gradient, a bf16 reduction): every allocation the kernel makes fails
  * once in turn; each call either fails with OUT_OF_MEMORY naming the kernel's need, or gives the
- * unfaulted output bit for bit, and nothing leaks (the scratch cache flushed before counting). */
+ * unfaulted output bit for bit, and nothing leaks (the scratch cache flushed before counting). The pools
+ * take 3x3 windows at stride 2 and the sum a vertical reduction: 2x2 pools at stride 2 and sums over long
+ * runs read bf16 in place and allocate nothing but their output, which the last part checks. */
 static void test_lowp_oom(void)
 {
     unsigned seed = 51;
-    int64_t d_x[4] = {4, 16, 12, 12}, d_y[4] = {4, 16, 6, 6}, d_c[4] = {2, 1, 9, 9}, d_w[4] = {8, 1, 3, 3};
-    int64_t k2[2] = {2, 2};
-    int64_t axes[3] = {0, 2, 3};
+    int64_t d_x[4] = {4, 16, 12, 12}, d_y[4] = {4, 16, 5, 5}, d_c[4] = {2, 1, 9, 9}, d_w[4] = {8, 1, 3, 3};
+    int64_t k3[2] = {3, 3}, s2[2] = {2, 2};
+    int64_t axes[2] = {0, 1};
     for (int which = 0; which < 4; which++) {
         static const char *const ops[4] = {"MaxPool2D", "MaxPool2DGrad", "Conv2D", "ReduceSum"};
         wf_tensor *in[2] = {NULL, NULL};
@@ -260,10 +262,10 @@ static void test_lowp_oom(void)
         kc c;
         kc_init(&c, ops[which], WF_BF16, in, n_in);
         if (which < 2) {
-            kc_set_ints(&c, "kernel_shape", k2, 2);
-            kc_set_ints(&c, "strides", k2, 2);
+            kc_set_ints(&c, "kernel_shape", k3, 2);
+            kc_set_ints(&c, "strides", s2, 2);
         }
-        if (which == 3) kc_set_ints(&c, "axes", axes, 3);
+        if (which == 3) kc_set_ints(&c, "axes", axes, 2);
         wf_tensor *ref = kc_run(&c);
         wf__dn_tmp_flush();
         long live0 = wf__alloc_live(), failed = 0, leaks = 0, wrong = 0;
@@ -294,6 +296,30 @@ static void test_lowp_oom(void)
         CHECK_INT(wrong, 0);
         CHECK_INT(leaks, 0);
         wf_tensor_free(ref);
+        kc_done(&c);
+        for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+    }
+    /* the in-place bf16 paths allocate nothing but their output: a fault on the second allocation never
+     * fires */
+    int64_t d_y2[4] = {4, 16, 6, 6}, k2[2] = {2, 2}, axes3[3] = {0, 2, 3};
+    for (int which = 0; which < 3; which++) {
+        static const char *const ops[3] = {"MaxPool2D", "MaxPool2DGrad", "ReduceSum"};
+        wf_tensor *in[2] = {randn(WF_BF16, 4, d_x, &seed), which == 1 ? randn(WF_BF16, 4, d_y2, &seed) : NULL};
+        kc c;
+        kc_init(&c, ops[which], WF_BF16, in, which == 1 ? 2 : 1);
+        if (which < 2) {
+            kc_set_ints(&c, "kernel_shape", k2, 2);
+            kc_set_ints(&c, "strides", k2, 2);
+        } else {
+            kc_set_ints(&c, "axes", axes3, 3);
+        }
+        long fired0 = wf__faults_fired();
+        wf__fault_inject(2);
+        wf_status *st = c.def->compute(&c.k);
+        wf__fault_inject(0);
+        if (wf__faults_fired() != fired0) CHECK_FAIL_("%s bf16: the in-place path allocated", ops[which]);
+        CHECK(st == NULL);
+        wf_status_free(st);
         kc_done(&c);
         for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
     }

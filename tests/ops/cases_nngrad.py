@@ -231,6 +231,11 @@ POOL_CONFIGS = [
     ("tile3", (1, 2, 10, 11), {"kernel_shape": [3, 3], "strides": [3, 3]}),
     ("tile32_ceil_pad_end", (1, 2, 8, 7), {"kernel_shape": [3, 2], "strides": [3, 2], "pads": [0, 0, 1, 1],
                                            "ceil_mode": 1}),
+    # 2x2 rows of 19 windows (groups of eight, the last eight redone), 5 (two overlapping groups of four,
+    # odd plane) and 3 (zero-padded copies)
+    ("tile2_wide", (1, 3, 6, 38), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ("tile2_five", (2, 3, 11, 11), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ("tile2_narrow", (1, 2, 4, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}),
 ]
 
 
@@ -322,6 +327,28 @@ def pool_grad_cases(rng):
             yield Case("maxpool2d_grad_%s_tiled_nan_inf%s" % (tag, "_ceil" if ceil else ""), "MaxPool2DGrad",
                        [xn.astype(dt), dyt.astype(dt)], [ref_pool_grad("max", xn, dyt, att).astype(dt)], attrs=att,
                        rtol=1e-5, atol=1e-6)
+        xb, dyb = bf16_round(xn), bf16_round(dyt)
+        yield Case("maxpool2d_grad_bf16_tiled_nan_inf%s" % ("_ceil" if ceil else ""), "MaxPool2DGrad", [xb, dyb],
+                   [bf16_round(ref_pool_grad("max", xb, dyb, att))], attrs=att, feed_dtype={0: "bf16", 1: "bf16"},
+                   rtol=1e-2, atol=1e-2)
+    # the same specials in rows of 19 windows (k_nn_grad.c's groups of eight, the last one redone over
+    # windows already done) and of 5 (two overlapping groups of four), NaN and inf in each group
+    for name, shp in (("wide", (1, 4, 6, 38)), ("five", (1, 4, 10, 11))):
+        xw = rng.standard_normal(shp).astype(np.float32)
+        for c, (a, b) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+            for w0 in range(0, shp[3] - 1, 6):
+                xw[0, c, a, w0 + b] = np.nan
+            xw[0, c, 2 + a, shp[3] - 2 + b] = np.nan
+        xw[0, 0, 4:6, 0:4] = -np.inf
+        xw[0, 1, 4, 3], xw[0, 2, 5, shp[3] - 3] = np.inf, -np.inf
+        att = {"kernel_shape": [2, 2], "strides": [2, 2]}
+        dyw = rng.standard_normal((1, 4, shp[2] // 2, shp[3] // 2)).astype(np.float32)
+        yield Case("maxpool2d_grad_f32_tiled_nan_inf_%s" % name, "MaxPool2DGrad", [xw, dyw],
+                   [ref_pool_grad("max", xw, dyw, att).astype(np.float32)], attrs=att, rtol=1e-5, atol=1e-6)
+        xb, dyb = bf16_round(xw), bf16_round(dyw)
+        yield Case("maxpool2d_grad_bf16_tiled_nan_inf_%s" % name, "MaxPool2DGrad", [xb, dyb],
+                   [bf16_round(ref_pool_grad("max", xb, dyb, att))], attrs=att, feed_dtype={0: "bf16", 1: "bf16"},
+                   rtol=1e-2, atol=1e-2)
     # the convolution gradients through oneDNN with NaN and inf: each reaches exactly the taps it feeds
     cx = rng.standard_normal((2, 16, 9, 9)).astype(np.float32)
     cw = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)

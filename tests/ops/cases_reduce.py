@@ -154,6 +154,16 @@ def reduce_cases(rng):
         xb = bf16_round(rand(rng, (4, 6), np.float32, 0.5 if op == "ReduceProd" else 0.0, hi))
         out.append(Case(op + "_bf16", op, [xb, axes_in([1])], [ref_reduce(op, xb, [1], 1)], const=[1],
                         feed_dtype={0: "bf16"}, rtol=2e-2, atol=1e-2))
+        if op in ("ReduceSum", "ReduceMean", "ReduceL2"):
+            # bf16 summed in place over long runs (k_reduce.c's hsum_bf16): a convolution's bias gradient
+            # over N, H, W, runs of 99 and of 4900 (longer than one f32 block of 4096), NaN and inf in two
+            # channels
+            for name, shape in (("runs", (3, 5, 9, 11)), ("long_runs", (2, 3, 70, 70))):
+                xl = bf16_round(rand(rng, shape, np.float32, lo, hi))
+                xl[1, 1, 2, 3], xl[0, 2, 4, 5], xl[1, 2, 0, 0] = np.nan, np.inf, np.inf
+                out.append(Case("%s_bf16_%s_nan_inf" % (op, name), op, [xl, axes_in([0, 2, 3])],
+                                [ref_reduce(op, xl, [0, 2, 3], 0)], attrs={"keepdims": 0}, const=[1],
+                                feed_dtype={0: "bf16"}, rtol=2e-2, atol=2e-2))
         ilo, ihi = (-3, 3) if op == "ReduceProd" else (-100, 100)
         for dt in (np.int32, np.int64):
             xi = rand(rng, (3, 5, 4), dt, ilo, ihi)

@@ -9,6 +9,7 @@
  * are needed. The window rules are ops/nn_window.h's, as in the forward.
  */
 #include "k_dnnl.h"
+#include "k_pool2x2.h"
 
 #include <math.h>
 #include <string.h>
@@ -456,61 +457,63 @@ typedef struct pool_geom {
 MAX_GRAD_LOOP(max_grad_f32, float)
 MAX_GRAD_LOOP(max_grad_f64, double)
 
-/* 2x2 windows at stride 2 over one pair of rows, eight windows at a time, in GCC's vector extensions (each
- * of WF__VEC's clones lowers them to its own ISA): deinterleave the even and odd taps, pick each window's tap
- * by masks (a tap replaces the pick when it is larger, or when it is NaN and the pick is not: the first NaN,
- * else the first strict maximum), and interleave dy under the masks back. Returns the windows done. */
-typedef float wf__v8f __attribute__((vector_size(32)));
-typedef int32_t wf__v8i __attribute__((vector_size(32)));
-/* __builtin_shufflevector (constant lane numbers) is what both GCC 12+ and clang take; GCC's older
- * __builtin_shuffle is GCC-only and broke the clang fuzz build */
-#define WF__SHUF(a, b, idx) __builtin_shufflevector(a, b, idx)
-#define EV 0, 2, 4, 6, 8, 10, 12, 14
-#define OD 1, 3, 5, 7, 9, 11, 13, 15
-#define LO 0, 8, 1, 9, 2, 10, 3, 11
-#define HI 4, 12, 5, 13, 6, 14, 7, 15
-
-static inline __attribute__((always_inline)) void max_grad_2x2_8(const float *r0, const float *r1, const float *g,
-                                                                  float *d0, float *d1)
-{
-    wf__v8f x0, x1, y0, y1, gv;
-    memcpy(&x0, r0, 32), memcpy(&x1, r0 + 8, 32), memcpy(&y0, r1, 32), memcpy(&y1, r1 + 8, 32), memcpy(&gv, g, 32);
-    wf__v8f a = WF__SHUF(x0, x1, EV), b = WF__SHUF(x0, x1, OD);
-    wf__v8f c = WF__SHUF(y0, y1, EV), d = WF__SHUF(y0, y1, OD);
-    wf__v8i tb = (b > a) | ((b != b) & (a == a));
-    wf__v8f m = (wf__v8f)((tb & (wf__v8i)b) | (~tb & (wf__v8i)a));
-    wf__v8i tc = (c > m) | ((c != c) & (m == m));
-    m = (wf__v8f)((tc & (wf__v8i)c) | (~tc & (wf__v8i)m));
-    wf__v8i td = (d > m) | ((d != d) & (m == m)), gb = (wf__v8i)gv;
-    wf__v8f pa = (wf__v8f)(gb & ~(tb | tc | td)), pb = (wf__v8f)(gb & tb & ~tc & ~td);
-    wf__v8f pc = (wf__v8f)(gb & tc & ~td), pd = (wf__v8f)(gb & td), o;
-    o = WF__SHUF(pa, pb, LO), memcpy(d0, &o, 32);
-    o = WF__SHUF(pa, pb, HI), memcpy(d0 + 8, &o, 32);
-    o = WF__SHUF(pc, pd, LO), memcpy(d1, &o, 32);
-    o = WF__SHUF(pc, pd, HI), memcpy(d1 + 8, &o, 32);
-}
-#undef EV
-#undef OD
-#undef LO
-#undef HI
-
-/* All n windows of the row pair: the last partial group of eight goes through zero-padded copies (the
- * planes of small CNNs are 5 to 28 windows wide, so a scalar tail would be most of the work). */
-static inline __attribute__((always_inline)) int64_t max_grad_2x2_f32(const float *r0, const float *r1,
-                                                                      const float *g, float *d0, float *d1, int64_t n)
-{
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) max_grad_2x2_8(r0 + 2 * j, r1 + 2 * j, g + j, d0 + 2 * j, d1 + 2 * j);
-    if (j < n) {
-        float t0[16] = {0}, t1[16] = {0}, tg[8] = {0}, o0[16], o1[16];
-        size_t rem = (size_t)(n - j);
-        memcpy(t0, r0 + 2 * j, 2 * rem * sizeof(float)), memcpy(t1, r1 + 2 * j, 2 * rem * sizeof(float));
-        memcpy(tg, g + j, rem * sizeof(float));
-        max_grad_2x2_8(t0, t1, tg, o0, o1);
-        memcpy(d0 + 2 * j, o0, 2 * rem * sizeof(float)), memcpy(d1 + 2 * j, o1, 2 * rem * sizeof(float));
+/* 2x2 windows at stride 2 over one pair of rows, N (8 or 4) windows at a time in vector extensions
+ * (k_pool2x2.h): deinterleave the even and odd taps, pick each window's tap by masks (a tap replaces the
+ * pick when it is larger, or when it is NaN and the pick is not: the first NaN, else the first strict
+ * maximum), and interleave dy under the masks back. NAME(r0, r1, g, d0, d1): top row r0, bottom row r1,
+ * dy's values g, written to d0 and d1; S is the stored element, LOADN/STOREN k_pool2x2.h's f32 or bf16
+ * loads and stores (bf16 in place: its planes used to go through f32 copies). */
+#define MAX_GRAD_2X2_N(NAME, S, VF, VI, LOADN, STOREN, N, EV, OD, LO, HI)                                  \
+    static inline __attribute__((always_inline)) void NAME(const S *r0, const S *r1, const S *g, S *d0,  \
+                                                           S *d1)                                        \
+    {                                                                                                    \
+        VI x0, x1, y0, y1, gb;                                                                           \
+        LOADN(r0, &x0);                                                                                  \
+        LOADN(r0 + N, &x1);                                                                              \
+        LOADN(r1, &y0);                                                                                  \
+        LOADN(r1 + N, &y1);                                                                              \
+        LOADN(g, &gb);                                                                                   \
+        VF a = (VF)WF__SHUF(x0, x1, EV), b = (VF)WF__SHUF(x0, x1, OD);                                   \
+        VF c = (VF)WF__SHUF(y0, y1, EV), d = (VF)WF__SHUF(y0, y1, OD);                                   \
+        VI tb = (b > a) | ((b != b) & (a == a));                                                         \
+        VF m = (VF)((tb & (VI)b) | (~tb & (VI)a));                                                       \
+        VI tc = (c > m) | ((c != c) & (m == m));                                                         \
+        m = (VF)((tc & (VI)c) | (~tc & (VI)m));                                                          \
+        VI td = (d > m) | ((d != d) & (m == m));                                                         \
+        VI pa = gb & ~(tb | tc | td), pb = gb & tb & ~tc & ~td, pc = gb & tc & ~td, pd = gb & td;        \
+        STOREN(d0, WF__SHUF(pa, pb, LO));                                                                \
+        STOREN(d0 + N, WF__SHUF(pa, pb, HI));                                                            \
+        STOREN(d1, WF__SHUF(pc, pd, LO));                                                                \
+        STOREN(d1 + N, WF__SHUF(pc, pd, HI));                                                            \
     }
-    return n;
-}
+MAX_GRAD_2X2_N(max_grad_2x2_8, float, wf__v8f, wf__v8i, WF__LD8_F32, WF__ST8_F32, 8, WF__EV8, WF__OD8, WF__LO8,
+               WF__HI8)
+MAX_GRAD_2X2_N(max_grad_2x2_4, float, wf__v4f, wf__v4i, WF__LD4_F32, WF__ST4_F32, 4, WF__EV4, WF__OD4, WF__LO4,
+               WF__HI4)
+MAX_GRAD_2X2_N(max_grad_2x2_bf16_8, uint16_t, wf__v8f, wf__v8i, WF__LD8_BF16, WF__ST8_BF16, 8, WF__EV8, WF__OD8,
+               WF__LO8, WF__HI8)
+MAX_GRAD_2X2_N(max_grad_2x2_bf16_4, uint16_t, wf__v4f, wf__v4i, WF__LD4_BF16, WF__ST4_BF16, 4, WF__EV4, WF__OD4,
+               WF__LO4, WF__HI4)
+
+/* All n windows of a row pair (k_pool2x2.h's WF__ROW_2X2) */
+#define MG_GROUP(F, j) F(r0 + 2 * (j), r1 + 2 * (j), g + (j), d0 + 2 * (j), d1 + 2 * (j))
+#define MG_PADDED(F4)                                                                                    \
+    do {                                                                                                 \
+        __typeof__(*d0) t0[8] = {0}, t1[8] = {0}, tg[4] = {0}, o0[8], o1[8];                             \
+        size_t rem = (size_t)n, es = sizeof *d0;                                                         \
+        memcpy(t0, r0, 2 * rem * es), memcpy(t1, r1, 2 * rem * es), memcpy(tg, g, rem * es);             \
+        F4(t0, t1, tg, o0, o1);                                                                          \
+        memcpy(d0, o0, 2 * rem * es), memcpy(d1, o1, 2 * rem * es);                                      \
+    } while (0)
+#define MAX_GRAD_2X2_ROW(NAME, S, F8, F4)                                                                \
+    static inline __attribute__((always_inline)) int64_t NAME(const S *r0, const S *r1, const S *g,      \
+                                                              S *d0, S *d1, int64_t n)                   \
+    {                                                                                                    \
+        WF__ROW_2X2(n, MG_GROUP, F8, F4, MG_PADDED);                                                     \
+        return n;                                                                                        \
+    }
+MAX_GRAD_2X2_ROW(max_grad_2x2_f32, float, max_grad_2x2_8, max_grad_2x2_4)
+MAX_GRAD_2X2_ROW(max_grad_2x2_bf16, uint16_t, max_grad_2x2_bf16_8, max_grad_2x2_bf16_4)
 static inline int64_t max_grad_2x2_f64(const double *r0, const double *r1, const double *g, double *d0, double *d1,
                                        int64_t n)
 {
@@ -523,7 +526,8 @@ static inline int64_t max_grad_2x2_f64(const double *r0, const double *r1, const
  * once, with no zeroing pass and no accumulation. A 2x2 window (the usual training pool) picks its tap
  * with four branch-free compares; other sizes, clipped windows and windows holding a NaN take the
  * general rule above over their own taps. */
-#define MAX_GRAD_TILED(NAME, T, SUF)                                                                            \
+/* S: the stored element, T: the compare type, LD(s): an element as T (dx takes dy's stored values) */
+#define MAX_GRAD_TILED(NAME, S, T, SUF, LD)                                                                     \
     WF__VEC static void NAME(void *arg, int64_t p0, int64_t p1)                                            \
     {                                                                                                      \
         const pool_geom *r = arg;                                                                          \
@@ -531,21 +535,22 @@ static inline int64_t max_grad_2x2_f64(const double *r0, const double *r1, const
         int64_t oh = wn->out[0], ow = wn->out[1], H = r->h, W = r->w, k0 = wn->k[0], k1 = wn->k[1];       \
         int64_t ch = oh * k0 < H ? oh * k0 : H, cw = ow * k1 < W ? ow * k1 : W; /* the covered extent */ \
         for (int64_t p = p0; p < p1; p++) {                                                                \
-            const T *x = (const T *)r->x + p * H * W, *dy = (const T *)r->dy + p * oh * ow;                \
-            T *dx = (T *)r->dx + p * H * W;                                                                \
+            const S *x = (const S *)r->x + p * H * W, *dy = (const S *)r->dy + p * oh * ow;                \
+            S *dx = (S *)r->dx + p * H * W;                                                                \
             for (int64_t yh = 0; yh < oh; yh++) {                                                          \
                 int64_t h0 = yh * k0, nh = h0 + k0 <= H ? k0 : H - h0;                                     \
                 if (nh <= 0) break; /* a ceil-mode window wholly in the end padding passes nothing */     \
-                const T *g = dy + yh * ow;                                                                 \
+                const S *g = dy + yh * ow;                                                                 \
                 int64_t yw = 0;                                                                            \
                 if (k0 == 2 && k1 == 2 && nh == 2) {                                                       \
-                    const T *r0 = x + h0 * W, *r1 = r0 + W;                                                \
-                    T *d0 = dx + h0 * W, *d1 = d0 + W;                                                     \
+                    const S *r0 = x + h0 * W, *r1 = r0 + W;                                                \
+                    S *d0 = dx + h0 * W, *d1 = d0 + W;                                                     \
                     int64_t n2 = ow < W / 2 ? ow : W / 2;                                                  \
                     yw = max_grad_2x2_##SUF(r0, r1, g, d0, d1, n2);                                          \
                     for (; yw < n2; yw++) {                                                                \
                         int64_t w0 = 2 * yw;                                                               \
-                        T a = r0[w0], b = r0[w0 + 1], c = r1[w0], d = r1[w0 + 1], m = a, gv = g[yw];      \
+                        T a = LD(r0[w0]), b = LD(r0[w0 + 1]), c = LD(r1[w0]), d = LD(r1[w0 + 1]), m = a;  \
+                        S gv = g[yw];                                                                      \
                         /* a tap replaces the pick when it is larger, or NaN over a pick that is not */    \
                         int i = 0, t;                                                                      \
                         t = (b > m) | ((b != b) & (m == m)), i = t ? 1 : i, m = t ? b : m;                 \
@@ -558,11 +563,11 @@ static inline int64_t max_grad_2x2_f64(const double *r0, const double *r1, const
                 for (; yw < ow; yw++) {                                                                    \
                     int64_t w0 = yw * k1, nw = w0 + k1 <= W ? k1 : W - w0, arg = h0 * W + w0;              \
                     if (nw <= 0) break;                                                                    \
-                    T acc = x[arg];                                                                        \
+                    T acc = LD(x[arg]);                                                                    \
                     for (int64_t a = 0; a < nh; a++)                                                       \
                         for (int64_t b = 0; b < nw; b++) {                                                 \
                             int64_t e = (h0 + a) * W + w0 + b;                                             \
-                            T v = x[e];                                                                    \
+                            T v = LD(x[e]);                                                                \
                             dx[e] = 0;                                                                     \
                             if (acc == acc && (v > acc || v != v)) acc = v, arg = e;                       \
                         }                                                                                  \
@@ -574,8 +579,10 @@ static inline int64_t max_grad_2x2_f64(const double *r0, const double *r1, const
             for (int64_t e = ch * W; e < H * W; e++) dx[e] = 0;                                            \
         }                                                                                                  \
     }
-MAX_GRAD_TILED(max_grad_tiled_f32, float, f32)
-MAX_GRAD_TILED(max_grad_tiled_f64, double, f64)
+#define LD_AS_IS(v) (v)
+MAX_GRAD_TILED(max_grad_tiled_f32, float, float, f32, LD_AS_IS)
+MAX_GRAD_TILED(max_grad_tiled_f64, double, double, f64, LD_AS_IS)
+MAX_GRAD_TILED(max_grad_tiled_bf16, uint16_t, float, bf16, wf__bf2f)
 
 /* Each output spreads dy / divisor over its window's input taps; the divisor is the forward's (taps in the
  * padded extent for count_include_pad, else taps inside the input). A window with no divisor (its forward
@@ -694,6 +701,12 @@ static wf_status *k_max_pool_grad(wf__kctx *k)
     if (!y->size) return NULL;
     pool_geom r = {.wn = &wn, .h = x->dims[2], .w = x->dims[3]};
     bool tiled = wn.s[0] == wn.k[0] && wn.s[1] == wn.k[1] && wn.d[0] == 1 && wn.d[1] == 1 && !wn.pb[0] && !wn.pb[1];
+    if (tiled && x->dtype == WF_BF16) { /* in place, no f32 copies (max_grad_2x2_bf16) */
+        int64_t planes = y->dims[0] * y->dims[1], per = 2 * r.h * r.w;
+        r.x = x->data, r.dy = dy->data, r.dx = y->data;
+        wf__parallel_for(k, planes, 32768 / (per + 1) + 1, max_grad_tiled_bf16, &r);
+        return NULL;
+    }
     if (tiled) return run_pool_loop(k, &r, x->dtype, x, dy, y, max_grad_tiled_f32, max_grad_tiled_f64);
     return run_pool_loop(k, &r, x->dtype, x, dy, y, max_grad_f32, max_grad_f64);
 }

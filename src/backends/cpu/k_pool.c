@@ -16,6 +16,7 @@
  * loop. GlobalAvgPool is oneDNN's average over the flattened spatial extent.
  */
 #include "k_dnnl.h"
+#include "k_pool2x2.h"
 
 #include <math.h>
 
@@ -261,6 +262,67 @@ WF__VEC static void pool_sep_f32(void *arg, int64_t p0, int64_t p1)
     wf__free(buf);
 }
 
+/* ---- 2x2 max pools at stride 2 ------------------------------------------------------------------------
+ * Windows that tile the plane without padding (the pools of training CNNs): N windows at a time from two
+ * rows in vector extensions (k_pool2x2.h), f32 as is and bf16 in place (its planes went through f32 copies
+ * before). The taps combine in pool_sep_f32's order (the two rows, then the two columns) with sep_max, so
+ * the results are the same bits, NaN included. */
+#define VMAX(VI, p, q)                                                                                     \
+    __extension__({                                                                                        \
+        VI gt_ = (p) > (q), na_ = (p) != (p);                                                              \
+        VI m_ = (gt_ & (VI)(p)) | (~gt_ & (VI)(q));                                                        \
+        (na_ & (VI)(p)) | (~na_ & m_);                                                                     \
+    })
+#define MAX2X2_N(NAME, S, VF, VI, LOADN, STOREN, N, EV, OD)                                                \
+    static inline __attribute__((always_inline)) void NAME(const S *r0, const S *r1, S *y)                 \
+    {                                                                                                      \
+        VI x0, x1, y0, y1;                                                                                 \
+        LOADN(r0, &x0);                                                                                    \
+        LOADN(r0 + N, &x1);                                                                                \
+        LOADN(r1, &y0);                                                                                    \
+        LOADN(r1 + N, &y1);                                                                                \
+        VF a = (VF)WF__SHUF(x0, x1, EV), b = (VF)WF__SHUF(x0, x1, OD);                                     \
+        VF c = (VF)WF__SHUF(y0, y1, EV), d = (VF)WF__SHUF(y0, y1, OD);                                     \
+        VF ue = (VF)VMAX(VI, c, a), uo = (VF)VMAX(VI, d, b);                                               \
+        STOREN(y, VMAX(VI, uo, ue));                                                                       \
+    }
+MAX2X2_N(max2x2_8, float, wf__v8f, wf__v8i, WF__LD8_F32, WF__ST8_F32, 8, WF__EV8, WF__OD8)
+MAX2X2_N(max2x2_4, float, wf__v4f, wf__v4i, WF__LD4_F32, WF__ST4_F32, 4, WF__EV4, WF__OD4)
+MAX2X2_N(max2x2_bf16_8, uint16_t, wf__v8f, wf__v8i, WF__LD8_BF16, WF__ST8_BF16, 8, WF__EV8, WF__OD8)
+MAX2X2_N(max2x2_bf16_4, uint16_t, wf__v4f, wf__v4i, WF__LD4_BF16, WF__ST4_BF16, 4, WF__EV4, WF__OD4)
+
+#define MX_GROUP(F, j) F(r0 + 2 * (j), r1 + 2 * (j), y + (j))
+#define MX_PADDED(F4)                                                                                      \
+    do {                                                                                                   \
+        __typeof__(*y) t0[8] = {0}, t1[8] = {0}, o[4];                                                     \
+        size_t es = sizeof *y;                                                                             \
+        memcpy(t0, r0, 2 * (size_t)n * es), memcpy(t1, r1, 2 * (size_t)n * es);                            \
+        F4(t0, t1, o);                                                                                     \
+        memcpy(y, o, (size_t)n * es);                                                                      \
+    } while (0)
+#define MAX2X2_RANGE(NAME, S, F8, F4)                                                                      \
+    WF__VEC static void NAME(void *arg, int64_t p0, int64_t p1)                                            \
+    {                                                                                                      \
+        const pool_arg *ra = arg;                                                                          \
+        int64_t oh = ra->wn->out[0], n = ra->wn->out[1], H = ra->h, W = ra->w;                             \
+        for (int64_t p = p0; p < p1; p++)                                                                  \
+            for (int64_t yh = 0; yh < oh; yh++) {                                                          \
+                const S *r0 = (const S *)ra->x + (p * H + 2 * yh) * W, *r1 = r0 + W;                      \
+                S *y = (S *)ra->y + (p * oh + yh) * n;                                                     \
+                WF__ROW_2X2(n, MX_GROUP, F8, F4, MX_PADDED);                                               \
+            }                                                                                              \
+    }
+MAX2X2_RANGE(max2x2_f32, float, max2x2_8, max2x2_4)
+MAX2X2_RANGE(max2x2_bf16, uint16_t, max2x2_bf16_8, max2x2_bf16_4)
+
+/* whether a pool is MAX2X2_RANGE's: max, 2x2 at stride 2, no dilation or padding, no window clipped */
+static bool is_max2x2(const pool_arg *r)
+{
+    const wf__nn_window *wn = r->wn;
+    return r->is_max && wn->k[0] == 2 && wn->k[1] == 2 && wn->s[0] == 2 && wn->s[1] == 2 && wn->d[0] == 1 &&
+           wn->d[1] == 1 && !wn->pb[0] && !wn->pb[1] && 2 * wn->out[0] <= r->h && 2 * wn->out[1] <= r->w;
+}
+
 /* ---- oneDNN pooling ------------------------------------------------------------------------------------
  * ONNX's ceil_mode adds output positions whose windows run past the end padding. Giving oneDNN that
  * overhang as extra end padding is exact for max (padding never wins) and for avg_exclude_padding
@@ -489,6 +551,10 @@ wf_status *wf__dn_k_pool(wf__kctx *k)
         bpool_arg br = {&wn, x->dims[2], x->dims[3], v, od[2], od[3], x->data, y->data, r.is_max, r.include_pad};
         int64_t rows = x->dims[0] * (x->dims[1] / v) * od[2];
         wf__parallel_for(k, rows, 32768 / (od[3] * v * wn.k[0] * wn.k[1] + 1) + 1, bpool_range, &br);
+        return NULL;
+    }
+    if ((x->dtype == WF_F32 || x->dtype == WF_BF16) && is_max2x2(&r)) {
+        wf__parallel_for(k, planes, grain, x->dtype == WF_F32 ? max2x2_f32 : max2x2_bf16, &r);
         return NULL;
     }
     if (x->dtype == WF_F32) {
