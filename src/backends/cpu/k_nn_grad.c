@@ -458,42 +458,45 @@ MAX_GRAD_LOOP(max_grad_f32, float)
 MAX_GRAD_LOOP(max_grad_f64, double)
 
 /* 2x2 windows at stride 2 over one pair of rows, N (8 or 4) windows at a time in vector extensions
- * (k_pool2x2.h): deinterleave the even and odd taps, pick each window's tap by masks (a tap replaces the
- * pick when it is larger, or when it is NaN and the pick is not: the first NaN, else the first strict
- * maximum), and interleave dy under the masks back. NAME(r0, r1, g, d0, d1): top row r0, bottom row r1,
- * dy's values g, written to d0 and d1; S is the stored element, LOADN/STOREN k_pool2x2.h's f32 or bf16
- * loads and stores (bf16 in place: its planes used to go through f32 copies). */
-#define MAX_GRAD_2X2_N(NAME, S, VF, VI, LOADN, STOREN, N, EV, OD, LO, HI)                                  \
-    static inline __attribute__((always_inline)) void NAME(const S *r0, const S *r1, const S *g, S *d0,  \
-                                                           S *d1)                                        \
+ * (k_pool2x2.h): the windows' taps, each window's pick by masks (a tap replaces the pick when it is larger,
+ * or when it is NaN and the pick is not: the first NaN, else the first strict maximum), and dy under the
+ * masks back in row order. NAME(r0, r1, g, d0, d1): top row r0, bottom row r1, dy's values g, written to
+ * d0 and d1, f32 or bf16 in place (its planes used to go through f32 copies). */
+#define MG_PICKS(VF, VI, a, b, c, d, gb)                                                                 \
+    VI tb = (b > a) | ((b != b) & (a == a));                                                             \
+    VF m = (VF)((tb & (VI)b) | (~tb & (VI)a));                                                           \
+    VI tc = (c > m) | ((c != c) & (m == m));                                                             \
+    m = (VF)((tc & (VI)c) | (~tc & (VI)m));                                                              \
+    VI td = (d > m) | ((d != d) & (m == m));                                                             \
+    VI pa = gb & ~(tb | tc | td), pb = gb & tb & ~tc & ~td, pc = gb & tc & ~td, pd = gb & td
+#define MAX_GRAD_2X2_F32(NAME, VF, VI, N)                                                                  \
+    static inline __attribute__((always_inline)) void NAME(const float *r0, const float *r1,             \
+                                                           const float *g, float *d0, float *d1)         \
     {                                                                                                    \
-        VI x0, x1, y0, y1, gb;                                                                           \
-        LOADN(r0, &x0);                                                                                  \
-        LOADN(r0 + N, &x1);                                                                              \
-        LOADN(r1, &y0);                                                                                  \
-        LOADN(r1 + N, &y1);                                                                              \
-        LOADN(g, &gb);                                                                                   \
-        VF a = (VF)WF__SHUF(x0, x1, EV), b = (VF)WF__SHUF(x0, x1, OD);                                   \
-        VF c = (VF)WF__SHUF(y0, y1, EV), d = (VF)WF__SHUF(y0, y1, OD);                                   \
-        VI tb = (b > a) | ((b != b) & (a == a));                                                         \
-        VF m = (VF)((tb & (VI)b) | (~tb & (VI)a));                                                       \
-        VI tc = (c > m) | ((c != c) & (m == m));                                                         \
-        m = (VF)((tc & (VI)c) | (~tc & (VI)m));                                                          \
-        VI td = (d > m) | ((d != d) & (m == m));                                                         \
-        VI pa = gb & ~(tb | tc | td), pb = gb & tb & ~tc & ~td, pc = gb & tc & ~td, pd = gb & td;        \
-        STOREN(d0, WF__SHUF(pa, pb, LO));                                                                \
-        STOREN(d0 + N, WF__SHUF(pa, pb, HI));                                                            \
-        STOREN(d1, WF__SHUF(pc, pd, LO));                                                                \
-        STOREN(d1 + N, WF__SHUF(pc, pd, HI));                                                            \
+        WF__TAPS_F32(VF, N, r0, r1, a, b, c, d);                                                         \
+        VI gb;                                                                                           \
+        memcpy(&gb, g, sizeof gb);                                                                       \
+        MG_PICKS(VF, VI, a, b, c, d, gb);                                                                \
+        VI o0 = WF__SHUF(pa, pb, WF__LO##N), o1 = WF__SHUF(pa, pb, WF__HI##N);                           \
+        VI o2 = WF__SHUF(pc, pd, WF__LO##N), o3 = WF__SHUF(pc, pd, WF__HI##N);                           \
+        memcpy(d0, &o0, sizeof o0), memcpy(d0 + N, &o1, sizeof o1);                                      \
+        memcpy(d1, &o2, sizeof o2), memcpy(d1 + N, &o3, sizeof o3);                                      \
     }
-MAX_GRAD_2X2_N(max_grad_2x2_8, float, wf__v8f, wf__v8i, WF__LD8_F32, WF__ST8_F32, 8, WF__EV8, WF__OD8, WF__LO8,
-               WF__HI8)
-MAX_GRAD_2X2_N(max_grad_2x2_4, float, wf__v4f, wf__v4i, WF__LD4_F32, WF__ST4_F32, 4, WF__EV4, WF__OD4, WF__LO4,
-               WF__HI4)
-MAX_GRAD_2X2_N(max_grad_2x2_bf16_8, uint16_t, wf__v8f, wf__v8i, WF__LD8_BF16, WF__ST8_BF16, 8, WF__EV8, WF__OD8,
-               WF__LO8, WF__HI8)
-MAX_GRAD_2X2_N(max_grad_2x2_bf16_4, uint16_t, wf__v4f, wf__v4i, WF__LD4_BF16, WF__ST4_BF16, 4, WF__EV4, WF__OD4,
-               WF__LO4, WF__HI4)
+/* bf16: a lane of dx is its window's left pick in the low half and its right pick in the high half */
+#define MAX_GRAD_2X2_BF16(NAME, VU, VH, VF, VI)                                                          \
+    static inline __attribute__((always_inline)) void NAME(const uint16_t *r0, const uint16_t *r1,       \
+                                                           const uint16_t *g, uint16_t *d0, uint16_t *d1) \
+    {                                                                                                    \
+        WF__TAPS_BF16(VU, VF, r0, r1, a, b, c, d);                                                       \
+        VI gb = (VI)WF__BF16_WIDEN(VU, VH, g);                                                           \
+        MG_PICKS(VF, VI, a, b, c, d, gb);                                                                \
+        VU o0 = ((VU)pa >> 16) | (VU)pb, o1 = ((VU)pc >> 16) | (VU)pd;                                   \
+        memcpy(d0, &o0, sizeof o0), memcpy(d1, &o1, sizeof o1);                                          \
+    }
+MAX_GRAD_2X2_F32(max_grad_2x2_8, wf__v8f, wf__v8i, 8)
+MAX_GRAD_2X2_F32(max_grad_2x2_4, wf__v4f, wf__v4i, 4)
+MAX_GRAD_2X2_BF16(max_grad_2x2_bf16_8, wf__v8u, wf__v8h, wf__v8f, wf__v8i)
+MAX_GRAD_2X2_BF16(max_grad_2x2_bf16_4, wf__v4u, wf__v4h, wf__v4f, wf__v4i)
 
 /* All n windows of a row pair (k_pool2x2.h's WF__ROW_2X2) */
 #define MG_GROUP(F, j) F(r0 + 2 * (j), r1 + 2 * (j), g + (j), d0 + 2 * (j), d1 + 2 * (j))

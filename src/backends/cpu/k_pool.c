@@ -273,23 +273,26 @@ WF__VEC static void pool_sep_f32(void *arg, int64_t p0, int64_t p1)
         VI m_ = (gt_ & (VI)(p)) | (~gt_ & (VI)(q));                                                        \
         (na_ & (VI)(p)) | (~na_ & m_);                                                                     \
     })
-#define MAX2X2_N(NAME, S, VF, VI, LOADN, STOREN, N, EV, OD)                                                \
-    static inline __attribute__((always_inline)) void NAME(const S *r0, const S *r1, S *y)                 \
+/* y[0..N) = the max of N windows: the rows, then the columns, as pool_sep_f32 combines them */
+#define MAX2X2_Z(VI, a, b, c, d) VMAX(VI, (__typeof__(a))VMAX(VI, d, b), (__typeof__(a))VMAX(VI, c, a))
+#define MAX2X2_F32(NAME, VF, VI, N)                                                                          \
+    static inline __attribute__((always_inline)) void NAME(const float *r0, const float *r1, float *y)     \
     {                                                                                                      \
-        VI x0, x1, y0, y1;                                                                                 \
-        LOADN(r0, &x0);                                                                                    \
-        LOADN(r0 + N, &x1);                                                                                \
-        LOADN(r1, &y0);                                                                                    \
-        LOADN(r1 + N, &y1);                                                                                \
-        VF a = (VF)WF__SHUF(x0, x1, EV), b = (VF)WF__SHUF(x0, x1, OD);                                     \
-        VF c = (VF)WF__SHUF(y0, y1, EV), d = (VF)WF__SHUF(y0, y1, OD);                                     \
-        VF ue = (VF)VMAX(VI, c, a), uo = (VF)VMAX(VI, d, b);                                               \
-        STOREN(y, VMAX(VI, uo, ue));                                                                       \
+        WF__TAPS_F32(VF, N, r0, r1, a, b, c, d);                                                           \
+        VI z = MAX2X2_Z(VI, a, b, c, d);                                                                   \
+        memcpy(y, &z, sizeof z);                                                                           \
     }
-MAX2X2_N(max2x2_8, float, wf__v8f, wf__v8i, WF__LD8_F32, WF__ST8_F32, 8, WF__EV8, WF__OD8)
-MAX2X2_N(max2x2_4, float, wf__v4f, wf__v4i, WF__LD4_F32, WF__ST4_F32, 4, WF__EV4, WF__OD4)
-MAX2X2_N(max2x2_bf16_8, uint16_t, wf__v8f, wf__v8i, WF__LD8_BF16, WF__ST8_BF16, 8, WF__EV8, WF__OD8)
-MAX2X2_N(max2x2_bf16_4, uint16_t, wf__v4f, wf__v4i, WF__LD4_BF16, WF__ST4_BF16, 4, WF__EV4, WF__OD4)
+#define MAX2X2_BF16(NAME, VU, VH, VF, VI)                                                                  \
+    static inline __attribute__((always_inline)) void NAME(const uint16_t *r0, const uint16_t *r1,         \
+                                                           uint16_t *y)                                    \
+    {                                                                                                      \
+        WF__TAPS_BF16(VU, VF, r0, r1, a, b, c, d);                                                         \
+        WF__BF16_NARROW(VU, VH, y, MAX2X2_Z(VI, a, b, c, d));                                              \
+    }
+MAX2X2_F32(max2x2_8, wf__v8f, wf__v8i, 8)
+MAX2X2_F32(max2x2_4, wf__v4f, wf__v4i, 4)
+MAX2X2_BF16(max2x2_bf16_8, wf__v8u, wf__v8h, wf__v8f, wf__v8i)
+MAX2X2_BF16(max2x2_bf16_4, wf__v4u, wf__v4h, wf__v4f, wf__v4i)
 
 #define MX_GROUP(F, j) F(r0 + 2 * (j), r1 + 2 * (j), y + (j))
 #define MX_PADDED(F4)                                                                                      \

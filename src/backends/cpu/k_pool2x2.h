@@ -2,11 +2,10 @@
  * 2x2 windows at stride 2 (the pools of training CNNs) in GCC's vector extensions, shared by MaxPool2D
  * (k_pool.c) and MaxPool2DGrad (k_nn_grad.c). Each of WF__VEC's clones lowers them to its own ISA.
  *
- * N windows at a time take 2N inputs of a row as two N-lane vectors; EV/OD deinterleave the windows' even
- * and odd taps, LO/HI interleave N-lane results back into row order. f32 is loaded and stored as is; bf16
- * is widened in registers (exact) and stored back by its top half, which is exact for any value that is a
- * bf16 value already (a maximum, 0, or a dy value), so bf16 reads and writes its tensors in place instead
- * of through f32 copies.
+ * N windows at a time take 2N inputs of each of their two rows (WF__TAPS_*). f32 deinterleaves them with
+ * EV/OD, and LO/HI interleave N-lane results back into row order; bf16 computes in f32 lanes whose values
+ * are bf16 values (exact) and stores their top halves, so that it reads and writes its tensors in place
+ * instead of through f32 copies.
  */
 #ifndef WF_BACKENDS_CPU_K_POOL2X2_H
 #define WF_BACKENDS_CPU_K_POOL2X2_H
@@ -35,40 +34,40 @@ typedef uint32_t wf__v4u __attribute__((vector_size(16)));
 #define WF__LO4 0, 4, 1, 5
 #define WF__HI4 2, 6, 3, 7
 
-/* LD*(p, &v): N stored elements at p as the bits of N f32 lanes; ST*(p, v): N lanes' bits back */
-#define WF__LD8_F32(p, v) memcpy((v), (p), 32)
-#define WF__ST8_F32(p, v)                                                                                \
+/* The four taps of N windows from rows r0 (top) and r1 (bottom) as N-lane f32 vectors a, b (top left and
+ * right) and c, d (bottom). f32: 2N values of each row, deinterleaved (N is 8 or 4, pasted into WF__EV##N:
+ * a list passed as an argument would split into many). bf16: the same 2N values read as N
+ * 32-bit lanes, each holding a window's left tap in its low half and its right tap in its high half, so
+ * the right tap is the lane with its low half cleared and the left tap the lane shifted up: the f32 of a
+ * bf16 value is its bits in the top half (exact), and there is nothing to deinterleave. */
+#define WF__TAPS_F32(VF, N, r0, r1, a, b, c, d)                                                          \
+    VF a, b, c, d;                                                                                       \
     do {                                                                                                 \
-        wf__v8i t_ = (v);                                                                                \
-        memcpy((p), &t_, 32);                                                                            \
+        VF x0_, x1_, y0_, y1_;                                                                           \
+        memcpy(&x0_, (r0), sizeof x0_), memcpy(&x1_, (r0) + N, sizeof x1_);                              \
+        memcpy(&y0_, (r1), sizeof y0_), memcpy(&y1_, (r1) + N, sizeof y1_);                              \
+        a = WF__SHUF(x0_, x1_, WF__EV##N), b = WF__SHUF(x0_, x1_, WF__OD##N);                            \
+        c = WF__SHUF(y0_, y1_, WF__EV##N), d = WF__SHUF(y0_, y1_, WF__OD##N);                            \
     } while (0)
-#define WF__LD4_F32(p, v) memcpy((v), (p), 16)
-#define WF__ST4_F32(p, v)                                                                                \
+#define WF__TAPS_BF16(VU, VF, r0, r1, a, b, c, d)                                                        \
+    VF a, b, c, d;                                                                                       \
     do {                                                                                                 \
-        wf__v4i t_ = (v);                                                                                \
-        memcpy((p), &t_, 16);                                                                            \
+        VU x_, y_;                                                                                       \
+        memcpy(&x_, (r0), sizeof x_), memcpy(&y_, (r1), sizeof y_);                                      \
+        a = (VF)(x_ << 16), b = (VF)(x_ & 0xffff0000u), c = (VF)(y_ << 16), d = (VF)(y_ & 0xffff0000u);  \
     } while (0)
-#define WF__LD8_BF16(p, v)                                                                               \
+/* N bf16 values at p as the bits of N f32 lanes (VH: N uint16_t, VU: N uint32_t) */
+#define WF__BF16_WIDEN(VU, VH, p)                                                                        \
+    __extension__({                                                                                      \
+        VH h_;                                                                                           \
+        memcpy(&h_, (p), sizeof h_);                                                                     \
+        __builtin_convertvector(h_, VU) << 16;                                                           \
+    })
+/* N lanes of f32 bits whose low halves are zero (bf16 values) stored as N bf16 values at p */
+#define WF__BF16_NARROW(VU, VH, p, v)                                                                    \
     do {                                                                                                 \
-        wf__v8h h_;                                                                                      \
-        memcpy(&h_, (p), 16);                                                                            \
-        *(v) = (wf__v8i)(__builtin_convertvector(h_, wf__v8u) << 16);                                   \
-    } while (0)
-#define WF__ST8_BF16(p, v)                                                                               \
-    do {                                                                                                 \
-        wf__v8h h_ = __builtin_convertvector((wf__v8u)(v) >> 16, wf__v8h);                               \
-        memcpy((p), &h_, 16);                                                                            \
-    } while (0)
-#define WF__LD4_BF16(p, v)                                                                               \
-    do {                                                                                                 \
-        wf__v4h h_;                                                                                      \
-        memcpy(&h_, (p), 8);                                                                             \
-        *(v) = (wf__v4i)(__builtin_convertvector(h_, wf__v4u) << 16);                                   \
-    } while (0)
-#define WF__ST4_BF16(p, v)                                                                               \
-    do {                                                                                                 \
-        wf__v4h h_ = __builtin_convertvector((wf__v4u)(v) >> 16, wf__v4h);                               \
-        memcpy((p), &h_, 8);                                                                             \
+        VH h_ = __builtin_convertvector((VU)(v) >> 16, VH);                                              \
+        memcpy((p), &h_, sizeof h_);                                                                     \
     } while (0)
 
 /* All n windows of a row: G(F8, j) and G(F4, j) do the eight or four windows from window j. Groups of
