@@ -7,7 +7,11 @@
  * (OMP_WAIT_POLICY=PASSIVE, which the weft executables set, see tools/weft/omp_passive.c) about 10-30 us
  * on 2 cores. A kernel the placer estimates below WF__INTRA_MIN_EST therefore runs on the calling
  * thread: on the test models' small layers (MLP, LeNet-5, attention) the region cost more than it saved
- * (LeNet-5 0.40 ms a run with regions, 0.20 ms without).
+ * (LeNet-5 0.40 ms a run with regions, 0.20 ms without). The estimates run low: MobileNetV3-small's
+ * convolutions take 1.4x their estimate alone (median; 22 us estimates are 34-40 us), so at 30 us they
+ * all ran on one thread and a second thread gained that model nothing. At 20 us MobileNetV3-small and
+ * ShuffleNetV2 run 8% faster (levels 2 and 3), the MLP, LeNet-5, MobileNetV2, EfficientNet-B0,
+ * SqueezeNet and GoogLeNet no faster or slower (interleaved runs, bench_ort.py's models).
  *
  * On a machine whose cores other processes keep busy, a region waits at its barrier until every one of
  * its threads got a core, up to a scheduler time slice (milliseconds) per region. So before a parallel
@@ -36,7 +40,7 @@
 #include "device/kernel.h"
 #include "intra.h"
 
-#define WF__INTRA_MIN_EST 30e-6
+#define WF__INTRA_MIN_EST 20e-6
 #define WF__INTRA_WATCH_EST 200e-6
 
 #define WF__INTRA_LATE_NS 150000
