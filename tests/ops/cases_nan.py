@@ -113,10 +113,11 @@ def pool_cases(rng):
         # the oneDNN / vectorised path: many channels and a large plane
         ("large", (2, 16, 32, 32), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
         # k_pool.c's 2x2 max pools at stride 2: rows of 19 windows (groups of eight, the last redone), 5 on
-        # an odd plane (two overlapping groups of four) and 3 (zero-padded copies)
+        # an odd plane (two overlapping groups of four), 3 (zero-padded copies) and 16 (groups of eight)
         ("k2s2_wide", (1, 3, 6, 38), {"kernel_shape": [2, 2], "strides": [2, 2]}),
         ("k2s2_five", (2, 3, 11, 11), {"kernel_shape": [2, 2], "strides": [2, 2]}),
         ("k2s2_narrow", (1, 2, 4, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+        ("k2s2_sixteen", (1, 2, 4, 32), {"kernel_shape": [2, 2], "strides": [2, 2]}),
     ]
     for dt in ("f32", "f64", "f16", "bf16"):
         for name, shape, at in configs:

@@ -232,10 +232,11 @@ POOL_CONFIGS = [
     ("tile32_ceil_pad_end", (1, 2, 8, 7), {"kernel_shape": [3, 2], "strides": [3, 2], "pads": [0, 0, 1, 1],
                                            "ceil_mode": 1}),
     # 2x2 rows of 19 windows (groups of eight, the last eight redone), 5 (two overlapping groups of four,
-    # odd plane) and 3 (zero-padded copies)
+    # odd plane), 3 (zero-padded copies) and 16 (groups of eight only)
     ("tile2_wide", (1, 3, 6, 38), {"kernel_shape": [2, 2], "strides": [2, 2]}),
     ("tile2_five", (2, 3, 11, 11), {"kernel_shape": [2, 2], "strides": [2, 2]}),
     ("tile2_narrow", (1, 2, 4, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ("tile2_sixteen", (1, 2, 4, 32), {"kernel_shape": [2, 2], "strides": [2, 2]}),
 ]
 
 

@@ -13,6 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "k_pool2x2.h reads a bf16 pair as one 32-bit lane with the first value in its low half"
+#endif
+
 typedef float wf__v8f __attribute__((vector_size(32)));
 typedef int32_t wf__v8i __attribute__((vector_size(32)));
 typedef float wf__v4f __attribute__((vector_size(16)));
@@ -77,10 +81,10 @@ typedef uint32_t wf__v4u __attribute__((vector_size(16)));
  * most of the work. */
 #define WF__ROW_2X2(n, G, F8, F4, PADDED)                                                                \
     do {                                                                                                 \
-        int64_t j_ = 0;                                                                                  \
-        for (; j_ + 8 <= (n); j_ += 8) G(F8, j_);                                                        \
-        if (j_ < (n) && (n) >= 8) {                                                                      \
-            G(F8, (n) - 8);                                                                              \
+        if ((n) >= 8) {                                                                                  \
+            int64_t j_ = 0;                                                                              \
+            for (; j_ + 8 <= (n); j_ += 8) G(F8, j_);                                                    \
+            if (j_ < (n)) G(F8, (n) - 8);                                                                \
         } else if ((n) >= 4) {                                                                           \
             G(F4, 0);                                                                                    \
             if ((n) > 4) G(F4, (n) - 4);                                                                 \
