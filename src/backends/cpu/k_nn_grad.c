@@ -4,7 +4,8 @@
  * backward-data and backward-weights primitives in f32 and, where the CPU computes bf16 natively, in bf16
  * (f16, and bf16 elsewhere, through f32), cached per node and
  * shape like the forward's (k_dnnl_conv.c); f64, empty tensors and any geometry oneDNN declines run
- * direct loops. The pools are direct loops in f32 and f64 (f16 and bf16 in f32). Each parallel task of a
+ * direct loops. The pools are direct loops in f32 and f64 (f16 and bf16 in f32; the 2x2 max pools'
+ * gradient reads and writes bf16 in place, k_pool2x2.h). Each parallel task of a
  * loop owns whole output planes (or filter slices), so no two tasks write the same element and no atomics
  * are needed. The window rules are ops/nn_window.h's, as in the forward.
  */

@@ -12,8 +12,10 @@
  * again, on the layout it already has.
  *
  * bf16 and f16 take the same kernel a plane at a time (lowp_pool_planes); they used to take oneDNN's
- * bf16 pooling after a scan for NaN, 5x slower than f32 in a bf16 CNN's training step. f64 is a direct C
- * loop. GlobalAvgPool is oneDNN's average over the flattened spatial extent.
+ * bf16 pooling after a scan for NaN, 5x slower than f32 in a bf16 CNN's training step. Max pools of 2x2
+ * windows at stride 2 that tile the plane (a training CNN's) take their own vector kernels instead, f32
+ * and bf16 in place (k_pool2x2.h). f64 is a direct C loop. GlobalAvgPool is oneDNN's average over the
+ * flattened spatial extent.
  */
 #include "k_dnnl.h"
 #include "k_pool2x2.h"
