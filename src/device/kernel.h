@@ -55,6 +55,12 @@ static inline int wf__ew_kind(const wf__ew_program *pg, int i)
 typedef void (*wf__range_fn)(void *arg, int64_t begin, int64_t end);
 void wf__parallel_for(wf__kctx *k, int64_t n, int64_t grain, wf__range_fn fn, void *arg);
 
+/* body(arg, t, T) on each thread t of an OpenMP team of at most `threads` (T of them ran), returning
+ * when all are done. The caller holds the intra-op flag (wf__intra_begin) or is wf__parallel_for. The
+ * hand-over to and from the team is stated to ThreadSanitizer (libgomp's own is invisible to it). */
+typedef void (*wf__team_fn)(void *arg, int t, int T);
+void wf__omp_team(int threads, wf__team_fn body, void *arg);
+
 struct wf__kctx {
     const char *node;            /* node name, for messages */
     const wf__op_def *op;

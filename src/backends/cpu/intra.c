@@ -161,11 +161,54 @@ static bool big_enough(const wf__kctx *k) { return !(k->est > 0) || k->est >= WF
 
 int wf__kctx_threads(const wf__kctx *k) { return k->intra && big_enough(k) ? k->intra->threads : 1; }
 
+/* The team's hand-over. libgomp passes a region's data to its pooled threads through its own futexes,
+ * which ThreadSanitizer does not see: it took the workers' reads of a region's arguments, written by the
+ * caller just before, for races (an intermittent failure of tsan:test_overlap). So the region itself is not
+ * instrumented (GCC's outlined body inherits the attribute), and each member first acquires g_fork, which
+ * the caller released before the region, and last releases the job's `joined`, which the caller acquires
+ * after it: the order libgomp guarantees, in a form TSan checks. Two atomics a thread per region. */
+typedef struct {
+    wf__team_fn body;
+    void *arg;
+    atomic_int joined;
+} team_job;
+
+static atomic_int g_fork;
+
+__attribute__((noinline)) static void team_member(team_job *j, int t, int T)
+{
+    (void)atomic_load_explicit(&g_fork, memory_order_acquire);
+    j->body(j->arg, t, T);
+    atomic_fetch_add_explicit(&j->joined, 1, memory_order_release);
+}
+
+__attribute__((no_sanitize_thread)) static void team_region(team_job *j, int threads)
+{
+#pragma omp parallel num_threads(threads)
+    team_member(j, omp_get_thread_num(), omp_get_num_threads());
+}
+
+void wf__omp_team(int threads, wf__team_fn body, void *arg)
+{
+    team_job j = {body, arg, 0};
+    atomic_fetch_add_explicit(&g_fork, 1, memory_order_release);
+    team_region(&j, threads);
+    (void)atomic_load_explicit(&j.joined, memory_order_acquire);
+}
+
 typedef struct {
     wf__range_fn fn;
     void *arg;
-    int64_t n, chunk;
+    int64_t n;
 } par_job;
+
+/* Contiguous equal blocks, one per thread: the loops we run are uniform in cost. */
+static void par_block(void *arg, int t, int T)
+{
+    const par_job *p = arg;
+    int64_t b = p->n * t / T, e = p->n * (t + 1) / T;
+    if (b < e) p->fn(p->arg, b, e);
+}
 
 void wf__parallel_for(wf__kctx *k, int64_t n, int64_t grain, wf__range_fn fn, void *arg)
 {
@@ -184,14 +227,9 @@ void wf__parallel_for(wf__kctx *k, int64_t n, int64_t grain, wf__range_fn fn, vo
         fn(arg, 0, n);
         return;
     }
-    /* Contiguous equal blocks, one per thread: the loops we run are uniform in cost. */
     region g = region_begin(k->est, nt);
-#pragma omp parallel num_threads(nt)
-    {
-        int t = omp_get_thread_num(), T = omp_get_num_threads();
-        int64_t b = n * t / T, e = n * (t + 1) / T;
-        if (b < e) fn(arg, b, e);
-    }
+    par_job p = {fn, arg, n};
+    wf__omp_team(nt, par_block, &p);
     region_done(&g);
     atomic_flag_clear_explicit(&in->busy, memory_order_release);
 }

@@ -22,7 +22,6 @@
 #include "backends/cpu/k_dnnl.h"
 #include "backends/cpu/k_rnn_image.h"
 
-#include <omp.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -158,7 +157,6 @@ static wf_status *ls_pack(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void
 }
 
 static atomic_int_least64_t g_runs, g_rows, g_chunks;
-static atomic_int g_fork;
 
 void wf__lstm_stats(int64_t *runs, int64_t *rows, int64_t *chunks)
 {
@@ -198,7 +196,6 @@ typedef struct ls_run {
     const float **xr;                 /* [threads][N] row pointers */
     ls_bar bar;
     int team;                         /* the threads that ran it */
-    atomic_int joined;                /* threads done (the region's join, for ThreadSanitizer) */
 } ls_run;
 
 /* offsets of [t][b] in X, [t][d][b] in Y and [d][b] in the states, for the layout */
@@ -214,9 +211,9 @@ static int64_t ls_s(const wf__lstm_dims *d, int64_t dir, int64_t b) { return (d-
  * (wf__lstm_own asks for at most N / 4 threads by rows, at most nc by chunks). The rows of a
  * batch are independent sequences, so a split of the rows needs no barrier; a split of the chunks (batches
  * too small to share) meets at one after every step, since a step reads every unit of h_{t-1}. */
-static void ls_thread(ls_run *u, int tid, int T)
+static void ls_thread(void *arg, int tid, int T)
 {
-    (void)atomic_load_explicit(&g_fork, memory_order_acquire); /* first: see ls_region */
+    ls_run *u = arg;
     const wf__lstm_dims *d = u->d;
     int64_t V = u->V, Hp = u->Hp, N = d->batch, H = d->hs, S = d->seq, I = d->in, nc = u->nc;
     int64_t b0 = 0, b1 = N, c0 = 0, c1 = nc;
@@ -257,18 +254,8 @@ static void ls_thread(ls_run *u, int tid, int T)
             if (u->Yc) memcpy(u->Yc + ls_s(d, dir, b) + j0, u->cbuf + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
         }
     }
-    atomic_fetch_add_explicit(&u->joined, 1, memory_order_release);
 }
 
-/* The parallel region. libgomp hands the region's data to its pooled threads in ways ThreadSanitizer does not
- * see, so this function (and GCC's outlined body of the region, which inherits the attribute) is not
- * instrumented, and ls_thread states the order the hand-over guarantees: an acquire of g_fork, which the
- * caller released before, and a release of u->joined, which the caller acquires after. */
-__attribute__((no_sanitize_thread)) static void ls_region(ls_run *u, int threads)
-{
-#pragma omp parallel num_threads(threads)
-    ls_thread(u, omp_get_thread_num(), omp_get_num_threads());
-}
 #endif
 
 wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
@@ -306,14 +293,12 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
     if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sizeof(float) * fl + sizeof(float *) * rows, (void **)&abuf))) goto done;
     ls_run u = {d, V, Hp, nc, by_rows, wbuf, k->in[0]->data, wf__ko2_has(k, 5) ? k->in[5]->data : NULL,
                 wf__ko2_has(k, 6) ? k->in[6]->data : NULL, Y->data, Yh ? Yh->data : NULL, Yc ? Yc->data : NULL,
-                abuf, abuf + 2 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, 1, 0};
+                abuf, abuf + 2 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, 1};
     if (threads == 1) {
         ls_thread(&u, 0, 1);
     } else {
         int tok = wf__intra_begin(k);
-        atomic_fetch_add_explicit(&g_fork, 1, memory_order_release);
-        ls_region(&u, threads);
-        (void)atomic_load_explicit(&u.joined, memory_order_acquire);
+        wf__omp_team(threads, ls_thread, &u);
         wf__intra_end(k, tok);
     }
     atomic_fetch_add(&g_runs, 1);
