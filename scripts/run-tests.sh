@@ -328,7 +328,9 @@ if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
                 setarch "$(uname -m)" -R build-tsan/tests/$t >build-tsan/$t.log 2>&1
             rc=$?
             tail -n 1 build-tsan/$t.log
-            [ $rc -ne 0 ] && grep -E 'FAIL|WARNING|ERROR' build-tsan/$t.log | head -20
+            # a failure prints the first report whole (CI keeps only this output, not the log)
+            [ $rc -ne 0 ] && { grep -E 'FAIL|ERROR' build-tsan/$t.log | head -20
+                sed -n '/WARNING: ThreadSanitizer/,/SUMMARY: ThreadSanitizer/p' build-tsan/$t.log | head -80; }
             result "tsan:$t" $rc build-tsan/$t.log
         done
     else
