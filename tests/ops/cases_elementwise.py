@@ -462,6 +462,11 @@ def unary_cases(rng):
                 x = np.linspace({'Exp': -100, 'Elu': -20}.get(op, -12), {'Exp': 88}.get(op, 12), 20001,
                                 dtype=np.float32)
                 yield mk('%s_sweep' % name, op, [x], [out_like(ref(x), 'f32')], attrs=attrs)
+            # Sigmoid's negative tail down to where it rounds to 0, values below 1e-38 included (computed
+            # from exp(-|x|), they are not flushed), at 4 ulp and a subnormal's absolute step
+            if op == 'Sigmoid':
+                x = np.linspace(-104, 30, 40001, dtype=np.float32)
+                yield mk('%s_tail' % name, op, [x], [out_like(ref(x), 'f32')], attrs=attrs, rtol=4.8e-7, atol=3e-45)
         if dts == FLOATS:
             yield err('%s_err_int' % name, op, [rand(rng, (2,), 'i32')], 'INVALID_ARGUMENT', 'floating-point')
         yield err('%s_err_bool' % name, op, [rand(rng, (2,), 'bool')], 'INVALID_ARGUMENT',

@@ -116,6 +116,15 @@ def unary_cases(rng):
     for a in (0.5, 1.702, -1.0):
         yield mk('swish_alpha_%s' % str(a).replace('.', 'p').replace('-', 'm'), 'Swish', [x],
                  [out_like(f64(x) / (1.0 + np.exp(-a * f64(x))), 'f32')], attrs={'alpha': a})
+    # the negative tail, where x * sigmoid(x) is below 1e-38 and then rounds to 0 (not flushed early), and a
+    # sweep at 4 ulp; the kernel is also the fused Conv2D+Swish's pass. With alpha != 1 the reference takes
+    # alpha * x rounded to f32, as the kernel does: exp(t) turns t's rounding (2^-24 relative) into 5e-6
+    # relative error at t = -88, which is the input's, not the kernel's.
+    xt = np.linspace(-104, 20, 40001, dtype=np.float32)
+    for a in (1.0, 1.702):
+        t = f64(np.float32(a) * xt)
+        yield mk('swish_tail_%s' % str(a).replace('.', 'p'), 'Swish', [xt],
+                 [out_like(f64(xt) / (1.0 + np.exp(-t)), 'f32')], attrs={'alpha': a}, rtol=4.8e-7, atol=2e-43)
     xs = rand(rng, (5, 7), 'f64', -3, 3)
     yield mk('shrink_attrs_f64', 'Shrink', [xs],
              [np.where(xs < -1.5, xs + 0.25, np.where(xs > 1.5, xs - 0.25, 0.0))], attrs={'lambd': 1.5, 'bias': 0.25})

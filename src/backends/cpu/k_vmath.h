@@ -73,6 +73,30 @@ static inline float ew_tanhf(float x)
     return a < 0.625f ? small : big;
 }
 
-static inline float ew_sigmoidf(float x) { return 1.0f / (1.0f + ew_expf(-x)); }
+/* exp(u) for u in [-104, 0] (no NaN): the range sigmoid needs. 2^n, n in [-150, 0], is applied as two
+ * factors 2^n1 * 2^n2 as in ew_expf, each a normal number; (n + 150) >> 1 halves a non-negative value,
+ * so the split needs no signed shift. */
+static inline float ew_exp_nonpos(float u)
+{
+    float nf = nearbyintf(u * LOG2E_F);
+    float r = u - nf * LN2_HI_F;
+    r = r - nf * LN2_LO_F;
+    int32_t n = (int32_t)nf, n1 = ((n + 150) >> 1) - 75, n2 = n - n1;
+    return (1.0f + expm1_poly(r)) * wf__f32_from_bits((uint32_t)(n1 + 127) << 23) *
+           wf__f32_from_bits((uint32_t)(n2 + 127) << 23);
+}
+
+/* sigmoid(t) from e = exp(-|t|), which lies in (0, 1]: 1 / (1 + e) for t >= 0 and e / (1 + e) below. No
+ * clamp at the overflow end and no overflow to guard (1 / (1 + exp(-t)) needed both), and the tiny
+ * values of large negative t come out right instead of 0. Within ~3 ulp; NaN stays NaN; -Inf gives 0,
+ * +Inf 1. */
+static inline float ew_sigmoidf(float t)
+{
+    float u = -fabsf(t);
+    u = u > -104.0f ? u : -104.0f; /* NaN too: it must not reach the int conversion */
+    float e = ew_exp_nonpos(u), s = 1.0f / (1.0f + e);
+    float y = t >= 0 ? s : e * s;
+    return t == t ? y : t;
+}
 
 #endif
