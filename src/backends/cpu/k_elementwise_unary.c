@@ -6,6 +6,9 @@
 #include "backends/cpu/k_elementwise.h"
 
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Lets GCC if-convert selects whose arms do floating-point work (tanh's two ranges, the f16 special
  * cases): with trapping math on it refuses to evaluate both arms and the loop stays scalar on AVX2.
@@ -44,9 +47,95 @@ void wf__ew_f32_to_half(const float *src, uint16_t *dst, int64_t n, wf_dtype t) 
 
 /* libm's scalar expf made Swish 3x slower than Sigmoid and Mul as two nodes (EfficientNet-B0: 49
  * Swish nodes, 49 ms of an 85 ms run) */
-WF__VEC void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a)
+WF__VEC static void swish_plain(const float *x, float *y, int64_t n, float a)
 {
     _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = x[i] * ew_sigmoidf(a * x[i]);
+}
+
+WF__VEC static void sigmoid_plain(const float *x, float *y, int64_t n)
+{
+    _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[i] = ew_sigmoidf(x[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* ew_sigmoidf's arithmetic on 16 lanes, with two steps that AVX-512 has an instruction for: 2^n is applied
+ * by vscalefps (subnormal results included, where ew_exp_nonpos needs two factors), and 1 / (1 + e), e in
+ * (0, 1], is a 14-bit reciprocal estimate and one Newton step (about 2^-27 relative) instead of a
+ * division. y = x * sigmoid(a x) for Swish, else sigmoid(x) with NaN kept (the clamp makes a NaN lane a
+ * number; Swish's product with x restores it). One core: Swish 0.34 ns an element against 0.43 for the
+ * portable loop's AVX-512 clone; EfficientNet-B0 (49 Conv2D+Swish) 6.2 against 6.8 ms. Within 3 ulp, as
+ * ew_sigmoidf (cases sigmoid_tail, swish_tail_*; scripts/run-tests.sh runs them on both forms). */
+__attribute__((target("avx512f"))) static void sigmoid_avx512(const float *x, float *y, int64_t n, float a, bool swish)
+{
+    const __m512 va = _mm512_set1_ps(a), lo = _mm512_set1_ps(-104.0f), l2e = _mm512_set1_ps(LOG2E_F);
+    const __m512 hi_ln2 = _mm512_set1_ps(-LN2_HI_F), lo_ln2 = _mm512_set1_ps(-LN2_LO_F);
+    const __m512 one = _mm512_set1_ps(1.0f), two = _mm512_set1_ps(2.0f);
+    const __m512i sign = _mm512_set1_epi32(INT32_MIN);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512 t = _mm512_mul_ps(va, v);
+        /* u = max(-|t|, -104): the second operand when either is NaN */
+        __m512 u = _mm512_max_ps(_mm512_castsi512_ps(_mm512_or_epi32(_mm512_castps_si512(t), sign)), lo);
+        __m512 nf = _mm512_roundscale_ps(_mm512_mul_ps(u, l2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512 r = _mm512_fmadd_ps(nf, lo_ln2, _mm512_fmadd_ps(nf, hi_ln2, u));
+        __m512 q = _mm512_set1_ps(1.0f / 5040);
+        q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f / 720));
+        q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f / 120));
+        q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f / 24));
+        q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f / 6));
+        q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.5f));
+        __m512 e = _mm512_scalef_ps(_mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r), one), nf);
+        __m512 d = _mm512_add_ps(one, e), s = _mm512_rcp14_ps(d);
+        s = _mm512_mul_ps(s, _mm512_fnmadd_ps(d, s, two));
+        s = _mm512_mask_mul_ps(s, _mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_LT_OQ), e, s);
+        if (swish) s = _mm512_mul_ps(v, s);
+        else s = _mm512_mask_mov_ps(s, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), v);
+        _mm512_mask_storeu_ps(y + i, m, s);
+    }
+}
+#endif
+
+/* 1: the AVX-512 loop above; WEFT_CPU_VMATH=plain picks the portable loops (tests, on AVX-512 machines). */
+static int sigmoid_form(void)
+{
+    static atomic_int pick = -1;
+    int f = atomic_load_explicit(&pick, memory_order_relaxed);
+    if (f < 0) {
+        const char *e = getenv("WEFT_CPU_VMATH");
+        f = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        f = __builtin_cpu_supports("avx512f") && !(e && !strcmp(e, "plain"));
+#endif
+        atomic_store_explicit(&pick, f, memory_order_relaxed);
+    }
+    return f;
+}
+
+void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (sigmoid_form()) {
+        sigmoid_avx512(x, y, n, a, true);
+        return;
+    }
+#endif
+    swish_plain(x, y, n, a);
+}
+
+static void sigmoid_f32(const void *x, void *y, int64_t n, const un_params *p)
+{
+    (void)p;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (sigmoid_form()) {
+        sigmoid_avx512(x, y, n, 1.0f, false);
+        return;
+    }
+#endif
+    sigmoid_plain(x, y, n);
 }
 
 /* erf: x * P(x^2) below 1; a degree-12 polynomial in |x| - 2.46 on [1, 3.92] (both least-squares
@@ -202,7 +291,6 @@ UN_V(tanh_f32, float, uint32_t, ew_tanhf(v))
 UN_S(tanh_f64, double, uint64_t, tanh(v))
 static const unop op_tanh = {{FLT_FNS(tanh)}, WF__EW_GRAIN_HEAVY};
 
-UN_V(sigmoid_f32, float, uint32_t, ew_sigmoidf(v))
 UN_S(sigmoid_f64, double, uint64_t, 1.0 / (1.0 + exp(-v)))
 static const unop op_sigmoid = {{FLT_FNS(sigmoid)}, WF__EW_GRAIN_HEAVY};
 
