@@ -8,7 +8,8 @@
  *   three arenas; with one plan cached, the peak is weights + the largest plan's arena;
  * - LRU eviction frees the evicted plan's arena, and its shape runs again afterwards;
  * - elementwise kernels marked in place (WF__K_INPLACE) write over their input 0: fewer buffers, and
- *   the same results as a double reference (test_in_place, test_in_place_chain).
+ *   the same results as a double reference (test_in_place, test_in_place_chain); the CPU's views
+ *   (Reshape and kin) take their input's buffer and are not copied (test_view_in_place).
  *
  * The model is a chain x[B,N] -> MatMul(W1) -> Add(h,h) -> Relu -> MatMul(W2) -> Add(h,h), every value
  * B*N floats with one reader. Its expected arena is worked out here from the shapes: in a chain a value
@@ -366,6 +367,36 @@ static void test_view_alias(void)
     wf_context_free(ctx);
 }
 
+/* A view in place (CPU:0, whose Reshape, Flatten, Squeeze and Unsqueeze kernels are WF__K_INPLACE):
+ * m = x @ W1, v = Reshape(m, [-1, N/2]), r = Relu(v), y = Reshape(r, [-1, N]), fetched. Each node is the
+ * last reader of its input, so every value takes m's buffer: one buffer of B*N*4 bytes, and the views
+ * need no copy. Before, the executor copied each view of an arena value into a slot of its own, which the
+ * plan had given another buffer (3 in all). The values are checked against relu(x @ W1) in double. */
+static void test_view_in_place(void)
+{
+    wf_context *ctx;
+    int dev = open_device(g_spec, g_name, &ctx);
+    if (dev < 0) return;
+    wf_output x, m, v, r, y;
+    wf_graph *g = graph_xw(&x, w1v, &m);
+    CHECK_OK(wf_reshape(g, "halves", m, 2, (int64_t[]){-1, N / 2}, &v));
+    CHECK_OK(wf_relu(g, "relu", v, &r));
+    CHECK_OK(wf_reshape(g, "rows", r, 2, (int64_t[]){-1, N}, &y));
+    wf_session *s = session_on(ctx, g, 0);
+    const int64_t B = 2;
+    double *want = xw_ref(B, w1v);
+    for (int64_t i = 0; i < B * N; i++) want[i] = want[i] > 0 ? want[i] : 0;
+    CHECK_INT(runs_off(s, x, y, B, want, 1e-3), 0);
+    wf_memory_stats d = stats(ctx, dev);
+    CHECK_INT(d.arena_bytes, (uint64_t)B * N * 4);
+    printf("%s views in place: arena %llu bytes = %llu buffer(s) of %llu\n", g_spec, (unsigned long long)d.arena_bytes,
+           (unsigned long long)(d.arena_bytes / (uint64_t)(B * N * 4)), (unsigned long long)B * N * 4);
+    free(want);
+    wf_session_free(s);
+    wf_graph_free(g);
+    wf_context_free(ctx);
+}
+
 /* Working in place: m = x @ W1, q = m * m, r = relu(q), s = sqrt(r), y = s + m. Relu, Sqrt and the Add
  * take the bytes of their input 0 (every backend's elementwise kernels allow it), while m stays live to
  * the end: two buffers of B*N*4 bytes hold every value (on an accelerator the input's copy and q share
@@ -555,6 +586,7 @@ int main(void)
         RUN_TEST(test_lru_eviction);
         RUN_TEST(test_view_alias);
         RUN_TEST(test_in_place);
+        if (!strcmp(g_spec, "CPU:0")) RUN_TEST(test_view_in_place); /* the other devices' views are not in place */
         RUN_TEST(test_assign_not_planned);
         if (strcmp(g_spec, "TESTDEV:0")) RUN_TEST(test_in_place_chain); /* see its comment */
     }

@@ -34,10 +34,12 @@ wf_status *wf__arena_tensor(const struct wf__device *d, const wf__arena_dev *a, 
     return NULL;
 }
 
-/* Where t's bytes are: a comparable address for host and device tensors. */
+/* Whether t's bytes start at the slot's: a comparable address for host and device tensors. A view (t->base)
+ * may be at its slot's bytes too: the plan gave a view's output its input's buffer (WF__K_INPLACE), which it
+ * does only where the view's node is that value's last reader; slots of different buffers never share an
+ * offset, so the address alone says so. */
 static bool same_bytes(const wf_tensor *t, const wf__arena_dev *a, int64_t off)
 {
-    if (t->base) return false; /* a view of something: never the slot's own tensor */
     if (a->host) return t->data == a->host + off;
     return t->dev_chunk == a->chunk && t->dev_offset == a->off + (size_t)off;
 }
