@@ -144,6 +144,15 @@ def reduce_cases(rng):
             xp = rand(rng, (4099, 2, 16))
             out.append(Case("%s_f32_short_runs_parts" % op, op, [xp, axes_in([0, 2])], [ref_reduce(op, xp, [0, 2], 0)],
                             attrs={"keepdims": 0}, const=[1], rtol=1e-5, atol=1e-4))
+        if op in ("ReduceSum", "ReduceMean", "ReduceL2"):
+            # f32 runs of medium length (33 to 256: k_reduce.c's 8-lane loop): a global average pool over 7x7
+            # maps, runs of 33 and of 256, NaN and inf in some of them
+            for name, shape in (("gap7", (2, 64, 7, 7)), ("run33", (5, 3, 33)), ("run256", (3, 2, 256))):
+                xm = rand(rng, shape)
+                xm.reshape(-1)[[5, 400, 777 % xm.size]] = [np.nan, np.inf, -np.inf]
+                ax = [2, 3] if len(shape) == 4 else [2]
+                out.append(Case("%s_f32_mid_%s" % (op, name), op, [xm, axes_in(ax)], [ref_reduce(op, xm, ax, 0)],
+                                attrs={"keepdims": 0}, const=[1], rtol=1e-5, atol=1e-5))
         # dtypes
         xd = rand(rng, (4, 6), np.float64, lo, hi)
         out.append(Case(op + "_f64", op, [xd, axes_in([1])], [ref_reduce(op, xd, [1], 0)],
