@@ -1372,6 +1372,68 @@ static void ref_conv(const double *x, int N, int C, int H, int W, const float *w
 
 static double relu_d(double v) { return isnan(v) ? v : v > 0 ? v : 0; }
 
+/* A GlobalAvgPool of many positions over a blocked channels-last source (k_pool.c's own loop, from 512
+ * positions where the layout is nhwc, as oneDNN picks on AVX-512; oneDNN's pooling elsewhere): Conv2D 1x1
+ * 16 -> 48 channels on 3 images of 40x40, its ReLU, then the pool. The second image holds a NaN, the third
+ * a +Inf; levels 0 and 3 agree with a double reference. */
+static void test_gap_blocked_many(void)
+{
+    enum { N = 3, C = 16, H = 40, W = 40, M = 48 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    static float w[M * C], xv[N * C * H * W];
+    static double xd[N * C * H * W], t[N * M * H * W], want[N * M];
+    uint32_t r = 11;
+    for (int i = 0; i < M * C; i++) w[i] = (float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f;
+    for (int i = 0; i < N * C * H * W; i++) xv[i] = (float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 16384.0f - 2;
+    xv[((1 * C + 2) * H + 7) * W + 9] = NAN; /* image 1: NaN in every output channel (0 * NaN is NaN) */
+    xv[((2 * C + 5) * H + 30) * W + 1] = INFINITY; /* image 2: +Inf in every one, input 5's weights all > 0 */
+    for (int i = 0; i < M; i++) w[i * C + 5] = fabsf(w[i * C + 5]) + 0.1f;
+    for (int i = 0; i < N * C * H * W; i++) xd[i] = xv[i];
+    int oh, ow;
+    ref_conv(xd, N, C, H, W, w, M, 1, 1, 0, 1, NULL, t, &oh, &ow);
+    for (int p = 0; p < N * M; p++) {
+        double acc = 0;
+        for (int i = 0; i < H * W; i++) acc += relu_d(t[p * H * W + i]);
+        want[p] = acc / (H * W);
+    }
+    wf_output x, y, rl, gp;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
+    wf_output in[2] = {x, konst(g, "w", WF_F32, 4, (int64_t[]){M, C, 1, 1}, w)};
+    y = node0(g, "Conv2D", "c", in, 2, NULL, 0);
+    CHECK_OK(wf_relu(g, "r", y, &rl));
+    gp = node0(g, "GlobalAvgPool", "gap", &rl, 1, NULL, 0);
+    for (int level = 0; level <= 3; level += 3) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &gp, 1, &out, NULL));
+        if (out && wf_tensor_size(out) == N * M) {
+            const float *o = wf_tensor_data(out);
+            for (int i = 0; i < N * M; i++) check_same(o[i], want[i], 1e-5 * (1 + fabs(want[i])));
+        } else {
+            CHECK(out != NULL);
+        }
+        char *pl = NULL;
+        if (level == 3 && s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &gp, 1, &pl));
+        if (pl) CHECK_STR_CONTAINS(pl, "gap: (GlobalAvgPool; blocked in)");
+        wf_free(pl);
+        wf_tensor_free(out);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    int nan = 0, inf = 0;
+    for (int i = 0; i < N * M; i++) nan += isnan(want[i]), inf += isinf(want[i]);
+    CHECK(nan == M && inf == M); /* image 0 finite, 1 NaN, 2 +Inf */
+    wf_graph_free(g);
+}
+
 /* A residual block as ResNet's, a depthwise convolution scaled per channel (squeeze-and-excitation's
  * Mul), then a GlobalAvgPool and a strided Conv2D into a
  * MaxPool: at level 3 every value between the first convolution and the last stays blocked (the placement
@@ -2277,6 +2339,7 @@ int main(void)
     RUN_TEST(test_fanout_dump);
     RUN_TEST(test_fold_kernels);
     RUN_TEST(test_layout_blocked);
+    RUN_TEST(test_gap_blocked_many);
     RUN_TEST(test_layout_plain);
     RUN_TEST(test_layout_pool_concat);
     RUN_TEST(test_jit_chain);
