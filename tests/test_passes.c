@@ -38,21 +38,32 @@ static wf_output konst(wf_graph *g, const char *name, wf_dtype dt, int rank, con
 static wf_output node0(wf_graph *g, const char *op, const char *name, const wf_output *in, int n_in, const wf_attr *at,
                        int n_at);
 
-static void run_values(wf_graph *g, int level, wf_output x, const float *xv, int64_t n, wf_output fetch, float *got)
+/* One run of g at an optimisation level with x (f32 of dims xd, values xv) fed and y fetched: the output
+ * (NULL on failure, which the checks report) and, where pl is not NULL, the placement text in *pl. */
+static wf_tensor *run_at_level(wf_graph *g, int level, wf_output x, int rank, const int64_t *xd, const float *xv,
+                               wf_output y, char **pl)
 {
     wf_session_options so;
     wf_session_options_init(&so);
     so.opt_level = level;
     wf_session *s = NULL;
     wf_tensor *xt = NULL, *out = NULL;
+    if (pl) *pl = NULL;
     CHECK_OK(wf_session_new(ctx, g, &so, &s));
-    CHECK_OK(wf_tensor_new(WF_F32, 1, (int64_t[]){n}, xv, &xt));
+    CHECK_OK(wf_tensor_new(WF_F32, rank, xd, xv, &xt));
     wf_feed f = {x, xt};
-    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &fetch, 1, &out, NULL));
-    if (out) memcpy(got, wf_tensor_data(out), sizeof(float) * (size_t)n);
-    wf_tensor_free(out);
+    if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, NULL));
+    if (pl && s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &y, 1, pl));
     wf_tensor_free(xt);
     wf_session_free(s);
+    return out;
+}
+
+static void run_values(wf_graph *g, int level, wf_output x, const float *xv, int64_t n, wf_output fetch, float *got)
+{
+    wf_tensor *out = run_at_level(g, level, x, 1, &n, xv, fetch, NULL);
+    if (out) memcpy(got, wf_tensor_data(out), sizeof(float) * (size_t)n);
+    wf_tensor_free(out);
 }
 
 static void test_default_level(void)
@@ -1405,28 +1416,17 @@ static void test_gap_blocked_many(void)
     CHECK_OK(wf_relu(g, "r", y, &rl));
     gp = node0(g, "GlobalAvgPool", "gap", &rl, 1, NULL, 0);
     for (int level = 0; level <= 3; level += 3) {
-        wf_session_options so;
-        wf_session_options_init(&so);
-        so.opt_level = level;
-        wf_session *s = NULL;
-        wf_tensor *xt = NULL, *out = NULL;
-        CHECK_OK(wf_session_new(ctx, g, &so, &s));
-        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
-        wf_feed f = {x, xt};
-        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &gp, 1, &out, NULL));
+        char *pl;
+        wf_tensor *out = run_at_level(g, level, x, 4, (int64_t[]){N, C, H, W}, xv, gp, &pl);
         if (out && wf_tensor_size(out) == N * M) {
             const float *o = wf_tensor_data(out);
             for (int i = 0; i < N * M; i++) check_same(o[i], want[i], 1e-5 * (1 + fabs(want[i])));
         } else {
             CHECK(out != NULL);
         }
-        char *pl = NULL;
-        if (level == 3 && s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &gp, 1, &pl));
-        if (pl) CHECK_STR_CONTAINS(pl, "gap: (GlobalAvgPool; blocked in)");
+        if (pl && level == 3) CHECK_STR_CONTAINS(pl, "gap: (GlobalAvgPool; blocked in)");
         wf_free(pl);
         wf_tensor_free(out);
-        wf_tensor_free(xt);
-        wf_session_free(s);
     }
     int nan = 0, inf = 0;
     for (int i = 0; i < N * M; i++) nan += isnan(want[i]), inf += isinf(want[i]);
@@ -1684,23 +1684,14 @@ static void layout_pool_concat(bool include_pad)
                                           "cat: (Concat; blocked in, out)",  "ap: (AvgPool2D; blocked in, out)",
                                           "c2: (Conv2D; blocked in)",        NULL};
     for (int level = 0; level <= 3; level += level ? 1 : 2) {
-        wf_session_options so;
-        wf_session_options_init(&so);
-        so.opt_level = level;
-        wf_session *s = NULL;
-        wf_tensor *xt = NULL, *out = NULL;
-        CHECK_OK(wf_session_new(ctx, g, &so, &s));
-        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
-        wf_feed f = {x, xt};
-        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, &c2, 1, &out, NULL));
+        char *pl;
+        wf_tensor *out = run_at_level(g, level, x, 4, (int64_t[]){N, C, H, W}, xv, c2, &pl);
         if (out) {
             CHECK_INT((int)wf_tensor_size(out), N * C * AH * AH);
             const float *o = wf_tensor_data(out);
             for (int i = 0; i < N * C * AH * AH && wf_tensor_size(out) == N * C * AH * AH; i++)
                 check_same(o[i], want[i], 1e-4 * (1 + fabs(want[i])));
         }
-        char *pl = NULL;
-        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &c2, 1, &pl));
         if (pl) {
             for (int i = 0; blocked[i]; i++)
                 if (level == 3) CHECK_STR_CONTAINS(pl, blocked[i]);
@@ -1708,8 +1699,6 @@ static void layout_pool_concat(bool include_pad)
         }
         wf_free(pl);
         wf_tensor_free(out);
-        wf_tensor_free(xt);
-        wf_session_free(s);
     }
     wf_graph_free(g);
 }
