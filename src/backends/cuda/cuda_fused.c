@@ -303,7 +303,7 @@ static const expr g_exprs[] = {
     {"Rsqrt", "1.f / sqrtf(v)", false},
     {"Reciprocal", "1.f / v", false},
     {"Tanh", "tanhf(v)", false},
-    {"Sigmoid", "1.f / (1.f + expf(-v))", false},
+    {"Sigmoid", "v >= 0.f ? 1.f / (1.f + expf(-v)) : expf(v) / (1.f + expf(v))", false}, /* as cuda_kernels.cu */
     {"LeakyRelu", "v < 0.f ? pa * v : v", false},
     {"Elu", "v < 0.f ? pa * expm1f(v) : v", false},
     {"Gelu", "0.5f * v * erfcf(-v * 0.70710678118654752f)", false},
@@ -315,7 +315,7 @@ static const expr g_exprs[] = {
     {"Round", "rintf(v)", false}, /* ties to even */
     {"HardSigmoid", "wf_clamp01(pa * v + pb)", false},
     {"HardSwish", "v * wf_clamp01(v * (1.f / 6.f) + 0.5f)", false},
-    {"Swish", "v / (1.f + expf(-pa * v))", false},
+    {"Swish", "v * (pa * v >= 0.f ? 1.f / (1.f + expf(-pa * v)) : expf(pa * v) / (1.f + expf(pa * v)))", false},
     {NULL, NULL, false},
 };
 

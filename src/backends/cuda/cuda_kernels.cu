@@ -192,7 +192,9 @@ template <typename S> __global__ void k_unary(int op, const S *x, S *y, int64_t 
             case CUK_RSQRT: r = (C)1 / sqrt(v); break;
             case CUK_RECIP: r = (C)1 / v; break;
             case CUK_TANH: r = tanh(v); break;
-            case CUK_SIGMOID: r = (C)1 / ((C)1 + exp(-v)); break;
+            /* exp of a non-positive value only, e/(1+e) below 0, as the CPU's (k_vmath.h): the negative
+             * tail's tiny values are not flushed to 0 by exp(-v) overflowing */
+            case CUK_SIGMOID: r = v >= 0 ? (C)1 / ((C)1 + exp(-v)) : exp(v) / ((C)1 + exp(v)); break;
             case CUK_LEAKY: r = v < 0 ? a * v : v; break;
             case CUK_ELU: r = v < 0 ? a * expm1(v) : v; break;
             /* erfc keeps precision for large negative x, where 1 + erf cancels */
@@ -223,7 +225,11 @@ template <typename S> __global__ void k_unary(int op, const S *x, S *y, int64_t 
             case CUK_MISH: r = v * tanh((v > 0 ? v : (C)0) + log1p(exp(-fabs(v)))); break;
             case CUK_SOFTSIGN: r = v / ((C)1 + fabs(v)); break;
             case CUK_THRELU: r = v > a ? v : (C)0; break; /* NaN fails the comparison and gives 0 */
-            case CUK_SWISH: r = v / ((C)1 + exp(-a * v)); break;
+            case CUK_SWISH: {
+                C t = a * v;
+                r = v * (t >= 0 ? (C)1 / ((C)1 + exp(-t)) : exp(t) / ((C)1 + exp(t)));
+                break;
+            }
             case CUK_SHRINK: r = v < -a ? v + b : v > a ? v - b : (C)0; break;
             case CUK_MDIV: r = v / a; break;
             default: break;

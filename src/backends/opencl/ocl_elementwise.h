@@ -70,12 +70,14 @@
 #define OCLEW_BIN_FLT(X)                                                                                           \
     X(add, "Add", "x + y") X(sub, "Sub", "x - y") X(mul, "Mul", "x * y") X(div, "Div", "x / y")                    \
     X(max, "Maximum", "MAXF(x, y)") X(min, "Minimum", "MINF(x, y)")
+/* Sigmoid and Swish take exp of a non-positive value only, e/(1+e) below 0, as the CPU's (k_vmath.h): the
+ * negative tail's tiny values are not flushed to 0 by exp(-v) overflowing (cases sigmoid_tail, swish_tail_*). */
 #define OCLEW_UN_FLT(X)                                                                                            \
     X(neg, "Neg", "-v") X(abs, "Abs", "fabs(v)")                                                                   \
     X(sign, "Sign", "v > 0 ? (CT)1 : v < 0 ? (CT)-1 : v") /* 0, -0 and NaN map to themselves */                   \
     X(square, "Square", "v * v") X(relu, "Relu", "v < 0 ? (CT)0 : v") /* NaN passes, like maximum(x, 0) */        \
     X(exp, "Exp", "exp(v)") X(log, "Log", "log(v)") X(sqrt, "Sqrt", "sqrt(v)") X(rsqrt, "Rsqrt", "(CT)1 / sqrt(v)") \
-    X(recip, "Reciprocal", "(CT)1 / v") X(tanh, "Tanh", "tanh(v)") X(sigmoid, "Sigmoid", "(CT)1 / ((CT)1 + exp(-v))") \
+    X(recip, "Reciprocal", "(CT)1 / v") X(tanh, "Tanh", "tanh(v)") X(sigmoid, "Sigmoid", "v >= 0 ? (CT)1 / ((CT)1 + exp(-v)) : exp(v) / ((CT)1 + exp(v))") \
     X(leaky, "LeakyRelu", "v < 0 ? pa * v : v") X(elu, "Elu", "v < 0 ? pa * expm1(v) : v")                         \
     /* erfc keeps precision for large negative x, where 1 + erf cancels */                                         \
     X(gelu, "Gelu", "K(0.5) * v * erfc(-v * K(0.70710678118654752))")                                              \
@@ -87,7 +89,7 @@
 /* the math group's activations the generated kernels take */
 #define OCLEW_ACT_FLT(X)                                                                                           \
     X(hsig, "HardSigmoid", "clamp01(pa * v + pb)") X(hswish, "HardSwish", "v * clamp01(v * ((CT)1 / (CT)6) + K(0.5))") \
-    X(swish, "Swish", "v / ((CT)1 + exp(-pa * v))")
+    X(swish, "Swish", "v * (pa * v >= 0 ? (CT)1 / ((CT)1 + exp(-pa * v)) : exp(pa * v) / ((CT)1 + exp(pa * v)))")
 
 /* Build options for a program specialised to dtype t (0: none). Division and sqrt are correctly
  * rounded, as on the CPU; no fast-math flag is ever given, so NaN and infinities keep IEEE meaning. */
