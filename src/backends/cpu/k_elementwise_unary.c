@@ -4,6 +4,7 @@
  * f16/bf16 run the f32 loops over blocks converted to f32 and back.
  */
 #include "backends/cpu/k_elementwise.h"
+#include "backends/cpu/k_isa.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -98,21 +99,12 @@ __attribute__((target("avx512f"))) static void sigmoid_avx512(const float *x, fl
 }
 #endif
 
-/* 1: the AVX-512 loop above; WEFT_CPU_VMATH=plain picks the portable loops (tests, on AVX-512 machines). */
+/* 1: the AVX-512 loop above; WEFT_CPU_VMATH=plain (or avx2) picks the portable loops (tests, on AVX-512
+ * machines). */
 static int sigmoid_form(void)
 {
     static atomic_int pick = -1;
-    int f = atomic_load_explicit(&pick, memory_order_relaxed);
-    if (f < 0) {
-        const char *e = getenv("WEFT_CPU_VMATH");
-        f = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-        __builtin_cpu_init();
-        f = __builtin_cpu_supports("avx512f") && !(e && !strcmp(e, "plain"));
-#endif
-        atomic_store_explicit(&pick, f, memory_order_relaxed);
-    }
-    return f;
+    return wf__cpu_form(&pick, "WEFT_CPU_VMATH", "plain") == WF__FORM_AVX512;
 }
 
 void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a)

@@ -4,6 +4,7 @@
  * time: each resized axis gets a table of source taps and weights per output position, which
  * reproduces the ONNX reference's neighbour choice (edge padding, ties to the left pixel).
  */
+#include "backends/cpu/k_isa.h"
 #include "backends/cpu/k_misc.h"
 #include "ops/kutil_resize.h"
 
@@ -156,19 +157,7 @@ static rs2_columns_fn rs2_columns(void)
 #endif
     };
     static atomic_int pick = -1;
-    int f = atomic_load_explicit(&pick, memory_order_relaxed);
-    if (f < 0) {
-        const char *e = getenv("WEFT_CPU_RESIZE");
-        f = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2")) f = 1;
-        if (__builtin_cpu_supports("avx512f")) f = 2;
-#endif
-        if (e && !strcmp(e, "plain")) f = 0;
-        else if (e && !strcmp(e, "avx2") && f > 1) f = 1;
-        atomic_store_explicit(&pick, f, memory_order_relaxed);
-    }
+    int f = wf__cpu_form(&pick, "WEFT_CPU_RESIZE", "plain");
     return forms[f];
 }
 

@@ -20,6 +20,7 @@
  * WEFT_CPU_LSTM=dnnl (oneDNN's primitive) or avx2 (this kernel's AVX2 form) forces a path (tests).
  */
 #include "backends/cpu/k_dnnl.h"
+#include "backends/cpu/k_isa.h"
 #include "backends/cpu/k_rnn_image.h"
 
 #include <sched.h>
@@ -69,20 +70,16 @@ static wf_status *ls_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_pri
 /* Lanes of the kernel this process runs: 16, 8, or 0 (none: oneDNN or the f64 loop). */
 static int ls_lanes(void)
 {
-    static atomic_int v = -1;
-    int x = atomic_load_explicit(&v, memory_order_relaxed);
-    if (x >= 0) return x;
-    x = 0;
 #ifdef LS_HAVE_ISA
-    __builtin_cpu_init();
-    bool a512 = __builtin_cpu_supports("avx512f"), a2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    const char *e = getenv("WEFT_CPU_LSTM");
-    if (e && !strcmp(e, "dnnl")) x = 0;
-    else if (e && !strcmp(e, "avx2")) x = a2 ? 8 : 0;
-    else x = a512 ? 16 : a2 ? 8 : 0;
+    static atomic_int v = -1;
+    switch (wf__cpu_form(&v, "WEFT_CPU_LSTM", "dnnl")) {
+    case WF__FORM_AVX512: return 16;
+    case WF__FORM_AVX2: return __builtin_cpu_supports("fma") ? 8 : 0;
+    default: return 0;
+    }
+#else
+    return 0;
 #endif
-    atomic_store_explicit(&v, x, memory_order_relaxed);
-    return x;
 }
 
 /*
