@@ -183,6 +183,7 @@ wf_status *wf_session_new(wf_context *ctx, wf_graph *g, const wf_session_options
     s->place.no_fusion = !wf__opt_fuses(&s->opt);
     s->place.layout = wf__opt_layout(&s->opt);
     s->place.no_jit = !wf__opt_jit(&s->opt);
+    s->place.no_residual = !wf__opt_residual(&s->opt);
     s->opt.eval = eval_graph;
     s->opt.eval_arg = s;
     if (ws) {

@@ -338,7 +338,7 @@ static void test_options_and_dump(void)
     s = NULL;
     so.disable_passes = "bogus";
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
-              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, conv_crop, fuse, jit, layout)");
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, conv_crop, fuse, residual, jit, layout)");
     so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -1525,9 +1525,10 @@ static void test_layout_blocked(void)
     for (int p = 0; p < N * C; p++) nan_seen += isnan(want_m[p]);
     CHECK(nan_seen > 0 && nan_seen < N * C); /* the specials reach the outputs, and not all of them */
 
-    static const char *const blocked[] = {"c1: (Conv2D+Relu; blocked out)", "c2: (Conv2D; blocked in, out)",
-                                          /* the residual Add and its Relu, one generated kernel (lower/jit.c) */
-                                          "r: (FusedElementwise+Add+Relu; blocked in, out)",
+    static const char *const blocked[] = {"c1: (Conv2D+Relu; blocked out)",
+                                          /* the residual Add and its Relu, summed by the convolution
+                                           * (test_residual has it unfused too) */
+                                          "c2: (Conv2D+Add+Relu; blocked in, out)",
                                           "dw: (Conv2D; blocked in, out)", "se: (Mul; blocked in, out)",
                                           "gap: (GlobalAvgPool; blocked in)",
                                           "c3: (Conv2D; blocked in)", "mp: (MaxPool2D)", NULL};
@@ -1584,6 +1585,144 @@ static void test_layout_blocked(void)
     wf_free(pl);
     wf_tensor_free(xt);
     wf_session_free(s);
+    wf_graph_free(g);
+}
+
+/* Residual Adds taken into convolutions (lowering's "residual", level 2): the Conv2D adds the other operand
+ * inside oneDNN's primitive (a sum post-op, or in its reorder to plain NCHW) and a following Relu applies
+ * after the sum. Five blocks, each against a double-precision reference with NaN and infinities in one
+ * image, at levels 0, 2 and 3 and at 3 with "residual" disabled:
+ * - b0: the residual is the fed x itself (never written: the caller's tensor is checked unchanged);
+ * - b1: 1x1 convolution + Add(conv, r0) + Relu, ResNet's identity shortcut;
+ * - b2: 3x3 convolution + BiasAdd, the residual as the Add's first operand, no Relu, and the residual
+ *   also the convolution's own X (so it cannot be written in place);
+ * - b3: two convolutions into one Add (a downsampling block): the first takes it, not both;
+ * - b4: a residual read again after the Add (by a Mul), which must survive the convolution. */
+static void test_residual(void)
+{
+    enum { N = 2, C = 16, H = 5, W = 5, P = N * C * H * W };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    static float xv[P], x0[P], wg[C * C], wa[C * C * 9], ba[C], wb[C * C], wc[C * C * 9], bc[C], wd[C * C], we[C * C],
+        wf[C * C];
+    uint32_t r = 11;
+#define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
+    float *ws[] = {wg, wb, wd, we, wf};
+    for (int k = 0; k < 5; k++)
+        for (int i = 0; i < C * C; i++) ws[k][i] = RND() * 0.5f;
+    for (int i = 0; i < C * C * 9; i++) wa[i] = RND() * 0.3f, wc[i] = RND() * 0.3f;
+    for (int i = 0; i < C; i++) ba[i] = RND(), bc[i] = RND();
+    for (int i = 0; i < P; i++) xv[i] = RND() * 4;
+#undef RND
+    xv[((1 * C + 2) * H + 1) * W + 2] = NAN;
+    xv[((1 * C + 7) * H + 3) * W + 0] = INFINITY;
+    xv[((1 * C + 11) * H + 4) * W + 4] = -INFINITY;
+    memcpy(x0, xv, sizeof xv);
+    int64_t p1[4] = {1, 1, 1, 1};
+    wf_attr pad1[1] = {wf_attr_ints("pads", p1, 4)};
+    wf_attr nchw = wf_attr_string("data_format", "NCHW");
+    wf_output x, t, y0, r0, y1, y2, u, v, y3, y4, out;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
+    int64_t w1d[4] = {C, C, 1, 1}, w3d[4] = {C, C, 3, 3}, bd[1] = {C};
+    /* b0: y0 = conv_g(x) + x */
+    wf_output ig[2] = {x, konst(g, "wg", WF_F32, 4, w1d, wg)};
+    t = node0(g, "Conv2D", "cg", ig, 2, NULL, 0);
+    wf_output a0[2] = {t, x};
+    y0 = node0(g, "Add", "add0", a0, 2, NULL, 0);
+    /* r0 = relu(conv_a(y0) + ba); b1: y1 = relu(conv_b(r0) + r0) */
+    wf_output ia[3] = {y0, konst(g, "wa", WF_F32, 4, w3d, wa), konst(g, "ba", WF_F32, 1, bd, ba)};
+    t = node0(g, "Conv2D", "ca", ia, 3, pad1, 1);
+    CHECK_OK(wf_relu(g, "ra", t, &r0));
+    wf_output ib[2] = {r0, konst(g, "wb", WF_F32, 4, w1d, wb)};
+    t = node0(g, "Conv2D", "cb", ib, 2, NULL, 0);
+    wf_output a1[2] = {t, r0};
+    t = node0(g, "Add", "add1", a1, 2, NULL, 0);
+    CHECK_OK(wf_relu(g, "r1", t, &y1));
+    /* b2: y2 = y1 + BiasAdd(conv_c(y1), bc) */
+    wf_output ic[2] = {y1, konst(g, "wc", WF_F32, 4, w3d, wc)};
+    t = node0(g, "Conv2D", "cc", ic, 2, pad1, 1);
+    wf_output ibc[2] = {t, konst(g, "bc", WF_F32, 1, bd, bc)};
+    t = node0(g, "BiasAdd", "bias2", ibc, 2, &nchw, 1);
+    wf_output a2[2] = {y1, t};
+    y2 = node0(g, "Add", "add2", a2, 2, NULL, 0);
+    /* b3: y3 = relu(conv_d(y2) + conv_e(y2)) */
+    wf_output id_[2] = {y2, konst(g, "wd", WF_F32, 4, w1d, wd)}, ie[2] = {y2, konst(g, "we", WF_F32, 4, w1d, we)};
+    u = node0(g, "Conv2D", "cd", id_, 2, NULL, 0);
+    v = node0(g, "Conv2D", "ce", ie, 2, NULL, 0);
+    wf_output a3[2] = {u, v};
+    t = node0(g, "Add", "add3", a3, 2, NULL, 0);
+    CHECK_OK(wf_relu(g, "r3", t, &y3));
+    /* b4: y4 = conv_f(y3) + y3, out = y4 * y3 */
+    wf_output iff[2] = {y3, konst(g, "wf", WF_F32, 4, w1d, wf)};
+    t = node0(g, "Conv2D", "cf", iff, 2, NULL, 0);
+    wf_output a4[2] = {t, y3};
+    y4 = node0(g, "Add", "add4", a4, 2, NULL, 0);
+    wf_output m4[2] = {y4, y3};
+    out = node0(g, "Mul", "out", m4, 2, NULL, 0);
+
+    /* the reference */
+    static double xd[P], d0[P], dr0[P], d1[P], d2[P], du[P], dv[P], d3[P], d4[P], want[P];
+    int oh, ow;
+    for (int i = 0; i < P; i++) xd[i] = xv[i];
+    ref_conv(xd, N, C, H, W, wg, C, 1, 1, 0, 1, NULL, d0, &oh, &ow);
+    for (int i = 0; i < P; i++) d0[i] += xd[i];
+    ref_conv(d0, N, C, H, W, wa, C, 3, 1, 1, 1, ba, dr0, &oh, &ow);
+    for (int i = 0; i < P; i++) dr0[i] = relu_d(dr0[i]);
+    ref_conv(dr0, N, C, H, W, wb, C, 1, 1, 0, 1, NULL, d1, &oh, &ow);
+    for (int i = 0; i < P; i++) d1[i] = relu_d(d1[i] + dr0[i]);
+    ref_conv(d1, N, C, H, W, wc, C, 3, 1, 1, 1, bc, d2, &oh, &ow);
+    for (int i = 0; i < P; i++) d2[i] += d1[i];
+    ref_conv(d2, N, C, H, W, wd, C, 1, 1, 0, 1, NULL, du, &oh, &ow);
+    ref_conv(d2, N, C, H, W, we, C, 1, 1, 0, 1, NULL, dv, &oh, &ow);
+    for (int i = 0; i < P; i++) d3[i] = relu_d(du[i] + dv[i]);
+    ref_conv(d3, N, C, H, W, wf, C, 1, 1, 0, 1, NULL, d4, &oh, &ow);
+    for (int i = 0; i < P; i++) want[i] = (d4[i] + d3[i]) * d3[i];
+    int nan_seen = 0, finite_seen = 0;
+    for (int i = 0; i < P; i++) nan_seen += isnan(want[i]), finite_seen += isfinite(want[i]);
+    CHECK(nan_seen > 0 && finite_seen >= P / 2); /* image 1's specials reach the output; image 0 stays finite */
+
+    const char *fused[] = {"cg: (Conv2D+Add)", "cb: (Conv2D+Add+Relu", "cc: (Conv2D+BiasAdd+Add",
+                           "cd: (Conv2D+Add+Relu", "cf: (Conv2D+Add", NULL};
+    for (int run = 0; run < 4; run++) {
+        int level = run == 0 ? 0 : run == 1 ? 2 : 3;
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        if (run == 3) so.disable_passes = "residual";
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *o = NULL;
+        char *pl = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+        wf_feed f = {x, xt};
+        for (int rep = 0; s && xt && rep < 2; rep++) { /* twice: the second run reuses the arena */
+            wf_tensor_free(o);
+            o = NULL;
+            CHECK_OK(wf_session_run(s, &f, 1, &out, 1, &o, NULL));
+        }
+        if (o) {
+            CHECK_INT((int)wf_tensor_size(o), P);
+            const float *got = wf_tensor_data(o);
+            for (int i = 0; i < P && wf_tensor_size(o) == P; i++) check_same(got[i], want[i], 2e-4 * (1 + fabs(want[i])));
+        }
+        if (xt) CHECK(memcmp(wf_tensor_data(xt), x0, sizeof x0) == 0); /* b0's residual, fed: untouched */
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &out, 1, &pl));
+        if (pl) {
+            for (int i = 0; fused[i]; i++) {
+                if (level >= 2 && run != 3) CHECK_STR_CONTAINS(pl, fused[i]);
+                else CHECK(strstr(pl, fused[i]) == NULL);
+            }
+            /* b3: one of its two convolutions took the Add */
+            CHECK(strstr(pl, "ce: (Conv2D+Add") == NULL);
+            if (run == 3) CHECK_STR_CONTAINS(pl, "FusedElementwise+Add+Relu");
+            if (run == 2) CHECK_STR_CONTAINS(pl, "cb: (Conv2D+Add+Relu; blocked in, out)");
+        }
+        wf_free(pl);
+        wf_tensor_free(o);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
     wf_graph_free(g);
 }
 
@@ -2328,6 +2467,7 @@ int main(void)
     RUN_TEST(test_fanout_dump);
     RUN_TEST(test_fold_kernels);
     RUN_TEST(test_layout_blocked);
+    RUN_TEST(test_residual);
     RUN_TEST(test_gap_blocked_many);
     RUN_TEST(test_layout_plain);
     RUN_TEST(test_layout_pool_concat);

@@ -95,6 +95,10 @@ struct wf__kctx {
     /* Appended (core only): per output, a host tensor of the caller's to write it in (wf_run_options.into;
      * NULL: none), which wf__kctx_output hands out when the dtype and shape match. */
     wf_tensor *const *out_into;
+    /* Appended (core only): the index into in[] of a residual added to the result before fused_act (a
+     * Conv2D + Add of ResNet's shortcut, lowered by lower/plan.c; the output may be planned in its bytes),
+     * or 0 for none (input 0 is never one). */
+    int fused_residual;
 };
 
 /* A device plugin's FusedElementwise node against its program (the inputs' dtypes and sizes, the planned

@@ -269,7 +269,7 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
         .in_blocked = pn->in_blocked, .out_blocked = pn->out_blocked, .ewprog = pn->ewprog,
         .device = kernel_device(r, pn),
         .host_acct = r->ctx->devices[pn->device].host_acct, .est = pn->est,
-        .weights = r->p->weights,
+        .weights = r->p->weights, .fused_residual = pn->fused_res,
     };
     wf_tensor *into[INTO_MAX_OUT];
     if (r->slot_into && !k.device && pn->n_out <= INTO_MAX_OUT) {

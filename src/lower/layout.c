@@ -16,7 +16,9 @@
  *       Div of a blocked value and one value per channel ([N or 1, C, 1, 1]: the scale of a
  *       squeeze-and-excitation block), whose CPU kernels (WF__K_BLOCKED) take that pair;
  * - and every consumer is on the same device and is such a Conv2D or a GlobalAvgPool (WF__K_BLOCKED
- *   too) reading it as its input X, or such an elementwise op whose own output is blocked.
+ *   too) reading it as its input X, or such an elementwise op whose own output is blocked; a Conv2D that
+ *   absorbed a residual Add (lower/plan.c) reads the residual in its output's layout, so the two are
+ *   blocked together or not at all.
  *
  * The decision is the largest set of values that satisfies both rules: start from every value that
  * could be blocked and drop the ones whose producer or consumers break a rule until nothing changes.
@@ -168,11 +170,17 @@ static int value_of(const lay *L, wf_output o)
 /* The head whose blocked value input i of node n reads, or -1 when it reads no group's value. */
 static int input_value(const lay *L, const wf_node *n, int i) { return value_of(L, n->in[i]); }
 
+/* A Conv2D's absorbed residual (lower/plan.c): the head whose value it adds, -1 when that is no group's
+ * value, -2 when h has none. It is added in the output's own layout, so the two are blocked together. */
+static int residual_of(const lay *L, int h) { return L->fu[h].res_node >= 0 ? value_of(L, L->fu[h].res) : -2; }
+
 /* Whether h, blocked, still satisfies both rules against the current set. */
 static bool still_blocked(const lay *L, int h)
 {
     const wf__plan_builder *b = L->b;
     const wf_node *n = b->g->nodes[h];
+    int rv = residual_of(L, h);
+    if (rv != -2 && (rv < 0 || !L->blk[rv])) return false;
     int nb = blocked_inputs(L, h);
     if (nb >= 0) {
         /* those inputs blocked, whatever their shape */
@@ -194,6 +202,7 @@ static bool still_blocked(const lay *L, int h)
         int c = L->cons[k];
         const wf_node *cn = b->g->nodes[c];
         if (b->dev_of[c] != b->dev_of[h]) return false;
+        if (residual_of(L, c) == h && !L->blk[c]) return false;
         if (reads_blocked(L, c)) {
             /* only as X: weights and bias are read plain */
             for (int i = 1; i < cn->n_in; i++)
@@ -222,7 +231,10 @@ wf_status *wf__plan_layout(const wf__plan_builder *b, const wf__plan_fusion *fu,
     }
     for (int id = 0; id < n; id++) {
         L.head[id] = !b->live[id] ? -1 : b->fused_away[id] ? b->fuse_into[id] : id;
-        L.last[id] = fu[id].act_node >= 0 ? fu[id].act_node : fu[id].bias_node >= 0 ? fu[id].bias_node : id;
+        L.last[id] = fu[id].act_node >= 0   ? fu[id].act_node
+                     : fu[id].res_node >= 0 ? fu[id].res_node
+                     : fu[id].bias_node >= 0 ? fu[id].bias_node
+                                             : id;
     }
     /* the consumers of each group's value, as heads (CSR): count, then fill */
     size_t n_edges = 0;
@@ -244,8 +256,8 @@ wf_status *wf__plan_layout(const wf__plan_builder *b, const wf__plan_fusion *fu,
             if (!b->live[c] || b->fused_away[c]) continue;
             const wf_output *in;
             int n_in = wf__plan_inputs(fu, b->g->nodes[c], &in);
-            for (int i = 0; i < n_in; i++) {
-                int v = value_of(&L, in[i]);
+            for (int i = 0; i <= n_in; i++) {
+                int v = i < n_in ? value_of(&L, in[i]) : residual_of(&L, c);
                 if (v < 0 || v == c) continue;
                 if (pass == 0) L.cfirst[v + 1]++;
                 else L.cons[fill[v]++] = c;
@@ -272,6 +284,8 @@ wf_status *wf__plan_layout(const wf__plan_builder *b, const wf__plan_fusion *fu,
             int v = value_of(&L, in[i]);
             if (v >= 0 && L.blk[v]) pn->in_blocked |= 1u << i;
         }
+        int rv = residual_of(&L, c);
+        if (rv >= 0 && L.blk[rv] && pn->fused_res > 0 && pn->fused_res < 32) pn->in_blocked |= 1u << pn->fused_res;
     }
 out:
     wf__free(L.head);

@@ -48,17 +48,20 @@ static bool kept_by_assign(const wf__plan *p, int slot, const int *rd_start, con
 /* The buffer of node v's input 0 if v's output 0 can take it: the kernel works in place
  * (WF__K_INPLACE: it writes output element i only after reading input element i), the input is a planned
  * value of the same dtype and byte size on v's device, still the buffer's last value (not fetched), read
- * once by v, and every other reader of it is an ancestor of v (it has run whatever the order). -1 if not. */
+ * once by v, and every other reader of it is an ancestor of v (it has run whatever the order). -1 if not.
+ * A convolution with a fused residual (wf__pnode.fused_res) takes the residual's buffer instead: its
+ * result is accumulated over the residual there. */
 static int in_place_buffer(const wf__plan *p, int v, const uint64_t *av, size_t raw, const int *buf_of,
                            const int *b_last, const int *b_dev, const int *producer, const int *rd_start,
                            const int *rd)
 {
     const wf__pnode *pn = &p->nodes[v];
-    if (!pn->kernel || !(pn->kernel->flags & WF__K_INPLACE) || pn->n_in < 1 || pn->n_out < 1) return -1;
-    int a = pn->in_slot[0];
+    int ip = pn->fused_res > 0 ? pn->fused_res : pn->kernel && (pn->kernel->flags & WF__K_INPLACE) ? 0 : -1;
+    if (ip < 0 || ip >= pn->n_in || pn->n_out < 1) return -1;
+    int a = pn->in_slot[ip];
     if (a < 0 || buf_of[a] < 0 || b_last[buf_of[a]] != a || b_dev[buf_of[a]] != pn->device) return -1;
-    for (int i = 1; i < pn->n_in; i++)
-        if (pn->in_slot[i] == a) return -1;
+    for (int i = 0; i < pn->n_in; i++)
+        if (i != ip && pn->in_slot[i] == a) return -1;
     const wf__tinfo *to = &pn->out_info[0], *ti = NULL;
     const wf__pnode *pa = producer[a] >= 0 ? &p->nodes[producer[a]] : NULL;
     for (int j = 0; pa && j < pa->n_out; j++)
@@ -156,8 +159,8 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
                 p->slot_off[sl] = WF__SLOT_OWN;
                 continue;
             }
-            /* output 0 in the buffer of input 0 where the kernel allows it, else the best fit among the
-             * dead buffers */
+            /* output 0 in the buffer of input 0 (or of a fused residual) where the kernel allows it, else
+             * the best fit among the dead buffers */
             int best = j == 0 ? in_place_buffer(p, v, av, raw, buf_of, b_last, b_dev, producer, rd_start, rd) : -1;
             bool in_place = best >= 0;
             for (int b = 0; !in_place && b < nb; b++) {

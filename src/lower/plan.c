@@ -177,7 +177,7 @@ typedef wf__plan_fusion fusion;
 static void plan_fusion(builder *b, fusion *fu)
 {
     for (int id = 0; id < b->n; id++) {
-        fu[id].bias_node = fu[id].act_node = -1;
+        fu[id].bias_node = fu[id].act_node = fu[id].res_node = -1;
         const wf_node *n = b->g->nodes[id];
         if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0 || (b->po && b->po->no_fusion)) continue;
         bool mm = !strcmp(n->op->name, "MatMul"), conv = !strcmp(n->op->name, "Conv2D");
@@ -201,6 +201,30 @@ static void plan_fusion(builder *b, fusion *fu)
             last = c->id;
             c = sole_consumer(b, c->id);
         }
+        /* A residual Add (a ResNet block's shortcut): the convolution's value plus another value of its
+         * own shape, f32 only. The CPU kernel adds it inside the primitive (oneDNN's sum post-op, over the
+         * residual copied to, or planned in place in, the output's bytes), so the sum is written once
+         * instead of the convolution's result being written, read back and written again. Only Relu may
+         * follow it (applied after the sum, as the graph says). Where both operands are convolutions (a
+         * downsampling block's shortcut), the first in graph order takes the Add; the other must not
+         * (each would wait for the other). */
+        if (c && conv && dt == WF_F32 && !strcmp(c->op->name, "Add") && c->n_in == 2 && !b->fused_away[c->id] &&
+            !(b->po && b->po->no_residual)) {
+            const wf_node *ln = b->g->nodes[last];
+            int mine = c->in[0].node == ln && c->in[0].index == 0 ? 0 : c->in[1].node == ln && c->in[1].index == 0 ? 1 : -1;
+            wf_output o = mine >= 0 ? c->in[1 - mine] : (wf_output){0};
+            const wf__tinfo *to = &b->info[c->id][0], *tl = &b->info[last][0];
+            const wf__tinfo *tr = o.node && b->live[o.node->id] ? &b->info[o.node->id][o.index] : NULL;
+            bool same = tr && to->dtype == dt && tr->dtype == dt && to->rank == 4 && tr->rank == 4 && tl->rank == 4;
+            for (int d = 0; same && d < 4; d++) same = to->dims[d] == tr->dims[d] && to->dims[d] == tl->dims[d] && to->dims[d] >= 0;
+            if (same && o.node != ln) {
+                fu[id].res_node = c->id;
+                fu[id].res = o;
+                last = c->id;
+                c = sole_consumer(b, c->id);
+                if (c && act_of(c) != WF__ACT_RELU) c = NULL;
+            }
+        }
         /* swish and hardswish run as the CPU kernels' own pass after the primitive (k_dnnl.c
          * wf__dn_act_in_prim: oneDNN 2.6's post-ops for them were slow), in f32 */
         bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH);
@@ -217,6 +241,10 @@ static void plan_fusion(builder *b, fusion *fu)
         if (fu[id].act_node >= 0) {
             b->fused_away[fu[id].act_node] = true;
             b->fuse_into[fu[id].act_node] = id;
+        }
+        if (fu[id].res_node >= 0) {
+            b->fused_away[fu[id].res_node] = true;
+            b->fuse_into[fu[id].res_node] = id;
         }
     }
 }
@@ -455,7 +483,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     for (int id = 0; id < b->n; id++)
         if (b->live[id] && !b->fused_away[id]) {
             const wf_output *in_;
-            io_total += (size_t)wf__plan_inputs(fu, g->nodes[id], &in_) + 1 + (size_t)g->nodes[id]->n_out;
+            io_total += (size_t)wf__plan_inputs(fu, g->nodes[id], &in_) + 2 + (size_t)g->nodes[id]->n_out;
         }
     io_total += 2 * (size_t)n_copies;
     int *io_next = p->arena_io = wf__malloc(sizeof(int) * (io_total ? io_total : 1));
@@ -479,7 +507,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         pn->attrs = n->attrs;
         pn->feed = b->feed_of[id];
         pn->n_out = n->n_out;
-        int extra = fu[id].bias_node >= 0;
+        int extra = (fu[id].bias_node >= 0) + (fu[id].res_node >= 0);
         const wf__jit_cluster *cl = fu[id].cl;
         pn->n_in = cl ? cl->n_ext : n->n_in + extra;
         pn->in_slot = io_next;
@@ -501,6 +529,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             pn->out_info[j] = b->info[id][j];
         }
         if (fu[id].act_node >= 0) pn->out_info[0] = b->info[fu[id].act_node][0];
+        else if (fu[id].res_node >= 0) pn->out_info[0] = b->info[fu[id].res_node][0];
         else if (fu[id].bias_node >= 0) pn->out_info[0] = b->info[fu[id].bias_node][0];
         if (pn->feed >= 0) pn->n_in = 0; /* fed: its default input is not computed */
         int dest = b->dev_of[id];
@@ -516,11 +545,17 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             pn->in_slot[i] = nin[i].node ? ROUTE(b->slot[nin[i].node->id][nin[i].index], wf__input_device(b, n, i)) : -1;
         wf__str names = {0};
         if (fu[id].own_ext) wf__str_appendf(&names, "Cast");
-        if (extra) {
+        if (fu[id].bias_node >= 0) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
             pn->in_slot[n->n_in] = ROUTE(b->slot[ba->in[1].node->id][ba->in[1].index], dest);
             pn->fused_bias = n->n_in;
             wf__str_appendf(&names, "%s", ba->op->name);
+        }
+        if (fu[id].res_node >= 0) {
+            int at = n->n_in + (fu[id].bias_node >= 0);
+            pn->in_slot[at] = ROUTE(b->slot[fu[id].res.node->id][fu[id].res.index], dest);
+            pn->fused_res = at;
+            wf__str_appendf(&names, "%s%s", names.len ? "+" : "", g->nodes[fu[id].res_node]->op->name);
         }
         if (fu[id].act_node >= 0) {
             const wf_node *an = g->nodes[fu[id].act_node];

@@ -31,6 +31,7 @@ typedef struct wf__pnode {
     int pending0;                 /* distinct producer nodes */
     bool cheap;                   /* run inline by the executor */
     int fused_bias, fused_act;    /* see wf__kctx */
+    int fused_res;                /* see wf__kctx.fused_residual: index of the residual input, 0 none */
     double fused_alpha;
     const char *fused_names;      /* "BiasAdd_1+Relu" for logs, or NULL */
     uint32_t in_blocked, out_blocked; /* see wf__kctx (level 3's layout planning) */

@@ -8,11 +8,12 @@
 
 #include "passes/pass.h"
 
-/* The graph passes in order ("amp" only with a precision, at any level), then "fuse", lowering's epilogue fusion after placement (level 2), "jit",
+/* The graph passes in order ("amp" only with a precision, at any level), then "fuse", lowering's epilogue fusion after placement (level 2),
+ * "residual", the residual Adds it takes into convolutions (level 2, lower/plan.c), "jit",
  * its generated elementwise kernels (level 2, lower/jit.c), and "layout", lowering's channel-blocked
  * layouts between convolutions (level 3, lower/layout.c). */
 const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "amp", "fold", "cse",
-                                      "conv_crop", "fuse", "jit", "layout", NULL};
+                                      "conv_crop", "fuse", "residual", "jit", "layout", NULL};
 static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_simplify, &wf__pass_bnfold,
                                            &wf__pass_matmul_bias, &wf__pass_amp, &wf__pass_fold, &wf__pass_cse,
                                            &wf__pass_conv_crop};
@@ -261,6 +262,8 @@ void wf__optimized_free(wf__optimized *o)
 bool wf__opt_fuses(const wf__opt_options *o) { return o->level >= 2 && !is_disabled(o->disabled, "fuse"); }
 
 bool wf__opt_jit(const wf__opt_options *o) { return wf__opt_fuses(o) && !is_disabled(o->disabled, "jit"); }
+
+bool wf__opt_residual(const wf__opt_options *o) { return wf__opt_fuses(o) && !is_disabled(o->disabled, "residual"); }
 
 bool wf__opt_layout(const wf__opt_options *o)
 {

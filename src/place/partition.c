@@ -64,6 +64,10 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
             int sl = b->slot[ba->in[1].node->id][ba->in[1].index];
             if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
         }
+        if (fu[id].res_node >= 0) {
+            int sl = b->slot[fu[id].res.node->id][fu[id].res.index];
+            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+        }
     }
     int host = wf__host_device(b->ctx);
     for (int i = 0; i < n_fetches; i++) {

@@ -34,6 +34,10 @@ typedef struct wf__plan_builder {
 typedef struct wf__plan_fusion {
     int bias_node;   /* graph id of the absorbed BiasAdd or -1 */
     int act_node;    /* graph id of the absorbed activation or -1 */
+    /* A residual Add absorbed by a Conv2D (lower/plan.c): its graph id or -1, and its other operand, the
+     * value added to the convolution's (read as one more input, after a fused bias). */
+    int res_node;
+    wf_output res;
     /* On a generated kernel's root (lowering's "jit", lower/jit.c): its cluster, and the inputs its
      * plan node reads in place of the root's own; else NULL. */
     struct wf__jit_cluster *cl;

@@ -196,7 +196,7 @@ static void run_usage(FILE *f)
                "                         epilogue fusion after placement; 3 and channel-blocked layouts\n"
                "                         kept between convolutions (CPU, f32)\n"
                "  --disable-pass NAME    skip one pass (identity, simplify, bnfold, matmul_bias, amp, fold,\n"
-               "                         cse, conv_crop, fuse, jit, layout); repeatable\n"
+               "                         cse, conv_crop, fuse, residual, jit, layout); repeatable\n"
                "  --precision bf16|f16   automatic mixed precision (the amp pass): MatMul, Gemm and the\n"
                "                         convolutions, and the elementwise ops between them, in that dtype\n"
                "                         where their device computes it natively (weft devices --verbose);\n"

@@ -312,10 +312,17 @@ wf_status *wf__dn_reorder(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t
 dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                     dnnl_primitive_t *out, dnnl_memory_desc_t *scratch)
 {
+    return wf__dn_reorder_create_sum(eng, from, to, false, out, scratch);
+}
+
+dnnl_status_t wf__dn_reorder_create_sum(dnnl_engine_t eng, const dnnl_memory_desc_t *from,
+                                        const dnnl_memory_desc_t *to, bool sum, dnnl_primitive_t *out,
+                                        dnnl_memory_desc_t *scratch)
+{
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     /* reorders get the user scratchpad too, but never an activation */
-    dnnl_status_t st = wf__dn_attr(WF__ACT_NONE, 0, &attr);
+    dnnl_status_t st = wf__dn_attr_sum(WF__ACT_NONE, 0, sum, &attr);
     if (st == dnnl_success) st = dnnl_reorder_primitive_desc_create(&pd, from, eng, to, eng, attr);
     if (st == dnnl_success) {
         *scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -407,6 +414,11 @@ void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int 
  * (wf__dn_run) brings its own. */
 dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out)
 {
+    return wf__dn_attr_sum(act, alpha, false, out);
+}
+
+dnnl_status_t wf__dn_attr_sum(int act, double alpha, bool sum, dnnl_primitive_attr_t *out)
+{
     *out = NULL;
     dnnl_alg_kind_t alg = dnnl_eltwise_relu;
     float a = 0;
@@ -423,9 +435,11 @@ dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out)
     dnnl_primitive_attr_t attr = NULL;
     dnnl_status_t st = dnnl_primitive_attr_create(&attr);
     if (st == dnnl_success) st = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
-    if (st == dnnl_success && act != WF__ACT_NONE) {
+    if (st == dnnl_success && (act != WF__ACT_NONE || sum)) {
         st = dnnl_post_ops_create(&po);
-        if (st == dnnl_success) st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, a, 0.0f);
+        /* the sum first: the activation applies to the result plus what dst held */
+        if (st == dnnl_success && sum) st = dnnl_post_ops_append_sum(po, 1.0f);
+        if (st == dnnl_success && act != WF__ACT_NONE) st = dnnl_post_ops_append_eltwise(po, 1.0f, alg, a, 0.0f);
         if (st == dnnl_success) st = dnnl_primitive_attr_set_post_ops(attr, po);
     }
     if (po) dnnl_post_ops_destroy(po);

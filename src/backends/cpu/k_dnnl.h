@@ -108,10 +108,17 @@ void wf__dn_count_wpack(void);
 /* Creates a reorder primitive (user scratchpad) from one descriptor to another. */
 dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                     dnnl_primitive_t *out, dnnl_memory_desc_t *scratch);
+/* The same, adding the reordered values to what `to` holds when sum. */
+dnnl_status_t wf__dn_reorder_create_sum(dnnl_engine_t eng, const dnnl_memory_desc_t *from,
+                                        const dnnl_memory_desc_t *to, bool sum, dnnl_primitive_t *out,
+                                        dnnl_memory_desc_t *scratch);
 /* Primitive attributes: user scratchpad and the activation act (WF__ACT_*) as a post-op where
  * wf__dn_act_in_prim(act, alpha); otherwise (relu, whose oneDNN JIT form drops NaN) the caller runs
  * wf__dn_relu_pass over the n elements of the primitive's output y (f32 or bf16) after it. */
 dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out);
+/* The same, with a sum post-op first when sum: the result is added to what dst holds (a fused residual,
+ * k_dnnl_conv.c). */
+dnnl_status_t wf__dn_attr_sum(int act, double alpha, bool sum, dnnl_primitive_attr_t *out);
 bool wf__dn_act_in_prim(int act, double alpha);
 void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha);
 dnnl_data_type_t wf__dn_dtype(wf_dtype t);

@@ -11,10 +11,10 @@ typedef struct conv_geom {
     wf__nn_window win;
 } conv_geom;
 
-/* The op's own bias input B; a fused bias may have been appended at index 2 when B is absent. */
+/* The op's own bias input B; a fused bias or residual may have been appended at index 2 when B is absent. */
 static const wf_tensor *conv_own_bias(const wf__kctx *k)
 {
-    return k->n_in > 2 && k->fused_bias != 2 ? k->in[2] : NULL;
+    return k->n_in > 2 && k->fused_bias != 2 && k->fused_residual != 2 ? k->in[2] : NULL;
 }
 
 static wf_status *conv_plan(wf__kctx *k, bool transposed, conv_geom *g)
@@ -80,6 +80,7 @@ typedef struct conv_build_arg {
     dnnl_data_type_t dt;
     bool bias, any;
     bool in_blk, out_blk; /* the source is, the result is to be, in the blocked layout (level 3) */
+    bool sum;             /* the result is added to what the destination holds (a fused residual) */
     int act;
     double alpha;
 } conv_build_arg;
@@ -121,9 +122,24 @@ static wf_status *conv_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_p
                                                          dil, pl, pr)))
         goto fail;
     what = "convolution post-op";
-    if ((st = wf__dn_attr(ca->act, ca->alpha, &attr))) goto fail;
+    if ((st = wf__dn_attr_sum(ca->act, ca->alpha, ca->sum, &attr))) goto fail;
     what = "convolution primitive descriptor";
     if ((st = dnnl_primitive_desc_create(&pd, &cd, attr, eng, NULL))) goto fail;
+    /* A residual is summed by the primitive when it writes the destination's own layout; when its
+     * result is reordered out (plain NCHW at level 2), by that reorder instead, so that what is added is
+     * the residual's value at the same element. */
+    bool sum_in_reorder = ca->sum && !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0),
+                                                              &p->md[WF__DN_DST]);
+    if (sum_in_reorder) {
+        dnnl_primitive_desc_destroy(pd);
+        dnnl_primitive_attr_destroy(attr);
+        pd = NULL;
+        attr = NULL;
+        what = "convolution post-op";
+        if ((st = wf__dn_attr(ca->act, ca->alpha, &attr))) goto fail;
+        what = "convolution primitive descriptor";
+        if ((st = dnnl_primitive_desc_create(&pd, &cd, attr, eng, NULL))) goto fail;
+    }
     p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     p->md[WF__DN_WEI_PRIM] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     p->md[WF__DN_SRC_PRIM] = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -138,7 +154,8 @@ static wf_status *conv_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_p
         goto fail;
     what = "destination reorder";
     if (!dnnl_memory_desc_equal(&p->md[WF__DN_DST_PRIM], &p->md[WF__DN_DST]) &&
-        (st = wf__dn_reorder_create(eng, &p->md[WF__DN_DST_PRIM], &p->md[WF__DN_DST], &p->dreorder, &p->dscratch)))
+        (st = wf__dn_reorder_create_sum(eng, &p->md[WF__DN_DST_PRIM], &p->md[WF__DN_DST], sum_in_reorder, &p->dreorder,
+                                        &p->dscratch)))
         goto fail;
     what = "convolution primitive";
     st = dnnl_primitive_create(&p->prim, pd);
@@ -148,20 +165,21 @@ fail:
     return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
 }
 
-/* wver: the content version of the weights w came from (0: none) */
+/* wver: the content version of the weights w came from (0: none). sum: y holds a residual, to which the
+ * convolution's result is added (before the activation). */
 static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt, const void *x, const void *w,
-                            uint64_t wver, const void *bias, void *y, int act, double alpha)
+                            uint64_t wver, const void *bias, void *y, bool sum, int act, double alpha)
 {
     /* level 3's layout (lower/layout.c): f32 only, where the lowering checked the channel counts */
     bool in_blk = dt == dnnl_f32 && (k->in_blocked & 1), out_blk = dt == dnnl_f32 && (k->out_blocked & 1);
-    conv_build_arg ca = {g, dt, bias != NULL, conv_wants_any(g), in_blk, out_blk, act, alpha};
+    conv_build_arg ca = {g, dt, bias != NULL, conv_wants_any(g), in_blk, out_blk, sum, act, alpha};
     int64_t key[WF__DN_KEY_MAX];
     int nk = 0;
     key[nk++] = 'C';
     key[nk++] = dt;
     key[nk++] = bias != NULL;
     key[nk++] = ca.any;
-    key[nk++] = in_blk | out_blk << 1;
+    key[nk++] = in_blk | out_blk << 1 | sum << 2;
     key[nk++] = act;
     memcpy(&key[nk++], &alpha, sizeof alpha);
     const int64_t geo[] = {g->n, g->c, g->h, g->w, g->oc, g->g, g->kh, g->kw};
@@ -248,7 +266,28 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
     wf_dtype t = x->dtype;
     int64_t od[4] = {g.n, g.oc, g.win.out[0], g.win.out[1]};
     wf_tensor *y;
-    WF__TRY(wf__kctx_output(k, 0, t, 4, od, &y));
+    /* A fused residual (lower/plan.c, f32 with Relu at most after it) is copied into the output, unless
+     * the output already is the residual's bytes (planned in place, or its last reference), and the
+     * convolution adds its result there. */
+    const wf_tensor *res = k->fused_residual > 0 && k->fused_residual < k->n_in ? k->in[k->fused_residual] : NULL;
+    if (res) {
+        char sr[160], so[160];
+        const char *why = res->dtype != t || res->rank != 4 || memcmp(res->dims, od, sizeof od) ? "its dtype or shape"
+                          : t != WF_F32 ? "not f32"
+                          : k->fused_act != WF__ACT_NONE && wf__dn_act_in_prim(k->fused_act, k->fused_alpha)
+                              ? "an activation inside the primitive"
+                          : ((k->in_blocked >> k->fused_residual) & 1) != (k->out_blocked & 1) ? "another layout"
+                                                                                                : NULL;
+        if (why)
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the fused residual %s%s cannot be added to the result %s%s (%s)",
+                                 wf_dtype_name(res->dtype), wf__shape_str(res->rank, res->dims, sr), wf_dtype_name(t),
+                                 wf__shape_str(4, od, so), why);
+        bool reused;
+        WF__TRY(wf__kctx_output_reuse(k, 0, k->fused_residual, t, 4, od, &y, &reused));
+        if (!reused && y->bytes) memcpy(y->data, res->data, y->bytes);
+    } else {
+        WF__TRY(wf__kctx_output(k, 0, t, 4, od, &y));
+    }
     if (!y->size) return NULL;
     /* B and a fused bias together become one bias vector */
     void *bsum = NULL;
@@ -263,8 +302,8 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
     wf_status *s = NULL;
     int act = k->fused_act;
     if (g.c == 0) {
-        /* no input channels: the output is the bias */
-        memset(y->data, 0, y->bytes);
+        /* no input channels: the output is the bias (plus the residual it holds) */
+        if (!res) memset(y->data, 0, y->bytes);
         wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], bias, act, k->fused_alpha);
     } else if (t == WF_F64) {
         conv_ref_arg r = {&g, x->data, w->data, bias, y->data};
@@ -276,14 +315,15 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
          * no brgemm kernel for it and takes an im2col GEMM, which ran the Fashion-MNIST CNN's 1 -> 32
          * layer 1.5x slower than f32 */
         if (t == WF_F32 || (t == WF_BF16 && g.c / g.g >= 8)) {
-            s = conv_dnnl(k, &g, wf__dn_dtype(t), x->data, w->data, w->version, bias, y->data, act, k->fused_alpha);
+            s = conv_dnnl(k, &g, wf__dn_dtype(t), x->data, w->data, w->version, bias, y->data, res != NULL, act,
+                          k->fused_alpha);
             if (t == WF_F32 || !s || wf_status_code(s) != WF_UNIMPLEMENTED) goto done;
             wf_status_free(s);
         }
         float *fx = NULL, *fw = NULL, *fbias = NULL, *fy = NULL;
         if (!(s = wf__dn_to_f32(k, x->data, t, x->size, &fx)) && !(s = wf__dn_to_f32(k, w->data, t, w->size, &fw)) &&
             !(s = wf__dn_to_f32(k, bias, t, g.oc, &fbias)) && !(s = wf__dn_alloc_f32(k, y->size, &fy)) &&
-            !(s = conv_dnnl(k, &g, dnnl_f32, fx, fw, w->version, fbias, fy,
+            !(s = conv_dnnl(k, &g, dnnl_f32, fx, fw, w->version, fbias, fy, false,
                             wf__dn_act_in_prim(act, k->fused_alpha) ? act : WF__ACT_NONE, k->fused_alpha)))
             /* the activation oneDNN does not take (Relu: NaN) in the pass back to t, not a pass of its own */
             wf__dn_from_f32(k, fy, y->data, t, y->size, wf__dn_act_in_prim(act, k->fused_alpha) ? WF__ACT_NONE : act,
