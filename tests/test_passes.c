@@ -549,6 +549,104 @@ static void test_simplify_gated(void)
     wf_graph_free(g);
 }
 
+/* PyTorch's exact GELU, x * (1 + erf(x / sqrt(2))) * 0.5, becomes one Gelu node (simplify) in its
+ * exported forms: the Div and the Mul by 1/sqrt(2), either operand order of each product and sum, the 0.5
+ * applied first or last. Not for another constant (0.49, sqrt(3)), an erf of something else, or a
+ * constant with more dimensions than x (whose product is bigger than x). Values at levels 0, 1 and 2
+ * against erf in double, NaN and the infinities included (-inf gives NaN, -inf * 0, as the chain does);
+ * at level 2 a MatMul + BiasAdd before it takes the Gelu as its epilogue (the CPU's pass over the result). */
+static void test_simplify_gelu(void)
+{
+    enum { R = 3, K = 4, D = 8 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    wf_output x, y;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){R, D}, &x));
+    float s2 = 1.41421356f, r2 = 0.70710678f, half = 0.5f, one = 1.0f, c049 = 0.49f, s3 = 1.7320508f;
+    wf_output ks2 = konst(g, "s2", WF_F32, 0, NULL, &s2), kr2 = konst(g, "r2", WF_F32, 1, (int64_t[]){1}, &r2);
+    wf_output kh = konst(g, "half", WF_F32, 0, NULL, &half), k1 = konst(g, "one", WF_F32, 0, NULL, &one);
+    wf_output k049 = konst(g, "c049", WF_F32, 0, NULL, &c049), ks3 = konst(g, "s3", WF_F32, 0, NULL, &s3);
+    wf_output kh3 = konst(g, "half3", WF_F32, 3, (int64_t[]){1, 1, 1}, &half);
+    /* a: the export's own order, (x * (erf(x / s2) + 1)) * 0.5 */
+    wf_output e = op1(g, "Erf", "ea", (wf_output[]){op1(g, "Div", "da", (wf_output[]){x, ks2}, 2, NULL, 0)}, 1, NULL, 0);
+    wf_output a = op1(g, "Mul", "a", (wf_output[]){op1(g, "Mul", "ma", (wf_output[]){x, op1(g, "Add", "pa", (wf_output[]){e, k1}, 2, NULL, 0)}, 2, NULL, 0), kh}, 2, NULL, 0);
+    /* b: 0.5 first and by 1/sqrt(2): (0.5 * x) * (1 + erf(r2 * x)) */
+    e = op1(g, "Erf", "eb", (wf_output[]){op1(g, "Mul", "db", (wf_output[]){kr2, x}, 2, NULL, 0)}, 1, NULL, 0);
+    wf_output b = op1(g, "Mul", "b", (wf_output[]){op1(g, "Mul", "mb", (wf_output[]){kh, x}, 2, NULL, 0), op1(g, "Add", "pb", (wf_output[]){k1, e}, 2, NULL, 0)}, 2, NULL, 0);
+    /* stays: 0.49 for 0.5, sqrt(3) for sqrt(2), erf of x + 1, and a 0.5 of rank 3 */
+    e = op1(g, "Erf", "ec", (wf_output[]){op1(g, "Div", "dc", (wf_output[]){x, ks2}, 2, NULL, 0)}, 1, NULL, 0);
+    wf_output pc = op1(g, "Add", "pc", (wf_output[]){e, k1}, 2, NULL, 0);
+    wf_output c = op1(g, "Mul", "c", (wf_output[]){op1(g, "Mul", "mc", (wf_output[]){x, pc}, 2, NULL, 0), k049}, 2, NULL, 0);
+    e = op1(g, "Erf", "ed", (wf_output[]){op1(g, "Div", "dd", (wf_output[]){x, ks3}, 2, NULL, 0)}, 1, NULL, 0);
+    wf_output d = op1(g, "Mul", "d", (wf_output[]){op1(g, "Mul", "md", (wf_output[]){x, op1(g, "Add", "pd", (wf_output[]){e, k1}, 2, NULL, 0)}, 2, NULL, 0), kh}, 2, NULL, 0);
+    wf_output x1 = op1(g, "Add", "x1", (wf_output[]){x, k1}, 2, NULL, 0);
+    e = op1(g, "Erf", "ee", (wf_output[]){op1(g, "Div", "de", (wf_output[]){x1, ks2}, 2, NULL, 0)}, 1, NULL, 0);
+    wf_output f = op1(g, "Mul", "f", (wf_output[]){op1(g, "Mul", "mf", (wf_output[]){x, op1(g, "Add", "pf", (wf_output[]){e, k1}, 2, NULL, 0)}, 2, NULL, 0), kh}, 2, NULL, 0);
+    wf_output h = op1(g, "Mul", "h", (wf_output[]){op1(g, "Mul", "mh", (wf_output[]){x, pc}, 2, NULL, 0), kh3}, 2, NULL, 0);
+    wf_output sum = op1(g, "Add", "s_ab", (wf_output[]){a, b}, 2, NULL, 0);
+    sum = op1(g, "Add", "s_c", (wf_output[]){sum, c}, 2, NULL, 0);
+    sum = op1(g, "Add", "s_d", (wf_output[]){sum, d}, 2, NULL, 0);
+    y = op1(g, "Add", "s_f", (wf_output[]){sum, f}, 2, NULL, 0);
+    wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "Gelu"), 1); /* a and b, merged by cse */
+        CHECK_INT(count_op(o, "Erf"), 3);  /* c's (shared by h, which is not fetched here), d's and f's */
+    }
+    wf__optimized_free(o);
+    o = optimize(g, &h, 1, &x, 1, NULL);
+    if (o) CHECK_INT(count_op(o, "Gelu"), 0); /* rank 3 */
+    wf__optimized_free(o);
+    o = optimize(g, &y, 1, &x, 1, "simplify");
+    if (o) CHECK_INT(count_op(o, "Gelu"), 0);
+    wf__optimized_free(o);
+    float xv[R * D];
+    for (int i = 0; i < R * D; i++) xv[i] = (float)(i % 11) * 0.7f - 3.5f;
+    xv[0] = NAN, xv[1] = INFINITY, xv[2] = -INFINITY, xv[3] = -0.0f, xv[4] = -12, xv[5] = 9;
+    for (int level = 0; level <= 2; level++) {
+        wf_tensor *t = run_at_level(g, level, x, 2, (int64_t[]){R, D}, xv, y, NULL);
+        const float *got = t ? wf_tensor_data(t) : NULL;
+        for (int i = 0; got && i < R * D; i++) {
+            double v = xv[i], gl = isinf(v) ? (v > 0 ? v : NAN) : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+            double gc = isinf(v) ? (v > 0 ? v : NAN) : 0.49 * v * (1 + erf(v / sqrt(2.0)));
+            double gd = isinf(v) ? (v > 0 ? v : NAN) : 0.5 * v * (1 + erf(v / sqrt(3.0)));
+            double gf = isinf(v) ? (v > 0 ? v : NAN) : 0.5 * v * (1 + erf((v + 1) / sqrt(2.0)));
+            double want = 2 * gl + gc + gd + gf;
+            check_same(got[i], want, 2e-5 * (fabs(want) + 1));
+        }
+        wf_tensor_free(t);
+    }
+    /* MatMul + BiasAdd + Gelu at level 2: the epilogue, against level 0 and erf in double */
+    float wv[K * D], bv[D], av[R * K];
+    for (int i = 0; i < K * D; i++) wv[i] = (float)((i * 7) % 13) * 0.25f - 1.5f;
+    for (int i = 0; i < D; i++) bv[i] = (float)i * 0.3f - 1;
+    for (int i = 0; i < R * K; i++) av[i] = (float)((i * 5) % 9) * 0.5f - 2;
+    av[1] = NAN, av[6] = INFINITY;
+    wf_output in, mm, ba;
+    CHECK_OK(wf_placeholder(g, "in", WF_F32, 2, (int64_t[]){R, K}, &in));
+    CHECK_OK(wf_matmul(g, "mm", in, konst(g, "w", WF_F32, 2, (int64_t[]){K, D}, wv), 0, 0, &mm));
+    CHECK_OK(wf_bias_add(g, "ba", mm, konst(g, "bv", WF_F32, 1, (int64_t[]){D}, bv), &ba));
+    e = op1(g, "Erf", "eg", (wf_output[]){op1(g, "Div", "dg", (wf_output[]){ba, ks2}, 2, NULL, 0)}, 1, NULL, 0);
+    wf_output gy = op1(g, "Mul", "gy", (wf_output[]){op1(g, "Mul", "mg", (wf_output[]){ba, op1(g, "Add", "pg", (wf_output[]){e, k1}, 2, NULL, 0)}, 2, NULL, 0), kh}, 2, NULL, 0);
+    for (int level = 0; level <= 2; level += 2) {
+        char *pl = NULL;
+        wf_tensor *t = run_at_level(g, level, in, 2, (int64_t[]){R, K}, av, gy, &pl);
+        const float *got = t ? wf_tensor_data(t) : NULL;
+        for (int r = 0; got && r < R; r++)
+            for (int j = 0; j < D; j++) {
+                double v = bv[j];
+                for (int k = 0; k < K; k++) v += (double)av[r * K + k] * wv[k * D + j];
+                double want = isinf(v) ? (v > 0 ? v : NAN) : 0.5 * v * (1 + erf(v / sqrt(2.0)));
+                check_same(got[r * D + j], want, 2e-5 * (fabs(want) + 1));
+            }
+        if (pl && level == 2) CHECK_STR_CONTAINS(pl, "mm: (MatMul+BiasAdd+Gelu)");
+        if (pl && level == 0) CHECK(strstr(pl, "Gelu") == NULL);
+        wf_free(pl);
+        wf_tensor_free(t);
+    }
+    wf_graph_free(g);
+}
+
 /* Transpose(Transpose(x, q), p) is one Transpose by q∘p, or nothing when that is the identity; values
  * against the index formula. */
 static void test_simplify_transpose(void)
@@ -2456,6 +2554,7 @@ int main(void)
     RUN_TEST(test_options_and_dump);
     RUN_TEST(test_simplify_algebra);
     RUN_TEST(test_simplify_gated);
+    RUN_TEST(test_simplify_gelu);
     RUN_TEST(test_simplify_transpose);
     RUN_TEST(test_simplify_reshape);
     RUN_TEST(test_matmul_bias);

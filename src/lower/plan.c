@@ -166,6 +166,7 @@ static int act_of(const wf_node *n)
     if (!strcmp(op, "Tanh")) return WF__ACT_TANH;
     if (!strcmp(op, "Swish")) return WF__ACT_SWISH;
     if (!strcmp(op, "HardSwish")) return WF__ACT_HARDSWISH;
+    if (!strcmp(op, "Gelu") && attr_str_is(n, "approximate", "none")) return WF__ACT_GELU;
     return WF__ACT_NONE;
 }
 
@@ -227,7 +228,7 @@ static void plan_fusion(builder *b, fusion *fu)
         }
         /* swish and hardswish run as the CPU kernels' own pass after the primitive (k_dnnl.c
          * wf__dn_act_in_prim: oneDNN 2.6's post-ops for them were slow), in f32 */
-        bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH);
+        bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH || act_of(c) == WF__ACT_GELU);
         if (c && act_of(c) != WF__ACT_NONE && !(gated && dt != WF_F32) && !(bn && act_of(c) != WF__ACT_RELU) &&
             c->in[0].node == b->g->nodes[last] &&
             b->info[c->id][0].dtype == dt) {

@@ -10,6 +10,13 @@
  *       lowering then fuses into a MatMul before it (not a Conv2D: see plan.c). x / (1 + exp(-x))
  *       and x * clamp(x / 6 + 1/2, 0, 1) give NaN for NaN and for -inf (-inf * 0) and +inf for +inf,
  *       as the pair does.
+ *   x * (1 + erf(x / sqrt(2))) * 0.5, in any order of its products and operands and with x * (1 /
+ *       sqrt(2)) for the division -> Gelu(x) (PyTorch's export of nn.GELU() below opset 20, as in
+ *       BERT), f32 only. One vectorised node, which lowering then fuses into the MatMul + BiasAdd
+ *       before it, instead of five (or a generated kernel of five). Gelu computes 0.5 x (1 + erf(x
+ *       sqrt(1/2))) with the same erf as the Erf node on the CPU: within a few ulp of the chain, NaN for
+ *       NaN and -inf (-inf * 0), +inf for +inf, as the chain gives them; on a large negative x both
+ *       round to 0 on the CPU (1 + erf is 0 there), where the CUDA Gelu (erfc) gives a tiny product.
  *   Transpose(Transpose(x, q), p) -> Transpose(x, q∘p), or x when that is the identity; a Transpose by
  *       the identity -> x.
  *   A chain of Reshape, Flatten, Squeeze and Unsqueeze -> one Reshape to the last one's shape when
@@ -208,6 +215,59 @@ static const char *gated(const wf_node *n, const wf_output *in, wf_output *x)
     return NULL;
 }
 
+/* Whether o is a constant of one element, v within tol (float dtypes). */
+static bool const_near(wf_output o, double v, double tol)
+{
+    const wf_tensor *c = o.node ? wf__pass_value(o) : NULL;
+    return c && wf__dtype_is_float(c->dtype) && c->size == 1 && fabs(wf__load_f64(c->data, c->dtype, 0) - v) <= tol;
+}
+
+/* The other operand of binary node b when one of its operands is o, else {NULL}. */
+static wf_output other_operand(const wf_node *b, wf_output o)
+{
+    for (int k = 0; k < 2; k++)
+        if (b->in[k].node == o.node && b->in[k].index == o.index) return b->in[1 - k];
+    return (wf_output){NULL, 0};
+}
+
+/* x for n = x * (1 + erf(x / sqrt(2))) * 0.5 (PyTorch's exact GELU), else {NULL}: n is a Mul of three
+ * factors, two of them in a Mul of their own, one the constant 0.5, one s = 1 + Erf(d) and one x, where
+ * d is x / sqrt(2) or x * sqrt(1/2). The constants within 1e-6 of those (what f32 rounding gives). */
+static wf_output gelu_of(const wf_node *n, const wf_output *in)
+{
+    wf_output none = {NULL, 0};
+    if (strcmp(n->op->name, "Mul") || n->n_in != 2 || !in[0].node || !in[1].node) return none;
+    for (int k = 0; k < 2; k++) { /* in[k] the inner Mul, in[1 - k] the third factor */
+        const wf_node *m = in[k].node;
+        if (!is_op(in[k], "Mul") || m->n_in != 2 || !m->in[0].node || !m->in[1].node) continue;
+        wf_output f[3] = {m->in[0], m->in[1], in[1 - k]};
+        for (int h = 0; h < 3; h++) {   /* f[h]: the 0.5 */
+            if (!const_near(f[h], 0.5, 1e-6)) continue;
+            for (int j = 0; j < 3; j++) { /* f[j]: 1 + erf(d); the remaining one is x */
+                if (j == h || !is_op(f[j], "Add") || f[j].node->n_in != 2) continue;
+                wf_output x = f[3 - h - j], e = {NULL, 0};
+                const wf_node *a = f[j].node;
+                for (int q = 0; q < 2 && !e.node; q++)
+                    if (is_op(a->in[q], "Erf") && const_near(a->in[1 - q], 1.0, 1e-6)) e = a->in[q];
+                if (!e.node || !x.node || info(x)->dtype != WF_F32 || e.node->n_in != 1) continue;
+                wf_output d = e.node->in[0];
+                if (!d.node || d.index != 0 || d.node->n_in != 2) continue;
+                const wf_node *dn = d.node;
+                bool div = !strcmp(dn->op->name, "Div") && dn->in[0].node == x.node && dn->in[0].index == x.index &&
+                           const_near(dn->in[1], 1.4142135623730951, 1e-6);
+                bool mul = !strcmp(dn->op->name, "Mul") && other_operand(dn, x).node &&
+                           const_near(other_operand(dn, x), 0.7071067811865476, 1e-6);
+                if (!div && !mul) continue;
+                /* x's own shape and dtype come out: constants of one element broadcast nothing bigger
+                 * unless they have more dimensions, which the rank shows */
+                if (n->out[0].rank < 0 || n->out[0].rank != info(x)->rank || n->out[0].dtype != WF_F32) continue;
+                return x;
+            }
+        }
+    }
+    return none;
+}
+
 static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out)
 {
     const char *op = n->op->name;
@@ -223,6 +283,8 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     }
     const char *fused = gated(n, in, &x);
     if (fused) return wf__pass_emit(r, n, fused, n->name, &x, 1, NULL, 0, &out[0]);
+    x = gelu_of(n, in);
+    if (x.node) return wf__pass_emit(r, n, "Gelu", n->name, &x, 1, NULL, 0, &out[0]);
     if (!strcmp(op, "Transpose")) WF__TRY(transpose(r, n, in, &out[0], &done));
     else if (n->n_out == 1 && (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") ||
                                !strcmp(op, "Unsqueeze")))

@@ -190,8 +190,9 @@ expect_exit num_iterations_overflow 2 "weft run: --iterations wants an integer f
 # graph optimisation: the level's range, level 3's layout, an unknown pass, the dump's files
 expect_exit opt_level_large 2 "weft run: --opt-level wants an integer from 0 to 3, got '4'" -- run "$G" $X --opt-level 4
 # level 3: Conv -> Relu -> Conv -> Add(residual) -> Relu -> GlobalAveragePool keeps its values blocked
-# (the placement log says so; the Add and Relu are one generated kernel, as --explain says, and two
-# nodes with --disable-pass jit), and gives level 0's output; --disable-pass layout keeps them plain
+# (the placement log says so; the second Conv takes the Add and Relu, lowering's "residual"; without it
+# the Add and Relu are one generated kernel, as --explain says, and two nodes with --disable-pass jit
+# too), and gives level 0's output; --disable-pass layout keeps them plain
 $PY - "$D" <<'PYEOF'
 import sys
 import numpy as np
@@ -217,12 +218,16 @@ np.save(d + "/layout_x.npy", x)
 PYEOF
 LX="--input x=$D/layout_x.npy --iterations 1"
 if "$WEFT" run "$D/layout.onnx" $LX --opt-level 3 --log-device-placement --output-dir "$D/lay3" >"$D/out" 2>"$D/err" &&
-    grep -q "conv2: (Conv2D; blocked in, out)" "$D/err" &&
-    grep -q "relu2: (FusedElementwise+Add+Relu; blocked in, out)" "$D/err" &&
+    grep -q "conv2: (Conv2D+Add+Relu; blocked in, out)" "$D/err" &&
     grep -q "gap: (GlobalAvgPool; blocked in)" "$D/err" &&
+    "$WEFT" run "$D/layout.onnx" $LX --opt-level 3 --disable-pass residual --log-device-placement >"$D/out3" 2>"$D/err3" &&
+    grep -q "conv2: (Conv2D; blocked in, out)" "$D/err3" &&
+    grep -q "relu2: (FusedElementwise+Add+Relu; blocked in, out)" "$D/err3" &&
     "$WEFT" run "$D/layout.onnx" $LX --explain >"$D/out3" 2>>"$D/err2" &&
+    grep -q "conv2: (Conv2D+Add+Relu): " "$D/out3" &&
+    "$WEFT" run "$D/layout.onnx" $LX --explain --disable-pass residual >"$D/out3" 2>>"$D/err2" &&
     grep -q "relu2: (FusedElementwise+Add+Relu): .*generated kernel of 2 ops (program [0-9a-f]*), built in" "$D/out3" &&
-    "$WEFT" run "$D/layout.onnx" $LX --explain --disable-pass jit >"$D/out3" 2>>"$D/err2" &&
+    "$WEFT" run "$D/layout.onnx" $LX --explain --disable-pass residual --disable-pass jit >"$D/out3" 2>>"$D/err2" &&
     grep -q "residual: (Add): " "$D/out3" && ! grep -q "FusedElementwise" "$D/out3" &&
     "$WEFT" run "$D/layout.onnx" $LX --opt-level 3 --disable-pass layout --log-device-placement >"$D/out2" 2>"$D/err2" &&
     ! grep -q "blocked" "$D/err2" &&
@@ -270,7 +275,7 @@ else
 fi
 expect_exit precision_bad 2 "weft run: --precision wants f32, bf16 or f16, got 'f64'" -- run "$G" $X --precision f64
 expect_exit amp_lists_unknown_op 1 "amp lists: unknown op 'Nope'" -- run "$G" $X --precision bf16 --amp-lists "deny+=Nope"
-expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, conv_crop, fuse, jit, layout)" -- run "$G" $X --disable-pass nosuch
+expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, conv_crop, fuse, residual, jit, layout)" -- run "$G" $X --disable-pass nosuch
 if "$WEFT" run "$G" $X --iterations 1 --disable-pass fuse --dump-graph "$D/dump" >"$D/out" 2>"$D/err" &&
     [ -s "$D/dump/00-input.txt" ] && [ -s "$D/dump/07-cse.txt" ] && grep -q " = " "$D/dump/07-cse.txt"; then
     ok dump_graph_files

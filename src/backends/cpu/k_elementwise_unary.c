@@ -298,6 +298,12 @@ UN_V(gelu_f32, float, uint32_t, 0.5f * v * (1.0f + ew_erff(v * 0.707106781186547
 UN_S(gelu_f64, double, uint64_t, 0.5 * v * erfc(-v * 0.70710678118654752)) /* no cancellation */
 static const unop op_gelu = {{FLT_FNS(gelu)}, WF__EW_GRAIN_HEAVY};
 
+void wf__ew_gelu_f32(const float *x, float *y, int64_t n)
+{
+    static const un_params none; /* Gelu reads no parameter */
+    gelu_f32(x, y, n, &none);
+}
+
 UN_V(gelut_f32, float, uint32_t, ew_gelu_tanhf(v))
 UN_S(gelut_f64, double, uint64_t, gelu_tanh_d(v))
 static const unop op_gelu_tanh = {{FLT_FNS(gelut)}, WF__EW_GRAIN_HEAVY};
