@@ -1824,6 +1824,89 @@ static void test_residual(void)
     wf_graph_free(g);
 }
 
+/* A residual Add taken into a MatMul (a transformer's x + attention(x)): h = x @ W1 + b1, y = relu(h @ W2
+ * + b2 + h), z = y @ W3 + x (x fed: copied, never written), against a double reference with NaN and
+ * infinities, at levels 0 and 2 and with "residual" disabled; 3-D operands fold their batch into rows. */
+static void test_residual_matmul(void)
+{
+    enum { B = 2, R = 3, D = 8 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    static float w[3][D * D], bv[2][D], xv[B * R * D], x0[B * R * D];
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < D * D; i++) w[k][i] = (float)((i * (5 + 2 * k)) % 17) * 0.125f - 1;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < D; i++) bv[k][i] = (float)((i + 3 * k) % 5) * 0.5f - 1;
+    for (int i = 0; i < B * R * D; i++) xv[i] = (float)((i * 7) % 19) * 0.25f - 2;
+    xv[3] = NAN, xv[D + 2] = INFINITY, xv[2 * D + 5] = -INFINITY;
+    memcpy(x0, xv, sizeof xv);
+    wf_output x, h, t, y, z;
+    int64_t wd[2] = {D, D}, bd[1] = {D};
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, (int64_t[]){B, R, D}, &x));
+    CHECK_OK(wf_matmul(g, "m1", x, konst(g, "w1", WF_F32, 2, wd, w[0]), 0, 0, &t));
+    CHECK_OK(wf_bias_add(g, "b1", t, konst(g, "bv1", WF_F32, 1, bd, bv[0]), &h));
+    CHECK_OK(wf_matmul(g, "m2", h, konst(g, "w2", WF_F32, 2, wd, w[1]), 0, 0, &t));
+    CHECK_OK(wf_bias_add(g, "b2", t, konst(g, "bv2", WF_F32, 1, bd, bv[1]), &t));
+    t = node0(g, "Add", "res2", (wf_output[]){t, h}, 2, NULL, 0);
+    CHECK_OK(wf_relu(g, "r2", t, &y));
+    CHECK_OK(wf_matmul(g, "m3", y, konst(g, "w3", WF_F32, 2, wd, w[2]), 0, 0, &t));
+    z = node0(g, "Add", "res3", (wf_output[]){x, t}, 2, NULL, 0);
+    static double want[B * R * D];
+    for (int r = 0; r < B * R; r++) {
+        double hh[D], yy[D];
+        for (int j = 0; j < D; j++) {
+            double a = bv[0][j];
+            for (int k = 0; k < D; k++) a += (double)xv[r * D + k] * w[0][k * D + j];
+            hh[j] = a;
+        }
+        for (int j = 0; j < D; j++) {
+            double a = bv[1][j];
+            for (int k = 0; k < D; k++) a += hh[k] * w[1][k * D + j];
+            yy[j] = relu_d(a + hh[j]);
+        }
+        for (int j = 0; j < D; j++) {
+            double a = 0;
+            for (int k = 0; k < D; k++) a += yy[k] * w[2][k * D + j];
+            want[r * D + j] = xv[r * D + j] + a;
+        }
+    }
+    int nan_seen = 0;
+    for (int i = 0; i < B * R * D; i++) nan_seen += isnan(want[i]);
+    CHECK(nan_seen > 0 && nan_seen < B * R * D);
+    for (int run = 0; run < 3; run++) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = run ? 2 : 0;
+        if (run == 2) so.disable_passes = "residual";
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *o = NULL;
+        char *pl = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 3, (int64_t[]){B, R, D}, xv, &xt));
+        wf_feed f = {x, xt};
+        for (int rep = 0; s && xt && rep < 2; rep++) {
+            wf_tensor_free(o);
+            o = NULL;
+            CHECK_OK(wf_session_run(s, &f, 1, &z, 1, &o, NULL));
+        }
+        const float *got = o ? wf_tensor_data(o) : NULL;
+        for (int i = 0; got && i < B * R * D; i++) check_same(got[i], want[i], 1e-4 * (1 + fabs(want[i])));
+        if (xt) CHECK(memcmp(wf_tensor_data(xt), x0, sizeof x0) == 0);
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, &z, 1, &pl));
+        if (pl && run == 1) {
+            CHECK_STR_CONTAINS(pl, "m2: (MatMul+BiasAdd+Add+Relu)");
+            CHECK_STR_CONTAINS(pl, "m3: (MatMul+Add)");
+        }
+        if (pl && run != 1) CHECK(strstr(pl, "(MatMul+BiasAdd+Add") == NULL && strstr(pl, "(MatMul+Add") == NULL);
+        wf_free(pl);
+        wf_tensor_free(o);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    wf_graph_free(g);
+}
+
 /* What keeps a value plain: a fetch, a consumer that reads by position (Transpose), an Add broadcasting
  * over the channels (per pixel),
  * and a value whose channel count is not the device's multiple (with 1 every count is one). Each output
@@ -2567,6 +2650,7 @@ int main(void)
     RUN_TEST(test_fold_kernels);
     RUN_TEST(test_layout_blocked);
     RUN_TEST(test_residual);
+    RUN_TEST(test_residual_matmul);
     RUN_TEST(test_gap_blocked_many);
     RUN_TEST(test_layout_plain);
     RUN_TEST(test_layout_pool_concat);

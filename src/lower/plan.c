@@ -202,22 +202,24 @@ static void plan_fusion(builder *b, fusion *fu)
             last = c->id;
             c = sole_consumer(b, c->id);
         }
-        /* A residual Add (a ResNet block's shortcut): the convolution's value plus another value of its
-         * own shape, f32 only. The CPU kernel adds it inside the primitive (oneDNN's sum post-op, over the
-         * residual copied to, or planned in place in, the output's bytes), so the sum is written once
-         * instead of the convolution's result being written, read back and written again. Only Relu may
-         * follow it (applied after the sum, as the graph says). Where both operands are convolutions (a
-         * downsampling block's shortcut), the first in graph order takes the Add; the other must not
-         * (each would wait for the other). */
-        if (c && conv && dt == WF_F32 && !strcmp(c->op->name, "Add") && c->n_in == 2 && !b->fused_away[c->id] &&
+        /* A residual Add (a ResNet block's shortcut, a transformer's x + attention(x)): the convolution's
+         * or product's value plus another value of its own shape, f32 only. The CPU kernel adds it inside
+         * the primitive (oneDNN's sum post-op, over the residual copied to, or planned in place in, the
+         * output's bytes), so the sum is written once instead of the result being written, read back and
+         * written again. Only Relu may follow it (applied after the sum, as the graph says). Where both
+         * operands are convolutions (a downsampling block's shortcut), the first in graph order takes the
+         * Add; the other must not (each would wait for the other). */
+        if (c && (conv || mm) && dt == WF_F32 && !strcmp(c->op->name, "Add") && c->n_in == 2 && !b->fused_away[c->id] &&
             !(b->po && b->po->no_residual)) {
             const wf_node *ln = b->g->nodes[last];
             int mine = c->in[0].node == ln && c->in[0].index == 0 ? 0 : c->in[1].node == ln && c->in[1].index == 0 ? 1 : -1;
             wf_output o = mine >= 0 ? c->in[1 - mine] : (wf_output){0};
             const wf__tinfo *to = &b->info[c->id][0], *tl = &b->info[last][0];
             const wf__tinfo *tr = o.node && b->live[o.node->id] ? &b->info[o.node->id][o.index] : NULL;
-            bool same = tr && to->dtype == dt && tr->dtype == dt && to->rank == 4 && tr->rank == 4 && tl->rank == 4;
-            for (int d = 0; same && d < 4; d++) same = to->dims[d] == tr->dims[d] && to->dims[d] == tl->dims[d] && to->dims[d] >= 0;
+            bool same = tr && to->dtype == dt && tr->dtype == dt && to->rank >= 1 && tr->rank == to->rank &&
+                        tl->rank == to->rank && (!conv || to->rank == 4);
+            for (int d = 0; same && d < to->rank; d++)
+                same = to->dims[d] == tr->dims[d] && to->dims[d] == tl->dims[d] && to->dims[d] >= 0;
             if (same && o.node != ln) {
                 fu[id].res_node = c->id;
                 fu[id].res = o;

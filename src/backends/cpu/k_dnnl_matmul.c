@@ -83,6 +83,7 @@ typedef struct mm_build_arg {
     int act;
     double alpha;
     bool packed; /* B is a constant 2-D matrix: the primitive picks its layout, reordered once per version */
+    bool sum;    /* C holds a residual, to which the product is added (before act) */
 } mm_build_arg;
 
 static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
@@ -120,7 +121,7 @@ static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_pri
                                     bias ? &p->md[WF__DN_BIAS] : NULL, &p->md[WF__DN_DST])))
         goto fail;
     what = "matmul post-op";
-    if ((st = wf__dn_attr(ba->act, ba->alpha, &attr))) goto fail;
+    if ((st = wf__dn_attr_sum(ba->act, ba->alpha, ba->sum, &attr))) goto fail;
     what = "matmul primitive descriptor";
     if ((st = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))) goto fail;
     p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -139,20 +140,22 @@ fail:
     return st == dnnl_success ? NULL : wf__dn_fail(k, st, what);
 }
 
-/* C = A @ B (+ bias over N, then act) through oneDNN; all pointers are of dnnl type dt (bias: bias_dt).
- * bver: B's content version (wf_tensor.version; 0: none). A stamped 2-D B (weights) is packed once per
- * version into the primitive's own layout (wf__dn_weights), as Conv2D's weights are. */
+/* C = A @ B (+ bias over N, + what C holds when sum, then act) through oneDNN; all pointers are of dnnl
+ * type dt (bias: bias_dt). bver: B's content version (wf_tensor.version; 0: none). A stamped 2-D B
+ * (weights) is packed once per version into the primitive's own layout (wf__dn_weights), as Conv2D's
+ * weights are. */
 static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, const void *a, const void *b,
-                          uint64_t bver, void *c, const void *bias, dnnl_data_type_t bias_dt, int act, double alpha)
+                          uint64_t bver, void *c, const void *bias, dnnl_data_type_t bias_dt, bool sum, int act,
+                          double alpha)
 {
     mm_desc d;
     mm_describe(g, &d);
-    mm_build_arg ba = {&d, dt, bias ? bias_dt : dnnl_data_type_undef, act, alpha, bver != 0 && d.nd == 2};
+    mm_build_arg ba = {&d, dt, bias ? bias_dt : dnnl_data_type_undef, act, alpha, bver != 0 && d.nd == 2, sum};
     int64_t key[WF__DN_KEY_MAX];
     int nk = 0;
     key[nk++] = 'M';
     key[nk++] = dt;
-    key[nk++] = ba.packed;
+    key[nk++] = ba.packed | sum << 1;
     key[nk++] = ba.bias_dt;
     key[nk++] = act;
     memcpy(&key[nk++], &alpha, sizeof alpha);
@@ -254,9 +257,12 @@ static void mm_ref(wf__kctx *k, const mm_geom *g, wf_dtype t, const void *a, con
     wf__parallel_for(k, rows, grain, fn, &r);
 }
 
-/* Matrix product of a and b into a new output 0 of a's dtype, honouring a fused bias/activation. */
+/* Matrix product of a and b into a new output 0 of a's dtype, honouring a fused bias/activation and, for
+ * MatMul, a fused residual (k->fused_residual: f32, the output's shape; the product is added to it in the
+ * primitive, over its own bytes where the memory plan gave them to the output). */
 static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *b, int ta, int tb,
-                              const wf_tensor *bias, int act, double alpha, mm_geom *g, wf_tensor **outp)
+                              const wf_tensor *bias, const wf_tensor *res, int act, double alpha, mm_geom *g,
+                              wf_tensor **outp)
 {
     WF__TRY(mm_plan(k, a, b, ta, tb, g));
     wf_dtype t = a->dtype;
@@ -267,13 +273,27 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "fused bias %s[%lld] does not match the output's %lld columns",
                              wf_dtype_name(bias->dtype), (long long)(bias->rank ? bias->dims[0] : 0), (long long)g->n);
     wf_tensor *o;
-    WF__TRY(wf__kctx_output(k, 0, t, g->out_rank, g->out_dims, &o));
+    if (res) {
+        char sr[160], so[160];
+        if (res->dtype != WF_F32 || t != WF_F32 || res->rank != g->out_rank ||
+            memcmp(res->dims, g->out_dims, sizeof(int64_t) * (size_t)g->out_rank) ||
+            (act != WF__ACT_NONE && wf__dn_act_in_prim(act, alpha)))
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT,
+                                 "the fused residual %s%s cannot be added to the result %s%s in this kernel",
+                                 wf_dtype_name(res->dtype), wf__shape_str(res->rank, res->dims, sr), wf_dtype_name(t),
+                                 wf__shape_str(g->out_rank, g->out_dims, so));
+        bool reused;
+        WF__TRY(wf__kctx_output_reuse(k, 0, k->fused_residual, t, g->out_rank, g->out_dims, &o, &reused));
+        if (!reused && o->bytes) memcpy(o->data, res->data, o->bytes);
+    } else {
+        WF__TRY(wf__kctx_output(k, 0, t, g->out_rank, g->out_dims, &o));
+    }
     *outp = o;
     int64_t rows = g->batch * g->m;
     if (rows == 0 || g->n == 0) return NULL;
     const void *bp = bias ? bias->data : NULL;
     if (g->kdim == 0) {
-        memset(o->data, 0, o->bytes);
+        if (!res) memset(o->data, 0, o->bytes);
         wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha);
         return NULL;
     }
@@ -282,9 +302,10 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
         wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha);
         return NULL;
     }
-    if (t == WF_F32) return mm_dnnl(k, g, dnnl_f32, a->data, b->data, b->version, o->data, bp, dnnl_f32, act, alpha);
+    if (t == WF_F32)
+        return mm_dnnl(k, g, dnnl_f32, a->data, b->data, b->version, o->data, bp, dnnl_f32, res != NULL, act, alpha);
     if (t == WF_BF16) {
-        wf_status *s = mm_dnnl(k, g, dnnl_bf16, a->data, b->data, b->version, o->data, bp, dnnl_bf16, act, alpha);
+        wf_status *s = mm_dnnl(k, g, dnnl_bf16, a->data, b->data, b->version, o->data, bp, dnnl_bf16, false, act, alpha);
         /* a CPU without bf16 support in oneDNN falls through to the f32 route below */
         if (!s || wf_status_code(s) != WF_UNIMPLEMENTED) return s;
         wf_status_free(s);
@@ -294,7 +315,7 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
     wf_status *s;
     if (!(s = wf__dn_to_f32(k, a->data, t, a->size, &fa)) && !(s = wf__dn_to_f32(k, b->data, t, b->size, &fb)) &&
         !(s = wf__dn_to_f32(k, bp, t, g->n, &fbias)) && !(s = wf__dn_alloc_f32(k, o->size, &fc)) &&
-        !(s = mm_dnnl(k, g, dnnl_f32, fa, fb, 0, fc, fbias, dnnl_f32, act, alpha)))
+        !(s = mm_dnnl(k, g, dnnl_f32, fa, fb, 0, fc, fbias, dnnl_f32, false, act, alpha)))
         wf__convert(fc, WF_F32, o->data, t, o->size);
     wf__dn_tmp_free(fa);
     wf__dn_tmp_free(fb);
@@ -307,9 +328,10 @@ wf_status *wf__dn_k_matmul(wf__kctx *k)
 {
     mm_geom g;
     wf_tensor *o;
+    const wf_tensor *res = k->fused_residual > 0 && k->fused_residual < k->n_in ? k->in[k->fused_residual] : NULL;
     return matmul_core(k, k->in[0], k->in[1], (int)wf__attr_i(k->op, k->attrs, "transpose_a"),
-                       (int)wf__attr_i(k->op, k->attrs, "transpose_b"), wf__dn_fused_bias(k), k->fused_act, k->fused_alpha,
-                       &g, &o);
+                       (int)wf__attr_i(k->op, k->attrs, "transpose_b"), wf__dn_fused_bias(k), res, k->fused_act,
+                       k->fused_alpha, &g, &o);
 }
 
 /* ---- Gemm: the product through the MatMul path, then alpha, beta*C, bias and act in one pass ------- */
@@ -339,7 +361,7 @@ wf_status *wf__dn_k_gemm(wf__kctx *k)
     mm_geom g;
     wf_tensor *o;
     if ((s = matmul_core(k, lowp ? fa : a, lowp ? fb : b, (int)wf__attr_i(k->op, k->attrs, "transA"),
-                         (int)wf__attr_i(k->op, k->attrs, "transB"), NULL, WF__ACT_NONE, 0, &g, &o)))
+                         (int)wf__attr_i(k->op, k->attrs, "transB"), NULL, NULL, WF__ACT_NONE, 0, &g, &o)))
         goto done;
     int64_t m = g.m, n = g.n;
     if (c && !(c->rank <= 2 && (c->rank < 1 || c->dims[c->rank - 1] == n || c->dims[c->rank - 1] == 1) &&
