@@ -647,6 +647,99 @@ static void test_simplify_gelu(void)
     wf_graph_free(g);
 }
 
+/* Softmax(x / c), c of one element (attention's scores over sqrt(d)): at level 2 the Softmax reads x and c
+ * and divides in cache (`Softmax+Div`), giving level 0's values bit for bit (the same quotients), NaN and
+ * the infinities included: over the last axis (rows), over a middle axis (columns), LogSoftmax, and f64.
+ * Not fused: a divisor of more than one element, or a Div that something else reads too. */
+static void test_softmax_div(void)
+{
+    enum { A = 2, R = 3, C = 5, E = A * R * C };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float c8 = 8.0f, c3[1] = {3.0f}, cv[C] = {1, 2, 3, 4, 5};
+    double c8d = 8.0;
+    wf_output x, xd, q1, q2, q3, q4, q5, qd, y[6];
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, (int64_t[]){A, R, C}, &x));
+    q1 = op1(g, "Div", "q1", (wf_output[]){x, konst(g, "c8", WF_F32, 0, NULL, &c8)}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "rows", q1, -1, &y[0]));
+    q2 = op1(g, "Div", "q2", (wf_output[]){x, konst(g, "c3", WF_F32, 3, (int64_t[]){1, 1, 1}, c3)}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "cols", q2, 1, &y[1]));
+    q3 = op1(g, "Div", "q3", (wf_output[]){x, konst(g, "c8b", WF_F32, 0, NULL, &c8)}, 2, NULL, 0);
+    wf_attr ax = wf_attr_int("axis", -1);
+    y[2] = op1(g, "LogSoftmax", "logs", &q3, 1, &ax, 1);
+    q4 = op1(g, "Div", "q4", (wf_output[]){x, konst(g, "cv", WF_F32, 1, (int64_t[]){C}, cv)}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "percol", q4, -1, &y[3])); /* stays a Div: five divisors */
+    q5 = op1(g, "Div", "q5", (wf_output[]){x, konst(g, "c8c", WF_F32, 0, NULL, &c8)}, 2, NULL, 0);
+    wf_output s5;
+    CHECK_OK(wf_softmax(g, "shared", q5, -1, &s5));
+    y[4] = op1(g, "Add", "shared_plus", (wf_output[]){s5, q5}, 2, NULL, 0); /* q5 read twice: stays */
+    wf_attr to64 = wf_attr_dtype("to", WF_F64);
+    xd = op1(g, "Cast", "x64", &x, 1, &to64, 1);
+    qd = op1(g, "Div", "qd", (wf_output[]){xd, konst(g, "c8d", WF_F64, 0, NULL, &c8d)}, 2, NULL, 0);
+    wf_output s64;
+    CHECK_OK(wf_softmax(g, "rows64", qd, -1, &s64));
+    wf_attr to32 = wf_attr_dtype("to", WF_F32);
+    y[5] = op1(g, "Cast", "back32", &s64, 1, &to32, 1);
+    float xv[E];
+    for (int i = 0; i < E; i++) xv[i] = (float)((i * 7) % 11) * 3.1f - 15;
+    xv[1] = NAN, xv[7] = INFINITY, xv[12] = -INFINITY, xv[20] = 400, xv[21] = -400;
+    wf_tensor *out[2][6] = {{NULL}};
+    char *pl = NULL;
+    for (int lv = 0; lv < 2; lv++) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = lv ? 2 : 0;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 3, (int64_t[]){A, R, C}, xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, y, 6, out[lv], NULL));
+        if (lv && s && xt) CHECK_OK(wf_session_placement(s, &f, 1, y, 6, &pl));
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    if (pl) {
+        CHECK_STR_CONTAINS(pl, "rows: (Softmax+Div)");
+        CHECK_STR_CONTAINS(pl, "cols: (Softmax+Div)");
+        CHECK_STR_CONTAINS(pl, "logs: (LogSoftmax+Div)");
+        CHECK_STR_CONTAINS(pl, "rows64: (Softmax+Div)");
+        CHECK_STR_CONTAINS(pl, "q4: (Div)");
+        CHECK_STR_CONTAINS(pl, "q5: (Div)");
+    }
+    wf_free(pl);
+    /* level 2 equals level 0 bit for bit; level 0 against double on the rows */
+    for (int k = 0; k < 6; k++) {
+        if (!out[0][k] || !out[1][k]) {
+            CHECK(out[0][k] && out[1][k]);
+            continue;
+        }
+        CHECK_INT((int)wf_tensor_size(out[1][k]), E);
+        CHECK(memcmp(wf_tensor_data(out[0][k]), wf_tensor_data(out[1][k]), sizeof(float) * E) == 0);
+    }
+    const float *r0 = out[0][0] ? wf_tensor_data(out[0][0]) : NULL;
+    for (int row = 0; r0 && row < A * R; row++) {
+        double m = -INFINITY, sum = 0;
+        bool nan = false;
+        for (int j = 0; j < C; j++) {
+            double v = xv[row * C + j] / 8.0;
+            nan |= isnan(v);
+            if (v > m) m = v;
+        }
+        for (int j = 0; j < C; j++) sum += isinf(m) && m > 0 ? (xv[row * C + j] == INFINITY) : exp(xv[row * C + j] / 8.0 - m);
+        for (int j = 0; j < C; j++) {
+            double v = xv[row * C + j] / 8.0;
+            double want = nan ? NAN : isinf(m) && m > 0 ? (v == INFINITY ? NAN : 0) : exp(v - m) / sum;
+            if (isinf(m) && m > 0) continue; /* inf - inf: the row's NaN pattern is the kernels' own */
+            check_same(r0[row * C + j], want, 1e-6);
+        }
+    }
+    for (int lv = 0; lv < 2; lv++)
+        for (int k = 0; k < 6; k++) wf_tensor_free(out[lv][k]);
+    wf_graph_free(g);
+}
+
 /* Transpose(Transpose(x, q), p) is one Transpose by q∘p, or nothing when that is the identity; values
  * against the index formula. */
 static void test_simplify_transpose(void)
@@ -2638,6 +2731,7 @@ int main(void)
     RUN_TEST(test_simplify_algebra);
     RUN_TEST(test_simplify_gated);
     RUN_TEST(test_simplify_gelu);
+    RUN_TEST(test_softmax_div);
     RUN_TEST(test_simplify_transpose);
     RUN_TEST(test_simplify_reshape);
     RUN_TEST(test_matmul_bias);

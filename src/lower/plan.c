@@ -282,6 +282,40 @@ static wf_status *plan_cast_prologue(builder *b, fusion *fu)
     return NULL;
 }
 
+/* Prologue fusion: Softmax(x / c), c of one element (attention's QK^T / sqrt(d)), on the CPU in f32 or
+ * f64, reads x and c and divides each row in cache before its max (k_norm.c): the same quotients as the
+ * Div node, which no longer writes its result out and reads it back. */
+static wf_status *plan_softmax_prologue(builder *b, fusion *fu)
+{
+    for (int id = 0; id < b->n; id++) {
+        const wf_node *n = b->g->nodes[id];
+        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0 || (b->po && b->po->no_fusion)) continue;
+        if ((strcmp(n->op->name, "Softmax") && strcmp(n->op->name, "LogSoftmax")) || n->n_in != 1 || fu[id].ext ||
+            b->dev_of[id] != 0 || !n->in[0].node)
+            continue;
+        const wf_node *d = n->in[0].node;
+        int did = d->id;
+        if (n->in[0].index != 0 || strcmp(d->op->name, "Div") || d->n_in != 2 || !b->live[did] || b->fused_away[did] ||
+            b->feed_of[did] >= 0 || fu[did].ext || !d->in[0].node || !d->in[1].node || sole_consumer(b, did) != n)
+            continue;
+        const wf__tinfo *tx = &b->info[d->in[0].node->id][d->in[0].index];
+        const wf__tinfo *tc = &b->info[d->in[1].node->id][d->in[1].index], *to = &b->info[did][0];
+        if ((tx->dtype != WF_F32 && tx->dtype != WF_F64) || tc->dtype != tx->dtype || to->dtype != tx->dtype ||
+            wf__numel(tc->rank, tc->dims) != 1 || tc->rank > tx->rank || tx->rank != to->rank)
+            continue;
+        wf_output *ext = wf__malloc(sizeof *ext);
+        if (!ext) return wf__oom("planning", sizeof *ext);
+        ext[0] = d->in[0];
+        fu[id].own_ext = ext;
+        fu[id].ext = ext;
+        fu[id].n_ext = 1;
+        fu[id].pre_div = d->in[1];
+        b->fused_away[did] = true;
+        b->fuse_into[did] = id;
+    }
+    return NULL;
+}
+
 static void fusion_free(const builder *b, fusion *fu)
 {
     for (int id = 0; id < b->n; id++) {
@@ -429,6 +463,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     plan_fusion(b, fu);
     wf_status *js = !b->po || (!b->po->no_fusion && !b->po->no_jit) ? wf__plan_jit(b, fu) : NULL;
     if (!js) js = plan_cast_prologue(b, fu);
+    if (!js) js = plan_softmax_prologue(b, fu);
     if (js) {
         fusion_free(b, fu);
         return js;
@@ -510,7 +545,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         pn->attrs = n->attrs;
         pn->feed = b->feed_of[id];
         pn->n_out = n->n_out;
-        int extra = (fu[id].bias_node >= 0) + (fu[id].res_node >= 0);
+        int extra = (fu[id].bias_node >= 0) + (fu[id].res_node >= 0) + (fu[id].pre_div.node != NULL);
         const wf__jit_cluster *cl = fu[id].cl;
         pn->n_in = cl ? cl->n_ext : n->n_in + extra;
         pn->in_slot = io_next;
@@ -547,7 +582,9 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         for (int i = 0; i < pn->n_in && i < n->n_in; i++)
             pn->in_slot[i] = nin[i].node ? ROUTE(b->slot[nin[i].node->id][nin[i].index], wf__input_device(b, n, i)) : -1;
         wf__str names = {0};
-        if (fu[id].own_ext) wf__str_appendf(&names, "Cast");
+        if (fu[id].own_ext) wf__str_appendf(&names, "%s", fu[id].pre_div.node ? "Div" : "Cast");
+        if (fu[id].pre_div.node)
+            pn->in_slot[n->n_in] = ROUTE(b->slot[fu[id].pre_div.node->id][fu[id].pre_div.index], dest);
         if (fu[id].bias_node >= 0) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
             pn->in_slot[n->n_in] = ROUTE(b->slot[ba->in[1].node->id][ba->in[1].index], dest);

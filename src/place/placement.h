@@ -38,6 +38,9 @@ typedef struct wf__plan_fusion {
      * value added to the convolution's (read as one more input, after a fused bias). */
     int res_node;
     wf_output res;
+    /* A Softmax's prologue (lower/plan.c): the one-element divisor of the Div it absorbed (read as one
+     * more input after its own), or {NULL}. */
+    wf_output pre_div;
     /* On a generated kernel's root (lowering's "jit", lower/jit.c): its cluster, and the inputs its
      * plan node reads in place of the root's own; else NULL. */
     struct wf__jit_cluster *cl;

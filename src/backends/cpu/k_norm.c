@@ -84,7 +84,8 @@ static wf_status *widen(wf__kctx *k, const wf_tensor *x, void **data, void **own
 /* ---- Softmax -------------------------------------------------------------------------------------- */
 
 typedef struct splan {
-    bool is_log, f64;
+    bool is_log, f64, div; /* div: x / c first (a fused Div, lower/plan.c), into y, then y in place */
+    double c;
     const void *x;
     void *y;
     int64_t R, inner, ntiles;
@@ -191,6 +192,13 @@ static void softmax_col_f64(const double *x, double *y, int64_t R, int64_t strid
     }
 }
 
+/* y = x / c over a unit's R rows of w adjacent values `inner` apart (the fused Div's quotients, each
+ * element read before it is written). */
+WF__VEC static void div_rows_f32(const float *x, float *y, int64_t R, int64_t inner, int64_t w, float c)
+{
+    for (int64_t r = 0; r < R; r++) FOR_VEC(i, w, y[r * inner + i] = x[r * inner + i] / c);
+}
+
 static void softmax_range(void *arg, int64_t b, int64_t e)
 {
     const splan *S = arg;
@@ -198,14 +206,26 @@ static void softmax_range(void *arg, int64_t b, int64_t e)
         if (S->f64) {
             int64_t o = u / S->inner, i = u % S->inner;
             int64_t off = o * S->R * S->inner + i;
-            softmax_col_f64((const double *)S->x + off, (double *)S->y + off, S->R, S->inner, S->is_log);
+            const double *x = (const double *)S->x + off;
+            double *y = (double *)S->y + off;
+            if (S->div) {
+                for (int64_t r = 0; r < S->R; r++) y[r * S->inner] = x[r * S->inner] / S->c;
+                x = y;
+            }
+            softmax_col_f64(x, y, S->R, S->inner, S->is_log);
         } else if (S->inner == 1) {
-            softmax_row_f32((const float *)S->x + u * S->R, (float *)S->y + u * S->R, S->R, S->is_log);
+            const float *x = (const float *)S->x + u * S->R;
+            float *y = (float *)S->y + u * S->R;
+            if (S->div) div_rows_f32(x, y, 1, 0, S->R, (float)S->c), x = y;
+            softmax_row_f32(x, y, S->R, S->is_log);
         } else {
             int64_t o = u / S->ntiles, i0 = (u % S->ntiles) * TW;
             int64_t tw = S->inner - i0 < TW ? S->inner - i0 : TW;
             int64_t off = o * S->R * S->inner + i0;
-            softmax_tile_f32((const float *)S->x + off, (float *)S->y + off, S->R, S->inner, tw, S->is_log);
+            const float *x = (const float *)S->x + off;
+            float *y = (float *)S->y + off;
+            if (S->div) div_rows_f32(x, y, S->R, S->inner, tw, (float)S->c), x = y;
+            softmax_tile_f32(x, y, S->R, S->inner, tw, S->is_log);
         }
     }
 }
@@ -220,6 +240,17 @@ static wf_status *softmax_kernel(wf__kctx *k, bool is_log)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s%s", (long long)axis,
                              wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0));
     splan S = {.is_log = is_log, .f64 = is_f64(x->dtype), .R = 1, .inner = 1};
+    /* a second input: the one-element divisor of a Div the lowering fused in front (f32 or f64) */
+    const wf_tensor *dv = k->n_in > 1 ? k->in[1] : NULL;
+    if (dv) {
+        char b1[160];
+        if (dv->dtype != x->dtype || dv->size != 1 || (x->dtype != WF_F32 && x->dtype != WF_F64))
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the fused divisor %s%s does not fit X %s%s",
+                                 wf_dtype_name(dv->dtype), wf__shape_str(dv->rank, dv->dims, b1),
+                                 wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0));
+        S.div = true;
+        S.c = wf__load_f64(dv->data, dv->dtype, 0);
+    }
     int64_t outer = 1;
     for (int i = 0; i < x->rank; i++) {
         if (i < a) outer *= x->dims[i];
