@@ -139,7 +139,8 @@ enum {
     WF__ACT_TANH = 4,
     WF__ACT_SWISH = 5,    /* x * sigmoid(alpha x), alpha in fused_alpha */
     WF__ACT_HARDSWISH = 6, /* x * clamp(x / 6 + 1/2, 0, 1) */
-    WF__ACT_GELU = 7       /* 0.5 x (1 + erf(x / sqrt(2))), Gelu's exact form */
+    WF__ACT_GELU = 7,      /* 0.5 x (1 + erf(x / sqrt(2))), Gelu's exact form */
+    WF__ACT_CLIP = 8       /* Clip(x, 0, hi), hi in fused_alpha (Relu6: 6), NaN kept, as the Clip node */
 };
 
 /* Allocates output idx with the given dtype and shape. */

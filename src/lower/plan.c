@@ -3,6 +3,7 @@
  * the fed shapes, fuse MatMul/Conv2D with a following BiasAdd and activation, place every node, pick
  * kernels, and lay out slots, successor lists and pending counts for the executor.
  */
+#include <math.h>
 #include <stdio.h>
 
 #include "device/device.h"
@@ -157,6 +158,20 @@ static const wf_node *sole_consumer(builder *b, int id)
     return NULL;
 }
 
+/* Clip(x, 0, hi) with constant bounds (hi absent: +inf), f32: its hi in *hi; else false. */
+static bool clip_from_zero(const builder *b, const wf_node *n, double *hi)
+{
+    if (strcmp(n->op->name, "Clip") || n->n_in < 2 || !n->in[1].node) return false;
+    const wf_tensor *lo = b->value[n->in[1].node->id] ? b->value[n->in[1].node->id][n->in[1].index] : NULL;
+    const wf_tensor *up = NULL;
+    if (n->n_in > 2 && n->in[2].node && !(up = b->value[n->in[2].node->id] ? b->value[n->in[2].node->id][n->in[2].index] : NULL))
+        return false;
+    if (!lo || lo->dtype != WF_F32 || lo->size != 1 || wf__load_f64(lo->data, lo->dtype, 0) != 0) return false;
+    if (up && (up->dtype != WF_F32 || up->size != 1 || isnan(wf__load_f64(up->data, up->dtype, 0)))) return false;
+    *hi = up ? wf__load_f64(up->data, up->dtype, 0) : INFINITY;
+    return true;
+}
+
 static int act_of(const wf_node *n)
 {
     const char *op = n->op->name;
@@ -167,6 +182,7 @@ static int act_of(const wf_node *n)
     if (!strcmp(op, "Swish")) return WF__ACT_SWISH;
     if (!strcmp(op, "HardSwish")) return WF__ACT_HARDSWISH;
     if (!strcmp(op, "Gelu") && attr_str_is(n, "approximate", "none")) return WF__ACT_GELU;
+    if (!strcmp(op, "Clip")) return WF__ACT_CLIP; /* fusable only from 0 (clip_from_zero) */
     return WF__ACT_NONE;
 }
 
@@ -230,7 +246,10 @@ static void plan_fusion(builder *b, fusion *fu)
         }
         /* swish and hardswish run as the CPU kernels' own pass after the primitive (k_dnnl.c
          * wf__dn_act_in_prim: oneDNN 2.6's post-ops for them were slow), in f32 */
-        bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH || act_of(c) == WF__ACT_GELU);
+        bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH || act_of(c) == WF__ACT_GELU ||
+                           act_of(c) == WF__ACT_CLIP);
+        double clip_hi;
+        if (c && act_of(c) == WF__ACT_CLIP && !clip_from_zero(b, c, &clip_hi)) c = NULL;
         if (c && act_of(c) != WF__ACT_NONE && !(gated && dt != WF_F32) && !(bn && act_of(c) != WF__ACT_RELU) &&
             c->in[0].node == b->g->nodes[last] &&
             b->info[c->id][0].dtype == dt) {
@@ -602,6 +621,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             pn->fused_act = act_of(an);
             if (pn->fused_act == WF__ACT_LEAKY_RELU || pn->fused_act == WF__ACT_SWISH)
                 pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
+            if (pn->fused_act == WF__ACT_CLIP && !clip_from_zero(b, an, &pn->fused_alpha)) pn->fused_alpha = INFINITY;
             wf__str_appendf(&names, "%s%s", names.len ? "+" : "", an->op->name);
         }
         if (names.failed) {
