@@ -661,6 +661,89 @@ static void test_simplify_gelu(void)
     wf_graph_free(g);
 }
 
+/* GELU's tanh form, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2's gelu_new), becomes
+ * Gelu(x, approximate "tanh") with x^3 as Pow(x, 3) or x * x * x, and runs as a MatMul's epilogue at
+ * level 2; another coefficient (0.05) stays five nodes. Values at levels 0, 1 and 2 against tanh in
+ * double, NaN and the infinities included (-inf gives NaN as the chain's -inf * 0 does). */
+static void test_simplify_gelu_tanh(void)
+{
+    enum { R = 3, K = 4, D = 8 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float half = 0.5f, one = 1.0f, kk = 0.7978845608f, c3 = 0.044715f, c5 = 0.05f, three = 3.0f;
+    wf_output x, in, mm, h[3];
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){R, D}, &x));
+    CHECK_OK(wf_placeholder(g, "in", WF_F32, 2, (int64_t[]){R, K}, &in));
+    float wv[K * D];
+    for (int i = 0; i < K * D; i++) wv[i] = (float)((i * 7) % 13) * 0.25f - 1.5f;
+    CHECK_OK(wf_matmul(g, "mm", in, konst(g, "w", WF_F32, 2, (int64_t[]){K, D}, wv), 0, 0, &mm));
+    wf_output kh = konst(g, "half", WF_F32, 0, NULL, &half), k1 = konst(g, "one", WF_F32, 0, NULL, &one);
+    wf_output kk_ = konst(g, "kk", WF_F32, 0, NULL, &kk), kc3 = konst(g, "c3", WF_F32, 0, NULL, &c3);
+    wf_output kc5 = konst(g, "c5", WF_F32, 0, NULL, &c5), k3 = konst(g, "three", WF_F32, 0, NULL, &three);
+    wf_output src[3] = {x, x, mm};
+    for (int v = 0; v < 3; v++) { /* 0: Pow, 0.044715; 1: x * x * x, 0.05 (stays); 2: Pow over a MatMul */
+        char nm[8][16];
+        static const char *const base[8] = {"sq", "cube", "c", "in", "k", "th", "one", "half"};
+        for (int q = 0; q < 8; q++) snprintf(nm[q], sizeof nm[q], "%s%d", base[q], v);
+        wf_output u = src[v], cube, t;
+        if (v == 1) {
+            wf_output sq = op1(g, "Mul", nm[0], (wf_output[]){u, u}, 2, NULL, 0);
+            cube = op1(g, "Mul", nm[1], (wf_output[]){sq, u}, 2, NULL, 0);
+        } else {
+            cube = op1(g, "Pow", nm[1], (wf_output[]){u, k3}, 2, NULL, 0);
+        }
+        t = op1(g, "Mul", nm[2], (wf_output[]){v == 1 ? kc5 : kc3, cube}, 2, NULL, 0);
+        t = op1(g, "Add", nm[3], (wf_output[]){u, t}, 2, NULL, 0);
+        t = op1(g, "Mul", nm[4], (wf_output[]){kk_, t}, 2, NULL, 0);
+        t = op1(g, "Tanh", nm[5], &t, 1, NULL, 0);
+        t = op1(g, "Add", nm[6], (wf_output[]){k1, t}, 2, NULL, 0);
+        wf_output hx = op1(g, "Mul", nm[7], (wf_output[]){kh, u}, 2, NULL, 0);
+        snprintf(nm[0], sizeof nm[0], "gelu%d", v);
+        h[v] = op1(g, "Mul", nm[0], (wf_output[]){hx, t}, 2, NULL, 0);
+    }
+    wf_output sum = op1(g, "Add", "s01", (wf_output[]){h[0], h[1]}, 2, NULL, 0);
+    wf__optimized *o = optimize(g, &sum, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "Gelu"), 1);
+        CHECK_INT(count_op(o, "Tanh"), 1); /* h[1]'s */
+    }
+    wf__optimized_free(o);
+    float xv[R * D], iv[R * K];
+    for (int i = 0; i < R * D; i++) xv[i] = (float)(i % 11) * 0.7f - 3.5f;
+    xv[0] = NAN, xv[1] = INFINITY, xv[2] = -INFINITY, xv[4] = -12, xv[5] = 9;
+    for (int i = 0; i < R * K; i++) iv[i] = (float)((i * 5) % 9) * 0.5f - 2;
+    iv[1] = NAN;
+    for (int level = 0; level <= 2; level++) {
+        wf_tensor *t = run_at_level(g, level, x, 2, (int64_t[]){R, D}, xv, sum, NULL);
+        const float *got = t ? wf_tensor_data(t) : NULL;
+        for (int i = 0; got && i < R * D; i++) {
+            double v = xv[i], g0, g1;
+            if (isinf(v)) g0 = g1 = v > 0 ? v : NAN;
+            else {
+                g0 = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+                g1 = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.05 * v * v * v)));
+            }
+            check_same(got[i], g0 + g1, 3e-5 * (fabs(g0 + g1) + 1));
+        }
+        wf_tensor_free(t);
+        char *pl = NULL;
+        t = run_at_level(g, level, in, 2, (int64_t[]){R, K}, iv, h[2], level == 2 ? &pl : NULL);
+        got = t ? wf_tensor_data(t) : NULL;
+        for (int r = 0; got && r < R; r++)
+            for (int j = 0; j < D; j++) {
+                double v = 0;
+                for (int k = 0; k < K; k++) v += (double)iv[r * K + k] * wv[k * D + j];
+                double want = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+                check_same(got[r * D + j], want, 3e-5 * (fabs(want) + 1));
+            }
+        if (pl) CHECK_STR_CONTAINS(pl, "mm: (MatMul+Gelu)");
+        wf_free(pl);
+        wf_tensor_free(t);
+    }
+    wf_graph_free(g);
+}
+
 /* Softmax(x / c), c of one element (attention's scores over sqrt(d)): at level 2 the Softmax reads x and c
  * and divides in cache (`Softmax+Div`), giving level 0's values bit for bit (the same quotients), NaN and
  * the infinities included: over the last axis (rows), over a middle axis (columns), LogSoftmax, and f64.
@@ -2794,6 +2877,7 @@ int main(void)
     RUN_TEST(test_simplify_algebra);
     RUN_TEST(test_simplify_gated);
     RUN_TEST(test_simplify_gelu);
+    RUN_TEST(test_simplify_gelu_tanh);
     RUN_TEST(test_softmax_div);
     RUN_TEST(test_clip_fused);
     RUN_TEST(test_simplify_transpose);

@@ -140,7 +140,8 @@ enum {
     WF__ACT_SWISH = 5,    /* x * sigmoid(alpha x), alpha in fused_alpha */
     WF__ACT_HARDSWISH = 6, /* x * clamp(x / 6 + 1/2, 0, 1) */
     WF__ACT_GELU = 7,      /* 0.5 x (1 + erf(x / sqrt(2))), Gelu's exact form */
-    WF__ACT_CLIP = 8       /* Clip(x, 0, hi), hi in fused_alpha (Relu6: 6), NaN kept, as the Clip node */
+    WF__ACT_CLIP = 8,      /* Clip(x, 0, hi), hi in fused_alpha (Relu6: 6), NaN kept, as the Clip node */
+    WF__ACT_GELU_TANH = 9  /* Gelu's tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 };
 
 /* Allocates output idx with the given dtype and shape. */

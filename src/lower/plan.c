@@ -182,6 +182,7 @@ static int act_of(const wf_node *n)
     if (!strcmp(op, "Swish")) return WF__ACT_SWISH;
     if (!strcmp(op, "HardSwish")) return WF__ACT_HARDSWISH;
     if (!strcmp(op, "Gelu") && attr_str_is(n, "approximate", "none")) return WF__ACT_GELU;
+    if (!strcmp(op, "Gelu") && attr_str_is(n, "approximate", "tanh")) return WF__ACT_GELU_TANH;
     if (!strcmp(op, "Clip")) return WF__ACT_CLIP; /* fusable only from 0 (clip_from_zero) */
     return WF__ACT_NONE;
 }
@@ -247,7 +248,7 @@ static void plan_fusion(builder *b, fusion *fu)
         /* swish and hardswish run as the CPU kernels' own pass after the primitive (k_dnnl.c
          * wf__dn_act_in_prim: oneDNN 2.6's post-ops for them were slow), in f32 */
         bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH || act_of(c) == WF__ACT_GELU ||
-                           act_of(c) == WF__ACT_CLIP);
+                           act_of(c) == WF__ACT_CLIP || act_of(c) == WF__ACT_GELU_TANH);
         double clip_hi;
         if (c && act_of(c) == WF__ACT_CLIP && !clip_from_zero(b, c, &clip_hi)) c = NULL;
         if (c && act_of(c) != WF__ACT_NONE && !(gated && dt != WF_F32) && !(bn && act_of(c) != WF__ACT_RELU) &&

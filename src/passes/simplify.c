@@ -12,7 +12,8 @@
  *       as the pair does.
  *   x * (1 + erf(x / sqrt(2))) * 0.5, in any order of its products and operands and with x * (1 /
  *       sqrt(2)) for the division -> Gelu(x) (PyTorch's export of nn.GELU() below opset 20, as in
- *       BERT), f32 only. One vectorised node, which lowering then fuses into the MatMul + BiasAdd
+ *       BERT), f32 only; x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) * 0.5 with x^3 as Pow(x, 3) or
+ *       x * x * x -> Gelu(x, approximate "tanh") (GPT-2's gelu_new, nn.GELU("tanh")). One vectorised node, which lowering then fuses into the MatMul + BiasAdd
  *       before it, instead of five (or a generated kernel of five). Gelu computes 0.5 x (1 + erf(x
  *       sqrt(1/2))) with the same erf as the Erf node on the CPU: within a few ulp of the chain, NaN for
  *       NaN and -inf (-inf * 0), +inf for +inf, as the chain gives them; on a large negative x both
@@ -230,10 +231,44 @@ static wf_output other_operand(const wf_node *b, wf_output o)
     return (wf_output){NULL, 0};
 }
 
-/* x for n = x * (1 + erf(x / sqrt(2))) * 0.5 (PyTorch's exact GELU), else {NULL}: n is a Mul of three
- * factors, two of them in a Mul of their own, one the constant 0.5, one s = 1 + Erf(d) and one x, where
- * d is x / sqrt(2) or x * sqrt(1/2). The constants within 1e-6 of those (what f32 rounding gives). */
-static wf_output gelu_of(const wf_node *n, const wf_output *in)
+static bool same_output(wf_output a, wf_output b) { return a.node == b.node && a.index == b.index; }
+
+/* Whether c is x^3: Pow(x, 3) or a product of three x's (x * x) * x in any order. */
+static bool cube_of(wf_output c, wf_output x)
+{
+    if (is_op(c, "Pow") && c.node->n_in == 2 && same_output(c.node->in[0], x) && const_near(c.node->in[1], 3.0, 0))
+        return true;
+    if (!is_op(c, "Mul") || c.node->n_in != 2) return false;
+    for (int k = 0; k < 2; k++) {
+        wf_output sq = c.node->in[k];
+        if (same_output(c.node->in[1 - k], x) && is_op(sq, "Mul") && sq.node->n_in == 2 && same_output(sq.node->in[0], x) &&
+            same_output(sq.node->in[1], x))
+            return true;
+    }
+    return false;
+}
+
+/* Whether d is tanh's argument in the tanh form of GELU: sqrt(2/pi) * (x + 0.044715 x^3), in any order. */
+static bool gelu_tanh_arg(wf_output d, wf_output x)
+{
+    if (!is_op(d, "Mul") || d.node->n_in != 2) return false;
+    for (int k = 0; k < 2; k++) {
+        wf_output s = d.node->in[k];
+        if (!const_near(d.node->in[1 - k], 0.7978845608028654, 1e-6) || !is_op(s, "Add") || s.node->n_in != 2) continue;
+        wf_output t = other_operand(s.node, x);
+        if (!t.node || !is_op(t, "Mul") || t.node->n_in != 2) continue;
+        for (int q = 0; q < 2; q++)
+            if (const_near(t.node->in[q], 0.044715, 1e-7) && cube_of(t.node->in[1 - q], x)) return true;
+    }
+    return false;
+}
+
+/* x for n = x * (1 + erf(x / sqrt(2))) * 0.5 (PyTorch's exact GELU; *tanh_form false) or x * (1 +
+ * tanh(sqrt(2/pi) (x + 0.044715 x^3))) * 0.5 (its tanh form, GPT-2's; *tanh_form true), else {NULL}: n is a
+ * Mul of three factors, two of them in a Mul of their own, one the constant 0.5, one s = 1 + Erf(d) (d is
+ * x / sqrt(2) or x * sqrt(1/2)) or 1 + Tanh(d), and one x. The constants within 1e-6 of those (what f32
+ * rounding gives). */
+static wf_output gelu_of(const wf_node *n, const wf_output *in, bool *tanh_form)
 {
     wf_output none = {NULL, 0};
     if (strcmp(n->op->name, "Mul") || n->n_in != 2 || !in[0].node || !in[1].node) return none;
@@ -248,16 +283,22 @@ static wf_output gelu_of(const wf_node *n, const wf_output *in)
                 wf_output x = f[3 - h - j], e = {NULL, 0};
                 const wf_node *a = f[j].node;
                 for (int q = 0; q < 2 && !e.node; q++)
-                    if (is_op(a->in[q], "Erf") && const_near(a->in[1 - q], 1.0, 1e-6)) e = a->in[q];
+                    if ((is_op(a->in[q], "Erf") || is_op(a->in[q], "Tanh")) && const_near(a->in[1 - q], 1.0, 1e-6))
+                        e = a->in[q];
                 if (!e.node || !x.node || info(x)->dtype != WF_F32 || e.node->n_in != 1) continue;
                 wf_output d = e.node->in[0];
                 if (!d.node || d.index != 0 || d.node->n_in != 2) continue;
                 const wf_node *dn = d.node;
-                bool div = !strcmp(dn->op->name, "Div") && dn->in[0].node == x.node && dn->in[0].index == x.index &&
-                           const_near(dn->in[1], 1.4142135623730951, 1e-6);
-                bool mul = !strcmp(dn->op->name, "Mul") && other_operand(dn, x).node &&
-                           const_near(other_operand(dn, x), 0.7071067811865476, 1e-6);
-                if (!div && !mul) continue;
+                *tanh_form = !strcmp(e.node->op->name, "Tanh");
+                if (*tanh_form) {
+                    if (!gelu_tanh_arg(d, x)) continue;
+                } else {
+                    bool div = !strcmp(dn->op->name, "Div") && same_output(dn->in[0], x) &&
+                               const_near(dn->in[1], 1.4142135623730951, 1e-6);
+                    bool mul = !strcmp(dn->op->name, "Mul") && other_operand(dn, x).node &&
+                               const_near(other_operand(dn, x), 0.7071067811865476, 1e-6);
+                    if (!div && !mul) continue;
+                }
                 /* x's own shape and dtype come out: constants of one element broadcast nothing bigger
                  * unless they have more dimensions, which the rank shows */
                 if (n->out[0].rank < 0 || n->out[0].rank != info(x)->rank || n->out[0].dtype != WF_F32) continue;
@@ -283,8 +324,12 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     }
     const char *fused = gated(n, in, &x);
     if (fused) return wf__pass_emit(r, n, fused, n->name, &x, 1, NULL, 0, &out[0]);
-    x = gelu_of(n, in);
-    if (x.node) return wf__pass_emit(r, n, "Gelu", n->name, &x, 1, NULL, 0, &out[0]);
+    bool tanh_form = false;
+    x = gelu_of(n, in, &tanh_form);
+    if (x.node) {
+        wf_attr ap = wf_attr_string("approximate", "tanh");
+        return wf__pass_emit(r, n, "Gelu", n->name, &x, 1, &ap, tanh_form, &out[0]);
+    }
     if (!strcmp(op, "Transpose")) WF__TRY(transpose(r, n, in, &out[0], &done));
     else if (n->n_out == 1 && (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") ||
                                !strcmp(op, "Unsqueeze")))

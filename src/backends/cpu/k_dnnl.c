@@ -346,7 +346,7 @@ bool wf__dn_act_in_prim(int act, double alpha)
      * over the output while it is in cache; so is Gelu (the Gelu node's loop and erf, which oneDNN's
      * gelu_erf post-op would not match bit for bit) */
     return act != WF__ACT_RELU && !(act == WF__ACT_LEAKY_RELU && alpha == 0) && act != WF__ACT_SWISH &&
-           act != WF__ACT_HARDSWISH && act != WF__ACT_GELU && act != WF__ACT_CLIP;
+           act != WF__ACT_HARDSWISH && act != WF__ACT_GELU && act != WF__ACT_CLIP && act != WF__ACT_GELU_TANH;
 }
 
 typedef struct relu_pass_arg {
@@ -361,7 +361,8 @@ typedef struct relu_pass_arg {
 WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
 {
     const relu_pass_arg *r = arg;
-    if (r->act == WF__ACT_SWISH || r->act == WF__ACT_HARDSWISH || r->act == WF__ACT_GELU || r->act == WF__ACT_CLIP) {
+    if (r->act == WF__ACT_SWISH || r->act == WF__ACT_HARDSWISH || r->act == WF__ACT_GELU || r->act == WF__ACT_CLIP ||
+        r->act == WF__ACT_GELU_TANH) {
         if (r->bf16) { /* lowering fuses these in f32 only; kept correct for a caller that does not */
             uint16_t *p = r->y;
             for (int64_t i = i0; i < i1; i++) p[i] = wf__f2bf(wf__dn_act_f(r->act, r->alpha, wf__bf2f(p[i])));
@@ -369,6 +370,8 @@ WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
             wf__ew_swish_f32((float *)r->y + i0, (float *)r->y + i0, i1 - i0, r->alpha);
         } else if (r->act == WF__ACT_GELU) {
             wf__ew_gelu_f32((float *)r->y + i0, (float *)r->y + i0, i1 - i0);
+        } else if (r->act == WF__ACT_GELU_TANH) {
+            wf__ew_gelu_tanh_f32((float *)r->y + i0, (float *)r->y + i0, i1 - i0);
         } else if (r->act == WF__ACT_CLIP) {
             /* the Clip node's expression with lo 0: NaN and -0 pass through */
             float *p = r->y, hi = r->alpha;
@@ -483,6 +486,7 @@ double wf__dn_act_d(int act, double alpha, double v)
     case WF__ACT_SWISH: return v / (1.0 + exp(-alpha * v));
     case WF__ACT_GELU: return 0.5 * v * erfc(-v * 0.70710678118654752);
     case WF__ACT_CLIP: return (v < 0 ? 0.0 : v) > alpha ? alpha : (v < 0 ? 0.0 : v);
+    case WF__ACT_GELU_TANH: return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
     case WF__ACT_HARDSWISH: {
         double g = v * (1.0 / 6.0) + 0.5;
         return v * (g < 0 ? 0 : g > 1 ? 1 : g); /* NaN passes the selects */
@@ -501,6 +505,7 @@ float wf__dn_act_f(int act, float alpha, float v)
     case WF__ACT_SWISH: return v / (1.0f + expf(-alpha * v));
     case WF__ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
     case WF__ACT_CLIP: return (v < 0 ? 0.0f : v) > alpha ? alpha : (v < 0 ? 0.0f : v);
+    case WF__ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
     case WF__ACT_HARDSWISH: {
         float g = v * (1.0f / 6.0f) + 0.5f;
         return v * (g < 0 ? 0 : g > 1 ? 1 : g);

@@ -22,6 +22,8 @@ void wf__ew_f32_to_half(const float *src, uint16_t *dst, int64_t n, wf_dtype t);
 void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a);
 /* y = 0.5 x (1 + erf(x / sqrt(2))) in f32, the Gelu node's own loop (exact form). */
 void wf__ew_gelu_f32(const float *x, float *y, int64_t n);
+/* The same for Gelu's tanh form (approximate "tanh"). */
+void wf__ew_gelu_tanh_f32(const float *x, float *y, int64_t n);
 
 /* The f32 loops of one elementwise op, for the generated elementwise kernels (k_fused.c), which run
  * the very loops of the single-op kernels over tiles and so give their results bit for bit.

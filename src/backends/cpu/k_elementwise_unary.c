@@ -308,6 +308,12 @@ UN_V(gelut_f32, float, uint32_t, ew_gelu_tanhf(v))
 UN_S(gelut_f64, double, uint64_t, gelu_tanh_d(v))
 static const unop op_gelu_tanh = {{FLT_FNS(gelut)}, WF__EW_GRAIN_HEAVY};
 
+void wf__ew_gelu_tanh_f32(const float *x, float *y, int64_t n)
+{
+    static const un_params none; /* Gelu reads no parameter */
+    gelut_f32(x, y, n, &none);
+}
+
 UN_V(erf_f32, float, uint32_t, ew_erff(v))
 UN_S(erf_f64, double, uint64_t, erf(v))
 static const unop op_erf = {{FLT_FNS(erf)}, WF__EW_GRAIN_HEAVY};
