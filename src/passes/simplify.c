@@ -18,6 +18,13 @@
  *       sqrt(1/2))) with the same erf as the Erf node on the CPU: within a few ulp of the chain, NaN for
  *       NaN and -inf (-inf * 0), +inf for +inf, as the chain gives them; on a large negative x both
  *       round to 0 on the CPU (1 + erf is 0 there), where the CUDA Gelu (erfc) gives a tiny product.
+ *   (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale (+ bias) over the last axis ->
+ *       LayerNormalization(x, scale, bias; epsilon eps) (PyTorch's export of nn.LayerNorm below opset
+ *       17, nine nodes), f32 and f64 with 1-D scale and bias: the Div becomes LayerNormalization(x,
+ *       ones), then LN(x, ones) * s -> LN(x, s) and LN(x, s) + b -> LN(x, s, b), the same arithmetic
+ *       as the separate Mul and Add (so a scale of ones or a zero bias that x * 1 and x + 0 removed
+ *       leaves no gap). The kernel's mean and two-pass variance
+ *       agree with the chain within a few ulp, and a row with a NaN or an infinity is NaN in both.
  *   Transpose(Transpose(x, q), p) -> Transpose(x, q∘p), or x when that is the identity; a Transpose by
  *       the identity -> x.
  *   A chain of Reshape, Flatten, Squeeze and Unsqueeze -> one Reshape to the last one's shape when
@@ -309,6 +316,85 @@ static wf_output gelu_of(const wf_node *n, const wf_output *in, bool *tanh_form)
     return none;
 }
 
+/* Whether o is ReduceMean(v) over v's last axis only, keeping it; v in *v. */
+static bool mean_last(wf_output o, wf_output *v)
+{
+    if (!is_op(o, "ReduceMean") || !o.node->in[0].node) return false;
+    const wf_node *m = o.node;
+    int rank = info(m->in[0])->rank;
+    if (rank < 1 || wf__attr_i(m->op, m->attrs, "keepdims") != 1) return false;
+    const wf__attr *ax = wf__attr_get(m->op, m->attrs, "axes");
+    int64_t a;
+    if (m->n_in > 1 && m->in[1].node) {
+        const wf_tensor *t = wf__pass_value(m->in[1]);
+        if (!t || t->size != 1 || !wf__dtype_is_int(t->dtype)) return false;
+        a = wf__load_i64(t->data, t->dtype, 0);
+    } else if (ax && ax->n == 1) {
+        a = ax->ints[0];
+    } else {
+        return false;
+    }
+    if (a != -1 && a != rank - 1) return false;
+    *v = m->in[0];
+    return true;
+}
+
+/* x and epsilon for n = (x - mean) / sqrt(var + eps), a LayerNorm's normalisation over the last axis as
+ * PyTorch exports nn.LayerNorm below opset 17: mean = ReduceMean(x), d = x - mean, var =
+ * ReduceMean(d^2) (Pow(d, 2) or d * d), the sum in either order, eps a constant of one element; f32 or
+ * f64 with a known last dimension. */
+static bool layernorm_of(const wf_node *n, const wf_output *in, wf_output *x, double *eps)
+{
+    if (strcmp(n->op->name, "Div") || n->n_in != 2 || !is_op(in[1], "Sqrt") || !in[0].node) return false;
+    wf_output d = in[0], ve = in[1].node->in[0], var = {NULL, 0}, sq, xm, mv;
+    if (!is_op(d, "Sub") || d.node->n_in != 2 || !is_op(ve, "Add") || ve.node->n_in != 2) return false;
+    const wf_tensor *e = NULL;
+    for (int j = 0; j < 2 && !var.node; j++) {
+        const wf_tensor *c = wf__pass_value(ve.node->in[1 - j]);
+        if (is_op(ve.node->in[j], "ReduceMean") && c && c->size == 1 && wf__dtype_is_float(c->dtype))
+            var = ve.node->in[j], e = c;
+    }
+    if (!var.node || !mean_last(var, &sq) || !mean_last(d.node->in[1], &mv)) return false;
+    xm = d.node->in[0];
+    if (!same_output(mv, xm)) return false;
+    bool squared = (is_op(sq, "Pow") && sq.node->n_in == 2 && same_output(sq.node->in[0], d) &&
+                    const_near(sq.node->in[1], 2.0, 0)) ||
+                   (is_op(sq, "Mul") && sq.node->n_in == 2 && same_output(sq.node->in[0], d) &&
+                    same_output(sq.node->in[1], d));
+    const wf__tinfo *tx = info(xm);
+    if (!squared || (tx->dtype != WF_F32 && tx->dtype != WF_F64) || tx->rank < 1 || tx->dims[tx->rank - 1] < 1 ||
+        n->out[0].rank != tx->rank || n->out[0].dtype != tx->dtype)
+        return false;
+    *x = xm;
+    *eps = wf__load_f64(e->data, e->dtype, 0);
+    return true;
+}
+
+/* For n = LN(x, scale) * s (scale all ones) or LN(x, s) + b, a LayerNormalization over the last axis
+ * without a bias: the LN's index among in[] and the new scale or bias operand (1-D of the last
+ * dimension's size, the LN's dtype); -1 when n is not one. The kernel computes (x - mean) * inv * s + b:
+ * the same products and sum as the separate Mul and Add. */
+static int layernorm_then(const wf_node *n, const wf_output *in, bool *is_bias, wf_output *v)
+{
+    bool mul = !strcmp(n->op->name, "Mul"), add = !strcmp(n->op->name, "Add");
+    if ((!mul && !add) || n->n_in != 2) return -1;
+    for (int k = 0; k < 2; k++) {
+        const wf_node *l = in[k].node;
+        if (!is_op(in[k], "LayerNormalization") || l->n_in < 2 || (l->n_in > 2 && l->in[2].node) || !in[1 - k].node)
+            continue;
+        const wf__tinfo *tx = info(l->in[0]), *to = info(in[1 - k]);
+        int64_t axis = wf__attr_i(l->op, l->attrs, "axis");
+        if (tx->rank < 1 || (axis != -1 && axis != tx->rank - 1) || to->dtype != tx->dtype || to->rank != 1 ||
+            to->dims[0] != tx->dims[tx->rank - 1] || n->out[0].rank != tx->rank || n->out[0].dtype != tx->dtype)
+            continue;
+        if (mul && !all_equal(wf__pass_value(l->in[1]), 1.0)) continue;
+        *is_bias = add;
+        *v = in[1 - k];
+        return k;
+    }
+    return -1;
+}
+
 static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out)
 {
     const char *op = n->op->name;
@@ -324,6 +410,31 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     }
     const char *fused = gated(n, in, &x);
     if (fused) return wf__pass_emit(r, n, fused, n->name, &x, 1, NULL, 0, &out[0]);
+    double eps;
+    if (layernorm_of(n, in, &x, &eps)) { /* the normalisation alone: a scale of ones */
+        const wf__tinfo *tx = info(x);
+        int64_t dd = tx->dims[tx->rank - 1];
+        wf_tensor *ones = NULL;
+        wf_status *st = wf_tensor_new(tx->dtype, 1, &dd, NULL, &ones);
+        for (int64_t i = 0; !st && i < dd; i++) wf__store_f64(ones->data, ones->dtype, i, 1.0);
+        char name[600];
+        wf_output ln[2] = {x, {NULL, 0}};
+        wf__pass_fresh_name(r->dst, n->name, "/ln_scale", name, sizeof name);
+        if (!st) st = wf_const(r->dst, name, ones, &ln[1]);
+        wf_tensor_free(ones);
+        if (st) return st;
+        wf_attr la[2] = {wf_attr_int("axis", -1), wf_attr_float("epsilon", eps)};
+        return wf__pass_emit(r, n, "LayerNormalization", n->name, ln, 2, la, 2, &out[0]);
+    }
+    bool is_bias;
+    wf_output v;
+    int lk = layernorm_then(n, in, &is_bias, &v);
+    if (lk >= 0) { /* LN(x, 1) * s -> LN(x, s); LN(x, s) + b -> LN(x, s, b) */
+        const wf_node *l = in[lk].node;
+        wf_output ln[3] = {l->in[0], is_bias ? l->in[1] : v, v};
+        wf_attr la[2] = {wf_attr_int("axis", -1), wf_attr_float("epsilon", wf__attr_f(l->op, l->attrs, "epsilon"))};
+        return wf__pass_emit(r, n, "LayerNormalization", n->name, ln, is_bias ? 3 : 2, la, 2, &out[0]);
+    }
     bool tanh_form = false;
     x = gelu_of(n, in, &tanh_form);
     if (x.node) {
