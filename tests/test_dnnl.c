@@ -240,6 +240,122 @@ static void test_conv_fused(void)
     }
 }
 
+/* The fused inputs lowering appends (lower/plan.c), called directly: a residual added to a Conv2D's (no
+ * input channels too: bias + residual) and a MatMul's result, then Relu, against the unfused result plus
+ * the residual; the residual tensor itself unchanged (the output is another tensor here). What the plan
+ * never gives, each refused with a message naming the node and what does not fit, the kernel usable
+ * after: a residual of another shape or dtype, an activation inside the primitive before the sum, a
+ * Softmax divisor of more than one element. */
+static void test_fused_inputs(void)
+{
+    unsigned seed = 11;
+    int64_t dx[4] = {2, 3, 5, 4}, dw[4] = {6, 3, 3, 3}, dx0[4] = {2, 0, 5, 4}, dw0[4] = {6, 0, 3, 3}, db[1] = {6};
+    int64_t dy[4] = {2, 6, 5, 4}, pads[4] = {1, 1, 1, 1};
+    for (int zero = 0; zero < 2; zero++) {
+        wf_tensor *in[4] = {randn(WF_F32, 4, zero ? dx0 : dx, &seed), randn(WF_F32, 4, zero ? dw0 : dw, &seed),
+                            randn(WF_F32, 1, db, &seed), randn(WF_F32, 4, dy, &seed)};
+        wf_tensor *res_copy = NULL;
+        CHECK_OK(wf_tensor_new(WF_F32, 4, dy, in[3]->data, &res_copy));
+        kc plain, f;
+        kc_init(&plain, "Conv2D", WF_F32, in, 3);
+        kc_set_ints(&plain, "pads", pads, 4);
+        wf_tensor *ref = kc_run(&plain);
+        kc_init(&f, "Conv2D", WF_F32, in, 4);
+        memcpy(f.attrs, plain.attrs, sizeof f.attrs);
+        f.k.fused_residual = 3;
+        f.k.fused_act = WF__ACT_RELU;
+        wf_tensor *y = kc_run(&f);
+        CHECK(y && ref);
+        int bad = 0;
+        for (int64_t i = 0; y && ref && i < ref->size; i++) {
+            double v = ((float *)ref->data)[i] + (double)((float *)in[3]->data)[i];
+            double want = v > 0 ? v : 0, got = ((float *)y->data)[i];
+            bad += !(fabs(got - want) <= 1e-5 * (1 + fabs(want)));
+        }
+        CHECK_INT(bad, 0);
+        CHECK(memcmp(in[3]->data, res_copy->data, in[3]->bytes) == 0);
+        wf_tensor_free(y);
+        kc_done(&f);
+        wf_tensor_free(ref);
+        kc_done(&plain);
+        wf_tensor_free(res_copy);
+        for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+    }
+    /* refused: the residual's shape, its dtype, an activation inside the primitive */
+    int64_t bad_dy[4] = {2, 6, 5, 3};
+    wf_tensor *in[4] = {randn(WF_F32, 4, dx, &seed), randn(WF_F32, 4, dw, &seed), randn(WF_F32, 4, bad_dy, &seed),
+                        randn(WF_F64, 4, dy, &seed)};
+    wf_tensor *good = randn(WF_F32, 4, dy, &seed);
+    struct {
+        wf_tensor *res;
+        int act;
+        const char *why;
+    } cases[] = {{in[2], WF__ACT_NONE, "f32[2,6,5,3] cannot be added to the result f32[2,6,5,4] (its dtype or shape)"},
+                 {in[3], WF__ACT_NONE, "f64[2,6,5,4] cannot be added to the result f32[2,6,5,4] (its dtype or shape)"},
+                 {good, WF__ACT_SIGMOID, "(an activation inside the primitive)"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        wf_tensor *args[3] = {in[0], in[1], cases[c].res};
+        kc f;
+        kc_init(&f, "Conv2D", WF_F32, args, 3);
+        kc_set_ints(&f, "pads", pads, 4);
+        f.k.fused_residual = 2;
+        f.k.fused_act = cases[c].act;
+        wf_status *st = f.def->compute(&f.k);
+        CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(wf_status_message(st), "node 'n' (Conv2D): the fused residual");
+        CHECK_STR_CONTAINS(wf_status_message(st), cases[c].why);
+        wf_status_free(st);
+        /* the same context with a residual that fits and Relu: it runs */
+        args[2] = good;
+        f.k.fused_act = WF__ACT_RELU;
+        wf_tensor_free(f.out[0]);
+        f.out[0] = NULL;
+        wf_tensor *y = kc_run(&f);
+        CHECK(y != NULL);
+        wf_tensor_free(y);
+        kc_done(&f);
+    }
+    /* MatMul: a residual of the product's shape, and one of another dtype refused */
+    int64_t da[2] = {3, 4}, dbm[2] = {4, 5}, dc[2] = {3, 5};
+    wf_tensor *mm[4] = {randn(WF_F32, 2, da, &seed), randn(WF_F32, 2, dbm, &seed), randn(WF_F32, 2, dc, &seed),
+                        randn(WF_F64, 2, dc, &seed)};
+    kc mp, mf;
+    kc_init(&mp, "MatMul", WF_F32, mm, 2);
+    wf_tensor *mref = kc_run(&mp);
+    kc_init(&mf, "MatMul", WF_F32, mm, 3);
+    mf.k.fused_residual = 2;
+    wf_tensor *my = kc_run(&mf);
+    int bad = 0;
+    for (int64_t i = 0; my && mref && i < mref->size; i++)
+        bad += !(fabs(((float *)my->data)[i] - (((float *)mref->data)[i] + (double)((float *)mm[2]->data)[i])) < 1e-5);
+    CHECK(my && mref);
+    CHECK_INT(bad, 0);
+    wf_tensor_free(my);
+    kc_done(&mf);
+    kc_init(&mf, "MatMul", WF_F32, mm, 4);
+    mf.k.fused_residual = 3;
+    wf_status *st = mf.def->compute(&mf.k);
+    CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(wf_status_message(st), "node 'n' (MatMul): the fused residual f64[3,5]");
+    wf_status_free(st);
+    kc_done(&mf);
+    wf_tensor_free(mref);
+    kc_done(&mp);
+    /* Softmax: a divisor of two elements */
+    int64_t d2[1] = {2};
+    wf_tensor *sm[2] = {randn(WF_F32, 2, dc, &seed), randn(WF_F32, 1, d2, &seed)};
+    kc sf;
+    kc_init(&sf, "Softmax", WF_F32, sm, 2);
+    st = sf.def->compute(&sf.k);
+    CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(wf_status_message(st), "node 'n' (Softmax): the fused divisor f32[2] does not fit X f32[3,5]");
+    wf_status_free(st);
+    kc_done(&sf);
+    for (int i = 0; i < 4; i++) wf_tensor_free(mm[i]), wf_tensor_free(in[i]);
+    for (int i = 0; i < 2; i++) wf_tensor_free(sm[i]);
+    wf_tensor_free(good);
+}
+
 /* Out of memory on the 16-bit paths (f32 plane buffers of the pools, the f32 scratch cache of a bf16
  * first-layer convolution and its gradient, a bf16 reduction): every allocation the kernel makes fails
  * once in turn; each call either fails with OUT_OF_MEMORY naming the kernel's need, or gives the
@@ -1142,6 +1258,7 @@ int main(void)
     RUN_TEST(test_matmul_fused);
     RUN_TEST(test_gemm_fused);
     RUN_TEST(test_conv_fused);
+    RUN_TEST(test_fused_inputs);
     RUN_TEST(test_conv_relu_bf16_special);
     RUN_TEST(test_lowp_oom);
     RUN_TEST(test_primitive_cache);
