@@ -240,6 +240,19 @@ static void test_conv_fused(void)
     }
 }
 
+/* How many elements of y are off (relu ? Relu : identity)(ref + res), all f32 of one size. */
+static int residual_off(const wf_tensor *y, const wf_tensor *ref, const wf_tensor *res, bool relu)
+{
+    CHECK(y && ref);
+    int bad = 0;
+    for (int64_t i = 0; y && ref && i < ref->size; i++) {
+        double v = ((const float *)ref->data)[i] + (double)((const float *)res->data)[i];
+        double want = relu && v < 0 ? 0 : v, got = ((const float *)y->data)[i];
+        bad += !(fabs(got - want) <= 1e-5 * (1 + fabs(want)));
+    }
+    return bad;
+}
+
 /* The fused inputs lowering appends (lower/plan.c), called directly: a residual added to a Conv2D's (no
  * input channels too: bias + residual) and a MatMul's result, then Relu, against the unfused result plus
  * the residual; the residual tensor itself unchanged (the output is another tensor here). What the plan
@@ -265,14 +278,7 @@ static void test_fused_inputs(void)
         f.k.fused_residual = 3;
         f.k.fused_act = WF__ACT_RELU;
         wf_tensor *y = kc_run(&f);
-        CHECK(y && ref);
-        int bad = 0;
-        for (int64_t i = 0; y && ref && i < ref->size; i++) {
-            double v = ((float *)ref->data)[i] + (double)((float *)in[3]->data)[i];
-            double want = v > 0 ? v : 0, got = ((float *)y->data)[i];
-            bad += !(fabs(got - want) <= 1e-5 * (1 + fabs(want)));
-        }
-        CHECK_INT(bad, 0);
+        CHECK_INT(residual_off(y, ref, in[3], true), 0);
         CHECK(memcmp(in[3]->data, res_copy->data, in[3]->bytes) == 0);
         wf_tensor_free(y);
         kc_done(&f);
@@ -315,6 +321,30 @@ static void test_fused_inputs(void)
         wf_tensor_free(y);
         kc_done(&f);
     }
+    /* refused too: an f64 convolution (the plan fuses f32 only), a residual in another layout than the result */
+    wf_tensor *d64[3] = {randn(WF_F64, 4, dx, &seed), randn(WF_F64, 4, dw, &seed), randn(WF_F64, 4, dy, &seed)};
+    kc f64c;
+    kc_init(&f64c, "Conv2D", WF_F64, d64, 3);
+    kc_set_ints(&f64c, "pads", pads, 4);
+    f64c.k.fused_residual = 2;
+    wf_status *st = f64c.def->compute(&f64c.k);
+    CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(wf_status_message(st), "node 'n' (Conv2D): the fused residual f64[2,6,5,4] cannot be added to "
+                                              "the result f64[2,6,5,4] (not f32)");
+    wf_status_free(st);
+    kc_done(&f64c);
+    for (int i = 0; i < 3; i++) wf_tensor_free(d64[i]);
+    wf_tensor *lay[3] = {in[0], in[1], good};
+    kc fl;
+    kc_init(&fl, "Conv2D", WF_F32, lay, 3);
+    kc_set_ints(&fl, "pads", pads, 4);
+    fl.k.fused_residual = 2;
+    fl.k.in_blocked = 1u << 2; /* the residual blocked, the result plain */
+    st = fl.def->compute(&fl.k);
+    CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(wf_status_message(st), "(another layout)");
+    wf_status_free(st);
+    kc_done(&fl);
     /* MatMul: a residual of the product's shape, and one of another dtype refused */
     int64_t da[2] = {3, 4}, dbm[2] = {4, 5}, dc[2] = {3, 5};
     wf_tensor *mm[4] = {randn(WF_F32, 2, da, &seed), randn(WF_F32, 2, dbm, &seed), randn(WF_F32, 2, dc, &seed),
@@ -325,16 +355,12 @@ static void test_fused_inputs(void)
     kc_init(&mf, "MatMul", WF_F32, mm, 3);
     mf.k.fused_residual = 2;
     wf_tensor *my = kc_run(&mf);
-    int bad = 0;
-    for (int64_t i = 0; my && mref && i < mref->size; i++)
-        bad += !(fabs(((float *)my->data)[i] - (((float *)mref->data)[i] + (double)((float *)mm[2]->data)[i])) < 1e-5);
-    CHECK(my && mref);
-    CHECK_INT(bad, 0);
+    CHECK_INT(residual_off(my, mref, mm[2], false), 0);
     wf_tensor_free(my);
     kc_done(&mf);
     kc_init(&mf, "MatMul", WF_F32, mm, 4);
     mf.k.fused_residual = 3;
-    wf_status *st = mf.def->compute(&mf.k);
+    st = mf.def->compute(&mf.k);
     CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
     CHECK_STR_CONTAINS(wf_status_message(st), "node 'n' (MatMul): the fused residual f64[3,5]");
     wf_status_free(st);

@@ -96,8 +96,8 @@ struct wf__kctx {
      * NULL: none), which wf__kctx_output hands out when the dtype and shape match. */
     wf_tensor *const *out_into;
     /* Appended (core only): the index into in[] of a residual added to the result before fused_act (a
-     * Conv2D + Add of ResNet's shortcut, lowered by lower/plan.c; the output may be planned in its bytes),
-     * or 0 for none (input 0 is never one). */
+     * Conv2D or MatMul + Add, ResNet's shortcut or a transformer's x + attention(x), lowered by
+     * lower/plan.c; the output may be planned in its bytes), or 0 for none (input 0 is never one). */
     int fused_residual;
 };
 

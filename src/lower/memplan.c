@@ -49,7 +49,7 @@ static bool kept_by_assign(const wf__plan *p, int slot, const int *rd_start, con
  * (WF__K_INPLACE: it writes output element i only after reading input element i), the input is a planned
  * value of the same dtype and byte size on v's device, still the buffer's last value (not fetched), read
  * once by v, and every other reader of it is an ancestor of v (it has run whatever the order). -1 if not.
- * A convolution with a fused residual (wf__pnode.fused_res) takes the residual's buffer instead: its
+ * A Conv2D or MatMul with a fused residual (wf__pnode.fused_res) takes the residual's buffer instead: its
  * result is accumulated over the residual there. */
 static int in_place_buffer(const wf__plan *p, int v, const uint64_t *av, size_t raw, const int *buf_of,
                            const int *b_last, const int *b_dev, const int *producer, const int *rd_start,

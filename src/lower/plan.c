@@ -622,7 +622,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             pn->fused_act = act_of(an);
             if (pn->fused_act == WF__ACT_LEAKY_RELU || pn->fused_act == WF__ACT_SWISH)
                 pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
-            if (pn->fused_act == WF__ACT_CLIP && !clip_from_zero(b, an, &pn->fused_alpha)) pn->fused_alpha = INFINITY;
+            if (pn->fused_act == WF__ACT_CLIP) (void)clip_from_zero(b, an, &pn->fused_alpha); /* true: fuse took it so */
             wf__str_appendf(&names, "%s%s", names.len ? "+" : "", an->op->name);
         }
         if (names.failed) {

@@ -80,7 +80,7 @@ void wf__optimized_free(wf__optimized *o);
 bool wf__opt_fuses(const wf__opt_options *o);
 /* Whether lowering generates elementwise kernels (level >= 2, "fuse" and "jit" not disabled). */
 bool wf__opt_jit(const wf__opt_options *o);
-/* Whether lowering takes residual Adds into convolutions (level 2, not disabled as "residual"). */
+/* Whether lowering takes residual Adds into Conv2D and MatMul (level 2, not disabled as "residual"). */
 bool wf__opt_residual(const wf__opt_options *o);
 /* Whether lowering plans channel-blocked layouts (level 3, with "fuse" and "layout" not disabled). */
 bool wf__opt_layout(const wf__opt_options *o);

@@ -9,7 +9,7 @@
 #include "passes/pass.h"
 
 /* The graph passes in order ("amp" only with a precision, at any level), then "fuse", lowering's epilogue fusion after placement (level 2),
- * "residual", the residual Adds it takes into convolutions (level 2, lower/plan.c), "jit",
+ * "residual", the residual Adds it takes into Conv2D and MatMul (level 2, lower/plan.c), "jit",
  * its generated elementwise kernels (level 2, lower/jit.c), and "layout", lowering's channel-blocked
  * layouts between convolutions (level 3, lower/layout.c). */
 const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "amp", "fold", "cse",

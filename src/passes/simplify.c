@@ -13,18 +13,19 @@
  *   x * (1 + erf(x / sqrt(2))) * 0.5, in any order of its products and operands and with x * (1 /
  *       sqrt(2)) for the division -> Gelu(x) (PyTorch's export of nn.GELU() below opset 20, as in
  *       BERT), f32 only; x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) * 0.5 with x^3 as Pow(x, 3) or
- *       x * x * x -> Gelu(x, approximate "tanh") (GPT-2's gelu_new, nn.GELU("tanh")). One vectorised node, which lowering then fuses into the MatMul + BiasAdd
- *       before it, instead of five (or a generated kernel of five). Gelu computes 0.5 x (1 + erf(x
- *       sqrt(1/2))) with the same erf as the Erf node on the CPU: within a few ulp of the chain, NaN for
- *       NaN and -inf (-inf * 0), +inf for +inf, as the chain gives them; on a large negative x both
- *       round to 0 on the CPU (1 + erf is 0 there), where the CUDA Gelu (erfc) gives a tiny product.
+ *       x * x * x -> Gelu(x, approximate "tanh") (GPT-2's gelu_new, nn.GELU("tanh")). One vectorised
+ *       node, which lowering then fuses into the MatMul + BiasAdd before it, instead of five (or a
+ *       generated kernel of five). Gelu computes 0.5 x (1 + erf(x sqrt(1/2))) with the same erf as the
+ *       Erf node on the CPU: within a few ulp of the chain, NaN for NaN and -inf (-inf * 0), +inf for
+ *       +inf, as the chain gives them; on a large negative x both round to 0 on the CPU (1 + erf is 0
+ *       there), where the CUDA Gelu (erfc) gives a tiny product.
  *   (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale (+ bias) over the last axis ->
  *       LayerNormalization(x, scale, bias; epsilon eps) (PyTorch's export of nn.LayerNorm below opset
  *       17, nine nodes), f32 and f64 with 1-D scale and bias: the Div becomes LayerNormalization(x,
  *       ones), then LN(x, ones) * s -> LN(x, s) and LN(x, s) + b -> LN(x, s, b), the same arithmetic
  *       as the separate Mul and Add (so a scale of ones or a zero bias that x * 1 and x + 0 removed
- *       leaves no gap). The kernel's mean and two-pass variance
- *       agree with the chain within a few ulp, and a row with a NaN or an infinity is NaN in both.
+ *       leaves no gap). The kernel's mean and two-pass variance agree with the chain within a few ulp,
+ *       and a row with a NaN or an infinity is NaN in both.
  *   Transpose(Transpose(x, q), p) -> Transpose(x, q∘p), or x when that is the identity; a Transpose by
  *       the identity -> x.
  *   A chain of Reshape, Flatten, Squeeze and Unsqueeze -> one Reshape to the last one's shape when

@@ -86,7 +86,7 @@ typedef struct wf__place_opts {
     bool no_fusion;               /* lowering fuses no epilogue (optimisation levels 0 and 1) */
     bool layout;                  /* lowering plans channel-blocked layouts (level 3, lower/layout.c) */
     bool no_jit;                  /* lowering generates no elementwise kernels (lower/jit.c) */
-    bool no_residual;             /* lowering takes no residual Add into a convolution (lower/plan.c) */
+    bool no_residual;             /* lowering takes no residual Add into a Conv2D or MatMul (lower/plan.c) */
 } wf__place_opts;
 
 enum {

@@ -34,8 +34,8 @@ typedef struct wf__plan_builder {
 typedef struct wf__plan_fusion {
     int bias_node;   /* graph id of the absorbed BiasAdd or -1 */
     int act_node;    /* graph id of the absorbed activation or -1 */
-    /* A residual Add absorbed by a Conv2D (lower/plan.c): its graph id or -1, and its other operand, the
-     * value added to the convolution's (read as one more input, after a fused bias). */
+    /* A residual Add absorbed by a Conv2D or MatMul (lower/plan.c): its graph id or -1, and its other
+     * operand, the value added to the node's result (read as one more input, after a fused bias). */
     int res_node;
     wf_output res;
     /* A Softmax's prologue (lower/plan.c): the one-element divisor of the Div it absorbed (read as one
