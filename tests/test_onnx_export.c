@@ -359,6 +359,58 @@ static void test_layernorm_gelu(void)
     }
 }
 
+/* Attention (opset 23) is written as its formula: 3-D inputs with three heads, a scale and a finite
+ * constant mask (what passes/attention.c makes of a model's attention), and 4-D without either; a
+ * causal one, a mask that is not a constant and a read present key are refused, naming the node. */
+static void test_attention(void)
+{
+    for (int four = 0; four < 2; four++) {
+        wf_graph *g;
+        wf_session *s;
+        CHECK_OK(wf_graph_new(&g));
+        int64_t xd3[3] = {-1, 5, 12}, xd4[4] = {-1, 3, 5, 4}, wkd[2] = {12, 12}, wvd[2] = {12, 9}, md[2] = {5, 5};
+        wf_output x, k, v, y;
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, four ? 4 : 3, four ? xd4 : xd3, &x));
+        if (four) {
+            wf_output ai[3] = {x, x, x};
+            y = op(g, "Attention", "attn", ai, 3, NULL, 0);
+        } else {
+            CHECK_OK(wf_matmul(g, "k", x, const_rand(g, "wk", 2, wkd, 0.5f, 0), 0, 0, &k));
+            CHECK_OK(wf_matmul(g, "v", x, const_rand(g, "wv", 2, wvd, 0.5f, 0), 0, 0, &v));
+            wf_output ai[4] = {x, k, v, const_rand(g, "mask", 2, md, 3.0f, -1.0f)};
+            wf_attr aa[3] = {wf_attr_int("q_num_heads", 3), wf_attr_int("kv_num_heads", 3), wf_attr_float("scale", 0.3)};
+            y = op(g, "Attention", "attn", ai, 4, aa, 3);
+        }
+        CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
+        int64_t in3[3] = {2, 5, 12}, in4[4] = {2, 3, 5, 4};
+        wf_tensor *in = rand_f32(four ? 4 : 3, four ? in4 : in3, 2.0f, 0.0f);
+        wf_tensor *want = run1(s, x, in, y);
+        const char *p = path_in(four ? "attention4.onnx" : "attention3.onnx");
+        CHECK_OK(wf_session_export_onnx(s, &y, NULL, 1, p));
+        reload_and_compare(p, in, &want, 1, NULL);
+        python_check(p, in, &want, 1, NULL);
+        wf_tensor_free(want);
+        wf_tensor_free(in);
+        /* refused (4-D): causal; a mask fed at run time; present_key read */
+        if (four) {
+            wf_output ai[4] = {x, x, x, x};
+            wf_attr causal = wf_attr_int("is_causal", 1);
+            wf_output yc = op(g, "Attention", "causal", ai, 3, &causal, 1);
+            wf_output ym = op(g, "Attention", "fed_mask", ai, 4, NULL, 0);
+            wf_node *an = NULL;
+            CHECK_OK(wf_op(g, "Attention", "present", ai, 3, NULL, 0, &an));
+            wf_session_free(s);
+            CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
+            CHECK_ERR(wf_session_export_onnx(s, &yc, NULL, 1, p), WF_UNIMPLEMENTED, "node 'causal' (Attention)");
+            CHECK_ERR(wf_session_export_onnx(s, &ym, NULL, 1, p), WF_UNIMPLEMENTED, "Attention needs opset 23");
+            wf_output both[2] = {wf_out(an, 0), wf_out(an, 1)};
+            if (an) CHECK_ERR(wf_session_export_onnx(s, both, NULL, 2, p), WF_UNIMPLEMENTED, "node 'present'");
+        }
+        wf_session_free(s);
+        wf_graph_free(g);
+    }
+}
+
 /* An embedding lookup (Gather of i64 ids into a Variable table) averaged over the sequence, with
  * ReduceMean's axes given as a weft attribute (an attribute at opset 17 too) and ReduceSum's as an
  * input, then Maximum, Square and Rsqrt, which ONNX spells differently. */
@@ -661,6 +713,7 @@ int main(void)
     RUN_TEST(test_mlp);
     RUN_TEST(test_cnn);
     RUN_TEST(test_layernorm_gelu);
+    RUN_TEST(test_attention);
     RUN_TEST(test_embedding);
     RUN_TEST(test_misc_ops);
     RUN_TEST(test_model_roundtrip);

@@ -352,7 +352,7 @@ static void test_options_and_dump(void)
     s = NULL;
     so.disable_passes = "bogus";
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
-              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, conv_crop, fuse, residual, jit, layout)");
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, attention, conv_crop, fuse, residual, jit, layout)");
     so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -371,9 +371,9 @@ static void test_options_and_dump(void)
             CHECK_NEAR(((float *)wf_tensor_data(out))[0], 0, 0);
             CHECK_NEAR(((float *)wf_tensor_data(out))[1], 3, 0);
         }
-        const char *steps[] = {"00-input",  "01-prune",       "02-identity", "03-simplify", "04-bnfold",
-                               "05-matmul_bias", "06-fold", "07-cse",      "08-conv_crop"};
-        for (int i = 0; i < 9; i++) {
+        const char *steps[] = {"00-input",       "01-prune", "02-identity", "03-simplify",  "04-bnfold",
+                               "05-matmul_bias", "06-fold",  "07-cse",      "08-attention", "09-conv_crop"};
+        for (int i = 0; i < 10; i++) {
             char path[256], text[512] = "";
             snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
             FILE *fp = fopen(path, "r");
@@ -821,6 +821,174 @@ static void test_simplify_layernorm(void)
         wf_tensor_free(t);
     }
     wf_graph_free(g);
+}
+
+
+/* attention: multi-head attention as PyTorch exports it (the heads split by Reshape and Transpose, QK^T,
+ * a scale, a constant mask, Softmax, PV, the heads merged) becomes one Attention node, which the CPU
+ * runs through its fast path (the present key/value and scores unread). Checked against double
+ * attention computed here, at levels 0 to 3 and with the pass disabled; NaN and infinities in x spread
+ * as in the chain. The forms that must stay: a mask with -inf (a row could be forbidden every key: the
+ * chain gives NaN, Attention zeros), a mask broadcast along the keys (Attention pads it instead), a
+ * negative scale, Softmax over the queries. */
+enum { AT_B = 2, AT_S = 5, AT_E = 12, AT_H = 3, AT_D = 4, AT_DV = 3 };
+
+typedef struct {
+    int scale_kind;   /* 0: Div by c, 1: Mul by c (constant first), 2: none */
+    float c;
+    int mask;         /* 0: none, 1: finite (S, S), 2: with -inf, 3: (S, 1) */
+    int softmax_axis;
+} at_form;
+
+static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, const int64_t *perm)
+{
+    char a[64], b[64];
+    snprintf(a, sizeof a, "%s_split", nm);
+    snprintf(b, sizeof b, "%s_heads", nm);
+    wf_output r;
+    CHECK_OK(wf_reshape(g, a, v, 4, (int64_t[]){AT_B, AT_S, AT_H, d}, &r));
+    wf_attr pa = wf_attr_ints("perm", perm, 4);
+    return op1(g, "Transpose", b, &r, 1, &pa, 1);
+}
+
+static float at_wq[AT_E * AT_E], at_wk[AT_E * AT_E], at_wv[AT_E * AT_H * AT_DV], at_mask[AT_S * AT_S];
+
+/* The attention of x (B, S, E) in form f, named with prefix p; the probabilities in *prob. */
+static wf_output at_build(wf_graph *g, const char *p, wf_output x, at_form f, wf_output *prob)
+{
+    static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
+    char nm[64];
+#define NM(s) (snprintf(nm, sizeof nm, "%s_%s", p, s), nm)
+    wf_output q, k, v, s, pr, o, y;
+    CHECK_OK(wf_matmul(g, NM("q"), x, konst(g, NM("wq"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wq), 0, 0, &q));
+    CHECK_OK(wf_matmul(g, NM("k"), x, konst(g, NM("wk"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wk), 0, 0, &k));
+    CHECK_OK(wf_matmul(g, NM("v"), x, konst(g, NM("wv"), WF_F32, 2, (int64_t[]){AT_E, AT_H * AT_DV}, at_wv), 0, 0, &v));
+    wf_output qh = at_heads(g, NM("qh"), q, AT_D, p0213), kt = at_heads(g, NM("kt"), k, AT_D, p0231);
+    wf_output vh = at_heads(g, NM("vh"), v, AT_DV, p0213);
+    CHECK_OK(wf_matmul(g, NM("scores"), qh, kt, 0, 0, &s));
+    wf_output c = konst(g, NM("c"), WF_F32, 0, NULL, &f.c);
+    if (f.scale_kind == 0) s = op1(g, "Div", NM("scaled"), (wf_output[]){s, c}, 2, NULL, 0);
+    if (f.scale_kind == 1) s = op1(g, "Mul", NM("scaled"), (wf_output[]){c, s}, 2, NULL, 0);
+    if (f.mask) {
+        float m[AT_S * AT_S];
+        memcpy(m, at_mask, sizeof m);
+        if (f.mask == 2) m[7] = -INFINITY;
+        int64_t md[2] = {AT_S, f.mask == 3 ? 1 : AT_S};
+        s = op1(g, "Add", NM("masked"), (wf_output[]){s, konst(g, NM("mask"), WF_F32, 2, md, m)}, 2, NULL, 0);
+    }
+    CHECK_OK(wf_softmax(g, NM("probs"), s, f.softmax_axis, &pr));
+    CHECK_OK(wf_matmul(g, NM("ctx"), pr, vh, 0, 0, &o));
+    wf_attr pa = wf_attr_ints("perm", p0213, 4);
+    o = op1(g, "Transpose", NM("merge_t"), &o, 1, &pa, 1);
+    CHECK_OK(wf_reshape(g, NM("y"), o, 3, (int64_t[]){AT_B, AT_S, AT_H * AT_DV}, &y));
+#undef NM
+    if (prob) *prob = pr;
+    return y;
+}
+
+/* Attention in double: the reference for f (scale by Div or Mul, the finite mask). */
+static void at_reference(const float *xv, at_form f, double *want)
+{
+    double q[AT_B * AT_S * AT_E], k[AT_B * AT_S * AT_E], v[AT_B * AT_S * AT_H * AT_DV];
+    for (int r = 0; r < AT_B * AT_S; r++) {
+        for (int j = 0; j < AT_E; j++) {
+            double a = 0, b = 0;
+            for (int e = 0; e < AT_E; e++) a += (double)xv[r * AT_E + e] * at_wq[e * AT_E + j];
+            for (int e = 0; e < AT_E; e++) b += (double)xv[r * AT_E + e] * at_wk[e * AT_E + j];
+            q[r * AT_E + j] = a, k[r * AT_E + j] = b;
+        }
+        for (int j = 0; j < AT_H * AT_DV; j++) {
+            double a = 0;
+            for (int e = 0; e < AT_E; e++) a += (double)xv[r * AT_E + e] * at_wv[e * AT_H * AT_DV + j];
+            v[r * AT_H * AT_DV + j] = a;
+        }
+    }
+    double scale = f.scale_kind == 0 ? 1.0 / f.c : f.scale_kind == 1 ? f.c : 1.0;
+    for (int b = 0; b < AT_B; b++)
+        for (int h = 0; h < AT_H; h++)
+            for (int i = 0; i < AT_S; i++) {
+                double sc[AT_S], mx = -INFINITY, sum = 0;
+                for (int j = 0; j < AT_S; j++) {
+                    double a = 0;
+                    for (int d = 0; d < AT_D; d++)
+                        a += q[(b * AT_S + i) * AT_E + h * AT_D + d] * k[(b * AT_S + j) * AT_E + h * AT_D + d];
+                    sc[j] = a * scale + (f.mask ? at_mask[i * AT_S + j] : 0);
+                    mx = isnan(sc[j]) || sc[j] > mx ? sc[j] : mx;
+                }
+                for (int j = 0; j < AT_S; j++) sum += exp(sc[j] - mx);
+                for (int d = 0; d < AT_DV; d++) {
+                    double a = 0;
+                    for (int j = 0; j < AT_S; j++) a += exp(sc[j] - mx) / sum * v[(b * AT_S + j) * AT_H * AT_DV + h * AT_DV + d];
+                    want[(b * AT_S + i) * AT_H * AT_DV + h * AT_DV + d] = a;
+                }
+            }
+}
+
+static void test_attention(void)
+{
+    for (int i = 0; i < AT_E * AT_E; i++) {
+        at_wq[i] = (float)((i * 7) % 11) * 0.1f - 0.5f;
+        at_wk[i] = (float)((i * 5) % 13) * 0.09f - 0.55f;
+    }
+    for (int i = 0; i < AT_E * AT_H * AT_DV; i++) at_wv[i] = (float)((i * 3) % 7) * 0.2f - 0.6f;
+    for (int i = 0; i < AT_S * AT_S; i++) at_mask[i] = (i % 3) ? 0.0f : -1000.0f; /* BERT's -10000 style */
+    const at_form fused[] = {{0, 2.5f, 0, -1}, {1, 0.4f, 1, -1}, {2, 1.0f, 1, 3}};
+    const at_form stays[] = {{0, 2.5f, 2, -1}, {0, 2.5f, 3, -1}, {0, -2.0f, 0, -1}, {0, 2.5f, 0, 2}};
+    float xv[AT_B * AT_S * AT_E];
+    for (int i = 0; i < AT_B * AT_S * AT_E; i++) xv[i] = (float)((i * 13) % 17) * 0.15f - 1.2f;
+    int64_t xd[3] = {AT_B, AT_S, AT_E};
+    for (int fi = 0; fi < 3; fi++) {
+        wf_graph *g = NULL;
+        CHECK_OK(wf_graph_new(&g));
+        if (!g) return;
+        wf_output x, pr;
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+        wf_output y = at_build(g, "a", x, fused[fi], &pr);
+        wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
+        if (o) {
+            CHECK_INT(count_op(o, "Attention"), 1);
+            CHECK_INT(count_op(o, "Softmax") + count_op(o, "Transpose"), 0);
+        }
+        wf__optimized_free(o);
+        o = optimize(g, &y, 1, &x, 1, "attention");
+        if (o) CHECK_INT(count_op(o, "Attention"), 0);
+        wf__optimized_free(o);
+        /* the probabilities read too: the chain stays for them, Attention gives y */
+        wf_output both[2] = {y, pr};
+        o = optimize(g, both, 2, &x, 1, NULL);
+        if (o) CHECK_INT(count_op(o, "Attention") * 10 + count_op(o, "Softmax"), 11);
+        wf__optimized_free(o);
+        for (int pass = 0; pass < 2; pass++) {
+            float in[AT_B * AT_S * AT_E];
+            memcpy(in, xv, sizeof in);
+            if (pass) in[3] = NAN, in[AT_S * AT_E + 2 * AT_E + 1] = INFINITY; /* batch 0 all NaN, batch 1's key 2 too */
+            double want[AT_B * AT_S * AT_H * AT_DV];
+            at_reference(in, fused[fi], want);
+            for (int level = 0; level <= 3; level++) {
+                char *pl = NULL;
+                wf_tensor *t = run_opts(g, level, level == 3 ? "attention" : NULL, 1, x, 3, xd, in, y, &pl);
+                const float *got = t ? wf_tensor_data(t) : NULL;
+                for (int i = 0; got && i < AT_B * AT_S * AT_H * AT_DV; i++) check_same(got[i], want[i], 2e-5 * (fabs(want[i]) + 1));
+                if (pl && (level == 1 || level == 2)) CHECK_STR_CONTAINS(pl, "a_y: (Attention)");
+                if (pl && (level == 0 || level == 3)) CHECK(strstr(pl, "(Attention)") == NULL);
+                wf_free(pl);
+                wf_tensor_free(t);
+            }
+        }
+        wf_graph_free(g);
+    }
+    for (int fi = 0; fi < 4; fi++) {
+        wf_graph *g = NULL;
+        CHECK_OK(wf_graph_new(&g));
+        if (!g) return;
+        wf_output x;
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+        wf_output y = at_build(g, "s", x, stays[fi], NULL);
+        wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
+        if (o) CHECK_INT(count_op(o, "Attention"), 0);
+        wf__optimized_free(o);
+        wf_graph_free(g);
+    }
 }
 
 /* Softmax(x / c), c of one element (attention's scores over sqrt(d)): at level 2 the Softmax reads x and c
@@ -1727,8 +1895,8 @@ static void test_fold_kernels(void)
     wf__free(pl);
     /* the dump's files */
     const char *steps[] = {"00-input", "01-prune", "02-identity", "03-simplify", "04-bnfold",
-                           "05-matmul_bias", "06-fold", "07-cse", "08-conv_crop"};
-    for (int i = 0; i < 9; i++) {
+                           "05-matmul_bias", "06-fold", "07-cse", "08-attention", "09-conv_crop"};
+    for (int i = 0; i < 10; i++) {
         snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
         unlink(path);
     }
@@ -1774,9 +1942,9 @@ static void test_fanout_dump(void)
         const double want[4] = {1.5, NAN, INFINITY, 0};
         for (int i = 0; i < 4 * FAN; i++) check_same(v[i], want[i % 4], 0);
     }
-    for (int step = 0; step <= 8; step++) {
-        static const char *const names[] = {"input", "prune",       "identity", "simplify", "bnfold",
-                                            "matmul_bias", "fold", "cse",      "conv_crop"};
+    for (int step = 0; step <= 9; step++) {
+        static const char *const names[] = {"input",       "prune", "identity", "simplify",  "bnfold",
+                                            "matmul_bias", "fold",  "cse",      "attention", "conv_crop"};
         char path[256];
         snprintf(path, sizeof path, "%s/%02d-%s.txt", dir, step, names[step]);
         FILE *fp = fopen(path, "r");
@@ -2959,6 +3127,7 @@ int main(void)
     RUN_TEST(test_simplify_gelu_tanh);
     RUN_TEST(test_simplify_layernorm);
     RUN_TEST(test_softmax_div);
+    RUN_TEST(test_attention);
     RUN_TEST(test_clip_fused);
     RUN_TEST(test_simplify_transpose);
     RUN_TEST(test_simplify_reshape);

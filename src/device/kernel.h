@@ -99,6 +99,10 @@ struct wf__kctx {
      * Conv2D or MatMul + Add, ResNet's shortcut or a transformer's x + attention(x), lowered by
      * lower/plan.c; the output may be planned in its bytes), or 0 for none (input 0 is never one). */
     int fused_residual;
+    /* Appended (core only): bit j set, nothing reads output j (the executor frees it unread), so a
+     * kernel may leave that output's bytes unwritten (Attention's present key, value and scores behind
+     * a fused attention, passes/attention.c). */
+    uint32_t out_unused;
 };
 
 /* A device plugin's FusedElementwise node against its program (the inputs' dtypes and sizes, the planned

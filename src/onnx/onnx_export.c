@@ -543,6 +543,86 @@ static wf_status *tr_gelu(tr *t)
     return emit(t, "Mul", in, 2, skip, NULL);
 }
 
+/* Attention is opset 23: written as its formula where that gives the same values, the form
+ * passes/attention.c makes of a model's attention: Q, K and V 3-D with one head count (or 4-D), no
+ * cache, causality, window, softcap or padded lengths, a mask that is absent or a constant with every
+ * value finite and a key dimension of K's length, and only Y read. Then
+ *   Y = Reshape(Transpose(Softmax(Qh Kt * scale [+ mask]) Vh, [0,2,1,3]), (0, 0, -1))
+ * with the heads split by Reshape (0, 0, H, D) and Transpose; a mask that might forbid a whole row is
+ * refused (Attention gives that row zeros, the formula NaN). */
+static bool finite_const(wf_output o, int64_t keys)
+{
+    const wf_tensor *m = o.node && o.node->out_value ? o.node->out_value[o.index] : NULL;
+    if (!m || m->dtype != WF_F32 || m->rank < 1 || m->dims[m->rank - 1] != keys) return false;
+    for (int64_t i = 0; i < m->size; i++)
+        if (!isfinite(((const float *)m->data)[i])) return false;
+    return true;
+}
+
+static wf_status *tr_attention(tr *t)
+{
+    const wf_node *n = t->n;
+#define A_I(nm) wf__attr_i(n->op, n->attrs, nm)
+    int64_t dq[WF_MAX_RANK], dk[WF_MAX_RANK], dv[WF_MAX_RANK];
+    int r = in_rank(t, 0, dq);
+    int64_t hq = A_I("q_num_heads"), hk = A_I("kv_num_heads");
+    bool simple = r == in_rank(t, 1, dk) && r == in_rank(t, 2, dv) && (r == 4 || (r == 3 && hq > 0 && hq == hk)) &&
+                  (n->n_in < 5 || (!n->in[4].node && !n->in[5].node && (n->n_in < 7 || !n->in[6].node))) &&
+                  !A_I("is_causal") && A_I("left_window_size") < 0 && A_I("right_window_size") < 0 &&
+                  wf__attr_f(n->op, n->attrs, "softcap") == 0.0 &&
+                  (wf_dtype)A_I("softmax_precision") == WF_DTYPE_INVALID && !(t->x->used[n->id] & 0xe);
+    if (simple && r == 4) simple = dq[1] == dk[1];
+    int64_t keys = r == 4 ? dk[2] : r == 3 ? dk[1] : -1;
+    if (simple && n->n_in > 3 && n->in[3].node) simple = keys > 0 && finite_const(n->in[3], keys);
+    if (!simple)
+        return fail(t->x, n, WF_UNIMPLEMENTED, "Attention needs opset 23 (export writes %d); only the plain form (one "
+                    "head count, no cache, causality, window or softcap, a finite constant mask, Y alone) is written "
+                    "as its formula", EXPORT_OPSET);
+#undef A_I
+    wf_dtype dt = wf_output_dtype(n->in[0]);
+    const char *q = t->in[0], *k = t->in[1], *v = t->in[2], *sc, *s, *p, *o;
+    Onnx__NodeProto *pn;
+    static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1}, p0132[4] = {0, 1, 3, 2};
+    int64_t dk_head = r == 4 ? dk[3] : dk[2] / hk;
+    if (r == 3) {
+        const char **io[3] = {&q, &k, &v};
+        const int64_t *dd[3] = {dq, dk, dv};
+        for (int i = 0; i < 3; i++) {
+            int64_t shape[4] = {0, 0, hq, dd[i][2] / hq};
+            const char *sh, *in[2] = {*io[i], NULL};
+            WF__TRY(i64_init(t->x, n, "heads", shape, 4, &sh));
+            in[1] = sh;
+            WF__TRY(helper(t, "Reshape", in, 2, io[i], NULL));
+            WF__TRY(helper(t, "Transpose", io[i], 1, io[i], &pn));
+            WF__TRY(attr_ints(t->x, pn, "perm", i == 1 ? p0231 : p0213, 4));
+        }
+    } else {
+        WF__TRY(helper(t, "Transpose", &k, 1, &k, &pn));
+        WF__TRY(attr_ints(t->x, pn, "perm", p0132, 4));
+    }
+    double scale = wf__attr_get(n->op, n->attrs, "scale")->set ? wf__attr_f(n->op, n->attrs, "scale")
+                                                               : 1.0 / sqrt((double)dk_head);
+    WF__TRY(scalar_init(t->x, n, "scale", dt, scale, &sc));
+    WF__TRY(tr_binary_helper(t, "MatMul", q, k, &s));
+    WF__TRY(tr_binary_helper(t, "Mul", s, sc, &s));
+    if (n->n_in > 3 && n->in[3].node) WF__TRY(tr_binary_helper(t, "Add", s, t->in[3], &s));
+    WF__TRY(helper(t, "Softmax", &s, 1, &p, &pn));
+    WF__TRY(attr_int(t->x, pn, "axis", -1));
+    WF__TRY(tr_binary_helper(t, "MatMul", p, v, &o));
+    const char *y[1] = {t->out[0]};
+    if (r == 4) {
+        Onnx__NodeProto *id = add_node(t->x, "Identity", n->name, &o, 1, y, 1);
+        return id ? NULL : oom();
+    }
+    WF__TRY(helper(t, "Transpose", &o, 1, &o, &pn));
+    WF__TRY(attr_ints(t->x, pn, "perm", p0213, 4));
+    const char *sh, *in[2] = {o, NULL};
+    WF__TRY(i64_init(t->x, n, "merge", (const int64_t[]){0, 0, -1}, 3, &sh));
+    in[1] = sh;
+    Onnx__NodeProto *last = add_node(t->x, "Reshape", n->name, in, 2, y, 1);
+    return last ? NULL : oom();
+}
+
 /* Mish (opset 18) = x tanh(softplus(x)); Swish (opset 24) = x sigmoid(alpha x). */
 static wf_status *tr_mish(tr *t)
 {
@@ -729,6 +809,7 @@ static const struct {
     {"GreaterEqual", tr_greater_equal}, {"NotEqual", tr_not_equal},
     {"Square", tr_square},            {"Rsqrt", tr_rsqrt},
     {"Gelu", tr_gelu},                {"Mish", tr_mish},
+    {"Attention", tr_attention},
     {"Swish", tr_swish},              {"Fill", tr_fill},
     {"Dropout", tr_dropout},          {"BatchNormalization", tr_batchnorm},
     {"ReduceSum", tr_reduce},         {"ReduceMean", tr_reduce},

@@ -24,6 +24,8 @@
  *             was built, or else the node run once by its CPU kernel (through o->eval), up to a
  *             size cap (fold.c)
  *   cse       merges nodes with the same op, inputs and attributes (never sources or stateful ops)
+ *   attention multi-head attention written in ops (MatMul, scale, constant mask, Softmax, MatMul and the
+ *             heads' Reshapes and Transposes) -> one ONNX Attention node, f32 (attention.c)
  *   conv_crop drops a convolution's kernel taps that read only padding (conv_crop.c)
  * With a precision (wf__opt_options.amp), at every level, after matmul_bias and before fold:
  *   amp       automatic mixed precision: allow/infer/clear/deny lists, casts at the boundaries (amp.c)

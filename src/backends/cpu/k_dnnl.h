@@ -80,6 +80,10 @@ typedef struct wf__dn_prim {
 enum { WF__DN_RWI, WF__DN_RWI_PRIM, WF__DN_RSTATE, WF__DN_RPEEP };
 typedef wf_status *(*wf__dn_build_fn)(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p);
 
+/* Softmax of one row of n f32 values, x into y (in place allowed): the Softmax node's own loop
+ * (k_norm.c), which the fused attention (k_onnx_attn.c) shares so both round alike. */
+void wf__softmax_row_f32(const float *x, float *y, int64_t n);
+
 wf_status *wf__dn_fail(const wf__kctx *k, dnnl_status_t st, const char *what);
 /* The node's cached primitive for key, built by build(arg) on a miss; release with wf__dn_release. */
 wf_status *wf__dn_acquire(wf__kctx *k, const int64_t *key, int nkey, wf__dn_build_fn build, void *arg,

@@ -91,6 +91,10 @@ typedef struct splan {
     int64_t R, inner, ntiles;
 } splan;
 
+WF__VEC static void softmax_row_f32(const float *x, float *y, int64_t n, bool is_log);
+
+void wf__softmax_row_f32(const float *x, float *y, int64_t n) { softmax_row_f32(x, y, n, false); }
+
 WF__VEC static void softmax_row_f32(const float *x, float *y, int64_t n, bool is_log)
 {
     float acc[LANES];

@@ -2,8 +2,17 @@
  * CPU kernels of ONNX Attention (opsets 23-25: 3-D or 4-D Q/K/V, masks, KV cache, causal and sliding
  * windows, GQA, softcap, the qk_matmul_output modes) and RotaryEmbedding. Arithmetic is in f64 with
  * each step rounded to the input's dtype where ONNX's reference computes in it, so f16 and bf16
- * results agree with the reference to the last bit or two.
+ * results agree with the reference to the last bit or two; f32 Attention without a cache, softcap,
+ * causality, window or padded lengths (what passes/attention.c makes of a model's attention, and most
+ * encoders' own) takes a fast path instead: per head and block of queries, oneDNN's sgemm for Q K^T
+ * and for P V, reading Q, K and V where they lie (3-D or 4-D, no transposed copies) and writing Y in
+ * place, with the Softmax node's own row loop between them.
+ *
+ * A row whose keys the mask, causality, window or lengths all forbid is zero in Y (ONNX's rule); a
+ * row whose scores are all -inf from Q and K themselves (infinite inputs) is NaN, as Softmax gives it,
+ * so the fused attention keeps the unfused chain's NaN.
  */
+#include "backends/cpu/k_dnnl.h" /* dnnl_sgemm, wf__softmax_row_f32 */
 #include "backends/cpu/k_onnx.h"
 #include "ops/kutil_attn.h"
 
@@ -65,7 +74,8 @@ static void attn_range(void *arg, int64_t begin, int64_t end)
         const double *q = j->q + row * j->Dk;
         const double *kb = j->kk + (b * j->Hkv + hk) * j->T * j->Dk, *vb = j->vv + (b * j->Hkv + hk) * j->T * j->Dv;
         double *qk = j->qk + row * j->T, *x = j->x + row * j->T, *y = j->y + row * j->Dv;
-        double mx = -INFINITY, bmax = -INFINITY, sum = 0.0;
+        double mx = -INFINITY, sum = 0.0;
+        bool open = false; /* some key's bias is not -inf (NaN included, which then spreads) */
         for (int64_t kj = 0; kj < j->T; kj++) {
             double acc = 0.0;
             for (int64_t d = 0; d < j->Dk; d++) acc += q[d] * kb[kj * j->Dk + d];
@@ -74,15 +84,16 @@ static void attn_range(void *arg, int64_t begin, int64_t end)
             if (j->softcap > 0)
                 s = wf__ko_round(wf__ko_round(tanh(wf__ko_round(s / j->softcap, dt)), dt) * j->softcap, dt);
             double bias = attn_bias(j, b, h, i, kj);
-            bmax = bias > bmax ? bias : bmax;
+            open |= bias != -INFINITY;
             double v = wf__ko_round(s + bias, dt);
             qk[kj] = j->mode == 2 ? v : s;
             x[kj] = wf__ko_round(v, sp);
             if (isnan(x[kj]) || x[kj] > mx) mx = x[kj]; /* NaN propagates, as numpy's max does */
         }
         for (int64_t d = 0; d < j->Dv; d++) y[d] = 0.0;
-        /* A row no key may attend (its bias is all -inf) is zero, in Y and in mode 3's output. */
-        if (bmax == -INFINITY || mx == -INFINITY) {
+        /* A row no key may attend (its bias is all -inf) is zero, in Y and in mode 3's output; scores that
+         * are all -inf by themselves give NaN below (exp(-inf - -inf)), as Softmax does. */
+        if (!open) {
             if (j->mode == 3)
                 for (int64_t kj = 0; kj < j->T; kj++) qk[kj] = 0.0;
             continue;
@@ -103,6 +114,124 @@ static void attn_range(void *arg, int64_t begin, int64_t end)
             for (int64_t d = 0; d < j->Dv; d++) y[d] += pr * v[d];
         }
     }
+}
+
+/* ---- the f32 fast path ------------------------------------------------------------------------------- */
+
+#define ATTN_ROWS 32 /* queries per task: a task's scores (32 x keys) stay in L1/L2 */
+/* Keys up to this many keep a task's scores on its thread's stack (64 KiB); longer ones use one buffer
+ * allocated per call. A fresh 256 KiB buffer per call cost BERT's attention (4 x 128 x 128 scores)
+ * as much as its arithmetic: glibc maps allocations that large afresh, and every page faults. */
+#define ATTN_STACK_KEYS 512
+
+typedef struct {
+    const float *q, *k, *v, *mask;
+    const uint8_t *bmask;
+    float *y, *s;                         /* s: scores, ATTN_ROWS x T per task */
+    wf__ku_attn_view vq, vk, vv;
+    int64_t Hq, rep, Sq, T, Dk, Dv, yb, yh, ys; /* ys: Y's row stride; yb, yh: batch and head offsets */
+    int64_t ms[4], mlen;
+    int64_t blocks;                       /* query blocks per head */
+    float scale;
+} attn_fast;
+
+static void attn_fast_range(void *arg, int64_t begin, int64_t end)
+{
+    const attn_fast *j = arg;
+    float stack[ATTN_ROWS * ATTN_STACK_KEYS];
+    for (int64_t t = begin; t < end; t++) {
+        int64_t blk = t % j->blocks, bh = t / j->blocks, h = bh % j->Hq, b = bh / j->Hq, hk = h / j->rep;
+        int64_t i0 = blk * ATTN_ROWS, rows = j->Sq - i0 < ATTN_ROWS ? j->Sq - i0 : ATTN_ROWS;
+        const float *q = j->q + b * j->vq.bs + h * j->vq.hs + i0 * j->vq.ss;
+        const float *kk = j->k + b * j->vk.bs + hk * j->vk.hs, *vv = j->v + b * j->vv.bs + hk * j->vv.hs;
+        float *s = j->s ? j->s + t * ATTN_ROWS * j->T : stack, *y = j->y + b * j->yb + h * j->yh + i0 * j->ys;
+        /* S = scale * Q K^T, row-major: Q rows ss apart, K rows (keys) ss apart */
+        (void)dnnl_sgemm('N', 'T', rows, j->T, j->Dk, j->scale, q, j->vq.ss, kk, j->vk.ss, 0.0f, s, j->T);
+        for (int64_t r = 0; r < rows; r++) {
+            float *sr = s + r * j->T;
+            int64_t i = i0 + r;
+            bool open = !j->mask && !j->bmask;
+            if (j->mask || j->bmask) {
+                int64_t off = b * j->ms[0] + h * j->ms[1] + i * j->ms[2];
+                for (int64_t kj = 0; kj < j->T; kj++) {
+                    float bias;
+                    if (kj >= j->mlen) bias = -INFINITY;
+                    else if (j->bmask) bias = j->bmask[off + kj * j->ms[3]] ? 0.0f : -INFINITY;
+                    else bias = j->mask[off + kj * j->ms[3]];
+                    open |= bias != -INFINITY;
+                    sr[kj] += bias;
+                }
+            }
+            if (open) wf__softmax_row_f32(sr, sr, j->T);
+            else memset(sr, 0, sizeof *sr * (size_t)j->T); /* no key allowed: a zero row, as ONNX says */
+        }
+        /* Y rows = P V, written where Y keeps them */
+        (void)dnnl_sgemm('N', 'N', rows, j->Dv, j->T, 1.0f, s, j->T, vv, j->vv.ss, 0.0f, y, j->ys);
+    }
+}
+
+/* Whether Attention's arguments are the fast path's (see the header); then it runs and *done is set. */
+static wf_status *attention_fast(wf__kctx *k, const wf__ku_attn_view *vq, const wf__ku_attn_view *vk,
+                                 const wf__ku_attn_view *vv, bool *done)
+{
+    const wf_tensor *Q = k->in[0], *K = k->in[1], *V = k->in[2];
+    const wf_tensor *mask = wf__ko_has(k, 3) ? k->in[3] : NULL;
+    *done = false;
+#define A_I(nm) wf__attr_i(k->op, k->attrs, nm)
+    wf_dtype sp = (wf_dtype)A_I("softmax_precision");
+    if (Q->dtype != WF_F32 || K->dtype != WF_F32 || V->dtype != WF_F32 || wf__ko_has(k, 4) || wf__ko_has(k, 5) ||
+        wf__ko_has(k, 6) || A_I("is_causal") || A_I("left_window_size") >= 0 || A_I("right_window_size") >= 0 ||
+        wf__attr_f(k->op, k->attrs, "softcap") != 0.0 || (sp != WF_DTYPE_INVALID && sp != WF_F32) ||
+        (mask && mask->dtype != WF_F32 && mask->dtype != WF_BOOL) || (mask && (mask->rank < 1 || mask->rank > 4)))
+        return NULL;
+    /* outputs 1-3 (present key and value, the scores) only where nothing reads them */
+    if ((k->out_unused & 0xe) != 0xe) return NULL;
+#undef A_I
+    attn_fast j = {.q = Q->data, .k = K->data, .v = V->data, .vq = *vq, .vk = *vk, .vv = *vv, .Hq = vq->H,
+                   .rep = vq->H / vk->H, .Sq = vq->S, .T = vk->S, .Dk = vk->D, .Dv = vv->D};
+    if (j.Sq <= 0 || j.T <= 0 || j.Dk <= 0 || j.Dv <= 0 || j.T > INT32_MAX / ATTN_ROWS || j.Dk > INT32_MAX)
+        return NULL; /* empty or huge: the reference loop handles those */
+    if (mask) {
+        int r = mask->rank;
+        int64_t full[4] = {vq->B, vq->H, j.Sq, j.T}, st[WF_MAX_RANK];
+        wf__strides(r, mask->dims, st);
+        for (int a = 0; a < 4; a++) {
+            int md = a - (4 - r);
+            j.ms[a] = 0;
+            if (md < 0) continue;
+            int64_t d = mask->dims[md];
+            if (a == 3 ? d > j.T : (d != 1 && d != full[a])) return NULL; /* the reference loop reports it */
+            j.ms[a] = d == 1 && a != 3 ? 0 : st[md];
+        }
+        j.mlen = mask->dims[r - 1];
+        if (mask->dtype == WF_BOOL) j.bmask = mask->data;
+        else j.mask = mask->data;
+    }
+    double scale = wf__attr_get(k->op, k->attrs, "scale")->set ? wf__attr_f(k->op, k->attrs, "scale")
+                                                               : 1.0 / sqrt((double)j.Dk);
+    j.scale = (float)scale;
+    wf_tensor *y, *o1, *o2, *o3;
+    int64_t yd[4], pkd[4], pvd[4], qkd[4];
+    wf__ku_attn_out_dims(Q->rank, vq->B, vq->H, vk->H, j.Sq, j.T, j.Dk, j.Dv, yd, pkd, pvd, qkd);
+    WF__TRY(wf__kctx_output(k, 0, WF_F32, Q->rank, yd, &y));
+    WF__TRY(wf__kctx_output(k, 1, WF_F32, 4, pkd, &o1));
+    WF__TRY(wf__kctx_output(k, 2, WF_F32, 4, pvd, &o2));
+    WF__TRY(wf__kctx_output(k, 3, WF_F32, 4, qkd, &o3));
+    *done = true;
+    j.y = y->data;
+    /* Y: 4-D (B, H, S, Dv), or 3-D (B, S, H * Dv) */
+    j.ys = Q->rank == 4 ? j.Dv : vq->H * j.Dv;
+    j.yh = Q->rank == 4 ? j.Sq * j.Dv : j.Dv;
+    j.yb = vq->H * j.Sq * j.Dv;
+    if (y->size == 0) return NULL;
+    j.blocks = (j.Sq + ATTN_ROWS - 1) / ATTN_ROWS;
+    int64_t tasks = vq->B * vq->H * j.blocks;
+    size_t bytes = sizeof(float) * (size_t)tasks * ATTN_ROWS * (size_t)j.T;
+    if (j.T > ATTN_STACK_KEYS && !(j.s = wf__malloc(bytes)))
+        return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for Attention's scores (%zu bytes)", bytes);
+    wf__parallel_for(k, tasks, 1, attn_fast_range, &j);
+    wf__free(j.s);
+    return NULL;
 }
 
 static wf_status *view_of(const wf__kctx *k, const wf_tensor *t, int64_t heads, const char *what, wf__ku_attn_view *v)
@@ -145,6 +274,9 @@ wf_status *wf__k_attention(wf__kctx *k)
     if (!wf__ku_attn_fit(Q->rank, K->rank, V->rank, &vq, &vk, &vv))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "Q %s, K %s and V do not fit (batch, heads, head sizes)",
                              wf__shape_str(Q->rank, Q->dims, b0), wf__shape_str(K->rank, K->dims, b1));
+    bool done;
+    WF__TRY(attention_fast(k, &vq, &vk, &vv, &done));
+    if (done) return NULL;
     attn_job j = {.B = vq.B, .Hq = vq.H, .Hkv = vk.H, .Sq = vq.S, .Skv = vk.S, .Dk = vk.D, .Dv = vv.D, .dt = Q->dtype,
                   .mask = mask, .nonpad = np, .causal = A_I("is_causal") != 0, .left = A_I("left_window_size"),
                   .right = A_I("right_window_size"), .softcap = wf__attr_f(k->op, k->attrs, "softcap"),

@@ -246,7 +246,8 @@ __global__ void k_attention(cuk_attn a, int dt, const T *q, const T *pk, const T
         const T *kb = pk + (b * a.Hkv + hk) * a.T * a.Dk, *vb = pv + (b * a.Hkv + hk) * a.T * a.Dv;
         double *x = xs + local * a.T;
         T *qkr = qk + row * a.T;
-        double mx = -INFINITY, bmax = -INFINITY, sum = 0.0;
+        double mx = -INFINITY, sum = 0.0;
+        bool open = false; /* some key's bias is not -inf */
         for (int64_t kj = 0; kj < a.T; kj++) {
             double acc = 0.0;
             for (int64_t d = 0; d < a.Dk; d++)
@@ -255,15 +256,16 @@ __global__ void k_attention(cuk_attn a, int dt, const T *q, const T *pk, const T
             /* softcap comes before the bias, so masked scores stay -inf */
             if (a.softcap > 0) s = rnd(rnd(tanh(rnd(s / a.softcap, dt)), dt) * a.softcap, dt);
             double bias = attn_bias(a, mask, np, b, h, i, kj);
-            bmax = bias > bmax ? bias : bmax;
+            open |= bias != -INFINITY;
             double v = rnd(s + bias, dt);
             st_d(qkr, kj, a.mode == 2 ? v : s);
             double xv = rnd(v, sp);
             x[kj] = xv;
             if (xv != xv || xv > mx) mx = xv; /* NaN propagates, as numpy's max does */
         }
-        /* a row no key may attend is zero, in Y and in mode 3's output */
-        bool dead = bmax == -INFINITY || mx == -INFINITY;
+        /* a row no key may attend is zero, in Y and in mode 3's output; scores all -inf by themselves
+         * give NaN, as Softmax does */
+        bool dead = !open;
         if (dead) {
             if (a.mode == 3)
                 for (int64_t kj = 0; kj < a.T; kj++) st_d(qkr, kj, 0.0);
