@@ -377,6 +377,20 @@ static void test_fused_inputs(void)
     CHECK_STR_CONTAINS(wf_status_message(st), "node 'n' (Softmax): the fused divisor f32[2] does not fit X f32[3,5]");
     wf_status_free(st);
     kc_done(&sf);
+    /* Softmax: a fused mask (no divisor) of another last dimension, then of another dtype */
+    int64_t d34[2] = {3, 4}, d15[2] = {1, 5};
+    wf_tensor *mk[2] = {randn(WF_F32, 2, d34, &seed), randn(WF_F64, 2, d15, &seed)};
+    for (int i = 0; i < 2; i++) {
+        wf_tensor *smk[3] = {sm[0], NULL, mk[i]};
+        kc_init(&sf, "Softmax", WF_F32, smk, 3);
+        st = sf.def->compute(&sf.k);
+        CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+        CHECK_STR_CONTAINS(wf_status_message(st), i ? "node 'n' (Softmax): the fused mask f64[1,5] does not fit X f32[3,5] along axis 1"
+                                                    : "node 'n' (Softmax): the fused mask f32[3,4] does not fit X f32[3,5] along axis 1");
+        wf_status_free(st);
+        kc_done(&sf);
+        wf_tensor_free(mk[i]);
+    }
     for (int i = 0; i < 4; i++) wf_tensor_free(mm[i]), wf_tensor_free(in[i]);
     for (int i = 0; i < 2; i++) wf_tensor_free(sm[i]);
     wf_tensor_free(good);

@@ -1084,6 +1084,112 @@ static void test_softmax_div(void)
     wf_graph_free(g);
 }
 
+/* Softmax(x [/ c] + m) over the last axis, m a mask that broadcasts onto x (attention's mask computed at
+ * run time, fed here): at level 2 the Softmax reads x, c and m and forms each row in cache
+ * (`Softmax+Div+Add`, `Softmax+Add`, either operand order, LogSoftmax, f64), level 0's values bit for
+ * bit with NaN, the infinities and a row the mask forbids entirely (NaN in both). Not fused: a mask
+ * along the rows (last dimension 1), a Softmax over another axis, an Add read twice. */
+static void test_softmax_mask(void)
+{
+    enum { A = 2, H = 3, R = 4, C = 5, E = A * H * R * C, NY = 7 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float c8 = 8.0f, mr[R * C], mf[E], mc[A * H * R];
+    double c8d = 8.0;
+    for (int i = 0; i < R * C; i++) mr[i] = (i % 4) ? 0.0f : -1e4f;
+    for (int i = 0; i < E; i++) mf[i] = (float)((i * 5) % 9) - 4;
+    mf[2 * C] = mf[2 * C + 1] = mf[2 * C + 2] = mf[2 * C + 3] = mf[2 * C + 4] = -INFINITY; /* a dead row */
+    for (int i = 0; i < A * H * R; i++) mc[i] = (float)i;
+    const int64_t xd[4] = {A, H, R, C}, md[4] = {A, 1, 1, C};
+    wf_output x, m, y[NY], t;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, xd, &x));
+    CHECK_OK(wf_placeholder(g, "m", WF_F32, 4, md, &m));
+    t = op1(g, "Div", "d0", (wf_output[]){x, konst(g, "c8", WF_F32, 0, NULL, &c8)}, 2, NULL, 0);
+    t = op1(g, "Add", "a0", (wf_output[]){t, m}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "div_add", t, -1, &y[0]));
+    t = op1(g, "Add", "a1", (wf_output[]){x, konst(g, "mr", WF_F32, 2, (int64_t[]){R, C}, mr)}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "add", t, 3, &y[1]));
+    t = op1(g, "Add", "a2", (wf_output[]){konst(g, "mf", WF_F32, 4, xd, mf), x}, 2, NULL, 0);
+    wf_attr ax = wf_attr_int("axis", -1);
+    y[2] = op1(g, "LogSoftmax", "log_add", &t, 1, &ax, 1);
+    t = op1(g, "Add", "a3", (wf_output[]){x, konst(g, "mc", WF_F32, 4, (int64_t[]){A, H, R, 1}, mc)}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "rowmask", t, -1, &y[3])); /* stays: the mask is one value per row */
+    t = op1(g, "Add", "a4", (wf_output[]){x, m}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "mid", t, 2, &y[4])); /* stays: not the last axis */
+    wf_attr to64 = wf_attr_dtype("to", WF_F64), to32 = wf_attr_dtype("to", WF_F32);
+    wf_output x64 = op1(g, "Cast", "x64", &x, 1, &to64, 1), m64 = op1(g, "Cast", "m64", &m, 1, &to64, 1);
+    t = op1(g, "Div", "d5", (wf_output[]){x64, konst(g, "c8d", WF_F64, 0, NULL, &c8d)}, 2, NULL, 0);
+    t = op1(g, "Add", "a5", (wf_output[]){t, m64}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "div_add64", t, -1, &t));
+    y[5] = op1(g, "Cast", "back32", &t, 1, &to32, 1);
+    t = op1(g, "Add", "a6", (wf_output[]){x, m}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "twice", t, -1, &y[6]));
+    y[6] = op1(g, "Add", "twice_plus", (wf_output[]){y[6], t}, 2, NULL, 0); /* a6 read twice: stays */
+    float xv[E], mv[A * C];
+    for (int i = 0; i < E; i++) xv[i] = (float)((i * 7) % 11) * 3.1f - 15;
+    xv[1] = NAN, xv[7] = INFINITY, xv[12] = -INFINITY, xv[20] = 400, xv[21] = -400;
+    for (int i = 0; i < A * C; i++) mv[i] = (i % 3) ? 0.0f : -10000.0f;
+    mv[C + 1] = -INFINITY;
+    wf_tensor *out[2][NY] = {{NULL}};
+    char *pl = NULL;
+    for (int lv = 0; lv < 2; lv++) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = lv ? 2 : 0;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *mt = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, md, mv, &mt));
+        wf_feed f[2] = {{x, xt}, {m, mt}};
+        if (s && xt && mt) CHECK_OK(wf_session_run(s, f, 2, y, NY, out[lv], NULL));
+        if (lv && s && xt && mt) CHECK_OK(wf_session_placement(s, f, 2, y, NY, &pl));
+        wf_tensor_free(xt);
+        wf_tensor_free(mt);
+        wf_session_free(s);
+    }
+    if (pl) {
+        CHECK_STR_CONTAINS(pl, "div_add: (Softmax+Div+Add)");
+        CHECK_STR_CONTAINS(pl, "add: (Softmax+Add)");
+        CHECK_STR_CONTAINS(pl, "log_add: (LogSoftmax+Add)");
+        CHECK_STR_CONTAINS(pl, "div_add64: (Softmax+Div+Add)");
+        CHECK_STR_CONTAINS(pl, "rowmask: (Softmax)");
+        CHECK_STR_CONTAINS(pl, "mid: (Softmax)");
+        CHECK_STR_CONTAINS(pl, "twice: (Softmax)");
+    }
+    wf_free(pl);
+    for (int k = 0; k < NY; k++) {
+        if (!out[0][k] || !out[1][k]) {
+            CHECK(out[0][k] && out[1][k]);
+            continue;
+        }
+        CHECK_INT((int)wf_tensor_size(out[1][k]), E);
+        CHECK(memcmp(wf_tensor_data(out[0][k]), wf_tensor_data(out[1][k]), sizeof(float) * E) == 0);
+    }
+    /* level 0 of div_add against double: the fed mask's dead key and its rows */
+    const float *r0 = out[0][0] ? wf_tensor_data(out[0][0]) : NULL;
+    for (int row = 0; r0 && row < A * H * R; row++) {
+        int a = row / (H * R);
+        double v[C], mx = -INFINITY, sum = 0;
+        bool nan = false;
+        for (int j = 0; j < C; j++) {
+            v[j] = xv[row * C + j] / 8.0 + mv[a * C + j];
+            nan |= isnan(v[j]);
+            if (v[j] > mx) mx = v[j];
+        }
+        if (isinf(mx)) continue; /* inf - inf: the row's NaN pattern is the kernels' own */
+        for (int j = 0; j < C; j++) sum += exp(v[j] - mx);
+        for (int j = 0; j < C; j++) check_same(r0[row * C + j], nan ? NAN : exp(v[j] - mx) / sum, 1e-6);
+    }
+    /* log_add's dead row: NaN at both levels */
+    const float *r2 = out[1][2] ? wf_tensor_data(out[1][2]) : NULL;
+    for (int j = 0; r2 && j < C; j++) CHECK(isnan(r2[2 * C + j]));
+    for (int lv = 0; lv < 2; lv++)
+        for (int k = 0; k < NY; k++) wf_tensor_free(out[lv][k]);
+    wf_graph_free(g);
+}
+
 /* Clip from 0 (Relu6, MobileNetV2's activation) as a MatMul or Conv2D epilogue (fuse, f32): Clip(0, 6) and
  * Clip(0) (no upper bound) fuse; Clip(-1, 6) and a Clip whose bound is not a constant stay nodes. Values at
  * levels 0 and 2 against a double reference: NaN stays NaN and the infinities clamp, as the Clip node's. */
@@ -3127,6 +3233,7 @@ int main(void)
     RUN_TEST(test_simplify_gelu_tanh);
     RUN_TEST(test_simplify_layernorm);
     RUN_TEST(test_softmax_div);
+    RUN_TEST(test_softmax_mask);
     RUN_TEST(test_attention);
     RUN_TEST(test_clip_fused);
     RUN_TEST(test_simplify_transpose);

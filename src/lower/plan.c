@@ -302,36 +302,96 @@ static wf_status *plan_cast_prologue(builder *b, fusion *fu)
     return NULL;
 }
 
-/* Prologue fusion: Softmax(x / c), c of one element (attention's QK^T / sqrt(d)), on the CPU in f32 or
- * f64, reads x and c and divides each row in cache before its max (k_norm.c): the same quotients as the
- * Div node, which no longer writes its result out and reads it back. */
+/* Prologue fusion: Softmax(x / c), c of one element (attention's QK^T / sqrt(d)), and Softmax(x [/ c] +
+ * m) over the last axis, m a mask that broadcasts onto x with x's last dimension (attention's mask when
+ * it is computed at run time: passes/attention.c takes only constant ones), on the CPU in f32 or f64.
+ * The Softmax reads x, c and m and forms each row in cache before its max (k_norm.c): the same quotients
+ * and sums as the Div and Add nodes, which no longer write their results out and read them back. */
+static bool softmax_last_axis(const builder *b, const wf_node *n)
+{
+    int rank = b->info[n->id][0].rank;
+    int64_t axis = wf__attr_i(n->op, n->attrs, "axis");
+    return rank >= 1 && (axis == -1 || axis == rank - 1);
+}
+
+/* Whether a (an Add read by the Softmax alone) adds to its operand j a mask the kernel reads: the other
+ * operand, of a's dtype, broadcast right-aligned with a's last dimension, onto operand j's own shape. */
+static bool mask_operand(const builder *b, const wf_node *a, int j)
+{
+    if (!a->in[0].node || !a->in[1].node) return false;
+    const wf__tinfo *tx = &b->info[a->in[j].node->id][a->in[j].index];
+    const wf__tinfo *tm = &b->info[a->in[1 - j].node->id][a->in[1 - j].index], *to = &b->info[a->id][0];
+    if (!wf__tinfo_known(tx) || !wf__tinfo_known(tm) || tx->dtype != to->dtype || tm->dtype != to->dtype ||
+        tx->rank != to->rank || tm->rank < 1 || tm->rank > tx->rank || tm->dims[tm->rank - 1] != tx->dims[tx->rank - 1])
+        return false;
+    for (int d = 0; d < tx->rank; d++) {
+        if (tx->dims[d] != to->dims[d]) return false;
+        int md = d - (tx->rank - tm->rank);
+        if (md >= 0 && tm->dims[md] != 1 && tm->dims[md] != tx->dims[d]) return false;
+    }
+    return true;
+}
+
+/* Whether the Softmax's input (d, the node behind x) may be absorbed: live, not fed or fused, and read
+ * by consumer alone. */
+static bool absorbable(builder *b, const wf_node *d, const wf_node *consumer)
+{
+    int id = d->id;
+    return b->live[id] && !b->fused_away[id] && b->feed_of[id] < 0 && sole_consumer(b, id) == consumer;
+}
+
 static wf_status *plan_softmax_prologue(builder *b, fusion *fu)
 {
     for (int id = 0; id < b->n; id++) {
         const wf_node *n = b->g->nodes[id];
         if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0 || (b->po && b->po->no_fusion)) continue;
         if ((strcmp(n->op->name, "Softmax") && strcmp(n->op->name, "LogSoftmax")) || n->n_in != 1 || fu[id].ext ||
-            b->dev_of[id] != 0 || !n->in[0].node)
+            b->dev_of[id] != 0 || !n->in[0].node || n->in[0].index != 0)
             continue;
-        const wf_node *d = n->in[0].node;
-        int did = d->id;
-        if (n->in[0].index != 0 || strcmp(d->op->name, "Div") || d->n_in != 2 || !b->live[did] || b->fused_away[did] ||
-            b->feed_of[did] >= 0 || fu[did].ext || !d->in[0].node || !d->in[1].node || sole_consumer(b, did) != n)
-            continue;
-        const wf__tinfo *tx = &b->info[d->in[0].node->id][d->in[0].index];
-        const wf__tinfo *tc = &b->info[d->in[1].node->id][d->in[1].index], *to = &b->info[did][0];
-        if ((tx->dtype != WF_F32 && tx->dtype != WF_F64) || tc->dtype != tx->dtype || to->dtype != tx->dtype ||
-            wf__numel(tc->rank, tc->dims) != 1 || tc->rank > tx->rank || tx->rank != to->rank)
-            continue;
+        wf_output x = n->in[0], mask = {NULL, 0};
+        const wf_node *add = NULL, *consumer = n;
+        /* [+ m]: an Add read by the Softmax alone, over the last axis */
+        if (!strcmp(x.node->op->name, "Add") && x.node->n_in == 2 && absorbable(b, x.node, n) && !fu[x.node->id].ext &&
+            softmax_last_axis(b, n)) {
+            for (int j = 0; j < 2 && !add; j++)
+                if (mask_operand(b, x.node, j)) {
+                    add = x.node;
+                    mask = add->in[1 - j];
+                    x = add->in[j];
+                }
+            if (add) consumer = add;
+        }
+        /* [/ c] */
+        const wf_node *d = x.node;
+        bool div = d && x.index == 0 && !strcmp(d->op->name, "Div") && d->n_in == 2 && d->in[0].node && d->in[1].node &&
+                   absorbable(b, d, consumer) && !fu[d->id].ext;
+        if (div) {
+            const wf__tinfo *tx = &b->info[d->in[0].node->id][d->in[0].index];
+            const wf__tinfo *tc = &b->info[d->in[1].node->id][d->in[1].index], *to = &b->info[d->id][0];
+            div = (tx->dtype == WF_F32 || tx->dtype == WF_F64) && tc->dtype == tx->dtype && to->dtype == tx->dtype &&
+                  wf__numel(tc->rank, tc->dims) == 1 && tc->rank <= tx->rank && tx->rank == to->rank;
+        }
+        if (!div && !add) continue;
+        if (add) {
+            wf_dtype dt = b->info[add->id][0].dtype;
+            if (dt != WF_F32 && dt != WF_F64) continue;
+        }
         wf_output *ext = wf__malloc(sizeof *ext);
         if (!ext) return wf__oom("planning", sizeof *ext);
-        ext[0] = d->in[0];
+        ext[0] = div ? d->in[0] : x;
         fu[id].own_ext = ext;
         fu[id].ext = ext;
         fu[id].n_ext = 1;
-        fu[id].pre_div = d->in[1];
-        b->fused_away[did] = true;
-        b->fuse_into[did] = id;
+        if (div) {
+            fu[id].pre_div = d->in[1];
+            b->fused_away[d->id] = true;
+            b->fuse_into[d->id] = id;
+        }
+        if (add) {
+            fu[id].pre_mask = mask;
+            b->fused_away[add->id] = true;
+            b->fuse_into[add->id] = id;
+        }
     }
     return NULL;
 }
@@ -481,9 +541,10 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     fusion *fu = wf__calloc((size_t)(b->n ? b->n : 1), sizeof *fu);
     if (!fu) return wf__oom("planning", sizeof *fu * (size_t)b->n);
     plan_fusion(b, fu);
-    wf_status *js = !b->po || (!b->po->no_fusion && !b->po->no_jit) ? wf__plan_jit(b, fu) : NULL;
+    /* the Softmax's prologue before the generated kernels, which would otherwise take its Div and Add */
+    wf_status *js = plan_softmax_prologue(b, fu);
+    if (!js && (!b->po || (!b->po->no_fusion && !b->po->no_jit))) js = wf__plan_jit(b, fu);
     if (!js) js = plan_cast_prologue(b, fu);
-    if (!js) js = plan_softmax_prologue(b, fu);
     if (js) {
         fusion_free(b, fu);
         return js;
@@ -565,7 +626,9 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         pn->attrs = n->attrs;
         pn->feed = b->feed_of[id];
         pn->n_out = n->n_out;
-        int extra = (fu[id].bias_node >= 0) + (fu[id].res_node >= 0) + (fu[id].pre_div.node != NULL);
+        /* a Softmax's prologue: the divisor, then the mask (the divisor's slot -1 without a Div) */
+        int extra = (fu[id].bias_node >= 0) + (fu[id].res_node >= 0) +
+                    (fu[id].pre_mask.node ? 2 : fu[id].pre_div.node != NULL);
         const wf__jit_cluster *cl = fu[id].cl;
         pn->n_in = cl ? cl->n_ext : n->n_in + extra;
         pn->in_slot = io_next;
@@ -602,9 +665,16 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         for (int i = 0; i < pn->n_in && i < n->n_in; i++)
             pn->in_slot[i] = nin[i].node ? ROUTE(b->slot[nin[i].node->id][nin[i].index], wf__input_device(b, n, i)) : -1;
         wf__str names = {0};
-        if (fu[id].own_ext) wf__str_appendf(&names, "%s", fu[id].pre_div.node ? "Div" : "Cast");
-        if (fu[id].pre_div.node)
-            pn->in_slot[n->n_in] = ROUTE(b->slot[fu[id].pre_div.node->id][fu[id].pre_div.index], dest);
+        if (fu[id].own_ext)
+            wf__str_appendf(&names, "%s", fu[id].pre_div.node && fu[id].pre_mask.node ? "Div+Add"
+                                          : fu[id].pre_div.node                     ? "Div"
+                                          : fu[id].pre_mask.node                    ? "Add"
+                                                                                    : "Cast");
+        if (fu[id].pre_div.node || fu[id].pre_mask.node)
+            pn->in_slot[n->n_in] =
+                fu[id].pre_div.node ? ROUTE(b->slot[fu[id].pre_div.node->id][fu[id].pre_div.index], dest) : -1;
+        if (fu[id].pre_mask.node)
+            pn->in_slot[n->n_in + 1] = ROUTE(b->slot[fu[id].pre_mask.node->id][fu[id].pre_mask.index], dest);
         if (fu[id].bias_node >= 0) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
             pn->in_slot[n->n_in] = ROUTE(b->slot[ba->in[1].node->id][ba->in[1].index], dest);

@@ -72,6 +72,10 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
             int sl = b->slot[fu[id].pre_div.node->id][fu[id].pre_div.index];
             if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
         }
+        if (fu[id].pre_mask.node) {
+            int sl = b->slot[fu[id].pre_mask.node->id][fu[id].pre_mask.index];
+            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+        }
     }
     int host = wf__host_device(b->ctx);
     for (int i = 0; i < n_fetches; i++) {

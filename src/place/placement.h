@@ -41,6 +41,9 @@ typedef struct wf__plan_fusion {
     /* A Softmax's prologue (lower/plan.c): the one-element divisor of the Div it absorbed (read as one
      * more input after its own), or {NULL}. */
     wf_output pre_div;
+    /* ... and the mask of the Add it absorbed (read after the divisor, whose slot is -1 without a Div),
+     * or {NULL} */
+    wf_output pre_mask;
     /* On a generated kernel's root (lowering's "jit", lower/jit.c): its cluster, and the inputs its
      * plan node reads in place of the root's own; else NULL. */
     struct wf__jit_cluster *cl;

@@ -86,6 +86,11 @@ static wf_status *widen(wf__kctx *k, const wf_tensor *x, void **data, void **own
 typedef struct splan {
     bool is_log, f64, div; /* div: x / c first (a fused Div, lower/plan.c), into y, then y in place */
     double c;
+    /* A fused Add of a mask (lower/plan.c) over rows along the last axis: row u adds the mask's elements
+     * from sum over outer dims d of idx_d(u) * ms[d], one per element of the row (NULL: none) */
+    const void *mask;
+    int nd;
+    int64_t od[WF_MAX_RANK], ms[WF_MAX_RANK];
     const void *x;
     void *y;
     int64_t R, inner, ntiles;
@@ -203,10 +208,44 @@ WF__VEC static void div_rows_f32(const float *x, float *y, int64_t R, int64_t in
     for (int64_t r = 0; r < R; r++) FOR_VEC(i, w, y[r * inner + i] = x[r * inner + i] / c);
 }
 
+/* The mask's offset of row u (see splan). */
+static int64_t mask_row(const splan *S, int64_t u)
+{
+    int64_t off = 0;
+    for (int d = S->nd - 1; d >= 0; d--) {
+        off += (u % S->od[d]) * S->ms[d];
+        u /= S->od[d];
+    }
+    return off;
+}
+
+/* y = x (/ c) + m over one row of n: the Div's quotient, then the Add's sum, each rounded as the nodes
+ * round them. */
+WF__VEC static void add_row_f32(const float *x, float *y, const float *m, int64_t n, bool div, float c)
+{
+    if (div) FOR_VEC(i, n, y[i] = x[i] / c + m[i]);
+    else FOR_VEC(i, n, y[i] = x[i] + m[i]);
+}
+
 static void softmax_range(void *arg, int64_t b, int64_t e)
 {
     const splan *S = arg;
     for (int64_t u = b; u < e; u++) {
+        if (S->mask) { /* the last axis only (inner 1); the row into y, then y in place */
+            int64_t mo = mask_row(S, u);
+            if (S->f64) {
+                const double *x = (const double *)S->x + u * S->R, *m = (const double *)S->mask + mo;
+                double *y = (double *)S->y + u * S->R;
+                for (int64_t r = 0; r < S->R; r++) y[r] = (S->div ? x[r] / S->c : x[r]) + m[r];
+                softmax_col_f64(y, y, S->R, 1, S->is_log);
+            } else {
+                const float *x = (const float *)S->x + u * S->R;
+                float *y = (float *)S->y + u * S->R;
+                add_row_f32(x, y, (const float *)S->mask + mo, S->R, S->div, (float)S->c);
+                softmax_row_f32(y, y, S->R, S->is_log);
+            }
+            continue;
+        }
         if (S->f64) {
             int64_t o = u / S->inner, i = u % S->inner;
             int64_t off = o * S->R * S->inner + i;
@@ -244,8 +283,9 @@ static wf_status *softmax_kernel(wf__kctx *k, bool is_log)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "axis %lld is out of range for input %s%s", (long long)axis,
                              wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0));
     splan S = {.is_log = is_log, .f64 = is_f64(x->dtype), .R = 1, .inner = 1};
-    /* a second input: the one-element divisor of a Div the lowering fused in front (f32 or f64) */
-    const wf_tensor *dv = k->n_in > 1 ? k->in[1] : NULL;
+    /* a second input: the one-element divisor of a Div the lowering fused in front (f32 or f64); a
+     * third: the mask of an Add fused after that Div (or alone, the divisor then omitted) */
+    const wf_tensor *dv = k->n_in > 1 ? k->in[1] : NULL, *mk = k->n_in > 2 ? k->in[2] : NULL;
     if (dv) {
         char b1[160];
         if (dv->dtype != x->dtype || dv->size != 1 || (x->dtype != WF_F32 && x->dtype != WF_F64))
@@ -260,6 +300,27 @@ static wf_status *softmax_kernel(wf__kctx *k, bool is_log)
         if (i < a) outer *= x->dims[i];
         else if (i == a) S.R = x->dims[i];
         else S.inner *= x->dims[i];
+    }
+    if (mk) {
+        /* broadcast onto X right-aligned, its last dim X's; over the last axis only */
+        char b1[160];
+        bool fits = mk->dtype == x->dtype && (x->dtype == WF_F32 || x->dtype == WF_F64) && x->rank >= 1 &&
+                    a == x->rank - 1 && mk->rank >= 1 && mk->rank <= x->rank && mk->dims[mk->rank - 1] == S.R;
+        int64_t st[WF_MAX_RANK];
+        if (fits) wf__strides(mk->rank, mk->dims, st);
+        S.nd = x->rank - 1;
+        for (int d = 0; fits && d < S.nd; d++) {
+            int md = d - (x->rank - mk->rank);
+            int64_t m = md < 0 ? 1 : mk->dims[md];
+            fits = m == 1 || m == x->dims[d];
+            S.od[d] = x->dims[d] > 0 ? x->dims[d] : 1;
+            S.ms[d] = md < 0 || m == 1 ? 0 : st[md];
+        }
+        if (!fits)
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the fused mask %s%s does not fit X %s%s along axis %d",
+                                 wf_dtype_name(mk->dtype), wf__shape_str(mk->rank, mk->dims, b1),
+                                 wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0), a);
+        S.mask = mk->data;
     }
     wf_tensor *y;
     bool reused;
