@@ -391,6 +391,19 @@ static void test_fused_inputs(void)
         kc_done(&sf);
         wf_tensor_free(mk[i]);
     }
+    /* LayerNormalization: a fused skip (SkipLayerNormalization) of another normalised dimension */
+    int64_t d5[1] = {5};
+    wf_tensor *ln[3] = {sm[0], randn(WF_F32, 1, d5, &seed), randn(WF_F32, 2, d34, &seed)};
+    kc_init(&sf, "LayerNormalization", WF_F32, ln, 3);
+    sf.k.fused_residual = 2;
+    st = sf.def->compute(&sf.k);
+    CHECK_INT(wf_status_code(st), WF_INVALID_ARGUMENT);
+    CHECK_STR_CONTAINS(wf_status_message(st),
+                       "node 'n' (LayerNormalization): the fused skip f32[3,4] does not fit X f32[3,5] from axis 1");
+    wf_status_free(st);
+    kc_done(&sf);
+    wf_tensor_free(ln[1]);
+    wf_tensor_free(ln[2]);
     for (int i = 0; i < 4; i++) wf_tensor_free(mm[i]), wf_tensor_free(in[i]);
     for (int i = 0; i < 2; i++) wf_tensor_free(sm[i]);
     wf_tensor_free(good);

@@ -1137,6 +1137,7 @@ static void test_softmax_mask(void)
         wf_session_options so;
         wf_session_options_init(&so);
         so.opt_level = lv ? 2 : 0;
+        so.device = "CPU:0"; /* the fusion is the CPU's */
         wf_session *s = NULL;
         wf_tensor *xt = NULL, *mt = NULL;
         CHECK_OK(wf_session_new(ctx, g, &so, &s));
@@ -1185,6 +1186,103 @@ static void test_softmax_mask(void)
     /* log_add's dead row: NaN at both levels */
     const float *r2 = out[1][2] ? wf_tensor_data(out[1][2]) : NULL;
     for (int j = 0; r2 && j < C; j++) CHECK(isnan(r2[2 * C + j]));
+    for (int lv = 0; lv < 2; lv++)
+        for (int k = 0; k < NY; k++) wf_tensor_free(out[lv][k]);
+    wf_graph_free(g);
+}
+
+/* SkipLayerNormalization: LayerNormalization(a + b) at level 2 reads a and b and sums each row in cache
+ * (`LayerNormalization+Add`), level 0's values bit for bit with NaN and the infinities: a fed skip of
+ * a's shape with a bias, a position table broadcast over the batch as the Add's first operand, f64, a
+ * LayerNormalization over the last two axes. Not fused: an Add read twice, a skip broadcast along the
+ * normalised axis. One output against double. */
+static void test_skip_layernorm(void)
+{
+    enum { B = 2, S = 3, D = 8, E = B * S * D, NY = 6 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    const int64_t xd[3] = {B, S, D};
+    float sc[D], bi[D], pos[S * D], col[B * S], sc2[S * D];
+    for (int i = 0; i < D; i++) sc[i] = 0.5f + 0.1f * (float)i, bi[i] = 0.2f * (float)i - 0.7f;
+    for (int i = 0; i < S * D; i++) pos[i] = (float)((i * 3) % 7) - 3, sc2[i] = 1.0f + 0.01f * (float)i;
+    for (int i = 0; i < B * S; i++) col[i] = (float)i;
+    wf_output x, r, y[NY], t;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+    CHECK_OK(wf_placeholder(g, "r", WF_F32, 3, xd, &r));
+    wf_output ks = konst(g, "sc", WF_F32, 1, (int64_t[]){D}, sc), kb = konst(g, "bi", WF_F32, 1, (int64_t[]){D}, bi);
+    wf_attr la[2] = {wf_attr_int("axis", -1), wf_attr_float("epsilon", 1e-5)};
+    t = op1(g, "Add", "a0", (wf_output[]){x, r}, 2, NULL, 0);
+    y[0] = op1(g, "LayerNormalization", "ln0", (wf_output[]){t, ks, kb}, 3, la, 2);
+    t = op1(g, "Add", "a1", (wf_output[]){konst(g, "pos", WF_F32, 2, (int64_t[]){S, D}, pos), x}, 2, NULL, 0);
+    y[1] = op1(g, "LayerNormalization", "ln1", (wf_output[]){t, ks}, 2, la, 2);
+    wf_attr to64 = wf_attr_dtype("to", WF_F64), to32 = wf_attr_dtype("to", WF_F32);
+    wf_output x64 = op1(g, "Cast", "x64", &x, 1, &to64, 1), r64 = op1(g, "Cast", "r64", &r, 1, &to64, 1);
+    wf_output ks64 = op1(g, "Cast", "sc64", &ks, 1, &to64, 1);
+    t = op1(g, "Add", "a2", (wf_output[]){x64, r64}, 2, NULL, 0);
+    t = op1(g, "LayerNormalization", "ln2", (wf_output[]){t, ks64}, 2, la, 2);
+    y[2] = op1(g, "Cast", "back32", &t, 1, &to32, 1);
+    wf_attr la1[2] = {wf_attr_int("axis", 1), wf_attr_float("epsilon", 1e-3)};
+    t = op1(g, "Add", "a3", (wf_output[]){x, konst(g, "pos2", WF_F32, 3, (int64_t[]){1, S, D}, pos)}, 2, NULL, 0);
+    y[3] = op1(g, "LayerNormalization", "ln3", (wf_output[]){t, konst(g, "sc2", WF_F32, 2, (int64_t[]){S, D}, sc2)}, 2, la1, 2);
+    t = op1(g, "Add", "a4", (wf_output[]){x, konst(g, "pos4", WF_F32, 2, (int64_t[]){S, D}, pos)}, 2, NULL, 0);
+    y[4] = op1(g, "LayerNormalization", "ln4", (wf_output[]){t, ks}, 2, la, 2);
+    y[4] = op1(g, "Add", "ln4_plus", (wf_output[]){y[4], t}, 2, NULL, 0); /* a4 read twice: stays */
+    t = op1(g, "Add", "a5", (wf_output[]){x, konst(g, "col", WF_F32, 3, (int64_t[]){B, S, 1}, col)}, 2, NULL, 0);
+    y[5] = op1(g, "LayerNormalization", "ln5", (wf_output[]){t, ks}, 2, la, 2); /* stays: the skip is per row */
+    float xv[E], rv[E];
+    for (int i = 0; i < E; i++) xv[i] = (float)((i * 7) % 11) * 0.9f - 4, rv[i] = (float)((i * 5) % 13) * 0.3f - 2;
+    xv[1] = NAN, rv[9] = INFINITY, xv[17] = -INFINITY, rv[30] = 1e30f;
+    wf_tensor *out[2][NY] = {{NULL}};
+    char *pl = NULL;
+    for (int lv = 0; lv < 2; lv++) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = lv ? 2 : 0;
+        so.device = "CPU:0"; /* the fusion is the CPU's */
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *rt = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 3, xd, xv, &xt));
+        CHECK_OK(wf_tensor_new(WF_F32, 3, xd, rv, &rt));
+        wf_feed f[2] = {{x, xt}, {r, rt}};
+        if (s && xt && rt) CHECK_OK(wf_session_run(s, f, 2, y, NY, out[lv], NULL));
+        if (lv && s && xt && rt) CHECK_OK(wf_session_placement(s, f, 2, y, NY, &pl));
+        wf_tensor_free(xt);
+        wf_tensor_free(rt);
+        wf_session_free(s);
+    }
+    if (pl) {
+        CHECK_STR_CONTAINS(pl, "ln0: (LayerNormalization+Add)");
+        CHECK_STR_CONTAINS(pl, "ln1: (LayerNormalization+Add)");
+        CHECK_STR_CONTAINS(pl, "ln2: (LayerNormalization+Add)");
+        CHECK_STR_CONTAINS(pl, "ln3: (LayerNormalization+Add)");
+        CHECK_STR_CONTAINS(pl, "ln4: (LayerNormalization)");
+        CHECK_STR_CONTAINS(pl, "ln5: (LayerNormalization)");
+    }
+    wf_free(pl);
+    for (int k = 0; k < NY; k++) {
+        if (!out[0][k] || !out[1][k]) {
+            CHECK(out[0][k] && out[1][k]);
+            continue;
+        }
+        CHECK_INT((int)wf_tensor_size(out[1][k]), E);
+        CHECK(memcmp(wf_tensor_data(out[0][k]), wf_tensor_data(out[1][k]), sizeof(float) * E) == 0);
+    }
+    /* ln0 at level 2 against double */
+    const float *o = out[1][0] ? wf_tensor_data(out[1][0]) : NULL;
+    for (int row = 0; o && row < B * S; row++) {
+        double v[D], m = 0, var = 0;
+        bool bad = false;
+        for (int j = 0; j < D; j++) v[j] = (double)xv[row * D + j] + rv[row * D + j], m += v[j], bad |= !isfinite(v[j]);
+        m /= D;
+        for (int j = 0; j < D; j++) var += (v[j] - m) * (v[j] - m);
+        var /= D;
+        for (int j = 0; j < D; j++) {
+            double want = bad ? NAN : (v[j] - m) / sqrt(var + 1e-5) * sc[j] + bi[j];
+            check_same(o[row * D + j], want, 1e-4 * (fabs(want) + 1));
+        }
+    }
     for (int lv = 0; lv < 2; lv++)
         for (int k = 0; k < NY; k++) wf_tensor_free(out[lv][k]);
     wf_graph_free(g);
@@ -3234,6 +3332,7 @@ int main(void)
     RUN_TEST(test_simplify_layernorm);
     RUN_TEST(test_softmax_div);
     RUN_TEST(test_softmax_mask);
+    RUN_TEST(test_skip_layernorm);
     RUN_TEST(test_attention);
     RUN_TEST(test_clip_fused);
     RUN_TEST(test_simplify_transpose);

@@ -174,6 +174,16 @@ static int input_value(const lay *L, const wf_node *n, int i) { return value_of(
  * value, -2 when h has none. It is added in the output's own layout, so the two are blocked together. */
 static int residual_of(const lay *L, int h) { return L->fu[h].res_node >= 0 ? value_of(L, L->fu[h].res) : -2; }
 
+/* The heads of the values a node's prologue reads besides its inputs (lower/plan.c: a Softmax's divisor
+ * and mask, a LayerNormalization's skip), k = 0, 1, 2; -1 (none, or no group's) or -2 (k past the end).
+ * They count as plain reads, so a value one of them reads is never left blocked. */
+static int prologue_value(const lay *L, int h, int k)
+{
+    const wf__plan_fusion *f = &L->fu[h];
+    const wf_output o = k == 0 ? f->pre_div : k == 1 ? f->pre_mask : k == 2 ? f->pre_skip : (wf_output){NULL, 0};
+    return k > 2 ? -2 : o.node ? value_of(L, o) : -1;
+}
+
 /* Whether h, blocked, still satisfies both rules against the current set. */
 static bool still_blocked(const lay *L, int h)
 {
@@ -256,8 +266,8 @@ wf_status *wf__plan_layout(const wf__plan_builder *b, const wf__plan_fusion *fu,
             if (!b->live[c] || b->fused_away[c]) continue;
             const wf_output *in;
             int n_in = wf__plan_inputs(fu, b->g->nodes[c], &in);
-            for (int i = 0; i <= n_in; i++) {
-                int v = i < n_in ? value_of(&L, in[i]) : residual_of(&L, c);
+            for (int i = 0; i <= n_in + 3; i++) {
+                int v = i < n_in ? value_of(&L, in[i]) : i == n_in ? residual_of(&L, c) : prologue_value(&L, c, i - n_in - 1);
                 if (v < 0 || v == c) continue;
                 if (pass == 0) L.cfirst[v + 1]++;
                 else L.cons[fill[v]++] = c;

@@ -396,6 +396,59 @@ static wf_status *plan_softmax_prologue(builder *b, fusion *fu)
     return NULL;
 }
 
+/* Prologue fusion, ONNX Runtime's SkipLayerNormalization: LayerNormalization(a + b) on the CPU, f32 or
+ * f64, the Add read by the LayerNormalization alone and not already taken (by a MatMul's residual, say):
+ * the kernel reads a and b and sums each row in cache before its statistics (k_norm.c), the Add's sums
+ * exactly, which are no longer written out and read back. b (the skip) may broadcast over the outer
+ * dimensions (a position embedding added to every batch); over the normalised ones it is a's shape. */
+static bool skip_operand(const builder *b, const wf_node *a, int j, int axis)
+{
+    if (!a->in[0].node || !a->in[1].node) return false;
+    const wf__tinfo *tx = &b->info[a->in[j].node->id][a->in[j].index];
+    const wf__tinfo *ts = &b->info[a->in[1 - j].node->id][a->in[1 - j].index], *to = &b->info[a->id][0];
+    if (!wf__tinfo_known(tx) || !wf__tinfo_known(ts) || tx->dtype != to->dtype || ts->dtype != to->dtype ||
+        (to->dtype != WF_F32 && to->dtype != WF_F64) || tx->rank != to->rank || tx->rank < 1 || ts->rank > tx->rank)
+        return false;
+    int ax = axis < 0 ? axis + tx->rank : axis;
+    if (ax < 0 || ax >= tx->rank || ts->rank < tx->rank - ax) return false;
+    for (int d = 0; d < tx->rank; d++) {
+        if (tx->dims[d] != to->dims[d]) return false;
+        int sd = d - (tx->rank - ts->rank);
+        int64_t m = sd < 0 ? 1 : ts->dims[sd];
+        if (d >= ax ? m != tx->dims[d] : m != 1 && m != tx->dims[d]) return false;
+    }
+    return true;
+}
+
+static wf_status *plan_layernorm_prologue(builder *b, fusion *fu)
+{
+    for (int id = 0; id < b->n; id++) {
+        const wf_node *n = b->g->nodes[id];
+        if (!b->live[id] || b->fused_away[id] || b->feed_of[id] >= 0 || (b->po && b->po->no_fusion)) continue;
+        if (strcmp(n->op->name, "LayerNormalization") || n->n_in < 2 || fu[id].ext || b->dev_of[id] != 0 ||
+            !n->in[0].node || n->in[0].index != 0)
+            continue;
+        const wf_node *add = n->in[0].node;
+        if (strcmp(add->op->name, "Add") || add->n_in != 2 || !absorbable(b, add, n) || fu[add->id].ext) continue;
+        int axis = (int)wf__attr_i(n->op, n->attrs, "axis");
+        for (int j = 0; j < 2; j++) {
+            if (!skip_operand(b, add, j, axis)) continue;
+            wf_output *ext = wf__malloc(sizeof *ext * (size_t)n->n_in);
+            if (!ext) return wf__oom("planning", sizeof *ext * (size_t)n->n_in);
+            memcpy(ext, n->in, sizeof *ext * (size_t)n->n_in);
+            ext[0] = add->in[j];
+            fu[id].own_ext = ext;
+            fu[id].ext = ext;
+            fu[id].n_ext = n->n_in;
+            fu[id].pre_skip = add->in[1 - j];
+            b->fused_away[add->id] = true;
+            b->fuse_into[add->id] = id;
+            break;
+        }
+    }
+    return NULL;
+}
+
 static void fusion_free(const builder *b, fusion *fu)
 {
     for (int id = 0; id < b->n; id++) {
@@ -543,6 +596,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
     plan_fusion(b, fu);
     /* the Softmax's prologue before the generated kernels, which would otherwise take its Div and Add */
     wf_status *js = plan_softmax_prologue(b, fu);
+    if (!js) js = plan_layernorm_prologue(b, fu);
     if (!js && (!b->po || (!b->po->no_fusion && !b->po->no_jit))) js = wf__plan_jit(b, fu);
     if (!js) js = plan_cast_prologue(b, fu);
     if (js) {
@@ -627,7 +681,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         pn->feed = b->feed_of[id];
         pn->n_out = n->n_out;
         /* a Softmax's prologue: the divisor, then the mask (the divisor's slot -1 without a Div) */
-        int extra = (fu[id].bias_node >= 0) + (fu[id].res_node >= 0) +
+        int extra = (fu[id].bias_node >= 0) + (fu[id].res_node >= 0) + (fu[id].pre_skip.node != NULL) +
                     (fu[id].pre_mask.node ? 2 : fu[id].pre_div.node != NULL);
         const wf__jit_cluster *cl = fu[id].cl;
         pn->n_in = cl ? cl->n_ext : n->n_in + extra;
@@ -665,7 +719,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         for (int i = 0; i < pn->n_in && i < n->n_in; i++)
             pn->in_slot[i] = nin[i].node ? ROUTE(b->slot[nin[i].node->id][nin[i].index], wf__input_device(b, n, i)) : -1;
         wf__str names = {0};
-        if (fu[id].own_ext)
+        if (fu[id].own_ext && !fu[id].pre_skip.node)
             wf__str_appendf(&names, "%s", fu[id].pre_div.node && fu[id].pre_mask.node ? "Div+Add"
                                           : fu[id].pre_div.node                     ? "Div"
                                           : fu[id].pre_mask.node                    ? "Add"
@@ -675,6 +729,11 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
                 fu[id].pre_div.node ? ROUTE(b->slot[fu[id].pre_div.node->id][fu[id].pre_div.index], dest) : -1;
         if (fu[id].pre_mask.node)
             pn->in_slot[n->n_in + 1] = ROUTE(b->slot[fu[id].pre_mask.node->id][fu[id].pre_mask.index], dest);
+        if (fu[id].pre_skip.node) {
+            pn->in_slot[n->n_in] = ROUTE(b->slot[fu[id].pre_skip.node->id][fu[id].pre_skip.index], dest);
+            pn->fused_res = n->n_in;
+            wf__str_appendf(&names, "Add");
+        }
         if (fu[id].bias_node >= 0) {
             const wf_node *ba = g->nodes[fu[id].bias_node];
             pn->in_slot[n->n_in] = ROUTE(b->slot[ba->in[1].node->id][ba->in[1].index], dest);

@@ -72,10 +72,12 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
             int sl = b->slot[fu[id].pre_div.node->id][fu[id].pre_div.index];
             if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
         }
-        if (fu[id].pre_mask.node) {
-            int sl = b->slot[fu[id].pre_mask.node->id][fu[id].pre_mask.index];
-            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
-        }
+        const wf_output pro[2] = {fu[id].pre_mask, fu[id].pre_skip};
+        for (int k = 0; k < 2; k++)
+            if (pro[k].node) {
+                int sl = b->slot[pro[k].node->id][pro[k].index];
+                if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
+            }
     }
     int host = wf__host_device(b->ctx);
     for (int i = 0; i < n_fetches; i++) {

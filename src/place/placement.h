@@ -44,6 +44,9 @@ typedef struct wf__plan_fusion {
     /* ... and the mask of the Add it absorbed (read after the divisor, whose slot is -1 without a Div),
      * or {NULL} */
     wf_output pre_mask;
+    /* A LayerNormalization's prologue (lower/plan.c, SkipLayerNormalization): the other operand of the Add
+     * it absorbed, added to its X (read as one more input, its index in wf__pnode.fused_res), or {NULL} */
+    wf_output pre_skip;
     /* On a generated kernel's root (lowering's "jit", lower/jit.c): its cluster, and the inputs its
      * plan node reads in place of the root's own; else NULL. */
     struct wf__jit_cluster *cl;

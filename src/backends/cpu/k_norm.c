@@ -730,6 +730,11 @@ typedef struct lplan {
     float *mean, *inv;        /* optional outputs */
     int64_t D;
     double eps;
+    /* SkipLayerNormalization (lower/plan.c): X + skip is normalised, the skip's row of row u starting at
+     * sum over outer dims d of idx_d(u) * ss[d] (NULL: none) */
+    const void *skip;
+    int nd;
+    int64_t od[WF_MAX_RANK], ss[WF_MAX_RANK];
 } lplan;
 
 WF__VEC static void ln_row_f32(const float *x, float *y, int64_t D, const float *s, const float *b, double eps,
@@ -780,11 +785,38 @@ static void ln_row_f64(const double *x, double *y, int64_t D, const double *s, c
     if (inv_out) *inv_out = (float)inv;
 }
 
+/* The skip's offset of row u (see lplan). */
+static int64_t skip_row(const lplan *L, int64_t u)
+{
+    int64_t off = 0;
+    for (int d = L->nd - 1; d >= 0; d--) {
+        off += (u % L->od[d]) * L->ss[d];
+        u /= L->od[d];
+    }
+    return off;
+}
+
+WF__VEC static void sum_row_f32(const float *a, const float *b, float *y, int64_t n) { FOR_VEC(i, n, y[i] = a[i] + b[i]); }
+
 static void ln_range(void *arg, int64_t b, int64_t e)
 {
     const lplan *L = arg;
     for (int64_t u = b; u < e; u++) {
         float *m = L->mean ? L->mean + u : NULL, *v = L->inv ? L->inv + u : NULL;
+        if (L->skip) { /* the Add's row into y (elementwise, so y may be X's or the skip's bytes), then in place */
+            int64_t so = skip_row(L, u);
+            if (L->f64) {
+                const double *x = (const double *)L->x + u * L->D, *sk = (const double *)L->skip + so;
+                double *y = (double *)L->y + u * L->D;
+                for (int64_t i = 0; i < L->D; i++) y[i] = x[i] + sk[i];
+                ln_row_f64(y, y, L->D, L->scale, L->bias, L->eps, m, v);
+            } else {
+                float *y = (float *)L->y + u * L->D;
+                sum_row_f32((const float *)L->x + u * L->D, (const float *)L->skip + so, y, L->D);
+                ln_row_f32(y, y, L->D, L->scale, L->bias, L->eps, m, v);
+            }
+            continue;
+        }
         if (L->f64)
             ln_row_f64((const double *)L->x + u * L->D, (double *)L->y + u * L->D, L->D, L->scale, L->bias,
                        L->eps, m, v);
@@ -816,7 +848,9 @@ static void expand_param(const wf_tensor *p, int nr, const int64_t *nd, int64_t 
 wf_status *wf__k_layernorm(wf__kctx *k)
 {
     wf_tensor *x = k->in[0];
-    const wf_tensor *sc = k->in[1], *bi = k->n_in > 2 ? k->in[2] : NULL;
+    /* a fused skip (lower/plan.c's SkipLayerNormalization) is read after the node's own inputs */
+    const wf_tensor *sk = k->fused_residual > 0 && k->fused_residual < k->n_in ? k->in[k->fused_residual] : NULL;
+    const wf_tensor *sc = k->in[1], *bi = k->n_in > 2 && k->fused_residual != 2 ? k->in[2] : NULL;
     char b0[160], b1[160];
     int a;
     int64_t axis = wf__attr_i(k->op, k->attrs, "axis");
@@ -832,6 +866,29 @@ wf_status *wf__k_layernorm(wf__kctx *k)
     }
     int64_t rows, D, mdims[WF_MAX_RANK];
     wf__ku_ln_split(x->rank, x->dims, a, &rows, &D, mdims);
+    lplan L = {.f64 = is_f64(x->dtype)};
+    if (sk) {
+        /* right-aligned onto X: the normalised dims X's own, the outer ones 1 or X's */
+        bool fits = sk->dtype == x->dtype && (x->dtype == WF_F32 || x->dtype == WF_F64) && sk->rank <= x->rank &&
+                    sk->rank >= x->rank - a;
+        int64_t st[WF_MAX_RANK];
+        if (fits) wf__strides(sk->rank, sk->dims, st);
+        for (int d = 0; fits && d < x->rank; d++) {
+            int sd = d - (x->rank - sk->rank);
+            int64_t m = sd < 0 ? 1 : sk->dims[sd];
+            fits = d >= a ? m == x->dims[d] : m == 1 || m == x->dims[d];
+            if (d < a) {
+                L.od[d] = x->dims[d] > 0 ? x->dims[d] : 1;
+                L.ss[d] = sd < 0 || m == 1 ? 0 : st[sd];
+            }
+        }
+        if (!fits)
+            return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the fused skip %s%s does not fit X %s%s from axis %d",
+                                 wf_dtype_name(sk->dtype), wf__shape_str(sk->rank, sk->dims, b1),
+                                 wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0), a);
+        L.skip = sk->data;
+        L.nd = a;
+    }
     wf_tensor *y, *mt = NULL, *it = NULL;
     bool reused;
     WF__TRY(wf__kctx_output_reuse(k, 0, 0, x->dtype, x->rank, x->dims, &y, &reused));
@@ -845,7 +902,7 @@ wf_status *wf__k_layernorm(wf__kctx *k)
         }
         return NULL;
     }
-    bool f64 = is_f64(x->dtype);
+    bool f64 = L.f64;
     size_t es = f64 ? 8 : 4;
     size_t pb = (size_t)D * es * (bi ? 2 : 1);
     char *par = wf__malloc(pb);
@@ -858,9 +915,14 @@ wf_status *wf__k_layernorm(wf__kctx *k)
         wf__free(par);
         return st;
     }
-    lplan L = {.f64 = f64, .x = xd, .y = owned ? owned : y->data, .scale = par,
-               .bias = bi ? par + (size_t)D * es : NULL, .mean = mt ? mt->data : NULL,
-               .inv = it ? it->data : NULL, .D = D, .eps = wf__attr_f(k->op, k->attrs, "epsilon")};
+    L.x = xd;
+    L.y = owned ? owned : y->data;
+    L.scale = par;
+    L.bias = bi ? par + (size_t)D * es : NULL;
+    L.mean = mt ? mt->data : NULL;
+    L.inv = it ? it->data : NULL;
+    L.D = D;
+    L.eps = wf__attr_f(k->op, k->attrs, "epsilon");
     wf__parallel_for(k, rows, D >= GRAIN / 4 ? 1 : GRAIN / 4 / D, ln_range, &L);
     if (owned) {
         wf__convert(owned, WF_F32, y->data, y->dtype, y->size);
