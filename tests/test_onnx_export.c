@@ -359,6 +359,34 @@ static void test_layernorm_gelu(void)
     }
 }
 
+/* RMSNormalization (opset 23) is written as its formula, over the last axis and over the last two. */
+static void test_rmsnorm(void)
+{
+    for (int two = 0; two < 2; two++) {
+        wf_graph *g;
+        wf_session *s;
+        CHECK_OK(wf_graph_new(&g));
+        int64_t xd[3] = {-1, 6, 8}, sd[2] = {6, 8};
+        wf_output x, y;
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+        wf_output ri[2] = {x, var_rand(g, "rms_scale", two ? 2 : 1, two ? sd : sd + 1, 0.3f, 1.0f)};
+        wf_attr ra[2] = {wf_attr_int("axis", two ? 1 : -1), wf_attr_float("epsilon", 1e-5)};
+        y = op(g, "RMSNormalization", "rms", ri, 2, ra, 2);
+        CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
+        int64_t in_d[3] = {2, 6, 8};
+        wf_tensor *in = rand_f32(3, in_d, 2.0f, 0.5f);
+        wf_tensor *want = run1(s, x, in, y);
+        const char *p = path_in(two ? "rms2.onnx" : "rms.onnx");
+        CHECK_OK(wf_session_export_onnx(s, &y, NULL, 1, p));
+        reload_and_compare(p, in, &want, 1, NULL);
+        python_check(p, in, &want, 1, NULL);
+        wf_tensor_free(want);
+        wf_tensor_free(in);
+        wf_session_free(s);
+        wf_graph_free(g);
+    }
+}
+
 /* Attention (opset 23) is written as its formula: 3-D inputs with three heads, a scale and a finite
  * constant mask (what passes/attention.c makes of a model's attention), and 4-D without either; a
  * causal one, a mask that is not a constant and a read present key are refused, naming the node. */
@@ -714,6 +742,7 @@ int main(void)
     RUN_TEST(test_cnn);
     RUN_TEST(test_layernorm_gelu);
     RUN_TEST(test_attention);
+    RUN_TEST(test_rmsnorm);
     RUN_TEST(test_embedding);
     RUN_TEST(test_misc_ops);
     RUN_TEST(test_model_roundtrip);

@@ -824,6 +824,86 @@ static void test_simplify_layernorm(void)
 }
 
 
+/* simplify: RMSNorm as PyTorch exports LLaMA's and T5's (x * rsqrt(mean(x^2) + eps) * w) becomes
+ * RMSNormalization(x, w): x * (1 / Sqrt(v)) with the weight first, Reciprocal(Sqrt(v)) * x with x * x
+ * and eps first, and x / Sqrt(v) without a weight. Stays: a mean over axis 0, a numerator of 2, x^3.
+ * Values at levels 0-2 against double: a NaN row, an infinity (NaN there, 0 beside it: x / inf), a
+ * zero row (0). */
+static void test_simplify_rmsnorm(void)
+{
+    enum { R = 5, D = 8 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    float w[D], eps = 1e-6f, two = 2.0f, three = 3.0f, one = 1.0f;
+    for (int i = 0; i < D; i++) w[i] = 0.5f + 0.125f * (float)i;
+    wf_output x, kw = konst(g, "w", WF_F32, 1, (int64_t[]){D}, w), ke = konst(g, "eps", WF_F32, 0, NULL, &eps);
+    wf_output k2 = konst(g, "two", WF_F32, 0, NULL, &two), k3 = konst(g, "three", WF_F32, 0, NULL, &three);
+    wf_output k1 = konst(g, "one", WF_F32, 0, NULL, &one);
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){R, D}, &x));
+    int64_t last = -1, first = 0;
+    wf_attr lastax[1] = {wf_attr_ints("axes", &last, 1)}, firstax[1] = {wf_attr_ints("axes", &first, 1)};
+    wf_output out[6];
+    /* 0: 1 / Sqrt, weight first; 1: Reciprocal, x * x, eps first; 2: x / Sqrt, no weight;
+     * 3: mean over axis 0; 4: 2 / Sqrt; 5: x^3 (stay) */
+    for (int v = 0; v < 6; v++) {
+        char nm[6][16];
+        static const char *const base[6] = {"sq", "ms", "ve", "rt", "inv", "y"};
+        for (int k = 0; k < 6; k++) snprintf(nm[k], sizeof nm[k], "%s%d", base[k], v);
+        wf_output sq = v == 1 ? op1(g, "Mul", nm[0], (wf_output[]){x, x}, 2, NULL, 0)
+                              : op1(g, "Pow", nm[0], (wf_output[]){x, v == 5 ? k3 : k2}, 2, NULL, 0);
+        wf_output ms = op1(g, "ReduceMean", nm[1], &sq, 1, v == 3 ? firstax : lastax, 1);
+        wf_output ve = op1(g, "Add", nm[2], v == 1 ? (wf_output[]){ke, ms} : (wf_output[]){ms, ke}, 2, NULL, 0);
+        wf_output rt = op1(g, "Sqrt", nm[3], &ve, 1, NULL, 0), h;
+        if (v == 2) {
+            h = op1(g, "Div", nm[5], (wf_output[]){x, rt}, 2, NULL, 0);
+        } else {
+            wf_output inv = v == 1 ? op1(g, "Reciprocal", nm[4], &rt, 1, NULL, 0)
+                                   : op1(g, "Div", nm[4], (wf_output[]){v == 4 ? k2 : k1, rt}, 2, NULL, 0);
+            h = op1(g, "Mul", nm[5], v == 1 ? (wf_output[]){inv, x} : (wf_output[]){x, inv}, 2, NULL, 0);
+        }
+        char wn[16];
+        snprintf(wn, sizeof wn, "w%d", v);
+        out[v] = v == 2 ? h : op1(g, "Mul", wn, v == 0 ? (wf_output[]){kw, h} : (wf_output[]){h, kw}, 2, NULL, 0);
+    }
+    wf_output fused = op1(g, "Add", "f01", (wf_output[]){out[0], out[1]}, 2, NULL, 0);
+    fused = op1(g, "Add", "f012", (wf_output[]){fused, out[2]}, 2, NULL, 0);
+    wf__optimized *o = optimize(g, &fused, 1, &x, 1, NULL);
+    if (o) {
+        CHECK_INT(count_op(o, "RMSNormalization"), 2); /* 0 and 1 are one RMS(x, w), merged by cse; 2's */
+        CHECK_INT(count_op(o, "ReduceMean") + count_op(o, "Sqrt") + count_op(o, "Pow"), 0);
+    }
+    wf__optimized_free(o);
+    for (int v = 3; v < 6; v++) {
+        o = optimize(g, &out[v], 1, &x, 1, NULL);
+        if (o) CHECK_INT(count_op(o, "RMSNormalization"), 0);
+        wf__optimized_free(o);
+    }
+    float xv[R * D];
+    for (int i = 0; i < R * D; i++) xv[i] = (float)((i * 7) % 10) * 0.6f - 2.5f;
+    xv[D + 2] = NAN, xv[2 * D + 4] = INFINITY;
+    for (int j = 0; j < D; j++) xv[3 * D + j] = 0;
+    for (int level = 0; level <= 2; level++) {
+        char *pl = NULL;
+        wf_tensor *t = run_at_level(g, level, x, 2, (int64_t[]){R, D}, xv, fused, &pl);
+        const float *got = t ? wf_tensor_data(t) : NULL;
+        for (int r = 0; got && r < R; r++) {
+            double ss = 0;
+            for (int j = 0; j < D; j++) ss += (double)xv[r * D + j] * xv[r * D + j];
+            double inv = 1.0 / sqrt(ss / D + 1e-6);
+            for (int j = 0; j < D; j++) {
+                double n = xv[r * D + j] * inv, want = 2 * n * w[j] + n; /* out 0 + out 1 + out 2 */
+                if (isinf(ss)) want = isinf(xv[r * D + j]) ? NAN : 0;
+                check_same(got[r * D + j], want, 1e-5 * (1 + fabs(want)));
+            }
+        }
+        if (pl && level >= 1) CHECK_STR_CONTAINS(pl, "(RMSNormalization)");
+        wf_free(pl);
+        wf_tensor_free(t);
+    }
+    wf_graph_free(g);
+}
+
 /* attention: multi-head attention as PyTorch exports it (the heads split by Reshape and Transpose, QK^T,
  * a scale, a constant mask, Softmax, PV, the heads merged) becomes one Attention node, which the CPU
  * runs through its fast path (the present key/value and scores unread). Checked against double
@@ -3330,6 +3410,7 @@ int main(void)
     RUN_TEST(test_simplify_gelu);
     RUN_TEST(test_simplify_gelu_tanh);
     RUN_TEST(test_simplify_layernorm);
+    RUN_TEST(test_simplify_rmsnorm);
     RUN_TEST(test_softmax_div);
     RUN_TEST(test_softmax_mask);
     RUN_TEST(test_skip_layernorm);

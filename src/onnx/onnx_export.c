@@ -623,6 +623,34 @@ static wf_status *tr_attention(tr *t)
     return last ? NULL : oom();
 }
 
+/* RMSNormalization is opset 23: x * Reciprocal(Sqrt(ReduceMean(x * x) + epsilon)) * scale over the axes
+ * from `axis` on (ReduceMean's axes an attribute at opset 17), computed in x's dtype. */
+static wf_status *tr_rmsnorm(tr *t)
+{
+    const wf_node *n = t->n;
+    int r = in_rank(t, 0, NULL);
+    int64_t axis = wf__attr_i(n->op, n->attrs, "axis");
+    if (r < 1 || axis < -r || axis >= r)
+        return fail(t->x, n, WF_UNIMPLEMENTED, "RMSNormalization of an input of unknown rank or axis %lld", (long long)axis);
+    if (axis < 0) axis += r;
+    int64_t axes[WF_MAX_RANK];
+    for (int64_t d = axis; d < r; d++) axes[d - axis] = d;
+    const char *x = t->in[0], *sq, *ms, *ep, *rt;
+    Onnx__NodeProto *p;
+    WF__TRY(tr_binary_helper(t, "Mul", x, x, &sq));
+    WF__TRY(helper(t, "ReduceMean", &sq, 1, &ms, &p));
+    WF__TRY(attr_ints(t->x, p, "axes", axes, (int)(r - axis)));
+    WF__TRY(attr_int(t->x, p, "keepdims", 1));
+    WF__TRY(scalar_init(t->x, n, "epsilon", wf_output_dtype(n->in[0]), wf__attr_f(n->op, n->attrs, "epsilon"), &ep));
+    WF__TRY(tr_binary_helper(t, "Add", ms, ep, &ms));
+    WF__TRY(helper(t, "Sqrt", &ms, 1, &rt, NULL));
+    WF__TRY(helper(t, "Reciprocal", &rt, 1, &rt, NULL));
+    WF__TRY(tr_binary_helper(t, "Mul", x, rt, &rt));
+    const char *in[2] = {rt, t->in[1]};
+    Onnx__NodeProto *last = add_node(t->x, "Mul", n->name, in, 2, t->out, 1);
+    return last ? NULL : oom();
+}
+
 /* Mish (opset 18) = x tanh(softplus(x)); Swish (opset 24) = x sigmoid(alpha x). */
 static wf_status *tr_mish(tr *t)
 {
@@ -809,7 +837,7 @@ static const struct {
     {"GreaterEqual", tr_greater_equal}, {"NotEqual", tr_not_equal},
     {"Square", tr_square},            {"Rsqrt", tr_rsqrt},
     {"Gelu", tr_gelu},                {"Mish", tr_mish},
-    {"Attention", tr_attention},
+    {"Attention", tr_attention},       {"RMSNormalization", tr_rmsnorm},
     {"Swish", tr_swish},              {"Fill", tr_fill},
     {"Dropout", tr_dropout},          {"BatchNormalization", tr_batchnorm},
     {"ReduceSum", tr_reduce},         {"ReduceMean", tr_reduce},

@@ -26,6 +26,12 @@
  *       as the separate Mul and Add (so a scale of ones or a zero bias that x * 1 and x + 0 removed
  *       leaves no gap). The kernel's mean and two-pass variance agree with the chain within a few ulp,
  *       and a row with a NaN or an infinity is NaN in both.
+ *   x * rsqrt(mean(x^2) + eps) over the last axis (x * (1 / Sqrt(v)), x * Reciprocal(Sqrt(v)) or x /
+ *       Sqrt(v): PyTorch's export of LLaMA's and T5's RMSNorm) -> RMSNormalization(x, ones; epsilon
+ *       eps), then RMS(x, ones) * s -> RMS(x, s), f32 and f64: one row pass instead of six nodes. The
+ *       kernel keeps the mean of squares in double where the chain rounds it to f32, so the two agree
+ *       within a few ulp, not bit for bit; a row with a NaN or an infinity is NaN in both (inf / inf),
+ *       and an all-zero row is 0 in both (0 * rsqrt(eps)).
  *   Transpose(Transpose(x, q), p) -> Transpose(x, q∘p), or x when that is the identity; a Transpose by
  *       the identity -> x.
  *   A chain of Reshape, Flatten, Squeeze and Unsqueeze -> one Reshape to the last one's shape when
@@ -371,6 +377,47 @@ static bool layernorm_of(const wf_node *n, const wf_output *in, wf_output *x, do
     return true;
 }
 
+/* x and epsilon for n = x * rsqrt(mean(x^2) + eps), an RMS normalisation over the last axis as PyTorch
+ * exports LLaMA's and T5's RMSNorm: x * (1 / Sqrt(v)), x * Reciprocal(Sqrt(v)) or x / Sqrt(v), with v =
+ * ReduceMean(x^2) + eps (Pow(x, 2) or x * x, the sum in either order, eps a constant of one element);
+ * f32 or f64 with a known last dimension. */
+static bool rmsnorm_of(const wf_node *n, const wf_output *in, wf_output *x, double *eps)
+{
+    bool mul = !strcmp(n->op->name, "Mul"), div = !strcmp(n->op->name, "Div");
+    if ((!mul && !div) || n->n_in != 2 || !in[0].node || !in[1].node) return false;
+    for (int k = 0; k < 2; k++) {
+        wf_output r = in[k], xx = in[1 - k], sq = {NULL, 0};
+        if (div && k == 0) continue; /* x / Sqrt(v): the root is the divisor */
+        if (mul) { /* r = 1 / Sqrt(v) or Reciprocal(Sqrt(v)) */
+            if (is_op(r, "Reciprocal") && r.node->n_in == 1) r = r.node->in[0];
+            else if (is_op(r, "Div") && r.node->n_in == 2 && const_near(r.node->in[0], 1.0, 0)) r = r.node->in[1];
+            else continue;
+        }
+        if (!is_op(r, "Sqrt") || r.node->n_in != 1) continue;
+        wf_output ve = r.node->in[0], var = {NULL, 0};
+        if (!is_op(ve, "Add") || ve.node->n_in != 2) continue;
+        const wf_tensor *e = NULL;
+        for (int j = 0; j < 2 && !var.node; j++) {
+            const wf_tensor *c = wf__pass_value(ve.node->in[1 - j]);
+            if (is_op(ve.node->in[j], "ReduceMean") && c && c->size == 1 && wf__dtype_is_float(c->dtype))
+                var = ve.node->in[j], e = c;
+        }
+        if (!var.node || !mean_last(var, &sq)) continue;
+        bool squared = (is_op(sq, "Pow") && sq.node->n_in == 2 && same_output(sq.node->in[0], xx) &&
+                        const_near(sq.node->in[1], 2.0, 0)) ||
+                       (is_op(sq, "Mul") && sq.node->n_in == 2 && same_output(sq.node->in[0], xx) &&
+                        same_output(sq.node->in[1], xx));
+        const wf__tinfo *tx = info(xx);
+        if (!squared || (tx->dtype != WF_F32 && tx->dtype != WF_F64) || tx->rank < 1 || tx->dims[tx->rank - 1] < 1 ||
+            n->out[0].rank != tx->rank || n->out[0].dtype != tx->dtype)
+            continue;
+        *x = xx;
+        *eps = wf__load_f64(e->data, e->dtype, 0);
+        return true;
+    }
+    return false;
+}
+
 /* For n = LN(x, scale) * s (scale all ones) or LN(x, s) + b, a LayerNormalization over the last axis
  * without a bias: the LN's index among in[] and the new scale or bias operand (1-D of the last
  * dimension's size, the LN's dtype); -1 when n is not one. The kernel computes (x - mean) * inv * s + b:
@@ -381,7 +428,9 @@ static int layernorm_then(const wf_node *n, const wf_output *in, bool *is_bias, 
     if ((!mul && !add) || n->n_in != 2) return -1;
     for (int k = 0; k < 2; k++) {
         const wf_node *l = in[k].node;
-        if (!is_op(in[k], "LayerNormalization") || l->n_in < 2 || (l->n_in > 2 && l->in[2].node) || !in[1 - k].node)
+        bool rms = is_op(in[k], "RMSNormalization");
+        if ((!is_op(in[k], "LayerNormalization") && !rms) || l->n_in < 2 || (l->n_in > 2 && l->in[2].node) ||
+            !in[1 - k].node || (rms && !mul))
             continue;
         const wf__tinfo *tx = info(l->in[0]), *to = info(in[1 - k]);
         int64_t axis = wf__attr_i(l->op, l->attrs, "axis");
@@ -412,7 +461,8 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     const char *fused = gated(n, in, &x);
     if (fused) return wf__pass_emit(r, n, fused, n->name, &x, 1, NULL, 0, &out[0]);
     double eps;
-    if (layernorm_of(n, in, &x, &eps)) { /* the normalisation alone: a scale of ones */
+    bool rms = false;
+    if (layernorm_of(n, in, &x, &eps) || (rms = rmsnorm_of(n, in, &x, &eps))) { /* the normalisation alone: a scale of ones */
         const wf__tinfo *tx = info(x);
         int64_t dd = tx->dims[tx->rank - 1];
         wf_tensor *ones = NULL;
@@ -420,21 +470,21 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
         for (int64_t i = 0; !st && i < dd; i++) wf__store_f64(ones->data, ones->dtype, i, 1.0);
         char name[600];
         wf_output ln[2] = {x, {NULL, 0}};
-        wf__pass_fresh_name(r->dst, n->name, "/ln_scale", name, sizeof name);
+        wf__pass_fresh_name(r->dst, n->name, rms ? "/rms_scale" : "/ln_scale", name, sizeof name);
         if (!st) st = wf_const(r->dst, name, ones, &ln[1]);
         wf_tensor_free(ones);
         if (st) return st;
         wf_attr la[2] = {wf_attr_int("axis", -1), wf_attr_float("epsilon", eps)};
-        return wf__pass_emit(r, n, "LayerNormalization", n->name, ln, 2, la, 2, &out[0]);
+        return wf__pass_emit(r, n, rms ? "RMSNormalization" : "LayerNormalization", n->name, ln, 2, la, 2, &out[0]);
     }
     bool is_bias;
     wf_output v;
     int lk = layernorm_then(n, in, &is_bias, &v);
-    if (lk >= 0) { /* LN(x, 1) * s -> LN(x, s); LN(x, s) + b -> LN(x, s, b) */
+    if (lk >= 0) { /* LN(x, 1) * s -> LN(x, s); LN(x, s) + b -> LN(x, s, b); RMS(x, 1) * s -> RMS(x, s) */
         const wf_node *l = in[lk].node;
         wf_output ln[3] = {l->in[0], is_bias ? l->in[1] : v, v};
         wf_attr la[2] = {wf_attr_int("axis", -1), wf_attr_float("epsilon", wf__attr_f(l->op, l->attrs, "epsilon"))};
-        return wf__pass_emit(r, n, "LayerNormalization", n->name, ln, is_bias ? 3 : 2, la, 2, &out[0]);
+        return wf__pass_emit(r, n, l->op->name, n->name, ln, is_bias ? 3 : 2, la, 2, &out[0]);
     }
     bool tanh_form = false;
     x = gelu_of(n, in, &tanh_form);

@@ -109,6 +109,37 @@ static wf_status *norm_common(wf__kctx *k, bool group)
 wf_status *wf__k_instancenorm(wf__kctx *k) { return norm_common(k, false); }
 wf_status *wf__k_groupnorm(wf__kctx *k) { return norm_common(k, true); }
 
+/* f32 RMSNormalization: per row of M, the squares summed in f32 lanes (so they overflow where the chain
+ * x * rsqrt(mean(x^2) + eps) of f32 nodes overflows) and the lanes in double, inv = 1 / sqrt(mean + eps)
+ * rounded once to f32, y = x * inv * s: the chain's products. The f64 widening below cost an LLaMA-style
+ * model's norms as much as its attention. */
+typedef struct {
+    const float *x, *s;
+    float *y;
+    int64_t M;
+    double eps;
+} rms_f32;
+
+WF__VEC static void rms_row_f32(const float *x, float *y, const float *s, int64_t M, double eps)
+{
+    enum { L = 16 };
+    float acc[L] = {0};
+    int64_t i = 0;
+    for (; i + L <= M; i += L)
+        for (int j = 0; j < L; j++) acc[j] += x[i + j] * x[i + j];
+    double sum = 0;
+    for (; i < M; i++) sum += (double)(x[i] * x[i]);
+    for (int j = 0; j < L; j++) sum += acc[j];
+    float inv = (float)(1.0 / sqrt(sum / (double)M + eps));
+    _Pragma("omp simd") for (int64_t c = 0; c < M; c++) y[c] = x[c] * inv * s[c];
+}
+
+static void rms_range(void *arg, int64_t b, int64_t e)
+{
+    const rms_f32 *r = arg;
+    for (int64_t u = b; u < e; u++) rms_row_f32(r->x + u * r->M, r->y + u * r->M, r->s, r->M, r->eps);
+}
+
 wf_status *wf__k_rmsnorm(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0], *p = k->in[1];
@@ -126,6 +157,31 @@ wf_status *wf__k_rmsnorm(wf__kctx *k)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "scale %s does not broadcast to the normalised dims of X %s",
                              wf__shape_str(p->rank, p->dims, b1), wf__shape_str(x->rank, x->dims, b0));
     int64_t M = wf__numel(nr, x->dims + a);
+    if (x->dtype == WF_F32 && M > 0) {
+        float *sf = wf__malloc(sizeof(float) * (size_t)M);
+        if (!sf) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the broadcast scale (%" PRId64 " floats)", M);
+        int64_t pst[WF_MAX_RANK];
+        wf__strides(p->rank, p->dims, pst);
+        for (int64_t i = 0; i < M; i++) {
+            int64_t r = i, off = 0;
+            for (int d = 0; d < nr; d++) {
+                int xd_i = x->rank - 1 - d, pd_i = p->rank - 1 - d;
+                int64_t c = r % x->dims[xd_i];
+                r /= x->dims[xd_i];
+                if (pd_i >= 0 && p->dims[pd_i] != 1) off += c * pst[pd_i];
+            }
+            sf[i] = ((const float *)p->data)[off];
+        }
+        wf_tensor *y;
+        bool reused;
+        wf_status *st = wf__kctx_output_reuse(k, 0, 0, WF_F32, x->rank, x->dims, &y, &reused);
+        if (!st && x->size) {
+            rms_f32 r = {x->data, sf, y->data, M, wf__attr_f(k->op, k->attrs, "epsilon")};
+            wf__parallel_for(k, x->size / M, M >= 4096 ? 1 : 4096 / M, rms_range, &r);
+        }
+        wf__free(sf);
+        return st;
+    }
     double *xd = NULL, *pd = NULL, *full = NULL;
     wf_status *s = wf__km_widen(k, x, false, (void **)&xd);
     if (!s) s = wf__km_widen(k, p, false, (void **)&pd);
