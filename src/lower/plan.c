@@ -321,13 +321,15 @@ static bool mask_operand(const builder *b, const wf_node *a, int j)
     if (!a->in[0].node || !a->in[1].node) return false;
     const wf__tinfo *tx = &b->info[a->in[j].node->id][a->in[j].index];
     const wf__tinfo *tm = &b->info[a->in[1 - j].node->id][a->in[1 - j].index], *to = &b->info[a->id][0];
-    if (!wf__tinfo_known(tx) || !wf__tinfo_known(tm) || tx->dtype != to->dtype || tm->dtype != to->dtype ||
-        tx->rank != to->rank || tm->rank < 1 || tm->rank > tx->rank || tm->dims[tm->rank - 1] != tx->dims[tx->rank - 1])
+    if (tx->rank < 1 || !wf__tinfo_known(tm) || tx->dtype != to->dtype || tm->dtype != to->dtype ||
+        tx->rank != to->rank || tm->rank < 1 || tm->rank > tx->rank || tx->dims[tx->rank - 1] < 0 ||
+        tm->dims[tm->rank - 1] != tx->dims[tx->rank - 1])
         return false;
+    /* x's unknown dims (a dynamic batch) only where the mask is 1 or absent: it never broadcasts x */
     for (int d = 0; d < tx->rank; d++) {
         if (tx->dims[d] != to->dims[d]) return false;
         int md = d - (tx->rank - tm->rank);
-        if (md >= 0 && tm->dims[md] != 1 && tm->dims[md] != tx->dims[d]) return false;
+        if (md >= 0 && tm->dims[md] != 1 && (tx->dims[d] < 0 || tm->dims[md] != tx->dims[d])) return false;
     }
     return true;
 }
@@ -406,16 +408,19 @@ static bool skip_operand(const builder *b, const wf_node *a, int j, int axis)
     if (!a->in[0].node || !a->in[1].node) return false;
     const wf__tinfo *tx = &b->info[a->in[j].node->id][a->in[j].index];
     const wf__tinfo *ts = &b->info[a->in[1 - j].node->id][a->in[1 - j].index], *to = &b->info[a->id][0];
-    if (!wf__tinfo_known(tx) || !wf__tinfo_known(ts) || tx->dtype != to->dtype || ts->dtype != to->dtype ||
-        (to->dtype != WF_F32 && to->dtype != WF_F64) || tx->rank != to->rank || tx->rank < 1 || ts->rank > tx->rank)
+    if (tx->rank < 1 || !wf__tinfo_known(ts) || tx->dtype != to->dtype || ts->dtype != to->dtype ||
+        (to->dtype != WF_F32 && to->dtype != WF_F64) || tx->rank != to->rank || ts->rank > tx->rank)
         return false;
     int ax = axis < 0 ? axis + tx->rank : axis;
     if (ax < 0 || ax >= tx->rank || ts->rank < tx->rank - ax) return false;
+    /* the normalised dims known and the skip's; an unknown outer dim (a dynamic batch) only where the
+     * skip is 1 or absent */
     for (int d = 0; d < tx->rank; d++) {
         if (tx->dims[d] != to->dims[d]) return false;
         int sd = d - (tx->rank - ts->rank);
         int64_t m = sd < 0 ? 1 : ts->dims[sd];
-        if (d >= ax ? m != tx->dims[d] : m != 1 && m != tx->dims[d]) return false;
+        if (d >= ax ? tx->dims[d] < 0 || m != tx->dims[d] : m != 1 && (tx->dims[d] < 0 || m != tx->dims[d]))
+            return false;
     }
     return true;
 }

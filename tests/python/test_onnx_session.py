@@ -379,10 +379,11 @@ def test_exported_model_matches_ort(name):
             shape = [d if isinstance(d, int) else 2 for d in a.shape]
             feeds[a.name] = rng(21).standard_normal(shape).astype(np.float32)
     compare(path, feeds, session=s)
-    # a second, random feed of another batch size (the exported batch dim is symbolic)
+    # a second, random feed of another batch size where the exported batch dim is symbolic (the
+    # encoder's shapes are static: export_models.py says why)
     x = feeds[names[0]]
     feeds2 = {names[0]: rng(22).standard_normal((1,) + x.shape[1:]).astype(x.dtype)}
-    if len(names) == 1:
+    if len(names) == 1 and not isinstance(s.get_inputs()[0].shape[0], int):
         compare(path, feeds2, session=s)
 
 
