@@ -910,7 +910,8 @@ static void test_simplify_rmsnorm(void)
  * attention computed here, at levels 0 to 3 and with the pass disabled; NaN and infinities in x spread
  * as in the chain. The forms that must stay: a mask with -inf (a row could be forbidden every key: the
  * chain gives NaN, Attention zeros), a mask broadcast along the keys (Attention pads it instead), a
- * negative scale, Softmax over the queries. */
+ * negative scale, Softmax over the queries. The heads' shapes also come from Shape ops, as PyTorch exports
+ * them with a dynamic batch. */
 enum { AT_B = 2, AT_S = 5, AT_E = 12, AT_H = 3, AT_D = 4, AT_DV = 3 };
 
 typedef struct {
@@ -918,15 +919,41 @@ typedef struct {
     float c;
     int mask;         /* 0: none, 1: finite (S, S), 2: with -inf, 3: (S, 1) */
     int softmax_axis;
+    int dynamic;      /* x's batch unknown: the heads' shapes from Shape, as PyTorch exports a dynamic batch */
 } at_form;
 
-static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, const int64_t *perm)
+/* Unsqueeze(Gather(Shape(t), k), 0): dim k of t as a one-element shape piece */
+static wf_output at_dim(wf_graph *g, const char *nm, wf_output t, int64_t k)
 {
-    char a[64], b[64];
+    char a[80], b[80], c[80], d[80], e[80];
+    snprintf(a, sizeof a, "%s_shape%lld", nm, (long long)k);
+    snprintf(b, sizeof b, "%s_k%lld", nm, (long long)k);
+    snprintf(c, sizeof c, "%s_gather%lld", nm, (long long)k);
+    snprintf(d, sizeof d, "%s_ax%lld", nm, (long long)k);
+    snprintf(e, sizeof e, "%s_dim%lld", nm, (long long)k);
+    int64_t zero = 0;
+    wf_output sh = op1(g, "Shape", a, &t, 1, NULL, 0);
+    wf_output gt = op1(g, "Gather", c, (wf_output[]){sh, konst(g, b, WF_I64, 0, NULL, &k)}, 2, NULL, 0);
+    return op1(g, "Unsqueeze", e, (wf_output[]){gt, konst(g, d, WF_I64, 1, (int64_t[]){1}, &zero)}, 2, NULL, 0);
+}
+
+static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, const int64_t *perm, bool dynamic)
+{
+    char a[64], b[64], c[64], e[64];
     snprintf(a, sizeof a, "%s_split", nm);
     snprintf(b, sizeof b, "%s_heads", nm);
     wf_output r;
-    CHECK_OK(wf_reshape(g, a, v, 4, (int64_t[]){AT_B, AT_S, AT_H, d}, &r));
+    if (dynamic) { /* Reshape(v, Concat(dim 0 of v, dim 1 of v, H, d)) */
+        int64_t hd[2] = {AT_H, d};
+        snprintf(c, sizeof c, "%s_hd", nm);
+        snprintf(e, sizeof e, "%s_to", nm);
+        wf_output pieces[3] = {at_dim(g, nm, v, 0), at_dim(g, nm, v, 1), konst(g, c, WF_I64, 1, (int64_t[]){2}, hd)};
+        wf_attr ca = wf_attr_int("axis", 0);
+        wf_output to = op1(g, "Concat", e, pieces, 3, &ca, 1);
+        r = op1(g, "Reshape", a, (wf_output[]){v, to}, 2, NULL, 0);
+    } else {
+        CHECK_OK(wf_reshape(g, a, v, 4, (int64_t[]){AT_B, AT_S, AT_H, d}, &r));
+    }
     wf_attr pa = wf_attr_ints("perm", perm, 4);
     return op1(g, "Transpose", b, &r, 1, &pa, 1);
 }
@@ -943,8 +970,8 @@ static wf_output at_build(wf_graph *g, const char *p, wf_output x, at_form f, wf
     CHECK_OK(wf_matmul(g, NM("q"), x, konst(g, NM("wq"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wq), 0, 0, &q));
     CHECK_OK(wf_matmul(g, NM("k"), x, konst(g, NM("wk"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wk), 0, 0, &k));
     CHECK_OK(wf_matmul(g, NM("v"), x, konst(g, NM("wv"), WF_F32, 2, (int64_t[]){AT_E, AT_H * AT_DV}, at_wv), 0, 0, &v));
-    wf_output qh = at_heads(g, NM("qh"), q, AT_D, p0213), kt = at_heads(g, NM("kt"), k, AT_D, p0231);
-    wf_output vh = at_heads(g, NM("vh"), v, AT_DV, p0213);
+    wf_output qh = at_heads(g, NM("qh"), q, AT_D, p0213, f.dynamic), kt = at_heads(g, NM("kt"), k, AT_D, p0231, f.dynamic);
+    wf_output vh = at_heads(g, NM("vh"), v, AT_DV, p0213, f.dynamic);
     CHECK_OK(wf_matmul(g, NM("scores"), qh, kt, 0, 0, &s));
     wf_output c = konst(g, NM("c"), WF_F32, 0, NULL, &f.c);
     if (f.scale_kind == 0) s = op1(g, "Div", NM("scaled"), (wf_output[]){s, c}, 2, NULL, 0);
@@ -960,7 +987,15 @@ static wf_output at_build(wf_graph *g, const char *p, wf_output x, at_form f, wf
     CHECK_OK(wf_matmul(g, NM("ctx"), pr, vh, 0, 0, &o));
     wf_attr pa = wf_attr_ints("perm", p0213, 4);
     o = op1(g, "Transpose", NM("merge_t"), &o, 1, &pa, 1);
-    CHECK_OK(wf_reshape(g, NM("y"), o, 3, (int64_t[]){AT_B, AT_S, AT_H * AT_DV}, &y));
+    if (f.dynamic) { /* Reshape(o, Concat(dim 0 of x, dim 1 of x, -1)): x.shape[:2] + (-1,) */
+        int64_t m1 = -1;
+        wf_output pieces[3] = {at_dim(g, NM("xd"), x, 0), at_dim(g, NM("xs"), x, 1), konst(g, NM("m1"), WF_I64, 1, (int64_t[]){1}, &m1)};
+        wf_attr ca = wf_attr_int("axis", 0);
+        wf_output to = op1(g, "Concat", NM("merge_to"), pieces, 3, &ca, 1);
+        y = op1(g, "Reshape", NM("y"), (wf_output[]){o, to}, 2, NULL, 0);
+    } else {
+        CHECK_OK(wf_reshape(g, NM("y"), o, 3, (int64_t[]){AT_B, AT_S, AT_H * AT_DV}, &y));
+    }
 #undef NM
     if (prob) *prob = pr;
     return y;
@@ -1012,22 +1047,22 @@ static void test_attention(void)
     }
     for (int i = 0; i < AT_E * AT_H * AT_DV; i++) at_wv[i] = (float)((i * 3) % 7) * 0.2f - 0.6f;
     for (int i = 0; i < AT_S * AT_S; i++) at_mask[i] = (i % 3) ? 0.0f : -1000.0f; /* BERT's -10000 style */
-    const at_form fused[] = {{0, 2.5f, 0, -1}, {1, 0.4f, 1, -1}, {2, 1.0f, 1, 3}};
-    const at_form stays[] = {{0, 2.5f, 2, -1}, {0, 2.5f, 3, -1}, {0, -2.0f, 0, -1}, {0, 2.5f, 0, 2}};
+    const at_form fused[] = {{0, 2.5f, 0, -1, 0}, {1, 0.4f, 1, -1, 0}, {2, 1.0f, 1, 3, 0}, {0, 2.5f, 1, -1, 1}};
+    const at_form stays[] = {{0, 2.5f, 2, -1, 0}, {0, 2.5f, 3, -1, 0}, {0, -2.0f, 0, -1, 0}, {0, 2.5f, 0, 2, 0}};
     float xv[AT_B * AT_S * AT_E];
     for (int i = 0; i < AT_B * AT_S * AT_E; i++) xv[i] = (float)((i * 13) % 17) * 0.15f - 1.2f;
     int64_t xd[3] = {AT_B, AT_S, AT_E};
-    for (int fi = 0; fi < 3; fi++) {
+    for (int fi = 0; fi < 4; fi++) {
         wf_graph *g = NULL;
         CHECK_OK(wf_graph_new(&g));
         if (!g) return;
         wf_output x, pr;
-        CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, fused[fi].dynamic ? (int64_t[]){-1, AT_S, AT_E} : xd, &x));
         wf_output y = at_build(g, "a", x, fused[fi], &pr);
         wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
         if (o) {
             CHECK_INT(count_op(o, "Attention"), 1);
-            CHECK_INT(count_op(o, "Softmax") + count_op(o, "Transpose"), 0);
+            CHECK_INT(count_op(o, "Softmax") + count_op(o, "Transpose") + count_op(o, "Shape"), 0);
         }
         wf__optimized_free(o);
         o = optimize(g, &y, 1, &x, 1, "attention");

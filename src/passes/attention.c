@@ -15,6 +15,9 @@
  * is a positive constant of one element (ONNX's reference scales Q and K by sqrt(scale)). simplify runs
  * first, so a K transposed twice arrives as one Transpose.
  *
+ * With a dynamic batch or sequence the heads' shapes are read from the Reshapes' shape inputs (see
+ * "shapes a run computes"), and q, k and v must then be projections of one tensor.
+ *
  * When it keeps the chain's values: f32 only; the mask M, when there is one, is a constant with every
  * value finite and a key dimension of exactly T (Attention pads a shorter one with -inf where Add would
  * broadcast it), its other dimensions 1 or (B, H, Sq)'s. With no mask or such a mask no row is forbidden
@@ -51,20 +54,121 @@ static bool plain_matmul(wf_output o)
     return !wf__attr_i(m->op, m->attrs, "transpose_a") && !wf__attr_i(m->op, m->attrs, "transpose_b");
 }
 
-/* For o = Transpose(Reshape(v, (B, S, H, D)), p), v of known f32 shape (B, S, H*D): v, and (B, S, H, D)
- * in d. */
+/* ---- shapes a run computes ------------------------------------------------------------------------
+ * With a dynamic batch or sequence PyTorch writes t.view(b, s, H, D) as Reshape(t, Concat(Unsqueeze(
+ * Gather(Shape(t), 0)), Unsqueeze(Gather(Shape(t), 1)), H, D)) and x.reshape(x.shape) as Reshape(.,
+ * Shape(x)), which shape inference leaves unknown. Element i of such a shape is read here as a known
+ * value or as "dim k of tensor t"; a dim of t is the same as v's when t is v or v comes from t through
+ * ops that keep the leading dims (MatMul by a matrix, BiasAdd, the normalisations, the unary
+ * activations): the projections of the attention's input. */
+
+typedef struct {
+    int64_t value; /* >= 0 known (0 also "copy" in a Reshape's shape), -1 "infer", or < -1 unknown */
+    wf_output t;   /* when set: dim k of t */
+    int k;
+} dim_ref;
+
+/* Element i of shape tensor sh (1-D i64), or false when it is neither known nor a dim of a tensor. */
+static bool shape_elem(wf_output sh, int i, dim_ref *e)
+{
+    e->t = (wf_output){NULL, 0};
+    e->value = -2;
+    const wf_tensor *c = wf__pass_value(sh);
+    if (c) {
+        if (!wf__dtype_is_int(c->dtype) || c->rank != 1 || i >= c->size) return false;
+        e->value = wf__load_i64(c->data, c->dtype, i);
+        return true;
+    }
+    if (is_op(sh, "Shape") && sh.node->in[0].node && !wf__attr_i(sh.node->op, sh.node->attrs, "start")) {
+        e->t = sh.node->in[0], e->k = i;
+        return true;
+    }
+    if (!is_op(sh, "Concat")) return false;
+    /* the piece holding element i: constants of any length, others of one element */
+    wf_output pc = {NULL, 0};
+    int at = 0;
+    for (int j = 0; j < sh.node->n_in && !pc.node; j++) {
+        wf_output q = sh.node->in[j];
+        if (!q.node || info(q)->rank != 1) return false;
+        int64_t len = info(q)->dims[0];
+        if (len < 0 || (len != 1 && !wf__pass_value(q))) return false;
+        if (i < at + len) pc = q;
+        else at += (int)len;
+    }
+    if (!pc.node) return false;
+    if ((c = wf__pass_value(pc))) {
+        if (!wf__dtype_is_int(c->dtype) || c->rank != 1 || i - at >= c->size) return false;
+        e->value = wf__load_i64(c->data, c->dtype, i - at);
+        return true;
+    }
+    /* Unsqueeze(Gather(Shape(t), k)) */
+    if (!is_op(pc, "Unsqueeze") || !is_op(pc.node->in[0], "Gather")) return false;
+    const wf_node *g = pc.node->in[0].node;
+    const wf_tensor *ix = g->n_in == 2 && g->in[1].node ? wf__pass_value(g->in[1]) : NULL;
+    if (!ix || ix->size != 1 || !wf__dtype_is_int(ix->dtype) || wf__attr_i(g->op, g->attrs, "axis") ||
+        !is_op(g->in[0], "Shape") || !g->in[0].node->in[0].node || wf__attr_i(g->in[0].node->op, g->in[0].node->attrs, "start"))
+        return false;
+    e->t = g->in[0].node->in[0];
+    e->k = (int)wf__load_i64(ix->data, ix->dtype, 0);
+    return e->k >= 0;
+}
+
+/* Whether v has t's leading dims 0 .. 2 (see above). */
+static bool leads_from(wf_output v, wf_output t)
+{
+    for (int depth = 0; depth < 16 && v.node; depth++) {
+        if (v.node == t.node && v.index == t.index) return true;
+        const wf_node *n = v.node;
+        const char *op = n->op->name;
+        bool through = v.index == 0 && n->n_in >= 1 &&
+                       ((!strcmp(op, "MatMul") && n->n_in == 2 && n->in[1].node && info(n->in[1])->rank == 2 &&
+                         !wf__attr_i(n->op, n->attrs, "transpose_a")) ||
+                        !strcmp(op, "BiasAdd") || !strcmp(op, "LayerNormalization") || !strcmp(op, "RMSNormalization") ||
+                        !strcmp(op, "Gelu") || !strcmp(op, "Relu") || !strcmp(op, "Swish") || !strcmp(op, "Identity"));
+        if (!through) return false;
+        v = n->in[0];
+    }
+    return false;
+}
+
+/* Whether element e gives dim k of v (rank 3, dims dv, -1 unknown) in a Reshape of a tensor whose dim k
+ * is v's (copy = 0 allowed). */
+static bool dim_matches(const dim_ref *e, wf_output v, const int64_t *dv, int k)
+{
+    if (e->t.node) {
+        const wf__tinfo *tt = info(e->t);
+        if (e->k != k || tt->rank <= k) return false;
+        if (tt->dims[k] >= 0 && dv[k] >= 0) return tt->dims[k] == dv[k];
+        return leads_from(v, e->t);
+    }
+    return e->value == 0 || (e->value > 0 && e->value == dv[k]);
+}
+
+/* For o = Transpose(Reshape(v, (B, S, H, D)), p), v f32 of rank 3 (B, S, H*D) with H*D known: v, and
+ * (B, S, H, D) in d, B and S -1 where a run gives them. The Reshape's shape is known, or its first two
+ * elements are v's own dims (see above) and the last two H and D. */
 static bool heads_of(wf_output o, const int64_t *p, wf_output *v, int64_t *d)
 {
     if (!is_op(o, "Transpose") || !perm_is(o.node, p) || !is_op(o.node->in[0], "Reshape")) return false;
     wf_output r = o.node->in[0];
     *v = r.node->in[0];
-    if (!v->node) return false;
+    if (!v->node || r.node->n_in != 2 || !r.node->in[1].node) return false;
     const wf__tinfo *tv = info(*v), *tr = info(r);
-    if (!wf__tinfo_known(tv) || !wf__tinfo_known(tr) || tv->dtype != WF_F32 || tv->rank != 3 || tr->rank != 4 ||
-        tr->dims[0] != tv->dims[0] || tr->dims[1] != tv->dims[1] || tr->dims[2] * tr->dims[3] != tv->dims[2] ||
-        tr->dims[2] < 1 || tr->dims[3] < 1)
+    if (tv->dtype != WF_F32 || tv->rank != 3 || tr->rank != 4 || tv->dims[2] < 1) return false;
+    if (wf__tinfo_known(tv) && wf__tinfo_known(tr)) {
+        if (tr->dims[0] != tv->dims[0] || tr->dims[1] != tv->dims[1] || tr->dims[2] * tr->dims[3] != tv->dims[2] ||
+            tr->dims[2] < 1 || tr->dims[3] < 1)
+            return false;
+        memcpy(d, tr->dims, sizeof(int64_t) * 4);
+        return true;
+    }
+    dim_ref e[4];
+    for (int i = 0; i < 4; i++)
+        if (!shape_elem(r.node->in[1], i, &e[i])) return false;
+    if (!dim_matches(&e[0], *v, tv->dims, 0) || !dim_matches(&e[1], *v, tv->dims, 1) || e[2].t.node || e[3].t.node ||
+        e[2].value < 1 || e[3].value < 1 || e[2].value * e[3].value != tv->dims[2])
         return false;
-    memcpy(d, tr->dims, sizeof(int64_t) * 4);
+    d[0] = tv->dims[0], d[1] = tv->dims[1], d[2] = e[2].value, d[3] = e[3].value;
     return true;
 }
 
@@ -90,6 +194,19 @@ static bool finite_mask(wf_output o, const int64_t *full)
     for (int64_t i = 0; i < m->size; i++)
         if (!isfinite(x[i])) return false;
     return true;
+}
+
+/* Whether q, k and v (qkvm[0..2]) are projections of one tensor (the attention's input): an ancestor of
+ * q's that all three lead from. */
+static bool common_root(const wf_output *qkvm)
+{
+    wf_output t = qkvm[0];
+    for (int depth = 0; depth < 16 && t.node; depth++) {
+        if (leads_from(qkvm[0], t) && leads_from(qkvm[1], t) && leads_from(qkvm[2], t)) return true;
+        if (t.index != 0 || t.node->n_in < 1) return false;
+        t = t.node->in[0];
+    }
+    return false;
 }
 
 /* The attention under n (the final Reshape), as Attention's inputs (q, k, v, mask or {NULL}), heads and
@@ -126,13 +243,27 @@ static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm,
     if (!heads_of(s.node->in[0], p0213, &qkvm[0], dq) || !heads_of(s.node->in[1], p0231, &qkvm[1], dk) ||
         !heads_of(o.node->in[1], p0213, &qkvm[2], dv))
         return false;
-    /* one batch and head count, Q and K of one head size, K and V of one length */
+    /* one batch and head count, Q and K of one head size, K and V of one length; a batch or length a run
+     * gives must come from one tensor for all three (self-attention), so they agree at run time */
     if (dq[0] != dk[0] || dk[0] != dv[0] || dq[2] != dk[2] || dk[2] != dv[2] || dq[3] != dk[3] || dk[1] != dv[1])
         return false;
+    bool dynamic = dq[0] < 0 || dq[1] < 0 || dk[1] < 0;
+    if (dynamic && !common_root(qkvm)) return false;
     const wf__tinfo *ty = &n->out[0], *tz = info(z);
-    if (!wf__tinfo_known(ty) || ty->dtype != WF_F32 || ty->rank != 3 || ty->dims[0] != dq[0] || ty->dims[1] != dq[1] ||
-        ty->dims[2] != dq[2] * dv[3] || tz->dtype != WF_F32)
-        return false;
+    if (ty->dtype != WF_F32 || ty->rank != 3 || tz->dtype != WF_F32) return false;
+    if (wf__tinfo_known(ty)) {
+        if (ty->dims[0] != dq[0] || ty->dims[1] != dq[1] || ty->dims[2] != dq[2] * dv[3]) return false;
+    } else { /* the merge's shape from a run: (B, Sq, H*Dv) by dims of q's input, copies, or -1 last */
+        dim_ref e[3];
+        int64_t want[3] = {dq[0], dq[1], dq[2] * dv[3]};
+        if (n->n_in != 2 || !n->in[1].node) return false;
+        for (int i = 0; i < 3; i++)
+            if (!shape_elem(in[1], i, &e[i])) return false;
+        if (!dim_matches(&e[0], qkvm[0], want, 0) || !dim_matches(&e[1], qkvm[0], want, 1)) return false;
+        bool last = e[2].t.node ? e[2].k == 2 && info(e[2].t)->rank > 2 && info(e[2].t)->dims[2] == want[2]
+                                : e[2].value == want[2] || e[2].value == -1;
+        if (!last) return false;
+    }
     int64_t full[4] = {dq[0], dq[2], dq[1], dk[1]};
     if (mask.node && !finite_mask(mask, full)) return false;
     qkvm[3] = mask;

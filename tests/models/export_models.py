@@ -127,6 +127,7 @@ MODELS = [
     ("resnet18_opset17", "resnet18", 17, (3, 224, 224), True),
     ("mobilenet_v2", "mobilenet_v2", 13, (3, 224, 224), False),
     ("encoder", "encoder", 14, (16, 64), False),
+    ("encoder_dynamic", "encoder", 14, (16, 64), False),
 ]
 
 
@@ -158,10 +159,10 @@ def export_one(outdir, name, kind, opset, shape, keep_bn, batch):
     training = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # The encoder is exported with static shapes: with a dynamic batch PyTorch writes its heads' view as
-    # Reshape(t, Concat(Shape(t)[0], Shape(t)[1], H, D)), which weft's shape inference does not
-    # evaluate, so the attention pass would not see the heads (README, "Not yet").
-    dyn = {} if kind == "encoder" else {"input": {0: "batch"}, "output": {0: "batch"}}
+        # "encoder" is exported with static shapes and "encoder_dynamic" with a dynamic batch, where PyTorch
+    # writes the heads' view as Reshape(t, Concat(Shape(t)[0], Shape(t)[1], H, D)): weft's attention
+    # pass reads both forms.
+    dyn = {} if name == "encoder" else {"input": {0: "batch"}, "output": {0: "batch"}}
     torch.onnx.export(model, x, onnx_path, opset_version=opset, do_constant_folding=True, training=training,
                           input_names=["input"], output_names=["output"], dynamic_axes=dyn)
     np.save(os.path.join(folder, "input.npy"), x.numpy())
