@@ -329,12 +329,28 @@ static void test_cnn(void)
     wf_graph_free(g);
 }
 
+/* One model, one output: a session runs y on a random x of in_d, exports it to `file`, and the file
+ * reloaded and onnx's reference give the same values. */
+static void roundtrip_one(wf_graph *g, wf_output x, wf_output y, int rank, const int64_t *in_d, const char *file)
+{
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
+    wf_tensor *in = rand_f32(rank, in_d, 2.0f, 0.5f);
+    wf_tensor *want = run1(s, x, in, y);
+    const char *p = path_in(file);
+    CHECK_OK(wf_session_export_onnx(s, &y, NULL, 1, p));
+    reload_and_compare(p, in, &want, 1, NULL);
+    python_check(p, in, &want, 1, NULL);
+    wf_tensor_free(want);
+    wf_tensor_free(in);
+    wf_session_free(s);
+}
+
 /* LayerNormalization (3 outputs, the first read) then Gelu, which opset 17 only has as a formula. */
 static void test_layernorm_gelu(void)
 {
     for (int approx = 0; approx < 2; approx++) {
         wf_graph *g;
-        wf_session *s;
         CHECK_OK(wf_graph_new(&g));
         int64_t xd[3] = {-1, 6, 8}, c = 8;
         wf_output x, y;
@@ -344,17 +360,7 @@ static void test_layernorm_gelu(void)
         wf_output h = op(g, "LayerNormalization", "ln", li, 3, la, 2);
         wf_attr ga = wf_attr_string("approximate", approx ? "tanh" : "none");
         y = op(g, "Gelu", "gelu", &h, 1, &ga, 1);
-        CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
-        int64_t in_d[3] = {2, 6, 8};
-        wf_tensor *in = rand_f32(3, in_d, 2.0f, 0.5f);
-        wf_tensor *want = run1(s, x, in, y);
-        const char *p = path_in(approx ? "ln_gelu_tanh.onnx" : "ln_gelu.onnx");
-        CHECK_OK(wf_session_export_onnx(s, &y, NULL, 1, p));
-        reload_and_compare(p, in, &want, 1, NULL);
-        python_check(p, in, &want, 1, NULL);
-        wf_tensor_free(want);
-        wf_tensor_free(in);
-        wf_session_free(s);
+        roundtrip_one(g, x, y, 3, (int64_t[]){2, 6, 8}, approx ? "ln_gelu_tanh.onnx" : "ln_gelu.onnx");
         wf_graph_free(g);
     }
 }
@@ -364,7 +370,6 @@ static void test_rmsnorm(void)
 {
     for (int two = 0; two < 2; two++) {
         wf_graph *g;
-        wf_session *s;
         CHECK_OK(wf_graph_new(&g));
         int64_t xd[3] = {-1, 6, 8}, sd[2] = {6, 8};
         wf_output x, y;
@@ -372,17 +377,7 @@ static void test_rmsnorm(void)
         wf_output ri[2] = {x, var_rand(g, "rms_scale", two ? 2 : 1, two ? sd : sd + 1, 0.3f, 1.0f)};
         wf_attr ra[2] = {wf_attr_int("axis", two ? 1 : -1), wf_attr_float("epsilon", 1e-5)};
         y = op(g, "RMSNormalization", "rms", ri, 2, ra, 2);
-        CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
-        int64_t in_d[3] = {2, 6, 8};
-        wf_tensor *in = rand_f32(3, in_d, 2.0f, 0.5f);
-        wf_tensor *want = run1(s, x, in, y);
-        const char *p = path_in(two ? "rms2.onnx" : "rms.onnx");
-        CHECK_OK(wf_session_export_onnx(s, &y, NULL, 1, p));
-        reload_and_compare(p, in, &want, 1, NULL);
-        python_check(p, in, &want, 1, NULL);
-        wf_tensor_free(want);
-        wf_tensor_free(in);
-        wf_session_free(s);
+        roundtrip_one(g, x, y, 3, (int64_t[]){2, 6, 8}, two ? "rms2.onnx" : "rms.onnx");
         wf_graph_free(g);
     }
 }
@@ -409,16 +404,9 @@ static void test_attention(void)
             wf_attr aa[3] = {wf_attr_int("q_num_heads", 3), wf_attr_int("kv_num_heads", 3), wf_attr_float("scale", 0.3)};
             y = op(g, "Attention", "attn", ai, 4, aa, 3);
         }
-        CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
         int64_t in3[3] = {2, 5, 12}, in4[4] = {2, 3, 5, 4};
-        wf_tensor *in = rand_f32(four ? 4 : 3, four ? in4 : in3, 2.0f, 0.0f);
-        wf_tensor *want = run1(s, x, in, y);
         const char *p = path_in(four ? "attention4.onnx" : "attention3.onnx");
-        CHECK_OK(wf_session_export_onnx(s, &y, NULL, 1, p));
-        reload_and_compare(p, in, &want, 1, NULL);
-        python_check(p, in, &want, 1, NULL);
-        wf_tensor_free(want);
-        wf_tensor_free(in);
+        roundtrip_one(g, x, y, four ? 4 : 3, four ? in4 : in3, four ? "attention4.onnx" : "attention3.onnx");
         /* refused (4-D): causal; a mask fed at run time; present_key read */
         if (four) {
             wf_output ai[4] = {x, x, x, x};
@@ -427,14 +415,13 @@ static void test_attention(void)
             wf_output ym = op(g, "Attention", "fed_mask", ai, 4, NULL, 0);
             wf_node *an = NULL;
             CHECK_OK(wf_op(g, "Attention", "present", ai, 3, NULL, 0, &an));
-            wf_session_free(s);
             CHECK_OK(wf_session_new(g_ctx, g, NULL, &s));
             CHECK_ERR(wf_session_export_onnx(s, &yc, NULL, 1, p), WF_UNIMPLEMENTED, "node 'causal' (Attention)");
             CHECK_ERR(wf_session_export_onnx(s, &ym, NULL, 1, p), WF_UNIMPLEMENTED, "Attention needs opset 23");
             wf_output both[2] = {wf_out(an, 0), wf_out(an, 1)};
             if (an) CHECK_ERR(wf_session_export_onnx(s, both, NULL, 2, p), WF_UNIMPLEMENTED, "node 'present'");
+            wf_session_free(s);
         }
-        wf_session_free(s);
         wf_graph_free(g);
     }
 }

@@ -1199,6 +1199,47 @@ static void test_softmax_div(void)
     wf_graph_free(g);
 }
 
+/* The prologue tests' runs: g at levels 0 and 2 on CPU:0 (the fusions are the CPU's) with placeholders
+ * ph[i] fed f32 tensors of rank[i], dims[i] and values vals[i], fetching y[0..ny); the outputs in
+ * out[0] and out[1], the level-2 placement text in *pl. */
+static void run_prologue_levels(wf_graph *g, int nf, const wf_output *ph, const int *rank, const int64_t *const *dims,
+                                const float *const *vals, const wf_output *y, int ny, wf_tensor *out[2][8], char **pl)
+{
+    for (int lv = 0; lv < 2; lv++) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = lv ? 2 : 0;
+        so.device = "CPU:0";
+        wf_session *s = NULL;
+        wf_tensor *t[2] = {NULL, NULL};
+        wf_feed f[2];
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        bool ok = s != NULL;
+        for (int i = 0; i < nf; i++) {
+            CHECK_OK(wf_tensor_new(WF_F32, rank[i], dims[i], vals[i], &t[i]));
+            f[i] = (wf_feed){ph[i], t[i]};
+            ok = ok && t[i];
+        }
+        if (ok) CHECK_OK(wf_session_run(s, f, nf, y, ny, out[lv], NULL));
+        if (lv && ok) CHECK_OK(wf_session_placement(s, f, nf, y, ny, pl));
+        for (int i = 0; i < nf; i++) wf_tensor_free(t[i]);
+        wf_session_free(s);
+    }
+}
+
+/* Level 2's outputs equal level 0's bit for bit (n f32 values each); frees both. */
+static void check_prologue_bits(wf_tensor *out[2][8], int ny, int64_t n)
+{
+    for (int k = 0; k < ny; k++) {
+        if (!out[0][k] || !out[1][k]) {
+            CHECK(out[0][k] && out[1][k]);
+            continue;
+        }
+        CHECK_INT((int)wf_tensor_size(out[1][k]), (int)n);
+        CHECK(memcmp(wf_tensor_data(out[0][k]), wf_tensor_data(out[1][k]), sizeof(float) * (size_t)n) == 0);
+    }
+}
+
 /* Softmax(x [/ c] + m) over the last axis, m a mask that broadcasts onto x (attention's mask computed at
  * run time, fed here): at level 2 the Softmax reads x, c and m and forms each row in cache
  * (`Softmax+Div+Add`, `Softmax+Add`, either operand order, LogSoftmax, f64), level 0's values bit for
@@ -1246,25 +1287,10 @@ static void test_softmax_mask(void)
     xv[1] = NAN, xv[7] = INFINITY, xv[12] = -INFINITY, xv[20] = 400, xv[21] = -400;
     for (int i = 0; i < A * C; i++) mv[i] = (i % 3) ? 0.0f : -10000.0f;
     mv[C + 1] = -INFINITY;
-    wf_tensor *out[2][NY] = {{NULL}};
+    wf_tensor *out[2][8] = {{NULL}};
     char *pl = NULL;
-    for (int lv = 0; lv < 2; lv++) {
-        wf_session_options so;
-        wf_session_options_init(&so);
-        so.opt_level = lv ? 2 : 0;
-        so.device = "CPU:0"; /* the fusion is the CPU's */
-        wf_session *s = NULL;
-        wf_tensor *xt = NULL, *mt = NULL;
-        CHECK_OK(wf_session_new(ctx, g, &so, &s));
-        CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
-        CHECK_OK(wf_tensor_new(WF_F32, 4, md, mv, &mt));
-        wf_feed f[2] = {{x, xt}, {m, mt}};
-        if (s && xt && mt) CHECK_OK(wf_session_run(s, f, 2, y, NY, out[lv], NULL));
-        if (lv && s && xt && mt) CHECK_OK(wf_session_placement(s, f, 2, y, NY, &pl));
-        wf_tensor_free(xt);
-        wf_tensor_free(mt);
-        wf_session_free(s);
-    }
+    run_prologue_levels(g, 2, (wf_output[]){x, m}, (int[]){4, 4}, (const int64_t *[]){xd, md}, (const float *[]){xv, mv},
+                        y, NY, out, &pl);
     if (pl) {
         CHECK_STR_CONTAINS(pl, "div_add: (Softmax+Div+Add)");
         CHECK_STR_CONTAINS(pl, "add: (Softmax+Add)");
@@ -1275,14 +1301,7 @@ static void test_softmax_mask(void)
         CHECK_STR_CONTAINS(pl, "twice: (Softmax)");
     }
     wf_free(pl);
-    for (int k = 0; k < NY; k++) {
-        if (!out[0][k] || !out[1][k]) {
-            CHECK(out[0][k] && out[1][k]);
-            continue;
-        }
-        CHECK_INT((int)wf_tensor_size(out[1][k]), E);
-        CHECK(memcmp(wf_tensor_data(out[0][k]), wf_tensor_data(out[1][k]), sizeof(float) * E) == 0);
-    }
+    check_prologue_bits(out, NY, E);
     /* level 0 of div_add against double: the fed mask's dead key and its rows */
     const float *r0 = out[0][0] ? wf_tensor_data(out[0][0]) : NULL;
     for (int row = 0; r0 && row < A * H * R; row++) {
@@ -1348,25 +1367,10 @@ static void test_skip_layernorm(void)
     float xv[E], rv[E];
     for (int i = 0; i < E; i++) xv[i] = (float)((i * 7) % 11) * 0.9f - 4, rv[i] = (float)((i * 5) % 13) * 0.3f - 2;
     xv[1] = NAN, rv[9] = INFINITY, xv[17] = -INFINITY, rv[30] = 1e30f;
-    wf_tensor *out[2][NY] = {{NULL}};
+    wf_tensor *out[2][8] = {{NULL}};
     char *pl = NULL;
-    for (int lv = 0; lv < 2; lv++) {
-        wf_session_options so;
-        wf_session_options_init(&so);
-        so.opt_level = lv ? 2 : 0;
-        so.device = "CPU:0"; /* the fusion is the CPU's */
-        wf_session *s = NULL;
-        wf_tensor *xt = NULL, *rt = NULL;
-        CHECK_OK(wf_session_new(ctx, g, &so, &s));
-        CHECK_OK(wf_tensor_new(WF_F32, 3, xd, xv, &xt));
-        CHECK_OK(wf_tensor_new(WF_F32, 3, xd, rv, &rt));
-        wf_feed f[2] = {{x, xt}, {r, rt}};
-        if (s && xt && rt) CHECK_OK(wf_session_run(s, f, 2, y, NY, out[lv], NULL));
-        if (lv && s && xt && rt) CHECK_OK(wf_session_placement(s, f, 2, y, NY, &pl));
-        wf_tensor_free(xt);
-        wf_tensor_free(rt);
-        wf_session_free(s);
-    }
+    run_prologue_levels(g, 2, (wf_output[]){x, r}, (int[]){3, 3}, (const int64_t *[]){xd, xd}, (const float *[]){xv, rv},
+                        y, NY, out, &pl);
     if (pl) {
         CHECK_STR_CONTAINS(pl, "ln0: (LayerNormalization+Add)");
         CHECK_STR_CONTAINS(pl, "ln1: (LayerNormalization+Add)");
@@ -1376,14 +1380,7 @@ static void test_skip_layernorm(void)
         CHECK_STR_CONTAINS(pl, "ln5: (LayerNormalization)");
     }
     wf_free(pl);
-    for (int k = 0; k < NY; k++) {
-        if (!out[0][k] || !out[1][k]) {
-            CHECK(out[0][k] && out[1][k]);
-            continue;
-        }
-        CHECK_INT((int)wf_tensor_size(out[1][k]), E);
-        CHECK(memcmp(wf_tensor_data(out[0][k]), wf_tensor_data(out[1][k]), sizeof(float) * E) == 0);
-    }
+    check_prologue_bits(out, NY, E);
     /* ln0 at level 2 against double */
     const float *o = out[1][0] ? wf_tensor_data(out[1][0]) : NULL;
     for (int row = 0; o && row < B * S; row++) {
@@ -1429,37 +1426,17 @@ static void test_prologue_dynamic_batch(void)
     for (int i = 0; i < B * C; i++) mb[i] = (float)(i % 3) - 1;
     t = op1(g, "Add", "ab", (wf_output[]){x, konst(g, "mb", WF_F32, 3, (int64_t[]){B, 1, C}, mb)}, 2, NULL, 0);
     CHECK_OK(wf_softmax(g, "smb", t, -1, &y[2]));
-    wf_tensor *out[2][3] = {{NULL}};
+    wf_tensor *out[2][8] = {{NULL}};
     char *pl = NULL;
-    for (int lv = 0; lv < 2; lv++) {
-        wf_session_options so;
-        wf_session_options_init(&so);
-        so.opt_level = lv ? 2 : 0;
-        so.device = "CPU:0";
-        wf_session *s = NULL;
-        wf_tensor *xt = NULL;
-        CHECK_OK(wf_session_new(ctx, g, &so, &s));
-        CHECK_OK(wf_tensor_new(WF_F32, 3, (int64_t[]){B, R, C}, xv, &xt));
-        wf_feed f = {x, xt};
-        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, y, 3, out[lv], NULL));
-        if (lv && s && xt) CHECK_OK(wf_session_placement(s, &f, 1, y, 3, &pl));
-        wf_tensor_free(xt);
-        wf_session_free(s);
-    }
+    run_prologue_levels(g, 1, &x, (int[]){3}, (const int64_t *[]){(int64_t[]){B, R, C}}, (const float *[]){xv}, y, 3, out,
+                        &pl);
     if (pl) {
         CHECK_STR_CONTAINS(pl, "sm: (Softmax+Add)");
         CHECK_STR_CONTAINS(pl, "ln: (LayerNormalization+Add)");
         CHECK_STR_CONTAINS(pl, "smb: (Softmax+Add)");
     }
     wf_free(pl);
-    for (int k = 0; k < 3; k++) {
-        if (!out[0][k] || !out[1][k]) {
-            CHECK(out[0][k] && out[1][k]);
-            continue;
-        }
-        CHECK_INT((int)wf_tensor_size(out[1][k]), E);
-        CHECK(memcmp(wf_tensor_data(out[0][k]), wf_tensor_data(out[1][k]), sizeof(float) * E) == 0);
-    }
+    check_prologue_bits(out, 3, E);
     for (int lv = 0; lv < 2; lv++)
         for (int k = 0; k < 3; k++) wf_tensor_free(out[lv][k]);
     wf_graph_free(g);

@@ -134,6 +134,20 @@ WF__VEC static void rms_row_f32(const float *x, float *y, const float *s, int64_
     _Pragma("omp simd") for (int64_t c = 0; c < M; c++) y[c] = x[c] * inv * s[c];
 }
 
+/* The element of scale p (broadcast right-aligned onto X's last nr dims) at element i of one row. */
+static int64_t scale_offset(const wf_tensor *p, const wf_tensor *x, int nr, int64_t i)
+{
+    int64_t pst[WF_MAX_RANK], r = i, off = 0;
+    wf__strides(p->rank, p->dims, pst);
+    for (int d = 0; d < nr; d++) {
+        int xd_i = x->rank - 1 - d, pd_i = p->rank - 1 - d;
+        int64_t c = r % x->dims[xd_i];
+        r /= x->dims[xd_i];
+        if (pd_i >= 0 && p->dims[pd_i] != 1) off += c * pst[pd_i];
+    }
+    return off;
+}
+
 static void rms_range(void *arg, int64_t b, int64_t e)
 {
     const rms_f32 *r = arg;
@@ -160,18 +174,7 @@ wf_status *wf__k_rmsnorm(wf__kctx *k)
     if (x->dtype == WF_F32 && M > 0) {
         float *sf = wf__malloc(sizeof(float) * (size_t)M);
         if (!sf) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the broadcast scale (%" PRId64 " floats)", M);
-        int64_t pst[WF_MAX_RANK];
-        wf__strides(p->rank, p->dims, pst);
-        for (int64_t i = 0; i < M; i++) {
-            int64_t r = i, off = 0;
-            for (int d = 0; d < nr; d++) {
-                int xd_i = x->rank - 1 - d, pd_i = p->rank - 1 - d;
-                int64_t c = r % x->dims[xd_i];
-                r /= x->dims[xd_i];
-                if (pd_i >= 0 && p->dims[pd_i] != 1) off += c * pst[pd_i];
-            }
-            sf[i] = ((const float *)p->data)[off];
-        }
+        for (int64_t i = 0; i < M; i++) sf[i] = ((const float *)p->data)[scale_offset(p, x, nr, i)];
         wf_tensor *y;
         bool reused;
         wf_status *st = wf__kctx_output_reuse(k, 0, 0, WF_F32, x->rank, x->dims, &y, &reused);
@@ -188,18 +191,7 @@ wf_status *wf__k_rmsnorm(wf__kctx *k)
     if (!s) s = wf__km_alloc8(k, M, "the broadcast scale", (void **)&full);
     if (!s) {
         /* Expand scale over the normalised block once. */
-        int64_t pst[WF_MAX_RANK];
-        wf__strides(p->rank, p->dims, pst);
-        for (int64_t i = 0; i < M; i++) {
-            int64_t r = i, off = 0;
-            for (int d = 0; d < nr; d++) {
-                int xd_i = x->rank - 1 - d, pd_i = p->rank - 1 - d;
-                int64_t c = r % x->dims[xd_i];
-                r /= x->dims[xd_i];
-                if (pd_i >= 0 && p->dims[pd_i] != 1) off += c * pst[pd_i];
-            }
-            full[i] = pd[off];
-        }
+        for (int64_t i = 0; i < M; i++) full[i] = pd[scale_offset(p, x, nr, i)];
         norm_groups(k, xd, x->size, M, wf__attr_f(k->op, k->attrs, "epsilon"), true);
         for (int64_t i = 0; i < x->size; i++) xd[i] *= full[i % M];
         s = emit(k, xd, false, x->dtype, x->rank, x->dims);

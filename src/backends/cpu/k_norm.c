@@ -208,13 +208,14 @@ WF__VEC static void div_rows_f32(const float *x, float *y, int64_t R, int64_t in
     for (int64_t r = 0; r < R; r++) FOR_VEC(i, w, y[r * inner + i] = x[r * inner + i] / c);
 }
 
-/* The mask's offset of row u (see splan). */
-static int64_t mask_row(const splan *S, int64_t u)
+/* The offset in a broadcast operand (a Softmax's mask, a LayerNormalization's skip) of row u of X, whose
+ * outer dims od[0..nd) the operand walks with strides st (0 where it broadcasts). */
+static int64_t bcast_row(int nd, const int64_t *od, const int64_t *st, int64_t u)
 {
     int64_t off = 0;
-    for (int d = S->nd - 1; d >= 0; d--) {
-        off += (u % S->od[d]) * S->ms[d];
-        u /= S->od[d];
+    for (int d = nd - 1; d >= 0; d--) {
+        off += (u % od[d]) * st[d];
+        u /= od[d];
     }
     return off;
 }
@@ -232,7 +233,7 @@ static void softmax_range(void *arg, int64_t b, int64_t e)
     const splan *S = arg;
     for (int64_t u = b; u < e; u++) {
         if (S->mask) { /* the last axis only (inner 1); the row into y, then y in place */
-            int64_t mo = mask_row(S, u);
+            int64_t mo = bcast_row(S->nd, S->od, S->ms, u);
             if (S->f64) {
                 const double *x = (const double *)S->x + u * S->R, *m = (const double *)S->mask + mo;
                 double *y = (double *)S->y + u * S->R;
@@ -785,17 +786,6 @@ static void ln_row_f64(const double *x, double *y, int64_t D, const double *s, c
     if (inv_out) *inv_out = (float)inv;
 }
 
-/* The skip's offset of row u (see lplan). */
-static int64_t skip_row(const lplan *L, int64_t u)
-{
-    int64_t off = 0;
-    for (int d = L->nd - 1; d >= 0; d--) {
-        off += (u % L->od[d]) * L->ss[d];
-        u /= L->od[d];
-    }
-    return off;
-}
-
 WF__VEC static void sum_row_f32(const float *a, const float *b, float *y, int64_t n) { FOR_VEC(i, n, y[i] = a[i] + b[i]); }
 
 static void ln_range(void *arg, int64_t b, int64_t e)
@@ -804,7 +794,7 @@ static void ln_range(void *arg, int64_t b, int64_t e)
     for (int64_t u = b; u < e; u++) {
         float *m = L->mean ? L->mean + u : NULL, *v = L->inv ? L->inv + u : NULL;
         if (L->skip) { /* the Add's row into y (elementwise, so y may be X's or the skip's bytes), then in place */
-            int64_t so = skip_row(L, u);
+            int64_t so = bcast_row(L->nd, L->od, L->ss, u);
             if (L->f64) {
                 const double *x = (const double *)L->x + u * L->D, *sk = (const double *)L->skip + so;
                 double *y = (double *)L->y + u * L->D;
