@@ -30,8 +30,11 @@
  * With a precision (wf__opt_options.amp), at every level, after matmul_bias and before fold:
  *   amp       automatic mixed precision: allow/infer/clear/deny lists, casts at the boundaries (amp.c)
  * Level 2 (the default) adds "fuse", which runs after placement, in lowering (lower/plan.c): MatMul or
- * Conv2D + BiasAdd + Relu/LeakyRelu/Sigmoid/Tanh as one kernel, f32, where the device has that kernel
- * (the CPU today), and "jit", clusters of elementwise ops as one generated kernel each (lower/jit.c).
+ * Conv2D + BiasAdd + an activation (Relu, LeakyRelu, Sigmoid, Tanh, Swish, HardSwish, Gelu, Clip from 0)
+ * as one kernel, f32, where the device has that kernel (the CPU today), with "residual" (an Add of the
+ * result's own shape taken into the Conv2D or MatMul) and the CPU's prologues (a Softmax taking the Div
+ * and mask Add before it, a LayerNormalization the Add before it, a Resize its u8 Cast); and "jit",
+ * clusters of elementwise ops as one generated kernel each (lower/jit.c).
  * Level 3 adds "layout", channel-blocked layouts kept between convolutions (lower/layout.c).
  * Nodes a run feeds, variables and stateful ops are always kept. Copies keep their node's name, device
  * request and colocation group; constants share the source graph's tensors (no copy of the weights).
