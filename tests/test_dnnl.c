@@ -409,6 +409,89 @@ static void test_fused_inputs(void)
     wf_tensor_free(good);
 }
 
+/* Attention's f32 fast path (k_onnx_attn.c: sgemm per head and query block), taken when the kernel is
+ * told its present key, value and scores have no reader (wf__kctx.out_unused), against the f64
+ * reference path of the same call (all four outputs read): 3-D GQA with a float mask, keys that keep the
+ * scores on the stack (7) and keys that take the allocated buffer (600). The two paths round differently,
+ * so the fast one gives other bits, within f32 tolerance (which is how the test knows it ran). Then the
+ * long form with every allocation failing in turn: OUT_OF_MEMORY naming the node, or the same Y, and
+ * nothing leaked. */
+static wf_tensor *attn_run(kc *c, wf_tensor **outs, uint32_t unused, wf_status **st)
+{
+    memset(outs, 0, sizeof *outs * 4);
+    c->k.out = outs;
+    c->k.out_unused = unused;
+    *st = c->def->compute(&c->k);
+    for (int i = 1; i < 4; i++) wf_tensor_free(outs[i]);
+    return outs[0];
+}
+
+static void test_attention_fast(void)
+{
+    unsigned seed = 77;
+    for (int lng = 0; lng < 2; lng++) {
+        int64_t T = lng ? 600 : 7, dq[3] = {2, 5, 24}, dk[3] = {2, T, 8}, dv[3] = {2, T, 10}, dm[2] = {5, T};
+        wf_tensor *in[4] = {randn(WF_F32, 3, dq, &seed), randn(WF_F32, 3, dk, &seed), randn(WF_F32, 3, dv, &seed),
+                            randn(WF_F32, 2, dm, &seed)};
+        kc c;
+        kc_init(&c, "Attention", WF_F32, in, 4);
+        wf__tinfo info[4];
+        for (int i = 0; i < 4; i++) info[i].rank = -1;
+        c.k.n_out = 4;
+        c.k.out_info = info;
+        ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "q_num_heads"))->i = 6;
+        ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "kv_num_heads"))->i = 2;
+        wf_tensor *outs[4];
+        wf_status *st;
+        wf_tensor *ref = attn_run(&c, outs, 0, &st), *fast = NULL;
+        CHECK_OK(st);
+        fast = attn_run(&c, outs, 0xe, &st);
+        CHECK_OK(st);
+        if (ref && fast) {
+            CHECK_INT((int)fast->size, (int)ref->size);
+            double worst = 0;
+            for (int64_t i = 0; i < ref->size; i++) {
+                double a = ((float *)ref->data)[i], b = ((float *)fast->data)[i];
+                worst = fabs(a - b) / (1 + fabs(a)) > worst ? fabs(a - b) / (1 + fabs(a)) : worst;
+            }
+            CHECK(worst < 2e-5);
+            CHECK(memcmp(ref->data, fast->data, ref->bytes) != 0); /* the sgemm path ran, not the reference */
+        }
+        if (lng && fast) {
+            long live0 = wf__alloc_live(), failed = 0, leaks = 0, wrong = 0;
+            bool reached_end = false;
+            for (long k = 1; k < 1000 && !reached_end; k++) {
+                long fired0 = wf__faults_fired();
+                wf__fault_inject(k);
+                wf_tensor *y = attn_run(&c, outs, 0xe, &st);
+                reached_end = wf__faults_fired() == fired0;
+                wf__fault_inject(0);
+                if (st) {
+                    failed++;
+                    CHECK_INT(wf_status_code(st), WF_OUT_OF_MEMORY);
+                    CHECK_STR_CONTAINS(wf_status_message(st), "node 'n' (Attention)");
+                    wf_status_free(st);
+                } else if (!y || y->bytes != fast->bytes || memcmp(y->data, fast->data, fast->bytes)) {
+                    wrong++;
+                }
+                wf_tensor_free(y);
+                long live = wf__alloc_live();
+                if (live != live0) leaks++, live0 = live;
+            }
+            CHECK(reached_end);
+            CHECK(failed > 0);
+            CHECK_INT(wrong, 0);
+            CHECK_INT(leaks, 0);
+        }
+        wf_tensor_free(ref);
+        wf_tensor_free(fast);
+        c.k.out = c.out;
+        c.out[0] = NULL;
+        kc_done(&c);
+        for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+    }
+}
+
 /* Out of memory on the 16-bit paths (f32 plane buffers of the pools, the f32 scratch cache of a bf16
  * first-layer convolution and its gradient, a bf16 reduction): every allocation the kernel makes fails
  * once in turn; each call either fails with OUT_OF_MEMORY naming the kernel's need, or gives the
@@ -1312,6 +1395,7 @@ int main(void)
     RUN_TEST(test_gemm_fused);
     RUN_TEST(test_conv_fused);
     RUN_TEST(test_fused_inputs);
+    RUN_TEST(test_attention_fast);
     RUN_TEST(test_conv_relu_bf16_special);
     RUN_TEST(test_lowp_oom);
     RUN_TEST(test_primitive_cache);

@@ -269,10 +269,8 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
         .in_blocked = pn->in_blocked, .out_blocked = pn->out_blocked, .ewprog = pn->ewprog,
         .device = kernel_device(r, pn),
         .host_acct = r->ctx->devices[pn->device].host_acct, .est = pn->est,
-        .weights = r->p->weights, .fused_residual = pn->fused_res,
+        .weights = r->p->weights, .fused_residual = pn->fused_res, .out_unused = pn->out_unused,
     };
-    for (int j = 0; j < pn->n_out && j < 32; j++)
-        if (r->p->slot_uses[pn->out_slot[j]] == 0 && !r->p->slot_static[pn->out_slot[j]]) k.out_unused |= 1u << j;
     wf_tensor *into[INTO_MAX_OUT];
     if (r->slot_into && !k.device && pn->n_out <= INTO_MAX_OUT) {
         bool any = false;

@@ -302,6 +302,30 @@ static wf_status *plan_cast_prologue(builder *b, fusion *fu)
     return NULL;
 }
 
+/* Whether Add a adds to its operand j, row by row from `axis` on, the other operand as the Softmax mask
+ * and LayerNorm skip kernels read it (k_norm.c): f32 or f64 like a, broadcast right-aligned, of operand
+ * j's own known dims from `axis` on and 1 or operand j's dims before it, so it never broadcasts operand
+ * j (whose unknown outer dims, a dynamic batch, are allowed only where the operand is 1 or absent). */
+static bool row_operand(const builder *b, const wf_node *a, int j, int axis)
+{
+    if (!a->in[0].node || !a->in[1].node) return false;
+    const wf__tinfo *tx = &b->info[a->in[j].node->id][a->in[j].index];
+    const wf__tinfo *ts = &b->info[a->in[1 - j].node->id][a->in[1 - j].index], *to = &b->info[a->id][0];
+    if (tx->rank < 1 || !wf__tinfo_known(ts) || tx->dtype != to->dtype || ts->dtype != to->dtype ||
+        (to->dtype != WF_F32 && to->dtype != WF_F64) || tx->rank != to->rank || ts->rank > tx->rank)
+        return false;
+    int ax = axis < 0 ? axis + tx->rank : axis;
+    if (ax < 0 || ax >= tx->rank || ts->rank < tx->rank - ax) return false;
+    for (int d = 0; d < tx->rank; d++) {
+        if (tx->dims[d] != to->dims[d]) return false;
+        int sd = d - (tx->rank - ts->rank);
+        int64_t m = sd < 0 ? 1 : ts->dims[sd];
+        if (d >= ax ? tx->dims[d] < 0 || m != tx->dims[d] : m != 1 && (tx->dims[d] < 0 || m != tx->dims[d]))
+            return false;
+    }
+    return true;
+}
+
 /* Prologue fusion: Softmax(x / c), c of one element (attention's QK^T / sqrt(d)), and Softmax(x [/ c] +
  * m) over the last axis, m a mask that broadcasts onto x with x's last dimension (attention's mask when
  * it is computed at run time: passes/attention.c takes only constant ones), on the CPU in f32 or f64.
@@ -312,26 +336,6 @@ static bool softmax_last_axis(const builder *b, const wf_node *n)
     int rank = b->info[n->id][0].rank;
     int64_t axis = wf__attr_i(n->op, n->attrs, "axis");
     return rank >= 1 && (axis == -1 || axis == rank - 1);
-}
-
-/* Whether a (an Add read by the Softmax alone) adds to its operand j a mask the kernel reads: the other
- * operand, of a's dtype, broadcast right-aligned with a's last dimension, onto operand j's own shape. */
-static bool mask_operand(const builder *b, const wf_node *a, int j)
-{
-    if (!a->in[0].node || !a->in[1].node) return false;
-    const wf__tinfo *tx = &b->info[a->in[j].node->id][a->in[j].index];
-    const wf__tinfo *tm = &b->info[a->in[1 - j].node->id][a->in[1 - j].index], *to = &b->info[a->id][0];
-    if (tx->rank < 1 || !wf__tinfo_known(tm) || tx->dtype != to->dtype || tm->dtype != to->dtype ||
-        tx->rank != to->rank || tm->rank < 1 || tm->rank > tx->rank || tx->dims[tx->rank - 1] < 0 ||
-        tm->dims[tm->rank - 1] != tx->dims[tx->rank - 1])
-        return false;
-    /* x's unknown dims (a dynamic batch) only where the mask is 1 or absent: it never broadcasts x */
-    for (int d = 0; d < tx->rank; d++) {
-        if (tx->dims[d] != to->dims[d]) return false;
-        int md = d - (tx->rank - tm->rank);
-        if (md >= 0 && tm->dims[md] != 1 && (tx->dims[d] < 0 || tm->dims[md] != tx->dims[d])) return false;
-    }
-    return true;
 }
 
 /* Whether the Softmax's input (d, the node behind x) may be absorbed: live, not fed or fused, and read
@@ -356,7 +360,7 @@ static wf_status *plan_softmax_prologue(builder *b, fusion *fu)
         if (!strcmp(x.node->op->name, "Add") && x.node->n_in == 2 && absorbable(b, x.node, n) && !fu[x.node->id].ext &&
             softmax_last_axis(b, n)) {
             for (int j = 0; j < 2 && !add; j++)
-                if (mask_operand(b, x.node, j)) {
+                if (row_operand(b, x.node, j, -1)) {
                     add = x.node;
                     mask = add->in[1 - j];
                     x = add->in[j];
@@ -374,10 +378,6 @@ static wf_status *plan_softmax_prologue(builder *b, fusion *fu)
                   wf__numel(tc->rank, tc->dims) == 1 && tc->rank <= tx->rank && tx->rank == to->rank;
         }
         if (!div && !add) continue;
-        if (add) {
-            wf_dtype dt = b->info[add->id][0].dtype;
-            if (dt != WF_F32 && dt != WF_F64) continue;
-        }
         wf_output *ext = wf__malloc(sizeof *ext);
         if (!ext) return wf__oom("planning", sizeof *ext);
         ext[0] = div ? d->in[0] : x;
@@ -403,27 +403,6 @@ static wf_status *plan_softmax_prologue(builder *b, fusion *fu)
  * the kernel reads a and b and sums each row in cache before its statistics (k_norm.c), the Add's sums
  * exactly, which are no longer written out and read back. b (the skip) may broadcast over the outer
  * dimensions (a position embedding added to every batch); over the normalised ones it is a's shape. */
-static bool skip_operand(const builder *b, const wf_node *a, int j, int axis)
-{
-    if (!a->in[0].node || !a->in[1].node) return false;
-    const wf__tinfo *tx = &b->info[a->in[j].node->id][a->in[j].index];
-    const wf__tinfo *ts = &b->info[a->in[1 - j].node->id][a->in[1 - j].index], *to = &b->info[a->id][0];
-    if (tx->rank < 1 || !wf__tinfo_known(ts) || tx->dtype != to->dtype || ts->dtype != to->dtype ||
-        (to->dtype != WF_F32 && to->dtype != WF_F64) || tx->rank != to->rank || ts->rank > tx->rank)
-        return false;
-    int ax = axis < 0 ? axis + tx->rank : axis;
-    if (ax < 0 || ax >= tx->rank || ts->rank < tx->rank - ax) return false;
-    /* the normalised dims known and the skip's; an unknown outer dim (a dynamic batch) only where the
-     * skip is 1 or absent */
-    for (int d = 0; d < tx->rank; d++) {
-        if (tx->dims[d] != to->dims[d]) return false;
-        int sd = d - (tx->rank - ts->rank);
-        int64_t m = sd < 0 ? 1 : ts->dims[sd];
-        if (d >= ax ? tx->dims[d] < 0 || m != tx->dims[d] : m != 1 && (tx->dims[d] < 0 || m != tx->dims[d]))
-            return false;
-    }
-    return true;
-}
 
 static wf_status *plan_layernorm_prologue(builder *b, fusion *fu)
 {
@@ -437,7 +416,7 @@ static wf_status *plan_layernorm_prologue(builder *b, fusion *fu)
         if (strcmp(add->op->name, "Add") || add->n_in != 2 || !absorbable(b, add, n) || fu[add->id].ext) continue;
         int axis = (int)wf__attr_i(n->op, n->attrs, "axis");
         for (int j = 0; j < 2; j++) {
-            if (!skip_operand(b, add, j, axis)) continue;
+            if (!row_operand(b, add, j, axis)) continue;
             wf_output *ext = wf__malloc(sizeof *ext * (size_t)n->n_in);
             if (!ext) return wf__oom("planning", sizeof *ext * (size_t)n->n_in);
             memcpy(ext, n->in, sizeof *ext * (size_t)n->n_in);
@@ -918,8 +897,13 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         p->key_feed_info[i].rank = t->rank;
         memcpy(p->key_feed_info[i].dims, t->dims, sizeof t->dims);
     }
-    for (int v = 0; v < n_nodes; v++)
-        if (p->nodes[v].pending0 == 0) p->roots[p->n_roots++] = v;
+    for (int v = 0; v < n_nodes; v++) {
+        wf__pnode *pn = &p->nodes[v];
+        if (pn->pending0 == 0) p->roots[p->n_roots++] = v;
+        /* outputs nothing reads (the executor frees them unread): the kernel may leave them unwritten */
+        for (int j = 0; j < pn->n_out && j < 32; j++)
+            if (p->slot_uses[pn->out_slot[j]] == 0 && !p->slot_static[pn->out_slot[j]]) pn->out_unused |= 1u << j;
+    }
     p->serial = plan_is_serial(b->ctx, p);
     p->weights = b->po ? b->po->weights : NULL;
     s = wf__memplan_build(b->ctx, p);

@@ -571,12 +571,19 @@ static wf_status *tr_attention(tr *t)
                   !A_I("is_causal") && A_I("left_window_size") < 0 && A_I("right_window_size") < 0 &&
                   wf__attr_f(n->op, n->attrs, "softcap") == 0.0 &&
                   (wf_dtype)A_I("softmax_precision") == WF_DTYPE_INVALID && !(t->x->used[n->id] & 0xe);
-    if (simple && r == 4) simple = dq[1] == dk[1];
+    /* the head sizes the formula's Reshapes and default scale need, known */
+    if (simple && r == 4) simple = dq[1] == dk[1] && dk[3] > 0;
+    if (simple && r == 3)
+        for (int i = 0; i < 3 && simple; i++) {
+            int64_t e = i == 0 ? dq[2] : i == 1 ? dk[2] : dv[2];
+            simple = e > 0 && e % hq == 0;
+        }
     int64_t keys = r == 4 ? dk[2] : r == 3 ? dk[1] : -1;
     if (simple && n->n_in > 3 && n->in[3].node) simple = keys > 0 && finite_const(n->in[3], keys);
     if (!simple)
         return fail(t->x, n, WF_UNIMPLEMENTED, "Attention needs opset 23 (export writes %d); only the plain form (one "
-                    "head count, no cache, causality, window or softcap, a finite constant mask, Y alone) is written "
+                    "head count, known head sizes, no cache, causality, window or softcap, a finite constant mask, Y "
+                    "alone) is written "
                     "as its formula", EXPORT_OPSET);
 #undef A_I
     wf_dtype dt = wf_output_dtype(n->in[0]);

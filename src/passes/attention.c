@@ -33,23 +33,18 @@
 
 #include "passes/pass.h"
 
-static bool is_op(wf_output o, const char *op) { return o.node && o.index == 0 && !strcmp(o.node->op->name, op); }
-static const wf__tinfo *info(wf_output o) { return &o.node->out[o.index]; }
 
 /* Whether t (a Transpose of a rank-4 value) has the permutation p. */
 static bool perm_is(const wf_node *t, const int64_t *p)
 {
-    const wf__attr *a = wf__attr_get(t->op, t->attrs, "perm");
-    if (!a || !a->set || a->n != 4) return false;
-    for (int i = 0; i < 4; i++)
-        if ((a->ints[i] < 0 ? a->ints[i] + 4 : a->ints[i]) != p[i]) return false;
-    return true;
+    int64_t q[4];
+    return wf__pass_perm(t, 4, q) && !memcmp(q, p, sizeof q);
 }
 
 /* Whether m is a MatMul without transposes. */
 static bool plain_matmul(wf_output o)
 {
-    if (!is_op(o, "MatMul") || o.node->n_in != 2 || !o.node->in[0].node || !o.node->in[1].node) return false;
+    if (!wf__pass_is_op(o, "MatMul") || o.node->n_in != 2 || !o.node->in[0].node || !o.node->in[1].node) return false;
     const wf_node *m = o.node;
     return !wf__attr_i(m->op, m->attrs, "transpose_a") && !wf__attr_i(m->op, m->attrs, "transpose_b");
 }
@@ -79,18 +74,18 @@ static bool shape_elem(wf_output sh, int i, dim_ref *e)
         e->value = wf__load_i64(c->data, c->dtype, i);
         return true;
     }
-    if (is_op(sh, "Shape") && sh.node->in[0].node && !wf__attr_i(sh.node->op, sh.node->attrs, "start")) {
+    if (wf__pass_is_op(sh, "Shape") && sh.node->in[0].node && !wf__attr_i(sh.node->op, sh.node->attrs, "start")) {
         e->t = sh.node->in[0], e->k = i;
         return true;
     }
-    if (!is_op(sh, "Concat")) return false;
+    if (!wf__pass_is_op(sh, "Concat")) return false;
     /* the piece holding element i: constants of any length, others of one element */
     wf_output pc = {NULL, 0};
     int at = 0;
     for (int j = 0; j < sh.node->n_in && !pc.node; j++) {
         wf_output q = sh.node->in[j];
-        if (!q.node || info(q)->rank != 1) return false;
-        int64_t len = info(q)->dims[0];
+        if (!q.node || wf__pass_info(q)->rank != 1) return false;
+        int64_t len = wf__pass_info(q)->dims[0];
         if (len < 0 || (len != 1 && !wf__pass_value(q))) return false;
         if (i < at + len) pc = q;
         else at += (int)len;
@@ -102,11 +97,12 @@ static bool shape_elem(wf_output sh, int i, dim_ref *e)
         return true;
     }
     /* Unsqueeze(Gather(Shape(t), k)) */
-    if (!is_op(pc, "Unsqueeze") || !is_op(pc.node->in[0], "Gather")) return false;
+    if (!wf__pass_is_op(pc, "Unsqueeze") || !wf__pass_is_op(pc.node->in[0], "Gather")) return false;
     const wf_node *g = pc.node->in[0].node;
     const wf_tensor *ix = g->n_in == 2 && g->in[1].node ? wf__pass_value(g->in[1]) : NULL;
     if (!ix || ix->size != 1 || !wf__dtype_is_int(ix->dtype) || wf__attr_i(g->op, g->attrs, "axis") ||
-        !is_op(g->in[0], "Shape") || !g->in[0].node->in[0].node || wf__attr_i(g->in[0].node->op, g->in[0].node->attrs, "start"))
+        !wf__pass_is_op(g->in[0], "Shape") || !g->in[0].node->in[0].node ||
+        wf__attr_i(g->in[0].node->op, g->in[0].node->attrs, "start"))
         return false;
     e->t = g->in[0].node->in[0];
     e->k = (int)wf__load_i64(ix->data, ix->dtype, 0);
@@ -121,7 +117,7 @@ static bool leads_from(wf_output v, wf_output t)
         const wf_node *n = v.node;
         const char *op = n->op->name;
         bool through = v.index == 0 && n->n_in >= 1 &&
-                       ((!strcmp(op, "MatMul") && n->n_in == 2 && n->in[1].node && info(n->in[1])->rank == 2 &&
+                       ((!strcmp(op, "MatMul") && n->n_in == 2 && n->in[1].node && wf__pass_info(n->in[1])->rank == 2 &&
                          !wf__attr_i(n->op, n->attrs, "transpose_a")) ||
                         !strcmp(op, "BiasAdd") || !strcmp(op, "LayerNormalization") || !strcmp(op, "RMSNormalization") ||
                         !strcmp(op, "Gelu") || !strcmp(op, "Relu") || !strcmp(op, "Swish") || !strcmp(op, "Identity"));
@@ -132,11 +128,11 @@ static bool leads_from(wf_output v, wf_output t)
 }
 
 /* Whether element e gives dim k of v (rank 3, dims dv, -1 unknown) in a Reshape of a tensor whose dim k
- * is v's (copy = 0 allowed). */
+ * is v's (a 0 copies it: the callers take only Reshapes without allowzero). */
 static bool dim_matches(const dim_ref *e, wf_output v, const int64_t *dv, int k)
 {
     if (e->t.node) {
-        const wf__tinfo *tt = info(e->t);
+        const wf__tinfo *tt = wf__pass_info(e->t);
         if (e->k != k || tt->rank <= k) return false;
         if (tt->dims[k] >= 0 && dv[k] >= 0) return tt->dims[k] == dv[k];
         return leads_from(v, e->t);
@@ -149,11 +145,12 @@ static bool dim_matches(const dim_ref *e, wf_output v, const int64_t *dv, int k)
  * elements are v's own dims (see above) and the last two H and D. */
 static bool heads_of(wf_output o, const int64_t *p, wf_output *v, int64_t *d)
 {
-    if (!is_op(o, "Transpose") || !perm_is(o.node, p) || !is_op(o.node->in[0], "Reshape")) return false;
+    if (!wf__pass_is_op(o, "Transpose") || !perm_is(o.node, p) || !wf__pass_is_op(o.node->in[0], "Reshape")) return false;
     wf_output r = o.node->in[0];
     *v = r.node->in[0];
-    if (!v->node || r.node->n_in != 2 || !r.node->in[1].node) return false;
-    const wf__tinfo *tv = info(*v), *tr = info(r);
+    if (!v->node || r.node->n_in != 2 || !r.node->in[1].node || wf__attr_i(r.node->op, r.node->attrs, "allowzero"))
+        return false;
+    const wf__tinfo *tv = wf__pass_info(*v), *tr = wf__pass_info(r);
     if (tv->dtype != WF_F32 || tv->rank != 3 || tr->rank != 4 || tv->dims[2] < 1) return false;
     if (wf__tinfo_known(tv) && wf__tinfo_known(tr)) {
         if (tr->dims[0] != tv->dims[0] || tr->dims[1] != tv->dims[1] || tr->dims[2] * tr->dims[3] != tv->dims[2] ||
@@ -214,15 +211,15 @@ static bool common_root(const wf_output *qkvm)
 static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm, int64_t *heads, double *scale)
 {
     static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
-    if (strcmp(n->op->name, "Reshape") || !is_op(in[0], "Transpose") || !perm_is(in[0].node, p0213)) return false;
+    if (strcmp(n->op->name, "Reshape") || !wf__pass_is_op(in[0], "Transpose") || !perm_is(in[0].node, p0213)) return false;
     wf_output o = in[0].node->in[0];
-    if (!plain_matmul(o) || !is_op(o.node->in[0], "Softmax")) return false;
+    if (!plain_matmul(o) || !wf__pass_is_op(o.node->in[0], "Softmax")) return false;
     const wf_node *sm = o.node->in[0].node;
     int64_t axis = wf__attr_i(sm->op, sm->attrs, "axis");
     if ((axis != -1 && axis != 3) || !sm->in[0].node) return false;
     wf_output z = sm->in[0], s = z, mask = {NULL, 0};
     /* [+ M] */
-    if (is_op(z, "Add") && z.node->n_in == 2) {
+    if (wf__pass_is_op(z, "Add") && z.node->n_in == 2) {
         for (int j = 0; j < 2 && !mask.node; j++)
             if (wf__pass_value(z.node->in[1 - j]) && !wf__pass_value(z.node->in[j]))
                 s = z.node->in[j], mask = z.node->in[1 - j];
@@ -230,8 +227,8 @@ static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm,
     }
     /* / c, * c or nothing */
     *scale = 1.0;
-    if ((is_op(s, "Div") || is_op(s, "Mul")) && s.node->n_in == 2) {
-        bool div = is_op(s, "Div");
+    if ((wf__pass_is_op(s, "Div") || wf__pass_is_op(s, "Mul")) && s.node->n_in == 2) {
+        bool div = wf__pass_is_op(s, "Div");
         int j = div || !isnan(scalar_of(s.node->in[1])) ? 0 : 1; /* Mul: the constant on either side */
         double c = scalar_of(s.node->in[1 - j]);
         if (!(c > 0) || !isfinite(c)) return false;
@@ -249,18 +246,18 @@ static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm,
         return false;
     bool dynamic = dq[0] < 0 || dq[1] < 0 || dk[1] < 0;
     if (dynamic && !common_root(qkvm)) return false;
-    const wf__tinfo *ty = &n->out[0], *tz = info(z);
+    const wf__tinfo *ty = &n->out[0], *tz = wf__pass_info(z);
     if (ty->dtype != WF_F32 || ty->rank != 3 || tz->dtype != WF_F32) return false;
     if (wf__tinfo_known(ty)) {
         if (ty->dims[0] != dq[0] || ty->dims[1] != dq[1] || ty->dims[2] != dq[2] * dv[3]) return false;
     } else { /* the merge's shape from a run: (B, Sq, H*Dv) by dims of q's input, copies, or -1 last */
         dim_ref e[3];
         int64_t want[3] = {dq[0], dq[1], dq[2] * dv[3]};
-        if (n->n_in != 2 || !n->in[1].node) return false;
+        if (n->n_in != 2 || !n->in[1].node || wf__attr_i(n->op, n->attrs, "allowzero")) return false;
         for (int i = 0; i < 3; i++)
             if (!shape_elem(in[1], i, &e[i])) return false;
         if (!dim_matches(&e[0], qkvm[0], want, 0) || !dim_matches(&e[1], qkvm[0], want, 1)) return false;
-        bool last = e[2].t.node ? e[2].k == 2 && info(e[2].t)->rank > 2 && info(e[2].t)->dims[2] == want[2]
+        bool last = e[2].t.node ? e[2].k == 2 && wf__pass_info(e[2].t)->rank > 2 && wf__pass_info(e[2].t)->dims[2] == want[2]
                                 : e[2].value == want[2] || e[2].value == -1;
         if (!last) return false;
     }

@@ -45,6 +45,17 @@ int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j);
  * op (an Assign, a random op), which is never merged or folded. */
 bool wf__pass_must_keep(const wf_node *n);
 
+/* Pattern-matching helpers of the passes that read chains of nodes (simplify.c, attention.c). */
+/* Whether o is output 0 of an `op` node. */
+static inline bool wf__pass_is_op(wf_output o, const char *op)
+{
+    return o.node && o.index == 0 && !strcmp(o.node->op->name, op);
+}
+/* The inferred dtype and shape of o (o.node set). */
+static inline const wf__tinfo *wf__pass_info(wf_output o) { return &o.node->out[o.index]; }
+/* The permutation of Transpose node t over rank dims (its perm, or the reversal when unset). */
+bool wf__pass_perm(const wf_node *t, int rank, int64_t *p);
+
 extern const wf__pass wf__pass_identity; /* identity.c */
 extern const wf__pass wf__pass_simplify; /* simplify.c */
 extern const wf__pass wf__pass_bnfold;   /* bnfold.c */

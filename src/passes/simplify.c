@@ -47,8 +47,6 @@
 
 #include "passes/pass.h"
 
-static bool is_op(wf_output o, const char *op) { return o.node && o.index == 0 && !strcmp(o.node->op->name, op); }
-static const wf__tinfo *info(wf_output o) { return &o.node->out[o.index]; }
 
 static bool same_known_shape(const wf__tinfo *a, const wf__tinfo *b)
 {
@@ -93,13 +91,12 @@ static wf_output neutral_binary(const wf_node *n, const wf_output *in)
     if (n->n_in != 2 || !in[0].node || !in[1].node) return none;
     for (int k = 0; k < (commutes ? 2 : 1); k++) {
         const wf_tensor *c = wf__pass_value(in[1 - k]);
-        if (c && all_equal(c, v) && keeps_x(info(in[k]), c, &n->out[0])) return in[k];
+        if (c && all_equal(c, v) && keeps_x(wf__pass_info(in[k]), c, &n->out[0])) return in[k];
     }
     return none;
 }
 
-/* The permutation of Transpose node t over rank dims (its perm, or the reversal when unset). */
-static bool perm_of(const wf_node *t, int rank, int64_t *p)
+bool wf__pass_perm(const wf_node *t, int rank, int64_t *p)
 {
     const wf__attr *a = wf__attr_get(t->op, t->attrs, "perm");
     if (a && a->set && a->n > 0) {
@@ -123,15 +120,15 @@ static bool is_identity(const int64_t *p, int rank)
 
 static wf_status *transpose(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out, bool *done)
 {
-    int rank = in[0].node ? info(in[0])->rank : -1;
+    int rank = in[0].node ? wf__pass_info(in[0])->rank : -1;
     int64_t p[WF_MAX_RANK], q[WF_MAX_RANK], c[WF_MAX_RANK];
-    if (rank < 0 || !perm_of(n, rank, p)) return NULL;
-    if (!is_op(in[0], "Transpose")) {
+    if (rank < 0 || !wf__pass_perm(n, rank, p)) return NULL;
+    if (!wf__pass_is_op(in[0], "Transpose")) {
         if (is_identity(p, rank)) *out = in[0], *done = true;
         return NULL;
     }
     const wf_node *t = in[0].node;
-    if (!perm_of(t, rank, q)) return NULL;
+    if (!wf__pass_perm(t, rank, q)) return NULL;
     for (int i = 0; i < rank; i++) c[i] = q[p[i]]; /* y[i] = t[p[i]] = x[q[p[i]]] */
     *done = true;
     if (is_identity(c, rank)) {
@@ -144,7 +141,8 @@ static wf_status *transpose(wf__pass_run *r, const wf_node *n, const wf_output *
 
 static bool reshape_like(wf_output o)
 {
-    return is_op(o, "Reshape") || is_op(o, "Flatten") || is_op(o, "Squeeze") || is_op(o, "Unsqueeze");
+    return wf__pass_is_op(o, "Reshape") || wf__pass_is_op(o, "Flatten") || wf__pass_is_op(o, "Squeeze") ||
+           wf__pass_is_op(o, "Unsqueeze");
 }
 
 /* The axes input of Squeeze/Unsqueeze node x as a bit set over rank dims; false when unknown. */
@@ -171,7 +169,7 @@ static wf_status *reshape(wf__pass_run *r, const wf_node *n, const wf_output *in
     const wf__tinfo *o = &n->out[0];
     const char *op = n->op->name;
     if (wf__tinfo_known(o)) {
-        if (same_known_shape(o, info(root))) {
+        if (same_known_shape(o, wf__pass_info(root))) {
             *out = root, *done = true;
             return NULL;
         }
@@ -192,11 +190,11 @@ static wf_status *reshape(wf__pass_run *r, const wf_node *n, const wf_output *in
     if (!chain) return NULL;
     const wf_node *p = x0.node;
     unsigned a, b;
-    if (!strcmp(op, "Squeeze") && is_op(x0, "Unsqueeze")) {
-        int rank = info(x0)->rank; /* both axes count in the unsqueezed rank */
+    if (!strcmp(op, "Squeeze") && wf__pass_is_op(x0, "Unsqueeze")) {
+        int rank = wf__pass_info(x0)->rank; /* both axes count in the unsqueezed rank */
         if (axes_of(n, in, rank, &a) && axes_of(p, p->in, rank, &b) && a == b) *out = root, *done = true;
-    } else if (!strcmp(op, "Unsqueeze") && is_op(x0, "Squeeze")) {
-        int rank = info(root)->rank; /* the squeezed input's rank is the unsqueezed output's */
+    } else if (!strcmp(op, "Unsqueeze") && wf__pass_is_op(x0, "Squeeze")) {
+        int rank = wf__pass_info(root)->rank; /* the squeezed input's rank is the unsqueezed output's */
         if (axes_of(n, in, rank, &a) && axes_of(p, p->in, rank, &b) && a == b) *out = root, *done = true;
     } else if (!strcmp(op, "Reshape") && !wf__attr_i(n->op, n->attrs, "allowzero")) {
         const wf_tensor *s = wf__pass_value(in[1]);
@@ -218,7 +216,7 @@ static const char *gated(const wf_node *n, const wf_output *in, wf_output *x)
     for (int k = 0; k < 2; k++) {
         wf_output g = in[k], v = in[1 - k];
         if (!g.node || g.index != 0 || g.node->n_in != 1 || g.node->in[0].node != v.node ||
-            g.node->in[0].index != v.index || !v.node || !wf__dtype_is_float(info(v)->dtype))
+            g.node->in[0].index != v.index || !v.node || !wf__dtype_is_float(wf__pass_info(v)->dtype))
             continue;
         *x = v;
         if (!strcmp(g.node->op->name, "Sigmoid")) return "Swish";
@@ -250,12 +248,14 @@ static bool same_output(wf_output a, wf_output b) { return a.node == b.node && a
 /* Whether c is x^3: Pow(x, 3) or a product of three x's (x * x) * x in any order. */
 static bool cube_of(wf_output c, wf_output x)
 {
-    if (is_op(c, "Pow") && c.node->n_in == 2 && same_output(c.node->in[0], x) && const_near(c.node->in[1], 3.0, 0))
+    if (wf__pass_is_op(c, "Pow") && c.node->n_in == 2 && same_output(c.node->in[0], x) &&
+        const_near(c.node->in[1], 3.0, 0))
         return true;
-    if (!is_op(c, "Mul") || c.node->n_in != 2) return false;
+    if (!wf__pass_is_op(c, "Mul") || c.node->n_in != 2) return false;
     for (int k = 0; k < 2; k++) {
         wf_output sq = c.node->in[k];
-        if (same_output(c.node->in[1 - k], x) && is_op(sq, "Mul") && sq.node->n_in == 2 && same_output(sq.node->in[0], x) &&
+        if (same_output(c.node->in[1 - k], x) && wf__pass_is_op(sq, "Mul") && sq.node->n_in == 2 &&
+            same_output(sq.node->in[0], x) &&
             same_output(sq.node->in[1], x))
             return true;
     }
@@ -265,12 +265,13 @@ static bool cube_of(wf_output c, wf_output x)
 /* Whether d is tanh's argument in the tanh form of GELU: sqrt(2/pi) * (x + 0.044715 x^3), in any order. */
 static bool gelu_tanh_arg(wf_output d, wf_output x)
 {
-    if (!is_op(d, "Mul") || d.node->n_in != 2) return false;
+    if (!wf__pass_is_op(d, "Mul") || d.node->n_in != 2) return false;
     for (int k = 0; k < 2; k++) {
         wf_output s = d.node->in[k];
-        if (!const_near(d.node->in[1 - k], 0.7978845608028654, 1e-6) || !is_op(s, "Add") || s.node->n_in != 2) continue;
+        if (!const_near(d.node->in[1 - k], 0.7978845608028654, 1e-6) || !wf__pass_is_op(s, "Add") || s.node->n_in != 2)
+            continue;
         wf_output t = other_operand(s.node, x);
-        if (!t.node || !is_op(t, "Mul") || t.node->n_in != 2) continue;
+        if (!t.node || !wf__pass_is_op(t, "Mul") || t.node->n_in != 2) continue;
         for (int q = 0; q < 2; q++)
             if (const_near(t.node->in[q], 0.044715, 1e-7) && cube_of(t.node->in[1 - q], x)) return true;
     }
@@ -288,18 +289,19 @@ static wf_output gelu_of(const wf_node *n, const wf_output *in, bool *tanh_form)
     if (strcmp(n->op->name, "Mul") || n->n_in != 2 || !in[0].node || !in[1].node) return none;
     for (int k = 0; k < 2; k++) { /* in[k] the inner Mul, in[1 - k] the third factor */
         const wf_node *m = in[k].node;
-        if (!is_op(in[k], "Mul") || m->n_in != 2 || !m->in[0].node || !m->in[1].node) continue;
+        if (!wf__pass_is_op(in[k], "Mul") || m->n_in != 2 || !m->in[0].node || !m->in[1].node) continue;
         wf_output f[3] = {m->in[0], m->in[1], in[1 - k]};
         for (int h = 0; h < 3; h++) {   /* f[h]: the 0.5 */
             if (!const_near(f[h], 0.5, 1e-6)) continue;
             for (int j = 0; j < 3; j++) { /* f[j]: 1 + erf(d); the remaining one is x */
-                if (j == h || !is_op(f[j], "Add") || f[j].node->n_in != 2) continue;
+                if (j == h || !wf__pass_is_op(f[j], "Add") || f[j].node->n_in != 2) continue;
                 wf_output x = f[3 - h - j], e = {NULL, 0};
                 const wf_node *a = f[j].node;
                 for (int q = 0; q < 2 && !e.node; q++)
-                    if ((is_op(a->in[q], "Erf") || is_op(a->in[q], "Tanh")) && const_near(a->in[1 - q], 1.0, 1e-6))
+                    if ((wf__pass_is_op(a->in[q], "Erf") || wf__pass_is_op(a->in[q], "Tanh")) &&
+                        const_near(a->in[1 - q], 1.0, 1e-6))
                         e = a->in[q];
-                if (!e.node || !x.node || info(x)->dtype != WF_F32 || e.node->n_in != 1) continue;
+                if (!e.node || !x.node || wf__pass_info(x)->dtype != WF_F32 || e.node->n_in != 1) continue;
                 wf_output d = e.node->in[0];
                 if (!d.node || d.index != 0 || d.node->n_in != 2) continue;
                 const wf_node *dn = d.node;
@@ -315,7 +317,8 @@ static wf_output gelu_of(const wf_node *n, const wf_output *in, bool *tanh_form)
                 }
                 /* x's own shape and dtype come out: constants of one element broadcast nothing bigger
                  * unless they have more dimensions, which the rank shows */
-                if (n->out[0].rank < 0 || n->out[0].rank != info(x)->rank || n->out[0].dtype != WF_F32) continue;
+                if (n->out[0].rank < 0 || n->out[0].rank != wf__pass_info(x)->rank || n->out[0].dtype != WF_F32)
+                    continue;
                 return x;
             }
         }
@@ -326,9 +329,9 @@ static wf_output gelu_of(const wf_node *n, const wf_output *in, bool *tanh_form)
 /* Whether o is ReduceMean(v) over v's last axis only, keeping it; v in *v. */
 static bool mean_last(wf_output o, wf_output *v)
 {
-    if (!is_op(o, "ReduceMean") || !o.node->in[0].node) return false;
+    if (!wf__pass_is_op(o, "ReduceMean") || !o.node->in[0].node) return false;
     const wf_node *m = o.node;
-    int rank = info(m->in[0])->rank;
+    int rank = wf__pass_info(m->in[0])->rank;
     if (rank < 1 || wf__attr_i(m->op, m->attrs, "keepdims") != 1) return false;
     const wf__attr *ax = wf__attr_get(m->op, m->attrs, "axes");
     int64_t a;
@@ -346,34 +349,48 @@ static bool mean_last(wf_output o, wf_output *v)
     return true;
 }
 
+/* Whether ve = ReduceMean(sq) + eps over the last axis (the sum in either order, eps a float constant of
+ * one element) with sq = u^2 (Pow(u, 2) or u * u): u in *u, eps in *eps. LayerNorm's variance and
+ * RMSNorm's mean square as PyTorch exports them. */
+static bool mean_square_eps(wf_output ve, wf_output *u, double *eps)
+{
+    if (!wf__pass_is_op(ve, "Add") || ve.node->n_in != 2) return false;
+    wf_output var = {NULL, 0}, sq;
+    const wf_tensor *e = NULL;
+    for (int j = 0; j < 2 && !var.node; j++) {
+        const wf_tensor *c = wf__pass_value(ve.node->in[1 - j]);
+        if (wf__pass_is_op(ve.node->in[j], "ReduceMean") && c && c->size == 1 && wf__dtype_is_float(c->dtype))
+            var = ve.node->in[j], e = c;
+    }
+    if (!var.node || !mean_last(var, &sq) || sq.node->n_in != 2) return false;
+    *u = sq.node->in[0];
+    bool squared = (wf__pass_is_op(sq, "Pow") && const_near(sq.node->in[1], 2.0, 0)) ||
+                   (wf__pass_is_op(sq, "Mul") && same_output(sq.node->in[1], *u));
+    *eps = wf__load_f64(e->data, e->dtype, 0);
+    return squared;
+}
+
+/* Whether n, normalising x over its last axis, gives x's f32 or f64 shape with a known last dimension. */
+static bool norm_fits(const wf_node *n, wf_output x)
+{
+    const wf__tinfo *tx = wf__pass_info(x);
+    return (tx->dtype == WF_F32 || tx->dtype == WF_F64) && tx->rank >= 1 && tx->dims[tx->rank - 1] >= 1 &&
+           n->out[0].rank == tx->rank && n->out[0].dtype == tx->dtype;
+}
+
 /* x and epsilon for n = (x - mean) / sqrt(var + eps), a LayerNorm's normalisation over the last axis as
  * PyTorch exports nn.LayerNorm below opset 17: mean = ReduceMean(x), d = x - mean, var =
  * ReduceMean(d^2) (Pow(d, 2) or d * d), the sum in either order, eps a constant of one element; f32 or
  * f64 with a known last dimension. */
 static bool layernorm_of(const wf_node *n, const wf_output *in, wf_output *x, double *eps)
 {
-    if (strcmp(n->op->name, "Div") || n->n_in != 2 || !is_op(in[1], "Sqrt") || !in[0].node) return false;
-    wf_output d = in[0], ve = in[1].node->in[0], var = {NULL, 0}, sq, xm, mv;
-    if (!is_op(d, "Sub") || d.node->n_in != 2 || !is_op(ve, "Add") || ve.node->n_in != 2) return false;
-    const wf_tensor *e = NULL;
-    for (int j = 0; j < 2 && !var.node; j++) {
-        const wf_tensor *c = wf__pass_value(ve.node->in[1 - j]);
-        if (is_op(ve.node->in[j], "ReduceMean") && c && c->size == 1 && wf__dtype_is_float(c->dtype))
-            var = ve.node->in[j], e = c;
-    }
-    if (!var.node || !mean_last(var, &sq) || !mean_last(d.node->in[1], &mv)) return false;
-    xm = d.node->in[0];
-    if (!same_output(mv, xm)) return false;
-    bool squared = (is_op(sq, "Pow") && sq.node->n_in == 2 && same_output(sq.node->in[0], d) &&
-                    const_near(sq.node->in[1], 2.0, 0)) ||
-                   (is_op(sq, "Mul") && sq.node->n_in == 2 && same_output(sq.node->in[0], d) &&
-                    same_output(sq.node->in[1], d));
-    const wf__tinfo *tx = info(xm);
-    if (!squared || (tx->dtype != WF_F32 && tx->dtype != WF_F64) || tx->rank < 1 || tx->dims[tx->rank - 1] < 1 ||
-        n->out[0].rank != tx->rank || n->out[0].dtype != tx->dtype)
+    if (strcmp(n->op->name, "Div") || n->n_in != 2 || !wf__pass_is_op(in[1], "Sqrt") || !in[0].node) return false;
+    wf_output d = in[0], u, mv;
+    if (!wf__pass_is_op(d, "Sub") || d.node->n_in != 2 || !mean_square_eps(in[1].node->in[0], &u, eps) ||
+        !same_output(u, d) || !mean_last(d.node->in[1], &mv) || !same_output(mv, d.node->in[0]) ||
+        !norm_fits(n, d.node->in[0]))
         return false;
-    *x = xm;
-    *eps = wf__load_f64(e->data, e->dtype, 0);
+    *x = d.node->in[0];
     return true;
 }
 
@@ -385,35 +402,19 @@ static bool rmsnorm_of(const wf_node *n, const wf_output *in, wf_output *x, doub
 {
     bool mul = !strcmp(n->op->name, "Mul"), div = !strcmp(n->op->name, "Div");
     if ((!mul && !div) || n->n_in != 2 || !in[0].node || !in[1].node) return false;
-    for (int k = 0; k < 2; k++) {
-        wf_output r = in[k], xx = in[1 - k], sq = {NULL, 0};
-        if (div && k == 0) continue; /* x / Sqrt(v): the root is the divisor */
+    for (int k = div; k < 2; k++) { /* x / Sqrt(v): the root is the divisor */
+        wf_output r = in[k], xx = in[1 - k], u;
         if (mul) { /* r = 1 / Sqrt(v) or Reciprocal(Sqrt(v)) */
-            if (is_op(r, "Reciprocal") && r.node->n_in == 1) r = r.node->in[0];
-            else if (is_op(r, "Div") && r.node->n_in == 2 && const_near(r.node->in[0], 1.0, 0)) r = r.node->in[1];
+            if (wf__pass_is_op(r, "Reciprocal") && r.node->n_in == 1) r = r.node->in[0];
+            else if (wf__pass_is_op(r, "Div") && r.node->n_in == 2 && const_near(r.node->in[0], 1.0, 0))
+                r = r.node->in[1];
             else continue;
         }
-        if (!is_op(r, "Sqrt") || r.node->n_in != 1) continue;
-        wf_output ve = r.node->in[0], var = {NULL, 0};
-        if (!is_op(ve, "Add") || ve.node->n_in != 2) continue;
-        const wf_tensor *e = NULL;
-        for (int j = 0; j < 2 && !var.node; j++) {
-            const wf_tensor *c = wf__pass_value(ve.node->in[1 - j]);
-            if (is_op(ve.node->in[j], "ReduceMean") && c && c->size == 1 && wf__dtype_is_float(c->dtype))
-                var = ve.node->in[j], e = c;
+        if (wf__pass_is_op(r, "Sqrt") && r.node->n_in == 1 && mean_square_eps(r.node->in[0], &u, eps) &&
+            same_output(u, xx) && norm_fits(n, xx)) {
+            *x = xx;
+            return true;
         }
-        if (!var.node || !mean_last(var, &sq)) continue;
-        bool squared = (is_op(sq, "Pow") && sq.node->n_in == 2 && same_output(sq.node->in[0], xx) &&
-                        const_near(sq.node->in[1], 2.0, 0)) ||
-                       (is_op(sq, "Mul") && sq.node->n_in == 2 && same_output(sq.node->in[0], xx) &&
-                        same_output(sq.node->in[1], xx));
-        const wf__tinfo *tx = info(xx);
-        if (!squared || (tx->dtype != WF_F32 && tx->dtype != WF_F64) || tx->rank < 1 || tx->dims[tx->rank - 1] < 1 ||
-            n->out[0].rank != tx->rank || n->out[0].dtype != tx->dtype)
-            continue;
-        *x = xx;
-        *eps = wf__load_f64(e->data, e->dtype, 0);
-        return true;
     }
     return false;
 }
@@ -428,11 +429,11 @@ static int layernorm_then(const wf_node *n, const wf_output *in, bool *is_bias, 
     if ((!mul && !add) || n->n_in != 2) return -1;
     for (int k = 0; k < 2; k++) {
         const wf_node *l = in[k].node;
-        bool rms = is_op(in[k], "RMSNormalization");
-        if ((!is_op(in[k], "LayerNormalization") && !rms) || l->n_in < 2 || (l->n_in > 2 && l->in[2].node) ||
+        bool rms = wf__pass_is_op(in[k], "RMSNormalization");
+        if ((!wf__pass_is_op(in[k], "LayerNormalization") && !rms) || l->n_in < 2 || (l->n_in > 2 && l->in[2].node) ||
             !in[1 - k].node || (rms && !mul))
             continue;
-        const wf__tinfo *tx = info(l->in[0]), *to = info(in[1 - k]);
+        const wf__tinfo *tx = wf__pass_info(l->in[0]), *to = wf__pass_info(in[1 - k]);
         int64_t axis = wf__attr_i(l->op, l->attrs, "axis");
         if (tx->rank < 1 || (axis != -1 && axis != tx->rank - 1) || to->dtype != tx->dtype || to->rank != 1 ||
             to->dims[0] != tx->dims[tx->rank - 1] || n->out[0].rank != tx->rank || n->out[0].dtype != tx->dtype)
@@ -454,7 +455,7 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
         out[0] = x;
         return NULL;
     }
-    if (!strcmp(op, "Neg") && is_op(in[0], "Neg")) {
+    if (!strcmp(op, "Neg") && wf__pass_is_op(in[0], "Neg")) {
         out[0] = in[0].node->in[0];
         return NULL;
     }
@@ -463,7 +464,7 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     double eps;
     bool rms = false;
     if (layernorm_of(n, in, &x, &eps) || (rms = rmsnorm_of(n, in, &x, &eps))) { /* the normalisation alone: a scale of ones */
-        const wf__tinfo *tx = info(x);
+        const wf__tinfo *tx = wf__pass_info(x);
         int64_t dd = tx->dims[tx->rank - 1];
         wf_tensor *ones = NULL;
         wf_status *st = wf_tensor_new(tx->dtype, 1, &dd, NULL, &ones);

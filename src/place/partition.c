@@ -68,12 +68,8 @@ wf_status *wf__partition_copies(builder *b, const wf__plan_fusion *fu, const wf_
             int sl = b->slot[fu[id].res.node->id][fu[id].res.index];
             if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
         }
-        if (fu[id].pre_div.node) {
-            int sl = b->slot[fu[id].pre_div.node->id][fu[id].pre_div.index];
-            if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;
-        }
-        const wf_output pro[2] = {fu[id].pre_mask, fu[id].pre_skip};
-        for (int k = 0; k < 2; k++)
+        const wf_output pro[3] = {fu[id].pre_div, fu[id].pre_mask, fu[id].pre_skip}; /* prologues' inputs */
+        for (int k = 0; k < 3; k++)
             if (pro[k].node) {
                 int sl = b->slot[pro[k].node->id][pro[k].index];
                 if (slot_dev[sl] != dest) copy_mask[sl] |= 1ull << dest;

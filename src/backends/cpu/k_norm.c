@@ -208,6 +208,29 @@ WF__VEC static void div_rows_f32(const float *x, float *y, int64_t R, int64_t in
     for (int64_t r = 0; r < R; r++) FOR_VEC(i, w, y[r * inner + i] = x[r * inner + i] / c);
 }
 
+/* Whether op (a Softmax's fused mask, a LayerNormalization's fused skip) adds to X row by row from axis a:
+ * X's dtype, f32 or f64, broadcast right-aligned, X's own dims from a on and 1 or X's before it. Then
+ * od[0..a) are X's outer dims (0 read as 1) and st the operand's strides over them (0 where it
+ * broadcasts). lower/plan.c's row_operand plans exactly these. */
+static bool row_operand_fits(const wf_tensor *op, const wf_tensor *x, int a, int64_t *od, int64_t *st)
+{
+    if (op->dtype != x->dtype || (x->dtype != WF_F32 && x->dtype != WF_F64) || op->rank > x->rank ||
+        op->rank < x->rank - a || x->rank < 1)
+        return false;
+    int64_t ost[WF_MAX_RANK];
+    wf__strides(op->rank, op->dims, ost);
+    for (int d = 0; d < x->rank; d++) {
+        int sd = d - (x->rank - op->rank);
+        int64_t m = sd < 0 ? 1 : op->dims[sd];
+        if (d >= a ? m != x->dims[d] : m != 1 && m != x->dims[d]) return false;
+        if (d < a) {
+            od[d] = x->dims[d] > 0 ? x->dims[d] : 1;
+            st[d] = sd < 0 || m == 1 ? 0 : ost[sd];
+        }
+    }
+    return true;
+}
+
 /* The offset in a broadcast operand (a Softmax's mask, a LayerNormalization's skip) of row u of X, whose
  * outer dims od[0..nd) the operand walks with strides st (0 where it broadcasts). */
 static int64_t bcast_row(int nd, const int64_t *od, const int64_t *st, int64_t u)
@@ -305,23 +328,12 @@ static wf_status *softmax_kernel(wf__kctx *k, bool is_log)
     if (mk) {
         /* broadcast onto X right-aligned, its last dim X's; over the last axis only */
         char b1[160];
-        bool fits = mk->dtype == x->dtype && (x->dtype == WF_F32 || x->dtype == WF_F64) && x->rank >= 1 &&
-                    a == x->rank - 1 && mk->rank >= 1 && mk->rank <= x->rank && mk->dims[mk->rank - 1] == S.R;
-        int64_t st[WF_MAX_RANK];
-        if (fits) wf__strides(mk->rank, mk->dims, st);
-        S.nd = x->rank - 1;
-        for (int d = 0; fits && d < S.nd; d++) {
-            int md = d - (x->rank - mk->rank);
-            int64_t m = md < 0 ? 1 : mk->dims[md];
-            fits = m == 1 || m == x->dims[d];
-            S.od[d] = x->dims[d] > 0 ? x->dims[d] : 1;
-            S.ms[d] = md < 0 || m == 1 ? 0 : st[md];
-        }
-        if (!fits)
+        if (a != x->rank - 1 || !row_operand_fits(mk, x, a, S.od, S.ms))
             return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the fused mask %s%s does not fit X %s%s along axis %d",
                                  wf_dtype_name(mk->dtype), wf__shape_str(mk->rank, mk->dims, b1),
                                  wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0), a);
         S.mask = mk->data;
+        S.nd = a;
     }
     wf_tensor *y;
     bool reused;
@@ -858,21 +870,7 @@ wf_status *wf__k_layernorm(wf__kctx *k)
     wf__ku_ln_split(x->rank, x->dims, a, &rows, &D, mdims);
     lplan L = {.f64 = is_f64(x->dtype)};
     if (sk) {
-        /* right-aligned onto X: the normalised dims X's own, the outer ones 1 or X's */
-        bool fits = sk->dtype == x->dtype && (x->dtype == WF_F32 || x->dtype == WF_F64) && sk->rank <= x->rank &&
-                    sk->rank >= x->rank - a;
-        int64_t st[WF_MAX_RANK];
-        if (fits) wf__strides(sk->rank, sk->dims, st);
-        for (int d = 0; fits && d < x->rank; d++) {
-            int sd = d - (x->rank - sk->rank);
-            int64_t m = sd < 0 ? 1 : sk->dims[sd];
-            fits = d >= a ? m == x->dims[d] : m == 1 || m == x->dims[d];
-            if (d < a) {
-                L.od[d] = x->dims[d] > 0 ? x->dims[d] : 1;
-                L.ss[d] = sd < 0 || m == 1 ? 0 : st[sd];
-            }
-        }
-        if (!fits)
+        if (!row_operand_fits(sk, x, a, L.od, L.ss))
             return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "the fused skip %s%s does not fit X %s%s from axis %d",
                                  wf_dtype_name(sk->dtype), wf__shape_str(sk->rank, sk->dims, b1),
                                  wf_dtype_name(x->dtype), wf__shape_str(x->rank, x->dims, b0), a);

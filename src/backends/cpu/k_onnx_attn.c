@@ -116,6 +116,33 @@ static void attn_range(void *arg, int64_t begin, int64_t end)
     }
 }
 
+/* The mask's strides over (B, Hq, Sq, keys) = full, right-aligned (0 where it broadcasts), and its key
+ * length, which may be shorter than full[3]: the reference pads it with -inf rather than broadcast it
+ * (even a length of 1). False when it does not fit. */
+static bool mask_strides(const wf_tensor *mask, const int64_t *full, int64_t *ms, int64_t *mlen)
+{
+    int r = mask->rank;
+    int64_t st[WF_MAX_RANK];
+    if (r < 1 || r > 4) return false;
+    wf__strides(r, mask->dims, st);
+    for (int a = 0; a < 4; a++) {
+        int md = a - (4 - r);
+        ms[a] = 0;
+        if (md < 0) continue;
+        int64_t d = mask->dims[md];
+        if (a == 3 ? d > full[3] : (d != 1 && d != full[a])) return false;
+        ms[a] = d == 1 && a != 3 ? 0 : st[md];
+    }
+    *mlen = mask->dims[r - 1];
+    return true;
+}
+
+/* Attention's scale: the attribute, else 1 / sqrt(head size). */
+static double attn_scale(const wf__kctx *k, int64_t Dk)
+{
+    return wf__attr_get(k->op, k->attrs, "scale")->set ? wf__attr_f(k->op, k->attrs, "scale") : 1.0 / sqrt((double)Dk);
+}
+
 /* ---- the f32 fast path ------------------------------------------------------------------------------- */
 
 #define ATTN_ROWS 32 /* queries per task: a task's scores (32 x keys) stay in L1/L2 */
@@ -152,15 +179,16 @@ static void attn_fast_range(void *arg, int64_t begin, int64_t end)
             int64_t i = i0 + r;
             bool open = !j->mask && !j->bmask;
             if (j->mask || j->bmask) {
-                int64_t off = b * j->ms[0] + h * j->ms[1] + i * j->ms[2];
-                for (int64_t kj = 0; kj < j->T; kj++) {
-                    float bias;
-                    if (kj >= j->mlen) bias = -INFINITY;
-                    else if (j->bmask) bias = j->bmask[off + kj * j->ms[3]] ? 0.0f : -INFINITY;
-                    else bias = j->mask[off + kj * j->ms[3]];
+                /* the mask's keys, then -inf past its length (added, as the reference adds it: +inf - inf
+                 * is NaN there too) */
+                int64_t off = b * j->ms[0] + h * j->ms[1] + i * j->ms[2], ks = j->ms[3];
+                int64_t lim = j->mlen < j->T ? j->mlen : j->T;
+                for (int64_t kj = 0; kj < lim; kj++) {
+                    float bias = j->bmask ? (j->bmask[off + kj * ks] ? 0.0f : -INFINITY) : j->mask[off + kj * ks];
                     open |= bias != -INFINITY;
                     sr[kj] += bias;
                 }
+                for (int64_t kj = lim; kj < j->T; kj++) sr[kj] += -INFINITY;
             }
             if (open) wf__softmax_row_f32(sr, sr, j->T);
             else memset(sr, 0, sizeof *sr * (size_t)j->T); /* no key allowed: a zero row, as ONNX says */
@@ -182,7 +210,7 @@ static wf_status *attention_fast(wf__kctx *k, const wf__ku_attn_view *vq, const 
     if (Q->dtype != WF_F32 || K->dtype != WF_F32 || V->dtype != WF_F32 || wf__ko_has(k, 4) || wf__ko_has(k, 5) ||
         wf__ko_has(k, 6) || A_I("is_causal") || A_I("left_window_size") >= 0 || A_I("right_window_size") >= 0 ||
         wf__attr_f(k->op, k->attrs, "softcap") != 0.0 || (sp != WF_DTYPE_INVALID && sp != WF_F32) ||
-        (mask && mask->dtype != WF_F32 && mask->dtype != WF_BOOL) || (mask && (mask->rank < 1 || mask->rank > 4)))
+        (mask && mask->dtype != WF_F32 && mask->dtype != WF_BOOL))
         return NULL;
     /* outputs 1-3 (present key and value, the scores) only where nothing reads them */
     if ((k->out_unused & 0xe) != 0xe) return NULL;
@@ -192,24 +220,12 @@ static wf_status *attention_fast(wf__kctx *k, const wf__ku_attn_view *vq, const 
     if (j.Sq <= 0 || j.T <= 0 || j.Dk <= 0 || j.Dv <= 0 || j.T > INT32_MAX / ATTN_ROWS || j.Dk > INT32_MAX)
         return NULL; /* empty or huge: the reference loop handles those */
     if (mask) {
-        int r = mask->rank;
-        int64_t full[4] = {vq->B, vq->H, j.Sq, j.T}, st[WF_MAX_RANK];
-        wf__strides(r, mask->dims, st);
-        for (int a = 0; a < 4; a++) {
-            int md = a - (4 - r);
-            j.ms[a] = 0;
-            if (md < 0) continue;
-            int64_t d = mask->dims[md];
-            if (a == 3 ? d > j.T : (d != 1 && d != full[a])) return NULL; /* the reference loop reports it */
-            j.ms[a] = d == 1 && a != 3 ? 0 : st[md];
-        }
-        j.mlen = mask->dims[r - 1];
+        int64_t full[4] = {vq->B, vq->H, j.Sq, j.T};
+        if (!mask_strides(mask, full, j.ms, &j.mlen)) return NULL; /* the reference loop reports it */
         if (mask->dtype == WF_BOOL) j.bmask = mask->data;
         else j.mask = mask->data;
     }
-    double scale = wf__attr_get(k->op, k->attrs, "scale")->set ? wf__attr_f(k->op, k->attrs, "scale")
-                                                               : 1.0 / sqrt((double)j.Dk);
-    j.scale = (float)scale;
+    j.scale = (float)attn_scale(k, j.Dk);
     wf_tensor *y, *o1, *o2, *o3;
     int64_t yd[4], pkd[4], pvd[4], qkd[4];
     wf__ku_attn_out_dims(Q->rank, vq->B, vq->H, vk->H, j.Sq, j.T, j.Dk, j.Dv, yd, pkd, pvd, qkd);
@@ -298,25 +314,12 @@ wf_status *wf__k_attention(wf__kctx *k)
     if (np && (np->rank != 1 || np->dims[0] != j.B))
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "nonpad_kv_seqlen %s must have one length per batch (%" PRId64 ")",
                              wf__shape_str(np->rank, np->dims, b0), j.B);
-    if (mask) {
-        /* right-aligned broadcast onto (B, Hq, Sq, T); the key dim may be shorter than T */
-        int r = mask->rank;
-        int64_t full[4] = {j.B, j.Hq, j.Sq, j.T}, st[WF_MAX_RANK];
-        wf__strides(r, mask->dims, st);
-        if (r < 1 || r > 4) goto bad_mask;
-        for (int a = 0; a < 4; a++) {
-            int md = a - (4 - r);
-            j.ms[a] = 0;
-            if (md < 0) continue;
-            int64_t d = mask->dims[md];
-            if (a == 3 ? d > j.T : (d != 1 && d != full[a])) goto bad_mask;
-            j.ms[a] = d == 1 && a != 3 ? 0 : st[md];
-        }
-        /* A key dim shorter than T (even 1) is padded, not broadcast, as the reference does. */
-        j.mlen = mask->dims[r - 1];
-    }
-    double scale = wf__attr_get(k->op, k->attrs, "scale")->set ? wf__attr_f(k->op, k->attrs, "scale")
-                                                               : 1.0 / sqrt((double)j.Dk);
+    int64_t full[4] = {j.B, j.Hq, j.Sq, j.T};
+    if (mask && !mask_strides(mask, full, j.ms, &j.mlen))
+        return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "attn_mask %s does not broadcast to (%" PRId64 ", %" PRId64
+                             ", %" PRId64 ", <= %" PRId64 ")", wf__shape_str(mask->rank, mask->dims, b0), j.B, j.Hq,
+                             j.Sq, j.T);
+    double scale = attn_scale(k, j.Dk);
     /* The reference scales Q and K each by sqrt(scale), rounded to the input dtype. */
     double rs = wf__ko_round(sqrt(scale), j.dt);
     wf_tensor *y, *opk, *opv, *oqk;
@@ -361,9 +364,6 @@ wf_status *wf__k_attention(wf__kctx *k)
     wf__free(j.x);
     wf__free(j.y);
     return s;
-bad_mask:
-    return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "attn_mask %s does not broadcast to (%" PRId64 ", %" PRId64 ", %" PRId64
-                         ", <= %" PRId64 ")", wf__shape_str(mask->rank, mask->dims, b0), j.B, j.Hq, j.Sq, j.T);
 #undef A_I
 }
 
