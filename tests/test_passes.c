@@ -919,7 +919,8 @@ typedef struct {
     float c;
     int mask;         /* 0: none, 1: finite (S, S), 2: with -inf, 3: (S, 1) */
     int softmax_axis;
-    int dynamic;      /* x's batch unknown: the heads' shapes from Shape, as PyTorch exports a dynamic batch */
+    int dynamic;      /* x's batch unknown, the heads' shapes computed: 1 the batch from Shape, as PyTorch
+                       * exports a dynamic batch; 3 a 0 (copy) for it; 2 a 0 under allowzero (a dim of 0) */
 } at_form;
 
 /* Unsqueeze(Gather(Shape(t), k), 0): dim k of t as a one-element shape piece */
@@ -937,20 +938,24 @@ static wf_output at_dim(wf_graph *g, const char *nm, wf_output t, int64_t k)
     return op1(g, "Unsqueeze", e, (wf_output[]){gt, konst(g, d, WF_I64, 1, (int64_t[]){1}, &zero)}, 2, NULL, 0);
 }
 
-static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, const int64_t *perm, bool dynamic)
+static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, const int64_t *perm, int dynamic)
 {
     char a[64], b[64], c[64], e[64];
     snprintf(a, sizeof a, "%s_split", nm);
     snprintf(b, sizeof b, "%s_heads", nm);
     wf_output r;
-    if (dynamic) { /* Reshape(v, Concat(dim 0 of v, dim 1 of v, H, d)) */
-        int64_t hd[2] = {AT_H, d};
+    if (dynamic) { /* Reshape(v, Concat(dim 0 of v or 0, dim 1 of v, H, d)) */
+        int64_t hd[3] = {0, AT_H, d};
         snprintf(c, sizeof c, "%s_hd", nm);
         snprintf(e, sizeof e, "%s_to", nm);
-        wf_output pieces[3] = {at_dim(g, nm, v, 0), at_dim(g, nm, v, 1), konst(g, c, WF_I64, 1, (int64_t[]){2}, hd)};
-        wf_attr ca = wf_attr_int("axis", 0);
+        wf_output pieces[3] = {at_dim(g, nm, v, 0), at_dim(g, nm, v, 1), konst(g, c, WF_I64, 1, (int64_t[]){2}, hd + 1)};
+        if (dynamic > 1) { /* the 0 first, then dim 1, H, d */
+            snprintf(c, sizeof c, "%s_zero", nm);
+            pieces[0] = konst(g, c, WF_I64, 1, (int64_t[]){1}, hd);
+        }
+        wf_attr ca = wf_attr_int("axis", 0), az = wf_attr_int("allowzero", dynamic == 2);
         wf_output to = op1(g, "Concat", e, pieces, 3, &ca, 1);
-        r = op1(g, "Reshape", a, (wf_output[]){v, to}, 2, NULL, 0);
+        r = op1(g, "Reshape", a, (wf_output[]){v, to}, 2, &az, 1);
     } else {
         CHECK_OK(wf_reshape(g, a, v, 4, (int64_t[]){AT_B, AT_S, AT_H, d}, &r));
     }
@@ -1047,12 +1052,14 @@ static void test_attention(void)
     }
     for (int i = 0; i < AT_E * AT_H * AT_DV; i++) at_wv[i] = (float)((i * 3) % 7) * 0.2f - 0.6f;
     for (int i = 0; i < AT_S * AT_S; i++) at_mask[i] = (i % 3) ? 0.0f : -1000.0f; /* BERT's -10000 style */
-    const at_form fused[] = {{0, 2.5f, 0, -1, 0}, {1, 0.4f, 1, -1, 0}, {2, 1.0f, 1, 3, 0}, {0, 2.5f, 1, -1, 1}};
-    const at_form stays[] = {{0, 2.5f, 2, -1, 0}, {0, 2.5f, 3, -1, 0}, {0, -2.0f, 0, -1, 0}, {0, 2.5f, 0, 2, 0}};
+    const at_form fused[] = {{0, 2.5f, 0, -1, 0}, {1, 0.4f, 1, -1, 0}, {2, 1.0f, 1, 3, 0}, {0, 2.5f, 1, -1, 1},
+                             {0, 2.5f, 1, -1, 3}};
+    const at_form stays[] = {{0, 2.5f, 2, -1, 0}, {0, 2.5f, 3, -1, 0}, {0, -2.0f, 0, -1, 0}, {0, 2.5f, 0, 2, 0},
+                             {0, 2.5f, 0, -1, 2}};
     float xv[AT_B * AT_S * AT_E];
     for (int i = 0; i < AT_B * AT_S * AT_E; i++) xv[i] = (float)((i * 13) % 17) * 0.15f - 1.2f;
     int64_t xd[3] = {AT_B, AT_S, AT_E};
-    for (int fi = 0; fi < 4; fi++) {
+    for (int fi = 0; fi < 5; fi++) {
         wf_graph *g = NULL;
         CHECK_OK(wf_graph_new(&g));
         if (!g) return;
@@ -1092,12 +1099,12 @@ static void test_attention(void)
         }
         wf_graph_free(g);
     }
-    for (int fi = 0; fi < 4; fi++) {
+    for (int fi = 0; fi < 5; fi++) {
         wf_graph *g = NULL;
         CHECK_OK(wf_graph_new(&g));
         if (!g) return;
         wf_output x;
-        CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, stays[fi].dynamic ? (int64_t[]){-1, AT_S, AT_E} : xd, &x));
         wf_output y = at_build(g, "s", x, stays[fi], NULL);
         wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
         if (o) CHECK_INT(count_op(o, "Attention"), 0);
