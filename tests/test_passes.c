@@ -1449,26 +1449,33 @@ static void test_prologue_dynamic_batch(void)
     wf_graph_free(g);
 }
 
-/* Clip from 0 (Relu6, MobileNetV2's activation) as a MatMul or Conv2D epilogue (fuse, f32): Clip(0, 6) and
- * Clip(0) (no upper bound) fuse; Clip(-1, 6) and a Clip whose bound is not a constant stay nodes. Values at
- * levels 0 and 2 against a double reference: NaN stays NaN and the infinities clamp, as the Clip node's. */
+/* Clip with constant bounds (Relu6, MobileNetV2's activation; a hard tanh) as a MatMul or Conv2D epilogue
+ * (fuse, f32): Clip(0, 6), Clip(0) (no upper bound), Clip(-1, 6), Clip(2, -1) (lo above hi: hi everywhere,
+ * as the node and ONNX), a lower bound alone (the upper input omitted) and a convolution's Clip(-1, 0.5)
+ * fuse; a Clip whose bound is not a constant, or is NaN, stays a node. Values at levels 0 and 2 against a
+ * double reference: NaN stays NaN and the infinities clamp, as the Clip node's. */
 static void test_clip_fused(void)
 {
-    enum { R = 4, K = 3, D = 8 };
+    enum { R = 4, K = 3, D = 8, NM = 7, NY = NM + 1 };
     wf_graph *g = NULL;
     CHECK_OK(wf_graph_new(&g));
     if (!g) return;
-    float wv[K * D], xv[R * K], zero = 0, six = 6, m1 = -1;
+    /* the CPU's epilogue: on the emulated GPU too the placer's ties would split these small nodes */
+    CHECK_OK(wf_graph_set_device(g, "CPU:0"));
+    float wv[K * D], xv[R * K], zero = 0, six = 6, m1 = -1, two = 2, half = 0.5f, nan = NAN;
     for (int i = 0; i < K * D; i++) wv[i] = (float)((i * 5) % 7) - 3;
     for (int i = 0; i < R * K; i++) xv[i] = (float)((i * 3) % 5) - 2;
     xv[0] = NAN, xv[4] = INFINITY, xv[8] = -INFINITY;
-    wf_output x, hi, m[5], y[5], k0 = konst(g, "zero", WF_F32, 0, NULL, &zero), k6 = konst(g, "six", WF_F32, 0, NULL, &six);
-    wf_output km1 = konst(g, "m1", WF_F32, 0, NULL, &m1);
+    wf_output x, hi, m[NY], y[NY], k0 = konst(g, "zero", WF_F32, 0, NULL, &zero), k6 = konst(g, "six", WF_F32, 0, NULL, &six);
+    wf_output km1 = konst(g, "m1", WF_F32, 0, NULL, &m1), k2 = konst(g, "two", WF_F32, 0, NULL, &two);
+    wf_output khalf = konst(g, "half", WF_F32, 0, NULL, &half), knan = konst(g, "nan", WF_F32, 0, NULL, &nan);
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 2, (int64_t[]){R, K}, &x));
     CHECK_OK(wf_placeholder(g, "hi", WF_F32, 0, NULL, &hi));
-    const char *names[5] = {"m6", "m0", "mneg", "mvar", "c6"};
-    static float wj[4][K * D]; /* distinct weights, which cse does not merge: w * (j + 1) */
-    for (int j = 0; j < 4; j++) {
+    const char *names[NM] = {"m6", "m0", "mneg", "mvar", "mrev", "mlo", "mnan"};
+    /* each output's bounds in the reference, the convolution's last */
+    const double los[NY] = {0, 0, -1, 0, 2, -1, 0, -1}, ups[NY] = {6, INFINITY, 6, 6, -1, INFINITY, INFINITY, 0.5};
+    static float wj[NM][K * D]; /* distinct weights, which cse does not merge: w * (j + 1) */
+    for (int j = 0; j < NM; j++) {
         char wn[8];
         snprintf(wn, sizeof wn, "w%d", j);
         for (int i = 0; i < K * D; i++) wj[j][i] = wv[i] * (float)(j + 1);
@@ -1478,6 +1485,10 @@ static void test_clip_fused(void)
     y[1] = op1(g, "Clip", "r0", (wf_output[]){m[1], k0}, 2, NULL, 0);
     y[2] = op1(g, "Clip", "rneg", (wf_output[]){m[2], km1, k6}, 3, NULL, 0);
     y[3] = op1(g, "Clip", "rvar", (wf_output[]){m[3], k0, hi}, 3, NULL, 0);
+    y[4] = op1(g, "Clip", "rrev", (wf_output[]){m[4], k2, km1}, 3, NULL, 0);
+    y[5] = op1(g, "Clip", "rlo", (wf_output[]){m[5], km1}, 2, NULL, 0);
+    /* NaN as the upper bound: the node compares against it (nothing clamps); not taken as an epilogue */
+    y[6] = op1(g, "Clip", "rnan", (wf_output[]){m[6], k0, knan}, 3, NULL, 0);
     /* a 1x1 convolution of x's values viewed as NCHW [1, K, 1, R] */
     wf_output xr, cw;
     CHECK_OK(wf_reshape(g, "xr", x, 4, (int64_t[]){1, K, 1, R}, &xr));
@@ -1485,34 +1496,36 @@ static void test_clip_fused(void)
     for (int o = 0; o < D; o++)
         for (int c = 0; c < K; c++) cwv[o * K + c] = wv[c * D + o];
     cw = konst(g, "cw", WF_F32, 4, (int64_t[]){D, K, 1, 1}, cwv);
-    m[4] = node0(g, "Conv2D", "c6", (wf_output[]){xr, cw}, 2, NULL, 0);
-    y[4] = op1(g, "Clip", "cr6", (wf_output[]){m[4], k0, k6}, 3, NULL, 0);
+    m[NM] = node0(g, "Conv2D", "c6", (wf_output[]){xr, cw}, 2, NULL, 0);
+    y[NM] = op1(g, "Clip", "cr6", (wf_output[]){m[NM], km1, khalf}, 3, NULL, 0);
     float hv = 6;
     for (int lv = 0; lv <= 2; lv += 2) {
         wf_session_options so;
         wf_session_options_init(&so);
         so.opt_level = lv;
         wf_session *s = NULL;
-        wf_tensor *xt = NULL, *ht = NULL, *out[5] = {NULL};
+        wf_tensor *xt = NULL, *ht = NULL, *out[NY] = {NULL};
         char *pl = NULL;
         CHECK_OK(wf_session_new(ctx, g, &so, &s));
         CHECK_OK(wf_tensor_new(WF_F32, 2, (int64_t[]){R, K}, xv, &xt));
         CHECK_OK(wf_tensor_new(WF_F32, 0, NULL, &hv, &ht));
         wf_feed f[2] = {{x, xt}, {hi, ht}};
-        if (s && xt && ht) CHECK_OK(wf_session_run(s, f, 2, y, 5, out, NULL));
-        if (s && xt && ht) CHECK_OK(wf_session_placement(s, f, 2, y, 5, &pl));
-        for (int j = 0; j < 5; j++) {
+        if (s && xt && ht) CHECK_OK(wf_session_run(s, f, 2, y, NY, out, NULL));
+        if (s && xt && ht) CHECK_OK(wf_session_placement(s, f, 2, y, NY, &pl));
+        for (int j = 0; j < NY; j++) {
             const float *got = out[j] ? wf_tensor_data(out[j]) : NULL;
-            double lo = j == 2 ? -1 : 0, up = j == 1 ? INFINITY : 6;
+            double lo = los[j], up = ups[j];
             for (int r = 0; got && r < R; r++)
                 for (int d = 0; d < D; d++) {
                     double v = 0;
                     /* the convolution reads x's bytes as [1, K, 1, R]: channel k at position r is xv[k * R + r] */
                     for (int k = 0; k < K; k++)
-                        v += j < 4 ? (double)xv[r * K + k] * wv[k * D + d] * (j + 1) : (double)xv[k * R + r] * wv[k * D + d];
-                    double want = isnan(v) ? v : v < lo ? lo : v > up ? up : v;
+                        v += j < NM ? (double)xv[r * K + k] * wv[k * D + d] * (j + 1) : (double)xv[k * R + r] * wv[k * D + d];
+                    /* min(max(v, lo), hi) as the node: lo above hi gives hi, NaN stays */
+                    double want = isnan(v) ? v : v < lo ? lo : v;
+                    want = want > up ? up : want;
                     /* the convolution's result is [1, D, 1, R] */
-                    float gv = j == 4 ? got[d * R + r] : got[r * D + d];
+                    float gv = j == NM ? got[d * R + r] : got[r * D + d];
                     check_same(gv, want, 1e-5 * (1 + fabs(want)));
                 }
             wf_tensor_free(out[j]);
@@ -1520,8 +1533,11 @@ static void test_clip_fused(void)
         if (pl && lv == 2) {
             CHECK_STR_CONTAINS(pl, "m6: (MatMul+Clip)");
             CHECK_STR_CONTAINS(pl, "m0: (MatMul+Clip)");
-            CHECK_STR_CONTAINS(pl, "rneg: (Clip)");
+            CHECK_STR_CONTAINS(pl, "mneg: (MatMul+Clip)");
+            CHECK_STR_CONTAINS(pl, "mrev: (MatMul+Clip)");
+            CHECK_STR_CONTAINS(pl, "mlo: (MatMul+Clip)");
             CHECK_STR_CONTAINS(pl, "rvar: (Clip)");
+            CHECK_STR_CONTAINS(pl, "rnan: (Clip)");
             CHECK_STR_CONTAINS(pl, "c6: (Conv2D+Clip)");
         }
         if (pl && lv == 0) CHECK(strstr(pl, "+Clip") == NULL);

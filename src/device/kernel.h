@@ -103,6 +103,9 @@ struct wf__kctx {
      * kernel may leave that output's bytes unwritten (Attention's present key, value and scores behind
      * a fused attention, passes/attention.c). */
     uint32_t out_unused;
+    /* Appended (core only): a fused activation's second parameter, Clip's lower bound (WF__ACT_CLIP;
+     * fused_alpha holds its upper one); read with WF__ACT_CLIP only. */
+    double fused_beta;
 };
 
 /* A device plugin's FusedElementwise node against its program (the inputs' dtypes and sizes, the planned
@@ -144,7 +147,7 @@ enum {
     WF__ACT_SWISH = 5,    /* x * sigmoid(alpha x), alpha in fused_alpha */
     WF__ACT_HARDSWISH = 6, /* x * clamp(x / 6 + 1/2, 0, 1) */
     WF__ACT_GELU = 7,      /* 0.5 x (1 + erf(x / sqrt(2))), Gelu's exact form */
-    WF__ACT_CLIP = 8,      /* Clip(x, 0, hi), hi in fused_alpha (Relu6: 6), NaN kept, as the Clip node */
+    WF__ACT_CLIP = 8,      /* Clip(x, lo, hi): hi in fused_alpha (Relu6: 6), lo in fused_beta, NaN kept, as the node */
     WF__ACT_GELU_TANH = 9  /* Gelu's tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 };
 

@@ -270,6 +270,7 @@ static wf_status *compute(wf__run *r, int idx, const wf__pnode *pn, wf_tensor **
         .device = kernel_device(r, pn),
         .host_acct = r->ctx->devices[pn->device].host_acct, .est = pn->est,
         .weights = r->p->weights, .fused_residual = pn->fused_res, .out_unused = pn->out_unused,
+        .fused_beta = pn->fused_beta,
     };
     wf_tensor *into[INTO_MAX_OUT];
     if (r->slot_into && !k.device && pn->n_out <= INTO_MAX_OUT) {

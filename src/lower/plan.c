@@ -158,18 +158,23 @@ static const wf_node *sole_consumer(builder *b, int id)
     return NULL;
 }
 
-/* Clip(x, 0, hi) with constant bounds (hi absent: +inf), f32: its hi in *hi; else false. */
-static bool clip_from_zero(const builder *b, const wf_node *n, double *hi)
+/* One bound of a Clip: input i absent (the bound is `none`), or a constant f32 scalar that is not NaN. */
+static bool clip_bound(const builder *b, const wf_node *n, int i, double none, double *v)
 {
-    if (strcmp(n->op->name, "Clip") || n->n_in < 2 || !n->in[1].node) return false;
-    const wf_tensor *lo = b->value[n->in[1].node->id] ? b->value[n->in[1].node->id][n->in[1].index] : NULL;
-    const wf_tensor *up = NULL;
-    if (n->n_in > 2 && n->in[2].node && !(up = b->value[n->in[2].node->id] ? b->value[n->in[2].node->id][n->in[2].index] : NULL))
-        return false;
-    if (!lo || lo->dtype != WF_F32 || lo->size != 1 || wf__load_f64(lo->data, lo->dtype, 0) != 0) return false;
-    if (up && (up->dtype != WF_F32 || up->size != 1 || isnan(wf__load_f64(up->data, up->dtype, 0)))) return false;
-    *hi = up ? wf__load_f64(up->data, up->dtype, 0) : INFINITY;
-    return true;
+    *v = none;
+    if (n->n_in <= i || !n->in[i].node) return true;
+    const wf_tensor *t = b->value[n->in[i].node->id] ? b->value[n->in[i].node->id][n->in[i].index] : NULL;
+    if (!t || t->dtype != WF_F32 || t->size != 1) return false;
+    *v = wf__load_f64(t->data, t->dtype, 0);
+    return !isnan(*v);
+}
+
+/* Clip(x, lo, hi) with constant bounds (lo absent: -inf, hi absent: +inf), f32: its bounds; else false.
+ * The epilogue computes the node's own expression, min(max(x, lo), hi) with NaN passing both compares,
+ * so lo > hi gives hi everywhere, as the node (and ONNX) does. */
+static bool clip_bounds(const builder *b, const wf_node *n, double *lo, double *hi)
+{
+    return !strcmp(n->op->name, "Clip") && clip_bound(b, n, 1, -INFINITY, lo) && clip_bound(b, n, 2, INFINITY, hi);
 }
 
 static int act_of(const wf_node *n)
@@ -183,7 +188,7 @@ static int act_of(const wf_node *n)
     if (!strcmp(op, "HardSwish")) return WF__ACT_HARDSWISH;
     if (!strcmp(op, "Gelu") && attr_str_is(n, "approximate", "none")) return WF__ACT_GELU;
     if (!strcmp(op, "Gelu") && attr_str_is(n, "approximate", "tanh")) return WF__ACT_GELU_TANH;
-    if (!strcmp(op, "Clip")) return WF__ACT_CLIP; /* fusable only from 0 (clip_from_zero) */
+    if (!strcmp(op, "Clip")) return WF__ACT_CLIP; /* fusable with constant bounds (clip_bounds) */
     return WF__ACT_NONE;
 }
 
@@ -249,8 +254,8 @@ static void plan_fusion(builder *b, fusion *fu)
          * wf__dn_act_in_prim: oneDNN 2.6's post-ops for them were slow), in f32 */
         bool gated = c && (act_of(c) == WF__ACT_SWISH || act_of(c) == WF__ACT_HARDSWISH || act_of(c) == WF__ACT_GELU ||
                            act_of(c) == WF__ACT_CLIP || act_of(c) == WF__ACT_GELU_TANH);
-        double clip_hi;
-        if (c && act_of(c) == WF__ACT_CLIP && !clip_from_zero(b, c, &clip_hi)) c = NULL;
+        double clip_lo, clip_hi;
+        if (c && act_of(c) == WF__ACT_CLIP && !clip_bounds(b, c, &clip_lo, &clip_hi)) c = NULL;
         if (c && act_of(c) != WF__ACT_NONE && !(gated && dt != WF_F32) && !(bn && act_of(c) != WF__ACT_RELU) &&
             c->in[0].node == b->g->nodes[last] &&
             b->info[c->id][0].dtype == dt) {
@@ -735,7 +740,7 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
             pn->fused_act = act_of(an);
             if (pn->fused_act == WF__ACT_LEAKY_RELU || pn->fused_act == WF__ACT_SWISH)
                 pn->fused_alpha = wf__attr_f(an->op, an->attrs, "alpha");
-            if (pn->fused_act == WF__ACT_CLIP) (void)clip_from_zero(b, an, &pn->fused_alpha); /* true: fuse took it so */
+            if (pn->fused_act == WF__ACT_CLIP) (void)clip_bounds(b, an, &pn->fused_beta, &pn->fused_alpha); /* true: fuse took it so */
             wf__str_appendf(&names, "%s%s", names.len ? "+" : "", an->op->name);
         }
         if (names.failed) {

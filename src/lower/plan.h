@@ -33,7 +33,7 @@ typedef struct wf__pnode {
     int fused_bias, fused_act;    /* see wf__kctx */
     int fused_res;                /* see wf__kctx.fused_residual: index of the residual input, 0 none */
     uint32_t out_unused;          /* see wf__kctx.out_unused: bit j, nothing reads output j */
-    double fused_alpha;
+    double fused_alpha, fused_beta; /* see wf__kctx */
     const char *fused_names;      /* "BiasAdd_1+Relu" for logs, or NULL */
     uint32_t in_blocked, out_blocked; /* see wf__kctx (level 3's layout planning) */
     wf__ew_program *ewprog;       /* a generated kernel's program (lower/jit.c), owned; else NULL */

@@ -352,7 +352,7 @@ bool wf__dn_act_in_prim(int act, double alpha)
 typedef struct relu_pass_arg {
     void *y;
     bool bf16, leaky;
-    float alpha;
+    float alpha, beta;
     int act;
 } relu_pass_arg;
 
@@ -365,7 +365,7 @@ WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
         r->act == WF__ACT_GELU_TANH) {
         if (r->bf16) { /* lowering fuses these in f32 only; kept correct for a caller that does not */
             uint16_t *p = r->y;
-            for (int64_t i = i0; i < i1; i++) p[i] = wf__f2bf(wf__dn_act_f(r->act, r->alpha, wf__bf2f(p[i])));
+            for (int64_t i = i0; i < i1; i++) p[i] = wf__f2bf(wf__dn_act_f(r->act, r->alpha, r->beta, wf__bf2f(p[i])));
         } else if (r->act == WF__ACT_SWISH) {
             wf__ew_swish_f32((float *)r->y + i0, (float *)r->y + i0, i1 - i0, r->alpha);
         } else if (r->act == WF__ACT_GELU) {
@@ -373,10 +373,10 @@ WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
         } else if (r->act == WF__ACT_GELU_TANH) {
             wf__ew_gelu_tanh_f32((float *)r->y + i0, (float *)r->y + i0, i1 - i0);
         } else if (r->act == WF__ACT_CLIP) {
-            /* the Clip node's expression with lo 0: NaN and -0 pass through */
-            float *p = r->y, hi = r->alpha;
+            /* the Clip node's expression: NaN passes both compares, and -0 a lower bound of 0 */
+            float *p = r->y, lo = r->beta, hi = r->alpha;
             _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {
-                float v = p[i] < 0 ? 0.0f : p[i];
+                float v = p[i] < lo ? lo : p[i];
                 p[i] = v > hi ? hi : v;
             }
         } else {
@@ -415,9 +415,9 @@ WF__VEC static void relu_pass_range(void *arg, int64_t i0, int64_t i1)
     }
 }
 
-void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha)
+void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha, double beta)
 {
-    relu_pass_arg r = {y, dt == dnnl_bf16, act == WF__ACT_LEAKY_RELU, (float)alpha, act};
+    relu_pass_arg r = {y, dt == dnnl_bf16, act == WF__ACT_LEAKY_RELU, (float)alpha, (float)beta, act};
     wf__parallel_for(k, n, 16384, relu_pass_range, &r);
 }
 
@@ -476,7 +476,7 @@ dnnl_data_type_t wf__dn_dtype(wf_dtype t)
 
 /* ---- epilogue in C (fallback paths and Gemm) -------------------------------------------------------- */
 
-double wf__dn_act_d(int act, double alpha, double v)
+double wf__dn_act_d(int act, double alpha, double beta, double v)
 {
     switch (act) {
     case WF__ACT_RELU: return v < 0 ? 0 : v; /* NaN stays NaN */
@@ -485,7 +485,7 @@ double wf__dn_act_d(int act, double alpha, double v)
     case WF__ACT_TANH: return tanh(v);
     case WF__ACT_SWISH: return v / (1.0 + exp(-alpha * v));
     case WF__ACT_GELU: return 0.5 * v * erfc(-v * 0.70710678118654752);
-    case WF__ACT_CLIP: return (v < 0 ? 0.0 : v) > alpha ? alpha : (v < 0 ? 0.0 : v);
+    case WF__ACT_CLIP: return (v < beta ? beta : v) > alpha ? alpha : (v < beta ? beta : v);
     case WF__ACT_GELU_TANH: return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
     case WF__ACT_HARDSWISH: {
         double g = v * (1.0 / 6.0) + 0.5;
@@ -495,7 +495,7 @@ double wf__dn_act_d(int act, double alpha, double v)
     }
 }
 
-float wf__dn_act_f(int act, float alpha, float v)
+float wf__dn_act_f(int act, float alpha, float beta, float v)
 {
     switch (act) {
     case WF__ACT_RELU: return v < 0 ? 0 : v; /* NaN stays NaN */
@@ -504,7 +504,7 @@ float wf__dn_act_f(int act, float alpha, float v)
     case WF__ACT_TANH: return tanhf(v);
     case WF__ACT_SWISH: return v / (1.0f + expf(-alpha * v));
     case WF__ACT_GELU: return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-    case WF__ACT_CLIP: return (v < 0 ? 0.0f : v) > alpha ? alpha : (v < 0 ? 0.0f : v);
+    case WF__ACT_CLIP: return (v < beta ? beta : v) > alpha ? alpha : (v < beta ? beta : v);
     case WF__ACT_GELU_TANH: return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
     case WF__ACT_HARDSWISH: {
         float g = v * (1.0f / 6.0f) + 0.5f;
@@ -517,18 +517,18 @@ float wf__dn_act_f(int act, float alpha, float v)
 /* y viewed as (outer, c, inner); bias (may be NULL) over c, then the activation. Works on y of dtype
  * t in place; bias has dtype t too. */
 void wf__dn_epilogue(void *y, wf_dtype t, int64_t outer, int64_t c, int64_t inner, const void *bias, int act,
-                  double alpha)
+                     double alpha, double beta)
 {
     if (!bias && act == WF__ACT_NONE) return;
     int64_t n = outer * c * inner;
     if (t == WF_F32) {
         float *p = y;
         const float *b = bias;
-        for (int64_t i = 0; i < n; i++) p[i] = wf__dn_act_f(act, (float)alpha, b ? p[i] + b[(i / inner) % c] : p[i]);
+        for (int64_t i = 0; i < n; i++) p[i] = wf__dn_act_f(act, (float)alpha, (float)beta, b ? p[i] + b[(i / inner) % c] : p[i]);
     } else if (t == WF_F64) {
         double *p = y;
         const double *b = bias;
-        for (int64_t i = 0; i < n; i++) p[i] = wf__dn_act_d(act, alpha, b ? p[i] + b[(i / inner) % c] : p[i]);
+        for (int64_t i = 0; i < n; i++) p[i] = wf__dn_act_d(act, alpha, beta, b ? p[i] + b[(i / inner) % c] : p[i]);
     } else if (t == WF_I32 || t == WF_I64) {
         for (int64_t i = 0; i < n; i++) {
             int64_t v = wf__load_i64(y, t, i);
@@ -541,7 +541,7 @@ void wf__dn_epilogue(void *y, wf_dtype t, int64_t outer, int64_t c, int64_t inne
         for (int64_t i = 0; i < n; i++) {
             double v = wf__load_f64(y, t, i);
             if (bias) v += wf__load_f64(bias, t, (i / inner) % c);
-            wf__store_f64(y, t, i, wf__dn_act_d(act, alpha, v));
+            wf__store_f64(y, t, i, wf__dn_act_d(act, alpha, beta, v));
         }
     }
 }
@@ -672,7 +672,7 @@ typedef struct from_f32_arg {
     wf_dtype to;
     int64_t n;
     int act;
-    float alpha;
+    float alpha, beta;
 } from_f32_arg;
 
 WF__VEC static void from_f32_range(void *arg, int64_t c0, int64_t c1)
@@ -687,15 +687,16 @@ WF__VEC static void from_f32_range(void *arg, int64_t c0, int64_t c1)
             /* NaN stays NaN, as wf__dn_act_f */
             _Pragma("omp simd") for (int64_t i = 0; i < m; i++) buf[i] = s[i] < 0 ? 0.0f : s[i];
         } else {
-            for (int64_t i = 0; i < m; i++) buf[i] = wf__dn_act_f(a->act, a->alpha, s[i]);
+            for (int64_t i = 0; i < m; i++) buf[i] = wf__dn_act_f(a->act, a->alpha, a->beta, s[i]);
         }
         wf__convert(buf, WF_F32, a->dst + (size_t)b * a->es, a->to, m);
     }
 }
 
-void wf__dn_from_f32(wf__kctx *k, const float *src, void *dst, wf_dtype to, int64_t n, int act, double alpha)
+void wf__dn_from_f32(wf__kctx *k, const float *src, void *dst, wf_dtype to, int64_t n, int act, double alpha,
+                     double beta)
 {
-    from_f32_arg a = {src, dst, wf_dtype_size(to), to, n, act, (float)alpha};
+    from_f32_arg a = {src, dst, wf_dtype_size(to), to, n, act, (float)alpha, (float)beta};
     if (act == WF__ACT_NONE && n <= 4 * TO_F32_CHUNK) {
         wf__convert(src, WF_F32, dst, to, n);
         return;

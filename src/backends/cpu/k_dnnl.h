@@ -124,14 +124,15 @@ dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out);
  * k_dnnl_conv.c). */
 dnnl_status_t wf__dn_attr_sum(int act, double alpha, bool sum, dnnl_primitive_attr_t *out);
 bool wf__dn_act_in_prim(int act, double alpha);
-void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha);
+void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha, double beta);
 dnnl_data_type_t wf__dn_dtype(wf_dtype t);
 
-/* The C epilogue: y viewed as (outer, c, inner), plus bias over c (may be NULL), then the activation. */
+/* The C epilogue: y viewed as (outer, c, inner), plus bias over c (may be NULL), then the activation.
+ * An activation's parameters are wf__kctx's fused_alpha and fused_beta (Clip's upper and lower bounds). */
 void wf__dn_epilogue(void *y, wf_dtype t, int64_t outer, int64_t c, int64_t inner, const void *bias, int act,
-                     double alpha);
-float wf__dn_act_f(int act, float alpha, float v);
-double wf__dn_act_d(int act, double alpha, double v);
+                     double alpha, double beta);
+float wf__dn_act_f(int act, float alpha, float beta, float v);
+double wf__dn_act_d(int act, double alpha, double beta, double v);
 /* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8), and
  * its 4-D tag (nChw16c / nChw8c). */
 int wf__dn_channel_block(void);

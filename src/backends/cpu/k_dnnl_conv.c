@@ -214,7 +214,8 @@ static wf_status *conv_dnnl(wf__kctx *k, const conv_geom *g, dnnl_data_type_t dt
     if (dbuf)
         s = wf__dn_reorder(k, r, WF__DN_SLOT_DREORDER, p->dreorder, &p->md[WF__DN_DST_PRIM], dbuf, &p->md[WF__DN_DST], y,
                            &p->dscratch);
-    if (!s && !wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dt, g->n * g->oc * g->win.out[0] * g->win.out[1], act, alpha);
+    if (!s && !wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dt, g->n * g->oc * g->win.out[0] * g->win.out[1], act, alpha,
+                                                                     k->fused_beta);
 done:
     if (wbuf) wf__dn_weights_done(p, wcached);
     wf__dn_run_put(p, r);
@@ -304,12 +305,12 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
     if (g.c == 0) {
         /* no input channels: the output is the bias (plus the residual it holds) */
         if (!res) memset(y->data, 0, y->bytes);
-        wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], bias, act, k->fused_alpha);
+        wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], bias, act, k->fused_alpha, k->fused_beta);
     } else if (t == WF_F64) {
         conv_ref_arg r = {&g, x->data, w->data, bias, y->data};
         int64_t per = od[2] * od[3] * (g.c / g.g) * g.kh * g.kw;
         wf__parallel_for(k, g.n * g.oc, 32768 / (per + 1) + 1, conv_ref_f64, &r);
-        wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], NULL, act, k->fused_alpha);
+        wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], NULL, act, k->fused_alpha, k->fused_beta);
     } else {
         /* bf16 with fewer than 8 input channels per group (an image's first layer) runs in f32: oneDNN has
          * no brgemm kernel for it and takes an im2col GEMM, which ran the Fashion-MNIST CNN's 1 -> 32
@@ -327,7 +328,7 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
                             wf__dn_act_in_prim(act, k->fused_alpha) ? act : WF__ACT_NONE, k->fused_alpha)))
             /* the activation oneDNN does not take (Relu: NaN) in the pass back to t, not a pass of its own */
             wf__dn_from_f32(k, fy, y->data, t, y->size, wf__dn_act_in_prim(act, k->fused_alpha) ? WF__ACT_NONE : act,
-                            k->fused_alpha);
+                            k->fused_alpha, k->fused_beta);
         wf__dn_tmp_free(fx);
         wf__dn_tmp_free(fw);
         wf__dn_tmp_free(fbias);

@@ -185,7 +185,7 @@ static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, co
     if (!s && !wf__dn_act_in_prim(act, alpha)) {
         int64_t n = 1;
         for (int i = 0; i < d.nd; i++) n *= d.cd[i];
-        wf__dn_relu_pass(k, c, dt, n, act, alpha);
+        wf__dn_relu_pass(k, c, dt, n, act, alpha, k->fused_beta);
     }
     return s;
 }
@@ -294,12 +294,12 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
     const void *bp = bias ? bias->data : NULL;
     if (g->kdim == 0) {
         if (!res) memset(o->data, 0, o->bytes);
-        wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha);
+        wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha, k->fused_beta);
         return NULL;
     }
     if (t == WF_F64 || t == WF_I32 || t == WF_I64) {
         mm_ref(k, g, t, a->data, b->data, o->data);
-        wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha);
+        wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha, k->fused_beta);
         return NULL;
     }
     if (t == WF_F32)
@@ -385,7 +385,7 @@ wf_status *wf__dn_k_gemm(wf__kctx *k)
                 float v = (float)alpha * y[i * n + j];
                 if (cp) v += (float)beta * cp[i * cs0 + j * cs1];
                 if (bp) v += bp[j];
-                y[i * n + j] = wf__dn_act_f(k->fused_act, (float)k->fused_alpha, v);
+                y[i * n + j] = wf__dn_act_f(k->fused_act, (float)k->fused_alpha, (float)k->fused_beta, v);
             }
     } else {
         for (int64_t i = 0; i < m; i++)
@@ -403,7 +403,7 @@ wf_status *wf__dn_k_gemm(wf__kctx *k)
                 double v = alpha * wf__load_f64(o->data, ot, idx);
                 if (c) v += beta * wf__load_f64(c->data, c->dtype, i * cs0 + j * cs1);
                 if (bias) v += wf__load_f64(bias->data, bias->dtype, j);
-                wf__store_f64(o->data, ot, idx, wf__dn_act_d(k->fused_act, k->fused_alpha, v));
+                wf__store_f64(o->data, ot, idx, wf__dn_act_d(k->fused_act, k->fused_alpha, k->fused_beta, v));
             }
     }
     if (lowp) {
