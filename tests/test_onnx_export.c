@@ -383,8 +383,10 @@ static void test_rmsnorm(void)
 }
 
 /* Attention (opset 23) is written as its formula: 3-D inputs with three heads, a scale and a finite
- * constant mask (what passes/attention.c makes of a model's attention), and 4-D without either; a
- * causal one, a mask that is not a constant and a read present key are refused, naming the node. */
+ * constant mask (what passes/attention.c makes of a model's attention), a causal bool mask under
+ * mask_replaces (a GPT's Where-masked attention, written back as the Where), and 4-D without either; a
+ * causal one, a mask that is not a constant, a bool mask that adds -inf (ONNX's) and a read present key
+ * are refused, naming the node. */
 static void test_attention(void)
 {
     for (int four = 0; four < 2; four++) {
@@ -407,6 +409,33 @@ static void test_attention(void)
         int64_t in3[3] = {2, 5, 12}, in4[4] = {2, 3, 5, 4};
         const char *p = path_in(four ? "attention4.onnx" : "attention3.onnx");
         roundtrip_one(g, x, y, four ? 4 : 3, four ? in4 : in3, four ? "attention4.onnx" : "attention3.onnx");
+        if (!four) { /* a causal bool mask under mask_replaces: written as Where(mask, scores, -inf) */
+            wf_graph *gw;
+            CHECK_OK(wf_graph_new(&gw));
+            wf_output xw, kw, vw, yw, mc;
+            CHECK_OK(wf_placeholder(gw, "x", WF_F32, 3, xd3, &xw));
+            CHECK_OK(wf_matmul(gw, "k", xw, const_rand(gw, "wk", 2, wkd, 0.5f, 0), 0, 0, &kw));
+            CHECK_OK(wf_matmul(gw, "v", xw, const_rand(gw, "wv", 2, wvd, 0.5f, 0), 0, 0, &vw));
+            uint8_t causal[25];
+            for (int i = 0; i < 25; i++) causal[i] = i % 5 <= i / 5;
+            wf_tensor *mt = NULL;
+            CHECK_OK(wf_tensor_new(WF_BOOL, 2, md, causal, &mt));
+            CHECK_OK(wf_const(gw, "causal", mt, &mc));
+            wf_tensor_free(mt);
+            wf_output ai[4] = {xw, kw, vw, mc};
+            wf_attr aa[4] = {wf_attr_int("q_num_heads", 3), wf_attr_int("kv_num_heads", 3), wf_attr_float("scale", 0.3),
+                             wf_attr_int("mask_replaces", 1)};
+            yw = op(gw, "Attention", "attn", ai, 4, aa, 4);
+            roundtrip_one(gw, xw, yw, 3, in3, "attention_where.onnx");
+            /* the same mask without mask_replaces (ONNX's -inf added) has no opset-17 formula here */
+            wf_output yb = op(gw, "Attention", "added", ai, 4, aa, 3);
+            wf_session *sw = NULL;
+            CHECK_OK(wf_session_new(g_ctx, gw, NULL, &sw));
+            CHECK_ERR(wf_session_export_onnx(sw, &yb, NULL, 1, path_in("bad_attention.onnx")), WF_UNIMPLEMENTED,
+                      "node 'added' (Attention): Attention needs opset 23");
+            wf_session_free(sw);
+            wf_graph_free(gw);
+        }
         if (!four) { /* refused: a hidden size the graph does not know (the heads' Reshapes need it) */
             wf_output z, yz;
             CHECK_OK(wf_placeholder(g, "z", WF_F32, 3, (int64_t[]){-1, 5, -1}, &z));

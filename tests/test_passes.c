@@ -37,6 +37,9 @@ static wf__optimized *optimize(wf_graph *g, const wf_output *roots, int nr, cons
 static wf_output konst(wf_graph *g, const char *name, wf_dtype dt, int rank, const int64_t *dims, const void *v);
 static wf_output node0(wf_graph *g, const char *op, const char *name, const wf_output *in, int n_in, const wf_attr *at,
                        int n_at);
+static bool have_device(const char *type);
+static wf_output op1(wf_graph *g, const char *op, const char *name, const wf_output *in, int n_in, const wf_attr *a,
+                     int na);
 
 /* One run of g at an optimisation level with x (f32 of dims xd, values xv) fed and y fetched: the output
  * (NULL on failure, which the checks report) and, where pl is not NULL, the placement text in *pl. */
@@ -283,6 +286,81 @@ static void test_fold(void)
     o = optimize(g, roots, 2, &x, 1, "fold");
     if (o) CHECK_INT(count_op(o, "Shape"), 2);
     wf__optimized_free(o);
+    wf_graph_free(g);
+}
+
+/* fold's static dims: Gather(Shape(t), i) with constant indices whose dims of t are known becomes a
+ * constant even though t comes from a placeholder (a plan refuses a feed that contradicts a known dim):
+ * t [?, 16, 8] gives dim 1, dims [-1, 1] (a Shape with start 1: [16, 8]), and the Slice of a constant
+ * table behind it (a causal mask's [:T, :T]) folds too; dim 0 (unknown), and any dim of a value that
+ * depends on a PlaceholderWithDefault (whose shape a feed may change), stay. The values at run time
+ * match, with a feed of batch 3. */
+static void test_fold_static_dims(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    wf_output x, d, r;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, (int64_t[]){-1, 16, 8}, &x));
+    wf_output t = op1(g, "Relu", "t", &x, 1, NULL, 0);
+    wf_output sh = op1(g, "Shape", "sh", &t, 1, NULL, 0);
+    wf_output g1 = op1(g, "Gather", "g1", (wf_output[]){sh, konst(g, "i1", WF_I64, 0, NULL, (int64_t[]){1})}, 2, NULL, 0);
+    wf_output g0 = op1(g, "Gather", "g0", (wf_output[]){sh, konst(g, "i0", WF_I64, 0, NULL, (int64_t[]){0})}, 2, NULL, 0);
+    wf_attr st = wf_attr_int("start", 1);
+    wf_output sh1 = op1(g, "Shape", "sh1", &t, 1, &st, 1);
+    wf_output gl = op1(g, "Gather", "gl", (wf_output[]){sh1, konst(g, "il", WF_I64, 1, (int64_t[]){2}, (int64_t[]){-1, 0})},
+                       2, NULL, 0);
+    /* table[:T] for T = dim 1 */
+    float tab[32];
+    for (int i = 0; i < 32; i++) tab[i] = (float)i;
+    wf_output end = op1(g, "Unsqueeze", "end", (wf_output[]){g1, konst(g, "ax", WF_I64, 1, (int64_t[]){1}, (int64_t[]){0})},
+                        2, NULL, 0);
+    wf_output sl = op1(g, "Slice", "sl", (wf_output[]){konst(g, "tab", WF_F32, 1, (int64_t[]){32}, tab),
+                                                       konst(g, "st0", WF_I64, 1, (int64_t[]){1}, (int64_t[]){0}), end},
+                       3, NULL, 0);
+    /* the same under a PlaceholderWithDefault */
+    float dv[16 * 8] = {0};
+    CHECK_OK(wf_op(g, "PlaceholderWithDefault", "d", (wf_output[]){konst(g, "dflt", WF_F32, 2, (int64_t[]){16, 8}, dv)}, 1,
+                   NULL, 0, &d.node));
+    d.index = 0;
+    wf_output shd = op1(g, "Shape", "shd", &d, 1, NULL, 0);
+    wf_output gd = op1(g, "Gather", "gd", (wf_output[]){shd, konst(g, "id", WF_I64, 0, NULL, (int64_t[]){0})}, 2, NULL, 0);
+    wf_output roots[5] = {g1, g0, gl, sl, gd};
+    wf_output keep[2] = {x, d};
+    wf__optimized *o = optimize(g, roots, 5, keep, 2, NULL);
+    if (o) {
+        const char *folded[2] = {"g1", "gl"}, *kept[2] = {"g0", "gd"};
+        for (int i = 0; i < 2; i++) {
+            const wf_node *f = wf__graph_lookup(o->g, folded[i]);
+            CHECK(f && !strcmp(f->op->name, "Const"));
+        }
+        for (int i = 0; i < 2; i++) {
+            const wf_node *f = wf__graph_lookup(o->g, kept[i]);
+            CHECK(f && !strcmp(f->op->name, "Gather"));
+        }
+        const wf_node *f = wf__graph_lookup(o->g, "gl");
+        const wf_tensor *v = f ? wf__attr_get(f->op, f->attrs, "value")->t : NULL;
+        CHECK(v && v->dtype == WF_I64 && v->size == 2 && ((int64_t *)v->data)[0] == 8 && ((int64_t *)v->data)[1] == 16);
+    }
+    wf__optimized_free(o);
+    (void)r;
+    /* at run time, level 0 and level 1 agree with the dims of a batch-3 feed; at level 1 the Slice is a
+     * constant too (the session's fold evaluates it on the CPU) */
+    float xv[3 * 16 * 8] = {0};
+    int64_t xd[3] = {3, 16, 8};
+    for (int lv = 0; lv <= 1; lv++) {
+        char *pl = NULL;
+        wf_tensor *a = run_at_level(g, lv, x, 3, xd, xv, g0, NULL), *b = run_at_level(g, lv, x, 3, xd, xv, g1, NULL);
+        wf_tensor *c = run_at_level(g, lv, x, 3, xd, xv, sl, &pl);
+        if (pl) CHECK_STR_CONTAINS(pl, lv ? "sl: (Const)" : "sl: (Slice)");
+        wf_free(pl);
+        CHECK(a && *(const int64_t *)wf_tensor_data(a) == 3);
+        CHECK(b && *(const int64_t *)wf_tensor_data(b) == 16);
+        CHECK(c && wf_tensor_size(c) == 16 && ((const float *)wf_tensor_data(c))[15] == 15.0f);
+        wf_tensor_free(a);
+        wf_tensor_free(b);
+        wf_tensor_free(c);
+    }
     wf_graph_free(g);
 }
 
@@ -911,17 +989,25 @@ static void test_simplify_rmsnorm(void)
  * as in the chain. The forms that must stay: a mask with -inf (a row could be forbidden every key: the
  * chain gives NaN, Attention zeros), a mask broadcast along the keys (Attention pads it instead), a
  * negative scale, Softmax over the queries. The heads' shapes also come from Shape ops, as PyTorch exports
- * them with a dynamic batch. */
+ * them with a dynamic batch. GPT's forms: q, k and v split from one packed projection, and a causal mask
+ * written with Where (test_attention_where). */
 enum { AT_B = 2, AT_S = 5, AT_E = 12, AT_H = 3, AT_D = 4, AT_DV = 3 };
 
 typedef struct {
     int scale_kind;   /* 0: Div by c, 1: Mul by c (constant first), 2: none */
     float c;
-    int mask;         /* 0: none, 1: finite (S, S), 2: with -inf, 3: (S, 1) */
+    int mask;         /* 0: none, 1: finite (S, S), 2: with -inf, 3: (S, 1); Where with a causal bool mask:
+                       * 4 Where(allowed, s, -inf), 5 Where(forbidden, -inf, s) (masked_fill), 6 Where(allowed,
+                       * s, float's lowest) (HuggingFace's GPT-2), 7 as 4 with query 0 forbidden every key */
     int softmax_axis;
     int dynamic;      /* x's batch unknown, the heads' shapes computed: 1 the batch from Shape, as PyTorch
-                       * exports a dynamic batch; 3 a 0 (copy) for it; 2 a 0 under allowzero (a dim of 0) */
+                       * exports a dynamic batch; 3 a 0 (copy) for it; 2 a 0 under allowzero (a dim of 0);
+                       * 4 as 1 with the batch and length from Shape(x), as GPT-2's code reads x.size() */
+    int packed;       /* q, k and v split from one projection by [wq | wk | wv] (GPT-2's c_attn) */
 } at_form;
+
+/* Whether query i may attend key j under a Where mask (4-7): causal, and query 0 nothing in form 7. */
+static bool at_allowed(at_form f, int i, int j) { return j <= i && !(f.mask == 7 && i == 0); }
 
 /* Unsqueeze(Gather(Shape(t), k), 0): dim k of t as a one-element shape piece */
 static wf_output at_dim(wf_graph *g, const char *nm, wf_output t, int64_t k)
@@ -938,7 +1024,9 @@ static wf_output at_dim(wf_graph *g, const char *nm, wf_output t, int64_t k)
     return op1(g, "Unsqueeze", e, (wf_output[]){gt, konst(g, d, WF_I64, 1, (int64_t[]){1}, &zero)}, 2, NULL, 0);
 }
 
-static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, const int64_t *perm, int dynamic)
+/* Transpose(Reshape(v, (B, S, H, d)), perm); with a dynamic form the batch and length are dims of dimsrc. */
+static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, wf_output dimsrc, int64_t d, const int64_t *perm,
+                          int dynamic)
 {
     char a[64], b[64], c[64], e[64];
     snprintf(a, sizeof a, "%s_split", nm);
@@ -948,8 +1036,9 @@ static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, c
         int64_t hd[3] = {0, AT_H, d};
         snprintf(c, sizeof c, "%s_hd", nm);
         snprintf(e, sizeof e, "%s_to", nm);
-        wf_output pieces[3] = {at_dim(g, nm, v, 0), at_dim(g, nm, v, 1), konst(g, c, WF_I64, 1, (int64_t[]){2}, hd + 1)};
-        if (dynamic > 1) { /* the 0 first, then dim 1, H, d */
+        wf_output src = dynamic == 4 ? dimsrc : v;
+        wf_output pieces[3] = {at_dim(g, nm, src, 0), at_dim(g, nm, src, 1), konst(g, c, WF_I64, 1, (int64_t[]){2}, hd + 1)};
+        if (dynamic == 2 || dynamic == 3) { /* the 0 first, then dim 1, H, d */
             snprintf(c, sizeof c, "%s_zero", nm);
             pieces[0] = konst(g, c, WF_I64, 1, (int64_t[]){1}, hd);
         }
@@ -965,23 +1054,50 @@ static wf_output at_heads(wf_graph *g, const char *nm, wf_output v, int64_t d, c
 
 static float at_wq[AT_E * AT_E], at_wk[AT_E * AT_E], at_wv[AT_E * AT_H * AT_DV], at_mask[AT_S * AT_S];
 
-/* The attention of x (B, S, E) in form f, named with prefix p; the probabilities in *prob. */
-static wf_output at_build(wf_graph *g, const char *p, wf_output x, at_form f, wf_output *prob)
+/* The attention of x (B, S, E) in form f, its keys projected from xk (x itself, or another (B, S, E)),
+ * named with prefix p; the probabilities in *prob. */
+static wf_output at_build(wf_graph *g, const char *p, wf_output x, wf_output xk, at_form f, wf_output *prob)
 {
     static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
     char nm[64];
 #define NM(s) (snprintf(nm, sizeof nm, "%s_%s", p, s), nm)
     wf_output q, k, v, s, pr, o, y;
-    CHECK_OK(wf_matmul(g, NM("q"), x, konst(g, NM("wq"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wq), 0, 0, &q));
-    CHECK_OK(wf_matmul(g, NM("k"), x, konst(g, NM("wk"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wk), 0, 0, &k));
-    CHECK_OK(wf_matmul(g, NM("v"), x, konst(g, NM("wv"), WF_F32, 2, (int64_t[]){AT_E, AT_H * AT_DV}, at_wv), 0, 0, &v));
-    wf_output qh = at_heads(g, NM("qh"), q, AT_D, p0213, f.dynamic), kt = at_heads(g, NM("kt"), k, AT_D, p0231, f.dynamic);
-    wf_output vh = at_heads(g, NM("vh"), v, AT_DV, p0213, f.dynamic);
+    if (f.packed) { /* Split(x @ [wq | wk | wv], (E, E, H * DV), axis 2) */
+        enum { W = 2 * AT_E + AT_H * AT_DV };
+        static float wp[AT_E * W];
+        for (int e = 0; e < AT_E; e++)
+            for (int j = 0; j < W; j++)
+                wp[e * W + j] = j < AT_E ? at_wq[e * AT_E + j] : j < 2 * AT_E ? at_wk[e * AT_E + j - AT_E]
+                                                                : at_wv[e * AT_H * AT_DV + j - 2 * AT_E];
+        wf_output qkv, parts[3];
+        CHECK_OK(wf_matmul(g, NM("qkv"), x, konst(g, NM("wqkv"), WF_F32, 2, (int64_t[]){AT_E, W}, wp), 0, 0, &qkv));
+        int64_t sizes[3] = {AT_E, AT_E, AT_H * AT_DV};
+        wf_attr sa[2] = {wf_attr_int("axis", 2), wf_attr_int("num_outputs", 3)};
+        wf_node *sp = NULL;
+        CHECK_OK(wf_op(g, "Split", NM("split"), (wf_output[]){qkv, konst(g, NM("sizes"), WF_I64, 1, (int64_t[]){3}, sizes)},
+                       2, sa, 2, &sp));
+        for (int i = 0; i < 3; i++) parts[i] = (wf_output){sp, i};
+        q = parts[0], k = parts[1], v = parts[2];
+    } else {
+        CHECK_OK(wf_matmul(g, NM("q"), x, konst(g, NM("wq"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wq), 0, 0, &q));
+        CHECK_OK(wf_matmul(g, NM("k"), xk, konst(g, NM("wk"), WF_F32, 2, (int64_t[]){AT_E, AT_E}, at_wk), 0, 0, &k));
+        CHECK_OK(wf_matmul(g, NM("v"), x, konst(g, NM("wv"), WF_F32, 2, (int64_t[]){AT_E, AT_H * AT_DV}, at_wv), 0, 0, &v));
+    }
+    wf_output qh = at_heads(g, NM("qh"), q, x, AT_D, p0213, f.dynamic), kt = at_heads(g, NM("kt"), k, x, AT_D, p0231, f.dynamic);
+    wf_output vh = at_heads(g, NM("vh"), v, x, AT_DV, p0213, f.dynamic);
     CHECK_OK(wf_matmul(g, NM("scores"), qh, kt, 0, 0, &s));
     wf_output c = konst(g, NM("c"), WF_F32, 0, NULL, &f.c);
     if (f.scale_kind == 0) s = op1(g, "Div", NM("scaled"), (wf_output[]){s, c}, 2, NULL, 0);
     if (f.scale_kind == 1) s = op1(g, "Mul", NM("scaled"), (wf_output[]){c, s}, 2, NULL, 0);
-    if (f.mask) {
+    if (f.mask >= 4) {
+        uint8_t allowed[AT_S * AT_S];
+        for (int i = 0; i < AT_S; i++)
+            for (int j = 0; j < AT_S; j++) allowed[i * AT_S + j] = (uint8_t)(at_allowed(f, i, j) != (f.mask == 5));
+        float fill = f.mask == 6 ? -FLT_MAX : -INFINITY;
+        wf_output cm = konst(g, NM("bmask"), WF_BOOL, 4, (int64_t[]){1, 1, AT_S, AT_S}, allowed);
+        wf_output fv = konst(g, NM("fill"), WF_F32, 0, NULL, &fill);
+        s = op1(g, "Where", NM("masked"), f.mask == 5 ? (wf_output[]){cm, fv, s} : (wf_output[]){cm, s, fv}, 3, NULL, 0);
+    } else if (f.mask) {
         float m[AT_S * AT_S];
         memcpy(m, at_mask, sizeof m);
         if (f.mask == 2) m[7] = -INFINITY;
@@ -1006,15 +1122,16 @@ static wf_output at_build(wf_graph *g, const char *p, wf_output x, at_form f, wf
     return y;
 }
 
-/* Attention in double: the reference for f (scale by Div or Mul, the finite mask). */
-static void at_reference(const float *xv, at_form f, double *want)
+/* Attention in double: the reference for f (scale by Div or Mul, the finite mask, or Where's: a
+ * forbidden key's score replaced by -inf), keys projected from xkv. */
+static void at_reference(const float *xv, const float *xkv, at_form f, double *want)
 {
     double q[AT_B * AT_S * AT_E], k[AT_B * AT_S * AT_E], v[AT_B * AT_S * AT_H * AT_DV];
     for (int r = 0; r < AT_B * AT_S; r++) {
         for (int j = 0; j < AT_E; j++) {
             double a = 0, b = 0;
             for (int e = 0; e < AT_E; e++) a += (double)xv[r * AT_E + e] * at_wq[e * AT_E + j];
-            for (int e = 0; e < AT_E; e++) b += (double)xv[r * AT_E + e] * at_wk[e * AT_E + j];
+            for (int e = 0; e < AT_E; e++) b += (double)xkv[r * AT_E + e] * at_wk[e * AT_E + j];
             q[r * AT_E + j] = a, k[r * AT_E + j] = b;
         }
         for (int j = 0; j < AT_H * AT_DV; j++) {
@@ -1032,7 +1149,8 @@ static void at_reference(const float *xv, at_form f, double *want)
                     double a = 0;
                     for (int d = 0; d < AT_D; d++)
                         a += q[(b * AT_S + i) * AT_E + h * AT_D + d] * k[(b * AT_S + j) * AT_E + h * AT_D + d];
-                    sc[j] = a * scale + (f.mask ? at_mask[i * AT_S + j] : 0);
+                    sc[j] = f.mask >= 4 ? (at_allowed(f, i, j) ? a * scale : -INFINITY)
+                                        : a * scale + (f.mask ? at_mask[i * AT_S + j] : 0);
                     mx = isnan(sc[j]) || sc[j] > mx ? sc[j] : mx;
                 }
                 for (int j = 0; j < AT_S; j++) sum += exp(sc[j] - mx);
@@ -1052,24 +1170,28 @@ static void test_attention(void)
     }
     for (int i = 0; i < AT_E * AT_H * AT_DV; i++) at_wv[i] = (float)((i * 3) % 7) * 0.2f - 0.6f;
     for (int i = 0; i < AT_S * AT_S; i++) at_mask[i] = (i % 3) ? 0.0f : -1000.0f; /* BERT's -10000 style */
-    const at_form fused[] = {{0, 2.5f, 0, -1, 0}, {1, 0.4f, 1, -1, 0}, {2, 1.0f, 1, 3, 0}, {0, 2.5f, 1, -1, 1},
-                             {0, 2.5f, 1, -1, 3}};
-    const at_form stays[] = {{0, 2.5f, 2, -1, 0}, {0, 2.5f, 3, -1, 0}, {0, -2.0f, 0, -1, 0}, {0, 2.5f, 0, 2, 0},
-                             {0, 2.5f, 0, -1, 2}};
+    const at_form fused[] = {{0, 2.5f, 0, -1, 0, 0}, {1, 0.4f, 1, -1, 0, 0}, {2, 1.0f, 1, 3, 0, 0},
+                             {0, 2.5f, 1, -1, 1, 0}, {0, 2.5f, 1, -1, 3, 0}, {0, 2.5f, 4, -1, 0, 1},
+                             {1, 0.4f, 5, -1, 4, 1}, {0, 2.5f, 4, -1, 4, 0}};
+    const at_form stays[] = {{0, 2.5f, 2, -1, 0, 0}, {0, 2.5f, 3, -1, 0, 0}, {0, -2.0f, 0, -1, 0, 0},
+                             {0, 2.5f, 0, 2, 0, 0},  {0, 2.5f, 0, -1, 2, 0}, {0, 2.5f, 6, -1, 0, 0},
+                             {0, 2.5f, 7, -1, 0, 0}, {0, 2.5f, 6, -1, 4, 1}};
+    enum { NF = sizeof fused / sizeof fused[0], NS = sizeof stays / sizeof stays[0] };
     float xv[AT_B * AT_S * AT_E];
     for (int i = 0; i < AT_B * AT_S * AT_E; i++) xv[i] = (float)((i * 13) % 17) * 0.15f - 1.2f;
     int64_t xd[3] = {AT_B, AT_S, AT_E};
-    for (int fi = 0; fi < 5; fi++) {
+    for (int fi = 0; fi < NF; fi++) {
         wf_graph *g = NULL;
         CHECK_OK(wf_graph_new(&g));
         if (!g) return;
         wf_output x, pr;
         CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, fused[fi].dynamic ? (int64_t[]){-1, AT_S, AT_E} : xd, &x));
-        wf_output y = at_build(g, "a", x, fused[fi], &pr);
+        wf_output y = at_build(g, "a", x, x, fused[fi], &pr);
         wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
+        if (o && count_op(o, "Attention") != 1) fprintf(stderr, "test_attention: form %d\n", fi);
         if (o) {
             CHECK_INT(count_op(o, "Attention"), 1);
-            CHECK_INT(count_op(o, "Softmax") + count_op(o, "Transpose") + count_op(o, "Shape"), 0);
+            CHECK_INT(count_op(o, "Softmax") + count_op(o, "Transpose") + count_op(o, "Shape") + count_op(o, "Where"), 0);
         }
         wf__optimized_free(o);
         o = optimize(g, &y, 1, &x, 1, "attention");
@@ -1085,7 +1207,7 @@ static void test_attention(void)
             memcpy(in, xv, sizeof in);
             if (pass) in[3] = NAN, in[AT_S * AT_E + 2 * AT_E + 1] = INFINITY; /* batch 0 all NaN, batch 1's key 2 too */
             double want[AT_B * AT_S * AT_H * AT_DV];
-            at_reference(in, fused[fi], want);
+            at_reference(in, in, fused[fi], want);
             for (int level = 0; level <= 3; level++) {
                 char *pl = NULL;
                 wf_tensor *t = run_opts(g, level, level == 3 ? "attention" : NULL, 1, x, 3, xd, in, y, &pl);
@@ -1099,18 +1221,92 @@ static void test_attention(void)
         }
         wf_graph_free(g);
     }
-    for (int fi = 0; fi < 5; fi++) {
+    for (int fi = 0; fi < NS; fi++) {
         wf_graph *g = NULL;
         CHECK_OK(wf_graph_new(&g));
         if (!g) return;
         wf_output x;
         CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, stays[fi].dynamic ? (int64_t[]){-1, AT_S, AT_E} : xd, &x));
-        wf_output y = at_build(g, "s", x, stays[fi], NULL);
+        wf_output y = at_build(g, "s", x, x, stays[fi], NULL);
         wf__optimized *o = optimize(g, &y, 1, &x, 1, NULL);
         if (o) CHECK_INT(count_op(o, "Attention"), 0);
         wf__optimized_free(o);
         wf_graph_free(g);
     }
+}
+
+/* A Where-masked attention (GPT's causal mask) keeps Where's semantics once fused: a NaN score at a
+ * forbidden key drops out, as the chain replaces it by -inf, where ONNX's Attention would add -inf to it
+ * and spread NaN over the row (the Attention the pass makes has mask_replaces). The keys come from their
+ * own input, with NaN in batch 1's key 3: its queries 0-2, which may not attend key 3, stay finite, its
+ * queries 3 and 4 are NaN. Level 2 (Attention) against level 0 (the chain) and the double reference, on
+ * the CPU and, where the context has them, OPENCL:0 and GPU:0 (the emulated CUDA device). */
+static void test_attention_where(void)
+{
+    const at_form forms[2] = {{0, 2.5f, 4, -1, 0, 0}, {1, 0.4f, 5, -1, 0, 0}};
+    const char *devs[3] = {"CPU", "OPENCL", "GPU"};
+    int64_t xd[3] = {AT_B, AT_S, AT_E};
+    enum { N = AT_B * AT_S * AT_E, NY = AT_B * AT_S * AT_H * AT_DV };
+    float xv[N], xkv[N];
+    for (int i = 0; i < N; i++) xv[i] = (float)((i * 13) % 17) * 0.15f - 1.2f, xkv[i] = (float)((i * 11) % 19) * 0.12f - 1.0f;
+    xkv[(AT_S + 3) * AT_E + 5] = NAN; /* batch 1, key 3 */
+    for (int fi = 0; fi < 2; fi++)
+        for (int dv = 0; dv < 3; dv++) {
+            char dn[32];
+            snprintf(dn, sizeof dn, "/device:%s:0", devs[dv]);
+            if (dv && !have_device(devs[dv])) {
+                char why[96];
+                snprintf(why, sizeof why, "no %s device in this context", devs[dv]);
+                CHECK_SKIP("test_attention_where", why);
+                continue;
+            }
+            wf_graph *g = NULL;
+            CHECK_OK(wf_graph_new(&g));
+            if (!g) return;
+            CHECK_OK(wf_graph_set_device(g, dn));
+            wf_output x, xk;
+            CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, xd, &x));
+            CHECK_OK(wf_placeholder(g, "xk", WF_F32, 3, xd, &xk));
+            wf_output y = at_build(g, "w", x, xk, forms[fi], NULL);
+            double want[NY];
+            at_reference(xv, xkv, forms[fi], want);
+            wf_tensor *got[2] = {NULL, NULL};
+            for (int lv = 0; lv < 2; lv++) {
+                wf_session_options so;
+                wf_session_options_init(&so);
+                so.opt_level = lv ? 2 : 0;
+                wf_session *s = NULL;
+                wf_tensor *xt = NULL, *xkt = NULL;
+                char *pl = NULL;
+                CHECK_OK(wf_session_new(ctx, g, &so, &s));
+                CHECK_OK(wf_tensor_new(WF_F32, 3, xd, xv, &xt));
+                CHECK_OK(wf_tensor_new(WF_F32, 3, xd, xkv, &xkt));
+                wf_feed f[2] = {{x, xt}, {xk, xkt}};
+                if (s && xt && xkt) CHECK_OK(wf_session_run(s, f, 2, &y, 1, &got[lv], NULL));
+                if (s && xt && xkt) CHECK_OK(wf_session_placement(s, f, 2, &y, 1, &pl));
+                if (pl) {
+                    char line[96];
+                    snprintf(line, sizeof line, "w_y: (%s): /job:localhost/replica:0/task:0/device:%s:0",
+                             lv ? "Attention" : "Reshape", devs[dv]);
+                    CHECK_STR_CONTAINS(pl, line);
+                }
+                wf_free(pl);
+                wf_tensor_free(xt);
+                wf_tensor_free(xkt);
+                wf_session_free(s);
+            }
+            for (int lv = 0; lv < 2; lv++) {
+                const float *o = got[lv] && wf_tensor_size(got[lv]) == NY ? wf_tensor_data(got[lv]) : NULL;
+                CHECK(o != NULL);
+                for (int i = 0; o && i < NY; i++) check_same(o[i], want[i], 2e-5 * (fabs(want[i]) + 1));
+                /* the point of the test: batch 1's queries 0-2 finite, 3 and 4 NaN */
+                for (int q = 0; o && q < AT_S; q++)
+                    CHECK(isnan(o[(AT_S + q) * AT_H * AT_DV]) == (q >= 3));
+            }
+            wf_tensor_free(got[0]);
+            wf_tensor_free(got[1]);
+            wf_graph_free(g);
+        }
 }
 
 /* Softmax(x / c), c of one element (attention's scores over sqrt(d)): at level 2 the Softmax reads x and c
@@ -3500,6 +3696,7 @@ int main(void)
     RUN_TEST(test_identity);
     RUN_TEST(test_cse);
     RUN_TEST(test_fold);
+    RUN_TEST(test_fold_static_dims);
     RUN_TEST(test_keep_and_share);
     RUN_TEST(test_options_and_dump);
     RUN_TEST(test_simplify_algebra);
@@ -3513,6 +3710,7 @@ int main(void)
     RUN_TEST(test_skip_layernorm);
     RUN_TEST(test_prologue_dynamic_batch);
     RUN_TEST(test_attention);
+    RUN_TEST(test_attention_where);
     RUN_TEST(test_clip_fused);
     RUN_TEST(test_simplify_transpose);
     RUN_TEST(test_simplify_reshape);

@@ -565,7 +565,11 @@ const wf__op_def wf__ops_onnx[] = {
                {"q_num_heads", WF_ATTR_INT, .i = 0}, {"qk_matmul_output_mode", WF_ATTR_INT, .i = 0},
                {"scale", WF_ATTR_FLOAT}, {"softcap", WF_ATTR_FLOAT, .f = 0.0},
                {"softmax_precision", WF_ATTR_DTYPE, .i = WF_DTYPE_INVALID},
-               {"left_window_size", WF_ATTR_INT, .i = -1}, {"right_window_size", WF_ATTR_INT, .i = -1}},
+               {"left_window_size", WF_ATTR_INT, .i = -1}, {"right_window_size", WF_ATTR_INT, .i = -1},
+               /* weft's own (passes/attention.c): 1, a key the mask, causality, window or lengths forbid
+                * gets the score -inf, as Where(allowed, scores, -inf) gives, instead of ONNX's -inf added
+                * (a NaN or +inf score there stays NaN) */
+               {"mask_replaces", WF_ATTR_INT, .i = 0}},
      .infer = infer_attention, .cost = cost_attention},
     {.name = "RotaryEmbedding", .min_in = 3, .max_in = 4, .n_out = 1,
      .attrs = {{"interleaved", WF_ATTR_INT, .i = 0}, {"num_heads", WF_ATTR_INT, .i = 0},

@@ -549,13 +549,28 @@ static wf_status *tr_gelu(tr *t)
  * value finite and a key dimension of K's length, and only Y read. Then
  *   Y = Reshape(Transpose(Softmax(Qh Kt * scale [+ mask]) Vh, [0,2,1,3]), (0, 0, -1))
  * with the heads split by Reshape (0, 0, H, D) and Transpose; a mask that might forbid a whole row is
- * refused (Attention gives that row zeros, the formula NaN). */
+ * refused (Attention gives that row zeros, the formula NaN). A constant bool mask under weft's
+ * mask_replaces (a Where-masked attention, passes/attention.c) with a key allowed in every row is written
+ * as the Where it came from, Where(mask, scores, -inf), instead of the Add. */
 static bool finite_const(wf_output o, int64_t keys)
 {
     const wf_tensor *m = o.node && o.node->out_value ? o.node->out_value[o.index] : NULL;
     if (!m || m->dtype != WF_F32 || m->rank < 1 || m->dims[m->rank - 1] != keys) return false;
     for (int64_t i = 0; i < m->size; i++)
         if (!isfinite(((const float *)m->data)[i])) return false;
+    return true;
+}
+
+static bool open_bool_const(wf_output o, int64_t keys)
+{
+    const wf_tensor *m = o.node && o.node->out_value ? o.node->out_value[o.index] : NULL;
+    if (!m || m->dtype != WF_BOOL || m->rank < 1 || m->dims[m->rank - 1] != keys) return false;
+    const uint8_t *v = m->data;
+    for (int64_t row = 0; row < m->size / keys; row++) {
+        bool any = false;
+        for (int64_t j = 0; j < keys && !any; j++) any = v[row * keys + j] != 0;
+        if (!any) return false;
+    }
     return true;
 }
 
@@ -579,12 +594,15 @@ static wf_status *tr_attention(tr *t)
             simple = e > 0 && e % hq == 0;
         }
     int64_t keys = r == 4 ? dk[2] : r == 3 ? dk[1] : -1;
-    if (simple && n->n_in > 3 && n->in[3].node) simple = keys > 0 && finite_const(n->in[3], keys);
+    bool where = false; /* the mask a bool one written as Where */
+    if (simple && n->n_in > 3 && n->in[3].node) {
+        where = A_I("mask_replaces") && open_bool_const(n->in[3], keys);
+        simple = keys > 0 && (finite_const(n->in[3], keys) || where);
+    }
     if (!simple)
         return fail(t->x, n, WF_UNIMPLEMENTED, "Attention needs opset 23 (export writes %d); only the plain form (one "
-                    "head count, known head sizes, no cache, causality, window or softcap, a finite constant mask, Y "
-                    "alone) is written "
-                    "as its formula", EXPORT_OPSET);
+                    "head count, known head sizes, no cache, causality, window or softcap, a finite constant mask or "
+                    "a replacing bool one, Y alone) is written as its formula", EXPORT_OPSET);
 #undef A_I
     wf_dtype dt = wf_output_dtype(n->in[0]);
     const char *q = t->in[0], *k = t->in[1], *v = t->in[2], *sc, *s, *p, *o;
@@ -612,7 +630,14 @@ static wf_status *tr_attention(tr *t)
     WF__TRY(scalar_init(t->x, n, "scale", dt, scale, &sc));
     WF__TRY(tr_binary_helper(t, "MatMul", q, k, &s));
     WF__TRY(tr_binary_helper(t, "Mul", s, sc, &s));
-    if (n->n_in > 3 && n->in[3].node) WF__TRY(tr_binary_helper(t, "Add", s, t->in[3], &s));
+    if (where) {
+        const char *fill;
+        WF__TRY(scalar_init(t->x, n, "fill", dt, -INFINITY, &fill));
+        const char *in[3] = {t->in[3], s, fill};
+        WF__TRY(helper(t, "Where", in, 3, &s, NULL));
+    } else if (n->n_in > 3 && n->in[3].node) {
+        WF__TRY(tr_binary_helper(t, "Add", s, t->in[3], &s));
+    }
     WF__TRY(helper(t, "Softmax", &s, 1, &p, &pn));
     WF__TRY(attr_int(t->x, pn, "axis", -1));
     WF__TRY(tr_binary_helper(t, "MatMul", p, v, &o));

@@ -27,6 +27,15 @@
  * for bit. A runtime mask (HuggingFace's (1 - mask) * min) is not taken: its values are unknown here, and
  * a row of -inf would give Attention's zeros where the chain gives NaN.
  *
+ * GPT's forms: q, k and v may be the three outputs of a Split of one packed projection along its last
+ * axis (GPT-2's c_attn), and the mask may be a Where with a constant bool condition and -inf:
+ * Where(allowed, S, -inf) or masked_fill's Where(forbidden, -inf, S), which becomes Attention's bool mask
+ * (true = allowed; masked_fill's negated into a new constant) when every row allows some key. Where
+ * replaces a forbidden score by -inf, where ONNX's Attention adds -inf (a NaN or +inf score would then
+ * spread NaN over its row), so such an Attention carries weft's attribute mask_replaces = 1, which
+ * every device's kernel honours. A Where filled with float's lowest (HuggingFace's GPT-2) is not taken:
+ * where a row's allowed scores are all -inf the chain gives weight to the forbidden keys.
+ *
  * Inner nodes that something else reads stay (and are computed twice); prune drops the others.
  */
 #include <math.h>
@@ -96,8 +105,15 @@ static bool shape_elem(wf_output sh, int i, dim_ref *e)
         e->value = wf__load_i64(c->data, c->dtype, i - at);
         return true;
     }
-    /* Unsqueeze(Gather(Shape(t), k)) */
-    if (!wf__pass_is_op(pc, "Unsqueeze") || !wf__pass_is_op(pc.node->in[0], "Gather")) return false;
+    /* Unsqueeze(k) of a constant (fold's static dim, where nothing evaluated the Unsqueeze), or
+     * Unsqueeze(Gather(Shape(t), k)) */
+    if (!wf__pass_is_op(pc, "Unsqueeze") || !pc.node->in[0].node) return false;
+    if ((c = wf__pass_value(pc.node->in[0]))) {
+        if (!wf__dtype_is_int(c->dtype) || c->size != 1 || i - at != 0) return false;
+        e->value = wf__load_i64(c->data, c->dtype, 0);
+        return true;
+    }
+    if (!wf__pass_is_op(pc.node->in[0], "Gather")) return false;
     const wf_node *g = pc.node->in[0].node;
     const wf_tensor *ix = g->n_in == 2 && g->in[1].node ? wf__pass_value(g->in[1]) : NULL;
     if (!ix || ix->size != 1 || !wf__dtype_is_int(ix->dtype) || wf__attr_i(g->op, g->attrs, "axis") ||
@@ -109,22 +125,67 @@ static bool shape_elem(wf_output sh, int i, dim_ref *e)
     return e->k >= 0;
 }
 
-/* Whether v has t's leading dims 0 .. 2 (see above). */
-static bool leads_from(wf_output v, wf_output t)
+/* Whether a constant c, broadcast onto x (rank rx, dims dx) by an elementwise op, leaves x's dims as they
+ * are: rank at most x's, each of its dims 1 or x's known dim (a position table added to the embeddings). */
+static bool bcast_keeps(wf_output c, int rx, const int64_t *dx)
 {
-    for (int depth = 0; depth < 16 && v.node; depth++) {
+    const wf_tensor *v = wf__pass_value(c);
+    if (!v || v->rank > rx) return false;
+    for (int i = 0; i < v->rank; i++) {
+        int64_t d = v->dims[i], e = dx[rx - v->rank + i];
+        if (d != 1 && d != e) return false;
+    }
+    return true;
+}
+
+/* Whether v has t's leading dims 0 .. 2 (see above), within *budget steps (each residual Add walks both
+ * of its operands). */
+static bool leads_within(wf_output v, wf_output t, int *budget)
+{
+    while (v.node && --*budget > 0) {
         if (v.node == t.node && v.index == t.index) return true;
         const wf_node *n = v.node;
         const char *op = n->op->name;
-        bool through = v.index == 0 && n->n_in >= 1 &&
-                       ((!strcmp(op, "MatMul") && n->n_in == 2 && n->in[1].node && wf__pass_info(n->in[1])->rank == 2 &&
-                         !wf__attr_i(n->op, n->attrs, "transpose_a")) ||
-                        !strcmp(op, "BiasAdd") || !strcmp(op, "LayerNormalization") || !strcmp(op, "RMSNormalization") ||
-                        !strcmp(op, "Gelu") || !strcmp(op, "Relu") || !strcmp(op, "Swish") || !strcmp(op, "Identity"));
+        /* a packed projection split in three along its last axis (GPT-2's c_attn): any of its outputs */
+        if (!strcmp(op, "Split") && n->n_in >= 1 && n->in[0].node) {
+            int64_t ax = wf__attr_i(n->op, n->attrs, "axis");
+            int rk = wf__pass_info(n->in[0])->rank;
+            if (rk < 3 || (ax != -1 && ax != rk - 1)) return false;
+            v = n->in[0];
+            continue;
+        }
+        if (v.index != 0 || n->n_in < 1 || !n->in[0].node) return false;
+        /* an elementwise op with a constant that keeps the other operand's dims, or a sum of two values
+         * that both have t's leading dims (a residual connection) */
+        if ((!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) && n->n_in == 2 &&
+            n->in[1].node) {
+            const wf__tinfo *ti = wf__pass_info(v);
+            int c = wf__pass_value(n->in[1]) ? 1 : wf__pass_value(n->in[0]) ? 0 : -1;
+            if (c >= 0) {
+                if (!bcast_keeps(n->in[c], ti->rank, ti->dims)) return false;
+                v = n->in[1 - c];
+                continue;
+            }
+            if (strcmp(op, "Add") || !leads_within(n->in[1], t, budget)) return false;
+            v = n->in[0];
+            continue;
+        }
+        bool through = (!strcmp(op, "MatMul") && n->n_in == 2 && n->in[1].node && wf__pass_info(n->in[1])->rank == 2 &&
+                        !wf__attr_i(n->op, n->attrs, "transpose_a")) ||
+                       /* a 3-D Attention's Y has Q's batch and sequence (this pass's own, earlier layers) */
+                       (!strcmp(op, "Attention") && wf__pass_info(n->in[0])->rank == 3) ||
+                       !strcmp(op, "BiasAdd") || !strcmp(op, "LayerNormalization") || !strcmp(op, "RMSNormalization") ||
+                       !strcmp(op, "Gelu") || !strcmp(op, "Relu") || !strcmp(op, "Swish") || !strcmp(op, "Identity");
         if (!through) return false;
         v = n->in[0];
     }
     return false;
+}
+
+static bool leads_from(wf_output v, wf_output t)
+{
+    int budget = 256;
+    return leads_within(v, t, &budget);
 }
 
 /* Whether element e gives dim k of v (rank 3, dims dv, -1 unknown) in a Reshape of a tensor whose dim k
@@ -193,6 +254,27 @@ static bool finite_mask(wf_output o, const int64_t *full)
     return true;
 }
 
+/* Whether o is a constant bool mask that Where broadcasts onto (B, H, Sq, T) (shape as finite_mask's),
+ * read as "key allowed" when its value is `allow`, with at least one key allowed in every row: Attention
+ * zeros a row that allows none, where the chain's Softmax over -inf alone gives NaN. */
+static bool bool_mask(wf_output o, const int64_t *full, bool allow)
+{
+    const wf_tensor *m = o.node ? wf__pass_value(o) : NULL;
+    if (!m || m->dtype != WF_BOOL || m->rank < 1 || m->rank > 4 || m->dims[m->rank - 1] != full[3] || full[3] < 1)
+        return false;
+    for (int i = 0; i < m->rank - 1; i++) {
+        int64_t d = m->dims[i], f = full[4 - m->rank + i];
+        if (d != 1 && d != f) return false;
+    }
+    const uint8_t *x = m->data;
+    for (int64_t row = 0; row < m->size / full[3]; row++) {
+        bool any = false;
+        for (int64_t j = 0; j < full[3] && !any; j++) any = (x[row * full[3] + j] != 0) == allow;
+        if (!any) return false;
+    }
+    return true;
+}
+
 /* Whether q, k and v (qkvm[0..2]) are projections of one tensor (the attention's input): an ancestor of
  * q's that all three lead from. */
 static bool common_root(const wf_output *qkvm)
@@ -208,7 +290,8 @@ static bool common_root(const wf_output *qkvm)
 
 /* The attention under n (the final Reshape), as Attention's inputs (q, k, v, mask or {NULL}), heads and
  * scale; false when n is not one (see the header). */
-static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm, int64_t *heads, double *scale)
+static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm, int64_t *heads, double *scale,
+                         int *fill)
 {
     static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
     if (strcmp(n->op->name, "Reshape") || !wf__pass_is_op(in[0], "Transpose") || !perm_is(in[0].node, p0213)) return false;
@@ -218,12 +301,21 @@ static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm,
     int64_t axis = wf__attr_i(sm->op, sm->attrs, "axis");
     if ((axis != -1 && axis != 3) || !sm->in[0].node) return false;
     wf_output z = sm->in[0], s = z, mask = {NULL, 0};
-    /* [+ M] */
+    *fill = 0;
+    /* [+ M], or Where(M, S, -inf) (torch.where(allowed, s, -inf)) or Where(M, -inf, S)
+     * (s.masked_fill(forbidden, -inf)): *fill 1 or 2 */
     if (wf__pass_is_op(z, "Add") && z.node->n_in == 2) {
         for (int j = 0; j < 2 && !mask.node; j++)
             if (wf__pass_value(z.node->in[1 - j]) && !wf__pass_value(z.node->in[j]))
                 s = z.node->in[j], mask = z.node->in[1 - j];
         if (!mask.node) return false;
+    } else if (wf__pass_is_op(z, "Where") && z.node->n_in == 3 && z.node->in[0].node && z.node->in[1].node &&
+               z.node->in[2].node) {
+        const wf_output *w = z.node->in;
+        if (scalar_of(w[2]) == -INFINITY && !wf__pass_value(w[1])) s = w[1], *fill = 1;
+        else if (scalar_of(w[1]) == -INFINITY && !wf__pass_value(w[2])) s = w[2], *fill = 2;
+        else return false;
+        mask = w[0];
     }
     /* / c, * c or nothing */
     *scale = 1.0;
@@ -262,7 +354,7 @@ static bool attention_of(const wf_node *n, const wf_output *in, wf_output *qkvm,
         if (!last) return false;
     }
     int64_t full[4] = {dq[0], dq[2], dq[1], dk[1]};
-    if (mask.node && !finite_mask(mask, full)) return false;
+    if (mask.node && !(*fill ? bool_mask(mask, full, *fill == 1) : finite_mask(mask, full))) return false;
     qkvm[3] = mask;
     *heads = dq[2];
     return true;
@@ -273,10 +365,22 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     wf_output qkvm[4];
     int64_t heads;
     double scale;
-    if (attention_of(n, in, qkvm, &heads, &scale)) {
-        wf_attr a[3] = {wf_attr_int("q_num_heads", heads), wf_attr_int("kv_num_heads", heads),
-                        wf_attr_float("scale", scale)};
-        return wf__pass_emit(r, n, "Attention", n->name, qkvm, qkvm[3].node ? 4 : 3, a, 3, &out[0]);
+    int fill;
+    if (attention_of(n, in, qkvm, &heads, &scale, &fill)) {
+        wf_attr a[4] = {wf_attr_int("q_num_heads", heads), wf_attr_int("kv_num_heads", heads),
+                        wf_attr_float("scale", scale), wf_attr_int("mask_replaces", 1)};
+        if (fill == 2) { /* masked_fill's mask says which keys are forbidden: Attention's, which are allowed */
+            const wf_tensor *m = wf__pass_value(qkvm[3]);
+            wf_tensor *t = NULL;
+            char name[600];
+            WF__TRY(wf__tensor_alloc(WF_BOOL, m->rank, m->dims, "the attention's mask", &t));
+            for (int64_t i = 0; i < m->size; i++) ((uint8_t *)t->data)[i] = !((const uint8_t *)m->data)[i];
+            wf__pass_fresh_name(r->dst, n->name, "_allowed", name, sizeof name);
+            wf_status *s = wf_const(r->dst, name, t, &qkvm[3]);
+            wf_tensor_free(t);
+            WF__TRY(s);
+        }
+        return wf__pass_emit(r, n, "Attention", n->name, qkvm, qkvm[3].node ? 4 : 3, a, fill ? 4 : 3, &out[0]);
     }
     wf_node *c;
     WF__TRY(wf__pass_copy(r, n, in, &c));

@@ -10,6 +10,13 @@
  *     whose kernel fails on these values, is left as it is, so the run reports its error as before.
  * Stateful ops (random ops, Assign) and sources are never folded. Nodes whose inputs include a
  * placeholder or a variable are left alone even when their shapes are static: a feed may change them.
+ * One exception, the static dims of a value: Gather(Shape(t), i) with constant indices i becomes a
+ * constant where t's dims at i are known. A plan refuses a feed of a Placeholder or Variable whose
+ * shape contradicts a known dim (lower/plan.c), so such a dim holds on every run; a PlaceholderWithDefault's
+ * shape is only its default's, so nothing that depends on one is folded this way. PyTorch writes
+ * x.size(1) so even where only the batch is dynamic (`self.mask[:, :, :T, :T]` of a causal decoder,
+ * ShuffleNetV2's channel split), and the chain behind it (Unsqueeze, Slice of a constant, arithmetic)
+ * then folds as usual.
  */
 #include <stdio.h>
 
@@ -57,8 +64,65 @@ static wf_tensor *evaluate(wf__pass_run *r, const wf_node *c)
     return failed ? NULL : v;
 }
 
+/* Per source node: its value depends on a PlaceholderWithDefault (whose shape a feed may change). */
+static wf_status *begin(wf__pass_run *r)
+{
+    bool *dep = wf__calloc(r->src->n ? (size_t)r->src->n : 1, sizeof *dep);
+    if (!dep) return wf__oom("fold", (size_t)r->src->n);
+    for (int id = 0; id < r->src->n; id++) { /* inputs come before their readers */
+        const wf_node *n = r->src->nodes[id];
+        dep[id] = !strcmp(n->op->name, "PlaceholderWithDefault");
+        for (int i = 0; !dep[id] && i < n->n_in; i++) dep[id] = n->in[i].node && dep[n->in[i].node->id];
+    }
+    r->state = dep;
+    return NULL;
+}
+
+static void end(wf__pass_run *r) { wf__free(r->state); }
+
+/* Gather(Shape(t), i) of source node n with constant indices whose dims of t are known (see the header):
+ * their values, or NULL. */
+static wf_tensor *static_dims(const wf__pass_run *r, const wf_node *n)
+{
+    const bool *dep = r->state;
+    if (strcmp(n->op->name, "Gather") || n->n_in != 2 || wf__attr_i(n->op, n->attrs, "axis") != 0 ||
+        !wf__pass_is_op(n->in[0], "Shape") || !n->in[1].node || !n->in[0].node->in[0].node)
+        return NULL;
+    const wf_node *sh = n->in[0].node;
+    wf_output t = sh->in[0];
+    const wf_tensor *ix = wf__pass_value(n->in[1]);
+    const wf__tinfo *ti = wf__pass_info(t);
+    if (dep[t.node->id] || !ix || (ix->dtype != WF_I64 && ix->dtype != WF_I32) || ix->rank > 1 || ti->rank < 0)
+        return NULL;
+    int64_t start = wf__attr_i(sh->op, sh->attrs, "start"), stop = wf__attr_i(sh->op, sh->attrs, "end");
+    if (start < 0) start += ti->rank;
+    if (stop < 0) stop += ti->rank;
+    start = start < 0 ? 0 : start > ti->rank ? ti->rank : start;
+    stop = stop < start ? start : stop > ti->rank ? ti->rank : stop;
+    int64_t len = stop - start;
+    wf_tensor *v = NULL;
+    wf_status *s = wf__tensor_alloc(WF_I64, ix->rank, ix->dims, "a static dim", &v);
+    for (int64_t k = 0; !s && k < ix->size; k++) {
+        int64_t i = wf__load_i64(ix->data, ix->dtype, k);
+        if (i < 0) i += len;
+        int64_t d = i >= 0 && i < len ? ti->dims[start + i] : -1;
+        if (d < 0) break;
+        ((int64_t *)v->data)[k] = d;
+        if (k == ix->size - 1) return v;
+    }
+    wf_status_free(s);
+    wf_tensor_free(v);
+    return NULL;
+}
+
 static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_output *out)
 {
+    wf_tensor *dims = static_dims(r, n);
+    if (dims) {
+        wf_status *s = wf_const(r->dst, n->name, dims, &out[0]);
+        wf_tensor_free(dims);
+        return s ? wf__status_wrap(s, "fold: node '%s' (%s)", n->name, n->op->name) : NULL;
+    }
     bool all_const = !wf__pass_must_keep(n) && n->n_in > 0;
     for (int i = 0; all_const && i < n->n_in; i++) all_const = !in[i].node || is_const(in[i]);
     wf_node *c;
@@ -74,4 +138,4 @@ static wf_status *visit(wf__pass_run *r, const wf_node *n, const wf_output *in, 
     return s ? wf__status_wrap(s, "fold: node '%s' (%s)", n->name, n->op->name) : NULL;
 }
 
-const wf__pass wf__pass_fold = {"fold", NULL, NULL, visit};
+const wf__pass wf__pass_fold = {"fold", begin, end, visit};

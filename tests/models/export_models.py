@@ -90,6 +90,43 @@ class Encoder(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.rms_w
 
 
+class Decoder(nn.Module):
+    """A small GPT-style decoder: pre-LayerNorm blocks whose q, k and v come from one packed projection
+    (Linear(dim, 3 dim) split in three, as GPT-2 and nanoGPT write it), a causal mask written as
+    masked_fill(-inf) (nanoGPT) in layer 0 and as torch.where(causal, scores, finfo.min) (HuggingFace's
+    GPT-2) in layer 1, GELU's tanh form, a final LayerNorm and a tied output projection."""
+
+    def __init__(self, seq=16, dim=64, heads=4, layers=2):
+        super().__init__()
+        self.h, self.d = heads, dim // heads
+        self.pos = nn.Parameter(torch.randn(seq, dim) * 0.1)
+        self.ln1 = nn.ModuleList([nn.LayerNorm(dim) for _ in range(layers)])
+        self.attn = nn.ModuleList([nn.Linear(dim, 3 * dim) for _ in range(layers)])
+        self.proj = nn.ModuleList([nn.Linear(dim, dim) for _ in range(layers)])
+        self.ln2 = nn.ModuleList([nn.LayerNorm(dim) for _ in range(layers)])
+        self.up = nn.ModuleList([nn.Linear(dim, 4 * dim) for _ in range(layers)])
+        self.down = nn.ModuleList([nn.Linear(4 * dim, dim) for _ in range(layers)])
+        self.lnf = nn.LayerNorm(dim)
+        self.register_buffer("causal", torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        x = x + self.pos[:t]
+        for k in range(len(self.attn)):
+            q, kk, v = self.attn[k](self.ln1[k](x)).split(c, dim=2)
+            q, kk, v = (z.view(b, t, self.h, self.d).transpose(1, 2) for z in (q, kk, v))
+            s = (q @ kk.transpose(-2, -1)) * (1.0 / math.sqrt(self.d))
+            allowed = self.causal[:, :, :t, :t]
+            if k == 0:
+                s = s.masked_fill(~allowed, float("-inf"))
+            else:
+                s = torch.where(allowed, s, torch.tensor(torch.finfo(s.dtype).min))
+            a = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, c)
+            x = x + self.proj[k](a)
+            x = x + self.down[k](nn.functional.gelu(self.up[k](self.ln2[k](x)), approximate="tanh"))
+        return self.lnf(x)
+
+
 def randomize_batchnorm(model, gen):
     # Fresh BatchNorm layers hold mean 0, var 1, weight 1, bias 0, which makes them almost an
     # identity; non-trivial statistics make the exported (folded or not) normalization matter.
@@ -114,6 +151,8 @@ def build(kind):
         return torchvision.models.mobilenet_v2(weights=None)
     if kind == "encoder":
         return Encoder()
+    if kind == "decoder":
+        return Decoder()
     raise ValueError(kind)
 
 
@@ -128,6 +167,8 @@ MODELS = [
     ("mobilenet_v2", "mobilenet_v2", 13, (3, 224, 224), False),
     ("encoder", "encoder", 14, (16, 64), False),
     ("encoder_dynamic", "encoder", 14, (16, 64), False),
+    ("decoder", "decoder", 14, (16, 64), False),
+    ("decoder_dynamic", "decoder", 14, (16, 64), False),
 ]
 
 
@@ -159,11 +200,11 @@ def export_one(outdir, name, kind, opset, shape, keep_bn, batch):
     training = torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # "encoder" is exported with static shapes and "encoder_dynamic" with a dynamic batch, where PyTorch
-    # writes the heads' view as Reshape(t, Concat(Shape(t)[0], Shape(t)[1], H, D)): weft's attention
-    # pass reads both forms.
-    dyn = {} if name == "encoder" else {"input": {0: "batch"}, "output": {0: "batch"}}
-    torch.onnx.export(model, x, onnx_path, opset_version=opset, do_constant_folding=True, training=training,
+        # "encoder" and "decoder" are exported with static shapes, the others with a dynamic batch, where
+        # PyTorch writes the heads' view as Reshape(t, Concat(Shape(t)[0], Shape(t)[1], H, D)): weft's
+        # attention pass reads both forms.
+        dyn = {} if name in ("encoder", "decoder") else {"input": {0: "batch"}, "output": {0: "batch"}}
+        torch.onnx.export(model, x, onnx_path, opset_version=opset, do_constant_folding=True, training=training,
                           input_names=["input"], output_names=["output"], dynamic_axes=dyn)
     np.save(os.path.join(folder, "input.npy"), x.numpy())
     np.save(os.path.join(folder, "expected.npy"), y.numpy())

@@ -10,7 +10,9 @@
  *
  * A row whose keys the mask, causality, window or lengths all forbid is zero in Y (ONNX's rule); a
  * row whose scores are all -inf from Q and K themselves (infinite inputs) is NaN, as Softmax gives it,
- * so the fused attention keeps the unfused chain's NaN.
+ * so the fused attention keeps the unfused chain's NaN. With weft's mask_replaces (a Where-masked
+ * attention, passes/attention.c) a forbidden key's score becomes -inf instead of having -inf added, so a
+ * NaN or +inf score there drops out as it does behind Where(allowed, scores, -inf).
  */
 #include "backends/cpu/k_dnnl.h" /* dnnl_sgemm, wf__softmax_row_f32 */
 #include "backends/cpu/k_onnx.h"
@@ -33,7 +35,7 @@ typedef struct {
     double *y;                                /* B x Hq x Sq x Dv */
     const wf_tensor *mask, *nonpad;
     int64_t ms[4], mlen;                      /* mask strides over (B, Hq, Sq, key), its key length */
-    bool causal;
+    bool causal, replace;                     /* replace: mask_replaces (a forbidden key's score is -inf) */
     int64_t left, right;
     double softcap;
     int mode;
@@ -85,7 +87,7 @@ static void attn_range(void *arg, int64_t begin, int64_t end)
                 s = wf__ko_round(wf__ko_round(tanh(wf__ko_round(s / j->softcap, dt)), dt) * j->softcap, dt);
             double bias = attn_bias(j, b, h, i, kj);
             open |= bias != -INFINITY;
-            double v = wf__ko_round(s + bias, dt);
+            double v = j->replace && bias == -INFINITY ? -INFINITY : wf__ko_round(s + bias, dt);
             qk[kj] = j->mode == 2 ? v : s;
             x[kj] = wf__ko_round(v, sp);
             if (isnan(x[kj]) || x[kj] > mx) mx = x[kj]; /* NaN propagates, as numpy's max does */
@@ -160,6 +162,7 @@ typedef struct {
     int64_t ms[4], mlen;
     int64_t blocks;                       /* query blocks per head */
     float scale;
+    bool replace;                         /* mask_replaces: a forbidden key's score is -inf, not plus -inf */
 } attn_fast;
 
 static void attn_fast_range(void *arg, int64_t begin, int64_t end)
@@ -186,9 +189,9 @@ static void attn_fast_range(void *arg, int64_t begin, int64_t end)
                 for (int64_t kj = 0; kj < lim; kj++) {
                     float bias = j->bmask ? (j->bmask[off + kj * ks] ? 0.0f : -INFINITY) : j->mask[off + kj * ks];
                     open |= bias != -INFINITY;
-                    sr[kj] += bias;
+                    sr[kj] = j->replace && bias == -INFINITY ? -INFINITY : sr[kj] + bias;
                 }
-                for (int64_t kj = lim; kj < j->T; kj++) sr[kj] += -INFINITY;
+                for (int64_t kj = lim; kj < j->T; kj++) sr[kj] = j->replace ? -INFINITY : sr[kj] - INFINITY;
             }
             if (open) wf__softmax_row_f32(sr, sr, j->T);
             else memset(sr, 0, sizeof *sr * (size_t)j->T); /* no key allowed: a zero row, as ONNX says */
@@ -216,7 +219,8 @@ static wf_status *attention_fast(wf__kctx *k, const wf__ku_attn_view *vq, const 
     if ((k->out_unused & 0xe) != 0xe) return NULL;
 #undef A_I
     attn_fast j = {.q = Q->data, .k = K->data, .v = V->data, .vq = *vq, .vk = *vk, .vv = *vv, .Hq = vq->H,
-                   .rep = vq->H / vk->H, .Sq = vq->S, .T = vk->S, .Dk = vk->D, .Dv = vv->D};
+                   .rep = vq->H / vk->H, .Sq = vq->S, .T = vk->S, .Dk = vk->D, .Dv = vv->D,
+                   .replace = wf__attr_i(k->op, k->attrs, "mask_replaces") != 0};
     if (j.Sq <= 0 || j.T <= 0 || j.Dk <= 0 || j.Dv <= 0 || j.T > INT32_MAX / ATTN_ROWS || j.Dk > INT32_MAX)
         return NULL; /* empty or huge: the reference loop handles those */
     if (mask) {
@@ -296,7 +300,7 @@ wf_status *wf__k_attention(wf__kctx *k)
     attn_job j = {.B = vq.B, .Hq = vq.H, .Hkv = vk.H, .Sq = vq.S, .Skv = vk.S, .Dk = vk.D, .Dv = vv.D, .dt = Q->dtype,
                   .mask = mask, .nonpad = np, .causal = A_I("is_causal") != 0, .left = A_I("left_window_size"),
                   .right = A_I("right_window_size"), .softcap = wf__attr_f(k->op, k->attrs, "softcap"),
-                  .mode = (int)A_I("qk_matmul_output_mode")};
+                  .mode = (int)A_I("qk_matmul_output_mode"), .replace = A_I("mask_replaces") != 0};
     j.sp = (wf_dtype)A_I("softmax_precision");
     if (j.sp == WF_DTYPE_INVALID) j.sp = j.dt;
     if (!wf__dtype_is_float(j.sp))

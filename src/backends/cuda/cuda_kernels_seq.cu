@@ -257,7 +257,7 @@ __global__ void k_attention(cuk_attn a, int dt, const T *q, const T *pk, const T
             if (a.softcap > 0) s = rnd(rnd(tanh(rnd(s / a.softcap, dt)), dt) * a.softcap, dt);
             double bias = attn_bias(a, mask, np, b, h, i, kj);
             open |= bias != -INFINITY;
-            double v = rnd(s + bias, dt);
+            double v = a.replace && bias == -INFINITY ? -INFINITY : rnd(s + bias, dt);
             st_d(qkr, kj, a.mode == 2 ? v : s);
             double xv = rnd(v, sp);
             x[kj] = xv;

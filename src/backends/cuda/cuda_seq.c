@@ -223,6 +223,7 @@ static wf_status *k_attention(wf__kctx *k)
     a.left = attr_i(k, "left_window_size", -1);
     a.right = attr_i(k, "right_window_size", -1);
     a.mode = (int)attr_i(k, "qk_matmul_output_mode", 0);
+    a.replace = attr_i(k, "mask_replaces", 0) != 0;
     wf_dtype dt = Q->dtype, sp = (wf_dtype)attr_i(k, "softmax_precision", WF_DTYPE_INVALID);
     if (sp == WF_DTYPE_INVALID) sp = dt;
     if (!cu_is_float(sp))

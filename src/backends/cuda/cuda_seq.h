@@ -47,6 +47,7 @@ typedef struct cuk_attn {
     int64_t ms[4], mlen;    /* mask strides over (B, Hq, Sq, key) and its key length */
     int64_t left, right;    /* sliding window, -1: none */
     int causal, mode, sp, mask_dt, np_dt, q4;
+    int replace;            /* mask_replaces: a forbidden key's score is -inf, not plus -inf */
     double rs, softcap;     /* sqrt(scale) rounded to the dtype */
 } cuk_attn;
 

@@ -161,7 +161,7 @@ static const char *g_seq2_src =
     "}\n"
     "typedef struct {\n"
     "  long B, Hq, Hkv, Sq, T, P, Dk, Dv, qbs, qhs, qss, ms[4], mlen, left, right;\n"
-    "  int causal, mode, sp, mask_t, has_mask, has_np, q4, pad;\n"
+    "  int causal, mode, sp, mask_t, has_mask, has_np, q4, replace;\n"
     "} attn_t;\n"
     "ACC attn_bias(const attn_t *j, __global const uchar *mp, ulong mo, __global const uchar *np, ulong npo, long b,\n"
     "              long h, long i, long kj) {\n"
@@ -206,7 +206,7 @@ static const char *g_seq2_src =
     "    if (softcap > 0) s = rnd(rnd(tanh(rnd(s / softcap, dt)), dt) * softcap, dt);\n"
     "    ACC bias = attn_bias(&a, mp, mo, np, npo, b, h, i, kj);\n"
     "    open |= bias != -INFINITY;\n"
-    "    ACC v = rnd(s + bias, dt);\n"
+    "    ACC v = a.replace && bias == -INFINITY ? -INFINITY : rnd(s + bias, dt);\n"
     "    STO(qk, qkr + kj, (CT)(a.mode == 2 ? v : s));\n"
     "    ACC xv = rnd(v, sp);\n"
     "    x[kj] = xv;\n"
@@ -419,7 +419,7 @@ done:
 /* Matches attn_t in the kernel source. */
 typedef struct attn_t {
     cl_long B, Hq, Hkv, Sq, T, P, Dk, Dv, qbs, qhs, qss, ms[4], mlen, left, right;
-    cl_int causal, mode, sp, mask_t, has_mask, has_np, q4, pad;
+    cl_int causal, mode, sp, mask_t, has_mask, has_np, q4, replace; /* replace: mask_replaces */
 } attn_t;
 
 static wf_status *view_of(wf__kctx *k, const wf_tensor *t, int64_t heads, const char *what, wf__ku_attn_view *v)
@@ -469,6 +469,7 @@ wf_status *oclseq_k_attention(wf__kctx *k)
     a.left = attr_i(k, "left_window_size", -1);
     a.right = attr_i(k, "right_window_size", -1);
     a.mode = (cl_int)attr_i(k, "qk_matmul_output_mode", 0);
+    a.replace = attr_i(k, "mask_replaces", 0) != 0;
     wf_dtype dt = Q->dtype, sp = (wf_dtype)attr_i(k, "softmax_precision", WF_DTYPE_INVALID);
     if (sp == WF_DTYPE_INVALID) sp = dt;
     if (!oclew_is_float(sp))
