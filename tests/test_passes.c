@@ -364,6 +364,61 @@ static void test_fold_static_dims(void)
     wf_graph_free(g);
 }
 
+/* Shape inference's small integer values (graph.c): the integer ops between a Shape of a known shape and a
+ * Reshape compute their value while the graph is built (Gather with a negative index, Div truncating,
+ * Unsqueeze, Concat, Slice, Sub, Neg, Cast), each against the value worked out by hand; a division by
+ * zero, an index out of range and a float input leave it unknown. */
+static const wf_tensor *value_of(wf_output o) { return o.node && o.node->out_value ? o.node->out_value[o.index] : NULL; }
+
+static void expect_value(wf_output o, int n, const int64_t *want)
+{
+    const wf_tensor *v = value_of(o);
+    CHECK(v && (int)v->size == n);
+    for (int i = 0; v && i < n && i < (int)v->size; i++) CHECK_INT((int)wf__load_i64(v->data, v->dtype, i), (int)want[i]);
+}
+
+static void test_small_values(void)
+{
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    wf_output x;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, (int64_t[]){3, 6, 4}, &x));
+    wf_output s = op1(g, "Shape", "s", &x, 1, NULL, 0); /* [3, 6, 4] */
+    int64_t i1 = 1, im1[2] = {-1, 0}, zero = 0, two = 2, five = 5, i9 = 9, st = 1, en = 3;
+    wf_output g1 = op1(g, "Gather", "g1", (wf_output[]){s, konst(g, "i1", WF_I64, 0, NULL, &i1)}, 2, NULL, 0);
+    wf_output gm = op1(g, "Gather", "gm", (wf_output[]){s, konst(g, "im1", WF_I64, 1, (int64_t[]){2}, im1)}, 2, NULL, 0);
+    wf_output h = op1(g, "Div", "h", (wf_output[]){g1, konst(g, "two", WF_I64, 0, NULL, &two)}, 2, NULL, 0);
+    wf_output u = op1(g, "Unsqueeze", "u", (wf_output[]){h, konst(g, "ax", WF_I64, 1, (int64_t[]){1}, &zero)}, 2, NULL, 0);
+    wf_attr ca = wf_attr_int("axis", 0);
+    wf_output c = op1(g, "Concat", "c", (wf_output[]){u, konst(g, "five", WF_I64, 1, (int64_t[]){1}, &five), gm}, 3, &ca, 1);
+    wf_output sl = op1(g, "Slice", "sl", (wf_output[]){s, konst(g, "st", WF_I64, 1, (int64_t[]){1}, &st),
+                                                      konst(g, "en", WF_I64, 1, (int64_t[]){1}, &en)}, 3, NULL, 0);
+    wf_output d = op1(g, "Sub", "d", (wf_output[]){sl, konst(g, "one", WF_I64, 0, NULL, &i1)}, 2, NULL, 0);
+    wf_output ng = op1(g, "Neg", "ng", &d, 1, NULL, 0);
+    wf_attr to32 = wf_attr_dtype("to", WF_I32);
+    wf_output c32 = op1(g, "Cast", "c32", &ng, 1, &to32, 1);
+    expect_value(g1, 1, (int64_t[]){6});
+    expect_value(gm, 2, (int64_t[]){4, 3});
+    expect_value(h, 1, (int64_t[]){3});
+    expect_value(c, 4, (int64_t[]){3, 5, 4, 3});
+    expect_value(sl, 2, (int64_t[]){6, 4});
+    expect_value(ng, 2, (int64_t[]){-5, -3});
+    expect_value(c32, 2, (int64_t[]){-5, -3});
+    CHECK(value_of(c32) && value_of(c32)->dtype == WF_I32);
+    /* unknown: by zero, out of range, a float */
+    wf_output z = op1(g, "Div", "z", (wf_output[]){g1, konst(g, "zero", WF_I64, 0, NULL, &zero)}, 2, NULL, 0);
+    CHECK(value_of(z) == NULL);
+    wf_node *bad = NULL;
+    wf_status *st9 = wf_op(g, "Gather", "g9", (wf_output[]){s, konst(g, "i9", WF_I64, 0, NULL, &i9)}, 2, NULL, 0, &bad);
+    if (!st9) CHECK(value_of((wf_output){bad, 0}) == NULL);
+    wf_status_free(st9);
+    wf_attr tof = wf_attr_dtype("to", WF_F32);
+    wf_output fl = op1(g, "Cast", "fl", &g1, 1, &tof, 1);
+    CHECK(value_of(fl) == NULL);
+    wf_graph_free(g);
+}
+
 /* Fed nodes the fetches do not need stay (the plan checks their feeds); what only they need goes. An
  * Assign is kept, and its variable when fed; a constant's tensor is the graph's own (not a copy). */
 static void test_keep_and_share(void)
@@ -1629,19 +1684,33 @@ static void test_prologue_dynamic_batch(void)
     for (int i = 0; i < B * C; i++) mb[i] = (float)(i % 3) - 1;
     t = op1(g, "Add", "ab", (wf_output[]){x, konst(g, "mb", WF_F32, 3, (int64_t[]){B, 1, C}, mb)}, 2, NULL, 0);
     CHECK_OK(wf_softmax(g, "smb", t, -1, &y[2]));
+    /* scores reshaped to a shape computed from Shape(x), as PyTorch writes x.view(x.size(0), R, C): the plan
+     * evaluates the shape with the fed batch (graph.c's small values), so the Softmax knows its dims */
+    int64_t zero = 0, two[2] = {R, C};
+    float half = 2.0f;
+    wf_output sh = op1(g, "Shape", "shx", &x, 1, NULL, 0);
+    wf_output b0 = op1(g, "Gather", "b0", (wf_output[]){sh, konst(g, "i0", WF_I64, 0, NULL, &zero)}, 2, NULL, 0);
+    wf_output u0 = op1(g, "Unsqueeze", "u0", (wf_output[]){b0, konst(g, "ax0", WF_I64, 1, (int64_t[]){1}, &zero)}, 2, NULL, 0);
+    wf_attr ca = wf_attr_int("axis", 0);
+    wf_output to = op1(g, "Concat", "to", (wf_output[]){u0, konst(g, "rc", WF_I64, 1, (int64_t[]){2}, two)}, 2, &ca, 1);
+    wf_output rs = op1(g, "Reshape", "rs", (wf_output[]){op1(g, "Relu", "rx", &x, 1, NULL, 0), to}, 2, NULL, 0);
+    t = op1(g, "Div", "dr", (wf_output[]){rs, konst(g, "half", WF_F32, 0, NULL, &half)}, 2, NULL, 0);
+    t = op1(g, "Add", "ar", (wf_output[]){t, konst(g, "mask2", WF_F32, 2, (int64_t[]){R, C}, mask)}, 2, NULL, 0);
+    CHECK_OK(wf_softmax(g, "smr", t, -1, &y[3]));
     wf_tensor *out[2][8] = {{NULL}};
     char *pl = NULL;
-    run_prologue_levels(g, 1, &x, (int[]){3}, (const int64_t *[]){(int64_t[]){B, R, C}}, (const float *[]){xv}, y, 3, out,
+    run_prologue_levels(g, 1, &x, (int[]){3}, (const int64_t *[]){(int64_t[]){B, R, C}}, (const float *[]){xv}, y, 4, out,
                         &pl);
     if (pl) {
         CHECK_STR_CONTAINS(pl, "sm: (Softmax+Add)");
         CHECK_STR_CONTAINS(pl, "ln: (LayerNormalization+Add)");
         CHECK_STR_CONTAINS(pl, "smb: (Softmax+Add)");
+        CHECK_STR_CONTAINS(pl, "smr: (Softmax+Div+Add)");
     }
     wf_free(pl);
-    check_prologue_bits(out, 3, E);
+    check_prologue_bits(out, 4, E);
     for (int lv = 0; lv < 2; lv++)
-        for (int k = 0; k < 3; k++) wf_tensor_free(out[lv][k]);
+        for (int k = 0; k < 4; k++) wf_tensor_free(out[lv][k]);
     wf_graph_free(g);
 }
 
@@ -3697,6 +3766,7 @@ int main(void)
     RUN_TEST(test_cse);
     RUN_TEST(test_fold);
     RUN_TEST(test_fold_static_dims);
+    RUN_TEST(test_small_values);
     RUN_TEST(test_keep_and_share);
     RUN_TEST(test_options_and_dump);
     RUN_TEST(test_simplify_algebra);

@@ -236,6 +236,119 @@ static wf_status *set_attrs(const char *name, const wf__op_def *op, const wf_att
     return NULL;
 }
 
+/* ---- small integer values ------------------------------------------------------------------------
+ * Shape inference knows the value of a Shape of a known shape and of a constant. Models compute the
+ * shapes they reshape to from those values (PyTorch: x.view(x.size(0), x.size(1), H, D) is
+ * Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), ...)), ShuffleNetV2's x.size(1) // 2), so the
+ * integer ops between a Shape and a Reshape compute their value here too, where every input's value is
+ * known and small: Gather along axis 0, the view ops (Unsqueeze, Squeeze, Reshape, Flatten, Identity:
+ * the same elements), Concat of vectors, Slice of a vector, Add, Sub, Mul and Div (truncating, as the
+ * kernels; not by 0), Neg, Cast between integer types. At build time that lets fold take the whole
+ * chain; at plan time (lower/plan.c reinfer, with the fed shapes) it gives a dynamic batch's Reshapes
+ * concrete shapes, so lowering fuses what a static model's would. Anything else (an index out of range,
+ * overflow, a result the inferred shape does not hold) leaves the value unknown, for the kernel to
+ * compute or to report. */
+#define SMALL_VALUE_MAX 64
+
+static bool small_int(const wf_tensor *t)
+{
+    return t && (t->dtype == WF_I64 || t->dtype == WF_I32) && t->rank <= 1 && t->size <= SMALL_VALUE_MAX;
+}
+
+static int64_t sv_at(const wf_tensor *t, int64_t i)
+{
+    return t->dtype == WF_I64 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
+}
+
+/* The value of n's output 0 in v (count in *nv), or false. */
+static bool small_eval(const wf_node *n, wf_tensor *const *iv, int64_t *v, int64_t *nv)
+{
+    const char *op = n->op->name;
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i].node && !small_int(iv[i])) return false;
+    if (n->n_in < 1 || !iv[0]) return false;
+    const wf_tensor *a = iv[0], *b = n->n_in > 1 ? iv[1] : NULL;
+    if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze") || !strcmp(op, "Reshape") || !strcmp(op, "Flatten") ||
+        !strcmp(op, "Identity") || !strcmp(op, "Cast")) {
+        *nv = a->size;
+        for (int64_t i = 0; i < a->size; i++) v[i] = sv_at(a, i);
+        return true;
+    }
+    if (!strcmp(op, "Neg") && n->n_in == 1) {
+        *nv = a->size;
+        for (int64_t i = 0; i < a->size; i++) {
+            if (sv_at(a, i) == INT64_MIN) return false;
+            v[i] = -sv_at(a, i);
+        }
+        return true;
+    }
+    if (!strcmp(op, "Gather") && b && a->rank == 1 && !wf__attr_i(n->op, n->attrs, "axis")) {
+        *nv = b->size;
+        for (int64_t i = 0; i < b->size; i++) {
+            int64_t k = sv_at(b, i);
+            if (k < 0) k += a->size;
+            if (k < 0 || k >= a->size) return false;
+            v[i] = sv_at(a, k);
+        }
+        return true;
+    }
+    if (!strcmp(op, "Concat")) {
+        int64_t ax = wf__attr_i(n->op, n->attrs, "axis");
+        if (ax != 0 && ax != -1) return false;
+        *nv = 0;
+        for (int i = 0; i < n->n_in; i++) {
+            if (!iv[i] || iv[i]->rank != 1) return false;
+            for (int64_t j = 0; j < iv[i]->size; j++) v[(*nv)++] = sv_at(iv[i], j);
+        }
+        return true;
+    }
+    if (!strcmp(op, "Slice") && a->rank == 1 && n->n_in >= 3 && b && iv[2] && b->size == 1 && iv[2]->size == 1) {
+        if (n->n_in > 3 && iv[3] && (iv[3]->size != 1 || (sv_at(iv[3], 0) != 0 && sv_at(iv[3], 0) != -1))) return false;
+        int64_t step = n->n_in > 4 && iv[4] ? (iv[4]->size == 1 ? sv_at(iv[4], 0) : 0) : 1;
+        if (step < 1) return false; /* forward slices only */
+        int64_t len = a->size, st = sv_at(b, 0), en = sv_at(iv[2], 0);
+        st = st < 0 ? (st + len < 0 ? 0 : st + len) : st > len ? len : st;
+        en = en < 0 ? (en + len < 0 ? 0 : en + len) : en > len ? len : en;
+        *nv = 0;
+        for (int64_t i = st; i < en; i += step) v[(*nv)++] = sv_at(a, i);
+        return true;
+    }
+    bool add = !strcmp(op, "Add"), sub = !strcmp(op, "Sub"), mul = !strcmp(op, "Mul"), div = !strcmp(op, "Div");
+    if ((add || sub || mul || div) && b && n->n_in == 2) {
+        if (a->size != b->size && a->size != 1 && b->size != 1) return false;
+        *nv = a->size > b->size ? a->size : b->size;
+        for (int64_t i = 0; i < *nv; i++) {
+            int64_t x = sv_at(a, a->size == 1 ? 0 : i), y = sv_at(b, b->size == 1 ? 0 : i), r;
+            if (add ? __builtin_add_overflow(x, y, &r) : sub ? __builtin_sub_overflow(x, y, &r)
+                : mul ? __builtin_mul_overflow(x, y, &r) : (y == 0 || (x == INT64_MIN && y == -1)))
+                return false;
+            v[i] = div ? x / y : r;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* n's output 0 as a small integer value where small_eval computes one that fits out's dtype and shape. */
+static wf_status *small_value(const wf_node *n, wf_tensor *const *in_value, const wf__tinfo *out, wf_tensor **out_value)
+{
+    int64_t v[SMALL_VALUE_MAX], nv = 0;
+    const wf__tinfo *o = &out[0];
+    if (n->n_out != 1 || out_value[0] || (o->dtype != WF_I64 && o->dtype != WF_I32) || o->rank < 0 || o->rank > 1 ||
+        !wf__tinfo_known(o) || !small_eval(n, in_value, v, &nv) || nv != wf__numel(o->rank, o->dims))
+        return NULL;
+    for (int64_t i = 0; i < nv; i++)
+        if (o->dtype == WF_I32 && (v[i] < INT32_MIN || v[i] > INT32_MAX)) return NULL;
+    wf_tensor *t = NULL;
+    WF__TRY(wf_tensor_new(o->dtype, o->rank, o->dims, NULL, &t));
+    for (int64_t i = 0; i < nv; i++) {
+        if (o->dtype == WF_I64) ((int64_t *)t->data)[i] = v[i];
+        else ((int32_t *)t->data)[i] = (int32_t)v[i];
+    }
+    out_value[0] = t;
+    return NULL;
+}
+
 wf_status *wf__node_infer(const wf_node *n, const wf__tinfo *in, wf_tensor *const *in_value,
                           wf__tinfo *out, wf_tensor **out_value)
 {
@@ -266,6 +379,7 @@ wf_status *wf__node_infer(const wf_node *n, const wf__tinfo *in, wf_tensor *cons
             if (!wf__dtype_valid(out[i].dtype))
                 s = wf__status(WF_INTERNAL, "node '%s' (%s): shape function left output %d without a dtype",
                                n->name, n->op->name, i);
+    if (!s && out_value && in_value) s = small_value(n, in_value, out, out_value);
     if (s && out_value)
         for (int i = 0; i < n->n_out; i++) {
             wf_tensor_free(out_value[i]);
