@@ -3073,14 +3073,19 @@ static void ref_pool(const double *x, int P, int H, int W, int K, int st, int p,
  * average pool (3x3/2 with padding and ceil_mode, so windows are clipped by the padding and by the
  * overhang): c1 -> mp -> {ca, cb} -> cat -> ap -> c2, every value between c1 and c2 blocked, against a
  * double reference with NaN and infinities in one image, at levels 0, 2 and 3, with count_include_pad
- * off and on. */
-static void layout_pool_concat(bool include_pad)
+ * off and on. At 7x7 every pooled row has edge windows only; at 33x33 (pools of 17 and 9 outputs a row)
+ * the blocked pools' four-at-a-time path over interior windows runs too, with a NaN and infinities
+ * inside them. */
+static void layout_pool_concat(bool include_pad, int H)
 {
-    enum { N = 2, C = 16, H = 7, W = 7, PH = 4, AH = 3 };
+    enum { N = 2, C = 16, HM = 33 };
+    const int W = H, PH = (H - 1 + 1) / 2 + 1, AH = (PH - 1 + 1) / 2 + 1; /* ceil((n + 2 - 3) / 2) + 1 */
     wf_graph *g = NULL;
     CHECK_OK(wf_graph_new(&g));
     if (!g) return;
-    static float w1[C * C * 9], b1[C], wa[C * C], wb[C * C * 9], w2[C * 2 * C], xv[N * C * H * W];
+    /* the CPU's layout: at 33x33 the placer would move some nodes to the emulated GPU */
+    CHECK_OK(wf_graph_set_device(g, "CPU:0"));
+    static float w1[C * C * 9], b1[C], wa[C * C], wb[C * C * 9], w2[C * 2 * C], xv[N * C * HM * HM];
     uint32_t r = 19;
 #define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
     for (size_t i = 0; i < sizeof w1 / sizeof *w1; i++) w1[i] = RND() * 0.5f;
@@ -3088,11 +3093,16 @@ static void layout_pool_concat(bool include_pad)
     for (size_t i = 0; i < sizeof wa / sizeof *wa; i++) wa[i] = RND();
     for (size_t i = 0; i < sizeof wb / sizeof *wb; i++) wb[i] = RND() * 0.4f;
     for (size_t i = 0; i < sizeof w2 / sizeof *w2; i++) w2[i] = RND() * 0.5f;
-    for (size_t i = 0; i < sizeof xv / sizeof *xv; i++) xv[i] = RND() * 4;
+    for (int i = 0; i < N * C * H * W; i++) xv[i] = RND() * 4;
 #undef RND
-    xv[((1 * C + 2) * H + 6) * W + 6] = NAN; /* a corner, in the ceil_mode windows */
+    xv[((1 * C + 2) * H + H - 1) * W + W - 1] = NAN; /* a corner, in the ceil_mode windows */
     xv[((1 * C + 7) * H + 3) * W + 0] = INFINITY;
     xv[((1 * C + 11) * H + 0) * W + 4] = -INFINITY;
+    if (H > 7) { /* inside the interior windows */
+        xv[((1 * C + 5) * H + 12) * W + 9] = NAN;
+        xv[((0 * C + 9) * H + 20) * W + 14] = INFINITY;
+        xv[((0 * C + 13) * H + 8) * W + 22] = -INFINITY;
+    }
     wf_output x, v1, mp, ca, cb, cat, ap, c2;
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
     int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, k3[2] = {3, 3};
@@ -3112,12 +3122,13 @@ static void layout_pool_concat(bool include_pad)
     ap = node0(g, "AvgPool2D", "ap", &cat, 1, poolat, 5);
     c2 = node0(g, "Conv2D", "c2", (wf_output[]){ap, konst(g, "w2", WF_F32, 4, (int64_t[]){C, 2 * C, 1, 1}, w2)}, 2, NULL, 0);
 
-    static double xd[N * C * H * W], t1[N * C * H * W], tm[N * C * PH * PH], tc[N * 2 * C * PH * PH];
-    static double ta[N * 2 * C * AH * AH], want[N * C * AH * AH], tb[N * C * PH * PH], tq[N * C * PH * PH];
-    for (size_t i = 0; i < sizeof xd / sizeof *xd; i++) xd[i] = xv[i];
+    enum { PM = 17, AM = 9 };
+    static double xd[N * C * HM * HM], t1[N * C * HM * HM], tm[N * C * PM * PM], tc[N * 2 * C * PM * PM];
+    static double ta[N * 2 * C * AM * AM], want[N * C * AM * AM], tb[N * C * PM * PM], tq[N * C * PM * PM];
+    for (int i = 0; i < N * C * H * W; i++) xd[i] = xv[i];
     int oh, ow;
     ref_conv(xd, N, C, H, W, w1, C, 3, 1, 1, 1, b1, t1, &oh, &ow);
-    for (size_t i = 0; i < sizeof t1 / sizeof *t1; i++) t1[i] = relu_d(t1[i]);
+    for (int i = 0; i < N * C * H * W; i++) t1[i] = relu_d(t1[i]);
     ref_pool(t1, N * C, H, W, 3, 2, 1, PH, PH, true, false, tm);
     ref_conv(tm, N, C, PH, PH, wa, C, 1, 1, 0, 1, NULL, tq, &oh, &ow);
     ref_conv(tm, N, C, PH, PH, wb, C, 3, 1, 1, 1, NULL, tb, &oh, &ow);
@@ -3157,8 +3168,10 @@ static void layout_pool_concat(bool include_pad)
 
 static void test_layout_pool_concat(void)
 {
-    layout_pool_concat(false);
-    layout_pool_concat(true);
+    layout_pool_concat(false, 7);
+    layout_pool_concat(true, 7);
+    layout_pool_concat(false, 33);
+    layout_pool_concat(true, 33);
 }
 
 static void test_layout_plain(void)

@@ -3,9 +3,9 @@
  * lets one large kernel at a time use every core while any other that starts meanwhile runs on its
  * own thread, so concurrent nodes never oversubscribe the cores.
  *
- * A parallel region costs a wake-up of the other threads and a barrier: with libgomp waiting passively
- * (OMP_WAIT_POLICY=PASSIVE, which the weft executables set, see tools/weft/omp_passive.c) about 10-30 us
- * on 2 cores. A kernel the placer estimates below WF__INTRA_MIN_EST therefore runs on the calling
+ * A parallel region costs a wake-up of the other threads and a barrier: 1-4 us while libgomp's threads
+ * still spin from the last region (its default, GOMP_SPINCOUNT 300000, about 3 ms), 10-90 us once they
+ * sleep (OMP_WAIT_POLICY=PASSIVE) on 2 cores. A kernel the placer estimates below WF__INTRA_MIN_EST therefore runs on the calling
  * thread: on the test models' small layers (MLP, LeNet-5, attention) the region cost more than it saved
  * (LeNet-5 0.40 ms a run with regions, 0.20 ms without). The estimates run low: MobileNetV3-small's
  * convolutions take 1.4x their estimate alone (median; 22 us estimates are 34-40 us), so at 30 us they
