@@ -3166,6 +3166,175 @@ static void layout_pool_concat(bool include_pad, int H)
     wf_graph_free(g);
 }
 
+/* The CPU's blocked Add, Sub, Mul and Div with one value per channel (k_elementwise.c's fixed-block loops):
+ * c1 (blocked out) -> op(c1, s) and op(s, c1) for each op, s [1, C, 1, 1] or [N, C, 1, 1] -> a 1x1
+ * convolution each. At level 3 the eight ops run blocked in and out; levels 0 and 3 against a double
+ * reference, with NaN and infinities in the second image and a zero and a negative divisor. */
+static void test_layout_per_channel(void)
+{
+    enum { N = 2, C = 16, H = 5, W = 5, NY = 8 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    CHECK_OK(wf_graph_set_device(g, "CPU:0")); /* the CPU's layout */
+    static float w1[C * C * 9], w2[NY][C * C], s1[C], sn[N * C], xv[N * C * H * W];
+    uint32_t r = 23;
+#define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
+    for (size_t i = 0; i < sizeof w1 / sizeof *w1; i++) w1[i] = RND() * 0.4f;
+    for (int k = 0; k < NY; k++)
+        for (int i = 0; i < C * C; i++) w2[k][i] = RND();
+    for (int i = 0; i < C; i++) s1[i] = RND() + 0.8f;
+    for (int i = 0; i < N * C; i++) sn[i] = RND() * 3;
+    for (size_t i = 0; i < sizeof xv / sizeof *xv; i++) xv[i] = RND() * 4;
+#undef RND
+    s1[3] = -1.5f, sn[C + 7] = 0; /* a negative scale; a zero divisor in image 1 */
+    xv[((1 * C + 4) * H + 2) * W + 2] = NAN;
+    xv[((1 * C + 9) * H + 0) * W + 3] = INFINITY;
+    xv[((1 * C + 14) * H + 4) * W + 1] = -INFINITY;
+    wf_output x, c1, y[NY];
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
+    int64_t p1[4] = {1, 1, 1, 1};
+    wf_attr pad1[1] = {wf_attr_ints("pads", p1, 4)};
+    c1 = node0(g, "Conv2D", "c1", (wf_output[]){x, konst(g, "w1", WF_F32, 4, (int64_t[]){C, C, 3, 3}, w1)}, 2, pad1, 1);
+    wf_output ks1 = konst(g, "s1", WF_F32, 4, (int64_t[]){1, C, 1, 1}, s1);
+    wf_output ksn = konst(g, "sn", WF_F32, 4, (int64_t[]){N, C, 1, 1}, sn);
+    static const char *const ops[4] = {"Add", "Sub", "Mul", "Div"};
+    for (int k = 0; k < NY; k++) {
+        char on[16], wn[16], cn[16];
+        snprintf(on, sizeof on, "e%d", k);
+        snprintf(wn, sizeof wn, "w2_%d", k);
+        snprintf(cn, sizeof cn, "c2_%d", k);
+        wf_output s = k % 2 ? ksn : ks1, e;
+        /* k 0-3: op(c1, s); 4-7: op(s, c1) */
+        e = node0(g, ops[k % 4], on, k < 4 ? (wf_output[]){c1, s} : (wf_output[]){s, c1}, 2, NULL, 0);
+        y[k] = node0(g, "Conv2D", cn, (wf_output[]){e, konst(g, wn, WF_F32, 4, (int64_t[]){C, C, 1, 1}, w2[k])}, 2, NULL, 0);
+    }
+    static double xd[N * C * H * W], t1[N * C * H * W], te[N * C * H * W], want[NY][N * C * H * W];
+    for (int i = 0; i < N * C * H * W; i++) xd[i] = xv[i];
+    int oh, ow;
+    ref_conv(xd, N, C, H, W, w1, C, 3, 1, 1, 1, NULL, t1, &oh, &ow);
+    for (int k = 0; k < NY; k++) {
+        for (int i = 0; i < N * C * H * W; i++) {
+            int n = i / (C * H * W), c = i / (H * W) % C;
+            double a = t1[i], sv = k % 2 ? sn[n * C + c] : s1[c];
+            double l = k < 4 ? a : sv, rr = k < 4 ? sv : a;
+            te[i] = k % 4 == 0 ? l + rr : k % 4 == 1 ? l - rr : k % 4 == 2 ? l * rr : l / rr;
+        }
+        ref_conv(te, N, C, H, W, w2[k], C, 1, 1, 0, 1, NULL, want[k], &oh, &ow);
+    }
+    for (int level = 0; level <= 3; level += 3) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out[NY] = {NULL};
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, y, NY, out, NULL));
+        for (int k = 0; k < NY; k++) {
+            const float *o = out[k] && wf_tensor_size(out[k]) == N * C * H * W ? wf_tensor_data(out[k]) : NULL;
+            CHECK(o != NULL);
+            for (int i = 0; o && i < N * C * H * W; i++) check_same(o[i], want[k][i], 1e-4 * (1 + fabs(want[k][i])));
+            wf_tensor_free(out[k]);
+        }
+        char *pl = NULL;
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, y, NY, &pl));
+        for (int k = 0; pl && level == 3 && k < NY; k++) {
+            char line[64];
+            snprintf(line, sizeof line, "e%d: (%s; blocked in, out)", k, ops[k % 4]);
+            CHECK_STR_CONTAINS(pl, line);
+        }
+        wf_free(pl);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    wf_graph_free(g);
+}
+
+/* An inference BatchNormalization kept blocked between convolutions (DenseNet's pre-activation BN after
+ * each Concat), with and without the Relu it takes, over two channel blocks and two images (k_norm.c's
+ * plane-by-plane loops): levels 0 and 3 against a double reference, NaN and infinities in image 1. */
+static void test_layout_batchnorm(void)
+{
+    enum { N = 2, C = 32, H = 5, W = 6 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    if (!g) return;
+    CHECK_OK(wf_graph_set_device(g, "CPU:0")); /* the CPU's layout */
+    static float w1[C * C * 9], w2[2][C * C], sc[C], bi[C], mu[C], va[C], xv[N * C * H * W];
+    uint32_t r = 31;
+#define RND() ((float)((r = r * 1103515245u + 12345u) >> 8 & 0xffff) / 65536.0f - 0.5f)
+    for (size_t i = 0; i < sizeof w1 / sizeof *w1; i++) w1[i] = RND() * 0.3f;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < C * C; i++) w2[k][i] = RND();
+    for (int i = 0; i < C; i++) sc[i] = RND() * 2, bi[i] = RND(), mu[i] = RND(), va[i] = RND() + 0.6f;
+    for (size_t i = 0; i < sizeof xv / sizeof *xv; i++) xv[i] = RND() * 4;
+#undef RND
+    xv[((1 * C + 5) * H + 2) * W + 3] = NAN;
+    xv[((1 * C + 20) * H + 4) * W + 0] = INFINITY;
+    wf_output x, c1, bn[2], y[2];
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
+    int64_t p1[4] = {1, 1, 1, 1};
+    wf_attr pad1[1] = {wf_attr_ints("pads", p1, 4)};
+    c1 = node0(g, "Conv2D", "c1", (wf_output[]){x, konst(g, "w1", WF_F32, 4, (int64_t[]){C, C, 3, 3}, w1)}, 2, pad1, 1);
+    wf_output pin[5] = {c1, konst(g, "sc", WF_F32, 1, (int64_t[]){C}, sc), konst(g, "bi", WF_F32, 1, (int64_t[]){C}, bi),
+                        konst(g, "mu", WF_F32, 1, (int64_t[]){C}, mu), konst(g, "va", WF_F32, 1, (int64_t[]){C}, va)};
+    bn[0] = op1(g, "BatchNormalization", "bnr", pin, 5, NULL, 0);
+    CHECK_OK(wf_relu(g, "relu", bn[0], &bn[0]));
+    wf_attr eps = wf_attr_float("epsilon", 1e-3); /* another node than bnr's, which cse would merge */
+    bn[1] = op1(g, "BatchNormalization", "bn", pin, 5, &eps, 1);
+    for (int k = 0; k < 2; k++) {
+        char wn[8], cn[8];
+        snprintf(wn, sizeof wn, "w2_%d", k);
+        snprintf(cn, sizeof cn, "c2_%d", k);
+        y[k] = node0(g, "Conv2D", cn, (wf_output[]){bn[k], konst(g, wn, WF_F32, 4, (int64_t[]){C, C, 1, 1}, w2[k])}, 2,
+                     NULL, 0);
+    }
+    static double xd[N * C * H * W], t1[N * C * H * W], tb[N * C * H * W], want[2][N * C * H * W];
+    for (int i = 0; i < N * C * H * W; i++) xd[i] = xv[i];
+    int oh, ow;
+    ref_conv(xd, N, C, H, W, w1, C, 3, 1, 1, 1, NULL, t1, &oh, &ow);
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < N * C * H * W; i++) {
+            int c = i / (H * W) % C;
+            double a = sc[c] / sqrt((double)va[c] + (k == 0 ? 1e-5 : 1e-3)), v = t1[i] * a + (bi[c] - mu[c] * a);
+            tb[i] = k == 0 ? relu_d(v) : v;
+        }
+        ref_conv(tb, N, C, H, W, w2[k], C, 1, 1, 0, 1, NULL, want[k], &oh, &ow);
+    }
+    int nan_seen = 0;
+    for (int i = 0; i < N * C * H * W; i++) nan_seen += isnan(want[0][i]);
+    CHECK(nan_seen > 0 && nan_seen < N * C * H * W);
+    for (int level = 0; level <= 3; level += 3) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out[2] = {NULL, NULL};
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, y, 2, out, NULL));
+        for (int k = 0; k < 2; k++) {
+            const float *o = out[k] && wf_tensor_size(out[k]) == N * C * H * W ? wf_tensor_data(out[k]) : NULL;
+            CHECK(o != NULL);
+            for (int i = 0; o && i < N * C * H * W; i++) check_same(o[i], want[k][i], 1e-4 * (1 + fabs(want[k][i])));
+            wf_tensor_free(out[k]);
+        }
+        char *pl = NULL;
+        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, y, 2, &pl));
+        if (pl && level == 3) {
+            CHECK_STR_CONTAINS(pl, "bnr: (BatchNormalization+Relu; blocked in, out)");
+            CHECK_STR_CONTAINS(pl, "bn: (BatchNormalization; blocked in, out)");
+        }
+        wf_free(pl);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+    wf_graph_free(g);
+}
+
 static void test_layout_pool_concat(void)
 {
     layout_pool_concat(false, 7);
@@ -3811,6 +3980,8 @@ int main(void)
     RUN_TEST(test_gap_blocked_many);
     RUN_TEST(test_layout_plain);
     RUN_TEST(test_layout_pool_concat);
+    RUN_TEST(test_layout_per_channel);
+    RUN_TEST(test_layout_batchnorm);
     RUN_TEST(test_jit_chain);
     RUN_TEST(test_jit_chain_opencl);
     RUN_TEST(test_jit_chain_cuda);

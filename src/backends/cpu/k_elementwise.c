@@ -444,7 +444,41 @@ typedef struct pc_job {
     int64_t c, hw, blk; /* blk 0: nhwc */
     bool s_batch;       /* the per-channel operand has the input's N (else 1) */
     bool s_first;       /* the per-channel operand is the op's first input */
+    char kind;          /* '+', '-', '*', '/': the op, for the fixed-block loops */
 } pc_job;
+
+/* nChw8c / nChw16c with the block's values held in registers, plane by plane (one image's block of
+ * channels over its pixels): a call of fn per pixel cost about as much as the arithmetic (EfficientNet-B0's
+ * 16 squeeze-and-excitation Muls, 1.3 ms traced against ONNX Runtime's 0.84). The same IEEE operation as
+ * fn, element by element. */
+#define PC_LOOP(VV, EXPR)                                                                                     \
+    for (int64_t p = 0; p < m; p++) _Pragma("omp simd") for (int c = 0; c < VV; c++) {                          \
+            float xv = x[p * VV + c];                                                                          \
+            o[p * VV + c] = (EXPR);                                                                            \
+        }
+#define PC_BLOCKED(NAME, VV)                                                                                   \
+    WF__VEC static void NAME(void *arg, int64_t r0, int64_t r1)                                                \
+    {                                                                                                          \
+        const pc_job *j = arg;                                                                                 \
+        int64_t cb = j->c / VV;                                                                                \
+        for (int64_t r = r0; r < r1;) {                                                                        \
+            int64_t plane = r / j->hw, end = (plane + 1) * j->hw < r1 ? (plane + 1) * j->hw : r1, m = end - r; \
+            const float *sp = j->s + (j->s_batch ? plane / cb * j->c : 0) + plane % cb * VV;                   \
+            float s[VV];                                                                                       \
+            for (int c = 0; c < VV; c++) s[c] = sp[c];                                                         \
+            const float *x = j->x + r * VV;                                                                    \
+            float *o = j->o + r * VV;                                                                          \
+            switch (j->kind) {                                                                                 \
+            case '+': PC_LOOP(VV, j->s_first ? s[c] + xv : xv + s[c]) break;                                       \
+            case '-': if (j->s_first) { PC_LOOP(VV, s[c] - xv) } else { PC_LOOP(VV, xv - s[c]) } break;                \
+            case '*': PC_LOOP(VV, j->s_first ? s[c] * xv : xv * s[c]) break;                                       \
+            default: if (j->s_first) { PC_LOOP(VV, s[c] / xv) } else { PC_LOOP(VV, xv / s[c]) } break;                 \
+            }                                                                                                  \
+            r = end;                                                                                           \
+        }                                                                                                      \
+    }
+PC_BLOCKED(pc_blocked8, 8)
+PC_BLOCKED(pc_blocked16, 16)
 
 static void pc_range(void *arg, int64_t r0, int64_t r1)
 {
@@ -474,9 +508,11 @@ static wf_status *per_channel(wf__kctx *k, const binop *op)
     if (blk && x->dims[1] % blk)
         return wf__kctx_fail(k, WF_INTERNAL, "blocked %s: %lld channels are not whole blocks of %lld",
                              wf__shape_str(x->rank, x->dims, sx), (long long)x->dims[1], (long long)blk);
-    pc_job j = {op->fn[WF_F32], x->data, s->data, out->data, x->dims[1], hw, blk, s->dims[0] != 1, bi == 1};
+    char kind = op == &op_add ? '+' : op == &op_sub ? '-' : op == &op_mul ? '*' : op == &op_div ? '/' : 0;
+    pc_job j = {op->fn[WF_F32], x->data, s->data, out->data, x->dims[1], hw, blk, s->dims[0] != 1, bi == 1, kind};
     int64_t rows = x->dims[0] * hw * (blk ? x->dims[1] / blk : 1), len = blk ? blk : x->dims[1];
-    wf__parallel_for(k, rows, op->grain / len + 1, pc_range, &j);
+    wf__parallel_for(k, rows, op->grain / len + 1,
+                     kind && blk == 8 ? pc_blocked8 : kind && blk == 16 ? pc_blocked16 : pc_range, &j);
     return NULL;
 }
 

@@ -393,6 +393,38 @@ WF__VEC static void affine_vec_f32(const float *x, float *y, int64_t n, const fl
     FOR_VEC(i, n, y[i] = x[i] * a[i] + b[i]);
 }
 
+/* Level 3's channel-blocked layout (8 or 16 channels a pixel): a work unit is one pixel's block, and a
+ * range runs plane by plane (one image's block of channels over its pixels) with the block's scale and
+ * shift held in registers. A call per pixel (bn_range's rank-2 rows) cost about 1.5 ns an element:
+ * DenseNet-121's 62 pre-activation BatchNormalization+Relu took 13.4 ms of its 57 (traced). */
+#define BN_BLOCKED(NAME, VV)                                                                                   \
+    WF__VEC static void NAME(void *arg, int64_t b, int64_t e)                                                  \
+    {                                                                                                          \
+        const bplan *B = arg;                                                                                  \
+        for (int64_t u = b; u < e;) {                                                                          \
+            int64_t plane = u / B->pixels, end = (plane + 1) * B->pixels < e ? (plane + 1) * B->pixels : e;    \
+            const float *af = B->af + plane % B->blocks * VV, *bf = B->bf + plane % B->blocks * VV;            \
+            float a[VV], s[VV];                                                                                \
+            for (int c = 0; c < VV; c++) a[c] = af[c], s[c] = bf[c];                                           \
+            const float *x = (const float *)B->x + u * VV;                                                     \
+            float *y = (float *)B->y + u * VV;                                                                 \
+            int64_t n = end - u;                                                                               \
+            if (B->relu) {                                                                                     \
+                for (int64_t p = 0; p < n; p++)                                                                \
+                    _Pragma("omp simd") for (int c = 0; c < VV; c++) { /* x < 0 ? 0 : x keeps NaN */           \
+                        float v = x[p * VV + c] * a[c] + s[c];                                                 \
+                        y[p * VV + c] = v < 0 ? 0.0f : v;                                                      \
+                    }                                                                                          \
+            } else {                                                                                           \
+                for (int64_t p = 0; p < n; p++)                                                                \
+                    _Pragma("omp simd") for (int c = 0; c < VV; c++) y[p * VV + c] = x[p * VV + c] * a[c] + s[c]; \
+            }                                                                                                  \
+            u = end;                                                                                           \
+        }                                                                                                      \
+    }
+BN_BLOCKED(bn_blocked8, 8)
+BN_BLOCKED(bn_blocked16, 16)
+
 static void bn_range(void *arg, int64_t b, int64_t e)
 {
     const bplan *B = arg;
@@ -482,7 +514,9 @@ wf_status *wf__k_batchnorm(wf__kctx *k)
         units = x->size / v;
     }
     int64_t per = B.S == 1 ? B.C : B.S;
-    wf__parallel_for(k, units, per >= GRAIN ? 1 : GRAIN / per, bn_range, &B);
+    bool fixed = B.blocks > 0 && !B.f64 && (B.C == 8 || B.C == 16);
+    wf__parallel_for(k, units, per >= GRAIN ? 1 : GRAIN / per, !fixed ? bn_range : B.C == 8 ? bn_blocked8 : bn_blocked16,
+                     &B);
     if (owned) {
         wf__convert(owned, WF_F32, y->data, y->dtype, y->size);
         wf__free(owned);
