@@ -3166,6 +3166,37 @@ static void layout_pool_concat(bool include_pad, int H)
     wf_graph_free(g);
 }
 
+/* Runs g at levels 0 and 3 with x (f32 of dims xd, values xv) fed and y[0 .. ny) fetched, each against
+ * want[k] (n values) within 1e-4 relative; at level 3 the placement holds every line of `lines` (NULL-ended). */
+static void check_layout_levels(wf_graph *g, wf_output x, const int64_t *xd, const float *xv, const wf_output *y, int ny,
+                                const double *const *want, int64_t n, const char *const *lines)
+{
+    for (int level = 0; level <= 3; level += 3) {
+        wf_session_options so;
+        wf_session_options_init(&so);
+        so.opt_level = level;
+        wf_session *s = NULL;
+        wf_tensor *xt = NULL, *out[8] = {NULL};
+        CHECK(ny <= 8);
+        CHECK_OK(wf_session_new(ctx, g, &so, &s));
+        CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
+        wf_feed f = {x, xt};
+        if (s && xt && ny <= 8) CHECK_OK(wf_session_run(s, &f, 1, y, ny, out, NULL));
+        for (int k = 0; k < ny && k < 8; k++) {
+            const float *o = out[k] && (int64_t)wf_tensor_size(out[k]) == n ? wf_tensor_data(out[k]) : NULL;
+            CHECK(o != NULL);
+            for (int64_t i = 0; o && i < n; i++) check_same(o[i], want[k][i], 1e-4 * (1 + fabs(want[k][i])));
+            wf_tensor_free(out[k]);
+        }
+        char *pl = NULL;
+        if (s && xt && ny <= 8) CHECK_OK(wf_session_placement(s, &f, 1, y, ny, &pl));
+        for (int i = 0; pl && level == 3 && lines[i]; i++) CHECK_STR_CONTAINS(pl, lines[i]);
+        wf_free(pl);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+    }
+}
+
 /* The CPU's blocked Add, Sub, Mul and Div with one value per channel (k_elementwise.c's fixed-block loops):
  * c1 (blocked out) -> op(c1, s) and op(s, c1) for each op, s [1, C, 1, 1] or [N, C, 1, 1] -> a 1x1
  * convolution each. At level 3 the eight ops run blocked in and out; levels 0 and 3 against a double
@@ -3222,33 +3253,16 @@ static void test_layout_per_channel(void)
         }
         ref_conv(te, N, C, H, W, w2[k], C, 1, 1, 0, 1, NULL, want[k], &oh, &ow);
     }
-    for (int level = 0; level <= 3; level += 3) {
-        wf_session_options so;
-        wf_session_options_init(&so);
-        so.opt_level = level;
-        wf_session *s = NULL;
-        wf_tensor *xt = NULL, *out[NY] = {NULL};
-        CHECK_OK(wf_session_new(ctx, g, &so, &s));
-        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
-        wf_feed f = {x, xt};
-        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, y, NY, out, NULL));
-        for (int k = 0; k < NY; k++) {
-            const float *o = out[k] && wf_tensor_size(out[k]) == N * C * H * W ? wf_tensor_data(out[k]) : NULL;
-            CHECK(o != NULL);
-            for (int i = 0; o && i < N * C * H * W; i++) check_same(o[i], want[k][i], 1e-4 * (1 + fabs(want[k][i])));
-            wf_tensor_free(out[k]);
-        }
-        char *pl = NULL;
-        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, y, NY, &pl));
-        for (int k = 0; pl && level == 3 && k < NY; k++) {
-            char line[64];
-            snprintf(line, sizeof line, "e%d: (%s; blocked in, out)", k, ops[k % 4]);
-            CHECK_STR_CONTAINS(pl, line);
-        }
-        wf_free(pl);
-        wf_tensor_free(xt);
-        wf_session_free(s);
+    char lines[NY][64];
+    const char *lp[NY + 1];
+    const double *wp[NY];
+    for (int k = 0; k < NY; k++) {
+        snprintf(lines[k], sizeof lines[k], "e%d: (%s; blocked in, out)", k, ops[k % 4]);
+        lp[k] = lines[k];
+        wp[k] = want[k];
     }
+    lp[NY] = NULL;
+    check_layout_levels(g, x, (int64_t[]){N, C, H, W}, xv, y, NY, wp, N * C * H * W, lp);
     wf_graph_free(g);
 }
 
@@ -3306,32 +3320,10 @@ static void test_layout_batchnorm(void)
     int nan_seen = 0;
     for (int i = 0; i < N * C * H * W; i++) nan_seen += isnan(want[0][i]);
     CHECK(nan_seen > 0 && nan_seen < N * C * H * W);
-    for (int level = 0; level <= 3; level += 3) {
-        wf_session_options so;
-        wf_session_options_init(&so);
-        so.opt_level = level;
-        wf_session *s = NULL;
-        wf_tensor *xt = NULL, *out[2] = {NULL, NULL};
-        CHECK_OK(wf_session_new(ctx, g, &so, &s));
-        CHECK_OK(wf_tensor_new(WF_F32, 4, (int64_t[]){N, C, H, W}, xv, &xt));
-        wf_feed f = {x, xt};
-        if (s && xt) CHECK_OK(wf_session_run(s, &f, 1, y, 2, out, NULL));
-        for (int k = 0; k < 2; k++) {
-            const float *o = out[k] && wf_tensor_size(out[k]) == N * C * H * W ? wf_tensor_data(out[k]) : NULL;
-            CHECK(o != NULL);
-            for (int i = 0; o && i < N * C * H * W; i++) check_same(o[i], want[k][i], 1e-4 * (1 + fabs(want[k][i])));
-            wf_tensor_free(out[k]);
-        }
-        char *pl = NULL;
-        if (s && xt) CHECK_OK(wf_session_placement(s, &f, 1, y, 2, &pl));
-        if (pl && level == 3) {
-            CHECK_STR_CONTAINS(pl, "bnr: (BatchNormalization+Relu; blocked in, out)");
-            CHECK_STR_CONTAINS(pl, "bn: (BatchNormalization; blocked in, out)");
-        }
-        wf_free(pl);
-        wf_tensor_free(xt);
-        wf_session_free(s);
-    }
+    static const char *const lines[] = {"bnr: (BatchNormalization+Relu; blocked in, out)",
+                                        "bn: (BatchNormalization; blocked in, out)", NULL};
+    check_layout_levels(g, x, (int64_t[]){N, C, H, W}, xv, y, 2, (const double *[]){want[0], want[1]}, N * C * H * W,
+                        lines);
     wf_graph_free(g);
 }
 
