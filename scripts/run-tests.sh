@@ -144,15 +144,20 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             rc=$?; tail -n 1 build/test_resize_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_resize_$path.log | head -20
             result "release:resize-$path" $rc build/test_resize_$path.log
         done
-        # Sigmoid and Swish through the portable loops too (k_elementwise_unary.c picks AVX-512 where it exists)
-        if grep -qw avx512f /proc/cpuinfo; then
-            { WEFT_CPU_VMATH=plain timeout 600 build/tests/test_ops build/opcases sigmoid &&
-              WEFT_CPU_VMATH=plain timeout 600 build/tests/test_ops build/opcases swish; } >build/test_vmath_plain.log 2>&1
-            rc=$?; tail -n 1 build/test_vmath_plain.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_vmath_plain.log | head -20
-            result "release:vmath-plain" $rc build/test_vmath_plain.log
-        else
-            skip "release:vmath-plain" "this CPU has no AVX-512 (the portable loops are the ones the suite ran)"
-        fi
+        # Sigmoid and Swish through the loops the suite did not take (k_elementwise_unary.c picks AVX-512's,
+        # else AVX2's, else the portable one): the portable loops wherever AVX2 exists, AVX2's on AVX-512
+        for path in plain avx2; do
+            if [ $path = plain ] && ! grep -qw avx2 /proc/cpuinfo; then
+                skip "release:vmath-$path" "this CPU has no AVX2 (the portable loops are the ones the suite ran)"; continue
+            fi
+            if [ $path = avx2 ] && ! grep -qw avx512f /proc/cpuinfo; then
+                skip "release:vmath-$path" "this CPU has no AVX-512 (the AVX2 loops are the ones the suite ran, if any)"; continue
+            fi
+            { WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases sigmoid &&
+              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases swish; } >build/test_vmath_$path.log 2>&1
+            rc=$?; tail -n 1 build/test_vmath_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_vmath_$path.log | head -20
+            result "release:vmath-$path" $rc build/test_vmath_$path.log
+        done
         if grep -qw avx2 /proc/cpuinfo; then
             WEFT_CPU_LSTM=avx2 timeout 600 build/tests/test_dnnl >build/test_dnnl_lstm_avx2.log 2>&1
             rc=$?; tail -n 1 build/test_dnnl_lstm_avx2.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_dnnl_lstm_avx2.log | head -20
