@@ -61,10 +61,12 @@ static bool plain_matmul(wf_output o)
 /* ---- shapes a run computes ------------------------------------------------------------------------
  * With a dynamic batch or sequence PyTorch writes t.view(b, s, H, D) as Reshape(t, Concat(Unsqueeze(
  * Gather(Shape(t), 0)), Unsqueeze(Gather(Shape(t), 1)), H, D)) and x.reshape(x.shape) as Reshape(.,
- * Shape(x)), which shape inference leaves unknown. Element i of such a shape is read here as a known
- * value or as "dim k of tensor t"; a dim of t is the same as v's when t is v or v comes from t through
- * ops that keep the leading dims (MatMul by a matrix, BiasAdd, the normalisations, the unary
- * activations): the projections of the attention's input. */
+ * Shape(x)), which shape inference leaves unknown while a dim is (fold makes the known ones constants).
+ * Element i of such a shape is read here as a known value or as "dim k of tensor t"; a dim of t is the
+ * same as v's when t is v or v comes from t through ops that keep the leading dims (MatMul by a matrix,
+ * BiasAdd, the normalisations, the unary activations, a packed projection's Split along its last axis,
+ * an elementwise op with a constant that broadcasts onto the other operand without growing it, a sum of
+ * two values that both keep them, an earlier 3-D Attention): the projections of the attention's input. */
 
 typedef struct {
     int64_t value; /* >= 0 known (0 also "copy" in a Reshape's shape), -1 "infer", or < -1 unknown */
