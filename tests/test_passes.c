@@ -1672,7 +1672,7 @@ static void test_prologue_dynamic_batch(void)
     for (int i = 0; i < C; i++) sc[i] = 1.0f + 0.1f * (float)i;
     for (int i = 0; i < E; i++) xv[i] = (float)((i * 7) % 13) * 0.4f - 2.5f;
     xv[5] = NAN, xv[30] = INFINITY;
-    wf_output x, y[3], t;
+    wf_output x, y[4], t;
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 3, (int64_t[]){-1, R, C}, &x));
     t = op1(g, "Add", "am", (wf_output[]){x, konst(g, "mask", WF_F32, 2, (int64_t[]){R, C}, mask)}, 2, NULL, 0);
     CHECK_OK(wf_softmax(g, "sm", t, -1, &y[0]));
