@@ -1058,6 +1058,59 @@ static void test_matmul_weight_versions(void)
     }
 }
 
+/* A stamped f32 B whose plain layout k_dnnl_matmul.c's mm_plain_ba turns (oneDNN 2.x's gemm:jit runs some
+ * shapes up to 2x faster with B column-major, others row-major): MatMul's row-major B to column-major
+ * where N > K or N == K from M 16, Gemm's transB (column-major) to row-major where N < K. Each is packed
+ * once (on AVX-512 into brgemm's panels, so once as well; a B already in its layout not at all) and matches the f64 product; a NaN in a row of A
+ * stays in that row of C only. */
+static void test_matmul_plain_layouts(void)
+{
+    unsigned seed = 41;
+    /* M, K, N, transB, packs without AVX-512 (the last stays column-major: N > K) */
+    const int64_t shapes[][5] = {{32, 128, 256, 0, 1}, {16, 128, 128, 0, 1}, {8, 256, 128, 1, 1}, {8, 128, 128, 1, 1},
+                                 {3, 160, 300, 1, 0}};
+    const char *forced = getenv("WEFT_CPU_MATMUL_B");
+    for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
+        int64_t M = shapes[v][0], K = shapes[v][1], N = shapes[v][2];
+        int tb = (int)shapes[v][3];
+        int64_t da[2] = {M, K}, db[2] = {tb ? N : K, tb ? K : N};
+        wf_tensor *in[2] = {randn(WF_F32, 2, da, &seed), randn(WF_F32, 2, db, &seed)};
+        in[1]->version = wf__tensor_new_version();
+        kc c;
+        kc_init(&c, tb ? "Gemm" : "MatMul", WF_F32, in, 2);
+        if (tb) ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transB"))->i = 1;
+        wf__dn_stats a, b;
+        wf__dn_stats_get(&a);
+        for (int r = 0; r < 3; r++) {
+            wf_tensor *y = kc_run(&c);
+            CHECK_INT(mm_mismatches(y, in[0], in[1], tb, 1e-5), 0);
+            wf_tensor_free(y);
+        }
+        wf__dn_stats_get(&b);
+        if (__builtin_cpu_supports("avx512f")) CHECK_INT(b.wpacks - a.wpacks, 1);
+        else if (forced) CHECK(b.wpacks - a.wpacks <= 1);
+        else CHECK_INT(b.wpacks - a.wpacks, shapes[v][4]);
+        ((float *)in[0]->data)[5] = NAN; /* row 0 */
+        wf_tensor *y = kc_run(&c);
+        const float *yd = y ? y->data : NULL;
+        int nan_row0 = 0, bad = 0;
+        for (int64_t j = 0; yd && j < N; j++) nan_row0 += isnan(yd[j]) != 0;
+        CHECK_INT(nan_row0, (int)N);
+        for (int64_t i = 1; yd && i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0;
+                for (int64_t q = 0; q < K; q++)
+                    acc += (double)((float *)in[0]->data)[i * K + q] *
+                           ((float *)in[1]->data)[tb ? j * K + q : q * N + j];
+                bad += !(fabs(yd[i * N + j] - acc) <= 1e-5 * (1 + fabs(acc)));
+            }
+        CHECK_INT(bad, 0);
+        wf_tensor_free(y);
+        kc_done(&c);
+        for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
+    }
+}
+
 /* Forward LSTM in f64 from the ONNX equations (gates i, o, f, c; default activations; no states), Y as
  * [seq][1][batch][H]; returns how many elements of y differ from it. */
 static int lstm_mismatches(const wf_tensor *y, const wf_tensor *x, const wf_tensor *w, const wf_tensor *r,
@@ -1406,6 +1459,7 @@ int main(void)
     RUN_TEST(test_concurrent_same_node);
     RUN_TEST(test_conv_weight_versions);
     RUN_TEST(test_matmul_weight_versions);
+    RUN_TEST(test_matmul_plain_layouts);
     RUN_TEST(test_state_once_and_variable);
     RUN_TEST(test_lstm_state_once);
     RUN_TEST(test_lstm_own_threads);

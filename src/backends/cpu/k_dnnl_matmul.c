@@ -5,6 +5,9 @@
 #include "k_dnnl.h"
 #include "ops/kutil_matmul.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 /* ---- MatMul -------------------------------------------------------------------------------------- */
 
 #define MM_MAXND (WF_MAX_RANK + 2)
@@ -86,6 +89,46 @@ typedef struct mm_build_arg {
     bool sum;    /* C holds a residual, to which the product is added (before act) */
 } mm_build_arg;
 
+/*
+ * Which plain layout of a constant 2-D B [K, N] oneDNN 2.x's gemm:jit (the f32 matmul without AVX-512)
+ * runs faster: row-major (ab, N contiguous) or column-major (ba, as ONNX Gemm's transB stores it). The two
+ * differ by up to 2x, and the packed copy is made once, so the faster one is chosen. Measured on Zen 3 (2
+ * threads, medians, GFLOP/s ab against ba): M 128, K 256, N 1024 (BERT's FFN up) 89 against 156; M 128,
+ * 768x3072 91 against 173; M 32, 1024x1024 84 against 135; M 128, 512x512 128 against 184; but M 8, K 2048, N
+ * 1000 (a batch-8 classifier) 111-149 against 50-73; M 8, 3072x768 101 against 53; M 8, 1024x1024 65 against
+ * 53; M 512: within 10% either way except 512x512 (ba 149 against 110); M 1 (GEMV) and products under 128
+ * on a side: within noise, so those keep the layout they are stored in. So: ba where N > K, or N == K from
+ * M 16; ab where N < K. WEFT_CPU_MATMUL_B=ab or ba forces one (tests).
+ */
+static bool mm_plain_ba(int64_t m, int64_t kd, int64_t n, bool stored_ba)
+{
+    const char *e = getenv("WEFT_CPU_MATMUL_B");
+    if (e && !strcmp(e, "ab")) return false;
+    if (e && !strcmp(e, "ba")) return true;
+    if (m < 2 || kd < 128 || n < 128) return stored_ba;
+    return n > kd || (n == kd && m >= 16);
+}
+
+/* The plain layout for B when the primitive (its weights md, wprim) takes B plain; false (nothing to
+ * change) when it takes a blocked layout or the layout it has is the one to use. */
+static bool mm_plain_choice(const mm_desc *d, dnnl_data_type_t dt, const dnnl_memory_desc_t *wprim,
+                            dnnl_memory_desc_t *out)
+{
+    if (d->nd != 2) return false;
+    dnnl_dims_t dims = {d->bd[0], d->bd[1]}, rs = {d->bd[1], 1}, cs = {1, d->bd[0]};
+    dnnl_memory_desc_t ab, ba;
+    if (dnnl_memory_desc_init_by_strides(&ab, 2, dims, dt, rs) ||
+        dnnl_memory_desc_init_by_strides(&ba, 2, dims, dt, cs))
+        return false;
+    bool is_ab = dnnl_memory_desc_equal(wprim, &ab), is_ba = dnnl_memory_desc_equal(wprim, &ba);
+    if (!is_ab && !is_ba) return false;
+    bool stored_ba = d->bs[0] == 1 && d->bd[1] > 1;
+    bool want = mm_plain_ba(d->ad[0], d->bd[0], d->bd[1], stored_ba);
+    if (want == is_ba) return false;
+    *out = want ? ba : ab;
+    return true;
+}
+
 static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
 {
     const mm_build_arg *ba = arg;
@@ -124,6 +167,17 @@ static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_pri
     if ((st = wf__dn_attr_sum(ba->act, ba->alpha, ba->sum, &attr))) goto fail;
     what = "matmul primitive descriptor";
     if ((st = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))) goto fail;
+    /* Where the primitive takes B plain (gemm:jit, oneDNN 2.x without AVX-512), either plain layout is
+     * open to a constant B, and the GEMM's speed depends on it (mm_plain_ba says how) */
+    dnnl_memory_desc_t wplain;
+    if (ba->packed && mm_plain_choice(d, ba->dt, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &wplain)) {
+        dnnl_primitive_desc_destroy(pd);
+        pd = NULL;
+        if ((st = dnnl_matmul_desc_init(&md, &p->md[WF__DN_SRC], &wplain, bias ? &p->md[WF__DN_BIAS] : NULL,
+                                        &p->md[WF__DN_DST])) ||
+            (st = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL)))
+            goto fail;
+    }
     p->scratch = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (ba->packed) {
         p->md[WF__DN_WEI_PRIM] = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
