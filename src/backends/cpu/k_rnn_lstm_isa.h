@@ -66,6 +66,7 @@ LS_NAME(tile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, 
     const vf *w = (const vf *)(D->wp + c * I * 4 * LS_V);
     for (int64_t k = 0; k < I; k++, w += 4) {
         vf w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+        LS_IN_REGS(w0, w1, w2, w3);
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
             float x = xr[r][k];
@@ -76,6 +77,7 @@ LS_NAME(tile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, 
     const float *hr = hp + n0 * Hp;
     for (int64_t k = 0; k < H; k++, w += 4) {
         vf w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+        LS_IN_REGS(w0, w1, w2, w3);
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
             float h = hr[r * Hp + k];
