@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Lets the cell's selects (tanh's two ranges) vectorise, as in k_elementwise_unary.c. */
 #pragma GCC optimize("no-trapping-math")
@@ -259,6 +260,29 @@ static void ls_thread(void *arg, int tid, int T)
 
 #endif
 
+/*
+ * Whether threads may split the batch rows (no barrier; every thread streams all of a direction's weights
+ * each step) rather than the chunks (each its share of the weights, a barrier a step). By rows while the
+ * weights stay in a core's L2 with room to spare; past that each step reads them from L3 on every core at
+ * once, and splitting the chunks keeps each thread's share in its own L2. bench_lstm's classifier (batch 8,
+ * 393 and 524 KB a layer) on Zen 3 (512 KB L2), 2 threads, interleaved: rows 1.07-1.36 ms (medians), best
+ * p10 0.92; chunks 1.09-1.32, best p10 0.84. WEFT_CPU_LSTM_SPLIT=rows or chunks forces one (tests).
+ */
+static bool ls_split_rows(int64_t weight_bytes)
+{
+    static atomic_long l2 = -1;
+    const char *e = getenv("WEFT_CPU_LSTM_SPLIT");
+    if (e && !strcmp(e, "rows")) return true;
+    if (e && !strcmp(e, "chunks")) return false;
+    long c = atomic_load_explicit(&l2, memory_order_relaxed);
+    if (c < 0) {
+        c = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        if (c <= 0) c = 512 * 1024; /* unknown: the smallest L2 of the x86 cores with AVX2 we target */
+        atomic_store_explicit(&l2, c, memory_order_relaxed);
+    }
+    return weight_bytes <= c / 2;
+}
+
 wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
 {
 #ifndef LS_HAVE_ISA
@@ -284,9 +308,10 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
         (s = wf__rnn_weights(k, p, r, wt, sizeof(float) * (size_t)(D * ls_dir_floats(d, V)), ls_pack, &pa, &wbuf,
                              &wcached)))
         goto done;
-    /* each thread's share of the batch at least a register tile's rows: split the batch, else the chunks */
+    /* each thread's share of the batch at least a register tile's rows, and a direction's packed weights
+     * within half a core's L2: split the batch, else the chunks (ls_split_rows) */
     int threads = wf__kctx_threads(k);
-    bool by_rows = N >= (int64_t)threads * 4;
+    bool by_rows = N >= (int64_t)threads * 4 && ls_split_rows(sizeof(float) * ls_dir_floats(d, V));
     if (!by_rows && threads > nc) threads = (int)nc;
     if (threads < 1) threads = 1;
     float *abuf = NULL;
