@@ -42,12 +42,13 @@ typedef struct ls_dir {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-/* Keeps a k step's four weight vectors in registers: left alone, GCC folds them into memory operands of
- * the FMAs and loads each once per batch row (10 loads for 8 FMAs in the AVX2 tile, load-port bound; 6
- * with this; bench_lstm's classifier 10-15% faster on Zen 3). */
-#define LS_IN_REGS(a, b, c, d) __asm__("" : "+x"(a), "+x"(b), "+x"(c), "+x"(d))
+/* Keeps a k step's weight vectors in registers: left alone, GCC folds them into memory operands of the
+ * FMAs and loads each once per batch row (10 loads for 8 FMAs in the AVX2 tile of 2 rows, load-port
+ * bound; 6 with this; bench_lstm's classifier 10-15% faster on Zen 3). */
 #define LS_V 16
 #define LS_ROWS 4
+#define LS_GP 4
+#define LS_KEEP(w) __asm__("" : "+x"(w[0]), "+x"(w[1]), "+x"(w[2]), "+x"(w[3]))
 #define LS_TARGET "avx512f,fma"
 #define LS_NAME(x) x##_avx512
 #define LS_MIN(a, b) ((vf)_mm512_min_ps((__m512)(a), (__m512)(b)))
@@ -55,7 +56,9 @@ typedef struct ls_dir {
 #define LS_RCP(a) ((LS_NAME(vf))_mm512_rcp14_ps((__m512)(a)))
 #include "backends/cpu/k_rnn_lstm_isa.h"
 #define LS_V 8
-#define LS_ROWS 2
+#define LS_ROWS 4
+#define LS_GP 2
+#define LS_KEEP(w) __asm__("" : "+x"(w[0]), "+x"(w[1]))
 #define LS_TARGET "avx2,fma"
 #define LS_NAME(x) x##_avx2
 #define LS_MIN(a, b) ((vf)_mm256_min_ps((__m256)(a), (__m256)(b)))

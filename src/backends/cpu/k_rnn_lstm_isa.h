@@ -1,7 +1,9 @@
 /*
  * One ISA's LSTM steps for k_rnn_lstm.c, which includes this file once per ISA after defining
  *   LS_V       lanes of a vector (hidden units per chunk): 16 for AVX-512, 8 for AVX2
- *   LS_ROWS    batch rows per register tile: 4 x 4 gates = 16 accumulators of 32 zmm; 2 x 4 = 8 of 16 ymm
+ *   LS_ROWS    batch rows per register tile (4)
+ *   LS_GP      gates a pass accumulates (4 with 32 registers, 2 with 16), LS_KEEP(wv) keeping its LS_GP
+ *              weight vectors in registers
  *   LS_TARGET  the target attribute's string
  *   LS_NAME(x) x with the ISA's suffix
  *   LS_MIN(a, b), LS_MAX(a, b), LS_RCP(a)  the ISA's min, max (b when either is NaN) and reciprocal estimate
@@ -47,43 +49,70 @@ __attribute__((always_inline, target(LS_TARGET))) static inline LS_NAME(vf) LS_N
     return 2.0f * LS_NAME(vsigmoid)(2.0f * x) - 1.0f;
 }
 
-/* Batch rows n0 .. n0 + NR - 1 of chunk c for one step (NR a constant at every call, so the tile's
- * accumulators stay in registers): the four gates' pre-activations bias + x W^T + h R^T, then the cell.
- * xr[r]: row r's input; hp: h_{t-1} rows of Hp floats; cs, hn: c (updated in place) and h_t rows. */
+/* Gates [G0, G0 + LS_GP) of batch rows n0 .. n0 + NR - 1 of chunk c for one step: bias + x W^T + h R^T into
+ * acc[r][G0 ..]. NR and G0 are constants at every call, so the pass's accumulators stay in registers:
+ * AVX-512 takes the four gates of 4 rows in one pass (16 of 32 zmm); AVX2 two gates of 4 rows in each of
+ * two passes (8 of 16 ymm), which reads a chunk's weights once per 4 rows instead of once per 2 (4 gates
+ * of 2 rows): a step's weights come from L2 at half the rate, which was the bound. */
+__attribute__((always_inline, target(LS_TARGET))) static inline void
+LS_NAME(pass)(const int NR, const int G0, const ls_dir *D, int64_t c, const float *const *xr, const float *hr,
+              int64_t Hp, LS_NAME(vf) acc[][4])
+{
+    typedef LS_NAME(vf) vf;
+    const int64_t I = D->in, H = D->hs;
+    vf a[LS_ROWS][LS_GP];
+    const vf *b = (const vf *)(D->bias + c * 4 * LS_V) + G0;
+    /* unrolled, so that a[][] lives in registers */
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int g = 0; g < LS_GP; g++) a[r][g] = b[g];
+    const vf *w = (const vf *)(D->wp + c * I * 4 * LS_V) + G0;
+    for (int64_t k = 0; k < I; k++, w += 4) {
+        vf wv[LS_GP];
+#pragma GCC unroll 4
+        for (int g = 0; g < LS_GP; g++) wv[g] = w[g];
+        LS_KEEP(wv);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            float x = xr[r][k];
+#pragma GCC unroll 4
+            for (int g = 0; g < LS_GP; g++) a[r][g] += x * wv[g];
+        }
+    }
+    w = (const vf *)(D->rp + c * H * 4 * LS_V) + G0;
+    for (int64_t k = 0; k < H; k++, w += 4) {
+        vf wv[LS_GP];
+#pragma GCC unroll 4
+        for (int g = 0; g < LS_GP; g++) wv[g] = w[g];
+        LS_KEEP(wv);
+#pragma GCC unroll 4
+        for (int r = 0; r < NR; r++) {
+            float h = hr[r * Hp + k];
+#pragma GCC unroll 4
+            for (int g = 0; g < LS_GP; g++) a[r][g] += h * wv[g];
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int g = 0; g < LS_GP; g++) acc[r][G0 + g] = a[r][g];
+}
+
+/* Batch rows n0 .. n0 + NR - 1 of chunk c for one step (NR a constant at every call): the four gates'
+ * pre-activations (LS_NAME(pass)), then the cell. xr[r]: row r's input; hp: h_{t-1} rows of Hp floats;
+ * cs, hn: c (updated in place) and h_t rows. */
 __attribute__((always_inline, target(LS_TARGET))) static inline void
 LS_NAME(tile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, const float *hp, float *cs, float *hn,
               int64_t n0, int64_t Hp)
 {
     typedef LS_NAME(vf) vf;
-    const int64_t I = D->in, H = D->hs;
     vf acc[LS_ROWS][4];
-    const vf *b = (const vf *)(D->bias + c * 4 * LS_V);
-    /* unrolled, so that acc[][] lives in registers */
-#pragma GCC unroll 4
-    for (int r = 0; r < NR; r++)
-#pragma GCC unroll 4
-        for (int g = 0; g < 4; g++) acc[r][g] = b[g];
-    const vf *w = (const vf *)(D->wp + c * I * 4 * LS_V);
-    for (int64_t k = 0; k < I; k++, w += 4) {
-        vf w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-        LS_IN_REGS(w0, w1, w2, w3);
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            float x = xr[r][k];
-            acc[r][0] += x * w0, acc[r][1] += x * w1, acc[r][2] += x * w2, acc[r][3] += x * w3;
-        }
-    }
-    w = (const vf *)(D->rp + c * H * 4 * LS_V);
     const float *hr = hp + n0 * Hp;
-    for (int64_t k = 0; k < H; k++, w += 4) {
-        vf w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-        LS_IN_REGS(w0, w1, w2, w3);
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            float h = hr[r * Hp + k];
-            acc[r][0] += h * w0, acc[r][1] += h * w1, acc[r][2] += h * w2, acc[r][3] += h * w3;
-        }
-    }
+    LS_NAME(pass)(NR, 0, D, c, xr, hr, Hp, acc);
+#if LS_GP == 2
+    LS_NAME(pass)(NR, 2, D, c, xr, hr, Hp, acc);
+#endif
     const vf *pp = (const vf *)(D->peep + c * 3 * LS_V), pi = pp[0], po = pp[1], pf = pp[2];
 #pragma GCC unroll 4
     for (int r = 0; r < NR; r++) {
@@ -118,6 +147,8 @@ __attribute__((target(LS_TARGET))) static void LS_NAME(step)(const ls_dir *D, in
 
 #undef LS_V
 #undef LS_ROWS
+#undef LS_GP
+#undef LS_KEEP
 #undef LS_TARGET
 #undef LS_NAME
 #undef LS_MIN
