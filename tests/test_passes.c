@@ -3075,11 +3075,12 @@ static void ref_pool(const double *x, int P, int H, int W, int K, int st, int p,
  * double reference with NaN and infinities in one image, at levels 0, 2 and 3, with count_include_pad
  * off and on. At 7x7 every pooled row has edge windows only; at 33x33 (pools of 17 and 9 outputs a row)
  * the blocked pools' four-at-a-time path over interior windows runs too, with a NaN and infinities
- * inside them. */
-static void layout_pool_concat(bool include_pad, int H)
+ * inside them; at 14x14 with stride 1 (GoogLeNet's branch pools) it runs over 12 interior columns in
+ * three groups of four. */
+static void layout_pool_concat(bool include_pad, int H, int S)
 {
     enum { N = 2, C = 16, HM = 33 };
-    const int W = H, PH = (H - 1 + 1) / 2 + 1, AH = (PH - 1 + 1) / 2 + 1; /* ceil((n + 2 - 3) / 2) + 1 */
+    const int W = H, PH = (H - 1 + S - 1) / S + 1, AH = (PH - 1 + S - 1) / S + 1; /* ceil((n + 2 - 3) / S) + 1 */
     wf_graph *g = NULL;
     CHECK_OK(wf_graph_new(&g));
     if (!g) return;
@@ -3105,7 +3106,7 @@ static void layout_pool_concat(bool include_pad, int H)
     }
     wf_output x, v1, mp, ca, cb, cat, ap, c2;
     CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, W}, &x));
-    int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {2, 2}, k3[2] = {3, 3};
+    int64_t p1[4] = {1, 1, 1, 1}, s2[2] = {S, S}, k3[2] = {3, 3};
     wf_attr pad1[1] = {wf_attr_ints("pads", p1, 4)};
     wf_attr poolat[5] = {wf_attr_ints("kernel_shape", k3, 2), wf_attr_ints("strides", s2, 2), wf_attr_ints("pads", p1, 4),
                          wf_attr_int("ceil_mode", 1), wf_attr_int("count_include_pad", include_pad)};
@@ -3122,21 +3123,21 @@ static void layout_pool_concat(bool include_pad, int H)
     ap = node0(g, "AvgPool2D", "ap", &cat, 1, poolat, 5);
     c2 = node0(g, "Conv2D", "c2", (wf_output[]){ap, konst(g, "w2", WF_F32, 4, (int64_t[]){C, 2 * C, 1, 1}, w2)}, 2, NULL, 0);
 
-    enum { PM = 17, AM = 9 };
+    enum { PM = HM, AM = HM };
     static double xd[N * C * HM * HM], t1[N * C * HM * HM], tm[N * C * PM * PM], tc[N * 2 * C * PM * PM];
     static double ta[N * 2 * C * AM * AM], want[N * C * AM * AM], tb[N * C * PM * PM], tq[N * C * PM * PM];
     for (int i = 0; i < N * C * H * W; i++) xd[i] = xv[i];
     int oh, ow;
     ref_conv(xd, N, C, H, W, w1, C, 3, 1, 1, 1, b1, t1, &oh, &ow);
     for (int i = 0; i < N * C * H * W; i++) t1[i] = relu_d(t1[i]);
-    ref_pool(t1, N * C, H, W, 3, 2, 1, PH, PH, true, false, tm);
+    ref_pool(t1, N * C, H, W, 3, S, 1, PH, PH, true, false, tm);
     ref_conv(tm, N, C, PH, PH, wa, C, 1, 1, 0, 1, NULL, tq, &oh, &ow);
     ref_conv(tm, N, C, PH, PH, wb, C, 3, 1, 1, 1, NULL, tb, &oh, &ow);
     for (int n = 0; n < N; n++) {
         memcpy(tc + (size_t)(n * 2 * C) * PH * PH, tq + (size_t)(n * C) * PH * PH, sizeof(double) * C * PH * PH);
         memcpy(tc + (size_t)(n * 2 * C + C) * PH * PH, tb + (size_t)(n * C) * PH * PH, sizeof(double) * C * PH * PH);
     }
-    ref_pool(tc, N * 2 * C, PH, PH, 3, 2, 1, AH, AH, false, include_pad, ta);
+    ref_pool(tc, N * 2 * C, PH, PH, 3, S, 1, AH, AH, false, include_pad, ta);
     ref_conv(ta, N, 2 * C, AH, AH, w2, C, 1, 1, 0, 1, NULL, want, &oh, &ow);
     int nan_seen = 0;
     for (int i = 0; i < N * C * AH * AH; i++) nan_seen += isnan(want[i]);
@@ -3329,10 +3330,12 @@ static void test_layout_batchnorm(void)
 
 static void test_layout_pool_concat(void)
 {
-    layout_pool_concat(false, 7);
-    layout_pool_concat(true, 7);
-    layout_pool_concat(false, 33);
-    layout_pool_concat(true, 33);
+    layout_pool_concat(false, 7, 2);
+    layout_pool_concat(true, 7, 2);
+    layout_pool_concat(false, 33, 2);
+    layout_pool_concat(true, 33, 2);
+    layout_pool_concat(false, 14, 1); /* GoogLeNet's 3x3 stride-1 branch pools: 4-wide interiors, 2 edges a row */
+    layout_pool_concat(true, 14, 1);
 }
 
 static void test_layout_plain(void)
