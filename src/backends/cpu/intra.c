@@ -75,6 +75,14 @@ static bool cores_free(int threads)
         !atomic_compare_exchange_strong_explicit(&g_next_probe_ns, &next, INT64_MAX, memory_order_relaxed,
                                                  memory_order_relaxed))
         return !atomic_load_explicit(&g_solo, memory_order_relaxed);
+    /* Two regions, the second timed. The first starts the thread's team (at a process's first region:
+     * thread creation, 170-200 us here) or wakes it (after a spell on one thread libgomp's threads sleep,
+     * and waking a sleeping vCPU took 80-250 us in a VM), neither of which says anything about the cores:
+     * timed, it found them "busy" and sent MobileNetV3-small's first 10-40 ms of kernels to one thread. */
+#pragma omp parallel num_threads(threads)
+    {
+        (void)omp_get_thread_num();
+    }
     int64_t t0 = wf__now_ns();
 #pragma omp parallel num_threads(threads)
     {
@@ -134,17 +142,46 @@ int wf__intra_lost_avg(int avg_permille, long preempted, int64_t cpu_ns, int thr
  * regions' time (threads x wall against the process's CPU time), mean threads wait for a core: handled
  * like a busy probe. The average keeps a process that preempts us now and then (a low-priority build, a
  * timer) from sending every kernel to one thread for a probe interval. */
+static atomic_int g_slow_streak; /* how many regions in a row were slow */
+
+/*
+ * The window over which the share lost to preemption is judged: watched regions' thread time (threads x
+ * wall) adds up to WF__INTRA_LOST_WINDOW_NS first. getrusage's CPU time is exact only to a scheduler tick
+ * for the threads that are running on other cores, and adjusted between user and system time by tick
+ * samples: over one region of a millisecond it read 5.1 ms of CPU for 2 threads x 1.07 ms, or 1.06 ms
+ * ("half lost") on an idle VM, and judged region by region that sent ResNet-50's kernels to one thread
+ * every 30 ms or so. Over 100 ms of thread time a tick's error is a few percent; a core kept busy by
+ * another process (a quarter to a half lost) still shows within a window or two.
+ */
+#define WF__INTRA_LOST_WINDOW_NS 100000000
+static _Atomic int64_t g_win_thr, g_win_cpu;
+static atomic_long g_win_pre;
+
 static void region_done(const region *g)
 {
     int64_t took = wf__now_ns() - g->t0, cpu = 0;
-    bool slow = g->est > 0 && took > (int64_t)(4 * g->est * 1e9) + WF__INTRA_LATE_NS;
+    /* Slow twice in a row: one slow region is as often a team woken from sleep (the first region after a
+     * spell on one thread, 2-3 ms in a VM) as a busy core. */
+    bool slow1 = g->est > 0 && took > (int64_t)(4 * g->est * 1e9) + WF__INTRA_LATE_NS;
+    int streak = slow1 ? atomic_fetch_add_explicit(&g_slow_streak, 1, memory_order_relaxed) + 1 : 0;
+    if (!slow1) atomic_store_explicit(&g_slow_streak, 0, memory_order_relaxed);
+    bool slow = streak >= 2;
     bool lost = false;
     if (g->preempt0 >= 0 && took > 0) {
         long n = usage(&cpu);
-        int avg = wf__intra_lost_avg(atomic_load_explicit(&g_lost_permille, memory_order_relaxed),
-                                     n - g->preempt0, cpu - g->cpu0, g->threads, took);
-        atomic_store_explicit(&g_lost_permille, avg, memory_order_relaxed);
-        lost = avg > WF__INTRA_LOST_PERMILLE;
+        /* judged over windows of watched regions, not region by region (lost_window) */
+        int64_t thr_ns = took * g->threads;
+        atomic_fetch_add_explicit(&g_win_pre, n - g->preempt0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_win_cpu, cpu - g->cpu0, memory_order_relaxed);
+        int64_t w = atomic_fetch_add_explicit(&g_win_thr, thr_ns, memory_order_relaxed) + thr_ns;
+        if (w >= WF__INTRA_LOST_WINDOW_NS && atomic_compare_exchange_strong_explicit(&g_win_thr, &w, 0, memory_order_relaxed,
+                                                                                      memory_order_relaxed)) {
+            long pre = atomic_exchange_explicit(&g_win_pre, 0, memory_order_relaxed);
+            int64_t wcpu = atomic_exchange_explicit(&g_win_cpu, 0, memory_order_relaxed);
+            int avg = wf__intra_lost_avg(atomic_load_explicit(&g_lost_permille, memory_order_relaxed), pre, wcpu, 1, w);
+            atomic_store_explicit(&g_lost_permille, avg, memory_order_relaxed);
+            lost = avg > WF__INTRA_LOST_PERMILLE;
+        }
     }
     if (!slow && !lost) return;
     int64_t iv = atomic_load_explicit(&g_probe_interval_ns, memory_order_relaxed);
