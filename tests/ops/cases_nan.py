@@ -344,7 +344,30 @@ def conv_cases(rng):
             x[0, 5, 0, 0] = np.inf
             w = rng.uniform(-1, 1, (6, 8, 1, 1)).astype(NP[dt])
             out.append(mk("nan_conv_1x1_%s" % dt, "Conv2D", [x, w], [ref_conv_exact(x, w)], dt, tol=tol))
+        # depthwise 3x3 (the CPU's direct kernel on plain NCHW f32): NaN/Inf inputs through padded windows,
+        # and NaN/Inf weights with padding, where a padded tap must add nothing (not 0 x Inf)
+        for s in (1, 2):
+            x = special(rng, (2, 10, 9, 17), "f32", 0.02)
+            w = rng.uniform(-1, 1, (10, 1, 3, 3)).astype(np.float32)
+            b = rng.uniform(-1, 1, (10,)).astype(np.float32)
+            at = {"group": 10, "pads": [1, 1, 1, 1], "strides": [s, s]}
+            out.append(mk("nan_conv_dw_x_s%d" % s, "Conv2D", [x, w, b], [ref_dw_exact(x, w, b, (s, s), (1, 1, 1, 1))],
+                          "f32", attrs=at, tol=(1e-4, 1e-4)))
+            xc = rng.uniform(-1, 1, (2, 10, 9, 17)).astype(np.float32)
+            wn = w.copy()
+            wn[3, 0, 0, 0] = np.inf     # a corner tap: padded for the first row and column
+            wn[6, 0, 2, 1] = np.nan     # a bottom tap: padded for the last row
+            wn[8, 0, 1, 2] = -np.inf
+            out.append(mk("nan_conv_dw_w_s%d" % s, "Conv2D", [xc, wn, b], [ref_dw_exact(xc, wn, b, (s, s), (1, 1, 1, 1))],
+                          "f32", attrs=at, tol=(1e-4, 1e-4)))
     return out
+
+
+def ref_dw_exact(x, w, b, strides, pads):
+    """Depthwise Conv2D (group = channels) channel by channel through ref_conv_exact."""
+    ys = [ref_conv_exact(x[:, c:c + 1], w[c:c + 1], None if b is None else b[c:c + 1], strides, pads)
+          for c in range(x.shape[1])]
+    return np.concatenate(ys, axis=1)
 
 
 def rnn_cases(rng):

@@ -336,6 +336,16 @@ def conv_cases(rng):
         ("dilation", (1, 2, 9, 9), (3, 2, 3, 3), True, {"dilations": [2, 3], "pads": [1, 1, 1, 1]}),
         ("group2", (2, 4, 6, 6), (6, 2, 3, 3), True, {"group": 2, "pads": [1, 1, 1, 1]}),
         ("depthwise", (2, 6, 8, 8), (6, 1, 3, 3), True, {"group": 6, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+        # depthwise 3x3 through the CPU's direct kernel: ShuffleNetV2's channels, a row of 13 (a vector and a
+        # tail of 5), odd sizes at stride 2, asymmetric and large pads, a single column, an unpadded 1x1 result
+        ("dw_s1_58", (2, 58, 14, 14), (58, 1, 3, 3), True, {"group": 58, "pads": [1, 1, 1, 1]}),
+        ("dw_s1_w13", (1, 5, 9, 13), (5, 1, 3, 3), True, {"group": 5, "pads": [1, 1, 1, 1]}),
+        ("dw_s2_odd", (1, 7, 15, 17), (7, 1, 3, 3), True, {"group": 7, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+        ("dw_s2_116", (1, 116, 28, 28), (116, 1, 3, 3), True, {"group": 116, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+        ("dw_asym", (1, 4, 6, 11), (4, 1, 3, 3), False, {"group": 4, "pads": [0, 2, 1, 0]}),
+        ("dw_bigpad", (1, 2, 20, 20), (2, 1, 3, 3), True, {"group": 2, "pads": [2, 3, 2, 1], "strides": [2, 2]}),
+        ("dw_w1", (1, 3, 5, 1), (3, 1, 3, 3), True, {"group": 3, "pads": [1, 1, 1, 1]}),
+        ("dw_valid_s2", (1, 3, 3, 3), (3, 1, 3, 3), True, {"group": 3, "strides": [2, 2]}),
         ("same_upper", (1, 3, 7, 8), (2, 3, 4, 3), True, {"auto_pad": "SAME_UPPER", "strides": [2, 3]}),
         ("same_lower", (1, 3, 7, 8), (2, 3, 4, 3), True, {"auto_pad": "SAME_LOWER", "strides": [2, 3]}),
         ("valid", (1, 3, 7, 8), (2, 3, 3, 3), False, {"auto_pad": "VALID", "pads": [1, 1, 1, 1]}),

@@ -4,6 +4,10 @@
  */
 #include "k_dnnl.h"
 
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 /* ---- Conv2D ------------------------------------------------------------------------------------ */
 
 typedef struct conv_geom {
@@ -259,6 +263,163 @@ WF__VEC static void conv_ref_f64(void *arg, int64_t p0, int64_t p1)
     }
 }
 
+/*
+ * Depthwise 3x3 convolution (one input channel a group, stride 1 or 2, no dilation, any padding) on plain
+ * NCHW f32, directly. oneDNN's depthwise kernel works on channel blocks, so on plain NCHW it came with a
+ * reorder in and one out, and with a channel count that fills no whole block (ShuffleNetV2's 58, 116 and
+ * 232) those reorders into padded blocks cost more than the convolution: 116x14x14, Zen 3, 2 threads, P10
+ * of 30 runs: reorder in 7-8 us, convolution 10, reorder out 6-9. Here each plane is copied once into a
+ * zero-bordered buffer (for stride 2 split into even and odd columns), and a row of outputs is eight at a
+ * time of nine fused multiply-adds from that buffer, without a branch. A padded tap adds 0 x w, which is
+ * NaN for an infinite or NaN w where oneDNN and the reference skip the tap, so a plane whose weights are
+ * not all finite takes the reference's loop (conv_dw_exact).
+ */
+typedef struct conv_dw_arg {
+    const conv_geom *g;
+    const float *x, *w, *b;
+    float *y;
+    int64_t pw;   /* floats a buffer row holds */
+    bool failed;  /* a task's buffer could not be allocated */
+} conv_dw_arg;
+
+typedef float conv_v8 __attribute__((vector_size(32), aligned(4)));
+typedef int32_t conv_vi8 __attribute__((vector_size(32)));
+
+/* output plane p (n * C + c) by skipping the taps outside the input, as conv_ref_f64 does */
+static void conv_dw_exact(const conv_dw_arg *r, int64_t p)
+{
+    const conv_geom *g = r->g;
+    const wf__nn_window *wn = &g->win;
+    int64_t oh = wn->out[0], ow = wn->out[1], c = p % g->c;
+    const float *xp = r->x + p * g->h * g->w, *wp = r->w + c * 9;
+    float *y = r->y + p * oh * ow;
+    for (int64_t yh = 0; yh < oh; yh++)
+        for (int64_t yw = 0; yw < ow; yw++) {
+            float acc = r->b ? r->b[c] : 0.0f;
+            for (int a = 0; a < 3; a++) {
+                int64_t ih = yh * wn->s[0] - wn->pb[0] + a;
+                if (ih < 0 || ih >= g->h) continue;
+                for (int b = 0; b < 3; b++) {
+                    int64_t iw = yw * wn->s[1] - wn->pb[1] + b;
+                    if (iw >= 0 && iw < g->w) acc += wp[a * 3 + b] * xp[ih * g->w + iw];
+                }
+            }
+            y[yh * ow + yw] = acc;
+        }
+}
+
+WF__VEC static void conv_dw_range(void *arg, int64_t p0, int64_t p1)
+{
+    conv_dw_arg *r = arg;
+    const conv_geom *g = r->g;
+    const wf__nn_window *wn = &g->win;
+    const int64_t H = g->h, W = g->w, oh = wn->out[0], ow = wn->out[1], s = wn->s[1], pt = wn->pb[0], pl = wn->pb[1];
+    const int64_t PW = r->pw, rows = (oh - 1) * wn->s[0] + 3;
+    float *buf = wf__aligned_alloc(sizeof(float) * (size_t)((rows + 1) * PW + 8), WF__ALIGN);
+    if (!buf) {
+        __atomic_store_n(&r->failed, true, __ATOMIC_RELAXED);
+        return;
+    }
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t c = p % g->c;
+        const float *xp = r->x + p * H * W, *wp = r->w + c * 9;
+        float *y = r->y + p * oh * ow;
+        bool finite = true;
+        for (int i = 0; i < 9; i++) finite = finite && isfinite(wp[i]);
+        if (!finite) {
+            conv_dw_exact(r, p);
+            continue;
+        }
+        /* buffer row j holds input row j - pt, zero outside; stride 1: column q is input column q - pl;
+         * stride 2: the first half the even columns of that padded row, the second half the odd ones
+         * (made in the last PW floats of the buffer first). Copies are vector loops: memcpy's call per
+         * row of 14-56 floats was 7% of ShuffleNetV2's samples. */
+        int64_t half = PW / 2;
+        float *tmp = buf + rows * PW;
+        for (int64_t j = 0; j < rows; j++) {
+            float *row = buf + j * PW;
+            int64_t ih = j - pt;
+            float *dst = s == 1 ? row : tmp;
+            for (int64_t q = 0; q < PW; q += 8) *(conv_v8 *)(dst + q) = (conv_v8){0};
+            if (ih >= 0 && ih < H) {
+                /* PW >= pl + W (conv_dw sizes it so); the min only guards the copy */
+                const float *src = xp + ih * W;
+                int64_t n = W < PW - pl ? W : PW - pl, q = 0;
+                for (; q + 8 <= n; q += 8) *(conv_v8 *)(dst + pl + q) = *(const conv_v8 *)(src + q);
+                for (; q < n; q++) dst[pl + q] = src[q];
+            }
+            if (s == 2) {
+                const conv_vi8 ev = {0, 2, 4, 6, 8, 10, 12, 14}, od = {1, 3, 5, 7, 9, 11, 13, 15};
+                for (int64_t q = 0; q < half; q += 8) {
+                    conv_v8 lo = *(const conv_v8 *)(tmp + 2 * q), hi = *(const conv_v8 *)(tmp + 2 * q + 8);
+                    *(conv_v8 *)(row + q) = __builtin_shuffle(lo, hi, ev);
+                    *(conv_v8 *)(row + half + q) = __builtin_shuffle(lo, hi, od);
+                }
+            }
+        }
+        const float bias = r->b ? r->b[c] : 0.0f;
+        const float w0 = wp[0], w1 = wp[1], w2 = wp[2], w3 = wp[3], w4 = wp[4], w5 = wp[5], w6 = wp[6], w7 = wp[7],
+                    w8 = wp[8];
+        const int64_t o1 = s == 1 ? 1 : half, o2 = s == 1 ? 2 : 1; /* the middle and right taps' offsets */
+        for (int64_t yh = 0; yh < oh; yh++) {
+            const float *r0 = buf + yh * wn->s[0] * PW, *r1 = r0 + PW, *r2 = r1 + PW;
+            float *yr = y + yh * ow;
+            for (int64_t x0 = 0; x0 < ow; x0 += 8) {
+#define DW_LD(p) (*(const conv_v8 *)(p))
+                conv_v8 acc = (conv_v8){0} + bias;
+                acc += w0 * DW_LD(r0 + x0) + w1 * DW_LD(r0 + x0 + o1) + w2 * DW_LD(r0 + x0 + o2);
+                acc += w3 * DW_LD(r1 + x0) + w4 * DW_LD(r1 + x0 + o1) + w5 * DW_LD(r1 + x0 + o2);
+                acc += w6 * DW_LD(r2 + x0) + w7 * DW_LD(r2 + x0 + o1) + w8 * DW_LD(r2 + x0 + o2);
+#undef DW_LD
+                /* a row's last vector may run into the next row, which is written after it; not the plane's
+                 * last row (the next plane may be another thread's) */
+                if (x0 + 8 <= ow || yh + 1 < oh) {
+                    *(conv_v8 *)(yr + x0) = acc;
+                } else {
+                    float tail[8];
+                    memcpy(tail, &acc, sizeof tail);
+                    for (int64_t q = 0; q < ow - x0; q++) yr[x0 + q] = tail[q];
+                }
+            }
+        }
+    }
+    wf__aligned_free(buf);
+}
+
+/* Whether conv_dw_range computes this convolution (f32 on plain NCHW, no residual): where its rows hold a
+ * whole vector at least, and at stride 2 only where the channels fill no whole block (oneDNN's reorders
+ * then pad). Against oneDNN with its reorders, level 2 (plain NCHW), 2 threads, Zen 3, chains of the same
+ * layer: 32x112x112 0.55 against 1.1-1.35 ms for three; 144x56x56 0.6-0.7 against 0.85-1.1 for three;
+ * 58x28x28 0.22 against 0.50 for six; but 576x7x7 0.40 against 0.14-0.18 for six (a row of 7 is one
+ * partial vector, and the plane's set-up is the work) and 96x112x112 at stride 2 0.48 against 0.37-0.40
+ * for two. WEFT_CPU_DWCONV (set) keeps oneDNN's path (tests, benchmarks). */
+static bool conv_dw_takes(const wf__kctx *k, const conv_geom *g, wf_dtype t, bool res)
+{
+    const wf__nn_window *wn = &g->win;
+    return t == WF_F32 && !res && !(k->in_blocked & 1) && !(k->out_blocked & 1) && g->g == g->c && g->oc == g->c &&
+           g->kh == 3 && g->kw == 3 && wn->d[0] == 1 && wn->d[1] == 1 && wn->s[0] == wn->s[1] &&
+           (wn->s[0] == 1 || wn->s[0] == 2) && wn->pb[0] >= 0 && wn->pb[1] >= 0 && wn->pe[0] >= 0 && wn->pe[1] >= 0 &&
+           wn->out[0] > 0 && wn->out[1] >= 8 && (wn->s[0] == 1 || g->c % wf__dn_channel_block()) &&
+           getenv("WEFT_CPU_DWCONV") == NULL;
+}
+
+static wf_status *conv_dw(wf__kctx *k, const conv_geom *g, const float *x, const float *w, const float *bias, float *y)
+{
+    const wf__nn_window *wn = &g->win;
+    int64_t ow8 = (wn->out[1] + 7) / 8 * 8;
+    /* stride 1: columns up to ow8 + 2 read; stride 2: even and odd halves of ow8 + 1 each; both rounded up
+     * to whole vectors (and the input's pl + W columns fit: ow8 + 8 > ow + 2 >= pl + W at stride 1, and
+     * 2 (ow8 + 8) > 2 ow + 2 >= pl + W at stride 2) */
+    int64_t pw = wn->s[1] == 1 ? ow8 + 8 : 2 * (ow8 + 8); /* whole vectors: the zeroing and the even/odd split */
+    conv_dw_arg r = {g, x, w, bias, y, pw, false};
+    int64_t per = wn->out[0] * wn->out[1] * 9;
+    wf__parallel_for(k, g->n * g->c, 32768 / (per + 1) + 1, conv_dw_range, &r);
+    if (r.failed)
+        return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory allocating a %lld-float plane buffer on CPU:0",
+                             (long long)(pw * ((wn->out[0] - 1) * wn->s[0] + 4)));
+    return NULL;
+}
+
 wf_status *wf__dn_k_conv(wf__kctx *k)
 {
     conv_geom g;
@@ -306,6 +467,9 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
         /* no input channels: the output is the bias (plus the residual it holds) */
         if (!res) memset(y->data, 0, y->bytes);
         wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], bias, act, k->fused_alpha, k->fused_beta);
+    } else if (conv_dw_takes(k, &g, t, res != NULL)) {
+        if (!(s = conv_dw(k, &g, x->data, w->data, bias, y->data)))
+            wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], NULL, act, k->fused_alpha, k->fused_beta);
     } else if (t == WF_F64) {
         conv_ref_arg r = {&g, x->data, w->data, bias, y->data};
         int64_t per = od[2] * od[3] * (g.c / g.g) * g.kh * g.kw;
