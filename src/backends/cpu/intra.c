@@ -169,7 +169,7 @@ static void region_done(const region *g)
     bool lost = false;
     if (g->preempt0 >= 0 && took > 0) {
         long n = usage(&cpu);
-        /* judged over windows of watched regions, not region by region (lost_window) */
+        /* judged over windows of watched regions (WF__INTRA_LOST_WINDOW_NS), not region by region */
         int64_t thr_ns = took * g->threads;
         atomic_fetch_add_explicit(&g_win_pre, n - g->preempt0, memory_order_relaxed);
         atomic_fetch_add_explicit(&g_win_cpu, cpu - g->cpu0, memory_order_relaxed);

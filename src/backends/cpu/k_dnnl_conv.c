@@ -283,7 +283,15 @@ typedef struct conv_dw_arg {
 } conv_dw_arg;
 
 typedef float conv_v8 __attribute__((vector_size(32), aligned(4)));
+/* the even and the odd elements of two vectors (GCC's and clang's spellings; the fuzz build is clang's) */
+#if defined(__clang__)
+#define CONV_EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define CONV_ODD(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+#else
 typedef int32_t conv_vi8 __attribute__((vector_size(32)));
+#define CONV_EVEN(a, b) __builtin_shuffle(a, b, (conv_vi8){0, 2, 4, 6, 8, 10, 12, 14})
+#define CONV_ODD(a, b) __builtin_shuffle(a, b, (conv_vi8){1, 3, 5, 7, 9, 11, 13, 15})
+#endif
 
 /* output plane p (n * C + c) by skipping the taps outside the input, as conv_ref_f64 does */
 static void conv_dw_exact(const conv_dw_arg *r, int64_t p)
@@ -348,14 +356,12 @@ WF__VEC static void conv_dw_range(void *arg, int64_t p0, int64_t p1)
                 for (; q + 8 <= n; q += 8) *(conv_v8 *)(dst + pl + q) = *(const conv_v8 *)(src + q);
                 for (; q < n; q++) dst[pl + q] = src[q];
             }
-            if (s == 2) {
-                const conv_vi8 ev = {0, 2, 4, 6, 8, 10, 12, 14}, od = {1, 3, 5, 7, 9, 11, 13, 15};
+            if (s == 2)
                 for (int64_t q = 0; q < half; q += 8) {
                     conv_v8 lo = *(const conv_v8 *)(tmp + 2 * q), hi = *(const conv_v8 *)(tmp + 2 * q + 8);
-                    *(conv_v8 *)(row + q) = __builtin_shuffle(lo, hi, ev);
-                    *(conv_v8 *)(row + half + q) = __builtin_shuffle(lo, hi, od);
+                    *(conv_v8 *)(row + q) = CONV_EVEN(lo, hi);
+                    *(conv_v8 *)(row + half + q) = CONV_ODD(lo, hi);
                 }
-            }
         }
         const float bias = r->b ? r->b[c] : 0.0f;
         const float w0 = wp[0], w1 = wp[1], w2 = wp[2], w3 = wp[3], w4 = wp[4], w5 = wp[5], w6 = wp[6], w7 = wp[7],
