@@ -1112,6 +1112,74 @@ static void test_matmul_plain_layouts(void)
     }
 }
 
+/* The direct depthwise 3x3 kernel (k_dnnl_conv.c, plain NCHW f32; 12 channels fill no block, so stride 2
+ * takes it too): against f64 taps, then every allocation failed in turn: each run either fails with
+ * OUT_OF_MEMORY (the plane buffer's names CPU:0) or gives the same bytes, and nothing leaks. */
+static void test_dwconv_direct(void)
+{
+    unsigned seed = 61;
+    for (int s = 1; s <= 2; s++) {
+        int64_t dx[4] = {2, 12, 11, 19}, dw[4] = {12, 1, 3, 3}, db[1] = {12}, pads[4] = {1, 1, 1, 1}, st[2] = {s, s};
+        wf_tensor *in[3] = {randn(WF_F32, 4, dx, &seed), randn(WF_F32, 4, dw, &seed), randn(WF_F32, 1, db, &seed)};
+        kc c;
+        kc_init(&c, "Conv2D", WF_F32, in, 3);
+        kc_set_ints(&c, "pads", pads, 4);
+        kc_set_ints(&c, "strides", st, 2);
+        ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "group"))->i = 12;
+        wf_tensor *ref = kc_run(&c);
+        int64_t oh = (11 + 2 - 3) / s + 1, ow = (19 + 2 - 3) / s + 1;
+        CHECK(ref && ref->rank == 4 && ref->dims[2] == oh && ref->dims[3] == ow);
+        int bad = 0;
+        const float *X = in[0]->data, *W = in[1]->data, *B = in[2]->data;
+        for (int64_t p = 0; ref && p < 2 * 12; p++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double acc = B[p % 12];
+                    for (int a = 0; a < 3; a++)
+                        for (int b = 0; b < 3; b++) {
+                            int64_t ih = i * s - 1 + a, iw = j * s - 1 + b;
+                            if (ih >= 0 && ih < 11 && iw >= 0 && iw < 19)
+                                acc += (double)W[(p % 12) * 9 + a * 3 + b] * X[(p * 11 + ih) * 19 + iw];
+                        }
+                    float got = ((const float *)ref->data)[(p * oh + i) * ow + j];
+                    bad += !(fabs(got - acc) <= 1e-5 * (1 + fabs(acc)));
+                }
+        CHECK_INT(bad, 0);
+        long live0 = wf__alloc_live(), failed = 0, leaks = 0, wrong = 0, named = 0;
+        bool reached_end = false;
+        for (long k = 1; k < 1000 && !reached_end && ref; k++) {
+            long fired0 = wf__faults_fired();
+            wf__fault_inject(k);
+            wf_status *sts = c.def->compute(&c.k);
+            bool fired = wf__faults_fired() != fired0;
+            wf__fault_inject(0);
+            wf_tensor *y = c.out[0];
+            c.out[0] = NULL;
+            if (!fired) reached_end = true;
+            if (sts) {
+                failed++;
+                CHECK_INT(wf_status_code(sts), WF_OUT_OF_MEMORY);
+                named += strstr(wf_status_message(sts), "plane buffer") != NULL &&
+                         strstr(wf_status_message(sts), "CPU:0") != NULL;
+                wf_status_free(sts);
+            } else if (!y || y->bytes != ref->bytes || memcmp(y->data, ref->data, ref->bytes)) {
+                wrong++;
+            }
+            wf_tensor_free(y);
+            long live = wf__alloc_live();
+            if (live != live0) leaks++, live0 = live;
+        }
+        CHECK(reached_end);
+        CHECK(failed > 0);
+        if (!getenv("WEFT_CPU_DWCONV")) CHECK_INT(named, 1); /* the kernel's one buffer (one thread here) */
+        CHECK_INT(wrong, 0);
+        CHECK_INT(leaks, 0);
+        wf_tensor_free(ref);
+        kc_done(&c);
+        for (int i = 0; i < 3; i++) wf_tensor_free(in[i]);
+    }
+}
+
 /* Forward LSTM in f64 from the ONNX equations (gates i, o, f, c; default activations; no states), Y as
  * [seq][1][batch][H]; returns how many elements of y differ from it. */
 static int lstm_mismatches(const wf_tensor *y, const wf_tensor *x, const wf_tensor *w, const wf_tensor *r,
@@ -1466,6 +1534,7 @@ int main(void)
     RUN_TEST(test_conv_weight_versions);
     RUN_TEST(test_matmul_weight_versions);
     RUN_TEST(test_matmul_plain_layouts);
+    RUN_TEST(test_dwconv_direct);
     RUN_TEST(test_state_once_and_variable);
     RUN_TEST(test_lstm_state_once);
     RUN_TEST(test_lstm_own_threads);
