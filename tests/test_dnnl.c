@@ -493,6 +493,43 @@ static void test_attention_fast(void)
     }
 }
 
+/* Runs c's kernel again with its k-th allocation failed, k = 1, 2, ... until a run needs no more: each
+ * run either fails with OUT_OF_MEMORY or gives ref's bytes, and none leaves a block allocated. Returns how
+ * many failures' messages contain `needle` (when given). */
+static long oom_sweep(kc *c, const wf_tensor *ref, const char *what, const char *needle)
+{
+    wf__dn_tmp_flush();
+    long live0 = wf__alloc_live(), failed = 0, leaks = 0, wrong = 0, named = 0;
+    bool reached_end = false;
+    for (long k = 1; k < 10000 && !reached_end && ref; k++) {
+        long fired0 = wf__faults_fired();
+        wf__fault_inject(k);
+        wf_status *st = c->def->compute(&c->k);
+        bool fired = wf__faults_fired() != fired0;
+        wf__fault_inject(0);
+        wf_tensor *y = c->out[0];
+        c->out[0] = NULL;
+        if (!fired) reached_end = true;
+        if (st) {
+            failed++;
+            CHECK_INT(wf_status_code(st), WF_OUT_OF_MEMORY);
+            named += needle && strstr(wf_status_message(st), needle) != NULL;
+            wf_status_free(st);
+        } else if (!y || y->bytes != ref->bytes || memcmp(y->data, ref->data, ref->bytes)) {
+            wrong++;
+        }
+        wf_tensor_free(y);
+        wf__dn_tmp_flush();
+        long live = wf__alloc_live();
+        if (live != live0) leaks++, live0 = live;
+    }
+    if (!reached_end) CHECK_FAIL_("%s: the faults never ran out", what);
+    CHECK(failed > 0);
+    CHECK_INT(wrong, 0);
+    CHECK_INT(leaks, 0);
+    return named;
+}
+
 /* Out of memory on the 16-bit paths (f32 plane buffers of the pools, the f32 scratch cache of a bf16
  * first-layer convolution and its gradient, a bf16 reduction): every allocation the kernel makes fails
  * once in turn; each call either fails with OUT_OF_MEMORY naming the kernel's need, or gives the
@@ -520,34 +557,7 @@ static void test_lowp_oom(void)
         }
         if (which == 3) kc_set_ints(&c, "axes", axes, 2);
         wf_tensor *ref = kc_run(&c);
-        wf__dn_tmp_flush();
-        long live0 = wf__alloc_live(), failed = 0, leaks = 0, wrong = 0;
-        bool reached_end = false;
-        for (long k = 1; k < 10000 && !reached_end && ref; k++) {
-            long fired0 = wf__faults_fired();
-            wf__fault_inject(k);
-            wf_status *st = c.def->compute(&c.k);
-            bool fired = wf__faults_fired() != fired0;
-            wf__fault_inject(0);
-            wf_tensor *y = c.out[0];
-            c.out[0] = NULL;
-            if (!fired) reached_end = true;
-            if (st) {
-                failed++;
-                CHECK_INT(wf_status_code(st), WF_OUT_OF_MEMORY);
-                wf_status_free(st);
-            } else if (!y || y->bytes != ref->bytes || memcmp(y->data, ref->data, ref->bytes)) {
-                wrong++;
-            }
-            wf_tensor_free(y);
-            wf__dn_tmp_flush();
-            long live = wf__alloc_live();
-            if (live != live0) leaks++, live0 = live;
-        }
-        if (!reached_end) CHECK_FAIL_("%s: the faults never ran out", ops[which]);
-        CHECK(failed > 0);
-        CHECK_INT(wrong, 0);
-        CHECK_INT(leaks, 0);
+        oom_sweep(&c, ref, ops[which], NULL);
         wf_tensor_free(ref);
         kc_done(&c);
         for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
@@ -1145,35 +1155,8 @@ static void test_dwconv_direct(void)
                     bad += !(fabs(got - acc) <= 1e-5 * (1 + fabs(acc)));
                 }
         CHECK_INT(bad, 0);
-        long live0 = wf__alloc_live(), failed = 0, leaks = 0, wrong = 0, named = 0;
-        bool reached_end = false;
-        for (long k = 1; k < 1000 && !reached_end && ref; k++) {
-            long fired0 = wf__faults_fired();
-            wf__fault_inject(k);
-            wf_status *sts = c.def->compute(&c.k);
-            bool fired = wf__faults_fired() != fired0;
-            wf__fault_inject(0);
-            wf_tensor *y = c.out[0];
-            c.out[0] = NULL;
-            if (!fired) reached_end = true;
-            if (sts) {
-                failed++;
-                CHECK_INT(wf_status_code(sts), WF_OUT_OF_MEMORY);
-                named += strstr(wf_status_message(sts), "plane buffer") != NULL &&
-                         strstr(wf_status_message(sts), "CPU:0") != NULL;
-                wf_status_free(sts);
-            } else if (!y || y->bytes != ref->bytes || memcmp(y->data, ref->data, ref->bytes)) {
-                wrong++;
-            }
-            wf_tensor_free(y);
-            long live = wf__alloc_live();
-            if (live != live0) leaks++, live0 = live;
-        }
-        CHECK(reached_end);
-        CHECK(failed > 0);
+        long named = oom_sweep(&c, ref, "depthwise Conv2D", "plane buffer on CPU:0");
         if (!getenv("WEFT_CPU_DWCONV")) CHECK_INT(named, 1); /* the kernel's one buffer (one thread here) */
-        CHECK_INT(wrong, 0);
-        CHECK_INT(leaks, 0);
         wf_tensor_free(ref);
         kc_done(&c);
         for (int i = 0; i < 3; i++) wf_tensor_free(in[i]);
