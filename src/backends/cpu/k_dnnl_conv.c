@@ -5,6 +5,7 @@
 #include "k_dnnl.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -401,12 +402,15 @@ WF__VEC static void conv_dw_range(void *arg, int64_t p0, int64_t p1)
  * for two. WEFT_CPU_DWCONV (set) keeps oneDNN's path (tests, benchmarks). */
 static bool conv_dw_takes(const wf__kctx *k, const conv_geom *g, wf_dtype t, bool res)
 {
+    /* read once: this runs at every convolution */
+    static atomic_int off = -1;
+    int o = atomic_load_explicit(&off, memory_order_relaxed);
+    if (o < 0) atomic_store_explicit(&off, o = getenv("WEFT_CPU_DWCONV") != NULL, memory_order_relaxed);
     const wf__nn_window *wn = &g->win;
     return t == WF_F32 && !res && !(k->in_blocked & 1) && !(k->out_blocked & 1) && g->g == g->c && g->oc == g->c &&
            g->kh == 3 && g->kw == 3 && wn->d[0] == 1 && wn->d[1] == 1 && wn->s[0] == wn->s[1] &&
            (wn->s[0] == 1 || wn->s[0] == 2) && wn->pb[0] >= 0 && wn->pb[1] >= 0 && wn->pe[0] >= 0 && wn->pe[1] >= 0 &&
-           wn->out[0] > 0 && wn->out[1] >= 8 && (wn->s[0] == 1 || g->c % wf__dn_channel_block()) &&
-           getenv("WEFT_CPU_DWCONV") == NULL;
+           wn->out[0] > 0 && wn->out[1] >= 8 && (wn->s[0] == 1 || g->c % wf__dn_channel_block()) && !o;
 }
 
 static wf_status *conv_dw(wf__kctx *k, const conv_geom *g, const float *x, const float *w, const float *bias, float *y)
