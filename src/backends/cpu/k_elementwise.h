@@ -20,6 +20,8 @@ void wf__ew_half_to_f32(const uint16_t *src, float *dst, int64_t n, wf_dtype t);
 void wf__ew_f32_to_half(const float *src, uint16_t *dst, int64_t n, wf_dtype t);
 /* y = x / (1 + e^(-a x)) in f32 with the vectorised exp of the unary kernels (Swish). */
 void wf__ew_swish_f32(const float *x, float *y, int64_t n, float a);
+/* p = p * clamp(p / 6 + 1/2, 0, 1) in place, in f32 (HardSwish's arithmetic; AVX2 where the CPU has it). */
+void wf__ew_hardswish_f32(float *p, int64_t n);
 /* y = 0.5 x (1 + erf(x / sqrt(2))) in f32, the Gelu node's own loop (exact form). */
 void wf__ew_gelu_f32(const float *x, float *y, int64_t n);
 /* The same for Gelu's tanh form (approximate "tanh"). */
