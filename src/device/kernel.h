@@ -191,8 +191,10 @@ typedef wf_status *(*wf__kernel_fn)(wf__kctx *k);
 enum {
     WF__K_INPLACE = 1u << 0, /* the kernel may reuse input 0 (wf__kctx_output_reuse) or return a view of it */
     WF__K_EPILOGUE = 1u << 1, /* supports fused_bias / fused_act */
-    WF__K_BLOCKED = 1u << 2   /* reads input 0 and writes output 0 in the channel-blocked layout when
+    WF__K_BLOCKED = 1u << 2,  /* reads input 0 and writes output 0 in the channel-blocked layout when
                                  wf__kctx.in_blocked / out_blocked say so */
+    WF__K_CONST_VALUE = 1u << 3 /* a Const whose output 0 is a reference to its "value" attribute and
+                                   nothing else: the plan binds it when a run starts, without running it */
 };
 
 typedef struct wf__kernel_def {

@@ -691,13 +691,23 @@ wf_status *wf__execute(wf_context *ctx, const wf__plan *p, const wf_feed *feeds,
         goto done;
     }
     for (size_t i = 0; i < ns; i++) atomic_init(&r.uses[i], p->slot_uses[i]);
-    for (size_t i = 0; i < n; i++) atomic_init(&r.pending[i], p->nodes[i].pending0);
-    atomic_init(&r.outstanding, p->n_nodes);
-    atomic_init(&r.done, p->n_nodes == 0);
+    for (size_t i = 0; i < n; i++) {
+        const wf__pnode *pn = &p->nodes[i];
+        atomic_init(&r.pending[i], pn->pending_run);
+        if (!pn->bound) continue;
+        r.slots[pn->out_slot[0]] = wf_tensor_ref((wf_tensor *)pn->bound);
+        /* traced as an event at the run's start that took no time, on the caller's thread */
+        if (trace) {
+            r.t_thread[i] = thread_id();
+            wf_status_free(trace_node_done(&r, (int)i, NULL, &r.slots[pn->out_slot[0]]));
+        }
+    }
+    atomic_init(&r.outstanding, p->n_nodes - p->n_bound);
+    atomic_init(&r.done, p->n_nodes == p->n_bound);
     atomic_init(&r.failed, 0);
     atomic_init(&r.error, NULL);
     r.t0 = wf__now_ns();
-    if (p->n_nodes) {
+    if (p->n_nodes > p->n_bound) {
         run_local(&r, p->roots, p->n_roots);
         if (!atomic_load_explicit(&r.done, memory_order_acquire)) wf__pool_help_until(ctx->pool, wf__exec_batch, &r.done);
     }

@@ -902,9 +902,26 @@ static wf_status *build(builder *b, const wf_feed *feeds, int n_feeds, const wf_
         p->key_feed_info[i].rank = t->rank;
         memcpy(p->key_feed_info[i].dims, t->dims, sizeof t->dims);
     }
+    /* Constants whose kernel only hands out their value (the CPU's) are bound to their slots when a run
+     * starts instead of being run: ShuffleNetV2 has 198 of them, and each cost an executor round (about
+     * 1 us traced) for a reference count. Their consumers do not wait for them. */
     for (int v = 0; v < n_nodes; v++) {
         wf__pnode *pn = &p->nodes[v];
-        if (pn->pending0 == 0) p->roots[p->n_roots++] = v;
+        pn->pending_run = pn->pending0;
+        const wf__attr *val = pn->kernel && (pn->kernel->flags & WF__K_CONST_VALUE) && pn->n_out == 1 && pn->feed < 0
+                                  ? wf__attr_get(pn->op, pn->attrs, "value")
+                                  : NULL;
+        if (val && val->t && p->slot_static[pn->out_slot[0]]) pn->bound = val->t;
+    }
+    for (int v = 0; v < n_nodes; v++) {
+        const wf__pnode *pn = &p->nodes[v];
+        if (!pn->bound) continue;
+        p->n_bound++;
+        for (int k = 0; k < pn->n_succ; k++) p->nodes[pn->succ[k]].pending_run--;
+    }
+    for (int v = 0; v < n_nodes; v++) {
+        wf__pnode *pn = &p->nodes[v];
+        if (pn->pending_run == 0 && !pn->bound) p->roots[p->n_roots++] = v;
         /* outputs nothing reads (the executor frees them unread): the kernel may leave them unwritten */
         for (int j = 0; j < pn->n_out && j < 32; j++)
             if (p->slot_uses[pn->out_slot[j]] == 0 && !p->slot_static[pn->out_slot[j]]) pn->out_unused |= 1u << j;

@@ -29,6 +29,8 @@ typedef struct wf__pnode {
     int n_succ;
     int *succ;                    /* distinct successor node indices */
     int pending0;                 /* distinct producer nodes */
+    int pending_run;              /* those of them a run executes (pending0 less the bound constants) */
+    const wf_tensor *bound;       /* a Const bound when a run starts (WF__K_CONST_VALUE): its value, else NULL */
     bool cheap;                   /* run inline by the executor */
     int fused_bias, fused_act;    /* see wf__kctx */
     int fused_res;                /* see wf__kctx.fused_residual: index of the residual input, 0 none */
@@ -58,7 +60,8 @@ typedef struct wf__plan {
     int n_fetches;
     int *fetch_slot;
     int n_roots;
-    int *roots;
+    int *roots;                   /* the nodes a run starts with (pending_run 0, not bound) */
+    int n_bound;                  /* Consts bound at a run's start: a run executes n_nodes - n_bound nodes */
     int *arena_io;                /* every node's in_slot and out_slot, in node order */
     int *arena_succ;              /* every node's succ, in node order */
     double est_makespan;          /* the placer's estimate of one run, seconds */

@@ -18,7 +18,7 @@ static wf_status *k_identity(wf__kctx *k)
 
 const wf__kernel_def wf__cpu_kernels_core[] = {
     /* strings too: these pass a reference along, never the bytes */
-    {"Const", "CPU", WF__DT_ALL | WF__DT_STRING, -1, k_const},
+    {"Const", "CPU", WF__DT_ALL | WF__DT_STRING, -1, k_const, NULL, WF__K_CONST_VALUE},
     {"Identity", "CPU", WF__DT_ALL | WF__DT_STRING, 0, k_identity},
     {"PlaceholderWithDefault", "CPU", WF__DT_ALL | WF__DT_STRING, 0, k_identity},
     {0},
