@@ -648,6 +648,94 @@ static void test_residual_in_place(void)
            (unsigned long long)arena[1], E * 4, (unsigned long long)arena[0]);
 }
 
+/* A Concat's inputs laid out in its output (WF__K_PARTS_IN_PLACE): three 1x1 convolutions of x [B, 16,
+ * S, S] with 16, 16 and 32 output channels, concatenated along the channels, then Relu. At batch 1 the
+ * convolutions write straight into their places in the Concat's buffer and the Relu works in place
+ * over it: the arena is that one buffer (64 x S x S floats), at level 2 (plain NCHW) and at level 3
+ * (the channel-blocked layout, whole blocks per part). Not in place, and still right: at batch 2 (the
+ * parts interleave in the output) and when a part has a second reader (here a Neg of the first
+ * convolution, also fetched), where the arena needs a buffer per live part as well. Every result
+ * against a double reference, a NaN in x included. */
+static void test_concat_in_place(void)
+{
+    enum { CI = 16, S = 8, CT = 64 };
+    static const int co[3] = {16, 16, 32};
+    static float wv[3][32 * CI], xv[2 * CI * S * S];
+    for (int k = 0; k < 3; k++) fill(wv[k], co[k] * CI, k + 5);
+    fill(xv, 2 * CI * S * S, 4);
+    xv[7] = NAN;
+    for (int level = 2; level <= 3; level++)
+        for (int variant = 0; variant < 3; variant++) { /* 0: in place, 1: batch 2, 2: a second reader */
+            int64_t B = variant == 1 ? 2 : 1;
+            wf_context *ctx = NULL;
+            CHECK_OK(wf_context_new(NULL, &ctx));
+            if (!ctx) return;
+            wf_graph *g = NULL;
+            CHECK_OK(wf_graph_new(&g));
+            wf_output x, parts[3], cat, y, neg = {0};
+            int64_t xd[4] = {B, CI, S, S};
+            CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, xd, &x));
+            for (int k = 0; k < 3; k++) {
+                char nm[8];
+                int64_t wd[4] = {co[k], CI, 1, 1};
+                snprintf(nm, sizeof nm, "w%d", k);
+                wf_output in[2] = {x, constant(g, nm, WF_F32, 4, wd, wv[k])};
+                snprintf(nm, sizeof nm, "c%d", k);
+                CHECK_OK(wf_op(g, "Conv2D", nm, in, 2, NULL, 0, &parts[k].node));
+                parts[k].index = 0;
+            }
+            wf_attr ax = wf_attr_int("axis", 1);
+            CHECK_OK(wf_op(g, "Concat", "cat", parts, 3, &ax, 1, &cat.node));
+            cat.index = 0;
+            CHECK_OK(wf_relu(g, "relu", cat, &y));
+            if (variant == 2) CHECK_OK(wf_unary(g, "Neg", "neg", parts[0], &neg));
+            wf_session_options o;
+            wf_session_options_init(&o);
+            o.device = "CPU:0";
+            o.opt_level = level;
+            wf_session *s = NULL;
+            CHECK_OK(wf_session_new(ctx, g, &o, &s));
+            wf_tensor *xt = NULL, *out[2] = {NULL, NULL};
+            CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
+            wf_feed f = {x, xt};
+            wf_output fetch[2] = {y, neg};
+            int nf = variant == 2 ? 2 : 1;
+            for (int rep = 0; s && xt && rep < 2; rep++) {
+                for (int j = 0; j < 2; j++) wf_tensor_free(out[j]), out[j] = NULL;
+                CHECK_OK(wf_session_run(s, &f, 1, fetch, nf, out, NULL));
+            }
+            int bad = 0;
+            for (int64_t n = 0; out[0] && n < B; n++)
+                for (int c = 0, base = 0, k = 0; c < CT; c++) {
+                    if (c - base == co[k]) base += co[k], k++;
+                    for (int p = 0; p < S * S; p++) {
+                        double acc = 0;
+                        for (int i = 0; i < CI; i++) acc += (double)wv[k][(c - base) * CI + i] * xv[(n * CI + i) * S * S + p];
+                        double want = isnan(acc) ? NAN : acc > 0 ? acc : 0;
+                        float gv = ((const float *)wf_tensor_data(out[0]))[(n * CT + c) * S * S + p];
+                        bad += isnan(want) ? !isnan(gv) : fabs(gv - want) > 1e-4 * (1 + fabs(want));
+                        if (variant == 2 && k == 0 && out[1]) {
+                            float nv = ((const float *)wf_tensor_data(out[1]))[c * S * S + p];
+                            bad += isnan(acc) ? !isnan(nv) : fabs(nv + acc) > 1e-4 * (1 + fabs(acc));
+                        }
+                    }
+                }
+            CHECK(out[0] != NULL);
+            CHECK_INT(bad, 0);
+            uint64_t arena = stats(ctx, 0).arena_bytes, one = (uint64_t)B * CT * S * S * 4;
+            if (variant == 0) CHECK_INT(arena, one);
+            else CHECK(arena > one);
+            printf("CPU:0 Concat at level %d, %s: arena %llu bytes (the result: %llu)\n", level,
+                   variant == 0 ? "in place" : variant == 1 ? "batch 2" : "a part with a second reader",
+                   (unsigned long long)arena, (unsigned long long)one);
+            for (int j = 0; j < 2; j++) wf_tensor_free(out[j]);
+            wf_tensor_free(xt);
+            wf_session_free(s);
+            wf_graph_free(g);
+            wf_context_free(ctx);
+        }
+}
+
 int main(void)
 {
     /* the emulated CUDA plugin first, then the OpenCL plugin of this build, then the test backend */
@@ -674,6 +762,7 @@ int main(void)
     g_spec = "CPU:0";
     snprintf(g_name, sizeof g_name, "memplan on CPU:0");
     RUN_TEST(test_residual_in_place);
+    RUN_TEST(test_concat_in_place);
     free(w1v);
     free(w2v);
     return check_summary();

@@ -193,8 +193,10 @@ enum {
     WF__K_EPILOGUE = 1u << 1, /* supports fused_bias / fused_act */
     WF__K_BLOCKED = 1u << 2,  /* reads input 0 and writes output 0 in the channel-blocked layout when
                                  wf__kctx.in_blocked / out_blocked say so */
-    WF__K_CONST_VALUE = 1u << 3 /* a Const whose output 0 is a reference to its "value" attribute and
+    WF__K_CONST_VALUE = 1u << 3, /* a Const whose output 0 is a reference to its "value" attribute and
                                    nothing else: the plan binds it when a run starts, without running it */
+    WF__K_PARTS_IN_PLACE = 1u << 4 /* a Concat that copies no input already at its place in the output:
+                                      the memory plan may lay the inputs out there (lower/memplan.c) */
 };
 
 typedef struct wf__kernel_def {

@@ -456,8 +456,12 @@ static void cs_run(wf__kctx *k, cs_job *j, int64_t outer)
     if (outer == 1) {
         char *w = j->whole;
         for (int i = 0; i < j->n; i++) {
-            if (j->split) wf__k_pcopy(k, j->parts[i], w, j->part_row[i]);
-            else wf__k_pcopy(k, w, j->parts[i], j->part_row[i]);
+            /* a part already in its place (the memory plan laid a Concat's inputs out in its output,
+             * WF__K_PARTS_IN_PLACE) is not copied */
+            if (j->parts[i] != w) {
+                if (j->split) wf__k_pcopy(k, j->parts[i], w, j->part_row[i]);
+                else wf__k_pcopy(k, w, j->parts[i], j->part_row[i]);
+            }
             w += j->part_row[i];
         }
         return;
@@ -701,7 +705,7 @@ const wf__kernel_def wf__cpu_kernels_shape[] = {
     {"Squeeze", "CPU", WF__DT_ALL, 0, k_squeeze, NULL, WF__K_INPLACE},
     {"Unsqueeze", "CPU", WF__DT_ALL, 0, k_unsqueeze, NULL, WF__K_INPLACE},
     {"Transpose", "CPU", WF__DT_ALL, 0, k_transpose, NULL, 0},
-    {"Concat", "CPU", WF__DT_ALL, 0, k_concat, NULL, WF__K_BLOCKED},
+    {"Concat", "CPU", WF__DT_ALL, 0, k_concat, NULL, WF__K_BLOCKED | WF__K_PARTS_IN_PLACE},
     {"Split", "CPU", WF__DT_ALL, 0, k_split, NULL, 0},
     {"Slice", "CPU", WF__DT_ALL, 0, k_slice, NULL, 0},
     {"Tile", "CPU", WF__DT_ALL, 0, k_tile, NULL, 0},
