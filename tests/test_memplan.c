@@ -736,6 +736,106 @@ static void test_concat_in_place(void)
         }
 }
 
+/* A chain of Concats whose inputs are prefixes of the last one's (DenseNet's dense block): p = conv(x)
+ * [16 ch], c1 = Concat(p), f1 = conv(relu(c1)) [16], c2 = Concat(p, f1), f2 = conv(c2) [32],
+ * c3 = Concat(p, f1, f2), y = relu(c3). p, f1 and f2 are written in c3's buffer, c1 and c2 are its first
+ * bytes, y is in place over c3: the arena is that buffer (64 x S x S floats) and one for relu(c1),
+ * which cannot take c1's bytes (c1 is part of c3). At levels 2 and 3, against a double reference with
+ * a NaN in x. */
+static void test_concat_chain_in_place(void)
+{
+    enum { CI = 16, S = 8, P = S * S };
+    static float wa[16 * CI], wb[16 * 16], wc[32 * 32], xv[CI * P];
+    fill(wa, 16 * CI, 7);
+    fill(wb, 16 * 16, 8);
+    fill(wc, 32 * 32, 9);
+    fill(xv, CI * P, 10);
+    xv[9] = NAN;
+    static double pv[16 * P], f1[16 * P], f2[32 * P];
+    for (int o = 0; o < 16; o++)
+        for (int q = 0; q < P; q++) {
+            double a = 0;
+            for (int i = 0; i < CI; i++) a += (double)wa[o * CI + i] * xv[i * P + q];
+            pv[o * P + q] = a;
+        }
+    for (int o = 0; o < 16; o++)
+        for (int q = 0; q < P; q++) {
+            double a = 0;
+            for (int i = 0; i < 16; i++) a += (double)wb[o * 16 + i] * (isnan(pv[i * P + q]) ? NAN : pv[i * P + q] > 0 ? pv[i * P + q] : 0);
+            f1[o * P + q] = a;
+        }
+    for (int o = 0; o < 32; o++)
+        for (int q = 0; q < P; q++) {
+            double a = 0;
+            for (int i = 0; i < 32; i++) a += (double)wc[o * 32 + i] * (i < 16 ? pv[i * P + q] : f1[(i - 16) * P + q]);
+            f2[o * P + q] = a;
+        }
+    for (int level = 2; level <= 3; level++) {
+        wf_context *ctx = NULL;
+        CHECK_OK(wf_context_new(NULL, &ctx));
+        if (!ctx) return;
+        wf_graph *g = NULL;
+        CHECK_OK(wf_graph_new(&g));
+        int64_t xd[4] = {1, CI, S, S};
+        wf_output x, p, c1, r1, fo1, c2, fo2, c3, y;
+        CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, xd, &x));
+        wf_attr ax = wf_attr_int("axis", 1);
+        wf_output in[3];
+        in[0] = x, in[1] = constant(g, "wa", WF_F32, 4, (int64_t[]){16, CI, 1, 1}, wa);
+        CHECK_OK(wf_op(g, "Conv2D", "p", in, 2, NULL, 0, &p.node));
+        p.index = 0;
+        CHECK_OK(wf_op(g, "Concat", "c1", &p, 1, &ax, 1, &c1.node));
+        c1.index = 0;
+        CHECK_OK(wf_relu(g, "r1", c1, &r1));
+        in[0] = r1, in[1] = constant(g, "wb", WF_F32, 4, (int64_t[]){16, 16, 1, 1}, wb);
+        CHECK_OK(wf_op(g, "Conv2D", "f1", in, 2, NULL, 0, &fo1.node));
+        fo1.index = 0;
+        in[0] = p, in[1] = fo1;
+        CHECK_OK(wf_op(g, "Concat", "c2", in, 2, &ax, 1, &c2.node));
+        c2.index = 0;
+        in[0] = c2, in[1] = constant(g, "wc", WF_F32, 4, (int64_t[]){32, 32, 1, 1}, wc);
+        CHECK_OK(wf_op(g, "Conv2D", "f2", in, 2, NULL, 0, &fo2.node));
+        fo2.index = 0;
+        in[0] = p, in[1] = fo1, in[2] = fo2;
+        CHECK_OK(wf_op(g, "Concat", "c3", in, 3, &ax, 1, &c3.node));
+        c3.index = 0;
+        CHECK_OK(wf_relu(g, "y", c3, &y));
+        wf_session_options o;
+        wf_session_options_init(&o);
+        o.device = "CPU:0";
+        o.opt_level = level;
+        wf_session *s = NULL;
+        CHECK_OK(wf_session_new(ctx, g, &o, &s));
+        wf_tensor *xt = NULL, *out = NULL;
+        CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
+        wf_feed f = {x, xt};
+        for (int rep = 0; s && xt && rep < 2; rep++) {
+            wf_tensor_free(out);
+            out = NULL;
+            CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, NULL));
+        }
+        int bad = 0;
+        for (int c = 0; out && c < 64; c++)
+            for (int q = 0; q < P; q++) {
+                double v = c < 16 ? pv[c * P + q] : c < 32 ? f1[(c - 16) * P + q] : f2[(c - 32) * P + q];
+                double want = isnan(v) ? NAN : v > 0 ? v : 0;
+                float gv = ((const float *)wf_tensor_data(out))[c * P + q];
+                bad += isnan(want) ? !isnan(gv) : fabs(gv - want) > 1e-4 * (1 + fabs(want));
+            }
+        CHECK(out != NULL);
+        CHECK_INT(bad, 0);
+        uint64_t arena = stats(ctx, 0).arena_bytes;
+        CHECK_INT(arena, (64 + 16) * P * 4);
+        printf("CPU:0 Concat chain at level %d: arena %llu bytes (c3's buffer %d + relu(c1)'s %d)\n", level,
+               (unsigned long long)arena, 64 * P * 4, 16 * P * 4);
+        wf_tensor_free(out);
+        wf_tensor_free(xt);
+        wf_session_free(s);
+        wf_graph_free(g);
+        wf_context_free(ctx);
+    }
+}
+
 int main(void)
 {
     /* the emulated CUDA plugin first, then the OpenCL plugin of this build, then the test backend */
@@ -763,6 +863,7 @@ int main(void)
     snprintf(g_name, sizeof g_name, "memplan on CPU:0");
     RUN_TEST(test_residual_in_place);
     RUN_TEST(test_concat_in_place);
+    RUN_TEST(test_concat_chain_in_place);
     free(w1v);
     free(w2v);
     return check_summary();

@@ -74,19 +74,21 @@ static int in_place_buffer(const wf__plan *p, int v, const uint64_t *av, size_t 
     return buf_of[a];
 }
 
-/* Byte offsets at which a Concat's inputs can be laid out inside its output, so that their producers
+/* Concats laid out in place: a Concat's inputs are placed inside its output, so that their producers
  * write there and the Concat copies nothing (a kernel with WF__K_PARTS_IN_PLACE skips an input found at
- * its place): SqueezeNet's eight and GoogLeNet's nine channel Concats had cost 5% and 1% of a run in
- * copies. Only where each input is a contiguous run of the output's bytes: nothing but ones before the
- * axis (batch 1 along the channels), in plain layouts or in level 3's channel blocks of 8 or 16 (whole
- * blocks per input: lower/layout.c), not in nhwc; each input a planned value of the Concat's device read
- * by the Concat alone, once, neither fetched nor a feed, a constant or another such Concat's output, and
- * at a 64-byte multiple. Fills off[i] per input and returns true, else false. */
-static bool concat_in_place(const wf_context *ctx, const wf__plan *p, int v, const int *producer, const int *rd_start,
-                            const int *rd, const int *fetched, const bool *grouped, int64_t *off)
+ * its place). SqueezeNet's eight and GoogLeNet's nine channel Concats had cost 5% and 1% of a run in
+ * copies. A group is a chain of such Concats whose input lists are prefixes of the longest one's (its
+ * leader): DenseNet's layer k concatenates the block's input and the first k - 1 layers' results, so
+ * every layer's Concat is a prefix of the block's last, and the whole block lives in the last one's
+ * buffer, each Concat's result its first bytes (DenseNet-121's 62 Concats had copied 2 ms of a 37 ms
+ * run). Only where each input is a contiguous run of the output's bytes: ones before the axis (batch 1
+ * along the channels), in plain layouts or in level 3's channel blocks of 8 or 16 (whole blocks per
+ * input: lower/layout.c), not in nhwc. */
+static bool concat_contiguous(const wf_context *ctx, const wf__plan *p, int v)
 {
     const wf__pnode *pn = &p->nodes[v];
-    if (!pn->kernel || !(pn->kernel->flags & WF__K_PARTS_IN_PLACE) || pn->n_out != 1 || pn->n_in < 2 || pn->feed >= 0)
+    if (!pn->kernel || !(pn->kernel->flags & WF__K_PARTS_IN_PLACE) || pn->n_out != 1 || pn->n_in < 1 ||
+        pn->n_in > 64 || pn->feed >= 0)
         return false;
     const wf__tinfo *to = &pn->out_info[0];
     int ax;
@@ -95,11 +97,52 @@ static bool concat_in_place(const wf_context *ctx, const wf__plan *p, int v, con
     for (int a = 0; a < ax; a++)
         if (to->dims[a] != 1) return false;
     if (pn->in_blocked && (ax != 1 || ctx->devices[pn->device].info.channel_block <= 1)) return false;
+    for (int i = 0; i < pn->n_in; i++)
+        if (pn->in_slot[i] < 0) return false;
+    return true;
+}
+
+/* Whether Concat u's inputs are the first of Concat v's, in order. */
+static bool concat_prefix(const wf__plan *p, int u, int v)
+{
+    const wf__pnode *a = &p->nodes[u], *b = &p->nodes[v];
+    if (a->n_in > b->n_in || a->device != b->device || a->out_info[0].dtype != b->out_info[0].dtype ||
+        a->in_blocked != (b->in_blocked & ((a->n_in >= 32 ? 0 : 1u << a->n_in) - 1u)))
+        return false;
+    for (int i = 0; i < a->n_in; i++)
+        if (a->in_slot[i] != b->in_slot[i]) return false;
+    return true;
+}
+
+/* The group led by Concat v (see above), if it can be laid out in place: in_grp[w] = v for its Concats
+ * (v among them; cand[] lists the Concats that qualify alone), off[] the leader's inputs' byte offsets.
+ * Every input is a planned value of the leader's device that only the group's Concats read, each once,
+ * neither fetched nor a feed, a constant or another group's Concat's result, at a 64-byte multiple; the
+ * other Concats' results are not fetched (their bytes are the leader's). False (in_grp untouched) if not. */
+static bool concat_group(const wf__plan *p, int v, const int *cand, int nc, const int *producer, const int *rd_start,
+                         const int *rd, const int *fetched, const int *grp, int *in_grp, int64_t *off)
+{
+    const wf__pnode *pn = &p->nodes[v];
+    const wf__tinfo *to = &pn->out_info[0];
+    if (grp[pn->out_slot[0]] >= 0) return false; /* an input of a group formed already */
+    for (int c = 0; c < nc; c++)
+        if (cand[c] != v && concat_prefix(p, cand[c], v) &&
+            (p->nodes[cand[c]].n_in == pn->n_in || fetched[p->nodes[cand[c]].out_slot[0]] ||
+             grp[p->nodes[cand[c]].out_slot[0]] >= 0))
+            return false;
     int64_t at = 0;
     for (int i = 0; i < pn->n_in; i++) {
         int sl = pn->in_slot[i];
-        if (sl < 0 || p->slot_static[sl] || fetched[sl] || producer[sl] < 0 || grouped[producer[sl]]) return false;
-        if (rd_start[sl + 1] - rd_start[sl] != 1) return false; /* read by this node, once */
+        if (p->slot_static[sl] || fetched[sl] || producer[sl] < 0 || in_grp[producer[sl]] >= 0) return false;
+        for (int c = 0; c < nc; c++) /* a Concat's result: not nested in another group */
+            if (cand[c] == producer[sl]) return false;
+        /* readers: the group's Concats long enough to hold input i, each once */
+        int want = 1;
+        for (int c = 0; c < nc; c++)
+            want += cand[c] != v && p->nodes[cand[c]].n_in > i && concat_prefix(p, cand[c], v);
+        if (rd_start[sl + 1] - rd_start[sl] != want) return false;
+        for (int r = rd_start[sl]; r < rd_start[sl + 1]; r++)
+            if (rd[r] != v && !(p->nodes[rd[r]].n_in < pn->n_in && concat_prefix(p, rd[r], v))) return false;
         const wf__pnode *pa = &p->nodes[producer[sl]];
         if (pa->device != pn->device || pa->feed >= 0) return false;
         const wf__tinfo *ti = NULL;
@@ -112,7 +155,11 @@ static bool concat_in_place(const wf_context *ctx, const wf__plan *p, int v, con
         at += e * (int64_t)wf_dtype_size(ti->dtype);
     }
     int64_t e = wf__numel(to->rank, to->dims);
-    return e >= 0 && at == e * (int64_t)wf_dtype_size(to->dtype);
+    if (e < 0 || at != e * (int64_t)wf_dtype_size(to->dtype)) return false;
+    in_grp[v] = v;
+    for (int c = 0; c < nc; c++)
+        if (cand[c] != v && concat_prefix(p, cand[c], v)) in_grp[cand[c]] = v;
+    return true;
 }
 
 wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
@@ -139,10 +186,10 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
      * group's buffer; per node, the group's buffer once opened (-1 before) */
     int *grp = wf__malloc(sizeof(int) * (size_t)ns), *g_buf = wf__malloc(sizeof(int) * (size_t)n);
     int64_t *sub_off = wf__calloc((size_t)ns, sizeof(int64_t));
-    bool *grouped = wf__calloc((size_t)n, sizeof(bool));
+    int *in_grp = wf__malloc(sizeof(int) * (size_t)n), *cand = wf__malloc(sizeof(int) * (size_t)n);
     wf_status *s = NULL;
     if (!anc || !order || !pend || !producer || !fetched || !rd_start || !buf_of || !b_size || !b_last || !b_dev ||
-        !grp || !g_buf || !sub_off || !grouped) {
+        !grp || !g_buf || !sub_off || !in_grp || !cand) {
         s = wf__oom("the memory plan", (size_t)n * words * 8);
         goto out;
     }
@@ -181,15 +228,23 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
     }
     if (tail != n) goto out; /* not a DAG: leave everything to the allocator */
     for (int i = 0; i < ns; i++) grp[i] = -1;
-    for (int oi = 0; oi < n; oi++) {
+    int nc = 0;
+    for (int v = 0; v < n; v++) {
+        g_buf[v] = in_grp[v] = -1;
+        if (concat_contiguous(ctx, p, v)) cand[nc++] = v;
+    }
+    /* leaders from the last in topological order: a chain's longest Concat comes after its others */
+    for (int oi = n - 1; oi >= 0 && nc; oi--) {
         int v = order[oi];
+        bool cv = false;
+        for (int c = 0; c < nc && !cv; c++) cv = cand[c] == v;
+        if (!cv || in_grp[v] >= 0) continue;
+        int64_t offs[64];
+        if (!concat_group(p, v, cand, nc, producer, rd_start, rd, fetched, grp, in_grp, offs)) continue;
         const wf__pnode *pn = &p->nodes[v];
-        g_buf[v] = -1;
-        int64_t offs[32];
-        if (pn->n_in > 32 || !concat_in_place(ctx, p, v, producer, rd_start, rd, fetched, grouped, offs)) continue;
-        grouped[v] = true;
-        grp[pn->out_slot[0]] = v;
         for (int i = 0; i < pn->n_in; i++) grp[pn->in_slot[i]] = v, sub_off[pn->in_slot[i]] = offs[i];
+        for (int c = 0; c < nc; c++)
+            if (in_grp[cand[c]] == v) grp[p->nodes[cand[c]].out_slot[0]] = v;
     }
     for (int oi = 0; oi < n; oi++) {
         int v = order[oi];
@@ -313,7 +368,8 @@ out:
     wf__free(grp);
     wf__free(g_buf);
     wf__free(sub_off);
-    wf__free(grouped);
+    wf__free(in_grp);
+    wf__free(cand);
     return s;
 }
 
