@@ -1125,6 +1125,131 @@ static void test_matmul_plain_layouts(void)
 /* The direct depthwise 3x3 kernel (k_dnnl_conv.c, plain NCHW f32; 12 channels fill no block, so stride 2
  * takes it too): against f64 taps, then every allocation failed in turn: each run either fails with
  * OUT_OF_MEMORY (the plane buffer's names CPU:0) or gives the same bytes, and nothing leaks. */
+/* plain NCHW f32 <-> level 3's nChw{cb}c (C a multiple of cb), in place of a tensor's bytes */
+static void to_blocked(wf_tensor *t, int cb, bool back)
+{
+    int64_t N = t->dims[0], C = t->dims[1], HW = t->dims[2] * t->dims[3];
+    float *p = t->data, *tmp = malloc(sizeof(float) * (size_t)t->size);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t i = 0; i < HW; i++) {
+                int64_t pl = (n * C + c) * HW + i, bl = ((n * (C / cb) + c / cb) * HW + i) * cb + c % cb;
+                if (back) tmp[pl] = p[bl];
+                else tmp[bl] = p[pl];
+            }
+    memcpy(p, tmp, sizeof(float) * (size_t)t->size);
+    free(tmp);
+}
+
+/* Winograd F(2x2, 3x3) (k_conv_wino.c) on level 3's blocked layout, against an f64 direct convolution: at
+ * batch 1 and 2, with padding 1 (odd output sizes: partial tiles) and 0, with the op's bias and a fused
+ * Relu, and with a fused residual added to what the output holds. The kernel must have run (its counter
+ * moves) and agree within 1e-4 relative to the terms' magnitude; with a NaN and an Inf in x, or an Inf
+ * weight, the direct kernel runs instead (the counter stays) and the non-finite values land where the
+ * direct convolution puts them. Every allocation failed in turn: OUT_OF_MEMORY or the same bytes, no leak. */
+static void test_conv_winograd(void)
+{
+    int cb = wf__dn_channel_block();
+    if (cb < 8) {
+        CHECK_SKIP("test_conv_winograd", "this CPU's blocked layout is nhwc, which the Winograd kernel does not take");
+        return;
+    }
+    static const struct {
+        int64_t n, c, h, w, k, pad;
+        bool bias, relu, res, nonfinite_x, nonfinite_w;
+    } cases[] = {
+        {1, 64, 14, 14, 64, 1, true, true, false, false, false},
+        {2, 64, 9, 11, 48, 1, false, false, false, false, false},
+        {1, 64, 14, 14, 64, 0, true, false, false, false, false},
+        {1, 64, 13, 13, 64, 1, true, true, true, false, false},
+        {1, 64, 14, 14, 64, 1, true, false, false, true, false},
+        {1, 64, 14, 14, 64, 1, false, false, false, false, true},
+    };
+    unsigned seed = 71;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int64_t N = cases[ci].n, C = cases[ci].c, H = cases[ci].h, W = cases[ci].w, K = cases[ci].k, P = cases[ci].pad;
+        int64_t OH = H + 2 * P - 2, OW = W + 2 * P - 2;
+        int64_t dx[4] = {N, C, H, W}, dw[4] = {K, C, 3, 3}, db[1] = {K}, dr[4] = {N, K, OH, OW};
+        int64_t pads[4] = {P, P, P, P};
+        wf_tensor *x = randn(WF_F32, 4, dx, &seed), *w = randn(WF_F32, 4, dw, &seed), *b = randn(WF_F32, 1, db, &seed);
+        wf_tensor *res = cases[ci].res ? randn(WF_F32, 4, dr, &seed) : NULL;
+        float *X = x->data, *Wt = w->data;
+        if (cases[ci].nonfinite_x) X[5 * W + 6] = NAN, X[(3 * H + 9) * W + 2] = INFINITY;
+        if (cases[ci].nonfinite_w) Wt[4 * C * 9 + 7] = -INFINITY;
+        w->version = wf__tensor_new_version();
+        /* the f64 reference, plain NCHW */
+        double *ref = malloc(sizeof(double) * (size_t)(N * K * OH * OW));
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t o = 0; o < K; o++)
+                for (int64_t i = 0; i < OH; i++)
+                    for (int64_t j = 0; j < OW; j++) {
+                        double acc = cases[ci].bias ? ((const float *)b->data)[o] : 0.0;
+                        for (int64_t c = 0; c < C; c++)
+                            for (int a = 0; a < 3; a++)
+                                for (int e = 0; e < 3; e++) {
+                                    int64_t ih = i - P + a, iw = j - P + e;
+                                    if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                                        acc += (double)Wt[((o * C + c) * 3 + a) * 3 + e] * X[((n * C + c) * H + ih) * W + iw];
+                                }
+                        int64_t at = ((n * K + o) * OH + i) * OW + j;
+                        if (res) acc += ((const float *)res->data)[at];
+                        if (cases[ci].relu) acc = isnan(acc) ? acc : acc > 0 ? acc : 0;
+                        ref[at] = acc;
+                    }
+        to_blocked(x, cb, false);
+        if (res) to_blocked(res, cb, false);
+        wf_tensor *in[4] = {x, w, b, res};
+        int n_in = cases[ci].bias || res ? 3 + (res != NULL) : 2;
+        if (res && !cases[ci].bias) in[2] = res;
+        kc c;
+        kc_init(&c, "Conv2D", WF_F32, in, n_in);
+        kc_set_ints(&c, "pads", pads, 4);
+        c.k.in_blocked = 1u | (res ? 1u << (n_in - 1) : 0u);
+        c.k.out_blocked = 1;
+        if (cases[ci].relu) c.k.fused_act = WF__ACT_RELU;
+        if (res) c.k.fused_residual = n_in - 1;
+        wf__dn_stats s0, s1;
+        wf__dn_stats_get(&s0);
+        wf_tensor *y = kc_run(&c);
+        wf__dn_stats_get(&s1);
+        bool fallback = cases[ci].nonfinite_x || cases[ci].nonfinite_w;
+        CHECK_INT(s1.wino - s0.wino, fallback ? 0 : 1);
+        int bad = 0, nonfinite = 0;
+        if (y) {
+            wf_tensor *yc = NULL;
+            CHECK_OK(wf_tensor_new(WF_F32, 4, y->dims, y->data, &yc));
+            if (yc) {
+                to_blocked(yc, cb, true);
+                const float *Y = yc->data;
+                for (int64_t i = 0; i < yc->size; i++) {
+                    if (!isfinite(ref[i])) {
+                        nonfinite++;
+                        bad += isnan(ref[i]) ? !isnan(Y[i]) : Y[i] != ref[i];
+                    } else {
+                        bad += !(fabs(Y[i] - ref[i]) <= 1e-4 * (1 + fabs(ref[i])));
+                    }
+                }
+            }
+            wf_tensor_free(yc);
+        }
+        CHECK_INT(bad, 0);
+        if (fallback) CHECK(nonfinite > 0);
+        if (ci == 0) {
+            long named = oom_sweep(&c, y, "Winograd Conv2D", "on CPU:0");
+            CHECK(named > 0);
+        }
+        printf("Winograd case %zu: %s, %d non-finite outputs, %d mismatches\n", ci,
+               fallback ? "the direct kernel (non-finite values)" : "Winograd", nonfinite, bad);
+        wf_tensor_free(y);
+        kc_done(&c);
+        free(ref);
+        wf_tensor_free(x);
+        wf_tensor_free(w);
+        wf_tensor_free(b);
+        wf_tensor_free(res);
+    }
+}
+
 static void test_dwconv_direct(void)
 {
     unsigned seed = 61;
@@ -1518,6 +1643,7 @@ int main(void)
     RUN_TEST(test_matmul_weight_versions);
     RUN_TEST(test_matmul_plain_layouts);
     RUN_TEST(test_dwconv_direct);
+    RUN_TEST(test_conv_winograd);
     RUN_TEST(test_state_once_and_variable);
     RUN_TEST(test_lstm_state_once);
     RUN_TEST(test_lstm_own_threads);

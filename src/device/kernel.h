@@ -54,6 +54,9 @@ static inline int wf__ew_kind(const wf__ew_program *pg, int i)
  * 2 * grain and the pool is free; otherwise inline on the calling thread. fn must not fail. */
 typedef void (*wf__range_fn)(void *arg, int64_t begin, int64_t end);
 void wf__parallel_for(wf__kctx *k, int64_t n, int64_t grain, wf__range_fn fn, void *arg);
+/* The most threads a wf__parallel_for of k runs fn on (fn's omp_get_thread_num() is below it): per-thread
+ * scratch. */
+int wf__intra_threads(const wf__kctx *k);
 
 /* body(arg, t, T) on each thread t of an OpenMP team of at most `threads` (T of them ran), returning
  * when all are done. The caller holds the intra-op flag (wf__intra_begin) or is wf__parallel_for. The

@@ -247,6 +247,8 @@ static void par_block(void *arg, int t, int T)
     if (b < e) p->fn(p->arg, b, e);
 }
 
+int wf__intra_threads(const wf__kctx *k) { return k && k->intra && k->intra->threads > 1 ? k->intra->threads : 1; }
+
 void wf__parallel_for(wf__kctx *k, int64_t n, int64_t grain, wf__range_fn fn, void *arg)
 {
     if (n <= 0) return;

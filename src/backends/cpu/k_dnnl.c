@@ -39,6 +39,7 @@ void wf__dn_stats_get(wf__dn_stats *out)
     out->streams = atomic_load(&g_streams);
     out->wpacks = atomic_load(&g_wpacks);
     wf__lstm_stats(&out->lstm_own, &out->lstm_rows, &out->lstm_chunks);
+    out->wino = wf__wino_runs();
 }
 
 void wf__dn_count_wpack(void) { atomic_fetch_add(&g_wpacks, 1); }
@@ -801,12 +802,11 @@ int wf__dn_channel_block(void)
  * weights (fed by the caller, or computed by the run) are reordered into the run context every run. On
  * a cache hit, or when this run refreshed the cache, *cached is set and the caller must call
  * wf__dn_weights_done. (Conv2D's, and MatMul's and Gemm's with a constant 2-D B.) */
-wf_status *wf__dn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *w, uint64_t wver, void **wbuf,
-                          bool *cached)
+wf_status *wf__dn_weights_with(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, uint64_t wver, size_t pb,
+                               wf__dn_pack_fn pack, void *arg, void **wbuf, bool *cached)
 {
     *wbuf = NULL;
     *cached = false;
-    size_t pb = dnnl_memory_desc_get_size(&p->md[WF__DN_WEI_PRIM]);
     wf_status *s = NULL;
     if (wver) {
         pthread_mutex_lock(&p->lock);
@@ -826,8 +826,7 @@ wf_status *wf__dn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void
                 return wf__kctx_fail(k, WF_OUT_OF_MEMORY,
                                      "out of memory allocating %zu bytes for reordered weights on CPU:0", pb);
             }
-            s = wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
-                               p->wcache, &p->wscratch);
+            s = pack(k, arg, p->wcache);
             wf__dn_count_wpack();
             if (!s) {
                 p->wver = wver;
@@ -843,8 +842,28 @@ wf_status *wf__dn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void
     /* unstamped, or another run reads the cache: this run's own copy */
     WF__TRY(wf__dn_run_buf(k, r, WF__DN_BUF_WEI, pb, wbuf));
     wf__dn_count_wpack();
-    return wf__dn_reorder(k, r, WF__DN_SLOT_WREORDER, p->wreorder, &p->md[WF__DN_WEI], w, &p->md[WF__DN_WEI_PRIM],
-                          *wbuf, &p->wscratch);
+    return pack(k, arg, *wbuf);
+}
+
+typedef struct dn_wreorder_arg {
+    wf__dn_prim *p;
+    wf__dn_run *r;
+    const void *w;
+} dn_wreorder_arg;
+
+static wf_status *dn_wreorder(wf__kctx *k, void *arg, void *dst)
+{
+    const dn_wreorder_arg *a = arg;
+    return wf__dn_reorder(k, a->r, WF__DN_SLOT_WREORDER, a->p->wreorder, &a->p->md[WF__DN_WEI], a->w,
+                          &a->p->md[WF__DN_WEI_PRIM], dst, &a->p->wscratch);
+}
+
+wf_status *wf__dn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *w, uint64_t wver, void **wbuf,
+                          bool *cached)
+{
+    dn_wreorder_arg a = {p, r, w};
+    return wf__dn_weights_with(k, p, r, wver, dnnl_memory_desc_get_size(&p->md[WF__DN_WEI_PRIM]), dn_wreorder, &a,
+                               wbuf, cached);
 }
 
 void wf__dn_weights_done(wf__dn_prim *p, bool cached)

@@ -133,18 +133,36 @@ void wf__dn_epilogue(void *y, wf_dtype t, int64_t outer, int64_t c, int64_t inne
                      double alpha, double beta);
 float wf__dn_act_f(int act, float alpha, float beta, float v);
 double wf__dn_act_d(int act, double alpha, double beta, double v);
-/* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8), and
- * its 4-D tag (nChw16c / nChw8c). */
-int wf__dn_channel_block(void);
 /* The weights w (p->md[WF__DN_WEI]) in the primitive's layout (p->md[WF__DN_WEI_PRIM]) through
  * p->wreorder: reordered once per content version wver into p's cache (0: unstamped, into the run's own
  * buffer every run). With *cached set the caller calls wf__dn_weights_done once the primitive ran. */
 wf_status *wf__dn_weights(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void *w, uint64_t wver, void **wbuf,
                           bool *cached);
 void wf__dn_weights_done(wf__dn_prim *p, bool cached);
+/* The same cache for weights a kernel packs itself: pack(k, arg, dst) writes the `bytes` of the packed
+ * form into dst (once per version wver into p's cache, else into the run's own buffer). */
+typedef wf_status *(*wf__dn_pack_fn)(wf__kctx *k, void *arg, void *dst);
+wf_status *wf__dn_weights_with(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, uint64_t wver, size_t bytes,
+                               wf__dn_pack_fn pack, void *arg, void **wbuf, bool *cached);
+
+/* Winograd F(2x2, 3x3) (k_conv_wino.c): a 3x3 stride-1 f32 convolution of x [n, c, h, w] into y [n, oc, oh,
+ * ow], both in level 3's channel-blocked layout, padding pt (top) and pl (left). */
+typedef struct wf__wino_geom {
+    int64_t n, c, h, w, oc, oh, ow, pt, pl;
+} wf__wino_geom;
+/* Whether the convolution is one it takes (and WEFT_CPU_WINOGRAD is not 0). */
+bool wf__wino_takes(const wf__kctx *k, const wf__wino_geom *g, int64_t groups, int64_t kh, int64_t kw,
+                    const wf__nn_window *wn);
+/* y = conv(x, w) + bias (may be NULL), + what y holds when sum, then act. *done false (and nothing written)
+ * when a value of x or w is not finite: the caller then runs the direct kernel. */
+wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, const float *w, uint64_t wver,
+                         const float *bias, float *y, bool sum, int act, double alpha, double beta, bool *done);
+/* Convolutions the Winograd kernel ran (process-wide, monotonic; wf__dn_stats.wino). */
+int64_t wf__wino_runs(void);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
  * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */
 uint32_t wf__dn_fast_dtypes(char *note, size_t cap);
+/* The 4-D tag of wf__dn_channel_block's layout (k_dnnl_stats.h): nChw16c, nChw8c or nhwc. */
 dnnl_format_tag_t wf__dn_blocked_tag(void);
 /* The fused bias input chosen by the lowering pass, or NULL. */
 const wf_tensor *wf__dn_fused_bias(const wf__kctx *k);

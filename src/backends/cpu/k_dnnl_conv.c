@@ -489,6 +489,14 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
         /* bf16 with fewer than 8 input channels per group (an image's first layer) runs in f32: oneDNN has
          * no brgemm kernel for it and takes an im2col GEMM, which ran the Fashion-MNIST CNN's 1 -> 32
          * layer 1.5x slower than f32 */
+        if (t == WF_F32) {
+            wf__wino_geom wg = {g.n, g.c, g.h, g.w, g.oc, g.win.out[0], g.win.out[1], g.win.pb[0], g.win.pb[1]};
+            bool wdone = false;
+            if (wf__wino_takes(k, &wg, g.g, g.kh, g.kw, &g.win) &&
+                ((s = wf__wino_conv(k, &wg, x->data, w->data, w->version, bias, y->data, res != NULL, act,
+                                    k->fused_alpha, k->fused_beta, &wdone)) || wdone))
+                goto done;
+        }
         if (t == WF_F32 || (t == WF_BF16 && g.c / g.g >= 8)) {
             s = conv_dnnl(k, &g, wf__dn_dtype(t), x->data, w->data, w->version, bias, y->data, res != NULL, act,
                           k->fused_alpha);

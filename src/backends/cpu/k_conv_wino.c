@@ -1,0 +1,300 @@
+/*
+ * Winograd F(2x2, 3x3) for the CPU's 3x3 stride-1 f32 convolutions on level 3's channel-blocked layout
+ * (nChw8c / nChw16c), the shape that dominates GoogLeNet, ResNet, SqueezeNet and DenseNet.
+ *
+ * Each 4x4 input tile d (stride 2) becomes V = B^T d B and each 3x3 filter g becomes U = G g G^T (once per
+ * weight version, cached as oneDNN's reordered weights are); the 16 positions p of a tile are 16 independent
+ * products M_p = V_p U_p (tiles x C times C x K), and a tile's 2x2 outputs are A^T M A. The products do
+ * 16 * C * K multiply-adds per tile where the direct convolution does 36 * C * K: 2.25x fewer. On the
+ * 2-core Zen 3 (AVX2) where oneDNN 2.6's direct jit:avx2 kernel runs these layers at 180-195 GFLOP/s
+ * (83-88% of the machine's FMA peak) and ONNX Runtime's MLAS kernels 3-11% faster, the products run at
+ * 175-185 GFLOP/s in oneDNN's sgemm (bench in the README), so the whole convolution takes about half
+ * the time. Neither oneDNN 2.6 (Winograd on AVX-512 only) nor ONNX Runtime's MLAS has it on AVX2.
+ *
+ * Work is split into chunks of tiles, and each thread takes whole chunks through the three steps (input
+ * transform, 16 single-threaded sgemm calls, output transform) in its own scratch, sized so that a
+ * chunk's V and M stay in the core's L2: no barrier between the steps and no traffic between cores.
+ *
+ * Numerics: the transforms add and subtract (U's have halves), so the result differs from the direct
+ * kernel's by a few ulp of the terms' magnitude, like any change of summation order; an input or a weight
+ * that is NaN or infinite, though, would spread through a whole tile (inf - inf), so a convolution with
+ * any non-finite input value or weight runs the direct kernel instead (the input is scanned first; the
+ * weights once per version). Bias, the fused residual (added to what y holds) and the activation come
+ * after the output transform, in the direct path's order.
+ */
+#include "k_dnnl.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef float wv8 __attribute__((vector_size(32), aligned(4)));
+typedef int32_t wi8 __attribute__((vector_size(32), aligned(4)));
+
+static atomic_int_least64_t g_wino_runs;
+int64_t wf__wino_runs(void) { return atomic_load(&g_wino_runs); }
+
+/* Tiles a chunk (about): each of a chunk's 16 sgemm calls packs its C x K block of U, which takes as long as
+ * the product of a few tiles, so a chunk needs dozens; its V and M (16 x 64 x (C + K) floats, 1-2 MB) then
+ * live in L2 and L3. GoogLeNet's 3x3 layers, sum of node minima: 16 tiles 16.9 ms, 32 15.3, 64 14.5-15.3,
+ * 128 15.7, 256 15.7 (chunks 48 and 96: 14.7, 14.6). */
+#define WINO_CHUNK 64
+
+bool wf__wino_takes(const wf__kctx *k, const wf__wino_geom *g, int64_t groups, int64_t kh, int64_t kw,
+                    const wf__nn_window *wn)
+{
+    /* WEFT_CPU_WINOGRAD=0 turns it off (read once: this runs at every convolution) */
+    static atomic_int off = -1;
+    int o = atomic_load_explicit(&off, memory_order_relaxed);
+    if (o < 0) {
+        const char *e = getenv("WEFT_CPU_WINOGRAD");
+        atomic_store_explicit(&off, o = e && !strcmp(e, "0"), memory_order_relaxed);
+    }
+    int cb = wf__dn_channel_block();
+    int64_t tiles = g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2), per = tiles / wf__intra_threads(k);
+    /* What pays, measured layer by layer on GoogLeNet, ResNet-50, SqueezeNet 1.1 and DenseNet-121 (batch 1,
+     * 2 threads, Zen 3): the products' share C K / (C + K) against the transforms' must be 24 or more
+     * (SqueezeNet's 16 -> 64 at 55x55: 0.72-0.80x the direct kernel; 32 -> 128 at 27x27: 1.16-1.21x;
+     * ResNet-50's 64 -> 64 at 56x56: 1.10-1.31x; 256 -> 256 at 14x14: 1.47-1.64x), and 32 or more where a
+     * thread gets fewer than 48 tiles, whose sgemm calls repack U for little work (DenseNet's 128 -> 32 at
+     * 14x14: 0.90x; SqueezeNet's 48 -> 192 at 13x13: 1.08-1.19x). Below 32 tiles (7x7 at batch 1) the
+     * products run at half speed: ResNet-50's 512 -> 512 at 7x7, 0.76-0.78x. */
+    return !o && (k->in_blocked & 1) && (k->out_blocked & 1) && wf__dn_blocked_tag() != dnnl_acdb && cb % 8 == 0 &&
+           groups == 1 && kh == 3 && kw == 3 && wn->s[0] == 1 && wn->s[1] == 1 && wn->d[0] == 1 && wn->d[1] == 1 &&
+           g->c % cb == 0 && g->oc % cb == 0 && tiles >= 32 && g->oh >= 2 && g->ow >= 2 &&
+           g->c * g->oc >= (per < 48 ? 32 : 24) * (g->c + g->oc);
+}
+
+/* ---- weights: U[p][c][k] = (G g G^T)[p / 4][p % 4], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] ---- */
+
+typedef struct wino_pack_arg {
+    const float *w; /* [K][C][3][3], packed into [16][C][K] and one float: 1 when a weight is not finite */
+    int64_t c, k;
+} wino_pack_arg;
+
+static wf_status *wino_pack(wf__kctx *k, void *arg, void *dst)
+{
+    (void)k;
+    const wino_pack_arg *a = arg;
+    float *u = dst;
+    int64_t C = a->c, K = a->k;
+    bool bad = false;
+    for (int64_t o = 0; o < K; o++)
+        for (int64_t c = 0; c < C; c++) {
+            const float *g = a->w + (o * C + c) * 9;
+            double t[4][3];
+            for (int j = 0; j < 3; j++) {
+                bad |= !isfinite(g[j]) || !isfinite(g[3 + j]) || !isfinite(g[6 + j]);
+                t[0][j] = g[j];
+                t[1][j] = 0.5 * ((double)g[j] + g[3 + j] + g[6 + j]);
+                t[2][j] = 0.5 * ((double)g[j] - g[3 + j] + g[6 + j]);
+                t[3][j] = g[6 + j];
+            }
+            for (int i = 0; i < 4; i++) {
+                double r[4] = {t[i][0], 0.5 * (t[i][0] + t[i][1] + t[i][2]), 0.5 * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
+                for (int j = 0; j < 4; j++) u[((int64_t)(4 * i + j) * C + c) * K + o] = (float)r[j];
+            }
+        }
+    u[16 * C * K] = bad ? 1.0f : 0.0f;
+    return NULL;
+}
+
+/* ---- the input scan: any non-finite value sends the convolution to the direct kernel ---- */
+
+typedef struct wino_scan_arg {
+    const float *x;
+    atomic_int bad;
+} wino_scan_arg;
+
+WF__VEC static void wino_scan_range(void *arg, int64_t i0, int64_t i1)
+{
+    wino_scan_arg *a = arg;
+    /* x - x is 0 for a finite x and NaN otherwise; NaN != NaN */
+    float acc = 0;
+    for (int64_t i = i0; i < i1; i++) acc += a->x[i] - a->x[i];
+    if (acc != acc) atomic_store_explicit(&a->bad, 1, memory_order_relaxed);
+}
+
+/* ---- one chunk of tiles through a thread's scratch ---- */
+
+typedef struct wino_arg {
+    const wf__wino_geom *g;
+    const float *x, *u, *bias;
+    float *y, *scratch; /* scratch: per thread, 16 * chunk * (C + K) floats */
+    int64_t chunk, tiles, th, tw, cb;
+    int threads;
+    bool sum, relu;
+    atomic_int failed;
+} wino_arg;
+
+/* V[p][t][c] for tiles t0 .. t0 + nt - 1 */
+WF__VEC static void wino_in(const wino_arg *a, int64_t t0, int64_t nt, float *V)
+{
+    const wf__wino_geom *g = a->g;
+    int64_t C = g->c, H = g->h, W = g->w, cb = a->cb, CB = C / cb, per = a->th * a->tw, stride = a->chunk * C;
+    const wv8 zero = {0};
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
+        int64_t r0 = 2 * ty - g->pt, c0 = 2 * tx - g->pl;
+        bool inner = r0 >= 0 && c0 >= 0 && r0 + 4 <= H && c0 + 4 <= W;
+        for (int64_t b = 0; b < CB; b++) {
+            const float *xb = a->x + (n * CB + b) * H * W * cb;
+            for (int64_t s = 0; s < cb; s += 8) {
+                wv8 d[4][4];
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 4; j++) {
+                        int64_t r = r0 + i, c = c0 + j;
+                        d[i][j] = inner || (r >= 0 && r < H && c >= 0 && c < W) ? *(const wv8 *)(xb + (r * W + c) * cb + s)
+                                                                                : zero;
+                    }
+                /* B^T d: rows; then (B^T d) B: columns */
+                wv8 e[4][4];
+                for (int j = 0; j < 4; j++) {
+                    e[0][j] = d[0][j] - d[2][j];
+                    e[1][j] = d[1][j] + d[2][j];
+                    e[2][j] = d[2][j] - d[1][j];
+                    e[3][j] = d[1][j] - d[3][j];
+                }
+                float *v = V + t * C + b * cb + s;
+                for (int i = 0; i < 4; i++) {
+                    *(wv8 *)(v + (4 * i + 0) * stride) = e[i][0] - e[i][2];
+                    *(wv8 *)(v + (4 * i + 1) * stride) = e[i][1] + e[i][2];
+                    *(wv8 *)(v + (4 * i + 2) * stride) = e[i][2] - e[i][1];
+                    *(wv8 *)(v + (4 * i + 3) * stride) = e[i][1] - e[i][3];
+                }
+            }
+        }
+    }
+}
+
+/* y's tiles t0 .. t0 + nt - 1 from M[p][t][k]: A^T M A, + bias, + what y holds (sum), relu */
+WF__VEC static void wino_out(const wino_arg *a, int64_t t0, int64_t nt, const float *M)
+{
+    const wf__wino_geom *g = a->g;
+    int64_t K = g->oc, OH = g->oh, OW = g->ow, cb = a->cb, KB = K / cb, per = a->th * a->tw, stride = a->chunk * K;
+    const wv8 zero = {0};
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
+        int64_t oy = 2 * ty, ox = 2 * tx;
+        bool full = oy + 2 <= OH && ox + 2 <= OW;
+        for (int64_t b = 0; b < KB; b++) {
+            float *yb = a->y + (n * KB + b) * OH * OW * cb;
+            for (int64_t s = 0; s < cb; s += 8) {
+                const float *m = M + t * K + b * cb + s;
+                wv8 q[4][4];
+                for (int p = 0; p < 16; p++) q[p / 4][p % 4] = *(const wv8 *)(m + p * stride);
+                /* A^T q: rows [1 1 1 0], [0 1 -1 -1]; then the same on the columns */
+                wv8 r0[4], r1[4];
+                for (int j = 0; j < 4; j++) {
+                    r0[j] = q[0][j] + q[1][j] + q[2][j];
+                    r1[j] = q[1][j] - q[2][j] - q[3][j];
+                }
+                wv8 o[2][2] = {{r0[0] + r0[1] + r0[2], r0[1] - r0[2] - r0[3]},
+                               {r1[0] + r1[1] + r1[2], r1[1] - r1[2] - r1[3]}};
+                wv8 bv = a->bias ? *(const wv8 *)(a->bias + b * cb + s) : zero;
+                for (int i = 0; i < 2; i++)
+                    for (int j = 0; j < 2; j++) {
+                        if (!full && (oy + i >= OH || ox + j >= OW)) continue;
+                        wv8 *dst = (wv8 *)(yb + ((oy + i) * OW + ox + j) * cb + s);
+                        wv8 v = o[i][j] + bv;
+                        if (a->sum) v = *dst + v;
+                        /* v < 0 ? 0 : v, NaN kept (the compare is false) */
+                        if (a->relu) v = (wv8)((wi8)v & ~(wi8)(v < zero));
+                        *dst = v;
+                    }
+            }
+        }
+    }
+}
+
+static void wino_range(void *arg, int64_t c0, int64_t c1)
+{
+    wino_arg *a = arg;
+    const wf__wino_geom *g = a->g;
+    int th = omp_get_thread_num();
+    if (th < 0 || th >= a->threads) th = 0;
+    /* Run inline (the intra-op gate kept the kernel on its thread, or a team of one): sgemm would open a
+     * region of every core; made inactive here, it runs as thread 0 of 1, as inside the team. */
+    int levels = omp_in_parallel() ? -1 : omp_get_max_active_levels();
+    if (levels >= 0) omp_set_max_active_levels(0);
+    int64_t C = g->c, K = g->oc;
+    float *V = a->scratch + (size_t)th * 16 * a->chunk * (C + K), *M = V + 16 * a->chunk * C;
+    for (int64_t ch = c0; ch < c1; ch++) {
+        int64_t t0 = ch * a->chunk, nt = a->tiles - t0 < a->chunk ? a->tiles - t0 : a->chunk;
+        wino_in(a, t0, nt, V);
+        for (int p = 0; p < 16; p++)
+            if (dnnl_sgemm('N', 'N', nt, K, C, 1.0f, V + p * a->chunk * C, C, a->u + p * C * K, K, 0.0f,
+                           M + p * a->chunk * K, K) != dnnl_success)
+                atomic_store_explicit(&a->failed, 1, memory_order_relaxed);
+        wino_out(a, t0, nt, M);
+    }
+    if (levels >= 0) omp_set_max_active_levels(levels);
+}
+
+typedef struct wino_build_arg {
+    int64_t c, k;
+} wino_build_arg;
+
+/* The node's cache entry holds only the transformed weights (no oneDNN primitive). */
+static wf_status *wino_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
+{
+    (void)k, (void)arg, (void)eng, (void)p;
+    return NULL;
+}
+
+wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, const float *w, uint64_t wver,
+                         const float *bias, float *y, bool sum, int act, double alpha, double beta, bool *done)
+{
+    *done = false;
+    /* the input first: nothing is written before the direct kernel may have to run instead */
+    wino_scan_arg sa = {x, 0};
+    wf__parallel_for(k, g->n * g->c * g->h * g->w, 65536, wino_scan_range, &sa);
+    if (atomic_load(&sa.bad)) return NULL;
+    int64_t key[4] = {'W', g->c, g->oc, 0};
+    wino_build_arg ba = {g->c, g->oc};
+    wf__dn_prim *p;
+    WF__TRY(wf__dn_acquire(k, key, 4, wino_build, &ba, &p));
+    wf_status *s = NULL;
+    wf__dn_run *r = NULL;
+    void *ubuf = NULL, *sbuf = NULL;
+    bool cached = false;
+    wino_pack_arg pa = {w, g->c, g->oc};
+    if ((s = wf__dn_run_get(k, p, &r))) goto out;
+    size_t ub = (size_t)(16 * g->c * g->oc + 1) * sizeof(float);
+    if ((s = wf__dn_weights_with(k, p, r, wver, ub, wino_pack, &pa, &ubuf, &cached))) goto out;
+    const float *u = ubuf;
+    if (u[16 * g->c * g->oc] != 0.0f) goto out; /* a weight is not finite: the direct kernel */
+    int64_t th = (g->oh + 1) / 2, tw = (g->ow + 1) / 2, tiles = g->n * th * tw;
+    /* chunks of about WINO_CHUNK tiles, as many for every thread (the team splits them in equal blocks) */
+    int threads = wf__intra_threads(k);
+    int64_t per = (tiles + (int64_t)threads * WINO_CHUNK - 1) / ((int64_t)threads * WINO_CHUNK);
+    int64_t nch = per * threads, chunk = (tiles + nch - 1) / nch;
+    nch = (tiles + chunk - 1) / chunk;
+    if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, (size_t)threads * 16 * chunk * (g->c + g->oc) * sizeof(float), &sbuf)))
+        goto out;
+    wino_arg a = {.g = g, .x = x, .u = u, .bias = bias, .y = y, .scratch = sbuf, .chunk = chunk, .tiles = tiles,
+                  .th = th, .tw = tw, .cb = wf__dn_channel_block(), .threads = threads, .sum = sum,
+                  .relu = act == WF__ACT_RELU};
+    atomic_init(&a.failed, 0);
+    wf__parallel_for(k, nch, 1, wino_range, &a);
+    if (atomic_load(&a.failed)) {
+        s = wf__kctx_fail(k, WF_INTERNAL, "oneDNN's sgemm refused the Winograd products (%lld x %lld x %lld)",
+                          (long long)chunk, (long long)g->oc, (long long)g->c);
+        goto out;
+    }
+    /* the other activations as the direct path has them: oneDNN's post-ops there, weft's passes here */
+    int64_t ny = g->n * g->oc * g->oh * g->ow;
+    if (act != WF__ACT_NONE && act != WF__ACT_RELU) {
+        if (!wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dnnl_f32, ny, act, alpha, beta);
+        else wf__dn_epilogue(y, WF_F32, 1, 1, ny, NULL, act, alpha, beta);
+    }
+    atomic_fetch_add(&g_wino_runs, 1);
+    *done = true;
+out:
+    if (ubuf) wf__dn_weights_done(p, cached);
+    if (r) wf__dn_run_put(p, r);
+    wf__dn_release(k, p);
+    return s;
+}
