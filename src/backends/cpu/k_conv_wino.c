@@ -33,14 +33,27 @@
 typedef float wv8 __attribute__((vector_size(32), aligned(4)));
 typedef int32_t wi8 __attribute__((vector_size(32), aligned(4)));
 
-static atomic_int_least64_t g_wino_runs;
-int64_t wf__wino_runs(void) { return atomic_load(&g_wino_runs); }
+static atomic_int_least64_t g_wino_runs, g_wino4_runs;
+int64_t wf__wino_runs(int64_t *f4)
+{
+    *f4 = atomic_load(&g_wino4_runs);
+    return atomic_load(&g_wino_runs);
+}
 
 /* Tiles a chunk (about): each of a chunk's 16 sgemm calls packs its C x K block of U, which takes as long as
  * the product of a few tiles, so a chunk needs dozens; its V and M (16 x 64 x (C + K) floats, 1-2 MB) then
  * live in L2 and L3. GoogLeNet's 3x3 layers, sum of node minima: 16 tiles 16.9 ms, 32 15.3, 64 14.5-15.3,
  * 128 15.7, 256 15.7 (chunks 48 and 96: 14.7, 14.6). */
 #define WINO_CHUNK 64
+#define WINO_CHUNK4 32
+#define WINO_MIN4 24
+
+/* F(4x4, 3x3) where each thread gets WINO_MIN4 tiles of 6x6 or more, else F(2x2, 3x3) */
+static int wino_m(const wf__kctx *k, const wf__wino_geom *g)
+{
+    int64_t tiles4 = g->n * ((g->oh + 3) / 4) * ((g->ow + 3) / 4);
+    return tiles4 / wf__intra_threads(k) >= WINO_MIN4 ? 4 : 2;
+}
 
 bool wf__wino_takes(const wf__kctx *k, const wf__wino_geom *g, int64_t groups, int64_t kh, int64_t kw,
                     const wf__nn_window *wn)
@@ -52,52 +65,77 @@ bool wf__wino_takes(const wf__kctx *k, const wf__wino_geom *g, int64_t groups, i
         const char *e = getenv("WEFT_CPU_WINOGRAD");
         atomic_store_explicit(&off, o = e && !strcmp(e, "0"), memory_order_relaxed);
     }
-    int cb = wf__dn_channel_block();
-    int64_t tiles = g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2), per = tiles / wf__intra_threads(k);
+    int cb = wf__dn_channel_block(), m = wino_m(k, g);
+    int64_t tiles2 = g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2);
+    int64_t per = g->n * ((g->oh + m - 1) / m) * ((g->ow + m - 1) / m) / wf__intra_threads(k);
     /* What pays, measured layer by layer on GoogLeNet, ResNet-50, SqueezeNet 1.1 and DenseNet-121 (batch 1,
-     * 2 threads, Zen 3): the products' share C K / (C + K) against the transforms' must be 24 or more
-     * (SqueezeNet's 16 -> 64 at 55x55: 0.72-0.80x the direct kernel; 32 -> 128 at 27x27: 1.16-1.21x;
-     * ResNet-50's 64 -> 64 at 56x56: 1.10-1.31x; 256 -> 256 at 14x14: 1.47-1.64x), and 32 or more where a
-     * thread gets fewer than 48 tiles, whose sgemm calls repack U for little work (DenseNet's 128 -> 32 at
-     * 14x14: 0.90x; SqueezeNet's 48 -> 192 at 13x13: 1.08-1.19x). Below 32 tiles (7x7 at batch 1) the
-     * products run at half speed: ResNet-50's 512 -> 512 at 7x7, 0.76-0.78x. */
+     * 2 threads, Zen 3; against the direct kernel): the products' share C K / (C + K) against the
+     * transforms' must be 24 or more, 32 where a thread gets fewer than 48 tiles, whose sgemm calls repack
+     * U for little work. F(2x2): SqueezeNet's 16 -> 64 at 55x55 0.72-0.80x; 32 -> 128 at 27x27 1.16-1.21x;
+     * ResNet-50's 64 -> 64 at 56x56 1.10-1.31x and 256 -> 256 at 14x14 1.47-1.64x; DenseNet's 128 -> 32 at
+     * 14x14 0.90x; SqueezeNet's 48 -> 192 at 13x13 1.08-1.19x. F(4x4): GoogLeNet's 64 -> 192 at 56x56
+     * 1.80x, 96 -> 128 and 128 -> 192 at 28x28 1.99x and 2.13x; DenseNet's 128 -> 32 at 56x56 1.35x but
+     * at 28x28 (24 tiles a thread) 0.93-0.97x; SqueezeNet's 16 -> 64 at 55x55 1.05x. Below 32 tiles of
+     * 4x4 (7x7 at batch 1) the products run at half speed: ResNet-50's 512 -> 512 at 7x7, 0.76-0.78x. */
     return !o && (k->in_blocked & 1) && (k->out_blocked & 1) && wf__dn_blocked_tag() != dnnl_acdb && cb % 8 == 0 &&
            groups == 1 && kh == 3 && kw == 3 && wn->s[0] == 1 && wn->s[1] == 1 && wn->d[0] == 1 && wn->d[1] == 1 &&
-           g->c % cb == 0 && g->oc % cb == 0 && tiles >= 32 && g->oh >= 2 && g->ow >= 2 &&
+           g->c % cb == 0 && g->oc % cb == 0 && tiles2 >= 32 && g->oh >= 2 && g->ow >= 2 &&
            g->c * g->oc >= (per < 48 ? 32 : 24) * (g->c + g->oc);
 }
 
-/* ---- weights: U[p][c][k] = (G g G^T)[p / 4][p % 4], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] ---- */
+/* ---- weights: U[p][c][k] = (G g G^T)[p / a][p % a], a = m + 2 ----
+ * F(2x2, 3x3): G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. F(4x4, 3x3): the matrices of Lavin and Gray,
+ * "Fast Algorithms for Convolutional Neural Networks" (2015), points 0, 1, -1, 2, -2 and infinity:
+ * G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]. */
 
 typedef struct wino_pack_arg {
-    const float *w; /* [K][C][3][3], packed into [16][C][K] and one float: 1 when a weight is not finite */
+    const float *w; /* [K][C][3][3], packed into [a*a][C][K] and one float: 1 when a weight is not finite */
     int64_t c, k;
+    int m;
 } wino_pack_arg;
+
+/* G x for a 3-vector x: a = 4 or 6 values */
+static void wino_g(int m, const double *x, double *out)
+{
+    if (m == 2) {
+        out[0] = x[0];
+        out[1] = 0.5 * (x[0] + x[1] + x[2]);
+        out[2] = 0.5 * (x[0] - x[1] + x[2]);
+        out[3] = x[2];
+    } else {
+        out[0] = x[0] / 4;
+        out[1] = -(x[0] + x[1] + x[2]) / 6;
+        out[2] = -(x[0] - x[1] + x[2]) / 6;
+        out[3] = x[0] / 24 + x[1] / 12 + x[2] / 6;
+        out[4] = x[0] / 24 - x[1] / 12 + x[2] / 6;
+        out[5] = x[2];
+    }
+}
 
 static wf_status *wino_pack(wf__kctx *k, void *arg, void *dst)
 {
     (void)k;
-    const wino_pack_arg *a = arg;
+    const wino_pack_arg *pa = arg;
     float *u = dst;
-    int64_t C = a->c, K = a->k;
+    int64_t C = pa->c, K = pa->k;
+    int al = pa->m + 2;
     bool bad = false;
     for (int64_t o = 0; o < K; o++)
         for (int64_t c = 0; c < C; c++) {
-            const float *g = a->w + (o * C + c) * 9;
-            double t[4][3];
-            for (int j = 0; j < 3; j++) {
+            const float *g = pa->w + (o * C + c) * 9;
+            double t[6][3], col[3], r[6];
+            for (int j = 0; j < 3; j++) { /* G g: column j */
                 bad |= !isfinite(g[j]) || !isfinite(g[3 + j]) || !isfinite(g[6 + j]);
-                t[0][j] = g[j];
-                t[1][j] = 0.5 * ((double)g[j] + g[3 + j] + g[6 + j]);
-                t[2][j] = 0.5 * ((double)g[j] - g[3 + j] + g[6 + j]);
-                t[3][j] = g[6 + j];
+                col[0] = g[j], col[1] = g[3 + j], col[2] = g[6 + j];
+                wino_g(pa->m, col, r);
+                for (int i = 0; i < al; i++) t[i][j] = r[i];
             }
-            for (int i = 0; i < 4; i++) {
-                double r[4] = {t[i][0], 0.5 * (t[i][0] + t[i][1] + t[i][2]), 0.5 * (t[i][0] - t[i][1] + t[i][2]), t[i][2]};
-                for (int j = 0; j < 4; j++) u[((int64_t)(4 * i + j) * C + c) * K + o] = (float)r[j];
+            for (int i = 0; i < al; i++) { /* (G g) G^T: row i */
+                wino_g(pa->m, t[i], r);
+                for (int j = 0; j < al; j++) u[((int64_t)(al * i + j) * C + c) * K + o] = (float)r[j];
             }
         }
-    u[16 * C * K] = bad ? 1.0f : 0.0f;
+    u[al * al * C * K] = bad ? 1.0f : 0.0f;
     return NULL;
 }
 
@@ -122,15 +160,16 @@ WF__VEC static void wino_scan_range(void *arg, int64_t i0, int64_t i1)
 typedef struct wino_arg {
     const wf__wino_geom *g;
     const float *x, *u, *bias;
-    float *y, *scratch; /* scratch: per thread, 16 * chunk * (C + K) floats */
+    float *y, *scratch; /* scratch: per thread, P * chunk * (C + K) floats */
     int64_t chunk, tiles, th, tw, cb;
+    int m, P;                    /* outputs per tile side (2 or 4), positions a tile (16 or 36) */
     int threads;
     bool sum, relu;
     atomic_int failed;
 } wino_arg;
 
 /* V[p][t][c] for tiles t0 .. t0 + nt - 1 */
-WF__VEC static void wino_in(const wino_arg *a, int64_t t0, int64_t nt, float *V)
+WF__VEC static void wino_in2(const wino_arg *a, int64_t t0, int64_t nt, float *V)
 {
     const wf__wino_geom *g = a->g;
     int64_t C = g->c, H = g->h, W = g->w, cb = a->cb, CB = C / cb, per = a->th * a->tw, stride = a->chunk * C;
@@ -170,7 +209,7 @@ WF__VEC static void wino_in(const wino_arg *a, int64_t t0, int64_t nt, float *V)
 }
 
 /* y's tiles t0 .. t0 + nt - 1 from M[p][t][k]: A^T M A, + bias, + what y holds (sum), relu */
-WF__VEC static void wino_out(const wino_arg *a, int64_t t0, int64_t nt, const float *M)
+WF__VEC static void wino_out2(const wino_arg *a, int64_t t0, int64_t nt, const float *M)
 {
     const wf__wino_geom *g = a->g;
     int64_t K = g->oc, OH = g->oh, OW = g->ow, cb = a->cb, KB = K / cb, per = a->th * a->tw, stride = a->chunk * K;
@@ -209,6 +248,92 @@ WF__VEC static void wino_out(const wino_arg *a, int64_t t0, int64_t nt, const fl
     }
 }
 
+/* F(4x4, 3x3): V = B^T d B for 6x6 tiles at stride 4, B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
+ * 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1] (Lavin and Gray), on 6 vectors in place */
+#define WINO_BT6(d)                                                                                          \
+    do {                                                                                                     \
+        wv8 t1_ = d[4] - 4 * d[2], t2_ = d[3] - 4 * d[1], t3_ = d[4] - d[2], t4_ = 2 * (d[3] - d[1]);         \
+        wv8 r0_ = 4 * d[0] - 5 * d[2] + d[4], r5_ = 4 * d[1] - 5 * d[3] + d[5];                              \
+        d[0] = r0_, d[1] = t1_ + t2_, d[2] = t1_ - t2_, d[3] = t3_ + t4_, d[4] = t3_ - t4_, d[5] = r5_;     \
+    } while (0)
+
+WF__VEC static void wino_in4(const wino_arg *a, int64_t t0, int64_t nt, float *V)
+{
+    const wf__wino_geom *g = a->g;
+    int64_t C = g->c, H = g->h, W = g->w, cb = a->cb, CB = C / cb, per = a->th * a->tw, stride = a->chunk * C;
+    const wv8 zero = {0};
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
+        int64_t r0 = 4 * ty - g->pt, c0 = 4 * tx - g->pl;
+        bool inner = r0 >= 0 && c0 >= 0 && r0 + 6 <= H && c0 + 6 <= W;
+        for (int64_t b = 0; b < CB; b++) {
+            const float *xb = a->x + (n * CB + b) * H * W * cb;
+            for (int64_t s = 0; s < cb; s += 8) {
+                wv8 d[6][6], col[6];
+                for (int i = 0; i < 6; i++)
+                    for (int j = 0; j < 6; j++) {
+                        int64_t r = r0 + i, c = c0 + j;
+                        d[i][j] = inner || (r >= 0 && r < H && c >= 0 && c < W) ? *(const wv8 *)(xb + (r * W + c) * cb + s)
+                                                                                : zero;
+                    }
+                for (int j = 0; j < 6; j++) { /* B^T d: columns */
+                    for (int i = 0; i < 6; i++) col[i] = d[i][j];
+                    WINO_BT6(col);
+                    for (int i = 0; i < 6; i++) d[i][j] = col[i];
+                }
+                float *v = V + t * C + b * cb + s;
+                for (int i = 0; i < 6; i++) { /* (B^T d) B: rows */
+                    WINO_BT6(d[i]);
+                    for (int j = 0; j < 6; j++) *(wv8 *)(v + (6 * i + j) * stride) = d[i][j];
+                }
+            }
+        }
+    }
+}
+
+/* A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1] on 6 vectors into 4 */
+#define WINO_AT6(q, o)                                                                                       \
+    do {                                                                                                     \
+        wv8 a_ = q[1] + q[2], b_ = q[1] - q[2], c_ = q[3] + q[4], d_ = q[3] - q[4];                          \
+        o[0] = q[0] + a_ + c_, o[1] = b_ + 2 * d_, o[2] = a_ + 4 * c_, o[3] = b_ + 8 * d_ + q[5];             \
+    } while (0)
+
+WF__VEC static void wino_out4(const wino_arg *a, int64_t t0, int64_t nt, const float *M)
+{
+    const wf__wino_geom *g = a->g;
+    int64_t K = g->oc, OH = g->oh, OW = g->ow, cb = a->cb, KB = K / cb, per = a->th * a->tw, stride = a->chunk * K;
+    const wv8 zero = {0};
+    for (int64_t t = 0; t < nt; t++) {
+        int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
+        int64_t oy = 4 * ty, ox = 4 * tx;
+        bool full = oy + 4 <= OH && ox + 4 <= OW;
+        for (int64_t b = 0; b < KB; b++) {
+            float *yb = a->y + (n * KB + b) * OH * OW * cb;
+            for (int64_t s = 0; s < cb; s += 8) {
+                const float *m = M + t * K + b * cb + s;
+                wv8 q[6], r[4][6], o[4][4];
+                for (int j = 0; j < 6; j++) { /* A^T q: columns */
+                    for (int i = 0; i < 6; i++) q[i] = *(const wv8 *)(m + (6 * i + j) * stride);
+                    wv8 c4[4];
+                    WINO_AT6(q, c4);
+                    for (int i = 0; i < 4; i++) r[i][j] = c4[i];
+                }
+                for (int i = 0; i < 4; i++) WINO_AT6(r[i], o[i]); /* (A^T q) A: rows */
+                wv8 bv = a->bias ? *(const wv8 *)(a->bias + b * cb + s) : zero;
+                for (int i = 0; i < 4; i++)
+                    for (int j = 0; j < 4; j++) {
+                        if (!full && (oy + i >= OH || ox + j >= OW)) continue;
+                        wv8 *dst = (wv8 *)(yb + ((oy + i) * OW + ox + j) * cb + s);
+                        wv8 v = o[i][j] + bv;
+                        if (a->sum) v = *dst + v;
+                        if (a->relu) v = (wv8)((wi8)v & ~(wi8)(v < zero));
+                        *dst = v;
+                    }
+            }
+        }
+    }
+}
+
 static void wino_range(void *arg, int64_t c0, int64_t c1)
 {
     wino_arg *a = arg;
@@ -220,15 +345,17 @@ static void wino_range(void *arg, int64_t c0, int64_t c1)
     int levels = omp_in_parallel() ? -1 : omp_get_max_active_levels();
     if (levels >= 0) omp_set_max_active_levels(0);
     int64_t C = g->c, K = g->oc;
-    float *V = a->scratch + (size_t)th * 16 * a->chunk * (C + K), *M = V + 16 * a->chunk * C;
+    float *V = a->scratch + (size_t)th * a->P * a->chunk * (C + K), *M = V + a->P * a->chunk * C;
     for (int64_t ch = c0; ch < c1; ch++) {
         int64_t t0 = ch * a->chunk, nt = a->tiles - t0 < a->chunk ? a->tiles - t0 : a->chunk;
-        wino_in(a, t0, nt, V);
-        for (int p = 0; p < 16; p++)
+        if (a->m == 2) wino_in2(a, t0, nt, V);
+        else wino_in4(a, t0, nt, V);
+        for (int p = 0; p < a->P; p++)
             if (dnnl_sgemm('N', 'N', nt, K, C, 1.0f, V + p * a->chunk * C, C, a->u + p * C * K, K, 0.0f,
                            M + p * a->chunk * K, K) != dnnl_success)
                 atomic_store_explicit(&a->failed, 1, memory_order_relaxed);
-        wino_out(a, t0, nt, M);
+        if (a->m == 2) wino_out2(a, t0, nt, M);
+        else wino_out4(a, t0, nt, M);
     }
     if (levels >= 0) omp_set_max_active_levels(levels);
 }
@@ -252,7 +379,8 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
     wino_scan_arg sa = {x, 0};
     wf__parallel_for(k, g->n * g->c * g->h * g->w, 65536, wino_scan_range, &sa);
     if (atomic_load(&sa.bad)) return NULL;
-    int64_t key[4] = {'W', g->c, g->oc, 0};
+    int m = wino_m(k, g), al = m + 2, P = al * al;
+    int64_t key[4] = {'W', g->c, g->oc, m};
     wino_build_arg ba = {g->c, g->oc};
     wf__dn_prim *p;
     WF__TRY(wf__dn_acquire(k, key, 4, wino_build, &ba, &p));
@@ -260,22 +388,23 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
     wf__dn_run *r = NULL;
     void *ubuf = NULL, *sbuf = NULL;
     bool cached = false;
-    wino_pack_arg pa = {w, g->c, g->oc};
+    wino_pack_arg pa = {w, g->c, g->oc, m};
     if ((s = wf__dn_run_get(k, p, &r))) goto out;
-    size_t ub = (size_t)(16 * g->c * g->oc + 1) * sizeof(float);
+    size_t ub = (size_t)(P * g->c * g->oc + 1) * sizeof(float);
     if ((s = wf__dn_weights_with(k, p, r, wver, ub, wino_pack, &pa, &ubuf, &cached))) goto out;
     const float *u = ubuf;
-    if (u[16 * g->c * g->oc] != 0.0f) goto out; /* a weight is not finite: the direct kernel */
-    int64_t th = (g->oh + 1) / 2, tw = (g->ow + 1) / 2, tiles = g->n * th * tw;
+    if (u[P * g->c * g->oc] != 0.0f) goto out; /* a weight is not finite: the direct kernel */
+    int64_t th = (g->oh + m - 1) / m, tw = (g->ow + m - 1) / m, tiles = g->n * th * tw;
     /* chunks of about WINO_CHUNK tiles, as many for every thread (the team splits them in equal blocks) */
     int threads = wf__intra_threads(k);
-    int64_t per = (tiles + (int64_t)threads * WINO_CHUNK - 1) / ((int64_t)threads * WINO_CHUNK);
+    int64_t target = m == 2 ? WINO_CHUNK : WINO_CHUNK4;
+    int64_t per = (tiles + (int64_t)threads * target - 1) / ((int64_t)threads * target);
     int64_t nch = per * threads, chunk = (tiles + nch - 1) / nch;
     nch = (tiles + chunk - 1) / chunk;
-    if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, (size_t)threads * 16 * chunk * (g->c + g->oc) * sizeof(float), &sbuf)))
+    if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, (size_t)threads * P * chunk * (g->c + g->oc) * sizeof(float), &sbuf)))
         goto out;
     wino_arg a = {.g = g, .x = x, .u = u, .bias = bias, .y = y, .scratch = sbuf, .chunk = chunk, .tiles = tiles,
-                  .th = th, .tw = tw, .cb = wf__dn_channel_block(), .threads = threads, .sum = sum,
+                  .th = th, .tw = tw, .cb = wf__dn_channel_block(), .m = m, .P = P, .threads = threads, .sum = sum,
                   .relu = act == WF__ACT_RELU};
     atomic_init(&a.failed, 0);
     wf__parallel_for(k, nch, 1, wino_range, &a);
@@ -291,6 +420,7 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
         else wf__dn_epilogue(y, WF_F32, 1, 1, ny, NULL, act, alpha, beta);
     }
     atomic_fetch_add(&g_wino_runs, 1);
+    if (m == 4) atomic_fetch_add(&g_wino4_runs, 1);
     *done = true;
 out:
     if (ubuf) wf__dn_weights_done(p, cached);

@@ -157,8 +157,9 @@ bool wf__wino_takes(const wf__kctx *k, const wf__wino_geom *g, int64_t groups, i
  * when a value of x or w is not finite: the caller then runs the direct kernel. */
 wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, const float *w, uint64_t wver,
                          const float *bias, float *y, bool sum, int act, double alpha, double beta, bool *done);
-/* Convolutions the Winograd kernel ran (process-wide, monotonic; wf__dn_stats.wino). */
-int64_t wf__wino_runs(void);
+/* Convolutions the Winograd kernel ran, and in *f4 those of them as F(4x4, 3x3) (process-wide, monotonic;
+ * wf__dn_stats.wino, wino4). */
+int64_t wf__wino_runs(int64_t *f4);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
  * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */
 uint32_t wf__dn_fast_dtypes(char *note, size_t cap);
