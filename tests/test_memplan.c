@@ -648,6 +648,32 @@ static void test_residual_in_place(void)
            (unsigned long long)arena[1], E * 4, (unsigned long long)arena[0]);
 }
 
+/* A CPU:0 session of g at opt level `level`, x (dims xd, values xv) fed, fetch[0 .. nf - 1] into out[],
+ * run twice (the second run is the steady state); returns CPU:0's arena bytes while the session lives.
+ * The session is freed, the outputs are the caller's. */
+static uint64_t run_twice(wf_context *ctx, wf_graph *g, int level, wf_output x, const int64_t *xd, const float *xv,
+                          const wf_output *fetch, int nf, wf_tensor **out)
+{
+    wf_session_options o;
+    wf_session_options_init(&o);
+    o.device = "CPU:0";
+    o.opt_level = level;
+    wf_session *s = NULL;
+    CHECK_OK(wf_session_new(ctx, g, &o, &s));
+    wf_tensor *xt = NULL;
+    CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
+    wf_feed f = {x, xt};
+    for (int j = 0; j < nf; j++) out[j] = NULL;
+    for (int rep = 0; s && xt && rep < 2; rep++) {
+        for (int j = 0; j < nf; j++) wf_tensor_free(out[j]), out[j] = NULL;
+        CHECK_OK(wf_session_run(s, &f, 1, fetch, nf, out, NULL));
+    }
+    uint64_t arena = stats(ctx, 0).arena_bytes;
+    wf_tensor_free(xt);
+    wf_session_free(s);
+    return arena;
+}
+
 /* A Concat's inputs laid out in its output (WF__K_PARTS_IN_PLACE): three 1x1 convolutions of x [B, 16,
  * S, S] with 16, 16 and 32 output channels, concatenated along the channels, then Relu. At batch 1 the
  * convolutions write straight into their places in the Concat's buffer and the Relu works in place
@@ -689,21 +715,9 @@ static void test_concat_in_place(void)
             cat.index = 0;
             CHECK_OK(wf_relu(g, "relu", cat, &y));
             if (variant == 2) CHECK_OK(wf_unary(g, "Neg", "neg", parts[0], &neg));
-            wf_session_options o;
-            wf_session_options_init(&o);
-            o.device = "CPU:0";
-            o.opt_level = level;
-            wf_session *s = NULL;
-            CHECK_OK(wf_session_new(ctx, g, &o, &s));
-            wf_tensor *xt = NULL, *out[2] = {NULL, NULL};
-            CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
-            wf_feed f = {x, xt};
+            wf_tensor *out[2] = {NULL, NULL};
             wf_output fetch[2] = {y, neg};
-            int nf = variant == 2 ? 2 : 1;
-            for (int rep = 0; s && xt && rep < 2; rep++) {
-                for (int j = 0; j < 2; j++) wf_tensor_free(out[j]), out[j] = NULL;
-                CHECK_OK(wf_session_run(s, &f, 1, fetch, nf, out, NULL));
-            }
+            uint64_t arena = run_twice(ctx, g, level, x, xd, xv, fetch, variant == 2 ? 2 : 1, out);
             int bad = 0;
             for (int64_t n = 0; out[0] && n < B; n++)
                 for (int c = 0, base = 0, k = 0; c < CT; c++) {
@@ -722,15 +736,13 @@ static void test_concat_in_place(void)
                 }
             CHECK(out[0] != NULL);
             CHECK_INT(bad, 0);
-            uint64_t arena = stats(ctx, 0).arena_bytes, one = (uint64_t)B * CT * S * S * 4;
+            uint64_t one = (uint64_t)B * CT * S * S * 4;
             if (variant == 0) CHECK_INT(arena, one);
             else CHECK(arena > one);
             printf("CPU:0 Concat at level %d, %s: arena %llu bytes (the result: %llu)\n", level,
                    variant == 0 ? "in place" : variant == 1 ? "batch 2" : "a part with a second reader",
                    (unsigned long long)arena, (unsigned long long)one);
             for (int j = 0; j < 2; j++) wf_tensor_free(out[j]);
-            wf_tensor_free(xt);
-            wf_session_free(s);
             wf_graph_free(g);
             wf_context_free(ctx);
         }
@@ -800,20 +812,8 @@ static void test_concat_chain_in_place(void)
         CHECK_OK(wf_op(g, "Concat", "c3", in, 3, &ax, 1, &c3.node));
         c3.index = 0;
         CHECK_OK(wf_relu(g, "y", c3, &y));
-        wf_session_options o;
-        wf_session_options_init(&o);
-        o.device = "CPU:0";
-        o.opt_level = level;
-        wf_session *s = NULL;
-        CHECK_OK(wf_session_new(ctx, g, &o, &s));
-        wf_tensor *xt = NULL, *out = NULL;
-        CHECK_OK(wf_tensor_new(WF_F32, 4, xd, xv, &xt));
-        wf_feed f = {x, xt};
-        for (int rep = 0; s && xt && rep < 2; rep++) {
-            wf_tensor_free(out);
-            out = NULL;
-            CHECK_OK(wf_session_run(s, &f, 1, &y, 1, &out, NULL));
-        }
+        wf_tensor *out = NULL;
+        uint64_t arena = run_twice(ctx, g, level, x, xd, xv, &y, 1, &out);
         int bad = 0;
         for (int c = 0; out && c < 64; c++)
             for (int q = 0; q < P; q++) {
@@ -824,13 +824,10 @@ static void test_concat_chain_in_place(void)
             }
         CHECK(out != NULL);
         CHECK_INT(bad, 0);
-        uint64_t arena = stats(ctx, 0).arena_bytes;
         CHECK_INT(arena, (64 + 16) * P * 4);
         printf("CPU:0 Concat chain at level %d: arena %llu bytes (c3's buffer %d + relu(c1)'s %d)\n", level,
                (unsigned long long)arena, 64 * P * 4, 16 * P * 4);
         wf_tensor_free(out);
-        wf_tensor_free(xt);
-        wf_session_free(s);
         wf_graph_free(g);
         wf_context_free(ctx);
     }

@@ -168,40 +168,62 @@ typedef struct wino_arg {
     atomic_int failed;
 } wino_arg;
 
-/* V[p][t][c] for tiles t0 .. t0 + nt - 1 */
-WF__VEC static void wino_in2(const wino_arg *a, int64_t t0, int64_t nt, float *V)
+/* The 1-D transforms on vectors, in place: B^T (input), then A^T (output, 4 or 6 values into 2 or 4).
+ * F(2x2): B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], A^T = [1 1 1 0; 0 1 -1 -1]. F(4x4) (Lavin and
+ * Gray): B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1],
+ * A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]. */
+__attribute__((always_inline)) static inline void wino_bt(int m, wv8 *d)
+{
+    if (m == 2) {
+        wv8 r0 = d[0] - d[2], r1 = d[1] + d[2], r2 = d[2] - d[1], r3 = d[1] - d[3];
+        d[0] = r0, d[1] = r1, d[2] = r2, d[3] = r3;
+    } else {
+        wv8 t1 = d[4] - 4 * d[2], t2 = d[3] - 4 * d[1], t3 = d[4] - d[2], t4 = 2 * (d[3] - d[1]);
+        wv8 r0 = 4 * d[0] - 5 * d[2] + d[4], r5 = 4 * d[1] - 5 * d[3] + d[5];
+        d[0] = r0, d[1] = t1 + t2, d[2] = t1 - t2, d[3] = t3 + t4, d[4] = t3 - t4, d[5] = r5;
+    }
+}
+
+__attribute__((always_inline)) static inline void wino_at(int m, const wv8 *q, wv8 *o)
+{
+    if (m == 2) {
+        o[0] = q[0] + q[1] + q[2], o[1] = q[1] - q[2] - q[3];
+    } else {
+        wv8 a = q[1] + q[2], b = q[1] - q[2], c = q[3] + q[4], d = q[3] - q[4];
+        o[0] = q[0] + a + c, o[1] = b + 2 * d, o[2] = a + 4 * c, o[3] = b + 8 * d + q[5];
+    }
+}
+
+/* V[p][t][c] for tiles t0 .. t0 + nt - 1: the (m + 2)-square window at stride m, zero outside x */
+__attribute__((always_inline)) static inline void wino_in_m(const wino_arg *a, const int m, int64_t t0, int64_t nt, float *V)
 {
     const wf__wino_geom *g = a->g;
+    const int al = m + 2;
     int64_t C = g->c, H = g->h, W = g->w, cb = a->cb, CB = C / cb, per = a->th * a->tw, stride = a->chunk * C;
     const wv8 zero = {0};
     for (int64_t t = 0; t < nt; t++) {
         int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
-        int64_t r0 = 2 * ty - g->pt, c0 = 2 * tx - g->pl;
-        bool inner = r0 >= 0 && c0 >= 0 && r0 + 4 <= H && c0 + 4 <= W;
+        int64_t r0 = m * ty - g->pt, c0 = m * tx - g->pl;
+        bool inner = r0 >= 0 && c0 >= 0 && r0 + al <= H && c0 + al <= W;
         for (int64_t b = 0; b < CB; b++) {
             const float *xb = a->x + (n * CB + b) * H * W * cb;
             for (int64_t s = 0; s < cb; s += 8) {
-                wv8 d[4][4];
-                for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 4; j++) {
+                wv8 d[6][6], col[6];
+                for (int i = 0; i < al; i++)
+                    for (int j = 0; j < al; j++) {
                         int64_t r = r0 + i, c = c0 + j;
                         d[i][j] = inner || (r >= 0 && r < H && c >= 0 && c < W) ? *(const wv8 *)(xb + (r * W + c) * cb + s)
                                                                                 : zero;
                     }
-                /* B^T d: rows; then (B^T d) B: columns */
-                wv8 e[4][4];
-                for (int j = 0; j < 4; j++) {
-                    e[0][j] = d[0][j] - d[2][j];
-                    e[1][j] = d[1][j] + d[2][j];
-                    e[2][j] = d[2][j] - d[1][j];
-                    e[3][j] = d[1][j] - d[3][j];
+                for (int j = 0; j < al; j++) { /* B^T d: columns */
+                    for (int i = 0; i < al; i++) col[i] = d[i][j];
+                    wino_bt(m, col);
+                    for (int i = 0; i < al; i++) d[i][j] = col[i];
                 }
                 float *v = V + t * C + b * cb + s;
-                for (int i = 0; i < 4; i++) {
-                    *(wv8 *)(v + (4 * i + 0) * stride) = e[i][0] - e[i][2];
-                    *(wv8 *)(v + (4 * i + 1) * stride) = e[i][1] + e[i][2];
-                    *(wv8 *)(v + (4 * i + 2) * stride) = e[i][2] - e[i][1];
-                    *(wv8 *)(v + (4 * i + 3) * stride) = e[i][1] - e[i][3];
+                for (int i = 0; i < al; i++) { /* (B^T d) B: rows */
+                    wino_bt(m, d[i]);
+                    for (int j = 0; j < al; j++) *(wv8 *)(v + (al * i + j) * stride) = d[i][j];
                 }
             }
         }
@@ -209,32 +231,31 @@ WF__VEC static void wino_in2(const wino_arg *a, int64_t t0, int64_t nt, float *V
 }
 
 /* y's tiles t0 .. t0 + nt - 1 from M[p][t][k]: A^T M A, + bias, + what y holds (sum), relu */
-WF__VEC static void wino_out2(const wino_arg *a, int64_t t0, int64_t nt, const float *M)
+__attribute__((always_inline)) static inline void wino_out_m(const wino_arg *a, const int m, int64_t t0, int64_t nt,
+                                                             const float *M)
 {
     const wf__wino_geom *g = a->g;
+    const int al = m + 2;
     int64_t K = g->oc, OH = g->oh, OW = g->ow, cb = a->cb, KB = K / cb, per = a->th * a->tw, stride = a->chunk * K;
     const wv8 zero = {0};
     for (int64_t t = 0; t < nt; t++) {
         int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
-        int64_t oy = 2 * ty, ox = 2 * tx;
-        bool full = oy + 2 <= OH && ox + 2 <= OW;
+        int64_t oy = m * ty, ox = m * tx;
+        bool full = oy + m <= OH && ox + m <= OW;
         for (int64_t b = 0; b < KB; b++) {
             float *yb = a->y + (n * KB + b) * OH * OW * cb;
             for (int64_t s = 0; s < cb; s += 8) {
-                const float *m = M + t * K + b * cb + s;
-                wv8 q[4][4];
-                for (int p = 0; p < 16; p++) q[p / 4][p % 4] = *(const wv8 *)(m + p * stride);
-                /* A^T q: rows [1 1 1 0], [0 1 -1 -1]; then the same on the columns */
-                wv8 r0[4], r1[4];
-                for (int j = 0; j < 4; j++) {
-                    r0[j] = q[0][j] + q[1][j] + q[2][j];
-                    r1[j] = q[1][j] - q[2][j] - q[3][j];
+                const float *mp = M + t * K + b * cb + s;
+                wv8 q[6], r[4][6], o[4][4], c4[4];
+                for (int j = 0; j < al; j++) { /* A^T q: columns */
+                    for (int i = 0; i < al; i++) q[i] = *(const wv8 *)(mp + (al * i + j) * stride);
+                    wino_at(m, q, c4);
+                    for (int i = 0; i < m; i++) r[i][j] = c4[i];
                 }
-                wv8 o[2][2] = {{r0[0] + r0[1] + r0[2], r0[1] - r0[2] - r0[3]},
-                               {r1[0] + r1[1] + r1[2], r1[1] - r1[2] - r1[3]}};
+                for (int i = 0; i < m; i++) wino_at(m, r[i], o[i]); /* (A^T q) A: rows */
                 wv8 bv = a->bias ? *(const wv8 *)(a->bias + b * cb + s) : zero;
-                for (int i = 0; i < 2; i++)
-                    for (int j = 0; j < 2; j++) {
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < m; j++) {
                         if (!full && (oy + i >= OH || ox + j >= OW)) continue;
                         wv8 *dst = (wv8 *)(yb + ((oy + i) * OW + ox + j) * cb + s);
                         wv8 v = o[i][j] + bv;
@@ -248,90 +269,17 @@ WF__VEC static void wino_out2(const wino_arg *a, int64_t t0, int64_t nt, const f
     }
 }
 
-/* F(4x4, 3x3): V = B^T d B for 6x6 tiles at stride 4, B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
- * 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1] (Lavin and Gray), on 6 vectors in place */
-#define WINO_BT6(d)                                                                                          \
-    do {                                                                                                     \
-        wv8 t1_ = d[4] - 4 * d[2], t2_ = d[3] - 4 * d[1], t3_ = d[4] - d[2], t4_ = 2 * (d[3] - d[1]);         \
-        wv8 r0_ = 4 * d[0] - 5 * d[2] + d[4], r5_ = 4 * d[1] - 5 * d[3] + d[5];                              \
-        d[0] = r0_, d[1] = t1_ + t2_, d[2] = t1_ - t2_, d[3] = t3_ + t4_, d[4] = t3_ - t4_, d[5] = r5_;     \
-    } while (0)
-
-WF__VEC static void wino_in4(const wino_arg *a, int64_t t0, int64_t nt, float *V)
+/* each form compiled with m a constant, so that the tile's vectors can stay in registers */
+WF__VEC static void wino_in(const wino_arg *a, int64_t t0, int64_t nt, float *V)
 {
-    const wf__wino_geom *g = a->g;
-    int64_t C = g->c, H = g->h, W = g->w, cb = a->cb, CB = C / cb, per = a->th * a->tw, stride = a->chunk * C;
-    const wv8 zero = {0};
-    for (int64_t t = 0; t < nt; t++) {
-        int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
-        int64_t r0 = 4 * ty - g->pt, c0 = 4 * tx - g->pl;
-        bool inner = r0 >= 0 && c0 >= 0 && r0 + 6 <= H && c0 + 6 <= W;
-        for (int64_t b = 0; b < CB; b++) {
-            const float *xb = a->x + (n * CB + b) * H * W * cb;
-            for (int64_t s = 0; s < cb; s += 8) {
-                wv8 d[6][6], col[6];
-                for (int i = 0; i < 6; i++)
-                    for (int j = 0; j < 6; j++) {
-                        int64_t r = r0 + i, c = c0 + j;
-                        d[i][j] = inner || (r >= 0 && r < H && c >= 0 && c < W) ? *(const wv8 *)(xb + (r * W + c) * cb + s)
-                                                                                : zero;
-                    }
-                for (int j = 0; j < 6; j++) { /* B^T d: columns */
-                    for (int i = 0; i < 6; i++) col[i] = d[i][j];
-                    WINO_BT6(col);
-                    for (int i = 0; i < 6; i++) d[i][j] = col[i];
-                }
-                float *v = V + t * C + b * cb + s;
-                for (int i = 0; i < 6; i++) { /* (B^T d) B: rows */
-                    WINO_BT6(d[i]);
-                    for (int j = 0; j < 6; j++) *(wv8 *)(v + (6 * i + j) * stride) = d[i][j];
-                }
-            }
-        }
-    }
+    if (a->m == 2) wino_in_m(a, 2, t0, nt, V);
+    else wino_in_m(a, 4, t0, nt, V);
 }
 
-/* A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1] on 6 vectors into 4 */
-#define WINO_AT6(q, o)                                                                                       \
-    do {                                                                                                     \
-        wv8 a_ = q[1] + q[2], b_ = q[1] - q[2], c_ = q[3] + q[4], d_ = q[3] - q[4];                          \
-        o[0] = q[0] + a_ + c_, o[1] = b_ + 2 * d_, o[2] = a_ + 4 * c_, o[3] = b_ + 8 * d_ + q[5];             \
-    } while (0)
-
-WF__VEC static void wino_out4(const wino_arg *a, int64_t t0, int64_t nt, const float *M)
+WF__VEC static void wino_out(const wino_arg *a, int64_t t0, int64_t nt, const float *M)
 {
-    const wf__wino_geom *g = a->g;
-    int64_t K = g->oc, OH = g->oh, OW = g->ow, cb = a->cb, KB = K / cb, per = a->th * a->tw, stride = a->chunk * K;
-    const wv8 zero = {0};
-    for (int64_t t = 0; t < nt; t++) {
-        int64_t tg = t0 + t, n = tg / per, ty = tg % per / a->tw, tx = tg % a->tw;
-        int64_t oy = 4 * ty, ox = 4 * tx;
-        bool full = oy + 4 <= OH && ox + 4 <= OW;
-        for (int64_t b = 0; b < KB; b++) {
-            float *yb = a->y + (n * KB + b) * OH * OW * cb;
-            for (int64_t s = 0; s < cb; s += 8) {
-                const float *m = M + t * K + b * cb + s;
-                wv8 q[6], r[4][6], o[4][4];
-                for (int j = 0; j < 6; j++) { /* A^T q: columns */
-                    for (int i = 0; i < 6; i++) q[i] = *(const wv8 *)(m + (6 * i + j) * stride);
-                    wv8 c4[4];
-                    WINO_AT6(q, c4);
-                    for (int i = 0; i < 4; i++) r[i][j] = c4[i];
-                }
-                for (int i = 0; i < 4; i++) WINO_AT6(r[i], o[i]); /* (A^T q) A: rows */
-                wv8 bv = a->bias ? *(const wv8 *)(a->bias + b * cb + s) : zero;
-                for (int i = 0; i < 4; i++)
-                    for (int j = 0; j < 4; j++) {
-                        if (!full && (oy + i >= OH || ox + j >= OW)) continue;
-                        wv8 *dst = (wv8 *)(yb + ((oy + i) * OW + ox + j) * cb + s);
-                        wv8 v = o[i][j] + bv;
-                        if (a->sum) v = *dst + v;
-                        if (a->relu) v = (wv8)((wi8)v & ~(wi8)(v < zero));
-                        *dst = v;
-                    }
-            }
-        }
-    }
+    if (a->m == 2) wino_out_m(a, 2, t0, nt, M);
+    else wino_out_m(a, 4, t0, nt, M);
 }
 
 static void wino_range(void *arg, int64_t c0, int64_t c1)
@@ -348,14 +296,12 @@ static void wino_range(void *arg, int64_t c0, int64_t c1)
     float *V = a->scratch + (size_t)th * a->P * a->chunk * (C + K), *M = V + a->P * a->chunk * C;
     for (int64_t ch = c0; ch < c1; ch++) {
         int64_t t0 = ch * a->chunk, nt = a->tiles - t0 < a->chunk ? a->tiles - t0 : a->chunk;
-        if (a->m == 2) wino_in2(a, t0, nt, V);
-        else wino_in4(a, t0, nt, V);
+        wino_in(a, t0, nt, V);
         for (int p = 0; p < a->P; p++)
             if (dnnl_sgemm('N', 'N', nt, K, C, 1.0f, V + p * a->chunk * C, C, a->u + p * C * K, K, 0.0f,
                            M + p * a->chunk * K, K) != dnnl_success)
                 atomic_store_explicit(&a->failed, 1, memory_order_relaxed);
-        if (a->m == 2) wino_out2(a, t0, nt, M);
-        else wino_out4(a, t0, nt, M);
+        wino_out(a, t0, nt, M);
     }
     if (levels >= 0) omp_set_max_active_levels(levels);
 }
