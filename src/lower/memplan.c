@@ -185,11 +185,11 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
     /* Concats laid out in place: per slot, its group (the Concat's node) or -1 and its offset in the
      * group's buffer; per node, the group's buffer once opened (-1 before) */
     int *grp = wf__malloc(sizeof(int) * (size_t)ns), *g_buf = wf__malloc(sizeof(int) * (size_t)n);
-    int64_t *sub_off = wf__calloc((size_t)ns, sizeof(int64_t));
+    int64_t *sub_off = wf__calloc((size_t)ns, sizeof(int64_t)), *sub_len = wf__calloc((size_t)ns, sizeof(int64_t));
     int *in_grp = wf__malloc(sizeof(int) * (size_t)n), *cand = wf__malloc(sizeof(int) * (size_t)n);
     wf_status *s = NULL;
     if (!anc || !order || !pend || !producer || !fetched || !rd_start || !buf_of || !b_size || !b_last || !b_dev ||
-        !grp || !g_buf || !sub_off || !in_grp || !cand) {
+        !grp || !g_buf || !sub_off || !sub_len || !in_grp || !cand) {
         s = wf__oom("the memory plan", (size_t)n * words * 8);
         goto out;
     }
@@ -242,9 +242,23 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
         int64_t offs[64];
         if (!concat_group(p, v, cand, nc, producer, rd_start, rd, fetched, grp, in_grp, offs)) continue;
         const wf__pnode *pn = &p->nodes[v];
-        for (int i = 0; i < pn->n_in; i++) grp[pn->in_slot[i]] = v, sub_off[pn->in_slot[i]] = offs[i];
+        /* each part and each shorter Concat's result gets exactly its bytes (sub_len): a kernel asking for more
+         * than planned goes to the allocator instead of over the next part */
+        int64_t whole = 0;
+        for (int i = 0; i < pn->n_in; i++) {
+            int64_t end = i + 1 < pn->n_in ? offs[i + 1] : -1;
+            grp[pn->in_slot[i]] = v, sub_off[pn->in_slot[i]] = offs[i];
+            if (end >= 0) sub_len[pn->in_slot[i]] = end - offs[i];
+        }
+        const wf__tinfo *to = &pn->out_info[0];
+        whole = wf__numel(to->rank, to->dims) * (int64_t)wf_dtype_size(to->dtype);
+        sub_len[pn->in_slot[pn->n_in - 1]] = whole - offs[pn->n_in - 1];
         for (int c = 0; c < nc; c++)
-            if (in_grp[cand[c]] == v) grp[p->nodes[cand[c]].out_slot[0]] = v;
+            if (in_grp[cand[c]] == v) {
+                const wf__pnode *pc = &p->nodes[cand[c]];
+                grp[pc->out_slot[0]] = v;
+                if (cand[c] != v) sub_len[pc->out_slot[0]] = pc->n_in < pn->n_in ? offs[pc->n_in] : whole;
+            }
     }
     for (int oi = 0; oi < n; oi++) {
         int v = order[oi];
@@ -350,7 +364,7 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
     for (int sl = 0; sl < ns; sl++)
         if (buf_of[sl] >= 0) {
             p->slot_off[sl] = (int64_t)b_off[buf_of[sl]] + sub_off[sl];
-            p->slot_cap[sl] = b_size[buf_of[sl]] - (size_t)sub_off[sl];
+            p->slot_cap[sl] = sub_len[sl] ? (size_t)sub_len[sl] : b_size[buf_of[sl]] - (size_t)sub_off[sl];
         }
     wf__free(b_off);
 out:
@@ -368,6 +382,7 @@ out:
     wf__free(grp);
     wf__free(g_buf);
     wf__free(sub_off);
+    wf__free(sub_len);
     wf__free(in_grp);
     wf__free(cand);
     return s;
