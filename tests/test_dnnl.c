@@ -1162,7 +1162,7 @@ static void test_conv_winograd(void)
     } cases[] = {
         {1, 64, 14, 14, 64, 1, true, true, false, false, false},
         {2, 64, 9, 11, 48, 1, false, false, false, false, false},
-        {1, 64, 14, 14, 64, 0, true, false, false, false, false},
+        {1, 64, 14, 14, 96, 0, true, false, false, false, false},
         {1, 64, 13, 13, 64, 1, true, true, true, false, false},
         {1, 64, 14, 14, 64, 1, true, false, false, true, false},
         {1, 64, 14, 14, 64, 1, false, false, false, false, true},

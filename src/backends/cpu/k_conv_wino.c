@@ -69,18 +69,22 @@ bool wf__wino_takes(const wf__kctx *k, const wf__wino_geom *g, int64_t groups, i
     int64_t tiles2 = g->n * ((g->oh + 1) / 2) * ((g->ow + 1) / 2);
     int64_t per = g->n * ((g->oh + m - 1) / m) * ((g->ow + m - 1) / m) / wf__intra_threads(k);
     /* What pays, measured layer by layer on GoogLeNet, ResNet-50, SqueezeNet 1.1 and DenseNet-121 (batch 1,
-     * 2 threads, Zen 3; against the direct kernel): the products' share C K / (C + K) against the
-     * transforms' must be 24 or more, 32 where a thread gets fewer than 48 tiles, whose sgemm calls repack
-     * U for little work. F(2x2): SqueezeNet's 16 -> 64 at 55x55 0.72-0.80x; 32 -> 128 at 27x27 1.16-1.21x;
-     * ResNet-50's 64 -> 64 at 56x56 1.10-1.31x and 256 -> 256 at 14x14 1.47-1.64x; DenseNet's 128 -> 32 at
-     * 14x14 0.90x; SqueezeNet's 48 -> 192 at 13x13 1.08-1.19x. F(4x4): GoogLeNet's 64 -> 192 at 56x56
-     * 1.80x, 96 -> 128 and 128 -> 192 at 28x28 1.99x and 2.13x; DenseNet's 128 -> 32 at 56x56 1.35x but
-     * at 28x28 (24 tiles a thread) 0.93-0.97x; SqueezeNet's 16 -> 64 at 55x55 1.05x. Below 32 tiles of
-     * 4x4 (7x7 at batch 1) the products run at half speed: ResNet-50's 512 -> 512 at 7x7, 0.76-0.78x. */
+     * 2 threads, Zen 3; against the direct kernel): the products' work C K against the transforms', where
+     * an input channel costs about twice an output channel (a 6x6 or 4x4 tile in, a 4x4 or 2x2 block out):
+     * w = C K / (2 C + K) must be 12 or more where each thread gets 48 tiles or more; with fewer, whose sgemm
+     * calls repack U for little work, 18 for F(4x4) and 24 for F(2x2). F(4x4): GoogLeNet's 64 -> 192 at 56x56
+     * (w 38) 1.80x, 96 -> 128 and 128 -> 192 at 28x28 (24 tiles a thread) 1.99x and 2.13x, 32 -> 96 at 28x28
+     * (w 19) 1.10x, 16 -> 32 at 28x28 (w 8) 0.87x; DenseNet's 128 -> 32 (w 14) at 56x56 1.35x but at 28x28
+     * 0.93-0.97x; SqueezeNet's 32 -> 128 at 27x27 (w 21) 1.47-1.50x, 16 -> 64 at 55x55 (w 11) 1.05x.
+     * F(2x2): ResNet-50's 256 -> 256 at 14x14 1.47-1.64x; SqueezeNet's 48 -> 192 at 13x13 (w 32) 1.08-1.19x;
+     * GoogLeNet's 32 -> 128 at 14x14 (w 21) 0.91-1.06x, 32 -> 64 (w 16) 0.88x; DenseNet's 128 -> 32 at 14x14
+     * 0.90x. Below 32 tiles of 2x2 (7x7 at batch 1) the products run at half speed and U (16/9 of the
+     * weights) comes from memory: ResNet-50's 512 -> 512 at 7x7, 0.76-0.78x. */
+    int64_t need = per >= 48 ? 12 : m == 4 ? 18 : 24;
     return !o && (k->in_blocked & 1) && (k->out_blocked & 1) && wf__dn_blocked_tag() != dnnl_acdb && cb % 8 == 0 &&
            groups == 1 && kh == 3 && kw == 3 && wn->s[0] == 1 && wn->s[1] == 1 && wn->d[0] == 1 && wn->d[1] == 1 &&
            g->c % cb == 0 && g->oc % cb == 0 && tiles2 >= 32 && g->oh >= 2 && g->ow >= 2 &&
-           g->c * g->oc >= (per < 48 ? 32 : 24) * (g->c + g->oc);
+           g->c * g->oc >= need * (2 * g->c + g->oc);
 }
 
 /* ---- weights: U[p][c][k] = (G g G^T)[p / a][p % a], a = m + 2 ----
