@@ -244,15 +244,12 @@ wf_status *wf__memplan_build(wf_context *ctx, wf__plan *p)
         const wf__pnode *pn = &p->nodes[v];
         /* each part and each shorter Concat's result gets exactly its bytes (sub_len): a kernel asking for more
          * than planned goes to the allocator instead of over the next part */
-        int64_t whole = 0;
-        for (int i = 0; i < pn->n_in; i++) {
-            int64_t end = i + 1 < pn->n_in ? offs[i + 1] : -1;
-            grp[pn->in_slot[i]] = v, sub_off[pn->in_slot[i]] = offs[i];
-            if (end >= 0) sub_len[pn->in_slot[i]] = end - offs[i];
-        }
         const wf__tinfo *to = &pn->out_info[0];
-        whole = wf__numel(to->rank, to->dims) * (int64_t)wf_dtype_size(to->dtype);
-        sub_len[pn->in_slot[pn->n_in - 1]] = whole - offs[pn->n_in - 1];
+        int64_t whole = wf__numel(to->rank, to->dims) * (int64_t)wf_dtype_size(to->dtype);
+        for (int i = 0; i < pn->n_in; i++) {
+            grp[pn->in_slot[i]] = v, sub_off[pn->in_slot[i]] = offs[i];
+            sub_len[pn->in_slot[i]] = (i + 1 < pn->n_in ? offs[i + 1] : whole) - offs[i];
+        }
         for (int c = 0; c < nc; c++)
             if (in_grp[cand[c]] == v) {
                 const wf__pnode *pc = &p->nodes[cand[c]];

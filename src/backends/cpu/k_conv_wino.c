@@ -1,26 +1,28 @@
 /*
- * Winograd F(2x2, 3x3) for the CPU's 3x3 stride-1 f32 convolutions on level 3's channel-blocked layout
- * (nChw8c / nChw16c), the shape that dominates GoogLeNet, ResNet, SqueezeNet and DenseNet.
+ * Winograd F(4x4, 3x3) and F(2x2, 3x3) for the CPU's 3x3 stride-1 f32 convolutions on level 3's
+ * channel-blocked layout (nChw8c / nChw16c), the shape that dominates GoogLeNet, ResNet, SqueezeNet and
+ * DenseNet.
  *
- * Each 4x4 input tile d (stride 2) becomes V = B^T d B and each 3x3 filter g becomes U = G g G^T (once per
- * weight version, cached as oneDNN's reordered weights are); the 16 positions p of a tile are 16 independent
- * products M_p = V_p U_p (tiles x C times C x K), and a tile's 2x2 outputs are A^T M A. The products do
- * 16 * C * K multiply-adds per tile where the direct convolution does 36 * C * K: 2.25x fewer. On the
- * 2-core Zen 3 (AVX2) where oneDNN 2.6's direct jit:avx2 kernel runs these layers at 180-195 GFLOP/s
- * (83-88% of the machine's FMA peak) and ONNX Runtime's MLAS kernels 3-11% faster, the products run at
- * 175-185 GFLOP/s in oneDNN's sgemm (bench in the README), so the whole convolution takes about half
- * the time. Neither oneDNN 2.6 (Winograd on AVX-512 only) nor ONNX Runtime's MLAS has it on AVX2.
+ * Each (m + 2)-square input tile d (stride m) becomes V = B^T d B and each 3x3 filter g becomes U = G g G^T
+ * (once per weight version, cached as oneDNN's reordered weights are); the (m + 2)^2 positions p of a tile
+ * are independent products M_p = V_p U_p (tiles x C times C x K), and a tile's m x m outputs are A^T M A.
+ * The products do 36 C K multiply-adds per 16 outputs (F(4x4)) or 16 C K per 4 (F(2x2)) where the direct
+ * convolution does 9 C K per output: 4x or 2.25x fewer. On the 2-core Zen 3 (AVX2), where oneDNN 2.6's
+ * direct jit:avx2 kernel runs these layers at 180-195 GFLOP/s (83-88% of the FMA peak) and ONNX Runtime's
+ * MLAS kernels 3-11% faster, the products run at 175-185 GFLOP/s in oneDNN's sgemm. Neither oneDNN 2.6
+ * (Winograd on AVX-512 only) nor ONNX Runtime's MLAS has it on AVX2. Which form, and whether at all: wino_m
+ * and wf__wino_takes, with the measurements.
  *
  * Work is split into chunks of tiles, and each thread takes whole chunks through the three steps (input
- * transform, 16 single-threaded sgemm calls, output transform) in its own scratch, sized so that a
- * chunk's V and M stay in the core's L2: no barrier between the steps and no traffic between cores.
+ * transform, one single-threaded sgemm call per position, output transform) in its own scratch: no
+ * barrier between the steps and no traffic between cores.
  *
- * Numerics: the transforms add and subtract (U's have halves), so the result differs from the direct
- * kernel's by a few ulp of the terms' magnitude, like any change of summation order; an input or a weight
- * that is NaN or infinite, though, would spread through a whole tile (inf - inf), so a convolution with
- * any non-finite input value or weight runs the direct kernel instead (the input is scanned first; the
- * weights once per version). Bias, the fused residual (added to what y holds) and the activation come
- * after the output transform, in the direct path's order.
+ * Numerics: the transforms add and subtract (F(4x4)'s with factors up to 8), so the result differs from
+ * the direct kernel's by a change of summation order (test_dnnl's test_conv_winograd measures it); an input
+ * or a weight that is NaN or infinite, though, would spread through a whole tile (inf - inf), so a
+ * convolution with any non-finite input value or weight runs the direct kernel instead (the input is
+ * scanned first; the weights once per version). Bias, the fused residual (added to what y holds) and the
+ * activation come after the output transform, in the direct path's order.
  */
 #include "k_dnnl.h"
 
@@ -310,10 +312,6 @@ static void wino_range(void *arg, int64_t c0, int64_t c1)
     if (levels >= 0) omp_set_max_active_levels(levels);
 }
 
-typedef struct wino_build_arg {
-    int64_t c, k;
-} wino_build_arg;
-
 /* The node's cache entry holds only the transformed weights (no oneDNN primitive). */
 static wf_status *wino_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
 {
@@ -331,9 +329,8 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
     if (atomic_load(&sa.bad)) return NULL;
     int m = wino_m(k, g), al = m + 2, P = al * al;
     int64_t key[4] = {'W', g->c, g->oc, m};
-    wino_build_arg ba = {g->c, g->oc};
     wf__dn_prim *p;
-    WF__TRY(wf__dn_acquire(k, key, 4, wino_build, &ba, &p));
+    WF__TRY(wf__dn_acquire(k, key, 4, wino_build, NULL, &p));
     wf_status *s = NULL;
     wf__dn_run *r = NULL;
     void *ubuf = NULL, *sbuf = NULL;
