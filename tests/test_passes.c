@@ -485,7 +485,7 @@ static void test_options_and_dump(void)
     s = NULL;
     so.disable_passes = "bogus";
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
-              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, attention, conv_crop, fuse, residual, jit, layout)");
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, attention, conv_crop, conv_pool, fuse, residual, jit, layout)");
     so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -504,9 +504,10 @@ static void test_options_and_dump(void)
             CHECK_NEAR(((float *)wf_tensor_data(out))[0], 0, 0);
             CHECK_NEAR(((float *)wf_tensor_data(out))[1], 3, 0);
         }
-        const char *steps[] = {"00-input",       "01-prune", "02-identity", "03-simplify",  "04-bnfold",
-                               "05-matmul_bias", "06-fold",  "07-cse",      "08-attention", "09-conv_crop"};
-        for (int i = 0; i < 10; i++) {
+        const char *steps[] = {"00-input",     "01-prune",     "02-identity", "03-simplify",
+                               "04-bnfold",    "05-matmul_bias", "06-fold",   "07-cse",
+                               "08-attention", "09-conv_crop", "10-conv_pool"};
+        for (int i = 0; i < 11; i++) {
             char path[256], text[512] = "";
             snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
             FILE *fp = fopen(path, "r");
@@ -2346,6 +2347,132 @@ static void test_conv_crop(void)
     wf_graph_free(g);
 }
 
+/* conv_pool: a 1x1 convolution read only by an average pool runs after the pool. Taken: a convolution
+ * with a bias under a 2x2 stride-2 pool, and a grouped one (2 groups) under a 3x3 stride-3 pool. Left
+ * alone: a convolution that is also fetched, a pool with pads, a pool with ceil_mode, a 3x3 convolution,
+ * and one whose pool would add more additions than it saves multiplications (8 channels to 1 under a
+ * 2x2 stride-1 pool). Values against the convolution-then-pool definition in double at levels 0-3, with
+ * a NaN and an Inf in x (a zero weight meets the Inf: NaN in that output channel). */
+static void test_conv_pool(void)
+{
+    enum { N = 2, C = 8, H = 6, O = 4 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){N, C, H, H}, &x));
+    float w[O * C], wg[C * (C / 2)], w1[C], w3[O * C * 9], bias[O] = {0.5f, -1, 0.25f, 2};
+    float wq[O * C], wc[O * C]; /* other weights: cse would merge convolutions of the same ones */
+    for (int i = 0; i < O * C; i++) /* 0 at w[0, 7], w[2, 2] and w[3, 5] */
+        w[i] = (float)((i * 7 % 11) - 5) / 4, wq[i] = 2 * w[i], wc[i] = 3 * w[i];
+    for (int i = 0; i < C * (C / 2); i++) wg[i] = (float)((i * 5 % 9) - 4) / 3;
+    for (int i = 0; i < C; i++) w1[i] = (float)(i - 3) / 2;
+    for (int i = 0; i < O * C * 9; i++) w3[i] = (float)((i * 3 % 7) - 3) / 4;
+    wf_output kw = konst(g, "w", WF_F32, 4, (int64_t[]){O, C, 1, 1}, w);
+    wf_output kq = konst(g, "wq", WF_F32, 4, (int64_t[]){O, C, 1, 1}, wq);
+    wf_output kc = konst(g, "wc", WF_F32, 4, (int64_t[]){O, C, 1, 1}, wc);
+    wf_output kg = konst(g, "wg", WF_F32, 4, (int64_t[]){C, C / 2, 1, 1}, wg);
+    wf_output k1 = konst(g, "w1", WF_F32, 4, (int64_t[]){1, C, 1, 1}, w1);
+    wf_output k3 = konst(g, "w3", WF_F32, 4, (int64_t[]){O, C, 3, 3}, w3);
+    wf_output kb = konst(g, "bias", WF_F32, 1, (int64_t[]){O}, bias);
+    const int64_t k2[2] = {2, 2}, k33[2] = {3, 3}, s2[2] = {2, 2}, s3[2] = {3, 3}, p1[4] = {1, 1, 1, 1};
+    wf_attr pool2[2] = {wf_attr_ints("kernel_shape", k2, 2), wf_attr_ints("strides", s2, 2)};
+    wf_attr pool3[2] = {wf_attr_ints("kernel_shape", k33, 2), wf_attr_ints("strides", s3, 2)};
+    wf_attr pool2s1[1] = {wf_attr_ints("kernel_shape", k2, 2)};
+    wf_attr pool2p[3] = {wf_attr_ints("kernel_shape", k2, 2), wf_attr_ints("strides", s2, 2), wf_attr_ints("pads", p1, 4)};
+    wf_attr pool2c[3] = {wf_attr_ints("kernel_shape", k2, 2), wf_attr_ints("strides", s2, 2), wf_attr_int("ceil_mode", 1)};
+    wf_attr grp = wf_attr_int("group", 2);
+    wf_output a = op1(g, "Conv2D", "a", (wf_output[]){x, kw, kb}, 3, NULL, 0);
+    wf_output pa = op1(g, "AvgPool2D", "pa", &a, 1, pool2, 2);
+    wf_output gc = op1(g, "Conv2D", "gc", (wf_output[]){x, kg}, 2, &grp, 1);
+    wf_output pg = op1(g, "AvgPool2D", "pg", &gc, 1, pool3, 2);
+    wf_output f = op1(g, "Conv2D", "f", (wf_output[]){x, kw}, 2, NULL, 0); /* fetched as well */
+    wf_output pf = op1(g, "AvgPool2D", "pf", &f, 1, pool2, 2);
+    wf_output q = op1(g, "Conv2D", "q", (wf_output[]){x, kq}, 2, NULL, 0);
+    wf_output pq = op1(g, "AvgPool2D", "pq", &q, 1, pool2p, 3);
+    wf_output cm = op1(g, "Conv2D", "cm", (wf_output[]){x, kc}, 2, NULL, 0);
+    wf_output pc = op1(g, "AvgPool2D", "pc", &cm, 1, pool2c, 3);
+    wf_output t = op1(g, "Conv2D", "t", (wf_output[]){x, k3}, 2, NULL, 0);
+    wf_output pt = op1(g, "AvgPool2D", "pt", &t, 1, pool2, 2);
+    wf_output one = op1(g, "Conv2D", "one", (wf_output[]){x, k1}, 2, NULL, 0);
+    wf_output p1o = op1(g, "AvgPool2D", "p1o", &one, 1, pool2s1, 1);
+
+    wf_output roots[8] = {pa, pg, f, pf, pq, pc, pt, p1o};
+    wf__optimized *o = optimize(g, roots, 8, &x, 1, NULL);
+    if (o) {
+        /* taken: the pool reads x, the convolution the pool */
+        const wf_output moved[2] = {pa, pg};
+        for (int i = 0; i < 2; i++) {
+            const wf_node *n = wf__optimized_map(o, moved[i]).node, *p = n ? n->in[0].node : NULL;
+            CHECK(n && !strcmp(n->op->name, "Conv2D") && p && !strcmp(p->op->name, "AvgPool2D"));
+            CHECK(p && !strcmp(p->in[0].node->name, "x"));
+            CHECK(n && n->out[0].dims[2] == (i ? 2 : 3) && n->out[0].dims[1] == (i ? C : O));
+        }
+        const wf_node *ga = wf__optimized_map(o, pg).node;
+        CHECK(ga && wf__attr_i(ga->op, ga->attrs, "group") == 2);
+        CHECK(wf__optimized_map(o, pa).node && wf__optimized_map(o, pa).node->n_in == 3); /* the bias kept */
+        /* left alone: each pool still reads its convolution */
+        const wf_output kept[5] = {pf, pq, pc, pt, p1o};
+        for (int i = 0; i < 5; i++) {
+            const wf_node *n = wf__optimized_map(o, kept[i]).node;
+            CHECK(n && !strcmp(n->op->name, "AvgPool2D") && !strcmp(n->in[0].node->op->name, "Conv2D"));
+        }
+        CHECK_INT(count_op(o, "AvgPool2D"), 7);
+        CHECK_INT(count_op(o, "Conv2D"), 7);
+    }
+    wf__optimized_free(o);
+    o = optimize(g, roots, 8, &x, 1, "conv_pool");
+    if (o) {
+        const wf_node *n = wf__optimized_map(o, pa).node;
+        CHECK(n && !strcmp(n->op->name, "AvgPool2D"));
+    }
+    wf__optimized_free(o);
+
+    float xv[N * C * H * H];
+    for (int i = 0; i < N * C * H * H; i++) xv[i] = (float)((i * 13 % 17) - 8) / 5;
+    xv[0] = NAN;                            /* x[0, 0, 0, 0]: pool window (0, 0) of every channel */
+    xv[((1 * C + 7) * H + 2) * H + 3] = INFINITY; /* x[1, 7, 2, 3]: w[0, 7] is 0, so a's channel 0 is NaN */
+    /* the definition: the convolution at every pixel, then the window means, in double */
+    double ya[N][O][3][3], yg[N][C][2][2];
+    for (int n = 0; n < N; n++)
+        for (int oc = 0; oc < O; oc++)
+            for (int ph = 0; ph < 3; ph++)
+                for (int pw = 0; pw < 3; pw++) {
+                    double m = 0;
+                    for (int h = 2 * ph; h < 2 * ph + 2; h++)
+                        for (int ww = 2 * pw; ww < 2 * pw + 2; ww++) {
+                            double z = bias[oc];
+                            for (int c = 0; c < C; c++) z += (double)w[oc * C + c] * xv[((n * C + c) * H + h) * H + ww];
+                            m += z;
+                        }
+                    ya[n][oc][ph][pw] = m / 4;
+                }
+    for (int n = 0; n < N; n++)
+        for (int oc = 0; oc < C; oc++)
+            for (int ph = 0; ph < 2; ph++)
+                for (int pw = 0; pw < 2; pw++) {
+                    double m = 0;
+                    for (int h = 3 * ph; h < 3 * ph + 3; h++)
+                        for (int ww = 3 * pw; ww < 3 * pw + 3; ww++) {
+                            double z = 0;
+                            int g0 = oc / (C / 2) * (C / 2); /* the group's first input channel */
+                            for (int c = 0; c < C / 2; c++)
+                                z += (double)wg[oc * (C / 2) + c] * xv[((n * C + g0 + c) * H + h) * H + ww];
+                            m += z;
+                        }
+                    yg[n][oc][ph][pw] = m / 9;
+                }
+    CHECK(isnan(ya[1][0][1][1]) && isinf(ya[1][1][1][1]) && isnan(ya[0][2][0][0]));
+    const int64_t xd[4] = {N, C, H, H};
+    for (int level = 0; level <= 3; level++) {
+        float got_a[N * O * 9], got_g[N * C * 4];
+        run_nd(g, level, x, 4, xd, xv, pa, got_a, N * O * 9, NULL);
+        run_nd(g, level, x, 4, xd, xv, pg, got_g, N * C * 4, NULL);
+        for (int i = 0; i < N * O * 9; i++) check_same(got_a[i], (&ya[0][0][0][0])[i], 1e-5);
+        for (int i = 0; i < N * C * 4; i++) check_same(got_g[i], (&yg[0][0][0][0])[i], 1e-5);
+    }
+    wf_graph_free(g);
+}
+
 /* BatchNormalization folds into a 1x1 Conv2D: W'[o] = W[o] s[o], b' = (b - mean) s + B with
  * s = scale / sqrt(var + eps). Values by hand at each level, NaN and Inf propagating as unfolded (a NaN
  * variance gives a NaN channel, a zero scale meets an infinite input as NaN). Not folded: a fetched
@@ -2540,9 +2667,9 @@ static void test_fold_kernels(void)
     }
     wf__free(pl);
     /* the dump's files */
-    const char *steps[] = {"00-input", "01-prune", "02-identity", "03-simplify", "04-bnfold",
-                           "05-matmul_bias", "06-fold", "07-cse", "08-attention", "09-conv_crop"};
-    for (int i = 0; i < 10; i++) {
+    const char *steps[] = {"00-input",       "01-prune", "02-identity", "03-simplify",  "04-bnfold",   "05-matmul_bias",
+                           "06-fold",        "07-cse",   "08-attention", "09-conv_crop", "10-conv_pool"};
+    for (int i = 0; i < 11; i++) {
         snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
         unlink(path);
     }
@@ -2588,9 +2715,9 @@ static void test_fanout_dump(void)
         const double want[4] = {1.5, NAN, INFINITY, 0};
         for (int i = 0; i < 4 * FAN; i++) check_same(v[i], want[i % 4], 0);
     }
-    for (int step = 0; step <= 9; step++) {
-        static const char *const names[] = {"input",       "prune", "identity", "simplify",  "bnfold",
-                                            "matmul_bias", "fold",  "cse",      "attention", "conv_crop"};
+    for (int step = 0; step <= 10; step++) {
+        static const char *const names[] = {"input", "prune", "identity",  "simplify",  "bnfold",   "matmul_bias",
+                                            "fold",  "cse",   "attention", "conv_crop", "conv_pool"};
         char path[256];
         snprintf(path, sizeof path, "%s/%02d-%s.txt", dir, step, names[step]);
         FILE *fp = fopen(path, "r");
@@ -3965,6 +4092,7 @@ int main(void)
     RUN_TEST(test_bn_relu_fused);
     RUN_TEST(test_cast_resize_prologue);
     RUN_TEST(test_conv_crop);
+    RUN_TEST(test_conv_pool);
     RUN_TEST(test_bnfold);
     RUN_TEST(test_bnfold_matrix);
     RUN_TEST(test_fanout_dump);

@@ -23,7 +23,7 @@
 #include "passes/pass.h"
 
 typedef struct bn_state {
-    int *sole;          /* per source node: the id of the only live reader of output 0, -1 none, -2 several */
+    int *sole;          /* per source node: its only live reader (wf__pass_sole_readers) */
     wf_output *folded;  /* per source node: for a BatchNormalization folded away, the Conv2D's output */
 } bn_state;
 
@@ -51,7 +51,7 @@ static wf_status *begin(wf__pass_run *r)
     int n = r->src->n;
     bn_state *b = wf__calloc(1, sizeof *b);
     if (b) {
-        b->sole = wf__malloc(sizeof *b->sole * (size_t)(n ? n : 1));
+        b->sole = wf__pass_sole_readers(r);
         b->folded = wf__calloc((size_t)(n ? n : 1), sizeof *b->folded);
     }
     if (!b || !b->sole || !b->folded) {
@@ -61,16 +61,6 @@ static wf_status *begin(wf__pass_run *r)
         }
         wf__free(b);
         return wf__oom("bnfold", sizeof(int) * (size_t)n * 3);
-    }
-    for (int i = 0; i < n; i++) b->sole[i] = -1;
-    for (int i = 0; i < n; i++) {
-        if (!r->live[i]) continue;
-        const wf_node *x = r->src->nodes[i];
-        for (int k = 0; k < x->n_in; k++) {
-            const wf_node *p = x->in[k].node;
-            if (!p || x->in[k].index != 0) continue;
-            b->sole[p->id] = b->sole[p->id] == -1 || b->sole[p->id] == i ? i : -2;
-        }
     }
     r->state = b;
     return NULL;

@@ -41,6 +41,9 @@ const wf_tensor *wf__pass_value(wf_output o);
 wf_status *wf__pass_copy_to(wf_graph *dst, const wf_node *n, const wf_output *in, wf_node **out);
 /* Live readers of source output (n, j). */
 int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j);
+/* Per source node: the id of the only live reader of its output 0, -1 when none, -2 when several (a
+ * reader of another output counts as none). A wf__malloc'd array the pass frees; NULL when out of memory. */
+int *wf__pass_sole_readers(const wf__pass_run *r);
 /* Whether a pass must leave n as it is: a source (the driver never shows those to a pass) or a stateful
  * op (an Assign, a random op), which is never merged or folded. */
 bool wf__pass_must_keep(const wf_node *n);
@@ -63,6 +66,7 @@ extern const wf__pass wf__pass_matmul_bias; /* matmul_bias.c */
 extern const wf__pass wf__pass_fold;     /* fold.c */
 extern const wf__pass wf__pass_cse;      /* cse.c */
 extern const wf__pass wf__pass_conv_crop; /* conv_crop.c */
+extern const wf__pass wf__pass_conv_pool; /* conv_pool.c */
 extern const wf__pass wf__pass_attention; /* attention.c */
 extern const wf__pass wf__pass_amp;      /* amp.c */
 

@@ -13,10 +13,10 @@
  * its generated elementwise kernels (level 2, lower/jit.c), and "layout", lowering's channel-blocked
  * layouts between convolutions (level 3, lower/layout.c). */
 const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "amp", "fold", "cse",
-                                      "attention", "conv_crop", "fuse", "residual", "jit", "layout", NULL};
+                                      "attention", "conv_crop", "conv_pool", "fuse", "residual", "jit", "layout", NULL};
 static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_simplify, &wf__pass_bnfold,
                                            &wf__pass_matmul_bias, &wf__pass_amp, &wf__pass_fold, &wf__pass_cse,
-                                           &wf__pass_attention, &wf__pass_conv_crop};
+                                           &wf__pass_attention, &wf__pass_conv_crop, &wf__pass_conv_pool};
 
 bool wf__pass_must_keep(const wf_node *n) { return n->op->flags & (WF__OP_SOURCE | WF__OP_STATEFUL); }
 
@@ -24,6 +24,23 @@ bool wf__pass_must_keep(const wf_node *n) { return n->op->flags & (WF__OP_SOURCE
 static bool is_source(const wf_node *n) { return n->op->flags & WF__OP_SOURCE; }
 
 int wf__pass_uses(const wf__pass_run *r, const wf_node *n, int j) { return r->uses[r->off[n->id] + j]; }
+
+int *wf__pass_sole_readers(const wf__pass_run *r)
+{
+    int n = r->src->n, *sole = wf__malloc(sizeof *sole * (size_t)(n ? n : 1));
+    if (!sole) return NULL;
+    for (int i = 0; i < n; i++) sole[i] = -1;
+    for (int i = 0; i < n; i++) {
+        if (!r->live[i]) continue;
+        const wf_node *x = r->src->nodes[i];
+        for (int k = 0; k < x->n_in; k++) {
+            const wf_node *p = x->in[k].node;
+            if (!p || x->in[k].index != 0) continue;
+            sole[p->id] = sole[p->id] == -1 || sole[p->id] == i ? i : -2;
+        }
+    }
+    return sole;
+}
 
 wf_status *wf__pass_copy(wf__pass_run *r, const wf_node *n, const wf_output *in, wf_node **out)
 {
