@@ -1098,7 +1098,8 @@ static void test_matmul_plain_layouts(void)
             wf_tensor_free(y);
         }
         wf__dn_stats_get(&b);
-        if (__builtin_cpu_supports("avx512f")) CHECK_INT(b.wpacks - a.wpacks, 1);
+        /* the packed GEMM (test_matmul_gemm_pack) packs every stamped B once */
+        if (__builtin_cpu_supports("avx512f") || b.gpack > a.gpack) CHECK_INT(b.wpacks - a.wpacks, 1);
         else if (forced) CHECK(b.wpacks - a.wpacks <= 1);
         else CHECK_INT(b.wpacks - a.wpacks, shapes[v][4]);
         ((float *)in[0]->data)[5] = NAN; /* row 0 */
@@ -1120,6 +1121,116 @@ static void test_matmul_plain_layouts(void)
         kc_done(&c);
         for (int i = 0; i < 2; i++) wf_tensor_free(in[i]);
     }
+}
+
+/* oneDNN's packed GEMM (k_dnnl_matmul.c, "The packed GEMM") for a stamped f32 B, where this libdnnl
+ * exports it and the primitive would take B plain (without AVX-512): B packed once per version, the
+ * product against f64 for A as stored and transposed, B as stored and transposed (Gemm's transB), with
+ * a bias, a Relu or Gelu pass and a fused residual; a NaN and an Inf in rows of A reach those rows of C
+ * only; WEFT_CPU_GEMM_PACK=0 runs the primitive, within 1e-6 of it; M 1 keeps the primitive. Where the
+ * packed GEMM is not taken (AVX-512, another libdnnl) the values are checked all the same and the test
+ * says so. */
+static double gelu_ref(double v) { return 0.5 * v * erfc(-v / sqrt(2.0)); }
+
+static void test_matmul_gemm_pack(void)
+{
+    unsigned seed = 77;
+    /* M, K, N, transpose_a, transB (Gemm), bias, act, residual */
+    const int64_t cases[][8] = {{128, 64, 96, 0, 0, 0, WF__ACT_NONE, 0},  {33, 40, 72, 0, 1, 1, WF__ACT_RELU, 0},
+                                {20, 48, 24, 1, 0, 1, WF__ACT_GELU, 0},   {64, 32, 48, 0, 0, 1, WF__ACT_NONE, 1},
+                                {17, 24, 40, 0, 0, 0, WF__ACT_GELU, 1},   {1, 64, 80, 0, 0, 1, WF__ACT_NONE, 0}};
+    bool taken_any = false;
+    for (size_t v = 0; v < sizeof cases / sizeof cases[0]; v++) {
+        int64_t M = cases[v][0], K = cases[v][1], N = cases[v][2];
+        int ta = (int)cases[v][3], tb = (int)cases[v][4], act = (int)cases[v][6];
+        bool bias = cases[v][5], res = cases[v][7];
+        int64_t da[2] = {ta ? K : M, ta ? M : K}, db[2] = {tb ? N : K, tb ? K : N}, dn[1] = {N}, dc[2] = {M, N};
+        wf_tensor *in[4] = {randn(WF_F32, 2, da, &seed), randn(WF_F32, 2, db, &seed), randn(WF_F32, 1, dn, &seed),
+                            randn(WF_F32, 2, dc, &seed)};
+        float *A = in[0]->data;
+        if (M > 2) {
+            A[ta ? 3 * M + 1 : 1 * K + 3] = NAN;      /* row 1 */
+            A[ta ? 5 * M + 2 : 2 * K + 5] = INFINITY; /* row 2 */
+        }
+        in[1]->version = wf__tensor_new_version();
+        /* Gemm: A, B, C (the bias, beta 1); MatMul: A, B, the fused bias at 2, the residual at 3 */
+        wf_tensor *ins[4] = {in[0], in[1], in[2], in[3]};
+        kc c;
+        if (tb) {
+            kc_init(&c, "Gemm", WF_F32, ins, bias ? 3 : 2);
+            ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transB"))->i = 1;
+        } else {
+            kc_init(&c, "MatMul", WF_F32, ins, res ? 4 : 3);
+            ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transpose_a"))->i = ta;
+            if (bias) c.k.fused_bias = 2;
+            if (res) c.k.fused_residual = 3;
+        }
+        c.k.fused_act = act;
+        wf__dn_stats s0, s1;
+        wf__dn_stats_get(&s0);
+        wf_tensor *y = NULL;
+        for (int r = 0; r < 3; r++) {
+            wf_tensor_free(y);
+            y = kc_run(&c);
+        }
+        wf__dn_stats_get(&s1);
+        bool taken = s1.gpack - s0.gpack == 3;
+        taken_any |= taken;
+        if (M == 1) CHECK_INT(s1.gpack - s0.gpack, 0);
+        if (taken) CHECK_INT(s1.wpacks - s0.wpacks, 1);
+        int bad = 0, nonfinite = 0;
+        const float *B = in[1]->data, *bv = in[2]->data, *R = in[3]->data, *yd = y ? y->data : NULL;
+        for (int64_t i = 0; yd && i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0, mag = 0;
+                for (int64_t q = 0; q < K; q++) {
+                    double t = (double)A[ta ? q * M + i : i * K + q] * B[tb ? j * K + q : q * N + j];
+                    acc += t, mag += fabs(t);
+                }
+                if (bias) acc += bv[j], mag += fabs(bv[j]);
+                if (res) acc += R[i * N + j], mag += fabs(R[i * N + j]);
+                double want = act == WF__ACT_RELU ? (acc > 0 || isnan(acc) ? acc : 0) : act == WF__ACT_GELU ? gelu_ref(acc) : acc;
+                double got = yd[i * N + j];
+                nonfinite += !isfinite(got);
+                if (isnan(want)) bad += !isnan(got);
+                else if (isinf(want)) bad += got != want;
+                else bad += !(fabs(got - want) <= 1e-6 * (1 + (isfinite(mag) ? mag : 0)));
+            }
+        CHECK_INT(bad, 0);
+        if (M > 2) CHECK(nonfinite >= (int)N); /* row 1 is NaN throughout */
+        /* the primitive on the same inputs */
+        setenv("WEFT_CPU_GEMM_PACK", "0", 1);
+        kc p;
+        if (tb) {
+            kc_init(&p, "Gemm", WF_F32, ins, bias ? 3 : 2);
+            ((wf__attr *)wf__attr_get(p.k.op, p.attrs, "transB"))->i = 1;
+        } else {
+            kc_init(&p, "MatMul", WF_F32, ins, res ? 4 : 3);
+            ((wf__attr *)wf__attr_get(p.k.op, p.attrs, "transpose_a"))->i = ta;
+            if (bias) p.k.fused_bias = 2;
+            if (res) p.k.fused_residual = 3;
+        }
+        p.k.fused_act = act;
+        wf__dn_stats_get(&s0);
+        wf_tensor *z = kc_run(&p);
+        wf__dn_stats_get(&s1);
+        unsetenv("WEFT_CPU_GEMM_PACK");
+        CHECK_INT(s1.gpack - s0.gpack, 0);
+        int diff = 0;
+        for (int64_t i = 0; yd && z && i < M * N; i++) {
+            float a = yd[i], b = ((float *)z->data)[i];
+            diff += isnan(a) != isnan(b) || (!isnan(a) && !(fabs(a - b) <= 1e-6 * (1 + fabs(b)) || a == b));
+        }
+        CHECK_INT(diff, 0);
+        wf_tensor_free(z);
+        kc_done(&p);
+        wf_tensor_free(y);
+        kc_done(&c);
+        for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
+    }
+    if (!taken_any)
+        printf("note: test_matmul_gemm_pack: the packed GEMM was not taken here (AVX-512's brgemm, or a libdnnl "
+               "without it): values checked through the primitive\n");
 }
 
 /* The direct depthwise 3x3 kernel (k_dnnl_conv.c, plain NCHW f32; 12 channels fill no block, so stride 2
@@ -1659,6 +1770,7 @@ int main(void)
     RUN_TEST(test_conv_weight_versions);
     RUN_TEST(test_matmul_weight_versions);
     RUN_TEST(test_matmul_plain_layouts);
+    RUN_TEST(test_matmul_gemm_pack);
     RUN_TEST(test_dwconv_direct);
     RUN_TEST(test_conv_winograd);
     RUN_TEST(test_state_once_and_variable);

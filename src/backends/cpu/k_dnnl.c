@@ -40,6 +40,7 @@ void wf__dn_stats_get(wf__dn_stats *out)
     out->wpacks = atomic_load(&g_wpacks);
     wf__lstm_stats(&out->lstm_own, &out->lstm_rows, &out->lstm_chunks);
     out->wino = wf__wino_runs(&out->wino4);
+    out->gpack = wf__mm_gpack_runs();
 }
 
 void wf__dn_count_wpack(void) { atomic_fetch_add(&g_wpacks, 1); }

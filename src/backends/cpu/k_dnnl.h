@@ -61,6 +61,7 @@ typedef struct wf__dn_prim {
     size_t scratch_max; /* bytes of a run context's scratchpad */
     int threads;        /* the OpenMP thread count it was created for */
     bool exact_threads; /* set by the build: it must execute on exactly `threads` (wf__intra_begin_exact) */
+    size_t gpack;       /* MatMul through oneDNN's packed GEMM (k_dnnl_matmul.c): the packed B's bytes; 0: not */
     pthread_mutex_t lock; /* runs, and the weight cache */
     bool lock_init;
     wf__dn_run *runs; /* free run contexts */
@@ -160,6 +161,8 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
 /* Convolutions the Winograd kernel ran, and in *f4 those of them as F(4x4, 3x3) (process-wide, monotonic;
  * wf__dn_stats.wino, wino4). */
 int64_t wf__wino_runs(int64_t *f4);
+/* MatMuls run through oneDNN's packed GEMM (k_dnnl_matmul.c). */
+int64_t wf__mm_gpack_runs(void);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
  * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */
 uint32_t wf__dn_fast_dtypes(char *note, size_t cap);

@@ -1,10 +1,13 @@
 /*
  * MatMul and Gemm on the CPU: f32 and bf16 through a cached oneDNN matmul primitive with the bias and
- * activation as post-ops (f16 converts through f32); f64 and integers through a plain C loop.
+ * activation as post-ops, or for a constant f32 B through oneDNN's packed GEMM (see "The packed GEMM");
+ * f16 converts through f32; f64 and integers through a plain C loop.
  */
 #include "k_dnnl.h"
 #include "ops/kutil_matmul.h"
 
+#include <omp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,7 +90,152 @@ typedef struct mm_build_arg {
     double alpha;
     bool packed; /* B is a constant 2-D matrix: the primitive picks its layout, reordered once per version */
     bool sum;    /* C holds a residual, to which the product is added (before act) */
+    bool gpack;  /* the packed GEMM may take it (mm_gpack_wanted), where the primitive would take B plain */
 } mm_build_arg;
+
+/*
+ * The packed GEMM. oneDNN 2.x's f32 matmul without AVX-512 (gemm:jit) copies B into its panel layout
+ * inside every call, for a constant B too (the plain layout choice below only picks the faster copy).
+ * oneDNN's packed-GEMM entry points (src/cpu/gemm/gemm_pack.hpp: sgemm_pack_get_size, sgemm_pack and
+ * sgemm_compute, BLAS's column-major convention and MKL's pack/compute semantics, 'P' marking the packed
+ * operand) make that copy once: libdnnl exports them with C++ names but no public header, so they are
+ * declared here by their mangled names as weak symbols; a libdnnl without them (another version) leaves
+ * them NULL and the primitive runs as before. Row-major C = A B is column-major C^T = B^T A^T, so the
+ * constant B is BLAS's A, packed once per version into the node's weight cache (wf__dn_weights_with).
+ * Measured on Zen 3, 2 threads, the best of 200 calls (dnnl_sgemm with B row-major / column-major against
+ * the packed compute, us): M 128, K 256, N 1024 (BERT's FFN up) 408 / 354 against 345; K 1024, N 256
+ * 372 / 379 against 349; 256 x 256 91 / 89 against 86; M 8, K 128, N 512 16.3 / 12.7 against 9.8; but M 1,
+ * K 1024, N 1000 (a classifier's GEMV) 40.7 / 35.5 against 37.6, so M 1 keeps the primitive. The results
+ * are the same bits as dnnl_sgemm's (the same kernels). The bias is written into C first (C += bias
+ * with a residual there) and added by beta 1, so it is summed before the product rather than after
+ * (within an ulp of the primitive's order); activations not in the primitive run as the pass after it,
+ * as before, and the others (Sigmoid, Tanh, LeakyRelu) keep the primitive. WEFT_CPU_GEMM_PACK=0 turns it
+ * off (tests, A/B measurements).
+ */
+typedef int64_t mm_dim;
+extern int mm_gp_size(const char *id, const char *ta, const char *tb, const mm_dim *m, const mm_dim *n,
+                      const mm_dim *k, const mm_dim *lda, const mm_dim *ldb, size_t *size, bool *pack)
+    __asm__("_ZN4dnnl4impl3cpu19sgemm_pack_get_sizeEPKcS3_S3_PKlS5_S5_S5_S5_PmPb") __attribute__((weak));
+extern int mm_gp_pack(const char *id, const char *ta, const char *tb, const mm_dim *m, const mm_dim *n,
+                      const mm_dim *k, const mm_dim *lda, const mm_dim *ldb, const float *src, float *dst)
+    __asm__("_ZN4dnnl4impl3cpu10sgemm_packEPKcS3_S3_PKlS5_S5_S5_S5_PKfPf") __attribute__((weak));
+extern int mm_gp_compute(const char *ta, const char *tb, const mm_dim *m, const mm_dim *n, const mm_dim *k,
+                         const float *a, const mm_dim *lda, const float *b, const mm_dim *ldb, const float *beta,
+                         float *c, const mm_dim *ldc)
+    __asm__("_ZN4dnnl4impl3cpu13sgemm_computeEPKcS3_PKlS5_S5_PKfS5_S7_S5_S7_PfS5_") __attribute__((weak));
+
+static atomic_int_least64_t g_gpack_runs;
+
+int64_t wf__mm_gpack_runs(void) { return atomic_load(&g_gpack_runs); }
+
+/* The column-major call for d (2-D, row-major C): C^T [N, M] = B^T [N, K] A^T [K, M]. */
+typedef struct mm_gp_geom {
+    mm_dim m, n, k, lda, ldb, ldc;
+    char ta[2], tb[2];
+} mm_gp_geom;
+
+/* false when a stride pattern is not one BLAS takes (the primitive runs instead) */
+static bool mm_gp_geometry(const mm_desc *d, mm_gp_geom *g)
+{
+    *g = (mm_gp_geom){.m = d->bd[1], .n = d->ad[0], .k = d->ad[1], .ldc = d->cs[0], .ta = "N", .tb = "N"};
+    if (d->bs[1] == 1 && d->bs[0] >= g->m) g->lda = d->bs[0]; /* B row-major: B^T column-major */
+    else if (d->bs[0] == 1 && d->bs[1] >= g->k) g->lda = d->bs[1], g->ta[0] = 'T';
+    else return false;
+    if (d->as[1] == 1 && d->as[0] >= g->k) g->ldb = d->as[0];
+    else if (d->as[0] == 1 && d->as[1] >= g->n) g->ldb = d->as[1], g->tb[0] = 'T';
+    else return false;
+    return d->cs[1] == 1 && g->ldc >= g->m;
+}
+
+static bool mm_gpack_wanted(const mm_desc *d, dnnl_data_type_t dt, bool packed, int act, double alpha)
+{
+    if (!mm_gp_size || !mm_gp_pack || !mm_gp_compute || !packed || dt != dnnl_f32 || d->nd != 2) return false;
+    if (act != WF__ACT_NONE && wf__dn_act_in_prim(act, alpha)) return false;
+    if (d->ad[0] < 2 || d->ad[1] < 2 || d->bd[1] < 2) return false;
+    const char *e = getenv("WEFT_CPU_GEMM_PACK");
+    mm_gp_geom g;
+    return !(e && !strcmp(e, "0")) && mm_gp_geometry(d, &g);
+}
+
+/* The packed B's bytes for the thread count in effect (0: the call is refused). */
+static size_t mm_gp_bytes(const mm_desc *d)
+{
+    mm_gp_geom g;
+    size_t bytes = 0;
+    bool pack = false;
+    if (!mm_gp_geometry(d, &g) || mm_gp_size("A", g.ta, g.tb, &g.m, &g.n, &g.k, &g.lda, &g.ldb, &bytes, &pack))
+        return 0;
+    return bytes;
+}
+
+typedef struct mm_gp_arg {
+    const mm_desc *d;
+    const wf__dn_prim *p;
+    const float *b;
+} mm_gp_arg;
+
+/* Packs B into dst (p->gpack bytes) on the thread count the size was taken for (the primitive's build) */
+static wf_status *mm_gp_pack_into(wf__kctx *k, void *arg, void *dst)
+{
+    const mm_gp_arg *a = arg;
+    mm_gp_geom g;
+    mm_gp_geometry(a->d, &g);
+    omp_set_num_threads(a->p->threads);
+    size_t bytes = mm_gp_bytes(a->d);
+    int st = bytes && bytes <= a->p->gpack ? mm_gp_pack("A", g.ta, g.tb, &g.m, &g.n, &g.k, &g.lda, &g.ldb, a->b, dst) : -1;
+    omp_set_num_threads(1);
+    if (st)
+        return wf__kctx_fail(k, WF_INTERNAL, "oneDNN's GEMM packing of B [%lld, %lld] failed (status %d, %zu of %zu bytes)",
+                             (long long)g.k, (long long)g.m, st, bytes, a->p->gpack);
+    return NULL;
+}
+
+typedef struct mm_bias_arg {
+    float *c;
+    const float *bias;
+    int64_t n, ldc;
+    bool sum;
+} mm_bias_arg;
+
+static void mm_bias_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const mm_bias_arg *a = arg;
+    for (int64_t i = r0; i < r1; i++) {
+        float *row = a->c + i * a->ldc;
+        if (a->sum) _Pragma("omp simd") for (int64_t j = 0; j < a->n; j++) row[j] += a->bias[j];
+        else memcpy(row, a->bias, sizeof(float) * (size_t)a->n);
+    }
+}
+
+/* C = A B (+ bias, + what C holds when sum) through the packed GEMM; the activation pass is the caller's. */
+static wf_status *mm_gp_run(wf__kctx *k, wf__dn_prim *p, const mm_desc *d, const float *a, const float *b,
+                            uint64_t bver, float *c, const float *bias, bool sum)
+{
+    wf__dn_run *r = NULL;
+    void *wbuf = NULL;
+    bool cached = false;
+    mm_gp_arg ga = {d, p, b};
+    wf_status *s = wf__dn_run_get(k, p, &r);
+    if (!s) s = wf__dn_weights_with(k, p, r, bver, p->gpack, mm_gp_pack_into, &ga, &wbuf, &cached);
+    if (!s) {
+        mm_gp_geom g;
+        mm_gp_geometry(d, &g);
+        float beta = sum || bias ? 1.0f : 0.0f;
+        if (bias) {
+            mm_bias_arg ba = {c, bias, g.m, g.ldc, sum};
+            wf__parallel_for(k, g.n, 65536 / (g.m + 1) + 1, mm_bias_rows, &ba);
+        }
+        int tok = wf__intra_begin(k);
+        int st = mm_gp_compute("P", g.tb, &g.m, &g.n, &g.k, wbuf, &g.lda, a, &g.ldb, &beta, c, &g.ldc);
+        wf__intra_end(k, tok);
+        if (st) s = wf__kctx_fail(k, WF_INTERNAL, "oneDNN's packed GEMM [%lld x %lld] x [%lld x %lld] failed (status %d)",
+                                  (long long)g.n, (long long)g.k, (long long)g.k, (long long)g.m, st);
+        else atomic_fetch_add(&g_gpack_runs, 1);
+    }
+    if (wbuf) wf__dn_weights_done(p, cached);
+    if (r) wf__dn_run_put(p, r);
+    return s;
+}
 
 /*
  * Which plain layout of a constant 2-D B [K, N] oneDNN 2.x's gemm:jit (the f32 matmul without AVX-512)
@@ -111,15 +259,26 @@ static bool mm_plain_ba(int64_t m, int64_t kd, int64_t n, bool stored_ba)
 
 /* The plain layout for B when the primitive (its weights md, wprim) takes B plain; false (nothing to
  * change) when it takes a blocked layout or the layout it has is the one to use. */
-static bool mm_plain_choice(const mm_desc *d, dnnl_data_type_t dt, const dnnl_memory_desc_t *wprim,
-                            dnnl_memory_desc_t *out)
+/* B's two plain layouts for d (2-D); false when they cannot be described */
+static bool mm_plain_mds(const mm_desc *d, dnnl_data_type_t dt, dnnl_memory_desc_t *ab, dnnl_memory_desc_t *ba)
 {
     if (d->nd != 2) return false;
     dnnl_dims_t dims = {d->bd[0], d->bd[1]}, rs = {d->bd[1], 1}, cs = {1, d->bd[0]};
+    return !dnnl_memory_desc_init_by_strides(ab, 2, dims, dt, rs) && !dnnl_memory_desc_init_by_strides(ba, 2, dims, dt, cs);
+}
+
+/* Whether the primitive's weights descriptor wprim is one of B's plain layouts */
+static bool mm_is_plain(const mm_desc *d, dnnl_data_type_t dt, const dnnl_memory_desc_t *wprim)
+{
     dnnl_memory_desc_t ab, ba;
-    if (dnnl_memory_desc_init_by_strides(&ab, 2, dims, dt, rs) ||
-        dnnl_memory_desc_init_by_strides(&ba, 2, dims, dt, cs))
-        return false;
+    return mm_plain_mds(d, dt, &ab, &ba) && (dnnl_memory_desc_equal(wprim, &ab) || dnnl_memory_desc_equal(wprim, &ba));
+}
+
+static bool mm_plain_choice(const mm_desc *d, dnnl_data_type_t dt, const dnnl_memory_desc_t *wprim,
+                            dnnl_memory_desc_t *out)
+{
+    dnnl_memory_desc_t ab, ba;
+    if (!mm_plain_mds(d, dt, &ab, &ba)) return false;
     bool is_ab = dnnl_memory_desc_equal(wprim, &ab), is_ba = dnnl_memory_desc_equal(wprim, &ba);
     if (!is_ab && !is_ba) return false;
     bool stored_ba = d->bs[0] == 1 && d->bd[1] > 1;
@@ -167,8 +326,13 @@ static wf_status *mm_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_pri
     if ((st = wf__dn_attr_sum(ba->act, ba->alpha, ba->sum, &attr))) goto fail;
     what = "matmul primitive descriptor";
     if ((st = dnnl_primitive_desc_create(&pd, &md, attr, eng, NULL))) goto fail;
-    /* Where the primitive takes B plain (gemm:jit, oneDNN 2.x without AVX-512), either plain layout is
-     * open to a constant B, and the GEMM's speed depends on it (mm_plain_ba says how) */
+    /* Where the primitive takes B plain (gemm:jit, oneDNN 2.x without AVX-512), the packed GEMM takes a
+     * constant B instead, and no primitive is made */
+    if (ba->gpack && mm_is_plain(d, ba->dt, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0)) &&
+        (p->gpack = mm_gp_bytes(d)) > 0)
+        goto fail; /* st is dnnl_success */
+    /* Otherwise either plain layout is open to a constant B, and the GEMM's speed depends on it
+     * (mm_plain_ba says how) */
     dnnl_memory_desc_t wplain;
     if (ba->packed && mm_plain_choice(d, ba->dt, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), &wplain)) {
         dnnl_primitive_desc_destroy(pd);
@@ -205,11 +369,12 @@ static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, co
     mm_desc d;
     mm_describe(g, &d);
     mm_build_arg ba = {&d, dt, bias ? bias_dt : dnnl_data_type_undef, act, alpha, bver != 0 && d.nd == 2, sum};
+    ba.gpack = mm_gpack_wanted(&d, dt, ba.packed, act, alpha);
     int64_t key[WF__DN_KEY_MAX];
     int nk = 0;
     key[nk++] = 'M';
     key[nk++] = dt;
-    key[nk++] = ba.packed | sum << 1;
+    key[nk++] = ba.packed | sum << 1 | ba.gpack << 2;
     key[nk++] = ba.bias_dt;
     key[nk++] = act;
     memcpy(&key[nk++], &alpha, sizeof alpha);
@@ -220,6 +385,12 @@ static wf_status *mm_dnnl(wf__kctx *k, const mm_geom *g, dnnl_data_type_t dt, co
     }
     wf__dn_prim *p;
     WF__TRY(wf__dn_acquire(k, key, nk, mm_build, &ba, &p));
+    if (p->gpack) {
+        wf_status *s = mm_gp_run(k, p, &d, a, b, bver, c, bias, sum);
+        wf__dn_release(k, p);
+        if (!s && act != WF__ACT_NONE) wf__dn_relu_pass(k, c, dt, d.cd[0] * d.cd[1], act, alpha, k->fused_beta);
+        return s;
+    }
     int ids[4] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST, DNNL_ARG_BIAS};
     const dnnl_memory_desc_t *mds[4] = {&p->md[WF__DN_SRC], &p->md[WF__DN_WEI], &p->md[WF__DN_DST],
                                         &p->md[WF__DN_BIAS]};
