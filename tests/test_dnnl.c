@@ -14,6 +14,7 @@
 #include "device/device.h" /* wf__intra */
 #include "device/kernel.h"
 #include "backends/cpu/intra.h"
+#include "backends/cpu/k_dnnl.h" /* wf__dn_same_bytes and the oneDNN descriptors it reads */
 #include "backends/cpu/k_dnnl_stats.h"
 #include "graph/op.h"
 
@@ -1123,6 +1124,39 @@ static void test_matmul_plain_layouts(void)
     }
 }
 
+/* wf__dn_same_bytes: an [N, C, 1, 1] activation is the same bytes plain (abcd), channels-last (acdb) and
+ * in whole channel blocks (aBcd8b, aBcd16b), so Conv2D describes it in the primitive's layout instead of
+ * reordering it; a padded block (C 12 in blocks of 8), a spatial extent, other dims or another dtype are
+ * not. */
+static void test_same_bytes(void)
+{
+    struct {
+        dnnl_dims_t d;
+        dnnl_format_tag_t a, b;
+        dnnl_data_type_t tb;
+        bool same;
+    } cases[] = {
+        {{2, 16, 1, 1}, dnnl_abcd, dnnl_aBcd8b, dnnl_f32, true},   {{1, 32, 1, 1}, dnnl_abcd, dnnl_aBcd16b, dnnl_f32, true},
+        {{3, 24, 1, 1}, dnnl_abcd, dnnl_acdb, dnnl_f32, true},     {{1, 12, 1, 1}, dnnl_abcd, dnnl_aBcd8b, dnnl_f32, false},
+        {{1, 16, 2, 1}, dnnl_abcd, dnnl_aBcd8b, dnnl_f32, false},  {{1, 16, 1, 1}, dnnl_abcd, dnnl_aBcd8b, dnnl_bf16, false},
+        {{1, 16, 3, 3}, dnnl_aBcd8b, dnnl_aBcd8b, dnnl_f32, true}, {{2, 8, 1, 1}, dnnl_abcd, dnnl_ABcd8b8a, dnnl_f32, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dnnl_memory_desc_t a, b;
+        CHECK(dnnl_memory_desc_init_by_tag(&a, 4, cases[i].d, dnnl_f32, cases[i].a) == dnnl_success);
+        CHECK(dnnl_memory_desc_init_by_tag(&b, 4, cases[i].d, cases[i].tb, cases[i].b) == dnnl_success);
+        if (wf__dn_same_bytes(&a, &b) != cases[i].same) {
+            printf("case %zu: same_bytes %d, expected %d\n", i, !cases[i].same, cases[i].same);
+            CHECK(false);
+        }
+    }
+    dnnl_memory_desc_t a, b;
+    dnnl_dims_t d1 = {1, 16, 1, 1}, d2 = {1, 8, 1, 1};
+    CHECK(dnnl_memory_desc_init_by_tag(&a, 4, d1, dnnl_f32, dnnl_abcd) == dnnl_success);
+    CHECK(dnnl_memory_desc_init_by_tag(&b, 4, d2, dnnl_f32, dnnl_abcd) == dnnl_success);
+    CHECK(!wf__dn_same_bytes(&a, &b)); /* other dims */
+}
+
 /* oneDNN's packed GEMM (k_dnnl_matmul.c, "The packed GEMM") for a stamped f32 B, where this libdnnl
  * exports it and the primitive would take B plain (without AVX-512): B packed once per version, the
  * product against f64 for A as stored and transposed, B as stored and transposed (Gemm's transB), with
@@ -1771,6 +1805,7 @@ int main(void)
     RUN_TEST(test_matmul_weight_versions);
     RUN_TEST(test_matmul_plain_layouts);
     RUN_TEST(test_matmul_gemm_pack);
+    RUN_TEST(test_same_bytes);
     RUN_TEST(test_dwconv_direct);
     RUN_TEST(test_conv_winograd);
     RUN_TEST(test_state_once_and_variable);

@@ -322,6 +322,47 @@ dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t 
 
 /* Whether md is a blocked layout whose blocks pad a dimension (ShuffleNetV2's 58 and 116 channels in
  * blocks of 8). */
+/* The byte offset of logical element idx in a blocked descriptor: the outer index of each dim (its
+ * index over the product of its inner blocks) times its stride, then the inner blocks in order, the
+ * last one innermost. */
+static int64_t md_offset(const dnnl_memory_desc_t *md, const int64_t *idx)
+{
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    int64_t blk[DNNL_MAX_NDIMS], rem[DNNL_MAX_NDIMS], off = md->offset0, inner = 0, step = 1;
+    for (int d = 0; d < md->ndims; d++) blk[d] = 1;
+    for (int i = 0; i < b->inner_nblks; i++) blk[b->inner_idxs[i]] *= b->inner_blks[i];
+    for (int d = 0; d < md->ndims; d++) {
+        off += idx[d] / blk[d] * b->strides[d];
+        rem[d] = idx[d] % blk[d];
+    }
+    for (int i = b->inner_nblks - 1; i >= 0; i--) {
+        int d = b->inner_idxs[i];
+        inner += rem[d] % b->inner_blks[i] * step;
+        rem[d] /= b->inner_blks[i];
+        step *= b->inner_blks[i];
+    }
+    return off + inner;
+}
+
+bool wf__dn_same_bytes(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b)
+{
+    if (a->format_kind != dnnl_blocked || b->format_kind != dnnl_blocked || a->ndims != b->ndims ||
+        a->data_type != b->data_type || a->ndims < 1 || a->ndims > DNNL_MAX_NDIMS)
+        return false;
+    int64_t n = 1;
+    for (int d = 0; d < a->ndims; d++) {
+        if (a->dims[d] != b->dims[d] || a->padded_dims[d] != a->dims[d] || b->padded_dims[d] != b->dims[d]) return false;
+        n *= a->dims[d];
+    }
+    if (n > 65536) return false; /* not worth the walk: such pairs are not the same bytes in practice */
+    int64_t idx[DNNL_MAX_NDIMS] = {0};
+    for (int64_t e = 0; e < n; e++) {
+        if (md_offset(a, idx) != md_offset(b, idx)) return false;
+        for (int d = a->ndims - 1; d >= 0 && ++idx[d] == a->dims[d]; d--) idx[d] = 0;
+    }
+    return true;
+}
+
 static bool dn_padded(const dnnl_memory_desc_t *md)
 {
     if (md->format_kind != dnnl_blocked || md->format_desc.blocking.inner_nblks == 0) return false;

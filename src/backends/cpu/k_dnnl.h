@@ -110,6 +110,9 @@ wf_status *wf__dn_reorder(wf__kctx *k, wf__dn_run *r, int slot, dnnl_primitive_t
                           const void *src, const dnnl_memory_desc_t *to, void *dst, const dnnl_memory_desc_t *scratch);
 /* Counts a Conv2D weight reorder (wf__dn_stats.wpacks). */
 void wf__dn_count_wpack(void);
+/* Whether two blocked descriptors of the same dims put every element at the same offset, without padding
+ * (an [N, C, 1, 1] activation is the same bytes plain and in whole channel blocks); small tensors only. */
+bool wf__dn_same_bytes(const dnnl_memory_desc_t *a, const dnnl_memory_desc_t *b);
 /* Creates a reorder primitive (user scratchpad) from one descriptor to another. */
 dnnl_status_t wf__dn_reorder_create(dnnl_engine_t eng, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
                                     dnnl_primitive_t *out, dnnl_memory_desc_t *scratch);
