@@ -11,7 +11,12 @@
  * convolutions take 1.4x their estimate alone (median; 22 us estimates are 34-40 us), so at 30 us they
  * all ran on one thread and a second thread gained that model nothing. At 20 us MobileNetV3-small and
  * ShuffleNetV2 run 8% faster (levels 2 and 3), the MLP, LeNet-5, MobileNetV2, EfficientNet-B0,
- * SqueezeNet and GoogLeNet no faster or slower (interleaved runs, bench_ort.py's models).
+ * SqueezeNet and GoogLeNet no faster or slower (interleaved runs, bench_ort.py's models). At 10 us
+ * (2026-12-07, Zen 3, level 3, sums of node minima over 6-8 interleaved traced runs, 20 / 10 / 5 us):
+ * MobileNetV3-small 1862 / 1612 / 1616 and 1708 / 1513 / 1627 us (its 5x5 depthwise convolutions are
+ * estimated at 12-16 us and take 28-37 alone), ShuffleNetV2 3373 / 3480 / 3266 and 3351 / 3228 / 3235,
+ * EfficientNet-B0 8574 / 8493 / 8547; `weft demo`'s training step and bench_demo within their noise.
+ * WEFT_INTRA_MIN_US overrides it (measurements).
  *
  * On a machine whose cores other processes keep busy, a region waits at its barrier until every one of
  * its threads got a core, up to a scheduler time slice (milliseconds) per region. So before a parallel
@@ -40,7 +45,7 @@
 #include "device/kernel.h"
 #include "intra.h"
 
-#define WF__INTRA_MIN_EST 20e-6
+#define WF__INTRA_MIN_EST 10e-6
 #define WF__INTRA_WATCH_EST 200e-6
 
 #define WF__INTRA_LATE_NS 150000
@@ -194,7 +199,20 @@ static void region_done(const region *g)
 static _Thread_local region tl_region;
 
 /* Worth a parallel region: no estimate (kernels run outside a plan) or one of at least the minimum. */
-static bool big_enough(const wf__kctx *k) { return !(k->est > 0) || k->est >= WF__INTRA_MIN_EST; }
+/* WF__INTRA_MIN_EST, or WEFT_INTRA_MIN_US (read once) */
+static double min_est(void)
+{
+    static _Atomic double v = -1;
+    double x = atomic_load_explicit(&v, memory_order_relaxed);
+    if (x < 0) {
+        const char *e = getenv("WEFT_INTRA_MIN_US");
+        x = e ? atof(e) * 1e-6 : WF__INTRA_MIN_EST;
+        atomic_store_explicit(&v, x, memory_order_relaxed);
+    }
+    return x;
+}
+
+static bool big_enough(const wf__kctx *k) { return !(k->est > 0) || k->est >= min_est(); }
 
 int wf__kctx_threads(const wf__kctx *k) { return k->intra && big_enough(k) ? k->intra->threads : 1; }
 
