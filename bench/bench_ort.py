@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Model latency: `weft run` against ONNX Runtime on PyTorch-exported models, interleaved in one run.
 
-usage: bench_ort.py [BUILD] [--out DIR] [--rounds R] [--iterations N] [--threads T] [--models a,b]
+usage: bench_ort.py [BUILD] [--out DIR] [--rounds R] [--iterations N] [--min-ms MS] [--threads T] [--models a,b]
                     [--ort-python PY]
 
 Models (exported once with Debian's torch/torchvision into DIR/NAME/, default BUILD/bench-ort, and
@@ -17,7 +17,10 @@ moves when the input changes (a degenerate, all-bias model does not move).
 Per model, R rounds of (weft, ORT): `BUILD/weft run MODEL --input NAME=X.npy --iterations N --threads T`
 and a worker run with PY (a python that imports onnxruntime; `sh scripts/venv-bench.sh` makes one) with
 intra_op_num_threads T, inter_op_num_threads 1, graph_optimization_level ORT_ENABLE_ALL (the default),
-CPUExecutionProvider. Both do one untimed first run and N timed runs and report the median; a row shows
+CPUExecutionProvider. Both do one untimed first run and N timed runs and report the median, N being
+--iterations or, for a model whose run is short, enough runs to take --min-ms (default 300 ms) by a
+probe of weft (3 runs) before the rounds: a 1 ms model timed over 10 runs saw a few milliseconds of a
+shared machine and swung by 50% between rounds, over 300 runs it does not; a row shows
 the median of the R round medians, the ratio ORT / weft (above 1 means weft is faster), weft's GFLOP/s
 (2 x the MACs of Conv, Gemm, MatMul and LSTM nodes, counted from the ONNX graph) against oneDNN's 1024^3
 f32 GEMM rate measured in the same run by BUILD/bench/bench_matmul, and weft's output against ORT's
@@ -355,6 +358,8 @@ def main():
     ap.add_argument("--out", help="export and output folder (default BUILD/bench-ort)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--min-ms", type=float, default=300.0,
+                    help="at least this many ms of timed runs per run of a model (more iterations for short models)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--opt-level", type=int, default=None,
                     help="weft run --opt-level (default: weft's, 2; 3 adds the blocked layouts)")
@@ -404,7 +409,8 @@ def main():
     log("weft: %s run --threads %d%s, environment unchanged%s" % (
         weft, args.threads, " --opt-level %d" % args.opt_level if args.opt_level is not None else "", (" (%s kept)" % ", ".join("%s=%s" % (k, os.environ[k]) for k in unset)) if unset else ""))
     log("%d rounds of (weft, ORT) per model; each run: 1 untimed first run + %d timed, median; "
-        "a row's ms are the median of its round medians" % (args.rounds, args.iterations))
+        "a row's ms are the median of its round medians; at least %g ms of timed runs a run"
+        % (args.rounds, args.iterations, args.min_ms))
     log("exports: %s, once, by Debian's torch/torchvision in subprocesses run with %s unset"
         % (out, " and ".join(TORCH_UNSET)))
     log("weights: random (torch seed 0); torchvision BatchNorm statistics calibrated by %d train-mode passes "
@@ -447,19 +453,29 @@ def main():
         os.makedirs(odir, exist_ok=True)
         ort_y = os.path.join(odir, "output.npy")
         wmed, omed, werr, oerr = [], [], None, ort_why and "missing"
+        lvl = [] if args.opt_level is None else ["--opt-level", str(args.opt_level)]
+        iters = args.iterations
+        try:  # the probe: how long one run takes, for --min-ms
+            t = run_one([weft, "run", onnx_path, "--input", "input=" + x_path, "--iterations", "3", "--threads",
+                         str(args.threads), "--output-dir", wdir] + lvl, "weft run")
+            if t > 0 and args.min_ms > 0:
+                iters = max(iters, int(math.ceil(args.min_ms / t)))
+        except (RuntimeError, OSError):
+            pass  # the rounds report it
+        if iters != args.iterations:
+            log("  %s b%d: %d timed runs per run (--min-ms %g)" % (name, b, iters, args.min_ms))
         for r in range(args.rounds):
             if not werr:
                 try:
-                    lvl = [] if args.opt_level is None else ["--opt-level", str(args.opt_level)]
                     wmed.append(run_one([weft, "run", onnx_path, "--input", "input=" + x_path, "--iterations",
-                                         str(args.iterations), "--threads", str(args.threads), "--output-dir", wdir]
+                                         str(iters), "--threads", str(args.threads), "--output-dir", wdir]
                                         + lvl, "weft run"))
                 except (RuntimeError, OSError) as e:
                     werr = str(e)
                     log("%s batch %d: %s" % (name, b, werr))
             if not oerr:
                 try:
-                    omed.append(run_one([args.ort_python, "-c", ORT_WORKER, onnx_path, x_path, str(args.iterations),
+                    omed.append(run_one([args.ort_python, "-c", ORT_WORKER, onnx_path, x_path, str(iters),
                                          str(args.threads), ort_y], "ORT worker"))
                 except (RuntimeError, OSError) as e:
                     oerr = str(e)
