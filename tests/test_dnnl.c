@@ -1166,6 +1166,21 @@ static void test_same_bytes(void)
  * says so. */
 static double gelu_ref(double v) { return 0.5 * v * erfc(-v / sqrt(2.0)); }
 
+/* Gemm (transB: A, B, C as the bias, beta 1) or MatMul (transpose_a; the fused bias at 2, the residual at 3) */
+static void gp_kc(kc *c, wf_tensor *const *ins, bool tb, int ta, bool bias, bool res, int act)
+{
+    if (tb) {
+        kc_init(c, "Gemm", WF_F32, ins, bias ? 3 : 2);
+        ((wf__attr *)wf__attr_get(c->k.op, c->attrs, "transB"))->i = 1;
+    } else {
+        kc_init(c, "MatMul", WF_F32, ins, res ? 4 : 3);
+        ((wf__attr *)wf__attr_get(c->k.op, c->attrs, "transpose_a"))->i = ta;
+        if (bias) c->k.fused_bias = 2;
+        if (res) c->k.fused_residual = 3;
+    }
+    c->k.fused_act = act;
+}
+
 static void test_matmul_gemm_pack(void)
 {
     unsigned seed = 77;
@@ -1187,19 +1202,9 @@ static void test_matmul_gemm_pack(void)
             A[ta ? 5 * M + 2 : 2 * K + 5] = INFINITY; /* row 2 */
         }
         in[1]->version = wf__tensor_new_version();
-        /* Gemm: A, B, C (the bias, beta 1); MatMul: A, B, the fused bias at 2, the residual at 3 */
         wf_tensor *ins[4] = {in[0], in[1], in[2], in[3]};
         kc c;
-        if (tb) {
-            kc_init(&c, "Gemm", WF_F32, ins, bias ? 3 : 2);
-            ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transB"))->i = 1;
-        } else {
-            kc_init(&c, "MatMul", WF_F32, ins, res ? 4 : 3);
-            ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transpose_a"))->i = ta;
-            if (bias) c.k.fused_bias = 2;
-            if (res) c.k.fused_residual = 3;
-        }
-        c.k.fused_act = act;
+        gp_kc(&c, ins, tb, ta, bias, res, act);
         wf__dn_stats s0, s1;
         wf__dn_stats_get(&s0);
         wf_tensor *y = NULL;
@@ -1235,16 +1240,7 @@ static void test_matmul_gemm_pack(void)
         /* the primitive on the same inputs */
         setenv("WEFT_CPU_GEMM_PACK", "0", 1);
         kc p;
-        if (tb) {
-            kc_init(&p, "Gemm", WF_F32, ins, bias ? 3 : 2);
-            ((wf__attr *)wf__attr_get(p.k.op, p.attrs, "transB"))->i = 1;
-        } else {
-            kc_init(&p, "MatMul", WF_F32, ins, res ? 4 : 3);
-            ((wf__attr *)wf__attr_get(p.k.op, p.attrs, "transpose_a"))->i = ta;
-            if (bias) p.k.fused_bias = 2;
-            if (res) p.k.fused_residual = 3;
-        }
-        p.k.fused_act = act;
+        gp_kc(&p, ins, tb, ta, bias, res, act);
         wf__dn_stats_get(&s0);
         wf_tensor *z = kc_run(&p);
         wf__dn_stats_get(&s1);
