@@ -257,8 +257,6 @@ static bool mm_plain_ba(int64_t m, int64_t kd, int64_t n, bool stored_ba)
     return n > kd || (n == kd && m >= 16);
 }
 
-/* The plain layout for B when the primitive (its weights md, wprim) takes B plain; false (nothing to
- * change) when it takes a blocked layout or the layout it has is the one to use. */
 /* B's two plain layouts for d (2-D); false when they cannot be described */
 static bool mm_plain_mds(const mm_desc *d, dnnl_data_type_t dt, dnnl_memory_desc_t *ab, dnnl_memory_desc_t *ba)
 {
@@ -274,6 +272,8 @@ static bool mm_is_plain(const mm_desc *d, dnnl_data_type_t dt, const dnnl_memory
     return mm_plain_mds(d, dt, &ab, &ba) && (dnnl_memory_desc_equal(wprim, &ab) || dnnl_memory_desc_equal(wprim, &ba));
 }
 
+/* The plain layout for B when the primitive (its weights md, wprim) takes B plain; false (nothing to
+ * change) when it takes a blocked layout or the layout it has is the one to use. */
 static bool mm_plain_choice(const mm_desc *d, dnnl_data_type_t dt, const dnnl_memory_desc_t *wprim,
                             dnnl_memory_desc_t *out)
 {
