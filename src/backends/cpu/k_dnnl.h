@@ -164,8 +164,9 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
 /* Convolutions the Winograd kernel ran, and in *f4 those of them as F(4x4, 3x3) (process-wide, monotonic;
  * wf__dn_stats.wino, wino4). */
 int64_t wf__wino_runs(int64_t *f4);
-/* MatMuls run through oneDNN's packed GEMM (k_dnnl_matmul.c). */
+/* MatMuls run through oneDNN's packed GEMM (k_dnnl_matmul.c), and whether this libdnnl has its entry points. */
 int64_t wf__mm_gpack_runs(void);
+bool wf__mm_gpack_linked(void);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
  * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */
 uint32_t wf__dn_fast_dtypes(char *note, size_t cap);

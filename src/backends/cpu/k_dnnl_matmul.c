@@ -128,6 +128,8 @@ static atomic_int_least64_t g_gpack_runs;
 
 int64_t wf__mm_gpack_runs(void) { return atomic_load(&g_gpack_runs); }
 
+bool wf__mm_gpack_linked(void) { return mm_gp_size && mm_gp_pack && mm_gp_compute; }
+
 /* The column-major call for d (2-D, row-major C): C^T [N, M] = B^T [N, K] A^T [K, M]. */
 typedef struct mm_gp_geom {
     mm_dim m, n, k, lda, ldb, ldc;
@@ -149,7 +151,7 @@ static bool mm_gp_geometry(const mm_desc *d, mm_gp_geom *g)
 
 static bool mm_gpack_wanted(const mm_desc *d, dnnl_data_type_t dt, bool packed, int act, double alpha)
 {
-    if (!mm_gp_size || !mm_gp_pack || !mm_gp_compute || !packed || dt != dnnl_f32 || d->nd != 2) return false;
+    if (!wf__mm_gpack_linked() || !packed || dt != dnnl_f32 || d->nd != 2) return false;
     if (act != WF__ACT_NONE && wf__dn_act_in_prim(act, alpha)) return false;
     if (d->ad[0] < 2 || d->ad[1] < 2 || d->bd[1] < 2) return false;
     const char *e = getenv("WEFT_CPU_GEMM_PACK");
