@@ -144,8 +144,9 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             rc=$?; tail -n 1 build/test_resize_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_resize_$path.log | head -20
             result "release:resize-$path" $rc build/test_resize_$path.log
         done
-        # Sigmoid and Swish through the loops the suite did not take (k_elementwise_unary.c picks AVX-512's,
-        # else AVX2's, else the portable one): the portable loops wherever AVX2 exists, AVX2's on AVX-512
+        # Sigmoid, Swish, Gelu and Erf through the loops the suite did not take (k_elementwise_unary.c picks
+        # AVX-512's, else AVX2's, else the portable one; Gelu and Erf have no AVX-512 form of their own, the
+        # portable loop's clone): the portable loops wherever AVX2 exists, AVX2's on AVX-512
         for path in plain avx2; do
             if [ $path = plain ] && ! grep -qw avx2 /proc/cpuinfo; then
                 skip "release:vmath-$path" "this CPU has no AVX2 (the portable loops are the ones the suite ran)"; continue
@@ -154,7 +155,9 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
                 skip "release:vmath-$path" "this CPU has no AVX-512 (the AVX2 loops are the ones the suite ran, if any)"; continue
             fi
             { WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases sigmoid &&
-              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases swish; } >build/test_vmath_$path.log 2>&1
+              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases swish &&
+              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases gelu &&
+              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases erf; } >build/test_vmath_$path.log 2>&1
             rc=$?; tail -n 1 build/test_vmath_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_vmath_$path.log | head -20
             result "release:vmath-$path" $rc build/test_vmath_$path.log
         done
@@ -173,7 +176,7 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         note "vector-math helpers inlined: no out-of-line wf__f32_bits, ew_expf, ... in the release library"
         nm build/libweft.so build/weft >build/check-inline.log 2>&1
         rc=$?
-        if grep -E ' [tT] (wf__f32_bits|wf__f32_from_bits|wf__bf2f|wf__f2bf|expm1_poly|ew_expf|ew_exp_nonpos|ew_expm1f|ew_tanhf|ew_sigmoidf|ew_erff)(\.|$)' build/check-inline.log; then rc=1; fi
+        if grep -E ' [tT] (wf__f32_bits|wf__f32_from_bits|wf__bf2f|wf__f2bf|expm1_poly|ew_expf|ew_exp_nonpos|ew_expm1f|ew_tanhf|ew_sigmoidf|ew_erff|erf8|sig8_wide)(\.|$)' build/check-inline.log; then rc=1; fi
         result "release:check-inline" $rc build/check-inline.log
         note "op-case dtype coverage: every (op, dtype) with a CPU kernel has a case or a line in tests/ops/untested_dtypes.txt"
         coverage release build ""
