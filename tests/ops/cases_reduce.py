@@ -441,6 +441,23 @@ def ln_cases(rng):
     sbig, bbig = rand(rng, (768,)), rand(rng, (768,))
     y, m, v = ref_layernorm(big, sbig, bbig, -1)
     out.append(Case("LayerNormalization_large", op, [big, sbig, bbig], [y.astype(np.float32), m, v], atol=1e-5))
+    # rows past one 4096-value block of the kernel's partial sums, with a tail that is not a whole vector
+    lx = (rng.normal(size=(3, 5003)) * 3 + 7).astype(np.float32)
+    ls, lb = rand(rng, (5003,)), rand(rng, (5003,))
+    y, m, v = ref_layernorm(lx, ls, lb, -1)
+    out.append(Case("LayerNormalization_long_rows", op, [lx, ls, lb], [y.astype(np.float32), m, v], atol=1e-5))
+    # a large common offset: the centred second pass keeps the variance
+    ox = (1000.0 + rng.normal(size=(4, 300))).astype(np.float32)
+    os_, ob = rand(rng, (300,)), rand(rng, (300,))
+    y, m, v = ref_layernorm(ox, os_, ob, -1)
+    out.append(Case("LayerNormalization_offset", op, [ox, os_, ob], [y.astype(np.float32), m, v], atol=2e-4))
+    # a NaN or an Inf makes its own row NaN (the mean is NaN or Inf, x - mean NaN somewhere) and no other
+    nx = rand(rng, (3, 40))
+    nx[0, 33], nx[1, 5] = np.nan, np.inf
+    ns, nb = rand(rng, (40,)), rand(rng, (40,))
+    with np.errstate(invalid="ignore"):
+        y, m, v = ref_layernorm(nx, ns, nb, -1)
+    out.append(Case("LayerNormalization_nan_inf", op, [nx, ns, nb], [y.astype(np.float32), m, v], atol=1e-5))
     xe = np.zeros((0, 8), np.float32)
     out.append(Case("LayerNormalization_empty_rows", op, [xe, s8], [xe.copy()]))
     out.append(Case("LayerNormalization_err_scale_dtype", op, [x, s8.astype(np.float64)],
