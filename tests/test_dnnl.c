@@ -1072,7 +1072,8 @@ static void test_matmul_weight_versions(void)
 
 /* A stamped f32 B whose plain layout k_dnnl_matmul.c's mm_plain_ba turns (oneDNN 2.x's gemm:jit runs some
  * shapes up to 2x faster with B column-major, others row-major): MatMul's row-major B to column-major
- * where N > K or N == K from M 16, Gemm's transB (column-major) to row-major where N < K. Each is packed
+ * where N > K or N == K from M 16, Gemm's transB (column-major) to row-major where N < K or M is 1 (a
+ * classifier's GEMV; a row-major B stays as it is). Each is packed
  * once (on AVX-512 into brgemm's panels, so once as well; a B already in its layout not at all) and matches the f64 product; a NaN in a row of A
  * stays in that row of C only. */
 static void test_matmul_plain_layouts(void)
@@ -1080,7 +1081,7 @@ static void test_matmul_plain_layouts(void)
     unsigned seed = 41;
     /* M, K, N, transB, packs without AVX-512 (the last stays column-major: N > K) */
     const int64_t shapes[][5] = {{32, 128, 256, 0, 1}, {16, 128, 128, 0, 1}, {8, 256, 128, 1, 1}, {8, 128, 128, 1, 1},
-                                 {3, 160, 300, 1, 0}};
+                                 {3, 160, 300, 1, 0},   {1, 160, 300, 1, 1},   {1, 160, 300, 0, 0}};
     const char *forced = getenv("WEFT_CPU_MATMUL_B");
     for (size_t v = 0; v < sizeof shapes / sizeof shapes[0]; v++) {
         int64_t M = shapes[v][0], K = shapes[v][1], N = shapes[v][2];

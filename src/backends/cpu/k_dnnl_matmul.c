@@ -246,16 +246,21 @@ static wf_status *mm_gp_run(wf__kctx *k, wf__dn_prim *p, const mm_desc *d, const
  * threads, medians, GFLOP/s ab against ba): M 128, K 256, N 1024 (BERT's FFN up) 89 against 156; M 128,
  * 768x3072 91 against 173; M 32, 1024x1024 84 against 135; M 128, 512x512 128 against 184; but M 8, K 2048, N
  * 1000 (a batch-8 classifier) 111-149 against 50-73; M 8, 3072x768 101 against 53; M 8, 1024x1024 65 against
- * 53; M 512: within 10% either way except 512x512 (ba 149 against 110); M 1 (GEMV) and products under 128
- * on a side: within noise, so those keep the layout they are stored in. So: ba where N > K, or N == K from
- * M 16; ab where N < K. WEFT_CPU_MATMUL_B=ab or ba forces one (tests).
+ * 53; M 512: within 10% either way except 512x512 (ba 149 against 110); products under 128 on a side: within
+ * noise, so those keep the layout they are stored in. M 1 (a classifier's GEMV at batch 1) reads B once,
+ * from memory rather than cache inside a model: there ab streams faster (1280 x 1280 from DRAM, 32 copies
+ * in turn: 141 against 229 us with dnnl_sgemm; the classifiers' traced minima, ab against ba:
+ * MobileNetV3-small 189 / 212 us, ShuffleNetV2 149 / 165, DenseNet-121 199 / 210, GoogLeNet 175 / 191,
+ * EfficientNet-B0 202 / 203). So: ab for M 1 and where N < K; ba where N > K, or N == K from M 16.
+ * WEFT_CPU_MATMUL_B=ab or ba forces one (tests).
  */
 static bool mm_plain_ba(int64_t m, int64_t kd, int64_t n, bool stored_ba)
 {
     const char *e = getenv("WEFT_CPU_MATMUL_B");
     if (e && !strcmp(e, "ab")) return false;
     if (e && !strcmp(e, "ba")) return true;
-    if (m < 2 || kd < 128 || n < 128) return stored_ba;
+    if (kd < 128 || n < 128) return stored_ba;
+    if (m < 2) return false;
     return n > kd || (n == kd && m >= 16);
 }
 
