@@ -485,7 +485,7 @@ static void test_options_and_dump(void)
     s = NULL;
     so.disable_passes = "bogus";
     CHECK_ERR(wf_session_new(ctx, g, &so, &s), WF_INVALID_ARGUMENT,
-              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, attention, conv_crop, conv_pool, fuse, residual, jit, layout)");
+              "unknown pass 'bogus' to disable (passes: identity, simplify, bnfold, matmul_bias, amp, fold, cse, attention, conv_crop, conv_pool, conv_scale, fuse, residual, jit, layout)");
     so.disable_passes = NULL;
     char dir[] = "/tmp/weft-passes-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -506,8 +506,8 @@ static void test_options_and_dump(void)
         }
         const char *steps[] = {"00-input",     "01-prune",     "02-identity", "03-simplify",
                                "04-bnfold",    "05-matmul_bias", "06-fold",   "07-cse",
-                               "08-attention", "09-conv_crop", "10-conv_pool"};
-        for (int i = 0; i < 11; i++) {
+                               "08-attention", "09-conv_crop", "10-conv_pool", "11-conv_scale"};
+        for (int i = 0; i < 12; i++) {
             char path[256], text[512] = "";
             snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
             FILE *fp = fopen(path, "r");
@@ -2473,6 +2473,129 @@ static void test_conv_pool(void)
     wf_graph_free(g);
 }
 
+/* conv_scale: a per-channel scale of a convolution's input moves into its weight. Taken: a 1x1 convolution
+ * with a bias reading Mul(x, s), s = Sigmoid(GlobalAvgPool(x)) [1, C, 1, 1] (a squeeze-and-excitation
+ * block), and a padded 3x3 one reading Mul(k, x) with a constant k [C, 1, 1] that holds a zero and a
+ * large value. Left alone (each Mul with a scale of its own, or cse would merge them): a Mul also fetched, a grouped convolution, a scale per pixel [1, 1, H, W], a
+ * scale per image ([2, C, 1, 1], so the product has 2 images), and a 3x3 convolution whose 8 outputs would
+ * cost more to scale than the input (2 O kh kw = H W). Values against the definition in double at levels
+ * 0-3: with x finite for the first (a NaN anywhere in x makes its s NaN), with a NaN and an Inf in x for
+ * the second (the Inf in the channel k zeroes: NaN in the outputs whose window reads it, as 0 * Inf). */
+static void test_conv_scale(void)
+{
+    enum { C = 4, H = 12, O = 3, O8 = 8 };
+    wf_graph *g = NULL;
+    CHECK_OK(wf_graph_new(&g));
+    wf_output x;
+    CHECK_OK(wf_placeholder(g, "x", WF_F32, 4, (int64_t[]){1, C, H, H}, &x));
+    float wa[O * C], bias[O] = {0.5f, -1, 0.25f}, wb[O * C * 9], w8[O8 * C * 9], wg[C * (C / 2)], kv[C] = {1.5f, -2, 0, 1e3f};
+    float wf_[O * C], wp[O * C], wn[O * C], tv[H * H], sbv[2 * C];
+    for (int i = 0; i < O * C; i++)
+        wa[i] = (float)((i * 7 % 11) - 5) / 4, wf_[i] = 2 * wa[i], wp[i] = 3 * wa[i], wn[i] = -wa[i];
+    for (int i = 0; i < O * C * 9; i++) wb[i] = (float)((i * 5 % 13) - 6) / 8;
+    for (int i = 0; i < O8 * C * 9; i++) w8[i] = (float)((i * 3 % 7) - 3) / 4;
+    for (int i = 0; i < C * (C / 2); i++) wg[i] = (float)((i * 5 % 9) - 4) / 3;
+    for (int i = 0; i < H * H; i++) tv[i] = (float)(i % 5) / 4;
+    for (int i = 0; i < 2 * C; i++) sbv[i] = (float)(i + 1) / 3;
+    const int64_t p1[4] = {1, 1, 1, 1};
+    wf_attr pads = wf_attr_ints("pads", p1, 4), grp = wf_attr_int("group", 2);
+    wf_output gap = op1(g, "GlobalAvgPool", "gap", &x, 1, NULL, 0);
+    wf_output sg = op1(g, "Sigmoid", "sg", &gap, 1, NULL, 0);
+    /* other scales for the other Muls of x: cse would merge Muls of the same operands */
+    wf_output sf = op1(g, "Tanh", "sf", &gap, 1, NULL, 0), s8 = op1(g, "Relu", "s8", &gap, 1, NULL, 0);
+    wf_output k = konst(g, "k", WF_F32, 3, (int64_t[]){C, 1, 1}, kv);
+    wf_output t = konst(g, "t", WF_F32, 4, (int64_t[]){1, 1, H, H}, tv);
+    wf_output sb = konst(g, "sb", WF_F32, 4, (int64_t[]){2, C, 1, 1}, sbv);
+    wf_output ma = op1(g, "Mul", "ma", (wf_output[]){x, sg}, 2, NULL, 0);
+    wf_output a = op1(g, "Conv2D", "a", (wf_output[]){ma, konst(g, "wa", WF_F32, 4, (int64_t[]){O, C, 1, 1}, wa),
+                                                   konst(g, "bias", WF_F32, 1, (int64_t[]){O}, bias)}, 3, NULL, 0);
+    wf_output mb = op1(g, "Mul", "mb", (wf_output[]){k, x}, 2, NULL, 0);
+    wf_output b = op1(g, "Conv2D", "b", (wf_output[]){mb, konst(g, "wb", WF_F32, 4, (int64_t[]){O, C, 3, 3}, wb)}, 2, &pads, 1);
+    wf_output mf = op1(g, "Mul", "mf", (wf_output[]){x, sf}, 2, NULL, 0); /* fetched as well */
+    wf_output f = op1(g, "Conv2D", "f", (wf_output[]){mf, konst(g, "wf", WF_F32, 4, (int64_t[]){O, C, 1, 1}, wf_)}, 2, NULL, 0);
+    wf_output mg = op1(g, "Mul", "mg", (wf_output[]){x, k}, 2, NULL, 0);
+    wf_output gc = op1(g, "Conv2D", "gc", (wf_output[]){mg, konst(g, "wg", WF_F32, 4, (int64_t[]){C, C / 2, 1, 1}, wg)}, 2, &grp, 1);
+    wf_output mp = op1(g, "Mul", "mp", (wf_output[]){x, t}, 2, NULL, 0);
+    wf_output pc = op1(g, "Conv2D", "pc", (wf_output[]){mp, konst(g, "wp", WF_F32, 4, (int64_t[]){O, C, 1, 1}, wp)}, 2, NULL, 0);
+    wf_output mn = op1(g, "Mul", "mn", (wf_output[]){x, sb}, 2, NULL, 0);
+    wf_output nc = op1(g, "Conv2D", "nc", (wf_output[]){mn, konst(g, "wn", WF_F32, 4, (int64_t[]){O, C, 1, 1}, wn)}, 2, NULL, 0);
+    wf_output m8 = op1(g, "Mul", "m8", (wf_output[]){x, s8}, 2, NULL, 0);
+    wf_output c8 = op1(g, "Conv2D", "c8", (wf_output[]){m8, konst(g, "w8", WF_F32, 4, (int64_t[]){O8, C, 3, 3}, w8)}, 2, &pads, 1);
+
+    wf_output roots[8] = {a, b, mf, f, gc, pc, nc, c8};
+    wf__optimized *o = optimize(g, roots, 8, &x, 1, NULL);
+    if (o) {
+        /* taken: the convolution reads x, and its weight is a Mul of the old weight and the scale */
+        const wf_output taken[2] = {a, b};
+        for (int i = 0; i < 2; i++) {
+            const wf_node *n = wf__optimized_map(o, taken[i]).node, *w = n && n->n_in > 1 ? n->in[1].node : NULL;
+            CHECK(n && !strcmp(n->op->name, "Conv2D") && n->in[0].node && !strcmp(n->in[0].node->name, "x"));
+            CHECK(w && !strcmp(w->op->name, "Mul"));
+            CHECK(w && w->out[0].rank == 4 && w->out[0].dims[0] == O && w->out[0].dims[1] == C);
+        }
+        CHECK(wf__optimized_map(o, a).node && wf__optimized_map(o, a).node->n_in == 3); /* the bias kept */
+        /* left alone: the convolution still reads a Mul of x */
+        const wf_output kept[5] = {f, gc, pc, nc, c8};
+        for (int i = 0; i < 5; i++) {
+            const wf_node *n = wf__optimized_map(o, kept[i]).node, *m = n ? n->in[0].node : NULL;
+            CHECK(n && !strcmp(n->op->name, "Conv2D") && m && !strcmp(m->op->name, "Mul"));
+        }
+        CHECK_INT(count_op(o, "Mul"), 7);
+    }
+    wf__optimized_free(o);
+    o = optimize(g, roots, 8, &x, 1, "conv_scale");
+    if (o) {
+        const wf_node *n = wf__optimized_map(o, a).node;
+        CHECK(n && n->in[0].node && !strcmp(n->in[0].node->op->name, "Mul"));
+    }
+    wf__optimized_free(o);
+
+    float xv[C * H * H];
+    for (int i = 0; i < C * H * H; i++) xv[i] = (float)((i * 13 % 17) - 8) / 5;
+    /* the definitions in double: a with this finite x */
+    double s[C], ya[O][H][H], yb[O][H][H];
+    for (int c = 0; c < C; c++) {
+        double m = 0;
+        for (int p = 0; p < H * H; p++) m += xv[c * H * H + p];
+        s[c] = 1 / (1 + exp(-m / (H * H)));
+    }
+    for (int oc = 0; oc < O; oc++)
+        for (int p = 0; p < H * H; p++) {
+            double z = bias[oc];
+            for (int c = 0; c < C; c++) z += (double)wa[oc * C + c] * xv[c * H * H + p] * s[c];
+            ya[oc][p / H][p % H] = z;
+        }
+    const int64_t xd[4] = {1, C, H, H};
+    for (int level = 0; level <= 3; level++) {
+        float got[O * H * H];
+        run_nd(g, level, x, 4, xd, xv, a, got, O * H * H, NULL);
+        for (int i = 0; i < O * H * H; i++) check_same(got[i], (&ya[0][0][0])[i], 1e-5);
+    }
+    /* b with a NaN at x[0, 0, 5, 5] and an Inf at x[0, 2, 0, 7] (k[2] is 0: NaN in the 3x3 outputs around it) */
+    xv[5 * H + 5] = NAN;
+    xv[(2 * H + 0) * H + 7] = INFINITY;
+    for (int oc = 0; oc < O; oc++)
+        for (int h = 0; h < H; h++)
+            for (int w = 0; w < H; w++) {
+                double z = 0;
+                for (int c = 0; c < C; c++)
+                    for (int i = 0; i < 3; i++)
+                        for (int j = 0; j < 3; j++) {
+                            int hh = h + i - 1, ww = w + j - 1;
+                            if (hh < 0 || hh >= H || ww < 0 || ww >= H) continue;
+                            z += (double)wb[((oc * C + c) * 3 + i) * 3 + j] * ((double)kv[c] * xv[(c * H + hh) * H + ww]);
+                        }
+                yb[oc][h][w] = z;
+            }
+    CHECK(isnan(yb[0][5][5]) && isnan(yb[1][1][7]) && !isnan(yb[2][8][2]));
+    for (int level = 0; level <= 3; level++) {
+        float got[O * H * H];
+        run_nd(g, level, x, 4, xd, xv, b, got, O * H * H, NULL);
+        for (int i = 0; i < O * H * H; i++) check_same(got[i], (&yb[0][0][0])[i], 2e-3);
+    }
+    wf_graph_free(g);
+}
+
 /* BatchNormalization folds into a 1x1 Conv2D: W'[o] = W[o] s[o], b' = (b - mean) s + B with
  * s = scale / sqrt(var + eps). Values by hand at each level, NaN and Inf propagating as unfolded (a NaN
  * variance gives a NaN channel, a zero scale meets an infinite input as NaN). Not folded: a fetched
@@ -2668,8 +2791,8 @@ static void test_fold_kernels(void)
     wf__free(pl);
     /* the dump's files */
     const char *steps[] = {"00-input",       "01-prune", "02-identity", "03-simplify",  "04-bnfold",   "05-matmul_bias",
-                           "06-fold",        "07-cse",   "08-attention", "09-conv_crop", "10-conv_pool"};
-    for (int i = 0; i < 11; i++) {
+                           "06-fold",        "07-cse",   "08-attention", "09-conv_crop", "10-conv_pool", "11-conv_scale"};
+    for (int i = 0; i < 12; i++) {
         snprintf(path, sizeof path, "%s/%s.txt", dir, steps[i]);
         unlink(path);
     }
@@ -2715,9 +2838,9 @@ static void test_fanout_dump(void)
         const double want[4] = {1.5, NAN, INFINITY, 0};
         for (int i = 0; i < 4 * FAN; i++) check_same(v[i], want[i % 4], 0);
     }
-    for (int step = 0; step <= 10; step++) {
+    for (int step = 0; step <= 11; step++) {
         static const char *const names[] = {"input", "prune", "identity",  "simplify",  "bnfold",   "matmul_bias",
-                                            "fold",  "cse",   "attention", "conv_crop", "conv_pool"};
+                                            "fold",  "cse",   "attention", "conv_crop", "conv_pool", "conv_scale"};
         char path[256];
         snprintf(path, sizeof path, "%s/%02d-%s.txt", dir, step, names[step]);
         FILE *fp = fopen(path, "r");
@@ -4093,6 +4216,7 @@ int main(void)
     RUN_TEST(test_cast_resize_prologue);
     RUN_TEST(test_conv_crop);
     RUN_TEST(test_conv_pool);
+    RUN_TEST(test_conv_scale);
     RUN_TEST(test_bnfold);
     RUN_TEST(test_bnfold_matrix);
     RUN_TEST(test_fanout_dump);

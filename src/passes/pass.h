@@ -67,6 +67,7 @@ extern const wf__pass wf__pass_fold;     /* fold.c */
 extern const wf__pass wf__pass_cse;      /* cse.c */
 extern const wf__pass wf__pass_conv_crop; /* conv_crop.c */
 extern const wf__pass wf__pass_conv_pool; /* conv_pool.c */
+extern const wf__pass wf__pass_conv_scale; /* conv_scale.c */
 extern const wf__pass wf__pass_attention; /* attention.c */
 extern const wf__pass wf__pass_amp;      /* amp.c */
 

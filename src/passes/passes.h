@@ -28,6 +28,7 @@
  *             heads' Reshapes and Transposes) -> one ONNX Attention node, f32 (attention.c)
  *   conv_crop drops a convolution's kernel taps that read only padding (conv_crop.c)
  *   conv_pool moves a 1x1 convolution read only by an average pool after the pool (conv_pool.c)
+ *   conv_scale moves a per-channel scale of an ungrouped convolution's input into its weight (conv_scale.c)
  * With a precision (wf__opt_options.amp), at every level, after matmul_bias and before fold:
  *   amp       automatic mixed precision: allow/infer/clear/deny lists, casts at the boundaries (amp.c)
  * Level 2 (the default) adds "fuse", which runs after placement, in lowering (lower/plan.c): MatMul or

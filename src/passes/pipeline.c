@@ -13,10 +13,11 @@
  * its generated elementwise kernels (level 2, lower/jit.c), and "layout", lowering's channel-blocked
  * layouts between convolutions (level 3, lower/layout.c). */
 const char *const wf__pass_names[] = {"identity", "simplify", "bnfold", "matmul_bias", "amp", "fold", "cse",
-                                      "attention", "conv_crop", "conv_pool", "fuse", "residual", "jit", "layout", NULL};
+                                      "attention", "conv_crop", "conv_pool", "conv_scale", "fuse", "residual", "jit", "layout", NULL};
 static const wf__pass *const g_passes[] = {&wf__pass_identity, &wf__pass_simplify, &wf__pass_bnfold,
                                            &wf__pass_matmul_bias, &wf__pass_amp, &wf__pass_fold, &wf__pass_cse,
-                                           &wf__pass_attention, &wf__pass_conv_crop, &wf__pass_conv_pool};
+                                           &wf__pass_attention, &wf__pass_conv_crop, &wf__pass_conv_pool,
+                                           &wf__pass_conv_scale};
 
 bool wf__pass_must_keep(const wf_node *n) { return n->op->flags & (WF__OP_SOURCE | WF__OP_STATEFUL); }
 

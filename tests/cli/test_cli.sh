@@ -275,7 +275,7 @@ else
 fi
 expect_exit precision_bad 2 "weft run: --precision wants f32, bf16 or f16, got 'f64'" -- run "$G" $X --precision f64
 expect_exit amp_lists_unknown_op 1 "amp lists: unknown op 'Nope'" -- run "$G" $X --precision bf16 --amp-lists "deny+=Nope"
-expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, attention, conv_crop, conv_pool, fuse, residual, jit, layout)" -- run "$G" $X --disable-pass nosuch
+expect_exit disable_pass_unknown 1 "unknown pass 'nosuch' to disable" "cse, attention, conv_crop, conv_pool, conv_scale, fuse, residual, jit, layout)" -- run "$G" $X --disable-pass nosuch
 if "$WEFT" run "$G" $X --iterations 1 --disable-pass fuse --dump-graph "$D/dump" >"$D/out" 2>"$D/err" &&
     [ -s "$D/dump/00-input.txt" ] && [ -s "$D/dump/07-cse.txt" ] && grep -q " = " "$D/dump/07-cse.txt"; then
     ok dump_graph_files
