@@ -1426,6 +1426,89 @@ static void test_conv_winograd(void)
     }
 }
 
+/* A 1x1 convolution over 1x1 maps (k_dnnl_conv.c's conv_gemv: dot products of W's rows, a squeeze-and-
+ * excitation block's shapes among them) against the definition in f64: with and without a bias, each
+ * fused activation it applies (Sigmoid and Tanh through the nodes' loops, the others through
+ * wf__dn_relu_pass), a fused residual, plain and blocked layouts (the same bytes at 1x1), batches of 1 to
+ * 3; a NaN and an Inf in x reach their image's outputs only. The path is taken once per call unless
+ * WEFT_CPU_CONV_GEMV=0 keeps oneDNN's. */
+static double gemv_act(int act, double v)
+{
+    switch (act) {
+    case WF__ACT_SIGMOID: return 1 / (1 + exp(-v));
+    case WF__ACT_TANH: return tanh(v);
+    case WF__ACT_SWISH: return v / (1 + exp(-v));
+    case WF__ACT_RELU: return v < 0 ? 0 : v;
+    case WF__ACT_HARDSWISH: return v * fmin(fmax(v / 6 + 0.5, 0), 1);
+    case WF__ACT_CLIP: return isnan(v) ? v : v < 0 ? 0 : v > 6 ? 6 : v;
+    default: return v;
+    }
+}
+
+static void test_conv_gemv(void)
+{
+    unsigned seed = 71;
+    const struct {
+        int64_t n, c, o;
+        bool bias, res, blocked;
+        int act;
+    } cases[] = {{1, 48, 1152, true, false, true, WF__ACT_SIGMOID}, {1, 1152, 48, true, false, true, WF__ACT_SWISH},
+                 {3, 5, 7, false, false, false, WF__ACT_RELU},      {2, 16, 24, true, true, true, WF__ACT_HARDSWISH},
+                 {1, 13, 9, true, false, false, WF__ACT_TANH},      {1, 32, 16, false, false, false, WF__ACT_CLIP},
+                 {2, 8, 40, true, false, false, WF__ACT_NONE}};
+    const char *off = getenv("WEFT_CPU_CONV_GEMV");
+    bool taken = !(off && !strcmp(off, "0"));
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int64_t N = cases[ci].n, C = cases[ci].c, O = cases[ci].o;
+        int64_t dx[4] = {N, C, 1, 1}, dw[4] = {O, C, 1, 1}, db[1] = {O}, dy[4] = {N, O, 1, 1};
+        wf_tensor *x = randn(WF_F32, 4, dx, &seed), *w = randn(WF_F32, 4, dw, &seed), *b = randn(WF_F32, 1, db, &seed);
+        wf_tensor *res = cases[ci].res ? randn(WF_F32, 4, dy, &seed) : NULL;
+        w->version = wf__tensor_new_version();
+        float *X = x->data;
+        if (N > 1) X[C + 2] = NAN; /* image 1 */
+        X[1] = INFINITY;           /* image 0 */
+        wf_tensor *in[4] = {x, w, cases[ci].bias ? b : res, res};
+        int n_in = 2 + cases[ci].bias + cases[ci].res;
+        kc c;
+        kc_init(&c, "Conv2D", WF_F32, in, n_in);
+        c.k.fused_act = cases[ci].act;
+        c.k.fused_alpha = cases[ci].act == WF__ACT_CLIP ? 6 : cases[ci].act == WF__ACT_SWISH ? 1 : 0;
+        c.k.fused_beta = 0;
+        if (res) c.k.fused_residual = n_in - 1;
+        if (cases[ci].blocked) c.k.in_blocked = 1u | (res ? 1u << (n_in - 1) : 0u), c.k.out_blocked = 1;
+        wf__dn_stats s0, s1;
+        wf__dn_stats_get(&s0);
+        wf_tensor *y = kc_run(&c);
+        wf__dn_stats_get(&s1);
+        CHECK_INT(s1.conv_gemv - s0.conv_gemv, taken ? 1 : 0);
+        CHECK(y && y->rank == 4 && y->dims[0] == N && y->dims[1] == O && y->dims[2] == 1 && y->dims[3] == 1);
+        int bad = 0, nonfinite = 0;
+        for (int64_t n = 0; y && n < N; n++)
+            for (int64_t o = 0; o < O; o++) {
+                double acc = cases[ci].bias ? ((const float *)b->data)[o] : 0;
+                for (int64_t q = 0; q < C; q++) acc += (double)((const float *)w->data)[o * C + q] * X[n * C + q];
+                if (res) acc += ((const float *)res->data)[n * O + o];
+                double want = gemv_act(cases[ci].act, acc);
+                float got = ((const float *)y->data)[n * O + o];
+                if (!isfinite(want)) {
+                    nonfinite++;
+                    bad += isnan(want) ? !isnan(got) : got != want;
+                } else {
+                    bad += !(fabs(got - want) <= 1e-5 * (1 + fabs(want)) + 1e-4 * fabs(acc) * 1e-3);
+                }
+            }
+        if (bad) printf("conv_gemv case %zu: %d mismatches\n", ci, bad);
+        CHECK_INT(bad, 0);
+        if (N > 1) CHECK(nonfinite >= O); /* image 1's NaN reached each of its outputs (an Inf may saturate) */
+        wf_tensor_free(y);
+        kc_done(&c);
+        wf_tensor_free(x);
+        wf_tensor_free(w);
+        wf_tensor_free(b);
+        wf_tensor_free(res);
+    }
+}
+
 static void test_dwconv_direct(void)
 {
     unsigned seed = 61;
@@ -1820,6 +1903,7 @@ int main(void)
     RUN_TEST(test_matmul_plain_layouts);
     RUN_TEST(test_matmul_gemm_pack);
     RUN_TEST(test_same_bytes);
+    RUN_TEST(test_conv_gemv);
     RUN_TEST(test_dwconv_direct);
     RUN_TEST(test_conv_winograd);
     RUN_TEST(test_state_once_and_variable);

@@ -41,6 +41,7 @@ void wf__dn_stats_get(wf__dn_stats *out)
     wf__lstm_stats(&out->lstm_own, &out->lstm_rows, &out->lstm_chunks);
     out->wino = wf__wino_runs(&out->wino4);
     out->gpack = wf__mm_gpack_runs();
+    out->conv_gemv = wf__conv_gemv_runs();
 }
 
 void wf__dn_count_wpack(void) { atomic_fetch_add(&g_wpacks, 1); }

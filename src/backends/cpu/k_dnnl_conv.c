@@ -3,6 +3,7 @@
  * direct loop), and ConvTranspose2D as a direct scatter loop that is simple to prove right.
  */
 #include "k_dnnl.h"
+#include "k_elementwise.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -439,6 +440,71 @@ static wf_status *conv_dw(wf__kctx *k, const conv_geom *g, const float *x, const
     return NULL;
 }
 
+/*
+ * A 1x1 convolution over 1x1 maps, y[n] = W x[n] + b: a squeeze-and-excitation block's two convolutions
+ * at batch 1 (EfficientNet-B0's 32 from 4 to 1152 channels, MobileNetV3-small's 18), dot products of W's
+ * rows with x. oneDNN's primitive took 6-24 us a call there (traced minima, EfficientNet-B0 on Zen 3),
+ * mostly its own set-up for a few thousand multiply-adds. The bytes of an [N, C, 1, 1] value are the same
+ * in the blocked layout (whole channel blocks, lower/layout.c), so either layout is read and written as
+ * it is. f32, ungrouped; the residual, if fused, is in y already; WEFT_CPU_CONV_GEMV=0 keeps oneDNN's path
+ * (tests, measurements).
+ */
+static atomic_int_least64_t g_gemv_runs;
+
+int64_t wf__conv_gemv_runs(void) { return atomic_load(&g_gemv_runs); }
+
+static bool conv_gemv_takes(const conv_geom *g, wf_dtype t)
+{
+    static atomic_int off = -1;
+    int o = atomic_load_explicit(&off, memory_order_relaxed);
+    if (o < 0) {
+        const char *e = getenv("WEFT_CPU_CONV_GEMV");
+        atomic_store_explicit(&off, o = e && !strcmp(e, "0"), memory_order_relaxed);
+    }
+    return !o && t == WF_F32 && g->g == 1 && g->c > 0 && g->kh == 1 && g->kw == 1 && g->h == 1 && g->w == 1 &&
+           g->win.out[0] == 1 && g->win.out[1] == 1;
+}
+
+typedef struct conv_gemv_arg {
+    const conv_geom *g;
+    const float *x, *w, *b;
+    float *y;
+    bool sum;
+} conv_gemv_arg;
+
+WF__VEC static void conv_gemv_range(void *arg, int64_t r0, int64_t r1)
+{
+    const conv_gemv_arg *a = arg;
+    int64_t C = a->g->c, O = a->g->oc;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = a->x + r / O * C, *w = a->w + r % O * C;
+        float acc = 0;
+        _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++) acc += w[c] * x[c];
+        a->y[r] = (a->sum ? a->y[r] : 0.0f) + (a->b ? a->b[r % O] : 0.0f) + acc;
+    }
+}
+
+/* The fused activation over n values of y: weft's own passes (wf__dn_relu_pass's forms; Sigmoid and Tanh
+ * the nodes' vector loops) */
+static void conv_act(wf__kctx *k, float *y, int64_t n, int act, double alpha, double beta)
+{
+    wf__ew_unary u;
+    if (act == WF__ACT_NONE) return;
+    if ((act == WF__ACT_SIGMOID || act == WF__ACT_TANH) &&
+        wf__ew_unary_f32(act == WF__ACT_SIGMOID ? "Sigmoid" : "Tanh", 0, 0, &u))
+        u.call(&u, y, y, n);
+    else wf__dn_relu_pass(k, y, dnnl_f32, n, act, alpha, beta);
+}
+
+static void conv_gemv(wf__kctx *k, const conv_geom *g, const float *x, const float *w, const float *bias, float *y,
+                      bool sum, int act)
+{
+    conv_gemv_arg a = {g, x, w, bias, y, sum};
+    wf__parallel_for(k, g->n * g->oc, 16384 / (g->c + 1) + 1, conv_gemv_range, &a);
+    conv_act(k, y, g->n * g->oc, act, k->fused_alpha, k->fused_beta);
+    atomic_fetch_add(&g_gemv_runs, 1);
+}
+
 wf_status *wf__dn_k_conv(wf__kctx *k)
 {
     conv_geom g;
@@ -486,6 +552,8 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
         /* no input channels: the output is the bias (plus the residual it holds) */
         if (!res) memset(y->data, 0, y->bytes);
         wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], bias, act, k->fused_alpha, k->fused_beta);
+    } else if (conv_gemv_takes(&g, t)) {
+        conv_gemv(k, &g, x->data, w->data, bias, y->data, res != NULL, act);
     } else if (conv_dw_takes(k, &g, t, res != NULL)) {
         if (!(s = conv_dw(k, &g, x->data, w->data, bias, y->data)))
             wf__dn_epilogue(y->data, t, g.n, g.oc, od[2] * od[3], NULL, act, k->fused_alpha, k->fused_beta);

@@ -18,6 +18,7 @@ typedef struct wf__dn_stats {
     int64_t lstm_own, lstm_rows, lstm_chunks;
     int64_t wino, wino4; /* convolutions the Winograd kernel ran (k_conv_wino.c), and of them as F(4x4, 3x3) */
     int64_t gpack;       /* MatMuls and Gemms run through oneDNN's packed GEMM (k_dnnl_matmul.c) */
+    int64_t conv_gemv;   /* 1x1 convolutions over 1x1 maps run as dot products (k_dnnl_conv.c) */
 } wf__dn_stats;
 void wf__dn_stats_get(wf__dn_stats *out);
 /* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8; 1 where it
