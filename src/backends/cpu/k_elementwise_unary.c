@@ -142,35 +142,52 @@ __attribute__((target("avx2,fma"), always_inline)) static inline __m256 sig8_wid
     return _mm256_blendv_ps(s, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
 
-__attribute__((target("avx2,fma"))) static void sigmoid_avx2(const float *x, float *y, int64_t n, float a, bool swish)
+/* The short form on one vector whose lanes all have -|t| >= -87 (sigmoid_avx2's loop says how it is built) */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256 sig8_short(__m256 v, __m256 t, bool swish)
 {
-    const __m256 va = _mm256_set1_ps(a), lo = _mm256_set1_ps(-87.0f), l2e = _mm256_set1_ps(LOG2E_F);
-    const __m256 hi_ln2 = _mm256_set1_ps(-LN2_HI_F), lo_ln2 = _mm256_set1_ps(-LN2_LO_F);
-    const __m256 one = _mm256_set1_ps(1.0f);
-    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
+    const __m256 l2e = _mm256_set1_ps(LOG2E_F), hi_ln2 = _mm256_set1_ps(-LN2_HI_F), lo_ln2 = _mm256_set1_ps(-LN2_LO_F);
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
     const __m256 magic = _mm256_set1_ps(12582912.0f + 127.0f); /* 1.5 * 2^23 + the exponent bias */
     const __m256 c0 = _mm256_set1_ps(0.5f), c1 = _mm256_set1_ps(1.0f / 6), c2 = _mm256_set1_ps(1.0f / 24);
     const __m256 c3 = _mm256_set1_ps(1.0f / 120), c4 = _mm256_set1_ps(1.0f / 720), c5 = _mm256_set1_ps(1.0f / 5040);
-    int64_t n8 = n / 8 * 8;
-    for (int64_t i = 0; i < n8; i += 8) {
-        __m256 v = _mm256_loadu_ps(x + i), t = _mm256_mul_ps(va, v);
-        __m256 u = _mm256_or_ps(t, sign); /* -|t| */
-        /* not (u >= -87): a NaN lane too */
-        if (__builtin_expect(_mm256_movemask_ps(_mm256_cmp_ps(u, lo, _CMP_NGE_UQ)) != 0, 0)) {
-            _mm256_storeu_ps(y + i, sig8_wide(v, t, swish));
+    __m256 u = _mm256_or_ps(t, sign);                   /* -|t| */
+    __m256 nt = _mm256_fmadd_ps(u, l2e, magic);         /* n + 127 in the low mantissa bits */
+    __m256 nf = _mm256_sub_ps(nt, magic);               /* n = round(u log2 e), exactly */
+    __m256 r = _mm256_fmadd_ps(nf, lo_ln2, _mm256_fmadd_ps(nf, hi_ln2, u));
+    __m256 r2 = _mm256_mul_ps(r, r), r1 = _mm256_add_ps(r, one);
+    __m256 q01 = _mm256_fmadd_ps(c1, r, c0), q23 = _mm256_fmadd_ps(c3, r, c2), q45 = _mm256_fmadd_ps(c5, r, c4);
+    __m256 q = _mm256_fmadd_ps(_mm256_mul_ps(r2, r2), q45, _mm256_fmadd_ps(r2, q23, q01));
+    __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(nt), 23)); /* 2^n */
+    __m256 e = _mm256_mul_ps(_mm256_fmadd_ps(r2, q, r1), f);                        /* exp(-|t|) */
+    /* sigmoid(t) = 1 / (1 + e) for t >= 0 and e / (1 + e) below (t's sign bit picks) */
+    __m256 s = _mm256_div_ps(_mm256_blendv_ps(one, e, t), _mm256_add_ps(one, e));
+    return swish ? _mm256_mul_ps(v, s) : s;
+}
+
+__attribute__((target("avx2,fma"))) static void sigmoid_avx2(const float *x, float *y, int64_t n, float a, bool swish)
+{
+    const __m256 va = _mm256_set1_ps(a), lo = _mm256_set1_ps(-87.0f);
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN));
+    int64_t n8 = n / 8 * 8, i = 0;
+    /* two vectors a step: their chains interleave (the scheduler sees twice the independent work) */
+    for (; i + 16 <= n8; i += 16) {
+        __m256 v0 = _mm256_loadu_ps(x + i), t0 = _mm256_mul_ps(va, v0);
+        __m256 v1 = _mm256_loadu_ps(x + i + 8), t1 = _mm256_mul_ps(va, v1);
+        /* not (-|t| >= -87): a NaN lane too */
+        __m256 far0 = _mm256_cmp_ps(_mm256_or_ps(t0, sign), lo, _CMP_NGE_UQ);
+        __m256 far1 = _mm256_cmp_ps(_mm256_or_ps(t1, sign), lo, _CMP_NGE_UQ);
+        if (__builtin_expect(_mm256_movemask_ps(_mm256_or_ps(far0, far1)) != 0, 0)) {
+            _mm256_storeu_ps(y + i, _mm256_movemask_ps(far0) ? sig8_wide(v0, t0, swish) : sig8_short(v0, t0, swish));
+            _mm256_storeu_ps(y + i + 8, _mm256_movemask_ps(far1) ? sig8_wide(v1, t1, swish) : sig8_short(v1, t1, swish));
             continue;
         }
-        __m256 nt = _mm256_fmadd_ps(u, l2e, magic); /* n + 127 in the low mantissa bits */
-        __m256 nf = _mm256_sub_ps(nt, magic);      /* n = round(u log2 e), exactly */
-        __m256 r = _mm256_fmadd_ps(nf, lo_ln2, _mm256_fmadd_ps(nf, hi_ln2, u));
-        __m256 r2 = _mm256_mul_ps(r, r), r1 = _mm256_add_ps(r, one);
-        __m256 q01 = _mm256_fmadd_ps(c1, r, c0), q23 = _mm256_fmadd_ps(c3, r, c2), q45 = _mm256_fmadd_ps(c5, r, c4);
-        __m256 q = _mm256_fmadd_ps(_mm256_mul_ps(r2, r2), q45, _mm256_fmadd_ps(r2, q23, q01));
-        __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(nt), 23)); /* 2^n */
-        __m256 e = _mm256_mul_ps(_mm256_fmadd_ps(r2, q, r1), f);                        /* exp(-|t|) */
-        /* sigmoid(t) = 1 / (1 + e) for t >= 0 and e / (1 + e) below (t's sign bit picks) */
-        __m256 s = _mm256_div_ps(_mm256_blendv_ps(one, e, t), _mm256_add_ps(one, e));
-        _mm256_storeu_ps(y + i, swish ? _mm256_mul_ps(v, s) : s);
+        _mm256_storeu_ps(y + i, sig8_short(v0, t0, swish));
+        _mm256_storeu_ps(y + i + 8, sig8_short(v1, t1, swish));
+    }
+    for (; i < n8; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), t = _mm256_mul_ps(va, v);
+        bool far = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_or_ps(t, sign), lo, _CMP_NGE_UQ)) != 0;
+        _mm256_storeu_ps(y + i, far ? sig8_wide(v, t, swish) : sig8_short(v, t, swish));
     }
     if (n8 < n) {
         if (swish) swish_plain(x + n8, y + n8, n - n8, a);
