@@ -453,7 +453,7 @@ UN_S(gelu_f64, double, uint64_t, 0.5 * v * erfc(-v * 0.70710678118654752)) /* no
 UN_V(erf_plain, float, uint32_t, ew_erff(v))
 
 /* ew_erff on 8 lanes with FMA: WF__VEC's AVX2 clone has none (and ISO C's contraction is off), so its
- * two Horner chains took a multiply and an add a step: Gelu 1.14 against 0.68 ns an element on one Zen 3
+ * two Horner chains took a multiply and an add a step: Gelu 1.14 against 0.74 ns an element on one Zen 3
  * core (BERT's four feed-forward Gelu passes, 131072 elements each). The same polynomials and selects,
  * each step rounded once instead of twice; NaN takes the same arms as in ew_erff (vminps returns its
  * second operand, |x|, when it is NaN; the compares are false for it). */

@@ -26,9 +26,10 @@ wf_status *wf__k_dropout(wf__kctx *k);
 #define TW 256
 #define GRAIN 32768
 
-/* Adds the LANES partial sums acc[] into acc[0] as a tree of vector steps. A serial fold into a double,
- * one dependent scalar add per lane, had cost LayerNorm's rows of 256 more than their vector work (BERT's
- * LayerNormalization of 128 x 256: 28 -> 9 us on one Zen 3 core) and each BatchNorm row as much. */
+/* Adds the LANES partial sums acc[] into acc[0] as a tree of vector steps (Softmax's and BatchNorm's rows).
+ * A serial fold into a double, one dependent scalar add per lane, had cost short rows more than their
+ * vector work: LayerNorm's rows of 256 (now LN_FOLD's vectors, below) took 28 us for BERT's 128 x 256 on
+ * one Zen 3 core, 14 after. */
 #define LANE_FOLD(acc)                                                                                  \
     do {                                                                                                \
         _Pragma("GCC unroll 8") for (int w_ = LANES / 2; w_ > 0; w_ /= 2)                               \
