@@ -797,7 +797,6 @@ typedef struct lplan {
 /* 32 float lanes as four vectors of 8 (each clone of WF__VEC lowers them to its ISA), folded in
  * LANE_FOLD's order, so a row's sums are the same bits on every ISA. */
 typedef float ln_v8 __attribute__((vector_size(32)));
-typedef int32_t ln_v8i __attribute__((vector_size(32)));
 
 /* an unaligned load; a macro, as a function returning a vector would change the ABI of WF__VEC's
  * default clone (no AVX) */
@@ -807,15 +806,13 @@ typedef int32_t ln_v8i __attribute__((vector_size(32)));
     v_;                                                                                                 \
 })
 
-/* the lanes of a0..a3 (vectors, changed) added in LANE_FOLD's order into a float */
+/* the lanes of a0..a3 (vectors, changed) added in LANE_FOLD's order into a float: vector steps down to
+ * 8 lanes, then its last three levels on the lanes (element access, which GCC and Clang both take) */
 #define LN_FOLD(a0, a1, a2, a3) ({                                                                      \
     a0 += a2;                                                                                           \
     a1 += a3;                                                                                           \
     a0 += a1;                                                                                           \
-    a0 += __builtin_shuffle(a0, (ln_v8i){4, 5, 6, 7, 0, 1, 2, 3});                                      \
-    a0 += __builtin_shuffle(a0, (ln_v8i){2, 3, 0, 1, 6, 7, 4, 5});                                      \
-    a0 += __builtin_shuffle(a0, (ln_v8i){1, 0, 3, 2, 5, 4, 7, 6});                                      \
-    a0[0];                                                                                              \
+    ((a0[0] + a0[4]) + (a0[2] + a0[6])) + ((a0[1] + a0[5]) + (a0[3] + a0[7]));                          \
 })
 
 /* A row's mean and 1/sqrt(variance + eps), then y. Sums in 32 float lanes per block of 4096, added into
