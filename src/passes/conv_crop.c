@@ -132,14 +132,13 @@ static void end(wf__pass_run *r)
     r->state = NULL;
 }
 
-static bool same_str(const char *a, const char *b) { return (!a || !*a) ? (!b || !*b) : (b && !strcmp(a, b)); }
-
 static crop_memo *memo_find(crop_state *st, const wf_node *n, wf_output wt, const int64_t *lo, const int64_t *hi)
 {
     for (int i = 0; st && i < st->n; i++) {
         crop_memo *m = &st->m[i];
         if (m->wt.node == wt.node && m->wt.index == wt.index && m->lo[0] == lo[0] && m->lo[1] == lo[1] &&
-            m->hi[0] == hi[0] && m->hi[1] == hi[1] && same_str(m->device, n->device) && same_str(m->coloc, n->coloc))
+            m->hi[0] == hi[0] && m->hi[1] == hi[1] && wf__pass_same_str(m->device, n->device) &&
+            wf__pass_same_str(m->coloc, n->coloc))
             return m;
     }
     return NULL;

@@ -62,8 +62,6 @@ static bool known4(const wf__tinfo *t)
     return true;
 }
 
-static bool same_str(const char *a, const char *b) { return (!a || !*a) ? (!b || !*b) : (b && !strcmp(a, b)); }
-
 /* The AvgPool2D that convolution c (in: its mapped inputs) can move after, or NULL. */
 static const wf_node *movable(const wf__pass_run *r, const cp_state *st, const wf_node *c, const wf_output *in)
 {
@@ -71,7 +69,7 @@ static const wf_node *movable(const wf__pass_run *r, const cp_state *st, const w
     if (wf__pass_uses(r, c, 0) != 1 || st->sole[c->id] < 0) return NULL;
     const wf_node *p = r->src->nodes[st->sole[c->id]];
     if (strcmp(p->op->name, "AvgPool2D") != 0 || p->in[0].node != c || p->in[0].index != 0) return NULL;
-    if (!same_str(c->device, p->device) || !same_str(c->coloc, p->coloc)) return NULL;
+    if (!wf__pass_same_str(c->device, p->device) || !wf__pass_same_str(c->coloc, p->coloc)) return NULL;
     const wf__tinfo *x = wf__pass_info(in[0]), *w = wf__pass_info(in[1]), *y = &c->out[0], *z = &p->out[0];
     if (!known4(x) || !known4(w) || !known4(y) || !known4(z) || w->dims[2] != 1 || w->dims[3] != 1) return NULL;
     wf__nn_window cw, pw;

@@ -56,8 +56,6 @@ static bool known(const wf__tinfo *t, int rank)
     return true;
 }
 
-static bool same_str(const char *a, const char *b) { return (!a || !*a) ? (!b || !*b) : (b && !strcmp(a, b)); }
-
 /* s is one value per channel of the [N, C, H, W] x, the same for every image: [1, C, 1, 1] or [C, 1, 1] */
 static bool per_channel(const wf__tinfo *s, const wf__tinfo *x)
 {
@@ -76,7 +74,7 @@ static int scale_input(const wf__pass_run *r, const cs_state *st, const wf_node 
         return -1;
     for (int i = 1; i < c->n_in; i++)
         if (c->in[i].node == m) return -1; /* the product is also the weight or the bias */
-    if (!same_str(c->device, m->device) || !same_str(c->coloc, m->coloc)) return -1;
+    if (!wf__pass_same_str(c->device, m->device) || !wf__pass_same_str(c->coloc, m->coloc)) return -1;
     if (wf__attr_i(c->op, c->attrs, "group") > 1) return -1;
     const wf__tinfo *a = wf__pass_info(m->in[0]), *b = wf__pass_info(m->in[1]), *w = wf__pass_info(c->in[1]);
     const wf__tinfo *y = &m->out[0];

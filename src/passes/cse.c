@@ -21,13 +21,12 @@ static uint64_t node_hash(const wf__op_def *op, const wf_output *in, int n_in)
     return h;
 }
 
-static bool same_str(const char *a, const char *b) { return !strcmp(a ? a : "", b ? b : ""); }
-
 static bool same_attrs(const wf_node *a, const wf_node *b)
 {
     for (int k = 0; k < WF__MAX_ATTRS && a->op->attrs[k].name; k++) {
         const wf__attr *x = &a->attrs[k], *y = &b->attrs[k];
-        if (x->type != y->type || x->i != y->i || x->n != y->n || !same_str(x->s, y->s) || x->t != y->t) return false;
+        if (x->type != y->type || x->i != y->i || x->n != y->n || !wf__pass_same_str(x->s, y->s) || x->t != y->t)
+            return false;
         if (memcmp(&x->f, &y->f, sizeof x->f)) return false; /* bitwise: NaN attributes match themselves */
         if (x->n && x->ints && (!y->ints || memcmp(x->ints, y->ints, sizeof *x->ints * (size_t)x->n))) return false;
         if (x->n && x->floats && (!y->floats || memcmp(x->floats, y->floats, sizeof *x->floats * (size_t)x->n)))
@@ -42,7 +41,7 @@ static bool same_node(const wf_node *a, const wf_node *n, const wf_output *in)
     if (a->op != n->op || a->n_in != n->n_in || a->n_out != n->n_out) return false;
     for (int i = 0; i < n->n_in; i++)
         if (a->in[i].node != in[i].node || (in[i].node && a->in[i].index != in[i].index)) return false;
-    return same_attrs(a, n) && same_str(a->device, n->device) && same_str(a->coloc, n->coloc);
+    return same_attrs(a, n) && wf__pass_same_str(a->device, n->device) && wf__pass_same_str(a->coloc, n->coloc);
 }
 
 static wf_status *begin(wf__pass_run *r)

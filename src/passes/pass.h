@@ -48,6 +48,10 @@ int *wf__pass_sole_readers(const wf__pass_run *r);
  * op (an Assign, a random op), which is never merged or folded. */
 bool wf__pass_must_keep(const wf_node *n);
 
+/* Whether two optional strings (device requests, colocation groups, attribute strings) are the same,
+ * NULL and "" alike. */
+static inline bool wf__pass_same_str(const char *a, const char *b) { return !strcmp(a ? a : "", b ? b : ""); }
+
 /* Pattern-matching helpers of the passes that read chains of nodes (simplify.c, attention.c). */
 /* Whether o is output 0 of an `op` node. */
 static inline bool wf__pass_is_op(wf_output o, const char *op)

@@ -490,10 +490,9 @@ static void conv_act(wf__kctx *k, float *y, int64_t n, int act, double alpha, do
 {
     wf__ew_unary u;
     if (act == WF__ACT_NONE) return;
-    if ((act == WF__ACT_SIGMOID || act == WF__ACT_TANH) &&
-        wf__ew_unary_f32(act == WF__ACT_SIGMOID ? "Sigmoid" : "Tanh", 0, 0, &u))
-        u.call(&u, y, y, n);
-    else wf__dn_relu_pass(k, y, dnnl_f32, n, act, alpha, beta);
+    if (act != WF__ACT_SIGMOID && act != WF__ACT_TANH) wf__dn_relu_pass(k, y, dnnl_f32, n, act, alpha, beta);
+    else if (wf__ew_unary_f32(act == WF__ACT_SIGMOID ? "Sigmoid" : "Tanh", 0, 0, &u)) u.call(&u, y, y, n);
+    else wf__dn_epilogue(y, WF_F32, 1, n, 1, NULL, act, alpha, beta); /* the scalar form */
 }
 
 static void conv_gemv(wf__kctx *k, const conv_geom *g, const float *x, const float *w, const float *bias, float *y,

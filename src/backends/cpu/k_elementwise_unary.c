@@ -505,27 +505,20 @@ __attribute__((target("avx2,fma"))) static void erf_avx2(const float *x, float *
 }
 #endif
 
-static void gelu_f32(const void *x, void *y, int64_t n, const un_params *p)
+/* Gelu or Erf: AVX2's FMA loop where sigmoid_form picks AVX2, else the portable loop's clone */
+static void erf_family(const void *x, void *y, int64_t n, const un_params *p, bool gelu)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (sigmoid_form() == WF__FORM_AVX2) {
-        erf_avx2(x, y, n, true);
+        erf_avx2(x, y, n, gelu);
         return;
     }
 #endif
-    gelu_plain(x, y, n, p);
+    (gelu ? gelu_plain : erf_plain)(x, y, n, p);
 }
 
-static void erf_f32(const void *x, void *y, int64_t n, const un_params *p)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (sigmoid_form() == WF__FORM_AVX2) {
-        erf_avx2(x, y, n, false);
-        return;
-    }
-#endif
-    erf_plain(x, y, n, p);
-}
+static void gelu_f32(const void *x, void *y, int64_t n, const un_params *p) { erf_family(x, y, n, p, true); }
+static void erf_f32(const void *x, void *y, int64_t n, const un_params *p) { erf_family(x, y, n, p, false); }
 
 static const unop op_gelu = {{FLT_FNS(gelu)}, WF__EW_GRAIN_HEAVY};
 
