@@ -210,6 +210,12 @@ def rnn_full_length_cases(rng):
                                                                                      hi=0.2), rnd(rng, (1, 1024))
     out.append(Case("LSTM_own_bench_layer", "LSTM", [X, W, R, B], ref_rnn("LSTM", X, W, R, B=B), rtol=TOL[0],
                     atol=TOL[1]))
+    # pre-activations up to about +-55, a fifth past the kernel's clamp of +-20 (k_rnn_lstm_isa.h), with
+    # peepholes and states: the gates saturate within 2.1e-9 of 0 or 1 there
+    X, W, R = rnd(rng, (S2, 9, I2), lo=-10, hi=10), rnd(rng, (1, 4 * 37, I2)), rnd(rng, (1, 4 * 37, 37))
+    B, P, h0, c0 = rnd(rng, (1, 8 * 37), lo=-4, hi=4), rnd(rng, (1, 3 * 37)), rnd(rng, (1, 9, 37)), rnd(rng, (1, 9, 37))
+    out.append(Case("LSTM_own_saturated", "LSTM", [X, W, R, B, None, h0, c0, P],
+                    ref_rnn("LSTM", X, W, R, B=B, h0=h0, c0=c0, P=P), rtol=TOL[0], atol=TOL[1]))
     X, W, R, B = rnd(rng, (S2, 9, I2)), rnd(rng, (1, 4 * 37, I2)), rnd(rng, (1, 4 * 37, 37)), rnd(rng, (1, 8 * 37))
     X[2, 3, 5] = np.nan
     X[1, 6, :] = np.inf
