@@ -620,11 +620,12 @@ static void test_conv_relu_bf16_special(void)
     wf_tensor_free(b);
 }
 
-/* the cached primitive is reused for equal shapes and replaced when they change */
+/* the cached primitive is reused for equal shapes and replaced when they change (shapes past the small
+ * plain loop's 16384 multiply-adds, k_dnnl_matmul.c, which keeps no state) */
 static void test_primitive_cache(void)
 {
     unsigned seed = 4;
-    int64_t da[2] = {3, 4}, db[2] = {4, 5}, da2[2] = {6, 4};
+    int64_t da[2] = {3, 64}, db[2] = {64, 128}, da2[2] = {6, 64};
     wf_tensor *in[2] = {randn(WF_F32, 2, da, &seed), randn(WF_F32, 2, db, &seed)};
     kc c;
     kc_init(&c, "MatMul", WF_F32, in, 2);
@@ -640,10 +641,10 @@ static void test_primitive_cache(void)
     wf_tensor *y3 = kc_run(&c);
     CHECK(y3 && y3->dims[0] == 6);
     for (int64_t i = 0; y3 && i < 6; i++)
-        for (int64_t j = 0; j < 5; j++) {
+        for (int64_t j = 0; j < 128; j++) {
             double acc = 0;
-            for (int64_t q = 0; q < 4; q++) acc += ((float *)a2->data)[i * 4 + q] * ((float *)in[1]->data)[q * 5 + j];
-            CHECK_NEAR(((float *)y3->data)[i * 5 + j], acc, 1e-5);
+            for (int64_t q = 0; q < 64; q++) acc += ((float *)a2->data)[i * 64 + q] * ((float *)in[1]->data)[q * 128 + j];
+            CHECK_NEAR(((float *)y3->data)[i * 128 + j], acc, 1e-4);
         }
     wf_tensor_free(y1);
     wf_tensor_free(y2);
@@ -1509,6 +1510,94 @@ static void test_conv_gemv(void)
     }
 }
 
+/* f32 MatMuls and Gemms of at most 16384 multiply-adds run as k_dnnl_matmul.c's plain loop: its dot
+ * products (A as stored, B transposed), its row sums with B contiguous along N (B as stored) and strided
+ * (A and B transposed), a batched A over a broadcast B, a fused bias, residual and activation, a NaN and an
+ * Inf in a row of A, K 1, against f64; wf__dn_stats.mm_small counts each call, and one past the size goes to
+ * oneDNN (WEFT_CPU_GEMM_SMALL=0 sends all there, and passes the same checks). */
+static void test_matmul_small(void)
+{
+    unsigned seed = 83;
+    const struct {
+        int64_t batch, m, k, n;
+        int ta, tb; /* MatMul's transpose_a; Gemm's transB */
+        bool bias, res;
+        int act;
+    } cases[] = {{1, 8, 128, 10, 0, 1, true, false, WF__ACT_NONE}, {1, 5, 33, 7, 0, 0, true, false, WF__ACT_RELU},
+                 {1, 6, 20, 9, 1, 0, false, true, WF__ACT_GELU},   {2, 4, 17, 12, 0, 0, true, true, WF__ACT_NONE},
+                 {1, 3, 1, 5, 0, 1, false, false, WF__ACT_NONE},   {1, 1, 64, 64, 0, 1, true, false, WF__ACT_TANH},
+                 {1, 16, 32, 33, 0, 0, false, false, WF__ACT_NONE}};
+    const char *off = getenv("WEFT_CPU_GEMM_SMALL");
+    bool on = !(off && !strcmp(off, "0"));
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int64_t Bt = cases[ci].batch, M = cases[ci].m, K = cases[ci].k, N = cases[ci].n;
+        int ta = cases[ci].ta, tb = cases[ci].tb, act = cases[ci].act;
+        bool gemm = tb, bias = cases[ci].bias, res = cases[ci].res;
+        int64_t da[3] = {Bt, ta ? K : M, ta ? M : K}, db[2] = {tb ? N : K, tb ? K : N}, dn[1] = {N};
+        int64_t dc[3] = {Bt, M, N};
+        int ra = Bt > 1 ? 3 : 2;
+        wf_tensor *a = randn(WF_F32, ra, Bt > 1 ? da : da + 1, &seed), *b = randn(WF_F32, 2, db, &seed);
+        wf_tensor *bv = randn(WF_F32, 1, dn, &seed), *r = randn(WF_F32, ra, Bt > 1 ? dc : dc + 1, &seed);
+        float *A = a->data;
+        if (M > 2) {
+            A[ta ? 0 * M + 1 : 1 * K + 0] = NAN;     /* row 1 */
+            A[ta ? 0 * M + 2 : 2 * K + 0] = INFINITY; /* row 2 */
+        }
+        wf_tensor *ins[4] = {a, b, bv, r};
+        kc c;
+        if (gemm) {
+            kc_init(&c, "Gemm", WF_F32, ins, bias ? 3 : 2);
+            ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transB"))->i = 1;
+        } else {
+            kc_init(&c, "MatMul", WF_F32, ins, res ? 4 : 3);
+            ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transpose_a"))->i = ta;
+            if (bias) c.k.fused_bias = 2;
+            if (res) c.k.fused_residual = 3;
+        }
+        c.k.fused_act = act;
+        wf__dn_stats s0, s1;
+        wf__dn_stats_get(&s0);
+        wf_tensor *y = kc_run(&c);
+        wf__dn_stats_get(&s1);
+        bool small = Bt * M * K * N <= 16384;
+        CHECK_INT(s1.mm_small - s0.mm_small, on && small ? 1 : 0);
+        CHECK(y && y->size == Bt * M * N);
+        int bad = 0, nan_rows = 0;
+        const float *Bd = b->data, *bd = bv->data, *R = r->data, *yd = y ? y->data : NULL;
+        for (int64_t p = 0; yd && p < Bt; p++)
+            for (int64_t i = 0; i < M; i++) {
+                bool row_nan = true;
+                for (int64_t j = 0; j < N; j++) {
+                    double acc = 0, mag = 0;
+                    for (int64_t q = 0; q < K; q++) {
+                        double t = (double)A[p * M * K + (ta ? q * M + i : i * K + q)] * Bd[tb ? j * K + q : q * N + j];
+                        acc += t, mag += fabs(t);
+                    }
+                    if (bias) acc += bd[j], mag += fabs(bd[j]);
+                    if (res && !gemm) acc += R[(p * M + i) * N + j], mag += fabs(R[(p * M + i) * N + j]);
+                    double want = act == WF__ACT_RELU ? (acc > 0 || isnan(acc) ? acc : 0)
+                                  : act == WF__ACT_GELU ? gelu_ref(acc)
+                                  : act == WF__ACT_TANH ? tanh(acc) : acc;
+                    double got = yd[(p * M + i) * N + j];
+                    row_nan &= isnan(got);
+                    if (isnan(want)) bad += !isnan(got);
+                    else if (isinf(want)) bad += got != want;
+                    else bad += !(fabs(got - want) <= 1e-5 * (1 + (isfinite(mag) ? mag : 0)));
+                }
+                nan_rows += row_nan;
+            }
+        if (bad) printf("matmul_small case %zu: %d mismatches\n", ci, bad);
+        CHECK_INT(bad, 0);
+        CHECK_INT(nan_rows, M > 2 ? 1 : 0); /* row 1 of the first matrix: its NaN reaches each of its outputs, no other row's */
+        wf_tensor_free(y);
+        kc_done(&c);
+        wf_tensor_free(a);
+        wf_tensor_free(b);
+        wf_tensor_free(bv);
+        wf_tensor_free(r);
+    }
+}
+
 static void test_dwconv_direct(void)
 {
     unsigned seed = 61;
@@ -1904,6 +1993,7 @@ int main(void)
     RUN_TEST(test_matmul_gemm_pack);
     RUN_TEST(test_same_bytes);
     RUN_TEST(test_conv_gemv);
+    RUN_TEST(test_matmul_small);
     RUN_TEST(test_dwconv_direct);
     RUN_TEST(test_conv_winograd);
     RUN_TEST(test_state_once_and_variable);

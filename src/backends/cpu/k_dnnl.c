@@ -42,6 +42,7 @@ void wf__dn_stats_get(wf__dn_stats *out)
     out->wino = wf__wino_runs(&out->wino4);
     out->gpack = wf__mm_gpack_runs();
     out->conv_gemv = wf__conv_gemv_runs();
+    out->mm_small = wf__mm_small_runs();
 }
 
 void wf__dn_count_wpack(void) { atomic_fetch_add(&g_wpacks, 1); }

@@ -166,6 +166,7 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
 int64_t wf__wino_runs(int64_t *f4);
 /* MatMuls run through oneDNN's packed GEMM (k_dnnl_matmul.c), and whether this libdnnl has its entry points. */
 int64_t wf__mm_gpack_runs(void);
+int64_t wf__mm_small_runs(void); /* f32 MatMuls and Gemms run as the small plain loop (k_dnnl_matmul.c) */
 int64_t wf__conv_gemv_runs(void);
 bool wf__mm_gpack_linked(void);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the

@@ -469,24 +469,86 @@ MM_REF(mm_ref_f64, double, double)
 MM_REF(mm_ref_i32, int32_t, uint64_t)
 MM_REF(mm_ref_i64, int64_t, uint64_t)
 
-static void mm_ref(wf__kctx *k, const mm_geom *g, wf_dtype t, const void *a, const void *b, void *c)
+/* The strides of a, b and the batch dims of g (row-major, ta/tb as the geometry says) */
+static void mm_ref_setup(const mm_geom *g, const void *a, const void *b, void *c, mm_ref_arg *r)
 {
-    mm_ref_arg r = {.g = g, .a = a, .b = b, .c = c};
+    *r = (mm_ref_arg){.g = g, .a = a, .b = b, .c = c};
     int64_t amat = g->m * g->kdim, bmat = g->kdim * g->n, sa = amat, sb = bmat;
     for (int i = g->nb - 1; i >= 0; i--) {
-        r.a_bs[i] = g->abat[i] == 1 ? 0 : sa;
-        r.b_bs[i] = g->bbat[i] == 1 ? 0 : sb;
+        r->a_bs[i] = g->abat[i] == 1 ? 0 : sa;
+        r->b_bs[i] = g->bbat[i] == 1 ? 0 : sb;
         sa *= g->abat[i];
         sb *= g->bbat[i];
     }
-    r.sam = g->ta ? 1 : g->kdim;
-    r.sak = g->ta ? g->m : 1;
-    r.sbk = g->tb ? 1 : g->n;
-    r.sbn = g->tb ? g->kdim : 1;
+    r->sam = g->ta ? 1 : g->kdim;
+    r->sak = g->ta ? g->m : 1;
+    r->sbk = g->tb ? 1 : g->n;
+    r->sbn = g->tb ? g->kdim : 1;
+}
+
+static void mm_ref(wf__kctx *k, const mm_geom *g, wf_dtype t, const void *a, const void *b, void *c)
+{
+    mm_ref_arg r;
+    mm_ref_setup(g, a, b, c, &r);
     int64_t rows = g->batch * g->m, work = g->n * g->kdim;
     int64_t grain = work > 0 ? 32768 / work + 1 : 1024;
     wf__range_fn fn = t == WF_F64 ? mm_ref_f64 : t == WF_I32 ? mm_ref_i32 : mm_ref_i64;
     wf__parallel_for(k, rows, grain, fn, &r);
+}
+
+/*
+ * f32 products of at most MM_SMALL_MACS multiply-adds (a classifier's last Gemm on a few rows, such as
+ * bench_lstm's [8 x 128] x [128 x 10]) as a plain loop on the calling thread. oneDNN's call costs a fixed
+ * 6-11 us there (traced minima in bench_lstm's model on Zen 3: the primitive 6-7, the packed GEMM 10.8)
+ * against about 1 for the loop. Where A's rows and B's columns are both contiguous along K (A as stored,
+ * B transposed: Gemm's transB) the outputs are dot products; otherwise each row of C is a sum of B's rows
+ * scaled by A's values. A fused residual is in C already and is added to; the bias and the activation
+ * follow (wf__dn_epilogue). WEFT_CPU_GEMM_SMALL=0 keeps oneDNN's paths (tests, A/B measurements).
+ */
+#define MM_SMALL_MACS 16384
+
+static bool mm_small_takes(const mm_geom *g)
+{
+    static atomic_int off = -1;
+    int o = atomic_load_explicit(&off, memory_order_relaxed);
+    if (o < 0) {
+        const char *e = getenv("WEFT_CPU_GEMM_SMALL");
+        atomic_store_explicit(&off, o = e && !strcmp(e, "0"), memory_order_relaxed);
+    }
+    return !o && g->batch * g->m * g->n * g->kdim <= MM_SMALL_MACS;
+}
+
+static atomic_int_least64_t g_small_runs;
+
+int64_t wf__mm_small_runs(void) { return atomic_load(&g_small_runs); }
+
+WF__VEC static void mm_small(const mm_ref_arg *r, bool sum)
+{
+    const float *a = r->a, *b = r->b;
+    float *c = r->c;
+    int64_t m = r->g->m, n = r->g->n, kd = r->g->kdim, rows = r->g->batch * m;
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t ao, bo;
+        mm_offsets(r, row / m, &ao, &bo);
+        const float *ap = a + ao + row % m * r->sam, *bp = b + bo;
+        float *cr = c + row * n;
+        if (r->sak == 1 && r->sbk == 1) {
+            for (int64_t j = 0; j < n; j++) {
+                const float *bj = bp + j * r->sbn;
+                float acc = 0;
+                _Pragma("omp simd reduction(+ : acc)") for (int64_t q = 0; q < kd; q++) acc += ap[q] * bj[q];
+                cr[j] = (sum ? cr[j] : 0.0f) + acc;
+            }
+            continue;
+        }
+        if (!sum) memset(cr, 0, sizeof(float) * (size_t)n);
+        for (int64_t q = 0; q < kd; q++) {
+            float aq = ap[q * r->sak];
+            const float *bq = bp + q * r->sbk;
+            if (r->sbn == 1) _Pragma("omp simd") for (int64_t j = 0; j < n; j++) cr[j] += aq * bq[j];
+            else for (int64_t j = 0; j < n; j++) cr[j] += aq * bq[j * r->sbn];
+        }
+    }
 }
 
 /* Matrix product of a and b into a new output 0 of a's dtype, honouring a fused bias/activation and, for
@@ -532,6 +594,14 @@ static wf_status *matmul_core(wf__kctx *k, const wf_tensor *a, const wf_tensor *
     if (t == WF_F64 || t == WF_I32 || t == WF_I64) {
         mm_ref(k, g, t, a->data, b->data, o->data);
         wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha, k->fused_beta);
+        return NULL;
+    }
+    if (t == WF_F32 && mm_small_takes(g)) {
+        mm_ref_arg r;
+        mm_ref_setup(g, a->data, b->data, o->data, &r);
+        mm_small(&r, res != NULL);
+        wf__dn_epilogue(o->data, t, rows, g->n, 1, bp, act, alpha, k->fused_beta);
+        atomic_fetch_add(&g_small_runs, 1);
         return NULL;
     }
     if (t == WF_F32)
