@@ -166,10 +166,11 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             rc=$?; tail -n 1 build/test_dnnl_lstm_avx2.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_dnnl_lstm_avx2.log | head -20
             result "release:test_dnnl:lstm-avx2" $rc build/test_dnnl_lstm_avx2.log
         fi
-        # every MatMul and Gemm through oneDNN again, the small ones too (k_dnnl_matmul.c's plain loop off)
-        WEFT_CPU_GEMM_SMALL=0 timeout 600 build/tests/test_dnnl >build/test_dnnl_gemm_small_off.log 2>&1
-        rc=$?; tail -n 1 build/test_dnnl_gemm_small_off.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_dnnl_gemm_small_off.log | head -20
-        result "release:test_dnnl:gemm-small-off" $rc build/test_dnnl_gemm_small_off.log
+        # every MatMul, Gemm and convolution through oneDNN's primitives again: the small products' plain loop
+        # (k_dnnl_matmul.c) and the small maps' GEMM (k_conv_gemm.c) off
+        WEFT_CPU_GEMM_SMALL=0 WEFT_CPU_CONV_GEMM=0 timeout 600 build/tests/test_dnnl >build/test_dnnl_gemm_off.log 2>&1
+        rc=$?; tail -n 1 build/test_dnnl_gemm_off.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_dnnl_gemm_off.log | head -20
+        result "release:test_dnnl:gemm-paths-off" $rc build/test_dnnl_gemm_off.log
         note "include layout (scripts/check-layout.sh): no include points backwards along the pipeline"
         { sh scripts/check-layout.sh --self-test && sh scripts/check-layout.sh; } >build/check-layout.log 2>&1
         rc=$?; tail -n 1 build/check-layout.log; [ $rc -ne 0 ] && head -30 build/check-layout.log

@@ -1427,6 +1427,131 @@ static void test_conv_winograd(void)
     }
 }
 
+/* Convolutions over small maps as one packed GEMM (k_conv_gemm.c: N OH OW <= 64, 256 or more output
+ * channels and multiply-adds a pixel) against the definition in f64: 3x3 and 1x1, stride 2, dilation 2,
+ * batch 2, with and without a bias, a fused residual, Relu (in the scatter) and Sigmoid (a pass after),
+ * blocked and plain layouts and each mixed way; a NaN and an Inf in x land where the definition puts them;
+ * a weight that is not finite, or 128 output channels, keep the direct kernel (the counter stays). Every
+ * allocation failed in turn: OUT_OF_MEMORY or the same bytes, no leak. WEFT_CPU_CONV_GEMM=0 keeps the
+ * direct kernel everywhere and passes the same checks. */
+static void test_conv_gemm(void)
+{
+    int cb = wf__dn_channel_block();
+    const char *off = getenv("WEFT_CPU_CONV_GEMM");
+    bool on = !(off && !strcmp(off, "0")) && wf__mm_gpack_linked();
+    static const struct {
+        int64_t n, c, h, w, o, k, s, pad, dil;
+        bool bias, res;
+        int act;
+        bool in_blk, out_blk, nonfinite_x, nonfinite_w, taken;
+    } cases[] = {
+        {1, 32, 7, 7, 256, 3, 1, 1, 1, true, false, WF__ACT_RELU, true, true, false, false, true},
+        {1, 256, 7, 7, 256, 1, 1, 0, 1, true, true, WF__ACT_RELU, true, true, false, false, true},
+        {1, 64, 13, 13, 256, 3, 2, 1, 1, false, false, WF__ACT_NONE, true, true, false, false, true},
+        {2, 32, 4, 5, 256, 3, 1, 1, 1, true, false, WF__ACT_SIGMOID, false, false, false, false, true},
+        {1, 32, 9, 9, 256, 3, 1, 1, 2, true, false, WF__ACT_NONE, false, true, false, false, true},
+        {1, 256, 7, 7, 256, 1, 1, 0, 1, false, true, WF__ACT_RELU, true, false, false, false, true},
+        {1, 256, 7, 7, 256, 1, 1, 0, 1, false, true, WF__ACT_RELU, false, false, false, false, true},
+        {1, 32, 7, 7, 256, 3, 1, 1, 1, true, false, WF__ACT_RELU, true, true, true, false, true},
+        {1, 32, 7, 7, 256, 3, 1, 1, 1, true, false, WF__ACT_NONE, true, true, false, true, false},
+        {1, 256, 7, 7, 128, 1, 1, 0, 1, true, false, WF__ACT_NONE, true, true, false, false, false},
+    };
+    unsigned seed = 97;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int64_t N = cases[ci].n, C = cases[ci].c, H = cases[ci].h, W = cases[ci].w, O = cases[ci].o, KS = cases[ci].k;
+        int64_t S = cases[ci].s, PD = cases[ci].pad, D = cases[ci].dil;
+        int64_t OH = (H + 2 * PD - D * (KS - 1) - 1) / S + 1, OW = (W + 2 * PD - D * (KS - 1) - 1) / S + 1;
+        bool in_blk = cases[ci].in_blk && cb >= 8, out_blk = cases[ci].out_blk && cb >= 8;
+        int64_t dx[4] = {N, C, H, W}, dw[4] = {O, C, KS, KS}, db[1] = {O}, dr[4] = {N, O, OH, OW};
+        int64_t pads[4] = {PD, PD, PD, PD}, st[2] = {S, S}, dl[2] = {D, D};
+        wf_tensor *x = randn(WF_F32, 4, dx, &seed), *w = randn(WF_F32, 4, dw, &seed), *b = randn(WF_F32, 1, db, &seed);
+        wf_tensor *res = cases[ci].res ? randn(WF_F32, 4, dr, &seed) : NULL;
+        float *X = x->data, *Wt = w->data;
+        if (cases[ci].nonfinite_x) X[(5 * H + 3) * W + 4] = NAN, X[(17 * H + 1) * W + 2] = INFINITY;
+        if (cases[ci].nonfinite_w) Wt[3 * C * KS * KS + 5] = -INFINITY;
+        w->version = wf__tensor_new_version();
+        int64_t ny = N * O * OH * OW;
+        double *ref = malloc(sizeof(double) * (size_t)ny), *mag = malloc(sizeof(double) * (size_t)ny);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t o = 0; o < O; o++)
+                for (int64_t i = 0; i < OH; i++)
+                    for (int64_t j = 0; j < OW; j++) {
+                        double acc = cases[ci].bias ? ((const float *)b->data)[o] : 0.0, sz = fabs(acc);
+                        for (int64_t c = 0; c < C; c++)
+                            for (int64_t a = 0; a < KS; a++)
+                                for (int64_t e = 0; e < KS; e++) {
+                                    int64_t ih = i * S - PD + a * D, iw = j * S - PD + e * D;
+                                    if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+                                        double t = (double)Wt[((o * C + c) * KS + a) * KS + e] * X[((n * C + c) * H + ih) * W + iw];
+                                        acc += t, sz += fabs(t);
+                                    }
+                                }
+                        int64_t at = ((n * O + o) * OH + i) * OW + j;
+                        if (res) acc += ((const float *)res->data)[at], sz += fabs(((const float *)res->data)[at]);
+                        mag[at] = sz;
+                        if (cases[ci].act == WF__ACT_RELU) acc = isnan(acc) ? acc : acc > 0 ? acc : 0;
+                        if (cases[ci].act == WF__ACT_SIGMOID) acc = 1 / (1 + exp(-acc));
+                        ref[at] = acc;
+                    }
+        if (in_blk) to_blocked(x, cb, false);
+        if (res && out_blk) to_blocked(res, cb, false);
+        wf_tensor *in[4] = {x, w, cases[ci].bias ? b : res, res};
+        int n_in = 2 + cases[ci].bias + (res != NULL);
+        kc c;
+        kc_init(&c, "Conv2D", WF_F32, in, n_in);
+        kc_set_ints(&c, "pads", pads, 4);
+        kc_set_ints(&c, "strides", st, 2);
+        kc_set_ints(&c, "dilations", dl, 2);
+        c.k.in_blocked = (in_blk ? 1u : 0u) | (res && out_blk ? 1u << (n_in - 1) : 0u);
+        c.k.out_blocked = out_blk;
+        c.k.fused_act = cases[ci].act;
+        if (res) c.k.fused_residual = n_in - 1;
+        wf__dn_stats s0, s1;
+        wf__dn_stats_get(&s0);
+        wf_tensor *y = kc_run(&c);
+        wf__dn_stats_get(&s1);
+        bool taken = on && cases[ci].taken && (in_blk == cases[ci].in_blk && out_blk == cases[ci].out_blk);
+        CHECK_INT(s1.conv_gemm - s0.conv_gemm, taken ? 1 : 0);
+        int bad = 0, nonfinite = 0;
+        double worst = 0;
+        if (y) {
+            wf_tensor *yc = NULL;
+            CHECK_OK(wf_tensor_new(WF_F32, 4, y->dims, y->data, &yc));
+            if (yc) {
+                if (out_blk) to_blocked(yc, cb, true);
+                const float *Y = yc->data;
+                for (int64_t i = 0; i < yc->size; i++) {
+                    if (!isfinite(ref[i])) {
+                        nonfinite++;
+                        bad += isnan(ref[i]) ? !isnan(Y[i]) : Y[i] != ref[i];
+                    } else {
+                        double e = fabs(Y[i] - ref[i]) / (mag[i] + 1e-30);
+                        worst = e > worst ? e : worst;
+                        bad += !(e <= 1e-6);
+                    }
+                }
+            }
+            wf_tensor_free(yc);
+        }
+        CHECK_INT(bad, 0);
+        if (cases[ci].nonfinite_x || cases[ci].nonfinite_w) CHECK(nonfinite > 0);
+        if (ci == 1) {
+            long named = oom_sweep(&c, y, "GEMM Conv2D", "on CPU:0");
+            CHECK(named > 0);
+        }
+        printf("conv_gemm case %zu: %s, %d non-finite outputs, %d mismatches, largest error %.2g of the terms' size\n",
+               ci, taken ? "one GEMM" : "the direct kernel", nonfinite, bad, worst);
+        wf_tensor_free(y);
+        kc_done(&c);
+        free(ref);
+        free(mag);
+        wf_tensor_free(x);
+        wf_tensor_free(w);
+        wf_tensor_free(b);
+        wf_tensor_free(res);
+    }
+}
+
 /* A 1x1 convolution over 1x1 maps (k_dnnl_conv.c's conv_gemv: dot products of W's rows, a squeeze-and-
  * excitation block's shapes among them) against the definition in f64: with and without a bias, each
  * fused activation it applies (Sigmoid and Tanh through the nodes' loops, the others through
@@ -1996,6 +2121,7 @@ int main(void)
     RUN_TEST(test_matmul_small);
     RUN_TEST(test_dwconv_direct);
     RUN_TEST(test_conv_winograd);
+    RUN_TEST(test_conv_gemm);
     RUN_TEST(test_state_once_and_variable);
     RUN_TEST(test_lstm_state_once);
     RUN_TEST(test_lstm_own_threads);

@@ -43,6 +43,7 @@ void wf__dn_stats_get(wf__dn_stats *out)
     out->gpack = wf__mm_gpack_runs();
     out->conv_gemv = wf__conv_gemv_runs();
     out->mm_small = wf__mm_small_runs();
+    out->conv_gemm = wf__conv_gemm_runs();
 }
 
 void wf__dn_count_wpack(void) { atomic_fetch_add(&g_wpacks, 1); }

@@ -172,6 +172,26 @@ bool wf__mm_gpack_linked(void);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
  * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */
 uint32_t wf__dn_fast_dtypes(char *note, size_t cap);
+/* Convolutions over small output maps as one packed GEMM (k_conv_gemm.c): f32, ungrouped, x [n, c, h, w]
+ * and y [n, oc, oh, ow] each plain or channel-blocked as k->in_blocked / out_blocked say. */
+typedef struct wf__conv_gemm_geom {
+    int64_t n, c, h, w, oc, oh, ow, kh, kw;
+    wf__nn_window win;
+} wf__conv_gemm_geom;
+/* Whether the convolution is one it takes (and WEFT_CPU_CONV_GEMM is not 0). */
+bool wf__conv_gemm_takes(const wf__kctx *k, const wf__conv_gemm_geom *g);
+/* y = conv(x, w) + bias (may be NULL), + what y holds when sum, then act. *done false (and nothing written)
+ * when a weight is not finite: the caller then runs the direct kernel. */
+wf_status *wf__conv_gemm(wf__kctx *k, const wf__conv_gemm_geom *g, const float *x, const float *w, uint64_t wver,
+                         const float *bias, float *y, bool sum, int act, bool *done);
+int64_t wf__conv_gemm_runs(void);
+/* oneDNN's packed sgemm for a constant left operand (k_dnnl_matmul.c): w row-major [m][k] packed once,
+ * then C (column-major [m x n], ldc m) = w B (B column-major [k x n], ldb k). wf__sgemm_w_bytes is 0 where
+ * this libdnnl lacks the entry points or refuses the shape; the others return oneDNN's status. */
+size_t wf__sgemm_w_bytes(int64_t m, int64_t n, int64_t k);
+int wf__sgemm_w_pack(int64_t m, int64_t n, int64_t k, const float *w, void *dst);
+int wf__sgemm_w_compute(int64_t m, int64_t n, int64_t k, const void *packed, const float *b, float *c);
+
 /* The 4-D tag of wf__dn_channel_block's layout (k_dnnl_stats.h): nChw16c, nChw8c or nhwc. */
 dnnl_format_tag_t wf__dn_blocked_tag(void);
 /* The fused bias input chosen by the lowering pass, or NULL. */

@@ -566,6 +566,12 @@ wf_status *wf__dn_k_conv(wf__kctx *k)
          * no brgemm kernel for it and takes an im2col GEMM, which ran the Fashion-MNIST CNN's 1 -> 32
          * layer 1.5x slower than f32 */
         if (t == WF_F32) {
+            wf__conv_gemm_geom cg = {g.n, g.c, g.h, g.w, g.oc, g.win.out[0], g.win.out[1], g.kh, g.kw, g.win};
+            bool cdone = false;
+            if (g.g == 1 && wf__conv_gemm_takes(k, &cg) &&
+                ((s = wf__conv_gemm(k, &cg, x->data, w->data, w->version, bias, y->data, res != NULL, act, &cdone)) ||
+                 cdone))
+                goto done;
             wf__wino_geom wg = {g.n, g.c, g.h, g.w, g.oc, g.win.out[0], g.win.out[1], g.win.pb[0], g.win.pb[1]};
             bool wdone = false;
             if (wf__wino_takes(k, &wg, g.g, g.kh, g.kw, &g.win) &&

@@ -130,6 +130,28 @@ int64_t wf__mm_gpack_runs(void) { return atomic_load(&g_gpack_runs); }
 
 bool wf__mm_gpack_linked(void) { return mm_gp_size && mm_gp_pack && mm_gp_compute; }
 
+size_t wf__sgemm_w_bytes(int64_t m, int64_t n, int64_t k)
+{
+    if (!wf__mm_gpack_linked() || m < 1 || n < 1 || k < 1) return 0;
+    mm_dim M = m, N = n, K = k, lda = k, ldb = k;
+    size_t bytes = 0;
+    bool pack = false;
+    return mm_gp_size("A", "T", "N", &M, &N, &K, &lda, &ldb, &bytes, &pack) ? 0 : bytes;
+}
+
+int wf__sgemm_w_pack(int64_t m, int64_t n, int64_t k, const float *w, void *dst)
+{
+    mm_dim M = m, N = n, K = k, lda = k, ldb = k;
+    return mm_gp_pack("A", "T", "N", &M, &N, &K, &lda, &ldb, w, dst);
+}
+
+int wf__sgemm_w_compute(int64_t m, int64_t n, int64_t k, const void *packed, const float *b, float *c)
+{
+    mm_dim M = m, N = n, K = k, lda = k, ldb = k, ldc = m;
+    float beta = 0.0f;
+    return mm_gp_compute("P", "N", &M, &N, &K, packed, &lda, b, &ldb, &beta, c, &ldc);
+}
+
 /* The column-major call for d (2-D, row-major C): C^T [N, M] = B^T [N, K] A^T [K, M]. */
 typedef struct mm_gp_geom {
     mm_dim m, n, k, lda, ldb, ldc;

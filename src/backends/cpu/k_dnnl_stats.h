@@ -19,6 +19,7 @@ typedef struct wf__dn_stats {
     int64_t wino, wino4; /* convolutions the Winograd kernel ran (k_conv_wino.c), and of them as F(4x4, 3x3) */
     int64_t gpack;       /* MatMuls and Gemms run through oneDNN's packed GEMM (k_dnnl_matmul.c) */
     int64_t conv_gemv;   /* 1x1 convolutions over 1x1 maps run as dot products (k_dnnl_conv.c) */
+    int64_t conv_gemm;   /* convolutions over small maps run as one packed GEMM (k_conv_gemm.c) */
     int64_t mm_small;    /* f32 MatMuls and Gemms of a few thousand multiply-adds run as a plain loop (k_dnnl_matmul.c) */
 } wf__dn_stats;
 void wf__dn_stats_get(wf__dn_stats *out);
