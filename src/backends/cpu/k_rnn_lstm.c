@@ -9,9 +9,15 @@
  *  - W, R, the summed biases and the peepholes are packed once per content version (k_rnn.c's versioned
  *    weight cache) into panels of V hidden units (V = one vector: 16 with AVX-512, 8 with AVX2) whose four
  *    gates sit side by side, P[chunk][k][gate][V], zero-padded to whole chunks;
- *  - a step computes bias + x_t W^T + h_{t-1} R^T for a tile of batch rows and one chunk in registers (no
- *    separate input projection: each thread keeps its chunks' panels in its own cache for every step) and
- *    applies the cell there, so the gates' pre-activations never go to memory;
+ *  - each thread first computes bias + x_t W^T for its rows and chunks of every step (no step depends on
+ *    another: a chunk's W panel stays in L1 across 256 rows), then runs the steps, each adding h_{t-1} R^T
+ *    for a tile of batch rows and one chunk in registers and applying the cell there, so the gates'
+ *    pre-activations go to memory once (the projection) and only R's panels are read at every step.
+ *    The projection inside the steps (one pass over W and R a step) had left a step's panels at 24 KB a
+ *    chunk (past L1 with its rows) and every multiply-add in the lock-step part: in the host's noisy
+ *    spells, when the two vCPUs' cores are shared, bench_lstm's classifier ran 1.2-1.6 ms against ONNX
+ *    Runtime's 1.0-1.3 (which projects first too); projecting first, 2 threads, 10 interleaved rounds:
+ *    geometric mean of the medians 1.31 -> 1.21 ms (ORT 1.16), best p10 (a quiet spell) 0.78 ms (ORT 0.79);
  *  - the intra-op threads split the batch rows, independent sequences that need no barrier; a batch under
  *    4 rows a thread splits the chunks instead, and the threads meet at a spinning barrier after each step
  *    (an OpenMP barrier with the passive wait policy weft sets costs tens of microseconds; a step a few).
@@ -99,6 +105,8 @@ static int ls_lanes(void)
  * large input GEMM pays for its per-step cost.
  */
 #define LS_MAX_BATCH 64
+/* rows of x a thread projects at a time (pointers on its stack) */
+#define LS_XBLOCK 256
 #define LS_MAX_WEIGHT_BYTES (1 << 20)
 
 /* Packed floats of one direction: nc chunks of V lanes. */
@@ -119,7 +127,7 @@ typedef struct ls_pack_arg {
     int64_t V;
 } ls_pack_arg;
 
-/* ONNX W [D][4H][K] (gates i, o, f, c) to [nc][K][4][V] per direction, zero past H */
+/* ONNX W or R [4H][K] (gates i, o, f, c) to [nc][K][4][V], zero past H: a chunk's panel */
 static void ls_panels(const float *M, float *out, int64_t H, int64_t K, int64_t V)
 {
     int64_t nc = (H + V - 1) / V;
@@ -198,13 +206,13 @@ typedef struct ls_run {
     const char *wbuf;
     const float *X, *h0, *c0;
     float *Y, *Yh, *Yc, *hbuf, *cbuf; /* hbuf [2][N][Hp], cbuf [N][Hp] */
+    float *xp;                        /* [D][S N][nc][4][V]: bias + x_t W^T, rows as X's */
     const float **xr;                 /* [threads][N] row pointers */
     ls_bar bar;
     int team;                         /* the threads that ran it */
 } ls_run;
 
-/* offsets of [t][b] in X, [t][d][b] in Y and [d][b] in the states, for the layout */
-static int64_t ls_x(const wf__lstm_dims *d, int64_t t, int64_t b) { return (d->layout ? b * d->seq + t : t * d->batch + b) * d->in; }
+/* offsets of [t][d][b] in Y and [d][b] in the states, for the layout */
 static int64_t ls_y(const wf__lstm_dims *d, int64_t t, int64_t dir, int64_t b)
 {
     return (d->layout ? (b * d->seq + t) * d->nd + dir : (t * d->nd + dir) * d->batch + b) * d->hs;
@@ -226,12 +234,14 @@ static void ls_thread(void *arg, int tid, int T)
     else c0 = nc * tid / T, c1 = nc * (tid + 1) / T;
     int64_t j0 = c0 * V, j1 = c1 * V < H ? c1 * V : H;
     int B = u->by_rows ? 1 : T; /* threads that meet at the barrier */
-    const float **xr = u->xr + tid * N;
+    const float **xr = u->xr + tid * N, *xq[LS_XBLOCK];
+    float *xo[LS_XBLOCK];
     int phase = 0;
     if (tid == 0) u->team = T;
     for (int64_t dir = 0; dir < d->nd; dir++) {
         const float *o = (const float *)u->wbuf + dir * ls_dir_floats(d, V);
         ls_dir D = {I, H, o, o + nc * V * 4 * I, o + nc * V * 4 * (I + H), o + nc * V * 4 * (I + H) + nc * 4 * V};
+        float *xp = u->xp + dir * S * N * Hp * 4;
         bool rev = d->nd == 2 ? dir == 1 : d->reverse;
         /* this thread's part of the initial state; the padding is zero */
         for (int64_t b = b0; b < b1; b++) {
@@ -241,12 +251,24 @@ static void ls_thread(void *arg, int tid, int T)
             if (u->h0) memcpy(h + j0, u->h0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
             if (u->c0) memcpy(c + j0, u->c0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
         }
+        /* bias + x_t W^T of this thread's rows and chunks for every step first (no step depends on
+         * another), LS_XBLOCK rows at a time so that a chunk's W panel stays in L1 across them */
+        for (int64_t q0 = 0; q0 < S * (b1 - b0); q0 += LS_XBLOCK) {
+            int64_t nq = S * (b1 - b0) - q0 < LS_XBLOCK ? S * (b1 - b0) - q0 : LS_XBLOCK;
+            for (int64_t q = 0; q < nq; q++) {
+                int64_t t = (q0 + q) / (b1 - b0), b = b0 + (q0 + q) % (b1 - b0), row = d->layout ? b * S + t : t * N + b;
+                xq[q] = u->X + row * I;
+                xo[q] = xp + row * Hp * 4;
+            }
+            if (V == 16) xstep_avx512(&D, c0, c1, nq, xq, xo);
+            else xstep_avx2(&D, c0, c1, nq, xq, xo);
+        }
         ls_wait(&u->bar, B, &phase);
         for (int64_t s = 0; s < S; s++) {
             int64_t t = rev ? S - 1 - s : s;
             const float *hp = u->hbuf + (s & 1) * N * Hp;
             float *hn = u->hbuf + ((s + 1) & 1) * N * Hp;
-            for (int64_t b = b0; b < b1; b++) xr[b] = u->X + ls_x(d, t, b);
+            for (int64_t b = b0; b < b1; b++) xr[b] = xp + (d->layout ? b * S + t : t * N + b) * Hp * 4;
             if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
             else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
             for (int64_t b = b0; b < b1; b++)
@@ -264,12 +286,14 @@ static void ls_thread(void *arg, int tid, int T)
 #endif
 
 /*
- * Whether threads may split the batch rows (no barrier; every thread streams all of a direction's weights
- * each step) rather than the chunks (each its share of the weights, a barrier a step). By rows while the
- * weights stay in a core's L2 with room to spare; past that each step reads them from L3 on every core at
- * once, and splitting the chunks keeps each thread's share in its own L2. bench_lstm's classifier (batch 8,
- * 393 and 524 KB a layer) on Zen 3 (512 KB L2), 2 threads, interleaved: rows 1.07-1.36 ms (medians), best
- * p10 0.92; chunks 1.09-1.32, best p10 0.84. WEFT_CPU_LSTM_SPLIT=rows or chunks forces one (tests).
+ * Whether threads may split the batch rows (no barrier; every thread streams all of a direction's R panels
+ * each step) rather than the chunks (each its share of them, a barrier a step). By rows while the panels
+ * stay in a core's L2 with room to spare; past that each step reads them from L3 on every core at once,
+ * and splitting the chunks keeps each thread's share in its own L2. bench_lstm's classifier (batch 8, then
+ * 393 and 524 KB of W and R a layer, the projection inside the steps) on Zen 3 (512 KB L2), 2 threads,
+ * interleaved: rows 1.07-1.36 ms (medians), best p10 0.92; chunks 1.09-1.32, best p10 0.84. With the
+ * projection first (260 KB of R panels a layer, just past half the L2): chunks 1.21 ms (geometric mean of
+ * 10 noisy medians), best p10 0.776; rows 1.23, 0.782. WEFT_CPU_LSTM_SPLIT=rows or chunks forces one (tests).
  */
 static bool ls_split_rows(int64_t weight_bytes)
 {
@@ -314,15 +338,16 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
     /* each thread's share of the batch at least a register tile's rows, and a direction's packed weights
      * within half a core's L2: split the batch, else the chunks (ls_split_rows) */
     int threads = wf__kctx_threads(k);
-    bool by_rows = N >= (int64_t)threads * 4 && ls_split_rows(sizeof(float) * ls_dir_floats(d, V));
+    bool by_rows = N >= (int64_t)threads * 4 && ls_split_rows(sizeof(float) * nc * V * (4 * H + 7));
     if (!by_rows && threads > nc) threads = (int)nc;
     if (threads < 1) threads = 1;
     float *abuf = NULL;
-    size_t fl = (size_t)(3 * N * Hp), rows = (size_t)(threads * N);
+    int64_t SN = d->seq * N, G = 4 * Hp;
+    size_t fl = (size_t)(3 * N * Hp + D * SN * G), rows = (size_t)(threads * N);
     if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sizeof(float) * fl + sizeof(float *) * rows, (void **)&abuf))) goto done;
     ls_run u = {d, V, Hp, nc, by_rows, wbuf, k->in[0]->data, wf__ko2_has(k, 5) ? k->in[5]->data : NULL,
                 wf__ko2_has(k, 6) ? k->in[6]->data : NULL, Y->data, Yh ? Yh->data : NULL, Yc ? Yc->data : NULL,
-                abuf, abuf + 2 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, 1};
+                abuf, abuf + 2 * N * Hp, abuf + 3 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, 1};
     if (threads == 1) {
         ls_thread(&u, 0, 1);
     } else {

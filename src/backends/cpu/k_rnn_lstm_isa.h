@@ -71,48 +71,37 @@ LS_NAME(cell)(const LS_NAME(vf) a[4], LS_NAME(vf) pi, LS_NAME(vf) po, LS_NAME(vf
     *hr = (1.0f - Ec) * LS_NAME(recip)((1.0f + Eo) * (1.0f + Ec));
 }
 
-/* Gates [G0, G0 + LS_GP) of batch rows n0 .. n0 + NR - 1 of chunk c for one step: bias + x W^T + h R^T into
- * acc[r][G0 ..]. NR and G0 are constants at every call, so the pass's accumulators stay in registers:
- * AVX-512 takes the four gates of 4 rows in one pass (16 of 32 zmm); AVX2 two gates of 4 rows in each of
- * two passes (8 of 16 ymm), which reads a chunk's weights once per 4 rows instead of once per 2 (4 gates
- * of 2 rows): a step's weights come from L2 at half the rate, which was the bound. */
+/* Gates [G0, G0 + LS_GP) of NR rows of chunk c: init[r] + v_r P, where P is the chunk's panel of K rows
+ * ([K][4][V]), v_r the K values at src[r], and init[r] (chunk c's [4][V] in it) the bias for the input
+ * projection or row r's projection for a step. NR and G0 are constants at every call, so the pass's
+ * accumulators stay in registers: AVX-512 takes the four gates of 4 rows in one pass (16 of 32 zmm); AVX2
+ * two gates of 4 rows in each of two passes (8 of 16 ymm), which reads a chunk's weights once per 4 rows
+ * instead of once per 2 (4 gates of 2 rows): a step's weights come from L2 at half the rate, which was the
+ * bound. */
 __attribute__((always_inline, target(LS_TARGET))) static inline void
-LS_NAME(pass)(const int NR, const int G0, const ls_dir *D, int64_t c, const float *const *xr, const float *hr,
-              int64_t Hp, LS_NAME(vf) acc[][4])
+LS_NAME(pass)(const int NR, const int G0, const float *const *init, int64_t c, const float *panel, int64_t K,
+              const float *const *src, LS_NAME(vf) acc[][4])
 {
     typedef LS_NAME(vf) vf;
-    const int64_t I = D->in, H = D->hs;
     vf a[LS_ROWS][LS_GP];
-    const vf *b = (const vf *)(D->bias + c * 4 * LS_V) + G0;
     /* unrolled, so that a[][] lives in registers */
 #pragma GCC unroll 4
-    for (int r = 0; r < NR; r++)
+    for (int r = 0; r < NR; r++) {
+        const vf *b = (const vf *)(init[r] + c * 4 * LS_V) + G0;
 #pragma GCC unroll 4
         for (int g = 0; g < LS_GP; g++) a[r][g] = b[g];
-    const vf *w = (const vf *)(D->wp + c * I * 4 * LS_V) + G0;
-    for (int64_t k = 0; k < I; k++, w += 4) {
-        vf wv[LS_GP];
-#pragma GCC unroll 4
-        for (int g = 0; g < LS_GP; g++) wv[g] = w[g];
-        LS_KEEP(wv);
-#pragma GCC unroll 4
-        for (int r = 0; r < NR; r++) {
-            float x = xr[r][k];
-#pragma GCC unroll 4
-            for (int g = 0; g < LS_GP; g++) a[r][g] += x * wv[g];
-        }
     }
-    w = (const vf *)(D->rp + c * H * 4 * LS_V) + G0;
-    for (int64_t k = 0; k < H; k++, w += 4) {
+    const vf *w = (const vf *)(panel + c * K * 4 * LS_V) + G0;
+    for (int64_t k = 0; k < K; k++, w += 4) {
         vf wv[LS_GP];
 #pragma GCC unroll 4
         for (int g = 0; g < LS_GP; g++) wv[g] = w[g];
         LS_KEEP(wv);
 #pragma GCC unroll 4
         for (int r = 0; r < NR; r++) {
-            float h = hr[r * Hp + k];
+            float v = src[r][k];
 #pragma GCC unroll 4
-            for (int g = 0; g < LS_GP; g++) a[r][g] += h * wv[g];
+            for (int g = 0; g < LS_GP; g++) a[r][g] += v * wv[g];
         }
     }
 #pragma GCC unroll 4
@@ -121,8 +110,28 @@ LS_NAME(pass)(const int NR, const int G0, const ls_dir *D, int64_t c, const floa
         for (int g = 0; g < LS_GP; g++) acc[r][G0 + g] = a[r][g];
 }
 
+/* NR rows (a constant at every call) of chunk c: bias + x W^T from the x rows xr[r] into the rows xo[r]
+ * of the projections ([nc][4][V] each) */
+__attribute__((always_inline, target(LS_TARGET))) static inline void
+LS_NAME(xtile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, float *const *xo)
+{
+    typedef LS_NAME(vf) vf;
+    vf acc[LS_ROWS][4];
+    const float *bias[LS_ROWS];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) bias[r] = D->bias;
+    LS_NAME(pass)(NR, 0, bias, c, D->wp, D->in, xr, acc);
+#if LS_GP == 2
+    LS_NAME(pass)(NR, 2, bias, c, D->wp, D->in, xr, acc);
+#endif
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++)
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; g++) ((vf *)(xo[r] + c * 4 * LS_V))[g] = acc[r][g];
+}
+
 /* Batch rows n0 .. n0 + NR - 1 of chunk c for one step (NR a constant at every call): the four gates'
- * pre-activations (LS_NAME(pass)), then the cell. xr[r]: row r's input; hp: h_{t-1} rows of Hp floats;
+ * pre-activations (row r's projection xr[r] + h_{t-1} R^T), then the cell. hp: h_{t-1} rows of Hp floats;
  * cs, hn: c (updated in place) and h_t rows. */
 __attribute__((always_inline, target(LS_TARGET))) static inline void
 LS_NAME(tile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, const float *hp, float *cs, float *hn,
@@ -130,10 +139,12 @@ LS_NAME(tile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, 
 {
     typedef LS_NAME(vf) vf;
     vf acc[LS_ROWS][4];
-    const float *hr = hp + n0 * Hp;
-    LS_NAME(pass)(NR, 0, D, c, xr, hr, Hp, acc);
+    const float *hr[LS_ROWS];
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; r++) hr[r] = hp + (n0 + r) * Hp;
+    LS_NAME(pass)(NR, 0, xr, c, D->rp, D->hs, hr, acc);
 #if LS_GP == 2
-    LS_NAME(pass)(NR, 2, D, c, xr, hr, Hp, acc);
+    LS_NAME(pass)(NR, 2, xr, c, D->rp, D->hs, hr, acc);
 #endif
     const vf *pp = (const vf *)(D->peep + c * 3 * LS_V), pi = pp[0], po = pp[1], pf = pp[2];
 #pragma GCC unroll 4
@@ -156,6 +167,24 @@ __attribute__((target(LS_TARGET))) static void LS_NAME(step)(const ls_dir *D, in
             case 3: LS_NAME(tile)(3, D, c, x, hp, cs, hn, n0, Hp); break;
 #endif
             default: LS_NAME(tile)(LS_ROWS, D, c, x, hp, cs, hn, n0, Hp); break;
+            }
+        }
+}
+
+/* The projections of nq rows (x rows xr, projection rows xo) for chunks [c0, c1), chunk by chunk so that a
+ * chunk's W panel stays in L1 across the rows. */
+__attribute__((target(LS_TARGET))) static void LS_NAME(xstep)(const ls_dir *D, int64_t c0, int64_t c1, int64_t nq,
+                                                               const float *const *xr, float *const *xo)
+{
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t q = 0; q < nq; q += LS_ROWS) {
+            switch (nq - q >= LS_ROWS ? LS_ROWS : nq - q) {
+            case 1: LS_NAME(xtile)(1, D, c, xr + q, xo + q); break;
+#if LS_ROWS > 2
+            case 2: LS_NAME(xtile)(2, D, c, xr + q, xo + q); break;
+            case 3: LS_NAME(xtile)(3, D, c, xr + q, xo + q); break;
+#endif
+            default: LS_NAME(xtile)(LS_ROWS, D, c, xr + q, xo + q); break;
             }
         }
 }
