@@ -1301,6 +1301,69 @@ static void to_blocked(wf_tensor *t, int cb, bool back)
     free(tmp);
 }
 
+/* The f64 definition of an f32 convolution, plain NCHW: x [N, C, H, W] by w [O, C, KS, KS] at stride S, padding PD
+ * and dilation D, plus b (may be NULL) and res (may be NULL), then act (none, Relu with NaN kept, Sigmoid).
+ * *ref gets the values and *mag the sum of the terms' magnitudes (malloc'd, the caller frees them). */
+static void conv_ref(const wf_tensor *x, const wf_tensor *w, const wf_tensor *b, const wf_tensor *res, int64_t O,
+                     int64_t KS, int64_t S, int64_t PD, int64_t D, int act, double **ref, double **mag)
+{
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+    int64_t OH = (H + 2 * PD - D * (KS - 1) - 1) / S + 1, OW = (W + 2 * PD - D * (KS - 1) - 1) / S + 1;
+    const float *X = x->data, *Wt = w->data;
+    double *r = malloc(sizeof(double) * (size_t)(N * O * OH * OW)), *m = malloc(sizeof(double) * (size_t)(N * O * OH * OW));
+    for (int64_t n = 0; r && m && n < N; n++)
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t i = 0; i < OH; i++)
+                for (int64_t j = 0; j < OW; j++) {
+                    double acc = b ? ((const float *)b->data)[o] : 0.0, sz = fabs(acc);
+                    for (int64_t c = 0; c < C; c++)
+                        for (int64_t a = 0; a < KS; a++)
+                            for (int64_t e = 0; e < KS; e++) {
+                                int64_t ih = i * S - PD + a * D, iw = j * S - PD + e * D;
+                                if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+                                    double t = (double)Wt[((o * C + c) * KS + a) * KS + e] * X[((n * C + c) * H + ih) * W + iw];
+                                    acc += t, sz += fabs(t);
+                                }
+                            }
+                    int64_t at = ((n * O + o) * OH + i) * OW + j;
+                    if (res) acc += ((const float *)res->data)[at], sz += fabs(((const float *)res->data)[at]);
+                    m[at] = sz;
+                    if (act == WF__ACT_RELU) acc = isnan(acc) ? acc : acc > 0 ? acc : 0;
+                    if (act == WF__ACT_SIGMOID) acc = 1 / (1 + exp(-acc));
+                    r[at] = acc;
+                }
+    *ref = r;
+    *mag = m;
+}
+
+/* A convolution's result y (channel-blocked by cb when blocked, else plain) against an f64 reference and the
+ * sizes of its terms (plain NCHW): a non-finite reference value exactly (NaN for NaN), the others within
+ * tol of the size of the terms summed (a cancelling sum's result may be small). Counts the non-finite
+ * values into *nonfinite and the largest relative error into *worst; returns the mismatches. */
+static int conv_check(const wf_tensor *y, const double *ref, const double *mag, int cb, bool blocked, double tol,
+                      int *nonfinite, double *worst)
+{
+    int bad = 0;
+    wf_tensor *yc = NULL;
+    if (!y) return 0;
+    CHECK_OK(wf_tensor_new(WF_F32, 4, y->dims, y->data, &yc));
+    if (!yc) return 1;
+    if (blocked) to_blocked(yc, cb, true);
+    const float *Y = yc->data;
+    for (int64_t i = 0; i < yc->size; i++) {
+        if (!isfinite(ref[i])) {
+            ++*nonfinite;
+            bad += isnan(ref[i]) ? !isnan(Y[i]) : Y[i] != ref[i];
+        } else {
+            double e = fabs(Y[i] - ref[i]) / (mag[i] + 1e-30);
+            *worst = e > *worst ? e : *worst;
+            bad += !(e <= tol);
+        }
+    }
+    wf_tensor_free(yc);
+    return bad;
+}
+
 /* Winograd F(2x2, 3x3) (k_conv_wino.c) on level 3's blocked layout, against an f64 direct convolution: at
  * batch 1 and 2, with padding 1 (odd output sizes: partial tiles) and 0, with the op's bias and a fused
  * Relu, and with a fused residual added to what the output holds, as F(2x2, 3x3) and (24 or more tiles
@@ -1345,27 +1408,8 @@ static void test_conv_winograd(void)
         if (cases[ci].nonfinite_w) Wt[4 * C * 9 + 7] = -INFINITY;
         w->version = wf__tensor_new_version();
         /* the f64 reference, plain NCHW */
-        double *ref = malloc(sizeof(double) * (size_t)(N * K * OH * OW)), *mag = malloc(sizeof(double) * (size_t)(N * K * OH * OW));
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t o = 0; o < K; o++)
-                for (int64_t i = 0; i < OH; i++)
-                    for (int64_t j = 0; j < OW; j++) {
-                        double acc = cases[ci].bias ? ((const float *)b->data)[o] : 0.0, sz = fabs(acc);
-                        for (int64_t c = 0; c < C; c++)
-                            for (int a = 0; a < 3; a++)
-                                for (int e = 0; e < 3; e++) {
-                                    int64_t ih = i - P + a, iw = j - P + e;
-                                    if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
-                                        double t = (double)Wt[((o * C + c) * 3 + a) * 3 + e] * X[((n * C + c) * H + ih) * W + iw];
-                                        acc += t, sz += fabs(t);
-                                    }
-                                }
-                        int64_t at = ((n * K + o) * OH + i) * OW + j;
-                        if (res) acc += ((const float *)res->data)[at], sz += fabs(((const float *)res->data)[at]);
-                        mag[at] = sz;
-                        if (cases[ci].relu) acc = isnan(acc) ? acc : acc > 0 ? acc : 0;
-                        ref[at] = acc;
-                    }
+        double *ref = NULL, *mag = NULL;
+        conv_ref(x, w, cases[ci].bias ? b : NULL, res, K, 3, 1, P, 1, cases[ci].relu ? WF__ACT_RELU : WF__ACT_NONE, &ref, &mag);
         to_blocked(x, cb, false);
         if (res) to_blocked(res, cb, false);
         wf_tensor *in[4] = {x, w, cases[ci].bias ? b : res, res};
@@ -1385,28 +1429,10 @@ static void test_conv_winograd(void)
         bool f4 = N * ((OH + 3) / 4) * ((OW + 3) / 4) >= 24; /* on one thread, as here */
         CHECK_INT(s1.wino - s0.wino, fallback ? 0 : 1);
         CHECK_INT(s1.wino4 - s0.wino4, fallback || !f4 ? 0 : 1);
-        int bad = 0, nonfinite = 0;
+        int nonfinite = 0;
         double worst = 0;
-        if (y) {
-            wf_tensor *yc = NULL;
-            CHECK_OK(wf_tensor_new(WF_F32, 4, y->dims, y->data, &yc));
-            if (yc) {
-                to_blocked(yc, cb, true);
-                const float *Y = yc->data;
-                for (int64_t i = 0; i < yc->size; i++) {
-                    if (!isfinite(ref[i])) {
-                        nonfinite++;
-                        bad += isnan(ref[i]) ? !isnan(Y[i]) : Y[i] != ref[i];
-                    } else {
-                        /* against the size of the terms summed (a cancelling sum's result may be small) */
-                        double e = fabs(Y[i] - ref[i]) / (mag[i] + 1e-30);
-                        worst = e > worst ? e : worst;
-                        bad += !(e <= (f4 && !fallback ? 1e-5 : 1e-6)); /* F(4x4) rounds more: larger transforms */
-                    }
-                }
-            }
-            wf_tensor_free(yc);
-        }
+        /* F(4x4) rounds more: larger transforms */
+        int bad = conv_check(y, ref, mag, cb, true, f4 && !fallback ? 1e-5 : 1e-6, &nonfinite, &worst);
         CHECK_INT(bad, 0);
         if (fallback) CHECK(nonfinite > 0);
         if (ci == 0) {
@@ -1470,29 +1496,8 @@ static void test_conv_gemm(void)
         if (cases[ci].nonfinite_x) X[(5 * H + 3) * W + 4] = NAN, X[(17 * H + 1) * W + 2] = INFINITY;
         if (cases[ci].nonfinite_w) Wt[3 * C * KS * KS + 5] = -INFINITY;
         w->version = wf__tensor_new_version();
-        int64_t ny = N * O * OH * OW;
-        double *ref = malloc(sizeof(double) * (size_t)ny), *mag = malloc(sizeof(double) * (size_t)ny);
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t o = 0; o < O; o++)
-                for (int64_t i = 0; i < OH; i++)
-                    for (int64_t j = 0; j < OW; j++) {
-                        double acc = cases[ci].bias ? ((const float *)b->data)[o] : 0.0, sz = fabs(acc);
-                        for (int64_t c = 0; c < C; c++)
-                            for (int64_t a = 0; a < KS; a++)
-                                for (int64_t e = 0; e < KS; e++) {
-                                    int64_t ih = i * S - PD + a * D, iw = j * S - PD + e * D;
-                                    if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
-                                        double t = (double)Wt[((o * C + c) * KS + a) * KS + e] * X[((n * C + c) * H + ih) * W + iw];
-                                        acc += t, sz += fabs(t);
-                                    }
-                                }
-                        int64_t at = ((n * O + o) * OH + i) * OW + j;
-                        if (res) acc += ((const float *)res->data)[at], sz += fabs(((const float *)res->data)[at]);
-                        mag[at] = sz;
-                        if (cases[ci].act == WF__ACT_RELU) acc = isnan(acc) ? acc : acc > 0 ? acc : 0;
-                        if (cases[ci].act == WF__ACT_SIGMOID) acc = 1 / (1 + exp(-acc));
-                        ref[at] = acc;
-                    }
+        double *ref = NULL, *mag = NULL;
+        conv_ref(x, w, cases[ci].bias ? b : NULL, res, O, KS, S, PD, D, cases[ci].act, &ref, &mag);
         if (in_blk) to_blocked(x, cb, false);
         if (res && out_blk) to_blocked(res, cb, false);
         wf_tensor *in[4] = {x, w, cases[ci].bias ? b : res, res};
@@ -1512,27 +1517,9 @@ static void test_conv_gemm(void)
         wf__dn_stats_get(&s1);
         bool taken = on && cases[ci].taken && (in_blk == cases[ci].in_blk && out_blk == cases[ci].out_blk);
         CHECK_INT(s1.conv_gemm - s0.conv_gemm, taken ? 1 : 0);
-        int bad = 0, nonfinite = 0;
+        int nonfinite = 0;
         double worst = 0;
-        if (y) {
-            wf_tensor *yc = NULL;
-            CHECK_OK(wf_tensor_new(WF_F32, 4, y->dims, y->data, &yc));
-            if (yc) {
-                if (out_blk) to_blocked(yc, cb, true);
-                const float *Y = yc->data;
-                for (int64_t i = 0; i < yc->size; i++) {
-                    if (!isfinite(ref[i])) {
-                        nonfinite++;
-                        bad += isnan(ref[i]) ? !isnan(Y[i]) : Y[i] != ref[i];
-                    } else {
-                        double e = fabs(Y[i] - ref[i]) / (mag[i] + 1e-30);
-                        worst = e > worst ? e : worst;
-                        bad += !(e <= 1e-6);
-                    }
-                }
-            }
-            wf_tensor_free(yc);
-        }
+        int bad = conv_check(y, ref, mag, cb, out_blk, 1e-6, &nonfinite, &worst);
         CHECK_INT(bad, 0);
         if (cases[ci].nonfinite_x || cases[ci].nonfinite_w) CHECK(nonfinite > 0);
         if (ci == 1) {

@@ -233,12 +233,7 @@ wf_status *wf__conv_gemm(wf__kctx *k, const wf__conv_gemm_geom *g, const float *
     }
     int64_t groups = g->n * ((g->oh * g->ow + CG_GROUP - 1) / CG_GROUP);
     wf__parallel_for(k, groups, 1 + 16384 / (CG_GROUP * O), cg_scatter, &a);
-    /* the other activations as the direct path has them: oneDNN's post-ops there, weft's passes here */
-    int64_t ny = g->n * O * g->oh * g->ow;
-    if (act != WF__ACT_NONE && act != WF__ACT_RELU) {
-        if (!wf__dn_act_in_prim(act, k->fused_alpha)) wf__dn_relu_pass(k, y, dnnl_f32, ny, act, k->fused_alpha, k->fused_beta);
-        else wf__dn_epilogue(y, WF_F32, 1, 1, ny, NULL, act, k->fused_alpha, k->fused_beta);
-    }
+    wf__dn_conv_act_after(k, y, g->n * O * g->oh * g->ow, act, k->fused_alpha, k->fused_beta);
     atomic_fetch_add(&g_gemm_runs, 1);
     *done = true;
 out:

@@ -363,12 +363,7 @@ wf_status *wf__wino_conv(wf__kctx *k, const wf__wino_geom *g, const float *x, co
                           (long long)chunk, (long long)g->oc, (long long)g->c);
         goto out;
     }
-    /* the other activations as the direct path has them: oneDNN's post-ops there, weft's passes here */
-    int64_t ny = g->n * g->oc * g->oh * g->ow;
-    if (act != WF__ACT_NONE && act != WF__ACT_RELU) {
-        if (!wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dnnl_f32, ny, act, alpha, beta);
-        else wf__dn_epilogue(y, WF_F32, 1, 1, ny, NULL, act, alpha, beta);
-    }
+    wf__dn_conv_act_after(k, y, g->n * g->oc * g->oh * g->ow, act, alpha, beta);
     atomic_fetch_add(&g_wino_runs, 1);
     if (m == 4) atomic_fetch_add(&g_wino4_runs, 1);
     *done = true;

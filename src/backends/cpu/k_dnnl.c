@@ -582,6 +582,13 @@ float wf__dn_act_f(int act, float alpha, float beta, float v)
 
 /* y viewed as (outer, c, inner); bias (may be NULL) over c, then the activation. Works on y of dtype
  * t in place; bias has dtype t too. */
+void wf__dn_conv_act_after(wf__kctx *k, float *y, int64_t n, int act, double alpha, double beta)
+{
+    if (act == WF__ACT_NONE || act == WF__ACT_RELU) return;
+    if (!wf__dn_act_in_prim(act, alpha)) wf__dn_relu_pass(k, y, dnnl_f32, n, act, alpha, beta);
+    else wf__dn_epilogue(y, WF_F32, 1, 1, n, NULL, act, alpha, beta);
+}
+
 void wf__dn_epilogue(void *y, wf_dtype t, int64_t outer, int64_t c, int64_t inner, const void *bias, int act,
                      double alpha, double beta)
 {

@@ -129,6 +129,10 @@ dnnl_status_t wf__dn_attr(int act, double alpha, dnnl_primitive_attr_t *out);
 dnnl_status_t wf__dn_attr_sum(int act, double alpha, bool sum, dnnl_primitive_attr_t *out);
 bool wf__dn_act_in_prim(int act, double alpha);
 void wf__dn_relu_pass(wf__kctx *k, void *y, dnnl_data_type_t dt, int64_t n, int act, double alpha, double beta);
+/* After weft's own convolution kernels (Winograd, the small maps' GEMM), which apply a Relu themselves: any
+ * other fused activation over the n f32 values of y, as the direct path has it (oneDNN's post-ops there,
+ * wf__dn_relu_pass's forms or the scalar epilogue here). */
+void wf__dn_conv_act_after(wf__kctx *k, float *y, int64_t n, int act, double alpha, double beta);
 dnnl_data_type_t wf__dn_dtype(wf_dtype t);
 
 /* The C epilogue: y viewed as (outer, c, inner), plus bias over c (may be NULL), then the activation.
