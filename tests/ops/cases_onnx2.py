@@ -210,6 +210,18 @@ def rnn_full_length_cases(rng):
                                                                                      hi=0.2), rnd(rng, (1, 1024))
     out.append(Case("LSTM_own_bench_layer", "LSTM", [X, W, R, B], ref_rnn("LSTM", X, W, R, B=B), rtol=TOL[0],
                     atol=TOL[1]))
+    # 150 steps: the kernel projects x W^T 64 steps at a time (k_rnn_lstm.c's LS_WINDOW), so three windows,
+    # the last one partial, both directions (the reverse one walks its windows backwards), both layouts
+    for layout in (0, 1):
+        S3, B3 = 150, 9
+        X = rnd(rng, (S3, B3, 6) if not layout else (B3, S3, 6))
+        W, R, B = rnd(rng, (2, 4 * 37, 6)), rnd(rng, (2, 4 * 37, 37), lo=-0.3, hi=0.3), rnd(rng, (2, 8 * 37))
+        hshape = (2, B3, 37) if not layout else (B3, 2, 37)
+        h0, c0 = rnd(rng, hshape), rnd(rng, hshape)
+        out.append(Case("LSTM_own_long_l%d" % layout, "LSTM", [X, W, R, B, None, h0, c0],
+                        ref_rnn("LSTM", X, W, R, B=B, h0=h0, c0=c0, direction="bidirectional", layout=layout),
+                        attrs={"direction": "bidirectional", "layout": layout, "hidden_size": 37}, rtol=TOL[0],
+                        atol=TOL[1]))
     # pre-activations up to about +-55, a fifth past the kernel's clamp of +-20 (k_rnn_lstm_isa.h), with
     # peepholes and states: the gates saturate within 2.1e-9 of 0 or 1 there
     X, W, R = rnd(rng, (S2, 9, I2), lo=-10, hi=10), rnd(rng, (1, 4 * 37, I2)), rnd(rng, (1, 4 * 37, 37))

@@ -94,8 +94,7 @@ typedef struct cg_arg {
     const wf__conv_gemm_geom *g;
     const float *x, *bias;
     float *col, *t, *y;
-    int cb;                     /* channel block of a blocked input / output; 0: plain */
-    int cbo;
+    int cb, cbo; /* the channel block of the input and of the output; 0: that one is plain */
     bool sum, relu;
 } cg_arg;
 

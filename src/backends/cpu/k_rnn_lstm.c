@@ -9,13 +9,13 @@
  *  - W, R, the summed biases and the peepholes are packed once per content version (k_rnn.c's versioned
  *    weight cache) into panels of V hidden units (V = one vector: 16 with AVX-512, 8 with AVX2) whose four
  *    gates sit side by side, P[chunk][k][gate][V], zero-padded to whole chunks;
- *  - each thread first computes bias + x_t W^T for its rows and chunks of every step (no step depends on
- *    another: a chunk's W panel stays in L1 across 256 rows), then runs the steps, each adding h_{t-1} R^T
+ *  - each thread first computes bias + x_t W^T for its rows and chunks of 64 steps (no step depends on
+ *    another: a chunk's W panel stays in L1 across 256 rows), then runs those steps, each adding h_{t-1} R^T
  *    for a tile of batch rows and one chunk in registers and applying the cell there, so the gates'
  *    pre-activations go to memory once (the projection) and only R's panels are read at every step.
  *    The projection inside the steps (one pass over W and R a step) had left a step's panels at 24 KB a
  *    chunk (past L1 with its rows) and every multiply-add in the lock-step part: in the host's noisy
- *    spells, when the two vCPUs' cores are shared, bench_lstm's classifier ran 1.2-1.6 ms against ONNX
+ *    spells bench_lstm's classifier ran 1.2-1.6 ms against ONNX
  *    Runtime's 1.0-1.3 (which projects first too); projecting first, 2 threads, 10 interleaved rounds:
  *    geometric mean of the medians 1.31 -> 1.21 ms (ORT 1.16), best p10 (a quiet spell) 0.78 ms (ORT 0.79);
  *  - the intra-op threads split the batch rows, independent sequences that need no barrier; a batch under
@@ -105,8 +105,10 @@ static int ls_lanes(void)
  * large input GEMM pays for its per-step cost.
  */
 #define LS_MAX_BATCH 64
-/* rows of x a thread projects at a time (pointers on its stack) */
+/* rows of x a thread projects at a time (pointers on its stack), and the steps whose projections are
+ * kept at a time (a window's: up to 64 x 64 rows of 4 Hp floats, 8 MB at hidden 128) */
 #define LS_XBLOCK 256
+#define LS_WINDOW 64
 #define LS_MAX_WEIGHT_BYTES (1 << 20)
 
 /* Packed floats of one direction: nc chunks of V lanes. */
@@ -206,7 +208,7 @@ typedef struct ls_run {
     const char *wbuf;
     const float *X, *h0, *c0;
     float *Y, *Yh, *Yc, *hbuf, *cbuf; /* hbuf [2][N][Hp], cbuf [N][Hp] */
-    float *xp;                        /* [D][S N][nc][4][V]: bias + x_t W^T, rows as X's */
+    float *xp;                        /* [LS_WINDOW][N][nc][4][V]: bias + x_t W^T of a window's steps */
     const float **xr;                 /* [threads][N] row pointers */
     ls_bar bar;
     int team;                         /* the threads that ran it */
@@ -241,7 +243,6 @@ static void ls_thread(void *arg, int tid, int T)
     for (int64_t dir = 0; dir < d->nd; dir++) {
         const float *o = (const float *)u->wbuf + dir * ls_dir_floats(d, V);
         ls_dir D = {I, H, o, o + nc * V * 4 * I, o + nc * V * 4 * (I + H), o + nc * V * 4 * (I + H) + nc * 4 * V};
-        float *xp = u->xp + dir * S * N * Hp * 4;
         bool rev = d->nd == 2 ? dir == 1 : d->reverse;
         /* this thread's part of the initial state; the padding is zero */
         for (int64_t b = b0; b < b1; b++) {
@@ -251,24 +252,29 @@ static void ls_thread(void *arg, int tid, int T)
             if (u->h0) memcpy(h + j0, u->h0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
             if (u->c0) memcpy(c + j0, u->c0 + ls_s(d, dir, b) + j0, sizeof(float) * (size_t)(j1 - j0));
         }
-        /* bias + x_t W^T of this thread's rows and chunks for every step first (no step depends on
-         * another), LS_XBLOCK rows at a time so that a chunk's W panel stays in L1 across them */
-        for (int64_t q0 = 0; q0 < S * (b1 - b0); q0 += LS_XBLOCK) {
-            int64_t nq = S * (b1 - b0) - q0 < LS_XBLOCK ? S * (b1 - b0) - q0 : LS_XBLOCK;
-            for (int64_t q = 0; q < nq; q++) {
-                int64_t t = (q0 + q) / (b1 - b0), b = b0 + (q0 + q) % (b1 - b0), row = d->layout ? b * S + t : t * N + b;
-                xq[q] = u->X + row * I;
-                xo[q] = xp + row * Hp * 4;
-            }
-            if (V == 16) xstep_avx512(&D, c0, c1, nq, xq, xo);
-            else xstep_avx2(&D, c0, c1, nq, xq, xo);
-        }
-        ls_wait(&u->bar, B, &phase);
         for (int64_t s = 0; s < S; s++) {
             int64_t t = rev ? S - 1 - s : s;
+            if (s % LS_WINDOW == 0) {
+                /* bias + x_t W^T of this thread's rows and chunks for the window's steps first (no step
+                 * depends on another; the steps read only these), LS_XBLOCK rows at a time so that a
+                 * chunk's W panel stays in L1 across them */
+                int64_t nw = S - s < LS_WINDOW ? S - s : LS_WINDOW, rows = nw * (b1 - b0);
+                for (int64_t q0 = 0; q0 < rows; q0 += LS_XBLOCK) {
+                    int64_t nq = rows - q0 < LS_XBLOCK ? rows - q0 : LS_XBLOCK;
+                    for (int64_t q = 0; q < nq; q++) {
+                        int64_t w = (q0 + q) / (b1 - b0), b = b0 + (q0 + q) % (b1 - b0), tw = rev ? t - w : t + w;
+                        xq[q] = u->X + (d->layout ? b * S + tw : tw * N + b) * I;
+                        xo[q] = u->xp + (w * N + b) * Hp * 4;
+                    }
+                    if (V == 16) xstep_avx512(&D, c0, c1, nq, xq, xo);
+                    else xstep_avx2(&D, c0, c1, nq, xq, xo);
+                }
+                /* before the first step, every thread's part of the initial state */
+                if (s == 0) ls_wait(&u->bar, B, &phase);
+            }
             const float *hp = u->hbuf + (s & 1) * N * Hp;
             float *hn = u->hbuf + ((s + 1) & 1) * N * Hp;
-            for (int64_t b = b0; b < b1; b++) xr[b] = xp + (d->layout ? b * S + t : t * N + b) * Hp * 4;
+            for (int64_t b = b0; b < b1; b++) xr[b] = u->xp + (s % LS_WINDOW * N + b) * Hp * 4;
             if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
             else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
             for (int64_t b = b0; b < b1; b++)
@@ -342,8 +348,8 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
     if (!by_rows && threads > nc) threads = (int)nc;
     if (threads < 1) threads = 1;
     float *abuf = NULL;
-    int64_t SN = d->seq * N, G = 4 * Hp;
-    size_t fl = (size_t)(3 * N * Hp + D * SN * G), rows = (size_t)(threads * N);
+    int64_t win = d->seq < LS_WINDOW ? d->seq : LS_WINDOW;
+    size_t fl = (size_t)(3 * N * Hp + win * N * 4 * Hp), rows = (size_t)(threads * N);
     if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sizeof(float) * fl + sizeof(float *) * rows, (void **)&abuf))) goto done;
     ls_run u = {d, V, Hp, nc, by_rows, wbuf, k->in[0]->data, wf__ko2_has(k, 5) ? k->in[5]->data : NULL,
                 wf__ko2_has(k, 6) ? k->in[6]->data : NULL, Y->data, Yh ? Yh->data : NULL, Yc ? Yc->data : NULL,
