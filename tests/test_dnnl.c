@@ -1624,7 +1624,7 @@ static void test_conv_gemv(void)
 
 /* f32 MatMuls and Gemms of at most 16384 multiply-adds run as k_dnnl_matmul.c's plain loop: its dot
  * products (A as stored, B transposed), its row sums with B contiguous along N (B as stored) and strided
- * (A and B transposed), a batched A over a broadcast B, a fused bias, residual and activation, a NaN and an
+ * (Gemm with A and B transposed), a batched A over a broadcast B, a fused bias, residual and activation, a NaN and an
  * Inf in a row of A, K 1, against f64; wf__dn_stats.mm_small counts each call, and one past the size goes to
  * oneDNN (WEFT_CPU_GEMM_SMALL=0 sends all there, and passes the same checks). */
 static void test_matmul_small(void)
@@ -1632,13 +1632,13 @@ static void test_matmul_small(void)
     unsigned seed = 83;
     const struct {
         int64_t batch, m, k, n;
-        int ta, tb; /* MatMul's transpose_a; Gemm's transB */
+        int ta, tb; /* MatMul's transpose_a (Gemm's transA with tb); Gemm's transB */
         bool bias, res;
         int act;
     } cases[] = {{1, 8, 128, 10, 0, 1, true, false, WF__ACT_NONE}, {1, 5, 33, 7, 0, 0, true, false, WF__ACT_RELU},
                  {1, 6, 20, 9, 1, 0, false, true, WF__ACT_GELU},   {2, 4, 17, 12, 0, 0, true, true, WF__ACT_NONE},
                  {1, 3, 1, 5, 0, 1, false, false, WF__ACT_NONE},   {1, 1, 64, 64, 0, 1, true, false, WF__ACT_TANH},
-                 {1, 16, 32, 33, 0, 0, false, false, WF__ACT_NONE}};
+                 {1, 7, 24, 10, 1, 1, true, false, WF__ACT_RELU},  {1, 16, 32, 33, 0, 0, false, false, WF__ACT_NONE}};
     const char *off = getenv("WEFT_CPU_GEMM_SMALL");
     bool on = !(off && !strcmp(off, "0"));
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
@@ -1660,6 +1660,7 @@ static void test_matmul_small(void)
         if (gemm) {
             kc_init(&c, "Gemm", WF_F32, ins, bias ? 3 : 2);
             ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transB"))->i = 1;
+            ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transA"))->i = ta;
         } else {
             kc_init(&c, "MatMul", WF_F32, ins, res ? 4 : 3);
             ((wf__attr *)wf__attr_get(c.k.op, c.attrs, "transpose_a"))->i = ta;
