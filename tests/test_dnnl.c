@@ -1515,7 +1515,7 @@ static void test_conv_gemm(void)
         wf__dn_stats_get(&s0);
         wf_tensor *y = kc_run(&c);
         wf__dn_stats_get(&s1);
-        bool taken = on && cases[ci].taken && (in_blk == cases[ci].in_blk && out_blk == cases[ci].out_blk);
+        bool taken = on && cases[ci].taken; /* where blocked layouts are nhwc (cb 1) the cases run plain */
         CHECK_INT(s1.conv_gemm - s0.conv_gemm, taken ? 1 : 0);
         int nonfinite = 0;
         double worst = 0;

@@ -52,13 +52,13 @@ bool wf__conv_gemm_takes(const wf__kctx *k, const wf__conv_gemm_geom *g)
     int cb = wf__dn_channel_block();
     return !o && px > 0 && px <= CONV_GEMM_MAX_PIXELS && g->oc >= CONV_GEMM_MIN_OC && kk >= CONV_GEMM_MIN_K &&
            (!blocked || (wf__dn_blocked_tag() != dnnl_acdb && cb > 1 && g->c % cb == 0 && g->oc % cb == 0)) &&
-           wf__sgemm_w_bytes(g->oc, px, kk) > 0;
+           wf__mm_gpack_linked();
 }
 
 typedef struct cg_pack_arg {
     const wf__conv_gemm_geom *g;
     const float *w;
-    int threads;
+    const wf__dn_prim *p; /* its threads and gpack (the packed bytes) */
 } cg_pack_arg;
 
 /* W [O][C][kh][kw] to W' [O][kh kw][C], packed; the float after the packed bytes is 1 when a weight is not
@@ -68,7 +68,6 @@ static wf_status *cg_pack(wf__kctx *k, void *arg, void *dst)
     const cg_pack_arg *a = arg;
     const wf__conv_gemm_geom *g = a->g;
     int64_t T = g->kh * g->kw, C = g->c, O = g->oc, K = C * T, px = g->n * g->oh * g->ow;
-    size_t bytes = wf__sgemm_w_bytes(O, px, K);
     float *wt = wf__aligned_alloc(sizeof(float) * (size_t)(O * K), WF__ALIGN);
     if (!wt) return wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory reordering %lld weights on CPU:0", (long long)(O * K));
     bool bad = false;
@@ -79,14 +78,14 @@ static wf_status *cg_pack(wf__kctx *k, void *arg, void *dst)
                 bad |= !isfinite(v);
                 wt[o * K + t * C + c] = v;
             }
-    omp_set_num_threads(a->threads);
+    omp_set_num_threads(a->p->threads);
     int st = wf__sgemm_w_pack(O, px, K, wt, dst);
     omp_set_num_threads(1);
     wf__aligned_free(wt);
     if (st)
         return wf__kctx_fail(k, WF_INTERNAL, "oneDNN's GEMM packing of the weights [%lld, %lld] failed (status %d)",
                              (long long)O, (long long)K, st);
-    *(float *)((char *)dst + bytes) = bad ? 1.0f : 0.0f;
+    *(float *)((char *)dst + a->p->gpack) = bad ? 1.0f : 0.0f;
     return NULL;
 }
 
@@ -136,9 +135,10 @@ WF__VEC static void cg_im2col(void *arg, int64_t q0, int64_t q1)
 }
 
 /* Pixel groups [u0, u1) of CG_GROUP pixels of one image: y from the product t ([N P][O]), the bias (zeros
- * when the node has none), what y holds (sum) and a Relu. A group's rows of t stay in L1 while each channel block (plain: each channel) of
- * y is written; walking y block by block instead read t a column at a time, O floats apart, which cost
- * more than the product's last tenth (ResNet-50's layer 4: 100-300 us a call). */
+ * when the node has none), what y holds (sum) and a Relu. A group's rows of t stay in L1 while each
+ * channel block (plain: each channel) of y is written; walking y block by block instead read t a column at
+ * a time, O floats apart, which cost more than the product's last tenth (ResNet-50's layer 4: 100-300 us a
+ * call). */
 #define CG_GROUP 4
 
 /* np pixels of one channel block (cb floats each, cb a constant at the calls that matter): y = t + bias
@@ -190,9 +190,12 @@ WF__VEC static void cg_scatter(void *arg, int64_t u0, int64_t u1)
     }
 }
 
+/* No primitive: the entry keeps the packed weights' size (0: oneDNN refuses the shape) and their cache. */
 static wf_status *cg_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_prim *p)
 {
-    (void)k, (void)arg, (void)eng, (void)p;
+    (void)k, (void)eng;
+    const wf__conv_gemm_geom *g = arg;
+    p->gpack = wf__sgemm_w_bytes(g->oc, g->n * g->oh * g->ow, g->c * g->kh * g->kw);
     return NULL;
 }
 
@@ -203,15 +206,15 @@ wf_status *wf__conv_gemm(wf__kctx *k, const wf__conv_gemm_geom *g, const float *
     int64_t px = g->n * g->oh * g->ow, K = g->c * g->kh * g->kw, O = g->oc;
     int64_t key[8] = {'G', g->n, g->c, g->oc, g->oh, g->ow, g->kh, g->kw};
     wf__dn_prim *p;
-    WF__TRY(wf__dn_acquire(k, key, 8, cg_build, NULL, &p));
+    WF__TRY(wf__dn_acquire(k, key, 8, cg_build, (void *)g, &p));
     wf_status *s = NULL;
     wf__dn_run *r = NULL;
     void *wbuf = NULL;
     float *scratch = NULL;
     bool cached = false;
-    size_t bytes = wf__sgemm_w_bytes(O, px, K);
-    cg_pack_arg pa = {g, w, p->threads};
-    if ((s = wf__dn_run_get(k, p, &r))) goto out;
+    size_t bytes = p->gpack;
+    cg_pack_arg pa = {g, w, p};
+    if (!bytes || (s = wf__dn_run_get(k, p, &r))) goto out; /* a shape oneDNN's packing refuses: direct */
     if ((s = wf__dn_weights_with(k, p, r, wver, bytes + WF__ALIGN, cg_pack, &pa, &wbuf, &cached))) goto out;
     if (*(const float *)((const char *)wbuf + bytes) != 0.0f) goto out; /* a weight is not finite */
     /* Col and the product from the calling thread's scratch cache (k_tmp.h), shared by a run's nodes */

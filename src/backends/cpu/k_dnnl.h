@@ -61,7 +61,8 @@ typedef struct wf__dn_prim {
     size_t scratch_max; /* bytes of a run context's scratchpad */
     int threads;        /* the OpenMP thread count it was created for */
     bool exact_threads; /* set by the build: it must execute on exactly `threads` (wf__intra_begin_exact) */
-    size_t gpack;       /* MatMul through oneDNN's packed GEMM (k_dnnl_matmul.c): the packed B's bytes; 0: not */
+    size_t gpack;       /* MatMul through oneDNN's packed GEMM (k_dnnl_matmul.c): the packed B's bytes; 0: not.
+                           Conv2D over a small map (k_conv_gemm.c): the packed weights' bytes */
     pthread_mutex_t lock; /* runs, and the weight cache */
     bool lock_init;
     wf__dn_run *runs; /* free run contexts */

@@ -341,8 +341,9 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
         (s = wf__rnn_weights(k, p, r, wt, sizeof(float) * (size_t)(D * ls_dir_floats(d, V)), ls_pack, &pa, &wbuf,
                              &wcached)))
         goto done;
-    /* each thread's share of the batch at least a register tile's rows, and a direction's packed weights
-     * within half a core's L2: split the batch, else the chunks (ls_split_rows) */
+    /* each thread's share of the batch at least a register tile's rows, and a direction's R panels (with its
+     * bias and peepholes: what every step reads) within half a core's L2: split the batch, else the chunks
+     * (ls_split_rows) */
     int threads = wf__kctx_threads(k);
     bool by_rows = N >= (int64_t)threads * 4 && ls_split_rows(sizeof(float) * nc * V * (4 * H + 7));
     if (!by_rows && threads > nc) threads = (int)nc;
