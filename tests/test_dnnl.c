@@ -1833,7 +1833,8 @@ static void test_lstm_state_once(void)
 
 /* weft's own LSTM (k_rnn_lstm.c) on two intra-op threads, both ways it splits the work: a batch of 9 rows
  * (4 + 5 rows a thread, no barrier) and a batch of 2 (the hidden units' chunks a thread, a barrier every
- * step), hidden 37 (chunks of 16 or 8 with a tail), each output against the f64 equations. A busy machine
+ * step, and one thread taking the other's chunks when that one is late), hidden 37 (chunks of 16 or 8 with
+ * a tail), each output against the f64 equations. A busy machine
  * may keep the region on one thread (intra.c): each shape runs until a run used two (at most 50 runs). */
 static void test_lstm_own_threads(void)
 {
@@ -1875,6 +1876,19 @@ static void test_lstm_own_threads(void)
             CHECK_SKIP("test_lstm_own_threads", "the intra-op gate kept every run on one thread (busy cores)");
         else
             CHECK_INT(rows ? b.lstm_rows - a.lstm_rows : b.lstm_chunks - a.lstm_chunks, 1);
+        if (!rows && b.lstm_chunks > a.lstm_chunks) {
+            /* the chunk split balances: with the last thread sleeping 2 ms before each step's claims, the
+             * first takes (some of) its chunks, and the output is the same */
+            setenv("WEFT_CPU_LSTM_LAG_US", "2000", 1);
+            wf__dn_stats_get(&a);
+            wf_tensor *y = kc_run(&c);
+            unsetenv("WEFT_CPU_LSTM_LAG_US");
+            wf__dn_stats_get(&b);
+            CHECK_INT(lstm_mismatches(y, in[0], in[1], in[2], in[3]), 0);
+            wf_tensor_free(y);
+            if (b.lstm_chunks > a.lstm_chunks) CHECK(b.lstm_steals > a.lstm_steals);
+            else CHECK_SKIP("test_lstm_own_threads: steals", "the intra-op gate kept the run on one thread (busy cores)");
+        }
         kc_done(&c);
         for (int i = 0; i < 4; i++) wf_tensor_free(in[i]);
     }

@@ -38,7 +38,7 @@ void wf__dn_stats_get(wf__dn_stats *out)
     out->mems = atomic_load(&g_mems);
     out->streams = atomic_load(&g_streams);
     out->wpacks = atomic_load(&g_wpacks);
-    wf__lstm_stats(&out->lstm_own, &out->lstm_rows, &out->lstm_chunks);
+    wf__lstm_stats(&out->lstm_own, &out->lstm_rows, &out->lstm_chunks, &out->lstm_steals);
     out->wino = wf__wino_runs(&out->wino4);
     out->gpack = wf__mm_gpack_runs();
     out->conv_gemv = wf__conv_gemv_runs();

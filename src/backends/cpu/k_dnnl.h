@@ -220,7 +220,7 @@ typedef struct wf__lstm_dims {
 bool wf__lstm_own_takes(const wf__lstm_dims *d);
 wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d);
 /* its counts for wf__dn_stats: runs, and runs on several threads splitting the rows or the chunks */
-void wf__lstm_stats(int64_t *runs, int64_t *rows, int64_t *chunks);
+void wf__lstm_stats(int64_t *runs, int64_t *rows, int64_t *chunks, int64_t *steals);
 
 wf_status *wf__dn_k_matmul(wf__kctx *k);
 wf_status *wf__dn_k_gemm(wf__kctx *k);

@@ -14,8 +14,9 @@ typedef struct wf__dn_stats {
     int64_t streams; /* oneDNN streams created (one per thread that executes) */
     int64_t wpacks;  /* Conv2D weight reorders and RNN/GRU/LSTM weight packs (into the cache or a run's buffer) */
     /* runs of weft's own LSTM (k_rnn_lstm.c), and those of them whose threads split the batch rows or the
-     * hidden units (more than one thread) */
-    int64_t lstm_own, lstm_rows, lstm_chunks;
+     * hidden units (more than one thread), and the chunks of hidden units a thread took from another's range
+     * in a step (the chunk split's balancing) */
+    int64_t lstm_own, lstm_rows, lstm_chunks, lstm_steals;
     int64_t wino, wino4; /* convolutions the Winograd kernel ran (k_conv_wino.c), and of them as F(4x4, 3x3) */
     int64_t gpack;       /* MatMuls and Gemms run through oneDNN's packed GEMM (k_dnnl_matmul.c) */
     int64_t conv_gemv;   /* 1x1 convolutions over 1x1 maps run as dot products (k_dnnl_conv.c) */

@@ -21,6 +21,12 @@
  *  - the intra-op threads split the batch rows, independent sequences that need no barrier; a batch under
  *    4 rows a thread splits the chunks instead, and the threads meet at a spinning barrier after each step
  *    (an OpenMP barrier with the passive wait policy weft sets costs tens of microseconds; a step a few).
+ *    In that split each thread owns a range of chunks but claims them one at a time, and a thread done with
+ *    its own takes what is left of the others' (ls_claim): on this project's shared 2-core host one core
+ *    often runs slower than the other for a while, and a static split made every step wait for it.
+ *    bench_lstm's classifier, 2 threads, 4 interleaved pairs of 300 runs in such a spell: the time threads
+ *    spent at the step barriers fell from 4-8% of the kernel's to about 2%, medians 1.15-1.27 ms against
+ *    1.19-1.57 without; over 10 pairs, medians 2.7% lower (geometric mean), quiet pairs' p10 level (0.79).
  * Padded hidden units have zero weights, bias and initial state, so their h stays exactly 0 and the padded
  * columns of h never change a real unit. The kernel is chosen at run time from the CPU (cpuid);
  * WEFT_CPU_LSTM=dnnl (oneDNN's primitive) or avx2 (this kernel's AVX2 form) forces a path (tests).
@@ -171,13 +177,14 @@ static wf_status *ls_pack(wf__kctx *k, wf__dn_prim *p, wf__dn_run *r, const void
     return NULL;
 }
 
-static atomic_int_least64_t g_runs, g_rows, g_chunks;
+static atomic_int_least64_t g_runs, g_rows, g_chunks, g_steals;
 
-void wf__lstm_stats(int64_t *runs, int64_t *rows, int64_t *chunks)
+void wf__lstm_stats(int64_t *runs, int64_t *rows, int64_t *chunks, int64_t *steals)
 {
     *runs = atomic_load(&g_runs);
     *rows = atomic_load(&g_rows);
     *chunks = atomic_load(&g_chunks);
+    *steals = atomic_load(&g_steals);
 }
 
 /* A barrier for the region's threads that spins briefly, then yields (a preempted partner). */
@@ -201,6 +208,26 @@ static void ls_wait(ls_bar *b, int T, int *phase)
     }
 }
 
+/* A thread's range of chunks in a step, claimed one chunk at a time (ls_claim); a line of its own. */
+typedef struct ls_cursor {
+    _Alignas(64) atomic_int_least64_t next;
+} ls_cursor;
+
+/* Chunk offset within a range of len chunks claimed for global step g, or -1 once the range is taken. The
+ * range's cursor counts claims over all steps: it is g len when step g starts (the barrier after step g - 1
+ * comes only once every range is taken) and never passes (g + 1) len within the step. Relaxed: the barriers
+ * order the data. */
+static int64_t ls_claim(ls_cursor *cu, int64_t g, int64_t len)
+{
+    int64_t v = atomic_load_explicit(&cu->next, memory_order_relaxed);
+    while (v < (g + 1) * len)
+        if (atomic_compare_exchange_weak_explicit(&cu->next, &v, v + 1, memory_order_relaxed, memory_order_relaxed))
+            return v - g * len;
+    return -1;
+}
+
+#define LS_MAX_TEAM 64
+
 typedef struct ls_run {
     const wf__lstm_dims *d;
     int64_t V, Hp, nc;
@@ -211,6 +238,8 @@ typedef struct ls_run {
     float *xp;                        /* [LS_WINDOW][N][nc][4][V]: bias + x_t W^T of a window's steps */
     const float **xr;                 /* [threads][N] row pointers */
     ls_bar bar;
+    ls_cursor *cur;                   /* [threads]: each thread's range of chunks, when they split the chunks */
+    int lag_us;                       /* tests: the last thread sleeps this long before each step's claims */
     int team;                         /* the threads that ran it */
 } ls_run;
 
@@ -239,6 +268,7 @@ static void ls_thread(void *arg, int tid, int T)
     const float **xr = u->xr + tid * N, *xq[LS_XBLOCK];
     float *xo[LS_XBLOCK];
     int phase = 0;
+    int64_t steals = 0;
     if (tid == 0) u->team = T;
     for (int64_t dir = 0; dir < d->nd; dir++) {
         const float *o = (const float *)u->wbuf + dir * ls_dir_floats(d, V);
@@ -269,17 +299,36 @@ static void ls_thread(void *arg, int tid, int T)
                     if (V == 16) xstep_avx512(&D, c0, c1, nq, xq, xo);
                     else xstep_avx2(&D, c0, c1, nq, xq, xo);
                 }
-                /* before the first step, every thread's part of the initial state */
-                if (s == 0) ls_wait(&u->bar, B, &phase);
+                /* every thread's projections (another thread may take a chunk of this range) and, before
+                 * the first step, every thread's part of the initial state */
+                ls_wait(&u->bar, B, &phase);
             }
             const float *hp = u->hbuf + (s & 1) * N * Hp;
             float *hn = u->hbuf + ((s + 1) & 1) * N * Hp;
             for (int64_t b = b0; b < b1; b++) xr[b] = u->xp + (s % LS_WINDOW * N + b) * Hp * 4;
-            if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
-            else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+            if (B == 1) {
+                if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+                else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+            } else {
+                /* this thread's own chunks first (their panels are in its L2), then whatever is left of the
+                 * others' ranges: a thread that a busy host slows for a while hands its chunks to the other
+                 * instead of holding up every step */
+                if (u->lag_us && tid == T - 1) usleep((useconds_t)u->lag_us);
+                int64_t g = dir * S + s;
+                for (int q = 0; q < T; q++) {
+                    int rg = (tid + q) % T;
+                    int64_t r0 = nc * rg / T, len = nc * (rg + 1) / T - r0;
+                    for (int64_t o; (o = ls_claim(&u->cur[rg], g, len)) >= 0;) {
+                        if (V == 16) step_avx512(&D, r0 + o, r0 + o + 1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+                        else step_avx2(&D, r0 + o, r0 + o + 1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+                        steals += q > 0;
+                    }
+                }
+            }
+            ls_wait(&u->bar, B, &phase);
+            /* after the barrier, the range's units whichever thread computed them */
             for (int64_t b = b0; b < b1; b++)
                 memcpy(u->Y + ls_y(d, t, dir, b) + j0, hn + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
-            ls_wait(&u->bar, B, &phase);
         }
         const float *hl = u->hbuf + (S & 1) * N * Hp;
         for (int64_t b = b0; b < b1; b++) {
@@ -287,6 +336,7 @@ static void ls_thread(void *arg, int tid, int T)
             if (u->Yc) memcpy(u->Yc + ls_s(d, dir, b) + j0, u->cbuf + b * Hp + j0, sizeof(float) * (size_t)(j1 - j0));
         }
     }
+    if (steals) atomic_fetch_add_explicit(&g_steals, steals, memory_order_relaxed);
 }
 
 #endif
@@ -347,14 +397,19 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
     int threads = wf__kctx_threads(k);
     bool by_rows = N >= (int64_t)threads * 4 && ls_split_rows(sizeof(float) * nc * V * (4 * H + 7));
     if (!by_rows && threads > nc) threads = (int)nc;
+    if (threads > LS_MAX_TEAM) threads = LS_MAX_TEAM;
     if (threads < 1) threads = 1;
+    ls_cursor cur[LS_MAX_TEAM];
+    for (int i = 0; i < threads; i++) atomic_init(&cur[i].next, 0);
+    const char *lag = getenv("WEFT_CPU_LSTM_LAG_US");
     float *abuf = NULL;
     int64_t win = d->seq < LS_WINDOW ? d->seq : LS_WINDOW;
     size_t fl = (size_t)(3 * N * Hp + win * N * 4 * Hp), rows = (size_t)(threads * N);
     if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sizeof(float) * fl + sizeof(float *) * rows, (void **)&abuf))) goto done;
     ls_run u = {d, V, Hp, nc, by_rows, wbuf, k->in[0]->data, wf__ko2_has(k, 5) ? k->in[5]->data : NULL,
                 wf__ko2_has(k, 6) ? k->in[6]->data : NULL, Y->data, Yh ? Yh->data : NULL, Yc ? Yc->data : NULL,
-                abuf, abuf + 2 * N * Hp, abuf + 3 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, 1};
+                abuf, abuf + 2 * N * Hp, abuf + 3 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, cur,
+                lag ? atoi(lag) : 0, 1};
     if (threads == 1) {
         ls_thread(&u, 0, 1);
     } else {
