@@ -23,8 +23,10 @@ probe of weft (3 runs) before the rounds: a 1 ms model timed over 10 runs saw a 
 shared machine and swung by 50% between rounds, over 300 runs it does not; a row shows
 the median of the R round medians, the ratio ORT / weft (above 1 means weft is faster), weft's GFLOP/s
 (2 x the MACs of Conv, Gemm, MatMul and LSTM nodes, counted from the ONNX graph) against oneDNN's 1024^3
-f32 GEMM rate measured in the same run by BUILD/bench/bench_matmul, and weft's output against ORT's
-(and torch's). The geometric mean of the ratios comes last. Numbers only, nothing is asserted.
+f32 GEMM rate measured in the same run by BUILD/bench/bench_matmul (%GEMM: the better of a rate before
+the rows and one after; %rounds, for compute-bound rows: the median of a rate measured in each of the
+row's rounds after its weft and ORT runs, so that a row timed in a noisy spell of a shared machine is set
+against the GEMM in that spell), and weft's output against ORT's (and torch's). The geometric mean of the ratios comes last. Numbers only, nothing is asserted.
 """
 import argparse
 import json
@@ -323,6 +325,8 @@ GEMM_RE = re.compile(r"^direct\s+([0-9.]+) ms\s+([0-9.]+) GFLOP/s", re.M)
 
 
 def gemm_rate(build, threads, log):
+    """oneDNN's 1024^3 f32 GEMM rate in GFLOP/s, or None; log None: quiet (a round's rate, shown in its line)"""
+    log = log or (lambda s: None)
     exe = os.path.join(build, "bench", "bench_matmul")
     if not os.path.exists(exe):
         log("oneDNN GEMM rate: %s is missing (build target bench_matmul, WEFT_BENCH=ON)" % exe)
@@ -422,8 +426,8 @@ def main():
     for _, folder, kind, b in ROWS:  # every batch of a folder, whatever --models selects
         batches.setdefault((folder, kind), []).append(b)
     table, ratios, notes = [], [], []
-    hdr = "%-19s %5s %8s %10s %10s %8s %9s %7s %9s %9s  %s" % (
-        "model", "batch", "GFLOP", "weft ms", "ORT ms", "ORT/weft", "GFLOP/s", "%GEMM", "out std", "x-sens",
+    hdr = "%-19s %5s %8s %10s %10s %8s %9s %7s %7s %9s %9s  %s" % (
+        "model", "batch", "GFLOP", "weft ms", "ORT ms", "ORT/weft", "GFLOP/s", "%GEMM", "%rounds", "out std", "x-sens",
         "weft vs ORT (torch)")
     for name, folder, kind, b in rows:
         try:
@@ -453,6 +457,7 @@ def main():
         os.makedirs(odir, exist_ok=True)
         ort_y = os.path.join(odir, "output.npy")
         wmed, omed, werr, oerr = [], [], None, ort_why and "missing"
+        grates = []  # a compute-bound row's own GEMM rates, one a round next to its runs
         lvl = [] if args.opt_level is None else ["--opt-level", str(args.opt_level)]
         iters = args.iterations
         try:  # the probe: how long one run takes, for --min-ms
@@ -480,9 +485,14 @@ def main():
                 except (RuntimeError, OSError) as e:
                     oerr = str(e)
                     log("%s batch %d: %s" % (name, b, oerr))
-            log("  %s b%d round %d: weft %s ms, ORT %s ms" % (
+            if name in COMPUTE_BOUND and gemm:
+                g = gemm_rate(build, args.threads, None)
+                if g:
+                    grates.append(g)
+            log("  %s b%d round %d: weft %s ms, ORT %s ms%s" % (
                 name, b, r + 1, "%.2f" % wmed[-1] if wmed and not werr else "-",
-                "%.2f" % omed[-1] if omed and not oerr else "-"))
+                "%.2f" % omed[-1] if omed and not oerr else "-",
+                ", GEMM %.1f GFLOP/s" % grates[-1] if len(grates) == r + 1 else ""))
         wm = statistics.median(wmed) if wmed and not werr else None
         om = statistics.median(omed) if omed and not oerr else None
         ref = np.load(ref_path)
@@ -509,10 +519,11 @@ def main():
         def pct(rates, gfs=gfs, name=name):
             p = "%6.1f%%" % (100 * gfs / max(rates)) if gfs and rates else "      -"
             return p.strip() + "*" if name not in COMPUTE_BOUND and gfs else p
-        row = "%-19s %5d %8s %10s %10s %8s %9s %%7s %9.3g %9.3g  %s" % (
+        own = "%6.1f%%" % (100 * gfs / statistics.median(grates)) if gfs and grates else "      -"
+        row = "%-19s %5d %8s %10s %10s %8s %9s %%7s %7s %9.3g %9.3g  %s" % (
             name, b, "%.2f" % (flops / 1e9) if flops else "-", "%.2f" % wm if wm else "error" if werr else "-",
             "%.2f" % om if om else ("error" if oerr and not ort_why else "-"), "%.3f" % ratio if ratio else "-",
-            "%.1f" % gfs if gfs else "-", info.get("std", float("nan")), info.get("sensitivity", float("nan")),
+            "%.1f" % gfs if gfs else "-", own.replace("%", "%%"), info.get("std", float("nan")), info.get("sensitivity", float("nan")),
             " ".join(check) or "-")
         table.append((row, pct))
         log("  " + row % pct(gemm))
@@ -531,7 +542,9 @@ def main():
     else:
         log("geometric mean of ORT/weft: - (no row has both times%s)" % ("; ORT column missing" if ort_why else ""))
     log("GFLOP/s: 2 x MACs of Conv/Gemm/MatMul/LSTM nodes over weft's median; %%GEMM against the better of %d "
-        "oneDNN 1024^3 GEMM rate(s) measured in this run (%s GFLOP/s); * marks rows that are not compute-bound"
+        "oneDNN 1024^3 GEMM rate(s) measured in this run (%s GFLOP/s); * marks rows that are not compute-bound; "
+        "%%rounds (compute-bound rows): against the median of the GEMM rates measured in the row's own rounds, "
+        "right after its weft and ORT runs (the same spell of a shared machine)"
         % (len(gemm), ", ".join("%.1f" % g for g in gemm) or "none"))
     log("out std: the torch output's std; x-sens: std(y(x) - y(x')) / std(y(x)) for another random input x' "
         "(near 0 means a degenerate model); weft vs ORT: max|weft - ORT| / max|ORT|, 'ok' at or below %g; "
