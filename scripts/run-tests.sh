@@ -127,10 +127,13 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         rc=$?; tail -n 1 build/test_ops_opt3.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_opt3.log | head -20
         result "release:test_ops:opt-level-3" $rc build/test_ops_opt3.log
         # the recurrent cases through each LSTM path the CPU has (k_rnn_lstm.c picks AVX-512 where it
-        # exists, so the AVX2 kernel and oneDNN's primitive would otherwise go untested there), and
+        # exists, so the AVX2 kernel and oneDNN's primitive would otherwise go untested there), the AVX-512
+        # form's code compiled for AVX2 (emu16: its 16-lane logic on machines without AVX-512), and
         # test_dnnl's threaded LSTM runs on the AVX2 kernel
-        for path in avx2 dnnl; do
-            if [ $path = avx2 ] && ! grep -qw avx2 /proc/cpuinfo; then skip "release:lstm-$path" "this CPU has no AVX2"; continue; fi
+        for path in avx2 dnnl emu16; do
+            if [ $path != dnnl ] && ! { grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; }; then
+                skip "release:lstm-$path" "this CPU has no AVX2 and FMA"; continue
+            fi
             WEFT_CPU_LSTM=$path timeout 600 build/tests/test_ops build/opcases LSTM >build/test_ops_lstm_$path.log 2>&1
             rc=$?; tail -n 1 build/test_ops_lstm_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_ops_lstm_$path.log | head -20
             result "release:test_ops:lstm-$path" $rc build/test_ops_lstm_$path.log

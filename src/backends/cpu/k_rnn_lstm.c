@@ -29,7 +29,8 @@
  *    1.19-1.57 without; over 10 pairs, medians 2.7% lower (geometric mean), quiet pairs' p10 level (0.79).
  * Padded hidden units have zero weights, bias and initial state, so their h stays exactly 0 and the padded
  * columns of h never change a real unit. The kernel is chosen at run time from the CPU (cpuid);
- * WEFT_CPU_LSTM=dnnl (oneDNN's primitive) or avx2 (this kernel's AVX2 form) forces a path (tests).
+ * WEFT_CPU_LSTM=dnnl (oneDNN's primitive), avx2 (this kernel's AVX2 form) or emu16 (the AVX-512 form's
+ * code compiled for AVX2) forces a path (tests).
  */
 #include "backends/cpu/k_dnnl.h"
 #include "backends/cpu/k_isa.h"
@@ -43,6 +44,8 @@
 
 /* Lets the cell's selects (tanh's two ranges) vectorise, as in k_elementwise_unary.c. */
 #pragma GCC optimize("no-trapping-math")
+/* The emu16 form's 64-byte vectors pass only between always-inline functions (GCC warns at the file's end). */
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 #include "backends/cpu/k_vmath.h" /* after the pragma, or its functions would not inline */
 
@@ -66,6 +69,7 @@ typedef struct ls_dir {
 #define LS_MIN(a, b) ((vf)_mm512_min_ps((__m512)(a), (__m512)(b)))
 #define LS_MAX(a, b) ((vf)_mm512_max_ps((__m512)(a), (__m512)(b)))
 #define LS_RCP(a) ((LS_NAME(vf))_mm512_rcp14_ps((__m512)(a)))
+#define LS_ATTR
 #include "backends/cpu/k_rnn_lstm_isa.h"
 #define LS_V 8
 #define LS_ROWS 4
@@ -76,8 +80,36 @@ typedef struct ls_dir {
 #define LS_MIN(a, b) ((vf)_mm256_min_ps((__m256)(a), (__m256)(b)))
 #define LS_MAX(a, b) ((vf)_mm256_max_ps((__m256)(a), (__m256)(b)))
 #define LS_RCP(a) ((LS_NAME(vf))_mm256_rcp_ps((__m256)(a)))
+#define LS_ATTR
 #include "backends/cpu/k_rnn_lstm_isa.h"
+/* The AVX-512 form's code (16 lanes, four gates a pass) compiled for AVX2, each 16-lane vector two ymm
+ * registers (so slow: its accumulators spill): WEFT_CPU_LSTM=emu16 runs it, so that an AVX2 machine tests
+ * what the AVX-512 form computes, its 16-lane panels, chunks and tails, on every run of the test suite.
+ * min and max keep minps's rule (the second operand when either is NaN); the reciprocal is a division. */
+#define LS_V 16
+#define LS_ROWS 4
+#define LS_GP 4
+#define LS_KEEP(w) ((void)(w))
+#define LS_TARGET "avx2,fma"
+#define LS_NAME(x) x##_emu16
+#define LS_SEL(m, a, b) ((vf)(((m) & (LS_NAME(vi))(a)) | (~(m) & (LS_NAME(vi))(b))))
+#define LS_MIN(a, b) ({ vf a_ = (a), b_ = (b); LS_SEL(a_ < b_, a_, b_); })
+#define LS_MAX(a, b) ({ vf a_ = (a), b_ = (b); LS_SEL(a_ > b_, a_, b_); })
+#define LS_RCP(a) (1.0f / (a))
+#define LS_ATTR , cold /* a test's form: compiled for size */
+#include "backends/cpu/k_rnn_lstm_isa.h"
+#undef LS_SEL
 #define LS_HAVE_ISA 1
+
+/* One form's entry points. */
+typedef struct ls_isa {
+    int64_t V;
+    void (*xstep)(const ls_dir *D, int64_t c0, int64_t c1, int64_t nq, const float *const *xr, float *const *xo);
+    void (*step)(const ls_dir *D, int64_t c0, int64_t c1, int64_t b0, int64_t b1, const float *const *xr,
+                 const float *hp, float *cs, float *hn, int64_t Hp);
+} ls_isa;
+static const ls_isa ls_avx512 = {16, xstep_avx512, step_avx512}, ls_avx2 = {8, xstep_avx2, step_avx2},
+                    ls_emu16 = {16, xstep_emu16, step_emu16};
 #endif
 
 /* The node's cache entry holds no primitive: only the packed weights and the run contexts. */
@@ -87,16 +119,25 @@ static wf_status *ls_build(wf__kctx *k, void *arg, dnnl_engine_t eng, wf__dn_pri
     return NULL;
 }
 
+#ifdef LS_HAVE_ISA
+/* The form of the kernel this process runs, or NULL (none: oneDNN or the f64 loop). */
+static const ls_isa *ls_form(void)
+{
+    static atomic_int v = -1;
+    int f = wf__cpu_form(&v, "WEFT_CPU_LSTM", "dnnl");
+    const char *e = getenv("WEFT_CPU_LSTM");
+    bool fma = f >= WF__FORM_AVX2 && __builtin_cpu_supports("fma");
+    if (e && !strcmp(e, "emu16")) return fma ? &ls_emu16 : NULL;
+    return f == WF__FORM_AVX512 ? &ls_avx512 : fma ? &ls_avx2 : NULL;
+}
+#endif
+
 /* Lanes of the kernel this process runs: 16, 8, or 0 (none: oneDNN or the f64 loop). */
 static int ls_lanes(void)
 {
 #ifdef LS_HAVE_ISA
-    static atomic_int v = -1;
-    switch (wf__cpu_form(&v, "WEFT_CPU_LSTM", "dnnl")) {
-    case WF__FORM_AVX512: return 16;
-    case WF__FORM_AVX2: return __builtin_cpu_supports("fma") ? 8 : 0;
-    default: return 0;
-    }
+    const ls_isa *f = ls_form();
+    return f ? (int)f->V : 0;
 #else
     return 0;
 #endif
@@ -230,6 +271,7 @@ static int64_t ls_claim(ls_cursor *cu, int64_t g, int64_t len)
 
 typedef struct ls_run {
     const wf__lstm_dims *d;
+    const struct ls_isa *isa;
     int64_t V, Hp, nc;
     bool by_rows;                     /* threads split the batch (no barrier), else the chunks */
     const char *wbuf;
@@ -296,8 +338,7 @@ static void ls_thread(void *arg, int tid, int T)
                         xq[q] = u->X + (d->layout ? b * S + tw : tw * N + b) * I;
                         xo[q] = u->xp + (w * N + b) * Hp * 4;
                     }
-                    if (V == 16) xstep_avx512(&D, c0, c1, nq, xq, xo);
-                    else xstep_avx2(&D, c0, c1, nq, xq, xo);
+                    u->isa->xstep(&D, c0, c1, nq, xq, xo);
                 }
                 /* every thread's projections (another thread may take a chunk of this range) and, before
                  * the first step, every thread's part of the initial state */
@@ -307,8 +348,7 @@ static void ls_thread(void *arg, int tid, int T)
             float *hn = u->hbuf + ((s + 1) & 1) * N * Hp;
             for (int64_t b = b0; b < b1; b++) xr[b] = u->xp + (s % LS_WINDOW * N + b) * Hp * 4;
             if (B == 1) {
-                if (V == 16) step_avx512(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
-                else step_avx2(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+                u->isa->step(&D, c0, c1, b0, b1, xr, hp, u->cbuf, hn, Hp);
             } else {
                 /* this thread's own chunks first (their panels are in its L2), then whatever is left of the
                  * others' ranges: a thread that a busy host slows for a while hands its chunks to the other
@@ -319,8 +359,7 @@ static void ls_thread(void *arg, int tid, int T)
                     int rg = (tid + q) % T;
                     int64_t r0 = nc * rg / T, len = nc * (rg + 1) / T - r0;
                     for (int64_t o; (o = ls_claim(&u->cur[rg], g, len)) >= 0;) {
-                        if (V == 16) step_avx512(&D, r0 + o, r0 + o + 1, b0, b1, xr, hp, u->cbuf, hn, Hp);
-                        else step_avx2(&D, r0 + o, r0 + o + 1, b0, b1, xr, hp, u->cbuf, hn, Hp);
+                        u->isa->step(&D, r0 + o, r0 + o + 1, b0, b1, xr, hp, u->cbuf, hn, Hp);
                         steals += q > 0;
                     }
                 }
@@ -372,7 +411,9 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
     (void)d;
     return wf__kctx_fail(k, WF_UNIMPLEMENTED, "no vector LSTM kernel for this CPU");
 #else
-    int64_t V = ls_lanes(), H = d->hs, N = d->batch, D = d->nd, nc = (H + V - 1) / V, Hp = nc * V;
+    const ls_isa *isa = ls_form();
+    if (!isa) return wf__kctx_fail(k, WF_UNIMPLEMENTED, "no vector LSTM kernel for this CPU");
+    int64_t V = isa->V, H = d->hs, N = d->batch, D = d->nd, nc = (H + V - 1) / V, Hp = nc * V;
     int64_t key[8] = {'L', V, d->in, H, D, 0, 0, 0};
     wf__dn_prim *p = NULL;
     wf__dn_run *r = NULL;
@@ -406,7 +447,7 @@ wf_status *wf__lstm_own(wf__kctx *k, const wf__lstm_dims *d)
     int64_t win = d->seq < LS_WINDOW ? d->seq : LS_WINDOW;
     size_t fl = (size_t)(3 * N * Hp + win * N * 4 * Hp), rows = (size_t)(threads * N);
     if ((s = wf__dn_run_buf(k, r, WF__DN_BUF_ACT, sizeof(float) * fl + sizeof(float *) * rows, (void **)&abuf))) goto done;
-    ls_run u = {d, V, Hp, nc, by_rows, wbuf, k->in[0]->data, wf__ko2_has(k, 5) ? k->in[5]->data : NULL,
+    ls_run u = {d, isa, V, Hp, nc, by_rows, wbuf, k->in[0]->data, wf__ko2_has(k, 5) ? k->in[5]->data : NULL,
                 wf__ko2_has(k, 6) ? k->in[6]->data : NULL, Y->data, Yh ? Yh->data : NULL, Yc ? Yc->data : NULL,
                 abuf, abuf + 2 * N * Hp, abuf + 3 * N * Hp, (const float **)(void *)(abuf + fl), {0, 0}, cur,
                 lag ? atoi(lag) : 0, 1};

@@ -7,6 +7,7 @@
  *   LS_TARGET  the target attribute's string
  *   LS_NAME(x) x with the ISA's suffix
  *   LS_MIN(a, b), LS_MAX(a, b), LS_RCP(a)  the ISA's min, max (b when either is NaN) and reciprocal estimate
+ *   LS_ATTR    more attributes of the two entry points (step, xstep), after a comma, or nothing
  * and undefines them at its end. Nothing else includes it.
  */
 
@@ -153,7 +154,7 @@ LS_NAME(tile)(const int NR, const ls_dir *D, int64_t c, const float *const *xr, 
 }
 
 /* Chunks [c0, c1) of one step for batch rows [b0, b1). */
-__attribute__((target(LS_TARGET))) static void LS_NAME(step)(const ls_dir *D, int64_t c0, int64_t c1, int64_t b0,
+__attribute__((target(LS_TARGET) LS_ATTR)) static void LS_NAME(step)(const ls_dir *D, int64_t c0, int64_t c1, int64_t b0,
                                                               int64_t b1, const float *const *xr, const float *hp,
                                                               float *cs, float *hn, int64_t Hp)
 {
@@ -173,7 +174,7 @@ __attribute__((target(LS_TARGET))) static void LS_NAME(step)(const ls_dir *D, in
 
 /* The projections of nq rows (x rows xr, projection rows xo) for chunks [c0, c1), chunk by chunk so that a
  * chunk's W panel stays in L1 across the rows. */
-__attribute__((target(LS_TARGET))) static void LS_NAME(xstep)(const ls_dir *D, int64_t c0, int64_t c1, int64_t nq,
+__attribute__((target(LS_TARGET) LS_ATTR)) static void LS_NAME(xstep)(const ls_dir *D, int64_t c0, int64_t c1, int64_t nq,
                                                                const float *const *xr, float *const *xo)
 {
     for (int64_t c = c0; c < c1; c++)
@@ -198,3 +199,4 @@ __attribute__((target(LS_TARGET))) static void LS_NAME(xstep)(const ls_dir *D, i
 #undef LS_MIN
 #undef LS_MAX
 #undef LS_RCP
+#undef LS_ATTR
