@@ -620,6 +620,27 @@ def reduce_cases(rng):
                     [ref_reduce("ReduceSumSquare", big, [1], 0)], attrs={"keepdims": 0}, const=[1], computed=True))
     out.append(case("ReduceLogSumExp_large", "ReduceLogSumExp", [big, i64(0)],
                     [ref_reduce("ReduceLogSumExp", big, [0], 1)], const=[1], computed=True))
+    # float ReduceSumSquare and ReduceLogSum run k_reduce.c's loops: runs along the last axis of 7 (the
+    # plain tail), 200 (the 8-lane loop), 1000 and 5000 (32 lanes, past one 4096 block), a vertical
+    # reduction (axis 0) and a split one (few outputs); NaN, inf, a zero row (log 0 = -inf) and a negative
+    # sum (log: NaN) among them; every float dtype
+    for op in ("ReduceSumSquare", "ReduceLogSum"):
+        lo, hi = (0.1, 2.0) if op == "ReduceLogSum" else (-3.0, 3.0)
+        for dt in FLOATS:
+            for n in (7, 200, 1000, 5000):
+                xr = rand(rng, (6, n), dt, lo, hi)
+                xr[1, n // 2], xr[2, n // 3], xr[3, :] = np.nan, np.inf, 0
+                if op == "ReduceLogSum":
+                    xr[4, :] = -xr[4, :]
+                else:
+                    xr[4, n - 1] = -np.inf
+                out.append(case("%s_%s_run%d" % (op, dt, n), op, [xr, i64(-1)], [ref_reduce(op, xr, [-1], 0)], dt,
+                                attrs={"keepdims": 0}, const=[1], computed=True))
+            xv = rand(rng, (300, 5, 7), dt, lo, hi)
+            xv[7, 2, 3] = np.nan
+            for name, ax in (("vertical", [0]), ("split", [0, 1, 2])):
+                out.append(case("%s_%s_%s" % (op, dt, name), op, [xv, i64(*ax)], [ref_reduce(op, xv, ax, 1)], dt,
+                                const=[1], computed=True))
 
     for dt in FLOATS:
         for shape in ((2, 3, 4, 5), (1, 2, 7), (2, 3, 2, 2, 2)):

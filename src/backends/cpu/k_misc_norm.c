@@ -317,6 +317,10 @@ wf_status *wf__k_reduce_misc(wf__kctx *k)
         if (wf__attr_i(k->op, k->attrs, "noop_with_empty_axes")) mask = 0;
         else mask = all;
     }
+    /* float sums of squares and log-sums that reduce something: k_reduce.c's loops (with no axis, the
+     * elementwise part alone stays here) */
+    if (wf__dtype_is_float(x->dtype) && mask && op == R_SUMSQ) return wf__k_reduce_sum_square_float(k);
+    if (wf__dtype_is_float(x->dtype) && mask && op == R_LOGSUM) return wf__k_reduce_log_sum_float(k);
     int64_t yd[WF_MAX_RANK];
     int r = 0;
     for (int d = 0; d < x->rank; d++) {
