@@ -755,6 +755,31 @@ def einsum_cases(rng):
     out.append(case("Einsum_large", "Einsum", xs, [ref_einsum("ij,jk->ik", *xs)], attrs={"equation": "ij,jk->ik"},
                     computed=True))
     out[-1].rtol, out[-1].atol = 1e-5, 1e-4
+    # two f32 operands run as batched GEMMs (k_misc_einsum.c's ein_gemm): operands read in place with and
+    # without sgemm's transposes, copied (a diagonal, a permuted batch, a broadcast), the output written in
+    # place or permuted, one operand shared by every batch, K labels only one operand has, products under
+    # and over the plain loop's size and batches split into row blocks; NaN and inf in A
+    big = [
+        ("gemm_tA", "ji,jk->ik", [(40, 30), (40, 50)]),
+        ("gemm_tB", "ij,kj->ik", [(30, 40), (50, 40)]),
+        ("gemm_out_perm", "ij,jk->ki", [(30, 40), (40, 50)]),
+        ("attn_scores", "bhqd,bhkd->bhqk", [(2, 3, 33, 16), (2, 3, 20, 16)]),
+        ("attn_values", "bhqk,bhkd->bhqd", [(2, 3, 33, 20), (2, 3, 20, 16)]),
+        ("batch_perm", "ibj,bjk->bik", [(20, 3, 30), (3, 30, 25)]),
+        ("shared_b", "bij,jk->bik", [(4, 20, 30), (30, 25)]),
+        ("bcast_batch", "...ij,...jk->...ik", [(3, 1, 20, 30), (4, 30, 25)]),
+        ("k_one_side", "ij,k->i", [(30, 40), (50,)]),
+        ("diag_a", "iij,jk->ik", [(20, 20, 30), (30, 25)]),
+        ("small_batches", "bij,bjk->bik", [(50, 3, 4), (50, 4, 5)]),
+        ("one_batch_rows", "bij,bjk->bik", [(1, 200, 64), (1, 64, 48)]),
+        ("outer_big", "i,j->ij", [(300,), (200,)]),
+    ]
+    for nm, eq, shapes in big:
+        xs = [rand(rng, sh) for sh in shapes]
+        if nm in ("gemm_tA", "attn_scores"):
+            xs[0].reshape(-1)[[3, 17]] = [np.nan, np.inf]
+        out.append(case("Einsum_" + nm, "Einsum", xs, [ref_einsum(eq, *xs)], attrs={"equation": eq}, computed=True))
+        out[-1].rtol, out[-1].atol = 1e-5, 1e-4
     a, b = rand(rng, (3, 4)), rand(rng, (5, 2))
     out.append(err("Einsum_err_size", "Einsum", [a, b], "size", attrs={"equation": "ij,jk->ik"}))
     out.append(err("Einsum_err_terms", "Einsum", [a], "terms", attrs={"equation": "ij,jk->ik"}))
