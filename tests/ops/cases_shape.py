@@ -177,6 +177,16 @@ def transpose_cases(rng):
     c.append(Case("transpose_empty", "Transpose", [e], [e.T], attrs={"perm": [1, 0]}))
     big = rand(rng, (600, 500))
     c.append(Case("transpose_large_2d", "Transpose", [big], [big.T], attrs={"perm": [1, 0]}))
+    # 4-byte elements move in 8 x 8 float registers (k_shape.c's tt_range4): odd edges; int32 (compared
+    # exactly) holding the bit patterns of float NaNs with payloads (a signalling one too), -0 and a
+    # denormal, which arithmetic on floats would change; f32 NaN and -0
+    ii = rng.integers(-2**31, 2**31 - 1, size=(45, 67), dtype=np.int64).astype(np.int32)
+    ii.reshape(-1)[:5] = np.array([0x7fc00001, 0x7fa00000, 0xffc12345, 0x80000000, 0x00000001],
+                                  np.uint32).view(np.int32)
+    c.append(Case("transpose_2d_i32_blocks", "Transpose", [ii], [ii.T.copy()], attrs={"perm": [1, 0]}))
+    fb = rand(rng, (19, 77))
+    fb[0, :3] = [np.nan, -0.0, np.inf]
+    c.append(Case("transpose_2d_f32_nan", "Transpose", [fb], [fb.T.copy()], attrs={"perm": [1, 0]}))
     bb = rand(rng, (3, 257, 390))
     c.append(Case("transpose_large_batched", "Transpose", [bb], [bb.transpose(0, 2, 1)], attrs={"perm": [0, 2, 1]}))
     g = rand(rng, (8, 30, 40, 32), "i16")

@@ -5,6 +5,9 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "backends/cpu/k_dnnl.h"
 #include "backends/cpu/k_shape.h"
@@ -384,6 +387,53 @@ WF__VEC static void tt_range(void *arg, int64_t u0, int64_t u1)
     }
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* 4-byte elements in 8 x 8 blocks through AVX2 registers (unpack, shuffle, lane swap), the rest of a band
+ * element by element: the element loop moved 256 x 1024 f32 in 0.76 ms on 2 Zen 3 threads (ONNX Runtime
+ * 0.26). d = s^T for the 8 x 8 block at s (rows ss floats apart) into d (rows ds apart). */
+__attribute__((target("avx2"))) static inline void tt8x8(const float *s, int64_t ss, float *d, int64_t ds)
+{
+    __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ss), r2 = _mm256_loadu_ps(s + 2 * ss),
+           r3 = _mm256_loadu_ps(s + 3 * ss), r4 = _mm256_loadu_ps(s + 4 * ss), r5 = _mm256_loadu_ps(s + 5 * ss),
+           r6 = _mm256_loadu_ps(s + 6 * ss), r7 = _mm256_loadu_ps(s + 7 * ss);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(d + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(d + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(d + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(d + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(d + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(d + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(d + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* tt_range for 4-byte elements (bit patterns moved as floats: loads and stores of registers keep every bit) */
+__attribute__((target("avx2"))) static void tt_range4(void *arg, int64_t u0, int64_t u1)
+{
+    const tt_job *j = arg;
+    int64_t bands = (j->C + TILE - 1) / TILE, R = j->R, C = j->C;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t b = u / bands, c0 = (u % bands) * TILE, c1 = c0 + TILE < C ? c0 + TILE : C;
+        const float *s = (const float *)j->src + b * R * C;
+        float *d = (float *)j->dst + b * R * C;
+        for (int64_t r0 = 0; r0 < R; r0 += TILE) {
+            int64_t r1 = r0 + TILE < R ? r0 + TILE : R, r8 = r0 + (r1 - r0) / 8 * 8, c8 = c0 + (c1 - c0) / 8 * 8;
+            for (int64_t c = c0; c < c8; c += 8)
+                for (int64_t r = r0; r < r8; r += 8) tt8x8(s + r * C + c, C, d + c * R + r, R);
+            for (int64_t c = c0; c < c1; c++) /* the band's last columns, and every column's last rows */
+                for (int64_t r = c < c8 ? r8 : r0; r < r1; r++) memcpy(d + c * R + r, s + r * C + c, 4);
+        }
+    }
+}
+#define TT_HAVE_AVX2 1
+#endif
+
 static wf_status *k_transpose(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
@@ -418,7 +468,11 @@ static wf_status *k_transpose(wf__kctx *k)
         int64_t units = t.B * ((t.C + TILE - 1) / TILE);
         int64_t per_unit = TILE * t.R * (int64_t)t.eb;
         int64_t grain = WF__SHAPE_GRAIN_BYTES / (per_unit > 0 ? per_unit : 1);
-        wf__parallel_for(k, units, grain > 0 ? grain : 1, tt_range, &t);
+        wf__range_fn fn = tt_range;
+#ifdef TT_HAVE_AVX2
+        if (t.eb == 4 && __builtin_cpu_supports("avx2")) fn = tt_range4;
+#endif
+        wf__parallel_for(k, units, grain > 0 ? grain : 1, fn, &t);
         return NULL;
     }
     sc_run(k, &j);
