@@ -982,6 +982,19 @@ def resize_cases(rng):
             exp = ref_resize(xd.astype(np.float64), osh, [float(s) for s in sc], "linear", "half_pixel")
             out.append(case("Resize_linear_%s" % dt, "Resize", [xd, None, sc], [cast_like(exp, dt)], dt,
                             attrs={"mode": "linear"}, const=[2], computed=True))
+    # nearest as a gather (k_misc_resize.c's resize_nearest): a detector's x2 upsample and a 0.6 downsample
+    # of maps with NaN and inf, with round_prefer_ceil on half_pixel
+    xn = rand(rng, (2, 16, 13, 11))
+    xn[0, 3, 4, 5], xn[1, 7, 0, 0], xn[1, 15, 12, 10] = np.nan, np.inf, -np.inf
+    for nm_, scn in (("up2", [1, 1, 2, 2]), ("down", [1, 1, 0.6, 0.6])):
+        sc = np.array(scn, np.float32)
+        # the reference's taps weigh 1 and 0, and 0 x NaN would spread a NaN to the neighbours: it resizes the
+        # element numbers instead, and the expected values are the elements so chosen
+        pos = np.arange(xn.size, dtype=np.float64).reshape(xn.shape)
+        pick = ref_resize(pos, shape_of(xn, sc), [float(v) for v in sc], "nearest", "half_pixel", "round_prefer_ceil")
+        exp = xn.reshape(-1)[np.rint(pick).astype(np.int64)]
+        out.append(case("Resize_nearest_gather_" + nm_, "Resize", [xn, None, sc], [cast_like(exp, "f32")],
+                        attrs={"nearest_mode": "round_prefer_ceil"}, const=[2]))
     # torch cross-check of the reference itself (same maths, another implementation)
     try:
         import torch

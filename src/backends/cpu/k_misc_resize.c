@@ -241,6 +241,103 @@ static bool resize2d_f32(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor
     return true;
 }
 
+/* ---- nearest: a gather ----------------------------------------------------------------------------------- */
+
+/* mode nearest with every output position taking one source element (no extrapolated position, no tap
+ * excluded): y is x gathered along each axis by its table of source positions, elements moved as bytes (any
+ * dtype, NaN and every bit kept). Through the f64 passes 8 x 64 x 32 x 32 f32 upsampled x2 took 29 ms on 2
+ * Zen 3 threads (ONNX Runtime 1.5). */
+typedef struct {
+    const char *x;
+    char *y;
+    int rank;
+    size_t eb;
+    const int64_t *yd, *xst; /* output dims; input strides in elements */
+    int64_t *const *src;     /* [rank][yd[d]]: each output position's source position along axis d */
+} rsn_job;
+
+static void rsn_rows(void *arg, int64_t r0, int64_t r1)
+{
+    const rsn_job *j = arg;
+    int last = j->rank - 1;
+    int64_t n = j->yd[last];
+    const int64_t *cols = j->src[last];
+    for (int64_t row = r0; row < r1; row++) {
+        int64_t off = 0, rem = row;
+        for (int d = last - 1; d >= 0; d--) {
+            off += j->src[d][rem % j->yd[d]] * j->xst[d];
+            rem /= j->yd[d];
+        }
+        char *yr = j->y + (size_t)(row * n) * j->eb;
+        switch (j->eb) {
+        case 4: {
+            const uint32_t *xr = (const uint32_t *)j->x + off;
+            for (int64_t c = 0; c < n; c++) ((uint32_t *)yr)[c] = xr[cols[c]];
+            break;
+        }
+        case 2: {
+            const uint16_t *xr = (const uint16_t *)j->x + off;
+            for (int64_t c = 0; c < n; c++) ((uint16_t *)yr)[c] = xr[cols[c]];
+            break;
+        }
+        case 1:
+            for (int64_t c = 0; c < n; c++) yr[c] = j->x[off + cols[c]];
+            break;
+        default:
+            for (int64_t c = 0; c < n; c++) memcpy(yr + (size_t)c * j->eb, j->x + (size_t)(off + cols[c]) * j->eb, j->eb);
+        }
+    }
+}
+
+static bool resize_nearest(wf__kctx *k, const wf__ku_rs_params *P, const wf_tensor *x, wf_tensor *y, const int64_t *yd,
+                           const double *scale, const double *r0, const double *r1, wf_status **s)
+{
+    if (strcmp(P->mode, "nearest") || y->dtype != x->dtype || x->dtype == WF_STRING || x->rank < 1) return false;
+    int r = x->rank;
+    int64_t total = 0;
+    for (int d = 0; d < r; d++) total += yd[d];
+    int64_t *tab = wf__malloc(sizeof(int64_t) * (size_t)(3 * total + 1));
+    double *w = wf__malloc(sizeof(double) * (size_t)(2 * total + 1));
+    uint8_t *ext = wf__malloc((size_t)total + 1);
+    if (!tab || !w || !ext) {
+        wf__free(tab);
+        wf__free(w);
+        wf__free(ext);
+        *s = wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the resize taps");
+        return true;
+    }
+    /* each axis: two taps a position from the shared rule (the chosen one weighs 1), then the chosen one */
+    int64_t *src[WF_MAX_RANK], *idx2 = tab + total, at = 0;
+    bool ok = true;
+    for (int d = 0; d < r && ok; d++) {
+        src[d] = tab + at;
+        /* an axis the general path leaves alone (wf__k_resize's identity) */
+        if (yd[d] == x->dims[d] && fabs(scale[d] - 1.0) < 1e-12 && r0[d] == 0 && r1[d] == 1) {
+            for (int64_t o = 0; o < yd[d]; o++) src[d][o] = o;
+            at += yd[d];
+            continue;
+        }
+        wf__ku_rs_axis_taps(P, 2, x->dims[d], yd[d], scale[d], r0[d], r1[d], idx2 + 2 * at, w + 2 * at, ext + at);
+        for (int64_t o = 0; o < yd[d] && ok; o++) {
+            const double *wo = w + 2 * (at + o);
+            ok = !ext[at + o] && ((wo[0] == 1 && wo[1] == 0) || (wo[0] == 0 && wo[1] == 1));
+            src[d][o] = idx2[2 * (at + o) + (wo[0] == 1 ? 0 : 1)];
+        }
+        at += yd[d];
+    }
+    if (ok) {
+        int64_t xst[WF_MAX_RANK];
+        wf__strides(r, x->dims, xst);
+        rsn_job j = {x->data, y->data, r, wf_dtype_size(x->dtype), yd, xst, src};
+        int64_t rows = y->size / yd[r - 1], grain = WF__KM_GRAIN / (yd[r - 1] > 0 ? yd[r - 1] : 1);
+        wf__parallel_for(k, rows, grain > 0 ? grain : 1, rsn_rows, &j);
+    }
+    wf__free(tab);
+    wf__free(w);
+    wf__free(ext);
+    return ok;
+}
+
 static wf_status *read_floats(wf__kctx *k, int idx, const char *what, double *v, int max, int *n)
 {
     const wf_tensor *t = k->in[idx];
@@ -312,6 +409,7 @@ wf_status *wf__k_resize(wf__kctx *k)
     if (!y->size) return NULL;
     wf_status *fs = NULL;
     if (resize2d_f32(k, &P, x, y, yd, scale, crop, &fs)) return fs;
+    if (resize_nearest(k, &P, x, y, yd, scale, r0, r1, &fs)) return fs;
     double *cur = NULL, *next = NULL;
     wf_status *s = wf__km_widen(k, x, false, (void **)&cur);
     int64_t cd[WF_MAX_RANK];
