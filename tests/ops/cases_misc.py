@@ -480,6 +480,14 @@ def norm_cases(rng):
     out.append(case("GroupNormalization_opset18_scale", "GroupNormalization", [x, s, b],
                     [cast_like(ref_groupnorm(x, s, b, 2, 1e-3), "f32")], attrs={"num_groups": 2, "epsilon": 1e-3},
                     computed=True))
+    # f32 groups (k_misc_norm.c's nf_range): groups of 2 x 2600 values, past one 4096-value block, a mean far
+    # from 0 (the centred second pass), a NaN in one group and an inf in another (only those groups turn NaN)
+    xg = rand(rng, (2, 8, 50, 52)) + 1000
+    xg[0, 1, 3, 3], xg[1, 6, 0, 7] = np.nan, np.inf
+    sg, bg = rand(rng, (8,)), rand(rng, (8,))
+    out.append(case("GroupNormalization_f32_blocks", "GroupNormalization", [xg, sg, bg],
+                    [cast_like(ref_groupnorm(xg, sg, bg, 4, 1e-5), "f32")], attrs={"num_groups": 4}, computed=True))
+    out[-1].rtol, out[-1].atol = 1e-4, 1e-4
     x2 = rand(rng, (3, 4))
     s4, b4 = rand(rng, (4,)), rand(rng, (4,))
     out.append(case("GroupNormalization_rank2", "GroupNormalization", [x2, s4, b4],

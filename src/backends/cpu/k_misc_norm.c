@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SB WF__KM_SB
 
@@ -76,6 +77,69 @@ static void affine(double *x, int64_t n, int64_t C, int64_t per, const double *s
     }
 }
 
+/* f32 InstanceNormalization and GroupNormalization: each (image, group) is (C / G) S contiguous values;
+ * the mean, then the centred sum of squares (no cancellation), in 32 f32 lanes (explicit vectors, four
+ * registers) over blocks of NORM_BLOCK values folded into f64; then y = (x - mean) (inv scale_c) + bias_c
+ * a channel at a time. Through the f64 copy above InstanceNormalization of 8 x 64 x 32 x 32 took 10.2 ms
+ * on 2 Zen 3 threads (ONNX Runtime 0.2). */
+typedef float nv8 __attribute__((vector_size(32)));
+typedef float nv8u __attribute__((vector_size(32), aligned(4)));
+#define NORM_BLOCK 4096
+
+/* sum of (p[i] - m)^k over n values, k 1 (m 0: the plain sum) or 2 */
+WF__VEC static double nf_sum(const float *p, int64_t n, float m, bool sq)
+{
+    double total = 0;
+    for (int64_t b = 0; b < n; b += NORM_BLOCK) {
+        int64_t e = n - b > NORM_BLOCK ? b + NORM_BLOCK : n, i = b;
+        nv8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+        for (; i + 32 <= e; i += 32) {
+            nv8 v0 = *(const nv8u *)(p + i) - m, v1 = *(const nv8u *)(p + i + 8) - m;
+            nv8 v2 = *(const nv8u *)(p + i + 16) - m, v3 = *(const nv8u *)(p + i + 24) - m;
+            if (sq) v0 *= v0, v1 *= v1, v2 *= v2, v3 *= v3;
+            a0 += v0, a1 += v1, a2 += v2, a3 += v3;
+        }
+        nv8 a = (a0 + a2) + (a1 + a3);
+        float l[8];
+        memcpy(l, &a, sizeof l);
+        for (; i < e; i++) total += sq ? (double)((p[i] - m) * (p[i] - m)) : (double)(p[i] - m);
+        total += (double)(((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7])));
+    }
+    return total;
+}
+
+WF__VEC static void nf_apply(const float *x, float *y, int64_t n, float m, float a, float b)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = (x[i] - m) * a + b;
+}
+
+typedef struct {
+    const float *x, *sc, *bi;
+    float *y;
+    int64_t G, cpg, S; /* groups, channels a group, values a channel */
+    bool per_group;    /* opset 18 GroupNormalization: one scale and bias a group */
+    double eps;
+} nf_job;
+
+static void nf_range(void *arg, int64_t g0, int64_t g1)
+{
+    const nf_job *j = arg;
+    int64_t len = j->cpg * j->S;
+    for (int64_t u = g0; u < g1; u++) {
+        const float *x = j->x + u * len;
+        float *y = j->y + u * len;
+        double mean = nf_sum(x, len, 0.0f, false) / (double)len;
+        float m = (float)mean;
+        double var = nf_sum(x, len, m, true) / (double)len;
+        float inv = (float)(1.0 / sqrt(var + j->eps));
+        int64_t g = u % j->G;
+        for (int64_t c = 0; c < j->cpg; c++) {
+            int64_t ch = j->per_group ? g : g * j->cpg + c;
+            nf_apply(x + c * j->S, y + c * j->S, j->S, m, inv * j->sc[ch], j->bi[ch]);
+        }
+    }
+}
+
 static wf_status *norm_common(wf__kctx *k, bool group)
 {
     const wf_tensor *x = k->in[0];
@@ -91,6 +155,23 @@ static wf_status *norm_common(wf__kctx *k, bool group)
     double *xd = NULL, *sc = NULL, *bi = NULL;
     wf_status *s = channel_vec(k, 1, "scale", C, group ? G : C, &sc);
     if (!s) s = channel_vec(k, 2, group ? "bias" : "B", k->in[1]->dims[0], k->in[1]->dims[0], &bi);
+    if (!s && x->dtype == WF_F32) {
+        int64_t np = k->in[1]->dims[0];
+        float *pf = wf__malloc(sizeof(float) * (size_t)(2 * np + 1));
+        wf_tensor *y = NULL;
+        if (!pf) s = wf__kctx_fail(k, WF_OUT_OF_MEMORY, "out of memory for the scale and bias (%" PRId64 " values)", 2 * np);
+        if (!s) s = wf__kctx_output(k, 0, WF_F32, x->rank, x->dims, &y);
+        if (!s && x->size) {
+            for (int64_t i = 0; i < np; i++) pf[i] = (float)sc[i], pf[np + i] = (float)bi[i];
+            nf_job j = {x->data, pf, pf + np, y->data, G, C / G, S, np != C, wf__attr_f(k->op, k->attrs, "epsilon")};
+            int64_t len = (C / G) * S, grain = WF__KM_GRAIN / (len > 0 ? len : 1);
+            wf__parallel_for(k, N * G, grain > 0 ? grain : 1, nf_range, &j);
+        }
+        wf__free(pf);
+        wf__free(sc);
+        wf__free(bi);
+        return s;
+    }
     if (!s) s = wf__km_widen(k, x, false, (void **)&xd);
     if (!s) {
         double eps = wf__attr_f(k->op, k->attrs, "epsilon");
