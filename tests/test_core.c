@@ -122,6 +122,56 @@ static void test_bulk_half_convert(void)
     free(f);
 }
 
+/* wf__convert's typed loops between the float, small-int and i32/i64 dtypes (dtype.c's convert_typed) give
+ * what the element functions give (wf__store_f64 of wf__load_f64): every pair of numeric dtypes over NaN,
+ * infinities, signed zeros, a denormal, fractions either side of .5, values past each int type's range (they
+ * saturate through int64 and wrap), and int values at their limits. */
+static void test_convert_pairs(void)
+{
+    static const wf_dtype dts[] = {WF_F32, WF_F64, WF_F16, WF_BF16, WF_I8, WF_U8, WF_I16, WF_I32, WF_I64};
+    enum { NT = sizeof dts / sizeof dts[0] };
+    static const double vals[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1e-40, -1e-310, 0.5, -0.5, 2.5,
+                                  -3.7, 127.5, 128.0, -129.0, 255.5, 256.0, 32767.9, -32769.0, 65504.0, 65520.0,
+                                  2147483647.0, -2147483649.0, 4294967296.5, 9.3e18, -9.3e18, 1e30, -1e30, 3e38,
+                                  1e300, 123456789.0, -0.0001};
+    enum { NV = sizeof vals / sizeof vals[0] };
+    int bad = 0;
+    for (int a = 0; a < NT; a++) {
+        /* the source values as dtype a (through the element function: the same rounding every path sees) */
+        char src[NV * 8], got[NV * 8], want[NV * 8];
+        for (int i = 0; i < NV; i++) wf__store_f64(src, dts[a], i, vals[i]);
+        if (dts[a] == WF_I64) ((int64_t *)src)[0] = INT64_MAX, ((int64_t *)src)[1] = INT64_MIN;
+        if (dts[a] == WF_I32) ((int32_t *)src)[0] = INT32_MAX, ((int32_t *)src)[1] = INT32_MIN;
+        for (int b = 0; b < NT; b++) {
+            wf__convert(src, dts[a], got, dts[b], NV);
+            size_t eb = wf_dtype_size(dts[b]);
+            for (int i = 0; i < NV; i++) {
+                bool ints = !wf__dtype_is_float(dts[a]) && !wf__dtype_is_float(dts[b]);
+                if (ints || dts[a] == WF_I64) {
+                    /* wf__convert's exact int paths: through int64 */
+                    int64_t v = wf__load_i64(src, dts[a], i);
+                    if (ints) {
+                        int64_t w = v;
+                        memcpy(want + i * eb, &w, eb); /* little-endian truncation: the C cast */
+                        if (dts[b] == WF_BOOL) want[i * eb] = v != 0;
+                    } else {
+                        wf__store_f64(want, dts[b], i, (double)v);
+                    }
+                } else {
+                    wf__store_f64(want, dts[b], i, wf__load_f64(src, dts[a], i));
+                }
+                bool fnan = wf__dtype_is_float(dts[b]) && isnan(wf__load_f64(want, dts[b], i)) &&
+                            isnan(wf__load_f64(got, dts[b], i));
+                if (memcmp(got + i * eb, want + i * eb, eb) && !fnan && bad++ < 5)
+                    fprintf(stderr, "  convert %s -> %s of value %d (%g): got %g, want %g\n", wf_dtype_name(dts[a]),
+                            wf_dtype_name(dts[b]), i, vals[i], wf__load_f64(got, dts[b], i),
+                            wf__load_f64(want, dts[b], i));
+            }
+        }
+    }
+    CHECK_INT(bad, 0);
+}
+
 static void test_dtype_names(void)
 {
     wf_dtype t;
@@ -545,6 +595,7 @@ int main(void)
     RUN_TEST(test_f16);
     RUN_TEST(test_bf16);
     RUN_TEST(test_bulk_half_convert);
+    RUN_TEST(test_convert_pairs);
     RUN_TEST(test_dtype_names);
     RUN_TEST(test_tensor);
     RUN_TEST(test_tensor_wrap);

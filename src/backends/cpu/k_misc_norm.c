@@ -598,9 +598,67 @@ typedef struct {
     int64_t *idx;
     bool is_int;
     int (*cmp)(const void *, const void *);
+    bool largest;
     int64_t D, K, inner;
     atomic_bool oom;
 } topk_job;
+
+/* Heap of the n best so far under cmp with the worst at h[0] (cmp(h[0], any) >= 0): sift h[p] down. */
+static void topk_sift(kv_t *h, int64_t n, int64_t p, int (*cmp)(const void *, const void *))
+{
+    for (;;) {
+        int64_t c = 2 * p + 1;
+        if (c >= n) return;
+        if (c + 1 < n && cmp(&h[c + 1], &h[c]) > 0) c++;
+        if (cmp(&h[c], &h[p]) <= 0) return;
+        kv_t t = h[p];
+        h[p] = h[c];
+        h[c] = t;
+        p = c;
+    }
+}
+
+/* Whether a value at a later index than every heap entry goes before the heap's worst, thr: cmp's order
+ * without the call (an equal value loses on its index; NaN is the largest value). */
+static inline bool topk_enters(const topk_job *j, const kv_t *thr, const char *v)
+{
+    if (j->is_int) {
+        int64_t a;
+        memcpy(&a, v, 8);
+        return j->largest ? a > thr->v.i : a < thr->v.i;
+    }
+    double a;
+    memcpy(&a, v, 8);
+    bool an = a != a, tn = thr->v.d != thr->v.d;
+    return j->largest ? !tn && (an || a > thr->v.d) : tn ? !an : a < thr->v.d;
+}
+
+/* A line's K first under cmp into tmp[0..K), in order. cmp is a total order (equal values by index), so
+ * these are the first K of the whole line sorted. For K well under D, a heap of the K best so far, each
+ * later value checked against its worst inline (D compares, log K more for the few that enter): TopK 10 of
+ * 256 lines of 1024 took 27 ms by a qsort of every line (ONNX Runtime 0.44). */
+static void topk_line(const topk_job *j, kv_t *tmp, const char *src)
+{
+    int64_t D = j->D, K = j->K, st = j->inner * 8;
+    if (K == 0) return;
+    bool heap = K * 8 <= D;
+    for (int64_t t = 0; t < (heap ? K : D); t++) {
+        memcpy(&tmp[t].v, src + t * st, 8);
+        tmp[t].idx = t;
+    }
+    if (!heap) {
+        qsort(tmp, (size_t)D, sizeof(kv_t), j->cmp);
+        return;
+    }
+    for (int64_t p = K / 2 - 1; p >= 0; p--) topk_sift(tmp, K, p, j->cmp);
+    for (int64_t t = K; t < D; t++)
+        if (topk_enters(j, &tmp[0], src + t * st)) {
+            memcpy(&tmp[0].v, src + t * st, 8);
+            tmp[0].idx = t;
+            topk_sift(tmp, K, 0, j->cmp);
+        }
+    qsort(tmp, (size_t)K, sizeof(kv_t), j->cmp);
+}
 
 static void topk_range(void *arg, int64_t b, int64_t e)
 {
@@ -612,12 +670,7 @@ static void topk_range(void *arg, int64_t b, int64_t e)
     }
     for (int64_t line = b; line < e; line++) {
         int64_t o = line / j->inner, i = line % j->inner;
-        const char *src = (const char *)j->x + (size_t)(o * j->D * j->inner + i) * 8;
-        for (int64_t t = 0; t < j->D; t++) {
-            memcpy(&tmp[t].v, src + (size_t)(t * j->inner) * 8, 8);
-            tmp[t].idx = t;
-        }
-        qsort(tmp, (size_t)j->D, sizeof(kv_t), j->cmp);
+        topk_line(j, tmp, (const char *)j->x + (size_t)(o * j->D * j->inner + i) * 8);
         for (int64_t t = 0; t < j->K; t++) {
             int64_t p = (o * j->K + t) * j->inner + i;
             memcpy((char *)j->vals + (size_t)p * 8, &tmp[t].v, 8);
@@ -641,7 +694,7 @@ wf_status *wf__k_topk(wf__kctx *k)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "K = %" PRId64 " is out of range for axis %d of input %s", K, a,
                              wf__shape_str(x->rank, x->dims, b));
     bool largest = wf__attr_i(k->op, k->attrs, "largest") != 0;
-    topk_job j = {.is_int = !wf__dtype_is_float(x->dtype), .D = x->dims[a], .K = K,
+    topk_job j = {.is_int = !wf__dtype_is_float(x->dtype), .largest = largest, .D = x->dims[a], .K = K,
                   .inner = wf__numel(x->rank - a - 1, x->dims + a + 1)};
     j.cmp = j.is_int ? (largest ? cmp_i_large : cmp_i_small) : (largest ? cmp_f_large : cmp_f_small);
     atomic_init(&j.oom, false);
