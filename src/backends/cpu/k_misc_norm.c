@@ -482,39 +482,80 @@ wf_status *wf__k_global_max_pool(wf__kctx *k)
 
 typedef struct {
     void *buf;         /* widened input, becomes the inclusive scan */
-    void *out;         /* widened output */
+    void *out;         /* widened output (exclusive scans; an inclusive one is buf) */
     bool is_int, prod, excl, rev;
-    int64_t D, inner;
+    int64_t D, inner, iblocks;
 } cum_job;
 
+/* Values of a row a task scans: a task is one (outer index, block of CUM_IBLOCK inner positions). */
+#define CUM_IBLOCK 512
+
+/* Row by row along the axis (each row CUM_IBLOCK contiguous inner positions, one pass each, vectorised)
+ * rather than each inner position walked down the axis inner values apart: CumSum along axis 0 of
+ * 256 x 1024 f32 took 8.2 ms that way (ONNX Runtime 0.08). The sums and products are those of the walk
+ * (the same operations in the same order per position). */
 static void cum_range(void *arg, int64_t b, int64_t e)
 {
     const cum_job *j = arg;
-    for (int64_t o = b; o < e; o++) {
-        int64_t base = o * j->D * j->inner;
-        for (int64_t i = 0; i < j->inner; i++) {
-            /* Walk the axis in scan order; exclusive shifts the inclusive scan by one. */
+    int64_t D = j->D, in = j->inner;
+    for (int64_t u = b; u < e; u++) {
+        int64_t o = u / j->iblocks, i0 = u % j->iblocks * CUM_IBLOCK, n = in - i0 < CUM_IBLOCK ? in - i0 : CUM_IBLOCK;
+        int64_t base = o * D * in + i0;
+        for (int64_t t = 1; t < D; t++) {
+            int64_t p = (j->rev ? D - 1 - t : t) * in, q = (j->rev ? D - t : t - 1) * in; /* row, previous row */
             if (j->is_int) {
-                int64_t *x = (int64_t *)j->buf + base + i, *y = (int64_t *)j->out + base + i;
-                uint64_t acc = j->prod ? 1 : 0;
-                for (int64_t t = 0; t < j->D; t++) {
-                    int64_t p = (j->rev ? j->D - 1 - t : t) * j->inner;
-                    uint64_t v = (uint64_t)x[p];
-                    if (j->excl) y[p] = (int64_t)acc;
-                    acc = j->prod ? acc * v : acc + v;
-                    if (!j->excl) y[p] = (int64_t)acc;
-                }
+                uint64_t *x = (uint64_t *)j->buf + base;
+                if (j->prod) for (int64_t i = 0; i < n; i++) x[p + i] *= x[q + i];
+                else for (int64_t i = 0; i < n; i++) x[p + i] += x[q + i];
             } else {
-                double *x = (double *)j->buf + base + i, *y = (double *)j->out + base + i;
-                double acc = j->prod ? 1 : 0;
-                for (int64_t t = 0; t < j->D; t++) {
-                    int64_t p = (j->rev ? j->D - 1 - t : t) * j->inner;
-                    double v = x[p];
-                    if (j->excl) y[p] = acc;
-                    acc = j->prod ? acc * v : acc + v;
-                    if (!j->excl) y[p] = acc;
-                }
+                double *x = (double *)j->buf + base;
+                if (j->prod) for (int64_t i = 0; i < n; i++) x[p + i] = x[q + i] * x[p + i];
+                else for (int64_t i = 0; i < n; i++) x[p + i] = x[q + i] + x[p + i];
             }
+        }
+        if (!j->excl || !D) continue;
+        /* exclusive: each row the inclusive scan's previous row, the first the identity */
+        int64_t first = (j->rev ? D - 1 : 0) * in;
+        for (int64_t i = 0; i < n; i++) {
+            if (j->is_int) ((int64_t *)j->out)[base + first + i] = j->prod ? 1 : 0;
+            else ((double *)j->out)[base + first + i] = j->prod ? 1.0 : 0.0;
+        }
+        for (int64_t t = 1; t < D; t++) {
+            int64_t p = (j->rev ? D - 1 - t : t) * in, q = (j->rev ? D - t : t - 1) * in;
+            memcpy((char *)j->out + (size_t)(base + p) * 8, (const char *)j->buf + (size_t)(base + q) * 8, (size_t)n * 8);
+        }
+    }
+}
+
+/* f32: read x and write y directly, a block of inner positions' running values in f64 on the stack: the
+ * values of the widened path (the same f64 operations, one rounding at the store) without its two copies. */
+typedef struct {
+    const float *x;
+    float *y;
+    bool prod, excl, rev;
+    int64_t D, inner, iblocks;
+} cumf_job;
+
+static void cumf_range(void *arg, int64_t b, int64_t e)
+{
+    const cumf_job *j = arg;
+    int64_t D = j->D, in = j->inner;
+    double acc[CUM_IBLOCK];
+    for (int64_t u = b; u < e; u++) {
+        int64_t o = u / j->iblocks, i0 = u % j->iblocks * CUM_IBLOCK, n = in - i0 < CUM_IBLOCK ? in - i0 : CUM_IBLOCK;
+        const float *x = j->x + o * D * in + i0;
+        float *y = j->y + o * D * in + i0;
+        for (int64_t i = 0; i < n; i++) acc[i] = j->prod ? 1.0 : 0.0;
+        for (int64_t t = 0; t < D; t++) {
+            int64_t p = (j->rev ? D - 1 - t : t) * in;
+            if (j->excl)
+                for (int64_t i = 0; i < n; i++) y[p + i] = (float)acc[i];
+            if (j->prod)
+                for (int64_t i = 0; i < n; i++) acc[i] = acc[i] * x[p + i];
+            else
+                for (int64_t i = 0; i < n; i++) acc[i] = acc[i] + x[p + i];
+            if (!j->excl)
+                for (int64_t i = 0; i < n; i++) y[p + i] = (float)acc[i];
         }
     }
 }
@@ -533,15 +574,26 @@ wf_status *wf__k_cumsum(wf__kctx *k)
                  .excl = wf__attr_i(k->op, k->attrs, "exclusive") != 0,
                  .rev = wf__attr_i(k->op, k->attrs, "reverse") != 0, .D = x->dims[a],
                  .inner = wf__numel(x->rank - a - 1, x->dims + a + 1)};
-    wf_status *s = wf__km_widen(k, x, j.is_int, &j.buf);
-    if (!s) s = wf__km_alloc8(k, x->size, "the scan", &j.out);
-    if (!s) {
-        int64_t outer = wf__numel(a, x->dims), per = j.D * j.inner;
+    if (x->dtype == WF_F32) {
+        wf_tensor *y;
+        WF__TRY(wf__kctx_output(k, 0, WF_F32, x->rank, x->dims, &y));
+        cumf_job f = {x->data, y->data, j.prod, j.excl, j.rev, j.D, j.inner, (j.inner + CUM_IBLOCK - 1) / CUM_IBLOCK};
         if (x->size) {
-            int64_t grain = WF__KM_GRAIN / (per ? per : 1);
-            wf__parallel_for(k, outer, grain > 0 ? grain : 1, cum_range, &j);
+            int64_t per = j.D * (j.inner < CUM_IBLOCK ? j.inner : CUM_IBLOCK), grain = WF__KM_GRAIN / (per ? per : 1);
+            wf__parallel_for(k, wf__numel(a, x->dims) * f.iblocks, grain > 0 ? grain : 1, cumf_range, &f);
         }
-        s = emit(k, j.out, j.is_int, x->dtype, x->rank, x->dims);
+        return NULL;
+    }
+    wf_status *s = wf__km_widen(k, x, j.is_int, &j.buf);
+    if (!s && j.excl) s = wf__km_alloc8(k, x->size, "the scan", &j.out);
+    if (!s) {
+        int64_t outer = wf__numel(a, x->dims);
+        j.iblocks = (j.inner + CUM_IBLOCK - 1) / CUM_IBLOCK;
+        if (x->size) {
+            int64_t per = j.D * (j.inner < CUM_IBLOCK ? j.inner : CUM_IBLOCK), grain = WF__KM_GRAIN / (per ? per : 1);
+            wf__parallel_for(k, outer * j.iblocks, grain > 0 ? grain : 1, cum_range, &j);
+        }
+        s = emit(k, j.excl ? j.out : j.buf, j.is_int, x->dtype, x->rank, x->dims);
     }
     wf__free(j.buf);
     wf__free(j.out);
