@@ -34,6 +34,8 @@ wf_status *wf__k_reduce_misc(wf__kctx *k);
 /* k_reduce.c: ReduceSumSquare and ReduceLogSum of float tensors (wf__k_reduce_misc hands them over) */
 wf_status *wf__k_reduce_sum_square_float(wf__kctx *k);
 wf_status *wf__k_reduce_log_sum_float(wf__kctx *k);
+/* k_reduce.c: GlobalMaxPool of float tensors (wf__k_global_max_pool hands them over) */
+wf_status *wf__k_global_max_pool_float(wf__kctx *k);
 wf_status *wf__k_global_max_pool(wf__kctx *k);
 wf_status *wf__k_cumsum(wf__kctx *k);
 wf_status *wf__k_topk(wf__kctx *k);

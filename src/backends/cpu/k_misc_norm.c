@@ -460,6 +460,7 @@ wf_status *wf__k_global_max_pool(wf__kctx *k)
     char b[SB];
     if (x->rank < 3)
         return wf__kctx_fail(k, WF_INVALID_ARGUMENT, "input %s must have rank >= 3", wf__shape_str(x->rank, x->dims, b));
+    if (wf__dtype_is_float(x->dtype)) return wf__k_global_max_pool_float(k);
     int64_t yd[WF_MAX_RANK], S = wf__numel(x->rank - 2, x->dims + 2), NC = x->dims[0] * x->dims[1];
     for (int d = 0; d < x->rank; d++) yd[d] = d < 2 ? x->dims[d] : 1;
     double *xd = NULL, *out = NULL;

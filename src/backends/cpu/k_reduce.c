@@ -598,6 +598,8 @@ static wf_status *read_axes(wf__kctx *k, const wf_tensor *x, bool *red, bool *no
     return NULL;
 }
 
+static wf_status *reduce_axes(wf__kctx *k, int op, int fin, const bool *red, bool keepdims);
+
 static wf_status *reduce_kernel_fin(wf__kctx *k, int op, int fin)
 {
     const wf_tensor *x = k->in[0];
@@ -609,6 +611,22 @@ static wf_status *reduce_kernel_fin(wf__kctx *k, int op, int fin)
             return wf__kctx_output_view(k, 0, 0, x->rank, x->dims);
         for (int i = 0; i < x->rank; i++) red[i] = true;
     }
+    return reduce_axes(k, op, fin, red, keepdims);
+}
+
+/* GlobalMaxPool of a float tensor (k_misc_norm.c's kernel hands it over): ReduceMax over the spatial axes,
+ * kept as 1s. Its f64 loop took 4.1 ms for 8 x 64 x 32 x 32 f32 (ONNX Runtime 0.16). */
+wf_status *wf__k_global_max_pool_float(wf__kctx *k)
+{
+    bool red[WF_MAX_RANK];
+    for (int i = 0; i < k->in[0]->rank; i++) red[i] = i >= 2;
+    return reduce_axes(k, R_MAX, FIN_OP, red, true);
+}
+
+/* Output 0 of x reduced by op over the axes red[] says (kept as 1s when keepdims), finished by fin. */
+static wf_status *reduce_axes(wf__kctx *k, int op, int fin, const bool *red, bool keepdims)
+{
+    const wf_tensor *x = k->in[0];
     int64_t ydims[WF_MAX_RANK];
     int yr = 0;
     int64_t count = 1;
