@@ -6,6 +6,7 @@
 #include "backends/cpu/k_math.h"
 
 #include <math.h>
+#include <string.h>
 
 /* The input viewed as [outer, n, inner] around the axis; one "line" is n elements inner apart. */
 typedef struct line_job {
@@ -58,6 +59,57 @@ static void hardmax_lines(void *arg, int64_t l0, int64_t l1)
     }
 }
 
+/* f32 lines read and written as floats (the loop above makes two calls an element): the same choice */
+static void hardmax_lines_f32(void *arg, int64_t l0, int64_t l1)
+{
+    const line_job *j = arg;
+    const float *x = j->x;
+    float *y = j->y;
+    int64_t n = j->n, in = j->inner;
+    for (int64_t l = l0; l < l1; l++) {
+        int64_t base = (l / in) * n * in + l % in, best = 0;
+        float bv = x[base];
+        for (int64_t i = 1; i < n && bv == bv; i++) {
+            float v = x[base + i * in];
+            if (v > bv || v != v) bv = v, best = i;
+        }
+        if (in == 1) {
+            memset(y + base, 0, sizeof(float) * (size_t)n);
+            y[base + best] = 1.0f;
+        } else {
+            for (int64_t i = 0; i < n; i++) y[base + i * in] = i == best ? 1.0f : 0.0f;
+        }
+    }
+}
+
+/* Lines inner values apart (an axis before the last) in blocks of AX_BLOCK neighbouring lines, walked row
+ * by row: one line at a time read a cache line per element (Hardmax over axis 0 of 256 x 1024 f32: 2.5 ms,
+ * ONNX Runtime 0.5). A task is one (outer index, block). */
+#define AX_BLOCK 64
+
+static void hardmax_rows_f32(void *arg, int64_t u0, int64_t u1)
+{
+    const line_job *j = arg;
+    const float *x = j->x;
+    float *y = j->y;
+    int64_t n = j->n, in = j->inner, blocks = (in + AX_BLOCK - 1) / AX_BLOCK;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t o = u / blocks, c0 = u % blocks * AX_BLOCK, m = in - c0 < AX_BLOCK ? in - c0 : AX_BLOCK;
+        const float *xb = x + o * n * in + c0;
+        float *yb = y + o * n * in + c0, bv[AX_BLOCK];
+        int64_t best[AX_BLOCK];
+        for (int64_t c = 0; c < m; c++) bv[c] = xb[c], best[c] = 0;
+        for (int64_t i = 1; i < n; i++)
+            for (int64_t c = 0; c < m; c++) {
+                float v = xb[i * in + c];
+                /* once a line's best is NaN it stays: the first NaN wins, as in the line loop */
+                if (bv[c] == bv[c] && (v > bv[c] || v != v)) bv[c] = v, best[c] = i;
+            }
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < m; c++) yb[i * in + c] = best[c] == i ? 1.0f : 0.0f;
+    }
+}
+
 wf_status *wf__km_k_Hardmax(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
@@ -72,10 +124,16 @@ wf_status *wf__km_k_Hardmax(wf__kctx *k)
     if (x->size == 0) return NULL;
     line_job j = {x->data, y->data, x->dtype, n, inner, 0};
     int64_t lines = outer * inner, g = line_grain(n);
+    wf__range_fn fn = x->dtype == WF_F32 ? hardmax_lines_f32 : hardmax_lines;
+    if (x->dtype == WF_F32 && inner > 1) {
+        int64_t units = outer * ((inner + AX_BLOCK - 1) / AX_BLOCK), per = n * AX_BLOCK;
+        wf__parallel_for(k, units, per >= 32768 ? 1 : 32768 / per, hardmax_rows_f32, &j);
+        return NULL;
+    }
     if (lines >= 2 * g)
-        wf__parallel_for(k, lines, g, hardmax_lines, &j);
+        wf__parallel_for(k, lines, g, fn, &j);
     else
-        hardmax_lines(&j, 0, lines);
+        fn(&j, 0, lines);
     return NULL;
 }
 
@@ -101,6 +159,48 @@ static void lpnorm_lines(void *arg, int64_t l0, int64_t l1)
     }
 }
 
+/* f32 lines read and written as floats, the norm in double as above: the same values */
+static void lpnorm_lines_f32(void *arg, int64_t l0, int64_t l1)
+{
+    const line_job *j = arg;
+    const float *x = j->x;
+    float *y = j->y;
+    int64_t n = j->n, in = j->inner;
+    for (int64_t l = l0; l < l1; l++) {
+        int64_t base = (l / in) * n * in + l % in;
+        double s = 0;
+        if (j->p == 1)
+            for (int64_t i = 0; i < n; i++) s += fabs((double)x[base + i * in]);
+        else
+            for (int64_t i = 0; i < n; i++) s += (double)x[base + i * in] * (double)x[base + i * in];
+        double norm = j->p == 1 ? s : sqrt(s);
+        for (int64_t i = 0; i < n; i++) y[base + i * in] = norm == 0 ? 0.0f : (float)((double)x[base + i * in] / norm);
+    }
+}
+
+static void lpnorm_rows_f32(void *arg, int64_t u0, int64_t u1)
+{
+    const line_job *j = arg;
+    const float *x = j->x;
+    float *y = j->y;
+    int64_t n = j->n, in = j->inner, blocks = (in + AX_BLOCK - 1) / AX_BLOCK;
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t o = u / blocks, c0 = u % blocks * AX_BLOCK, m = in - c0 < AX_BLOCK ? in - c0 : AX_BLOCK;
+        const float *xb = x + o * n * in + c0;
+        float *yb = y + o * n * in + c0;
+        double s[AX_BLOCK] = {0};
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < m; c++) {
+                double v = xb[i * in + c];
+                s[c] += j->p == 1 ? fabs(v) : v * v;
+            }
+        for (int64_t c = 0; c < m; c++) s[c] = j->p == 1 ? s[c] : sqrt(s[c]);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < m; c++)
+                yb[i * in + c] = s[c] == 0 ? 0.0f : (float)((double)xb[i * in + c] / s[c]);
+    }
+}
+
 wf_status *wf__km_k_LpNormalization(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
@@ -116,10 +216,16 @@ wf_status *wf__km_k_LpNormalization(wf__kctx *k)
     if (x->size == 0) return NULL;
     line_job j = {x->data, y->data, x->dtype, n, inner, (int)p};
     int64_t lines = outer * inner, g = line_grain(n);
+    wf__range_fn fn = x->dtype == WF_F32 ? lpnorm_lines_f32 : lpnorm_lines;
+    if (x->dtype == WF_F32 && inner > 1) {
+        int64_t units = outer * ((inner + AX_BLOCK - 1) / AX_BLOCK), per = n * AX_BLOCK;
+        wf__parallel_for(k, units, per >= 32768 ? 1 : 32768 / per, lpnorm_rows_f32, &j);
+        return NULL;
+    }
     if (lines >= 2 * g)
-        wf__parallel_for(k, lines, g, lpnorm_lines, &j);
+        wf__parallel_for(k, lines, g, fn, &j);
     else
-        lpnorm_lines(&j, 0, lines);
+        fn(&j, 0, lines);
     return NULL;
 }
 
