@@ -462,6 +462,15 @@ def unary_cases(rng):
                 x = np.linspace({'Exp': -100, 'Elu': -20}.get(op, -12), {'Exp': 88}.get(op, 12), 20001,
                                 dtype=np.float32)
                 yield mk('%s_sweep' % name, op, [x], [out_like(ref(x), 'f32')], attrs=attrs)
+            # Log's and Softplus's vector forms (k_vmath.h: ew_logf, ew_softplusf) over the whole positive f32
+            # range, subnormals included, densely around 1, and Softplus down to where it is subnormal, at 4 ulp
+            if op == 'Log':
+                x = np.concatenate([np.logspace(-45, 38.5, 20001, dtype=np.float64).astype(np.float32),
+                                    np.linspace(0.5, 2, 20001, dtype=np.float32)])
+                yield mk('%s_sweep' % name, op, [x], [out_like(ref(x), 'f32')], rtol=4.8e-7, atol=1e-45)
+            if op == 'Softplus':
+                x = np.linspace(-100, 100, 40001, dtype=np.float32)
+                yield mk('%s_sweep' % name, op, [x], [out_like(ref(x), 'f32')], rtol=4.8e-7, atol=3e-45)
             # Sigmoid's negative tail down to where it rounds to 0, values below 1e-38 included (computed
             # from exp(-|x|), they are not flushed), at 4 ulp and a subnormal's absolute step
             if op == 'Sigmoid':

@@ -416,7 +416,7 @@ UN_V(exp_f32, float, uint32_t, ew_expf(v))
 UN_S(exp_f64, double, uint64_t, exp(v))
 static const unop op_exp = {{FLT_FNS(exp)}, WF__EW_GRAIN_HEAVY};
 
-UN_S(log_f32, float, uint32_t, logf(v))
+UN_V(log_f32, float, uint32_t, ew_logf(v))
 UN_S(log_f64, double, uint64_t, log(v))
 static const unop op_log = {{FLT_FNS(log)}, WF__EW_GRAIN_HEAVY};
 
@@ -542,7 +542,7 @@ UN_S(erf_f64, double, uint64_t, erf(v))
 static const unop op_erf = {{FLT_FNS(erf)}, WF__EW_GRAIN_HEAVY};
 
 /* max(x, 0) + log1p(e^-|x|) never overflows and keeps precision at both ends. */
-UN_S(softplus_f32, float, uint32_t, (v > 0 ? v : 0.0f) + log1pf(expf(-fabsf(v))))
+UN_V(softplus_f32, float, uint32_t, ew_softplusf(v))
 UN_S(softplus_f64, double, uint64_t, (v > 0 ? v : 0.0) + log1p(exp(-fabs(v))))
 static const unop op_softplus = {{FLT_FNS(softplus)}, WF__EW_GRAIN_HEAVY};
 

@@ -11,6 +11,8 @@
  * when GCC may evaluate both arms; weft never unmasks floating-point exceptions. */
 #pragma GCC optimize("no-trapping-math")
 
+#include "backends/cpu/k_vmath.h" /* after the pragma, or its functions would not inline */
+
 #define UNUSED_ __attribute__((unused))
 
 /* Per-node constants: a, b, c are the op's float attributes; neg/pos IsInf's flags. */
@@ -96,27 +98,31 @@ MU_FLT(MU_V, hswish, v * clamp01_f(v * (1.0f / 6.0f) + 0.5f), v * clamp01_d(v * 
 static const mu_op op_hswish = {{FLT_FNS(hswish)}, WF__EW_GRAIN, false};
 
 /* gamma * alpha * (e^x - 1) through expm1: no cancellation for small negative x. */
-MU_FLT(MU_S, selu, v > 0 ? (float)pp.c * v : (float)(pp.c * pp.a) * expm1f(v),
-       v > 0 ? pp.c * v : pp.c * pp.a * expm1(v))
+MU_V(selu_f32, float, float, v > 0 ? (float)pp.c * v : (float)(pp.c * pp.a) * ew_expm1f(v))
+MU_S(selu_f64, double, double, v > 0 ? pp.c * v : pp.c * pp.a * expm1(v))
 static const mu_op op_selu = {{FLT_FNS(selu)}, WF__EW_GRAIN_HEAVY, false};
 
 /* max(0, x) + min(0, alpha * (e^(x/alpha) - 1)) is x for x > 0 and the second term otherwise, for
  * either sign of alpha; NaN takes the second arm and stays NaN. */
+MU_V(celu_vf32, float, float, v > 0 ? v : (float)pp.a * ew_expm1f(v / (float)pp.a))
 MU_FLT(MU_S, celu, v > 0 ? v : (float)pp.a * expm1f(v / (float)pp.a), v > 0 ? v : pp.a * expm1(v / pp.a))
-static const mu_op op_celu = {{FLT_FNS(celu)}, WF__EW_GRAIN_HEAVY, false};
+/* the vector expm1 takes arguments up to 0 here: alpha > 0 (a negative alpha sends positive x / alpha to it) */
+static void celu_any_f32(const void *x, void *y, int64_t n, const mu_params *p)
+{
+    if (p->a > 0) celu_vf32(x, y, n, p);
+    else celu_f32(x, y, n, p);
+}
+static const mu_op op_celu = {{[WF_F32] = celu_any_f32, [WF_F64] = celu_f64}, WF__EW_GRAIN_HEAVY, false};
 
 /* softplus as max(x, 0) + log1p(e^-|x|): never overflows, exact at both ends. */
-static inline float mish_f(float v)
-{
-    float sp = (v > 0 ? v : 0.0f) + log1pf(expf(-fabsf(v)));
-    return v * tanhf(sp);
-}
+static inline float mish_f(float v) { return v * ew_tanhf(ew_softplusf(v)); }
 static inline double mish_d(double v)
 {
     double sp = (v > 0 ? v : 0.0) + log1p(exp(-fabs(v)));
     return v * tanh(sp);
 }
-MU_FLT(MU_S, mish, mish_f(v), mish_d(v))
+MU_V(mish_f32, float, float, mish_f(v))
+MU_S(mish_f64, double, double, mish_d(v))
 static const mu_op op_mish = {{FLT_FNS(mish)}, WF__EW_GRAIN_HEAVY, false};
 
 MU_FLT(MU_V, softsign, v / (1.0f + fabsf(v)), v / (1.0 + fabs(v)))

@@ -99,4 +99,55 @@ static inline float ew_sigmoidf(float t)
     return t == t ? y : t;
 }
 
+/* log(x) = e ln2 + log(m), m = x / 2^e in [sqrt(1/2), sqrt(2)): log(1 + f), f = m - 1 (exact), as
+ * f - f^2/2 + f^3 P(f) with the degree-8 polynomial of Cephes' logf (Moshier; within ~1 ulp there) and ln2
+ * in two parts. Subnormal x is scaled by 2^23 first. 0 gives -inf, a negative x NaN, +inf +inf, NaN NaN.
+ * The libm call it replaces kept Log scalar (256 x 1024 f32: 1.6 ms on 2 Zen 3 threads, ONNX Runtime 0.33). */
+static inline float ew_logf(float x)
+{
+    float xs = x < 1.17549435e-38f ? x * 8388608.0f : x;
+    uint32_t u = wf__f32_bits(xs);
+    int32_t e = (int32_t)((u >> 23) & 0xffu) - 127 - (x < 1.17549435e-38f ? 23 : 0);
+    float m = wf__f32_from_bits((u & 0x7fffffu) | 0x3f800000u);
+    bool hi = m > 1.41421356f;
+    m = hi ? m * 0.5f : m;
+    float ef = (float)(e + (hi ? 1 : 0));
+    float f = m - 1.0f, z = f * f;
+    float y = 7.0376836292e-2f;
+    y = y * f - 1.1514610310e-1f;
+    y = y * f + 1.1676998740e-1f;
+    y = y * f - 1.2420140846e-1f;
+    y = y * f + 1.4249322787e-1f;
+    y = y * f - 1.6668057665e-1f;
+    y = y * f + 2.0000714765e-1f;
+    y = y * f - 2.4999993993e-1f;
+    y = y * f + 3.3333331174e-1f;
+    y = y * f * z;
+    y += ef * -2.12194440e-4f;
+    y += -0.5f * z;
+    float r = (f + y) + ef * 0.693359375f;
+    r = x == INFINITY ? x : r;
+    r = x == 0.0f ? -INFINITY : r;
+    r = x < 0.0f ? NAN : r;
+    return x == x ? r : x;
+}
+
+/* log(1 + u) for u >= 0 (or NaN): log(w) u / (w - 1) with w = 1 + u rounded, which cancels w's rounding
+ * (Goldberg); u itself where w rounds to 1. */
+static inline float ew_log1pf(float u)
+{
+    float w = 1.0f + u, d = w - 1.0f;
+    float r = ew_logf(w) * (u / (d == 0.0f ? 1.0f : d));
+    return d == 0.0f ? u : r;
+}
+
+/* softplus(x) = max(x, 0) + log1p(exp(-|x|)): never overflows, exact at both ends */
+static inline float ew_softplusf(float x)
+{
+    float a = fabsf(x);
+    float e = ew_exp_nonpos(-(a < 104.0f ? a : 104.0f)); /* NaN: a < 104 is false, 104 is used, then x */
+    float r = (x > 0.0f ? x : 0.0f) + ew_log1pf(e);
+    return x == x ? r : x;
+}
+
 #endif
