@@ -433,7 +433,63 @@ UN_V(recip_f32, float, uint32_t, 1.0f / v)
 UN_V(recip_f64, double, uint64_t, 1.0 / v)
 static const unop op_recip = {{FLT_FNS(recip)}, WF__EW_GRAIN};
 
-UN_V(tanh_f32, float, uint32_t, ew_tanhf(v))
+UN_V(tanh_plain, float, uint32_t, ew_tanhf(v))
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* Tanh on 8 lanes with FMA (WF__VEC's AVX2 clone of the loop above has none): ew_tanhf's two forms, the odd
+ * polynomial below 0.625 and (1 - e) / (1 + e) with e = exp(-2|x|) above, e from sig8_short's exp (every
+ * lane in range: -2|x| is clamped to -87, where (1 - e) / (1 + e) is already 1 in f32), the sign put back,
+ * NaN passed through. 256 x 1024 f32 on 2 Zen 3 threads: 0.23-0.48 ms in the portable loop (ONNX Runtime
+ * 0.09-0.12). */
+__attribute__((target("avx2,fma"), always_inline)) static inline __m256 tanh8(__m256 x)
+{
+    const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN)), one = _mm256_set1_ps(1.0f);
+    const __m256 l2e = _mm256_set1_ps(LOG2E_F), hi_ln2 = _mm256_set1_ps(-LN2_HI_F), lo_ln2 = _mm256_set1_ps(-LN2_LO_F);
+    const __m256 magic = _mm256_set1_ps(12582912.0f + 127.0f);
+    __m256 a = _mm256_andnot_ps(sign, x), s = _mm256_mul_ps(x, x);
+    __m256 q = _mm256_set1_ps(-5.775799997e-03f);
+    q = _mm256_fmadd_ps(q, s, _mm256_set1_ps(2.070451210e-02f));
+    q = _mm256_fmadd_ps(q, s, _mm256_set1_ps(-5.376072439e-02f));
+    q = _mm256_fmadd_ps(q, s, _mm256_set1_ps(1.333171255e-01f));
+    q = _mm256_fmadd_ps(q, s, _mm256_set1_ps(-3.333329316e-01f));
+    __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(x, s), q, x);
+    /* u = max(-2|x|, -87) (-87 for NaN: vmaxps gives its second operand), e = exp(u) */
+    __m256 u = _mm256_max_ps(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)), _mm256_set1_ps(-87.0f));
+    __m256 nt = _mm256_fmadd_ps(u, l2e, magic), nf = _mm256_sub_ps(nt, magic);
+    __m256 r = _mm256_fmadd_ps(nf, lo_ln2, _mm256_fmadd_ps(nf, hi_ln2, u));
+    __m256 p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(nt), 23));
+    __m256 e = _mm256_mul_ps(_mm256_fmadd_ps(_mm256_mul_ps(r, r), p, _mm256_add_ps(r, one)), f);
+    __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    big = _mm256_or_ps(big, _mm256_and_ps(sign, x));
+    __m256 y = _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+    return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+__attribute__((target("avx2,fma"))) static void tanh_avx2(const float *x, float *y, int64_t n)
+{
+    static const un_params none;
+    int64_t n8 = n / 8 * 8;
+    for (int64_t i = 0; i < n8; i += 8) _mm256_storeu_ps(y + i, tanh8(_mm256_loadu_ps(x + i)));
+    if (n8 < n) tanh_plain(x + n8, y + n8, n - n8, &none);
+}
+#endif
+
+static void tanh_f32(const void *x, void *y, int64_t n, const un_params *p)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (sigmoid_form() != WF__FORM_PLAIN) {
+        tanh_avx2(x, y, n);
+        return;
+    }
+#endif
+    tanh_plain(x, y, n, p);
+}
 UN_S(tanh_f64, double, uint64_t, tanh(v))
 static const unop op_tanh = {{FLT_FNS(tanh)}, WF__EW_GRAIN_HEAVY};
 
