@@ -5,7 +5,8 @@
 # readers (fuzz_csv.c), the JPEG and PNG decoders (fuzz_image.c) and the input pipeline's cache files
 # (fuzz_cache.c). Builds each target with clang's libFuzzer, ASan and UBSan,
 # compiling the library's sources straight into the binaries (no cmake), into build-fuzz/, and runs them.
-#   scripts/fuzz.sh short      per target: its seed corpus plus FUZZ_RUNS (20000) fixed-seed mutations,
+#   scripts/fuzz.sh short      per target: its seed corpus, the inputs that once crashed it
+#                              (tests/fuzz/regress/TARGET) plus FUZZ_RUNS (20000) fixed-seed mutations,
 #                              at most FUZZ_SHORT_SECONDS (25) s each: make test
 #   scripts/fuzz.sh long       per target: FUZZ_SECONDS (default 600) of fuzzing, growing
 #                              build-fuzz/corpus/TARGET: make fuzz
@@ -112,10 +113,14 @@ build) ;;
 short)
     seeds || { result fuzz:seeds 1; finish; }
     for t in $TARGETS; do
-        # the seeds stay fixed: new inputs go to a scratch folder that is emptied each time
+        # the seeds stay fixed: new inputs go to a scratch folder that is emptied each time; inputs that once
+        # crashed a target (tests/fuzz/regress/TARGET, one file each, named for the bug) run first every time
         rm -rf "$OUT/corpus-short/$t" && mkdir -p "$OUT/corpus-short/$t"
+        regress=""
+        [ -d "tests/fuzz/regress/$t" ] && regress="tests/fuzz/regress/$t"
         "$OUT/fuzz_$t" $FLAGS $(flags $t) -artifact_prefix="$OUT/crashes/$t-" -seed=1 -runs="${FUZZ_RUNS:-20000}" \
-            -max_total_time="${FUZZ_SHORT_SECONDS:-25}" "$OUT/corpus-short/$t" "$OUT/seeds/$t" >"$OUT/short-$t.log" 2>&1
+            -max_total_time="${FUZZ_SHORT_SECONDS:-25}" "$OUT/corpus-short/$t" "$OUT/seeds/$t" $regress \
+            >"$OUT/short-$t.log" 2>&1
         rc=$?
         echo "fuzz_$t: $(grep -E '^stat::number_of_executed_units' "$OUT/short-$t.log" | head -1) $(grep -E '^#[0-9]+ +DONE' "$OUT/short-$t.log" | head -1)"
         [ $rc -ne 0 ] && grep -E -A30 'ERROR|runtime error|bad error|left [0-9]+ nodes|failed' "$OUT/short-$t.log" | head -60

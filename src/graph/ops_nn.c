@@ -206,11 +206,12 @@ static wf_status *infer_conv_common(wf__infer_ctx *ctx, bool transposed)
         if (w0 >= 0 && w0 % group)
             return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "W %s has %lld output channels, not divisible by group %lld",
                                   wf__tinfo_str(wt, sw), (long long)w0, (long long)group);
-        if (c >= 0 && w1 >= 0 && w1 * group != c)
+        int64_t want;
+        if (c >= 0 && w1 >= 0 && (wf__mul_overflow_i64(w1, group, &want) || want != c))
             return wf__infer_fail(ctx, WF_INVALID_ARGUMENT,
-                                  "W %s expects %lld input channels (W dim 1 x group %lld) but X %s has %lld",
-                                  wf__tinfo_str(wt, sw), (long long)(w1 * group), (long long)group,
-                                  wf__tinfo_str(x, sx), (long long)c);
+                                  "W %s expects W dim 1 (%lld) x group %lld input channels but X %s has %lld",
+                                  wf__tinfo_str(wt, sw), (long long)w1, (long long)group, wf__tinfo_str(x, sx),
+                                  (long long)c);
         oc = w0;
     } else {
         /* W is (C, M/group, kH, kW) */
@@ -220,7 +221,10 @@ static wf_status *infer_conv_common(wf__infer_ctx *ctx, bool transposed)
         if (c >= 0 && w0 >= 0 && w0 != c)
             return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "W %s has %lld input channels but X %s has %lld",
                                   wf__tinfo_str(wt, sw), (long long)w0, wf__tinfo_str(x, sx), (long long)c);
-        oc = w1 >= 0 ? w1 * group : -1;
+        oc = -1;
+        if (w1 >= 0 && wf__mul_overflow_i64(w1, group, &oc))
+            return wf__infer_fail(ctx, WF_INVALID_ARGUMENT, "W %s dim 1 (%lld) x group %lld overflows",
+                                  wf__tinfo_str(wt, sw), (long long)w1, (long long)group);
     }
     if (has_input(ctx, 2)) {
         const wf__tinfo *b = &ctx->in[2];

@@ -253,9 +253,20 @@ static wf_status *infer_max_unpool(wf__infer_ctx *c)
     c->out[0].dims[0] = x->dims[0];
     c->out[0].dims[1] = x->dims[1];
     for (int i = 0; i < nsp; i++)
-        if (x->dims[2 + i] >= 0)
-            c->out[0].dims[2 + i] = (x->dims[2 + i] - 1) * (st->n ? st->ints[i] : 1) + ks->ints[i] -
-                                    (pd->n ? pd->ints[i] + pd->ints[nsp + i] : 0);
+        if (x->dims[2 + i] >= 0) {
+            /* (in - 1) stride + kernel - pads, checked: hostile attributes overflow int64 */
+            int64_t o, pads = 0;
+            bool bad = wf__mul_overflow_i64(x->dims[2 + i] - 1, st->n ? st->ints[i] : 1, &o) ||
+                       wf__add_overflow_i64(o, ks->ints[i], &o) ||
+                       (pd->n && wf__add_overflow_i64(pd->ints[i], pd->ints[nsp + i], &pads)) ||
+                       wf__sub_overflow_i64(o, pads, &o);
+            if (bad || o < 0)
+                return wf__infer_fail(c, WF_INVALID_ARGUMENT,
+                                      "spatial dim %d: the output size from X %s, kernel_shape, strides and pads "
+                                      "is out of range",
+                                      i, wf__tinfo_str(x, b));
+            c->out[0].dims[2 + i] = o;
+        }
     return NULL;
 }
 
