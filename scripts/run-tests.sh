@@ -147,7 +147,7 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
             rc=$?; tail -n 1 build/test_resize_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_resize_$path.log | head -20
             result "release:resize-$path" $rc build/test_resize_$path.log
         done
-        # Sigmoid, Swish, Gelu, Erf and Tanh through the loops the suite did not take (k_elementwise_unary.c picks
+        # Sigmoid, Swish, Gelu, Erf, Tanh, Sqrt and Rsqrt through the loops the suite did not take (k_elementwise_unary.c picks
         # AVX-512's, else AVX2's, else the portable one; Gelu and Erf have no AVX-512 form of their own, the
         # portable loop's clone): the portable loops wherever AVX2 exists, AVX2's on AVX-512
         for path in plain avx2; do
@@ -161,7 +161,8 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
               WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases swish &&
               WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases gelu &&
               WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases erf &&
-              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases tanh; } >build/test_vmath_$path.log 2>&1
+              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases tanh &&
+              WEFT_CPU_VMATH=$path timeout 600 build/tests/test_ops build/opcases sqrt; } >build/test_vmath_$path.log 2>&1
             rc=$?; tail -n 1 build/test_vmath_$path.log; [ $rc -ne 0 ] && grep -E 'FAIL' build/test_vmath_$path.log | head -20
             result "release:vmath-$path" $rc build/test_vmath_$path.log
         done

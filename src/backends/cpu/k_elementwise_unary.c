@@ -420,12 +420,39 @@ UN_V(log_f32, float, uint32_t, ew_logf(v))
 UN_S(log_f64, double, uint64_t, log(v))
 static const unop op_log = {{FLT_FNS(log)}, WF__EW_GRAIN_HEAVY};
 
-/* sqrtf stays scalar: without -fno-math-errno GCC keeps the errno path; it is still one sqrtss. */
-UN_S(sqrt_f32, float, uint32_t, sqrtf(v))
+/* sqrtf stays scalar in C: without -fno-math-errno GCC keeps the errno path (one sqrtss an element, 256 x
+ * 1024 f32 in 0.21 ms on 2 Zen 3 threads, ONNX Runtime 0.07). With AVX, vsqrtps: IEEE's correctly rounded
+ * root, the same value as sqrtf's, a negative input's NaN too; Rsqrt divides 1 by it as the scalar form. */
+UN_S(sqrt_plain, float, uint32_t, sqrtf(v))
+UN_S(rsqrt_plain, float, uint32_t, 1.0f / sqrtf(v))
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void sqrt_avx(const float *x, float *y, int64_t n, bool recip)
+{
+    static const un_params none;
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int64_t n8 = n / 8 * 8;
+    for (int64_t i = 0; i < n8; i += 8) {
+        __m256 r = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
+        _mm256_storeu_ps(y + i, recip ? _mm256_div_ps(one, r) : r);
+    }
+    if (n8 < n) (recip ? rsqrt_plain : sqrt_plain)(x + n8, y + n8, n - n8, &none);
+}
+#endif
+static void sqrt_family(const void *x, void *y, int64_t n, const un_params *p, bool recip)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (sigmoid_form() != WF__FORM_PLAIN) {
+        sqrt_avx(x, y, n, recip);
+        return;
+    }
+#endif
+    (recip ? rsqrt_plain : sqrt_plain)(x, y, n, p);
+}
+static void sqrt_f32(const void *x, void *y, int64_t n, const un_params *p) { sqrt_family(x, y, n, p, false); }
+static void rsqrt_f32(const void *x, void *y, int64_t n, const un_params *p) { sqrt_family(x, y, n, p, true); }
 UN_S(sqrt_f64, double, uint64_t, sqrt(v))
 static const unop op_sqrt = {{FLT_FNS(sqrt)}, WF__EW_GRAIN_HEAVY};
 
-UN_S(rsqrt_f32, float, uint32_t, 1.0f / sqrtf(v))
 UN_S(rsqrt_f64, double, uint64_t, 1.0 / sqrt(v))
 static const unop op_rsqrt = {{FLT_FNS(rsqrt)}, WF__EW_GRAIN_HEAVY};
 
