@@ -33,6 +33,9 @@ done
 echo; echo "== pooling layers of those models alone: weft run vs ONNX Runtime, interleaved, same threads"
 if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_pool.py "$B"
 else /usr/bin/python3 bench/bench_pool.py "$B" --ort-python "$TFPY"; fi
+echo; echo "== single operators: one-node models, weft run vs ONNX Runtime, interleaved, same threads"
+if [ "$TFPY" = none ]; then /usr/bin/python3 bench/bench_ops.py "$B"
+else /usr/bin/python3 bench/bench_ops.py "$B" --ort-python "$TFPY"; fi
 echo; echo "== mixed precision: f32 against bf16 (f16 on a GPU) for ResNet-50 inference and the CNN and MLP training steps, interleaved, with peak activation memory"
 /usr/bin/python3 bench/bench_amp.py "$B" --rounds 3
 echo; echo "== weft vs ONNX Runtime on real models (torchvision CNNs, a BERT-style encoder, the LSTM classifier), interleaved, same threads"

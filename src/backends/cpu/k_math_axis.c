@@ -87,17 +87,24 @@ static void hardmax_lines_f32(void *arg, int64_t l0, int64_t l1)
  * ONNX Runtime 0.5). A task is one (outer index, block). */
 #define AX_BLOCK 64
 
+/* Task u's block: its first line's x and y (rows inner apart) and how many lines it has */
+static int64_t ax_block(const line_job *j, int64_t u, const float **xb, float **yb)
+{
+    int64_t in = j->inner, blocks = (in + AX_BLOCK - 1) / AX_BLOCK, c0 = u % blocks * AX_BLOCK;
+    int64_t off = u / blocks * j->n * in + c0;
+    *xb = (const float *)j->x + off;
+    *yb = (float *)j->y + off;
+    return in - c0 < AX_BLOCK ? in - c0 : AX_BLOCK;
+}
+
 static void hardmax_rows_f32(void *arg, int64_t u0, int64_t u1)
 {
     const line_job *j = arg;
-    const float *x = j->x;
-    float *y = j->y;
-    int64_t n = j->n, in = j->inner, blocks = (in + AX_BLOCK - 1) / AX_BLOCK;
+    int64_t n = j->n, in = j->inner;
     for (int64_t u = u0; u < u1; u++) {
-        int64_t o = u / blocks, c0 = u % blocks * AX_BLOCK, m = in - c0 < AX_BLOCK ? in - c0 : AX_BLOCK;
-        const float *xb = x + o * n * in + c0;
-        float *yb = y + o * n * in + c0, bv[AX_BLOCK];
-        int64_t best[AX_BLOCK];
+        const float *xb;
+        float *yb, bv[AX_BLOCK];
+        int64_t m = ax_block(j, u, &xb, &yb), best[AX_BLOCK];
         for (int64_t c = 0; c < m; c++) bv[c] = xb[c], best[c] = 0;
         for (int64_t i = 1; i < n; i++)
             for (int64_t c = 0; c < m; c++) {
@@ -181,13 +188,11 @@ static void lpnorm_lines_f32(void *arg, int64_t l0, int64_t l1)
 static void lpnorm_rows_f32(void *arg, int64_t u0, int64_t u1)
 {
     const line_job *j = arg;
-    const float *x = j->x;
-    float *y = j->y;
-    int64_t n = j->n, in = j->inner, blocks = (in + AX_BLOCK - 1) / AX_BLOCK;
+    int64_t n = j->n, in = j->inner;
     for (int64_t u = u0; u < u1; u++) {
-        int64_t o = u / blocks, c0 = u % blocks * AX_BLOCK, m = in - c0 < AX_BLOCK ? in - c0 : AX_BLOCK;
-        const float *xb = x + o * n * in + c0;
-        float *yb = y + o * n * in + c0;
+        const float *xb;
+        float *yb;
+        int64_t m = ax_block(j, u, &xb, &yb);
         double s[AX_BLOCK] = {0};
         for (int64_t i = 0; i < n; i++)
             for (int64_t c = 0; c < m; c++) {
