@@ -781,6 +781,9 @@ def einsum_cases(rng):
         ("small_batches", "bij,bjk->bik", [(50, 3, 4), (50, 4, 5)]),
         ("one_batch_rows", "bij,bjk->bik", [(1, 200, 64), (1, 64, 48)]),
         ("outer_big", "i,j->ij", [(300,), (200,)]),
+        # both labels summed, each in one operand: packing would hold the whole outer product, so the f64
+        # loop takes it
+        ("outer_sum", "i,j->", [(300,), (400,)]),
     ]
     for nm, eq, shapes in big:
         xs = [rand(rng, sh) for sh in shapes]

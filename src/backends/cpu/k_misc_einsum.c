@@ -129,6 +129,17 @@ static wf_status *ein_gemm(wf__kctx *k, const wf__einsum *e, const int64_t (*st)
             c.dim[3] *= dims[l];
         }
     int64_t Bt = c.dim[0], M = c.dim[1], N = c.dim[2], K = c.dim[3];
+    /* A as [batch][M][K] or [batch][K][M] where it lies, B as [batch][K][N] or [batch][N][K]; else copies */
+    bool a_mk = ein_packed(&c, st[0], dims, 1, 3), a_km = !a_mk && ein_packed(&c, st[0], dims, 3, 1);
+    bool b_kn = ein_packed(&c, st[1], dims, 3, 2), b_nk = !b_kn && ein_packed(&c, st[1], dims, 2, 3);
+    /* A copy that repeats an operand far past its size (labels of the other operand only, summed, as in
+     * i,j->: the product of both lengths) would need that memory; the f64 loop needs none */
+    int64_t ca = 0, cb = 0;
+    if ((!a_mk && !a_km && (__builtin_mul_overflow(Bt, M, &ca) || __builtin_mul_overflow(ca, K, &ca) ||
+                            ca > 2 * k->in[0]->size + 65536)) ||
+        (!b_kn && !b_nk && (__builtin_mul_overflow(Bt, K, &cb) || __builtin_mul_overflow(cb, N, &cb) ||
+                            cb > 2 * k->in[1]->size + 65536)))
+        return NULL;
     int64_t yd[WF_MAX_RANK];
     for (int d = 0; d < e->out_rank; d++) yd[d] = dims[e->out_label[d]];
     wf_tensor *y;
@@ -140,9 +151,6 @@ static wf_status *ein_gemm(wf__kctx *k, const wf__einsum *e, const int64_t (*st)
         return NULL;
     }
     const float *x0 = k->in[0]->data, *x1 = k->in[1]->data;
-    /* A as [batch][M][K] or [batch][K][M] where it lies, B as [batch][K][N] or [batch][N][K]; else copies */
-    bool a_mk = ein_packed(&c, st[0], dims, 1, 3), a_km = !a_mk && ein_packed(&c, st[0], dims, 3, 1);
-    bool b_kn = ein_packed(&c, st[1], dims, 3, 2), b_nk = !b_kn && ein_packed(&c, st[1], dims, 2, 3);
     /* C in the output where the output is [batch][M][N] */
     int64_t ost[WF__EINSUM_LABELS] = {0}, s = 1;
     for (int q = 2; q >= 0; q--)
