@@ -79,6 +79,21 @@ EDGES = {
 }
 
 
+def _signed(v):
+    return np.concatenate([v, -v]).astype(np.float32)
+
+
+_SC = _signed(np.concatenate([np.linspace(0, 30, 20001), np.logspace(-40, 7, 20001),
+                              np.linspace(524280, 524296, 65), [np.pi, 2 * np.pi, 1e4 * np.pi]]))
+TRIG_SWEEP = {
+    'Sin': _SC,
+    'Cos': _SC,
+    'Atan': _signed(np.concatenate([np.linspace(0, 50, 20001), np.logspace(-40, 38, 20001)])),
+    'Asin': _signed(np.concatenate([np.linspace(0, 1, 20001), np.logspace(-40, 0, 2001)])),
+    'Acos': _signed(np.concatenate([np.linspace(0, 1, 20001), np.logspace(-40, 0, 2001)])),
+}
+
+
 def unary_cases(rng):
     for op, (ref, (lo, hi), heavy, attrs) in UNARY.items():
         name = op.lower()
@@ -98,6 +113,12 @@ def unary_cases(rng):
             for dt in ('f32', 'f64'):
                 x = np.array(EDGES[op], NP[dt])
                 yield mk('%s_edges_%s' % (name, dt), op, [x], [out_like(ref(f64(x)), dt)], attrs=attrs)
+        # the f32 vector forms (k_vmath.h: Cephes' polynomials, Sin/Cos reduced in double up to |x| = 2^19 and
+        # libm past it) swept densely and across the whole range at 4 ulp; measured worst over every 97th f32:
+        # Sin/Cos 1.56 ulp, Atan 2.82, Asin 2.40, Acos 1.28
+        if op in TRIG_SWEEP:
+            yield mk('%s_sweep' % name, op, [TRIG_SWEEP[op]], [out_like(ref(f64(TRIG_SWEEP[op])), 'f32')],
+                     rtol=4.8e-7, atol=1e-45)
         if op != 'Shrink':
             yield err('%s_err_int' % name, op, [rand(rng, (2,), 'i32')], 'INVALID_ARGUMENT', 'floating-point')
         yield err('%s_err_bool' % name, op, [rand(rng, (2,), 'bool')], 'INVALID_ARGUMENT', 'is defined for')

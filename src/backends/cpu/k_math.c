@@ -61,18 +61,50 @@ typedef struct mu_op {
 #define LIBM_(base, fnf, fnd)                                                                     \
     MU_FLT(MU_S, base, fnf(v), fnd(v))                                                           \
     static const mu_op op_##base = {{FLT_FNS(base)}, WF__EW_GRAIN_HEAVY, false};
-LIBM_(sin, sinf, sin)
-LIBM_(cos, cosf, cos)
 LIBM_(tan, tanf, tan)
-LIBM_(asin, asinf, asin)
-LIBM_(acos, acosf, acos)
-LIBM_(atan, atanf, atan)
 LIBM_(sinh, sinhf, sinh)
 LIBM_(cosh, coshf, cosh)
 LIBM_(asinh, asinhf, asinh)
 LIBM_(acosh, acoshf, acosh)
 LIBM_(atanh, atanhf, atanh)
 #undef LIBM_
+
+/* Sin and Cos in f32: the vector forms of k_vmath.h over blocks, then libm for the elements past their
+ * reduction's range (|x| > 8192, Inf, NaN), read from x before the block is stored (y may be x). */
+#define SC_BLOCK 256
+#define SINCOS_(base, vf, lf)                                                                     \
+    WF__VEC static void base##_blk(const float *x, float *t, int64_t n)                          \
+    {                                                                                            \
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) t[i] = vf(x[i]);                     \
+    }                                                                                            \
+    static void base##_f32(const void *xv, void *yv, int64_t n, const mu_params *p)              \
+    {                                                                                            \
+        const float *x = xv;                                                                     \
+        float *y = yv, t[SC_BLOCK];                                                              \
+        (void)p;                                                                                 \
+        for (int64_t b = 0; b < n; b += SC_BLOCK) {                                              \
+            int64_t m = n - b < SC_BLOCK ? n - b : SC_BLOCK;                                     \
+            base##_blk(x + b, t, m);                                                             \
+            for (int64_t i = 0; i < m; i++)                                                      \
+                if (!ew_sincos_ok(x[b + i])) t[i] = lf(x[b + i]);                                \
+            memcpy(y + b, t, (size_t)m * sizeof *t);                                             \
+        }                                                                                        \
+    }                                                                                            \
+    MU_S(base##_f64, double, double, base(v))                                                    \
+    static const mu_op op_##base = {{FLT_FNS(base)}, WF__EW_GRAIN_HEAVY, false};
+SINCOS_(sin, ew_sinf, sinf)
+SINCOS_(cos, ew_cosf, cosf)
+#undef SINCOS_
+
+/* Asin, Acos and Atan in f32: the vector forms of k_vmath.h, valid for every input */
+#define VTRIG_(base, vf)                                                                          \
+    MU_V(base##_f32, float, float, vf(v))                                                        \
+    MU_S(base##_f64, double, double, base(v))                                                    \
+    static const mu_op op_##base = {{FLT_FNS(base)}, WF__EW_GRAIN_HEAVY, false};
+VTRIG_(asin, ew_asinf)
+VTRIG_(acos, ew_acosf)
+VTRIG_(atan, ew_atanf)
+#undef VTRIG_
 
 /* ---- classification ------------------------------------------------------------------------------ */
 

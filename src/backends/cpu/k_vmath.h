@@ -150,4 +150,135 @@ static inline float ew_softplusf(float x)
     return x == x ? r : x;
 }
 
+/* ---- trigonometric ----------------------------------------------------------------------------------
+ * Cephes' single-precision polynomials (Moshier, "Methods and Programs for Mathematical Functions"; the
+ * coefficients are his published numbers), written branch-free so that
+ * they vectorise. The libm calls these replace kept weft scalar: 256 x 1024 f32 on 2 Zen 5 threads
+ * (bench_ops.py), Sin 2.0 -> 0.26 ms, Cos 1.86 -> 0.26, Atan 3.5 -> 0.053, Acos 2.8 -> 0.064; ONNX Runtime
+ * 0.72, 0.70, 0.29, 0.23. Accuracy over every 97th f32 against double libm: Sin/Cos 1.56 ulp (to |x| = 2^19),
+ * Atan 2.82, Asin 2.40, Acos 1.28 (tests/ops/cases_math.py sweeps them at 4 ulp).
+ */
+
+/* |x| = j pi/4 + r is reduced in double with pi/4 in three parts (Cody and Waite): the first two have 33
+ * bits, so j * part is exact for j < 2^20 and r keeps its bits even next to a multiple of pi (Cephes' float
+ * reduction loses them there: sin(4476.77f) was 688 ulp off, 7e-12 absolute). */
+#define SC_FOPI 1.2732395447351628           /* 4 / pi */
+#define SC_PIO4_A 0.7853981633670628         /* pi/4 = A + B + C */
+#define SC_PIO4_B 3.038550253151983e-11
+#define SC_PIO4_C 1.0111331243979753e-21
+/* j < 2^20 with a margin: past this |x|, and for Inf and NaN, callers use libm (ew_sincos_ok says which) */
+#define SC_LIMIT 524288.0f
+
+static inline bool ew_sincos_ok(float x) { return fabsf(x) <= SC_LIMIT; }
+
+/* sin(r) and cos(r) on [-pi/4, pi/4] */
+static inline float sc_sin_poly(float r)
+{
+    float z = r * r;
+    float p = -1.9515295891e-4f;
+    p = p * z + 8.3321608736e-3f;
+    p = p * z - 1.6666654611e-1f;
+    return r + r * z * p;
+}
+static inline float sc_cos_poly(float r)
+{
+    float z = r * r;
+    float p = 2.443315711809948e-5f;
+    p = p * z - 1.388731625493765e-3f;
+    p = p * z + 4.166664568298827e-2f;
+    return 1.0f - 0.5f * z + z * z * p;
+}
+
+/* |x| = j pi/4 + r, j even, |r| <= pi/4 (a little past it where j * 4/pi rounds across an integer: the
+ * polynomials hold there); returns r and the quadrant j/2 mod 4. Only for |x| <= SC_LIMIT (anything
+ * else, NaN included, is reduced as 0 and must be replaced by the caller). */
+static inline float sc_reduce(float x, int32_t *q)
+{
+    float a = fabsf(x);
+    double d = a <= SC_LIMIT ? (double)a : 0.0;
+    int32_t j = (int32_t)(d * SC_FOPI);
+    j = (j + 1) & ~1;
+    double y = (double)j;
+    *q = (j >> 1) & 3;
+    return (float)(((d - y * SC_PIO4_A) - y * SC_PIO4_B) - y * SC_PIO4_C);
+}
+
+/* sin(x) for |x| <= SC_LIMIT: quadrant 0 sin r, 1 cos r, 2 -sin r, 3 -cos r, then x's sign */
+static inline float ew_sinf(float x)
+{
+    int32_t q;
+    float r = sc_reduce(x, &q);
+    float s = sc_sin_poly(r), c = sc_cos_poly(r);
+    float v = (q & 1) ? c : s;
+    v = (q & 2) ? -v : v;
+    return x < 0.0f ? -v : v;
+}
+
+/* cos(x) for |x| <= SC_LIMIT: quadrant 0 cos r, 1 -sin r, 2 -cos r, 3 sin r */
+static inline float ew_cosf(float x)
+{
+    int32_t q;
+    float r = sc_reduce(x, &q);
+    float s = sc_sin_poly(r), c = sc_cos_poly(r);
+    float v = (q & 1) ? s : c;
+    return ((q + 1) & 2) ? -v : v;
+}
+
+/* atan: |x| reduced to [0, tan(pi/8)] by atan(x) = pi/2 + atan(-1/x) above tan(3pi/8) and pi/4 +
+ * atan((x-1)/(x+1)) above tan(pi/8); Cephes' degree-4 polynomial in x^2. +-Inf give +-pi/2 (-1/Inf is -0),
+ * NaN stays NaN. */
+static inline float ew_atanf(float x)
+{
+    float a = fabsf(x);
+    bool big = a > 2.414213562373095f, mid = a > 0.4142135623730950f;
+    float t = big ? -1.0f / a : mid ? (a - 1.0f) / (a + 1.0f) : a;
+    float y0 = big ? 1.5707963267948966f : mid ? 0.7853981633974483f : 0.0f;
+    float z = t * t;
+    float p = 8.05374449538e-2f;
+    p = p * z - 1.38776856032e-1f;
+    p = p * z + 1.99777106478e-1f;
+    p = p * z - 3.33329491539e-1f;
+    float y = y0 + (t + t * z * p);
+    y = x < 0.0f ? -y : y;
+    return x == x ? y : x;
+}
+
+/* asin(t) for t in [0, 0.5] (Cephes' asinf polynomial) */
+static inline float as_poly(float t)
+{
+    float z = t * t;
+    float p = 4.2163199048e-2f;
+    p = p * z + 2.4181311049e-2f;
+    p = p * z + 4.5470025998e-2f;
+    p = p * z + 7.4953002686e-2f;
+    p = p * z + 1.6666752422e-1f;
+    return t + t * z * p;
+}
+
+/* asin: |x| > 1/2 through asin(a) = pi/2 - 2 asin(sqrt((1 - a)/2)); |x| > 1 and NaN give NaN */
+static inline float ew_asinf(float x)
+{
+    float a = fabsf(x);
+    bool hi = a > 0.5f;
+    float w = 0.5f * (1.0f - a);
+    float t = hi ? sqrtf(w > 0.0f ? w : 0.0f) : a;
+    float p = as_poly(t);
+    float y = hi ? 1.5707963267948966f - 2.0f * p : p;
+    y = x < 0.0f ? -y : y;
+    return a <= 1.0f ? y : NAN + x;
+}
+
+/* acos: 2 asin(sqrt((1 - x)/2)) above 1/2, pi - 2 asin(sqrt((1 + x)/2)) below -1/2, pi/2 - asin(x) between */
+static inline float ew_acosf(float x)
+{
+    float a = fabsf(x);
+    bool hi = a > 0.5f;
+    float w = 0.5f * (1.0f - a);
+    float t = hi ? sqrtf(w > 0.0f ? w : 0.0f) : a;
+    float p = as_poly(t);
+    float y = hi ? (x > 0.0f ? 2.0f * p : 3.14159265358979f - 2.0f * p)
+                 : 1.5707963267948966f - (x < 0.0f ? -p : p);
+    return a <= 1.0f ? y : NAN + x;
+}
+
 #endif
