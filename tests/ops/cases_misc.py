@@ -323,6 +323,20 @@ def topk_cases(rng):
     big = rand(rng, (32, 3000))
     v, i = ref_topk(big, 10, 1, 1)
     out.append(case("TopK_large", "TopK", [big, i64(10)], [v, i], const=[1]))
+    # the heap with blocks of 8 skipped (k_misc_norm.c: K * 8 <= D, a contiguous float line): a length no multiple
+    # of 8, ties (one decimal), NaN (row 2: more NaNs than K, so the heap's worst becomes NaN), +-Inf, a row that
+    # rises all along (every value enters), both orders, f32 and f64
+    for dt in ("f32", "f64"):
+        bt = np.round(rand(rng, (6, 1003), dt), 1)
+        bt[1, [5, 500, 1002]] = np.nan
+        bt[2, 100:130] = np.nan
+        bt[3, [7, 900]], bt[3, [8, 901]] = np.inf, -np.inf
+        bt[4] = np.arange(1003)
+        bt[5, 996:] = 9.0
+        for largest in (0, 1):
+            v, i = ref_topk(bt, 12, 1, largest)
+            out.append(case("TopK_heap_%s_l%d" % (dt, largest), "TopK", [bt, i64(12)], [v, i], dt,
+                            attrs={"largest": largest}, const=[1]))
     out.append(err("TopK_err_k_big", "TopK", [x, i64(11)], "out of range", const=[1]))
     out.append(err("TopK_err_k_big_fed", "TopK", [x, i64(11)], "out of range"))
     out.append(err("TopK_err_k_neg", "TopK", [x, i64(-1)], "out of range", const=[1]))
@@ -506,6 +520,16 @@ def norm_cases(rng):
     x = rand(rng, (2, 5, 7))
     out.append(case("LRN_attrs_r3", "LRN", [x], [cast_like(ref_lrn(x, 3, 0.5, 0.6, 2.0), "f32")],
                     attrs={"size": 3, "alpha": 0.5, "beta": 0.6, "bias": 2.0}, computed=True))
+    # the f32 plane loop (k_misc_norm.c: f32 window sums, x * exp(-beta log t)) past a vector's width, with NaN,
+    # Inf and, with bias 0, a zero window (0 / 0: NaN in both forms), at 4e-6 (exp and log of t within ~3 ulp)
+    xb = rand(rng, (2, 16, 13, 11), lo=-4.0, hi=4.0)
+    xb[0, 3, 2, 5], xb[1, 9, 0, 0], xb[1, 15, 12, 10] = np.nan, np.inf, -np.inf
+    xb[0, 10:16, 7, 7] = 0
+    for size, a, b, bias in ((5, 1e-4, 0.75, 1.0), (3, 0.5, 0.6, 2.0), (4, 2.0, 1.3, 0.0)):
+        with np.errstate(all="ignore"):
+            want = cast_like(ref_lrn(xb, size, a, b, bias), "f32")
+        out.append(Case("LRN_f32_planes_s%d" % size, "LRN", [xb], [want], attrs={"size": size, "alpha": a, "beta": b,
+                        "bias": bias}, rtol=4e-6, atol=1e-30))
     out.append(err("LRN_err_size", "LRN", [x], "size", attrs={"size": 0}))
     out.append(err("LRN_err_rank", "LRN", [x[0]], "rank", attrs={"size": 3}))
 
@@ -649,6 +673,22 @@ def reduce_cases(rng):
             for name, ax in (("vertical", [0]), ("split", [0, 1, 2])):
                 out.append(case("%s_%s_%s" % (op, dt, name), op, [xv, i64(*ax)], [ref_reduce(op, xv, ax, 1)], dt,
                                 const=[1], computed=True))
+
+    # f32 ReduceL1 and ReduceLogSumExp over trailing axes run k_misc_norm.c's row loops: rows of 7, 200, 1000
+    # and 5000 (past a 1024-term block), two trailing axes, a middle axis (the f64 loop); NaN, +Inf, an all
+    # -Inf row, a -Inf among finite values and a NaN among -Inf
+    for op in ("ReduceL1", "ReduceLogSumExp"):
+        for n in (7, 200, 1000, 5000):
+            xr = rand(rng, (6, n), lo=-3.0, hi=3.0)
+            xr[1, n // 2], xr[2, n // 3], xr[3, :], xr[4, n - 1] = np.nan, np.inf, -np.inf, -np.inf
+            xr[5, :], xr[5, n - 1] = -np.inf, np.nan  # a NaN among -Inf: the max alone would say -Inf
+            out.append(case("%s_f32_run%d" % (op, n), op, [xr, i64(-1)], [ref_reduce(op, xr, [-1], 0)],
+                            attrs={"keepdims": 0}, const=[1], computed=True))
+        x3 = rand(rng, (5, 6, 70), lo=-3.0, hi=3.0)
+        x3[2, 1, 3] = np.nan
+        for ax in ([1, 2], [1]):
+            out.append(case("%s_f32_axes%s" % (op, "".join(map(str, ax))), op, [x3, i64(*ax)],
+                            [ref_reduce(op, x3, ax, 1)], const=[1], computed=True))
 
     for dt in FLOATS:
         for shape in ((2, 3, 4, 5), (1, 2, 7), (2, 3, 2, 2, 2)):
