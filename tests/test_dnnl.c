@@ -1294,7 +1294,9 @@ static void to_blocked(wf_tensor *t, int cb, bool back)
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < C; c++)
             for (int64_t i = 0; i < HW; i++) {
-                int64_t pl = (n * C + c) * HW + i, bl = ((n * (C / cb) + c / cb) * HW + i) * cb + c % cb;
+                /* cb 1: nhwc (the layout wf__dn_channel_block() reports as a block of 1) */
+                int64_t pl = (n * C + c) * HW + i,
+                        bl = cb == 1 ? (n * HW + i) * C + c : ((n * (C / cb) + c / cb) * HW + i) * cb + c % cb;
                 if (back) tmp[pl] = p[bl];
                 else tmp[bl] = p[pl];
             }
@@ -1529,6 +1531,91 @@ static void test_conv_gemm(void)
         }
         printf("conv_gemm case %zu: %s, %d non-finite outputs, %d mismatches, largest error %.2g of the terms' size\n",
                ci, taken ? "one GEMM" : "the direct kernel", nonfinite, bad, worst);
+        wf_tensor_free(y);
+        kc_done(&c);
+        free(ref);
+        free(mag);
+        wf_tensor_free(x);
+        wf_tensor_free(w);
+        wf_tensor_free(b);
+        wf_tensor_free(res);
+    }
+}
+
+/* A strided 1x1 convolution without padding (k_dnnl_conv.c's conv_sub: the input gathered at the stride,
+ * then oneDNN at stride 1) against the f64 definition: strides 2 and 3 over odd sizes, batch 2, the op's bias,
+ * a fused residual and Relu, the source and result in the CPU's level-3 layout (nChw8c, nChw16c or nhwc)
+ * and plain; a NaN and an Inf at sampled positions reach their outputs and a NaN at a skipped position
+ * reaches none. Padding 1 keeps oneDNN's strided kernel. The counter moves once per run where taken (not
+ * under WEFT_CPU_CONV_SUB=0); an allocation-failure sweep names the scratch. */
+static void test_conv_sub(void)
+{
+    int cb = wf__dn_channel_block();
+    const char *off = getenv("WEFT_CPU_CONV_SUB");
+    bool on = !(off && !strcmp(off, "0"));
+    static const struct {
+        int64_t n, c, h, w, o, s, pad;
+        bool bias, res;
+        int act;
+        bool in_blk, out_blk, taken;
+    } cases[] = {
+        {2, 24, 13, 11, 40, 2, 0, true, false, WF__ACT_RELU, false, false, true},
+        {1, 32, 14, 14, 48, 2, 0, false, true, WF__ACT_RELU, true, true, true},
+        {1, 16, 17, 10, 32, 3, 0, true, false, WF__ACT_NONE, true, false, true},
+        {1, 16, 9, 9, 16, 2, 0, true, true, WF__ACT_NONE, false, true, true},
+        {1, 16, 12, 12, 32, 2, 1, true, false, WF__ACT_RELU, false, false, false},
+    };
+    unsigned seed = 131;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int64_t N = cases[ci].n, C = cases[ci].c, H = cases[ci].h, W = cases[ci].w, O = cases[ci].o;
+        int64_t S = cases[ci].s, PD = cases[ci].pad;
+        int64_t OH = (H + 2 * PD - 1) / S + 1, OW = (W + 2 * PD - 1) / S + 1;
+        bool in_blk = cases[ci].in_blk && C % cb == 0, out_blk = cases[ci].out_blk && O % cb == 0;
+        int64_t dx[4] = {N, C, H, W}, dw[4] = {O, C, 1, 1}, db[1] = {O}, dr[4] = {N, O, OH, OW};
+        int64_t pads[4] = {PD, PD, PD, PD}, st[2] = {S, S};
+        wf_tensor *x = randn(WF_F32, 4, dx, &seed), *w = randn(WF_F32, 4, dw, &seed), *b = randn(WF_F32, 1, db, &seed);
+        wf_tensor *res = cases[ci].res ? randn(WF_F32, 4, dr, &seed) : NULL;
+        float *X = x->data;
+        if (PD == 0) {
+            X[(3 * H + S) * W + 2 * S] = NAN;          /* channel 3, sampled: its output pixel's O values */
+            X[(5 * H + 0) * W + S] = INFINITY;         /* channel 5, sampled */
+            X[(7 * H + 1) * W + 1] = NAN;              /* channel 7, row 1 and column 1: skipped */
+        }
+        w->version = wf__tensor_new_version();
+        double *ref = NULL, *mag = NULL;
+        conv_ref(x, w, cases[ci].bias ? b : NULL, res, O, 1, S, PD, 1, cases[ci].act, &ref, &mag);
+        if (in_blk) to_blocked(x, cb, false);
+        if (res && out_blk) to_blocked(res, cb, false);
+        wf_tensor *in[4] = {x, w, cases[ci].bias ? b : res, res};
+        int n_in = 2 + cases[ci].bias + (res != NULL);
+        kc c;
+        kc_init(&c, "Conv2D", WF_F32, in, n_in);
+        kc_set_ints(&c, "pads", pads, 4);
+        kc_set_ints(&c, "strides", st, 2);
+        c.k.in_blocked = (in_blk ? 1u : 0u) | (res && out_blk ? 1u << (n_in - 1) : 0u);
+        c.k.out_blocked = out_blk;
+        c.k.fused_act = cases[ci].act;
+        if (res) c.k.fused_residual = n_in - 1;
+        wf__dn_stats s0, s1;
+        wf__dn_stats_get(&s0);
+        wf_tensor *y = kc_run(&c);
+        wf__dn_stats_get(&s1);
+        bool taken = on && cases[ci].taken;
+        CHECK_INT(s1.conv_sub - s0.conv_sub, taken ? 1 : 0);
+        int nonfinite = 0;
+        double worst = 0;
+        int bad = conv_check(y, ref, mag, cb, out_blk, 1e-6, &nonfinite, &worst);
+        CHECK_INT(bad, 0);
+        /* the sampled NaN reaches its pixel's O outputs (Relu keeps NaN; the Inf's -Inf ones become 0); the
+         * skipped NaN would show as mismatches against the definition, which never reads it */
+        if (PD == 0) CHECK(nonfinite >= O);
+        if (ci == 0 && taken) {
+            long named = oom_sweep(&c, y, "Conv2D", "f32 scratch on CPU:0");
+            CHECK(named > 0);
+        }
+        printf("conv_sub case %zu: %s, layouts %s/%s, %d non-finite outputs, %d mismatches, largest error %.2g\n", ci,
+               taken ? "subsampled" : "oneDNN's strided kernel", in_blk ? "blocked" : "plain",
+               out_blk ? "blocked" : "plain", nonfinite, bad, worst);
         wf_tensor_free(y);
         kc_done(&c);
         free(ref);
@@ -2128,6 +2215,7 @@ int main(void)
     RUN_TEST(test_dwconv_direct);
     RUN_TEST(test_conv_winograd);
     RUN_TEST(test_conv_gemm);
+    RUN_TEST(test_conv_sub);
     RUN_TEST(test_state_once_and_variable);
     RUN_TEST(test_lstm_state_once);
     RUN_TEST(test_lstm_own_threads);

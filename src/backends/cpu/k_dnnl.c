@@ -42,6 +42,7 @@ void wf__dn_stats_get(wf__dn_stats *out)
     out->wino = wf__wino_runs(&out->wino4);
     out->gpack = wf__mm_gpack_runs();
     out->conv_gemv = wf__conv_gemv_runs();
+    out->conv_sub = wf__conv_sub_runs();
     out->mm_small = wf__mm_small_runs();
     out->conv_gemm = wf__conv_gemm_runs();
 }

@@ -173,6 +173,7 @@ int64_t wf__wino_runs(int64_t *f4);
 int64_t wf__mm_gpack_runs(void);
 int64_t wf__mm_small_runs(void); /* f32 MatMuls and Gemms run as the small plain loop (k_dnnl_matmul.c) */
 int64_t wf__conv_gemv_runs(void);
+int64_t wf__conv_sub_runs(void);
 bool wf__mm_gpack_linked(void);
 /* The 16-bit float dtypes this CPU computes natively through oneDNN (bit 1u << WF_BF16 or 0), with the
  * reason in note (wf_backend_device_info.fast_dtypes and precision_note). */

@@ -22,6 +22,7 @@ typedef struct wf__dn_stats {
     int64_t conv_gemv;   /* 1x1 convolutions over 1x1 maps run as dot products (k_dnnl_conv.c) */
     int64_t conv_gemm;   /* convolutions over small maps run as one packed GEMM (k_conv_gemm.c) */
     int64_t mm_small;    /* f32 MatMuls and Gemms of a few thousand multiply-adds run as a plain loop (k_dnnl_matmul.c) */
+    int64_t conv_sub;    /* strided 1x1 convolutions run on their subsampled input at stride 1 (k_dnnl_conv.c) */
 } wf__dn_stats;
 void wf__dn_stats_get(wf__dn_stats *out);
 /* The channel block of the layout oneDNN's jit kernels want on this CPU (16 with AVX-512, else 8; 1 where it
