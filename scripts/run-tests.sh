@@ -186,7 +186,7 @@ if [ "$MODE" = release ] || [ "$MODE" = all ]; then
         note "vector-math helpers inlined: no out-of-line wf__f32_bits, ew_expf, ... in the release library"
         nm build/libweft.so build/weft >build/check-inline.log 2>&1
         rc=$?
-        if grep -E ' [tT] (wf__f32_bits|wf__f32_from_bits|wf__bf2f|wf__f2bf|expm1_poly|ew_expf|ew_exp_nonpos|ew_expm1f|ew_tanhf|ew_sigmoidf|ew_erff|erf8|sig8_wide|ew_sinf|ew_cosf|sc_reduce|sc_sin_poly|sc_cos_poly|ew_atanf|ew_asinf|ew_acosf|as_poly)(\.|$)' build/check-inline.log; then rc=1; fi
+        if grep -E ' [tT] (wf__f32_bits|wf__f32_from_bits|wf__bf2f|wf__f2bf|expm1_poly|ew_expf|ew_exp_nonpos|ew_expm1f|ew_tanhf|ew_sigmoidf|ew_erff|erf8|sig8_wide|ew_sinf|ew_cosf|sc_reduce|sc_sin_poly|sc_cos_poly|ew_atanf|ew_asinf|ew_acosf|as_poly|as_half)(\.|$)' build/check-inline.log; then rc=1; fi
         result "release:check-inline" $rc build/check-inline.log
         note "op-case dtype coverage: every (op, dtype) with a CPU kernel has a case or a line in tests/ops/untested_dtypes.txt"
         coverage release build ""

@@ -1463,6 +1463,26 @@ static void test_conv_winograd(void)
  * a weight that is not finite, or 128 output channels, keep the direct kernel (the counter stays). Every
  * allocation failed in turn: OUT_OF_MEMORY or the same bytes, no leak. WEFT_CPU_CONV_GEMM=0 keeps the
  * direct kernel everywhere and passes the same checks. */
+/* A Conv2D kernel context over x, w, then b and res where given (res also fused as the residual), in the
+ * level-3 layout where in_blk / out_blk (x and res converted to it here, after the caller's reference), with
+ * a fused activation; in (the inputs' array) and the attribute arrays must outlive c */
+static void conv_kc(kc *c, wf_tensor *in[4], wf_tensor *x, wf_tensor *w, wf_tensor *b, wf_tensor *res,
+                    int64_t pads[4], int64_t st[2], int64_t dl[2], int cb, bool in_blk, bool out_blk, int act)
+{
+    if (in_blk) to_blocked(x, cb, false);
+    if (res && out_blk) to_blocked(res, cb, false);
+    in[0] = x, in[1] = w, in[2] = b ? b : res, in[3] = res;
+    int n_in = 2 + (b != NULL) + (res != NULL);
+    kc_init(c, "Conv2D", WF_F32, in, n_in);
+    kc_set_ints(c, "pads", pads, 4);
+    kc_set_ints(c, "strides", st, 2);
+    if (dl) kc_set_ints(c, "dilations", dl, 2);
+    c->k.in_blocked = (in_blk ? 1u : 0u) | (res && out_blk ? 1u << (n_in - 1) : 0u);
+    c->k.out_blocked = out_blk;
+    c->k.fused_act = act;
+    if (res) c->k.fused_residual = n_in - 1;
+}
+
 static void test_conv_gemm(void)
 {
     int cb = wf__dn_channel_block();
@@ -1501,19 +1521,9 @@ static void test_conv_gemm(void)
         w->version = wf__tensor_new_version();
         double *ref = NULL, *mag = NULL;
         conv_ref(x, w, cases[ci].bias ? b : NULL, res, O, KS, S, PD, D, cases[ci].act, &ref, &mag);
-        if (in_blk) to_blocked(x, cb, false);
-        if (res && out_blk) to_blocked(res, cb, false);
-        wf_tensor *in[4] = {x, w, cases[ci].bias ? b : res, res};
-        int n_in = 2 + cases[ci].bias + (res != NULL);
         kc c;
-        kc_init(&c, "Conv2D", WF_F32, in, n_in);
-        kc_set_ints(&c, "pads", pads, 4);
-        kc_set_ints(&c, "strides", st, 2);
-        kc_set_ints(&c, "dilations", dl, 2);
-        c.k.in_blocked = (in_blk ? 1u : 0u) | (res && out_blk ? 1u << (n_in - 1) : 0u);
-        c.k.out_blocked = out_blk;
-        c.k.fused_act = cases[ci].act;
-        if (res) c.k.fused_residual = n_in - 1;
+        wf_tensor *in[4];
+        conv_kc(&c, in, x, w, cases[ci].bias ? b : NULL, res, pads, st, dl, cb, in_blk, out_blk, cases[ci].act);
         wf__dn_stats s0, s1;
         wf__dn_stats_get(&s0);
         wf_tensor *y = kc_run(&c);
@@ -1584,18 +1594,9 @@ static void test_conv_sub(void)
         w->version = wf__tensor_new_version();
         double *ref = NULL, *mag = NULL;
         conv_ref(x, w, cases[ci].bias ? b : NULL, res, O, 1, S, PD, 1, cases[ci].act, &ref, &mag);
-        if (in_blk) to_blocked(x, cb, false);
-        if (res && out_blk) to_blocked(res, cb, false);
-        wf_tensor *in[4] = {x, w, cases[ci].bias ? b : res, res};
-        int n_in = 2 + cases[ci].bias + (res != NULL);
         kc c;
-        kc_init(&c, "Conv2D", WF_F32, in, n_in);
-        kc_set_ints(&c, "pads", pads, 4);
-        kc_set_ints(&c, "strides", st, 2);
-        c.k.in_blocked = (in_blk ? 1u : 0u) | (res && out_blk ? 1u << (n_in - 1) : 0u);
-        c.k.out_blocked = out_blk;
-        c.k.fused_act = cases[ci].act;
-        if (res) c.k.fused_residual = n_in - 1;
+        wf_tensor *in[4];
+        conv_kc(&c, in, x, w, cases[ci].bias ? b : NULL, res, pads, st, NULL, cb, in_blk, out_blk, cases[ci].act);
         wf__dn_stats s0, s1;
         wf__dn_stats_get(&s0);
         wf_tensor *y = kc_run(&c);

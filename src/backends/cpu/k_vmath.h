@@ -255,14 +255,20 @@ static inline float as_poly(float t)
     return t + t * z * p;
 }
 
+/* asin(a) for a = |x| <= 1/2 (*hi false), else asin(sqrt((1 - a)/2)) (*hi true) */
+static inline float as_half(float a, bool *hi)
+{
+    *hi = a > 0.5f;
+    float w = 0.5f * (1.0f - a);
+    return as_poly(*hi ? sqrtf(w > 0.0f ? w : 0.0f) : a);
+}
+
 /* asin: |x| > 1/2 through asin(a) = pi/2 - 2 asin(sqrt((1 - a)/2)); |x| > 1 and NaN give NaN */
 static inline float ew_asinf(float x)
 {
     float a = fabsf(x);
-    bool hi = a > 0.5f;
-    float w = 0.5f * (1.0f - a);
-    float t = hi ? sqrtf(w > 0.0f ? w : 0.0f) : a;
-    float p = as_poly(t);
+    bool hi;
+    float p = as_half(a, &hi);
     float y = hi ? 1.5707963267948966f - 2.0f * p : p;
     y = x < 0.0f ? -y : y;
     return a <= 1.0f ? y : NAN + x;
@@ -272,10 +278,8 @@ static inline float ew_asinf(float x)
 static inline float ew_acosf(float x)
 {
     float a = fabsf(x);
-    bool hi = a > 0.5f;
-    float w = 0.5f * (1.0f - a);
-    float t = hi ? sqrtf(w > 0.0f ? w : 0.0f) : a;
-    float p = as_poly(t);
+    bool hi;
+    float p = as_half(a, &hi);
     float y = hi ? (x > 0.0f ? 2.0f * p : 3.14159265358979f - 2.0f * p)
                  : 1.5707963267948966f - (x < 0.0f ? -p : p);
     return a <= 1.0f ? y : NAN + x;
