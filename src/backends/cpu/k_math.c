@@ -70,7 +70,7 @@ LIBM_(atanh, atanhf, atanh)
 #undef LIBM_
 
 /* Sin and Cos in f32: the vector forms of k_vmath.h over blocks, then libm for the elements past their
- * reduction's range (|x| > 8192, Inf, NaN), read from x before the block is stored (y may be x). */
+ * reduction's range (|x| > 2^19, Inf, NaN), read from x before the block is stored (y may be x). */
 #define SC_BLOCK 256
 #define SINCOS_(base, vf, lf)                                                                     \
     WF__VEC static void base##_blk(const float *x, float *t, int64_t n)                          \
