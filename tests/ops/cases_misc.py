@@ -689,6 +689,17 @@ def reduce_cases(rng):
         for ax in ([1, 2], [1]):
             out.append(case("%s_f32_axes%s" % (op, "".join(map(str, ax))), op, [x3, i64(*ax)],
                             [ref_reduce(op, x3, ax, 1)], const=[1], computed=True))
+        # leading axes (the column tiles: 600 columns are three tiles of 256, the last partial; 150 rows pass a
+        # 64-row block), with a NaN column, a +Inf column, an all -Inf column, a -Inf among finite values and a
+        # NaN among -Inf; two leading axes; an empty kept axis
+        xc = rand(rng, (150, 600), lo=-3.0, hi=3.0)
+        xc[70, 3], xc[:, 300], xc[9, 301], xc[:, 599], xc[140, 5] = np.nan, -np.inf, np.inf, -np.inf, -np.inf
+        xc[0, 300] = np.nan
+        for name, xv, ax in (("ax0", xc, [0]), ("ax01", xc.reshape(10, 15, 600), [0, 1])):
+            out.append(case("%s_f32_cols_%s" % (op, name), op, [xv, i64(*ax)], [ref_reduce(op, xv, ax, 0)],
+                            attrs={"keepdims": 0}, const=[1], computed=True))
+        xz = np.zeros((3, 0), np.float32)
+        out.append(case("%s_f32_cols_empty" % op, op, [xz, i64(0)], [ref_reduce(op, xz, [0], 1)], const=[1]))
 
     for dt in FLOATS:
         for shape in ((2, 3, 4, 5), (1, 2, 7), (2, 3, 2, 2, 2)):

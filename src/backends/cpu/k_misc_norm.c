@@ -474,6 +474,66 @@ static void red_rows_range(void *arg, int64_t b, int64_t e)
         j->y[r] = (float)(j->lse ? row_lse_f32(j->x + r * j->len, j->len) : row_l1_f32(j->x + r * j->len, j->len));
 }
 
+/* The same over leading or middle axes: len rows of inner values (x[r * inner + q]) reduced into inner
+ * outputs, RED_TILE columns at a time; the sums in f32 over RED_ROWS rows, folded into f64; LogSumExp
+ * takes each column's max (and whether it holds a NaN) in a first pass over the tile. 256 x 1024 along
+ * axis 0 on 2 Zen 5 threads (bench_ops.py), through the f64 copy and this: L1 0.94 -> 0.022 ms, LogSumExp
+ * 2.0 -> 0.105 (ONNX Runtime 0.32-0.37 and 0.92-0.99). */
+#define RED_TILE 256
+#define RED_ROWS 64
+
+typedef struct {
+    const float *x;
+    float *y;
+    int64_t len, inner, tiles;
+    bool lse;
+} red_cols_job;
+
+WF__VEC static void red_cols_tile(const red_cols_job *j, const float *x, float *y, int64_t w)
+{
+    const int64_t Q = j->inner, R = j->len;
+    float m[RED_TILE], acc[RED_TILE];
+    double tot[RED_TILE];
+    int nan[RED_TILE];
+    for (int64_t q = 0; q < w; q++) m[q] = j->lse ? -INFINITY : 0.0f, nan[q] = 0, tot[q] = 0;
+    if (j->lse)
+        for (int64_t r = 0; r < R; r++) {
+            const float *p = x + r * Q;
+            _Pragma("omp simd") for (int64_t q = 0; q < w; q++) {
+                m[q] = p[q] > m[q] ? p[q] : m[q];
+                nan[q] |= p[q] != p[q];
+            }
+        }
+    for (int64_t r0 = 0; r0 < R; r0 += RED_ROWS) {
+        int64_t r1 = R - r0 > RED_ROWS ? r0 + RED_ROWS : R;
+        _Pragma("omp simd") for (int64_t q = 0; q < w; q++) acc[q] = 0;
+        for (int64_t r = r0; r < r1; r++) {
+            const float *p = x + r * Q;
+            if (j->lse) {
+                _Pragma("omp simd") for (int64_t q = 0; q < w; q++) acc[q] += ew_expf(p[q] - m[q]);
+            } else {
+                _Pragma("omp simd") for (int64_t q = 0; q < w; q++) acc[q] += fabsf(p[q]);
+            }
+        }
+        for (int64_t q = 0; q < w; q++) tot[q] += acc[q];
+    }
+    for (int64_t q = 0; q < w; q++) {
+        if (!j->lse) y[q] = (float)tot[q];
+        /* a NaN, +Inf or an all -Inf column: the max is the answer, as in row_lse_f32 */
+        else y[q] = nan[q] ? NAN : m[q] == INFINITY || m[q] == -INFINITY ? m[q] : (float)(log(tot[q]) + m[q]);
+    }
+}
+
+static void red_cols_range(void *arg, int64_t b, int64_t e)
+{
+    const red_cols_job *j = arg;
+    for (int64_t u = b; u < e; u++) {
+        int64_t o = u / j->tiles, q0 = u % j->tiles * RED_TILE;
+        int64_t w = j->inner - q0 < RED_TILE ? j->inner - q0 : RED_TILE;
+        red_cols_tile(j, j->x + o * j->len * j->inner + q0, j->y + o * j->inner + q0, w);
+    }
+}
+
 wf_status *wf__k_reduce_misc(wf__kctx *k)
 {
     const wf_tensor *x = k->in[0];
@@ -517,16 +577,26 @@ wf_status *wf__k_reduce_misc(wf__kctx *k)
         if (!(mask & (1u << d))) yd[r++] = x->dims[d];
         else if (keep) yd[r++] = 1;
     }
-    /* f32 L1 / LogSumExp over trailing axes: rows (mask + its lowest bit is a power of two past the rank) */
-    if (x->dtype == WF_F32 && (op == R_L1 || op == R_LOGSUMEXP) && mask && ((mask + (mask & -mask)) >> x->rank) == 1) {
-        int64_t len = 1;
-        for (int d = 0; d < x->rank; d++)
+    /* f32 L1 / LogSumExp over one run of adjacent axes (mask, shifted down, is 2^k - 1): [outer, len, inner];
+     * rows of len contiguous values where inner is 1, else columns of inner-wide tiles */
+    unsigned run = mask ? mask >> __builtin_ctz(mask) : 0;
+    if (x->dtype == WF_F32 && (op == R_L1 || op == R_LOGSUMEXP) && mask && !(run & (run + 1))) {
+        int64_t len = 1, inner = 1;
+        for (int d = 0; d < x->rank; d++) {
             if (mask & (1u << d)) len *= x->dims[d];
+            else if (d > __builtin_ctz(mask)) inner *= x->dims[d];
+        }
         wf_tensor *y;
         WF__TRY(wf__kctx_output(k, 0, WF_F32, r, yd, &y));
-        if (len > 0) {
+        if (!y->size) return NULL;
+        if (len > 0 && inner == 1) {
             red_rows_job j = {x->data, y->data, len, op == R_LOGSUMEXP};
             wf__parallel_for(k, y->size, len >= 8192 ? 1 : 8192 / len, red_rows_range, &j);
+        } else if (len > 0) {
+            int64_t tiles = (inner + RED_TILE - 1) / RED_TILE;
+            red_cols_job j = {x->data, y->data, len, inner, tiles, op == R_LOGSUMEXP};
+            int64_t per = len * RED_TILE;
+            wf__parallel_for(k, y->size / inner * tiles, per >= 16384 ? 1 : 16384 / per, red_cols_range, &j);
         } else {
             for (int64_t q = 0; q < y->size; q++) ((float *)y->data)[q] = op == R_L1 ? 0.0f : -INFINITY;
         }
