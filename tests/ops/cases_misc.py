@@ -234,6 +234,14 @@ def cum_cases(rng):
         for axis in (0, 1):
             out.append(case("%s_large_ax%d" % (op, axis), op, [big, np.array(axis, I64)],
                             [cast_like(ref_cum(big, axis, 0, 0, prod), "f32")], const=[1], computed=True))
+        # f32 along axis 0 past one 512-position block (k_misc_norm.c's cumf_range: the vector loops and a partial
+        # block), exclusive and reversed, a NaN and an Inf running down their columns
+        wide = rand(rng, (20, 1100), lo=0.9 if prod else -1, hi=1.1 if prod else 1)
+        wide[3, 700], wide[5, 1099] = np.nan, np.inf
+        with np.errstate(invalid="ignore"):
+            want = cast_like(ref_cum(wide, 0, 1, 1, prod), "f32")
+        out.append(case("%s_wide_ax0_e1_r1" % op, op, [wide, np.array(0, I64)], [want],
+                        attrs={"exclusive": 1, "reverse": 1}, const=[1], computed=True))
         out.append(err(op + "_err_axis", op, [x, np.array(3, I64)], "out of range", const=[1]))
         out.append(err(op + "_err_fed_axis", op, [x, np.array(-4, I64)], "out of range"))
         out.append(err(op + "_err_rank0", op, [np.array(1.0, np.float32), np.array(0, I64)], "out of range"))

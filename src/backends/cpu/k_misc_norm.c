@@ -731,7 +731,9 @@ typedef struct {
     int64_t D, inner, iblocks;
 } cumf_job;
 
-static void cumf_range(void *arg, int64_t b, int64_t e)
+/* `omp simd` on each position loop: at -O2 GCC left them scalar (CumSum of 256 x 1024 along axis 0 on 2 Zen
+ * 5 threads: 0.22 -> 0.048 ms, ONNX Runtime 0.045); along the last axis a plain running value */
+WF__VEC static void cumf_range(void *arg, int64_t b, int64_t e)
 {
     const cumf_job *j = arg;
     int64_t D = j->D, in = j->inner;
@@ -740,17 +742,28 @@ static void cumf_range(void *arg, int64_t b, int64_t e)
         int64_t o = u / j->iblocks, i0 = u % j->iblocks * CUM_IBLOCK, n = in - i0 < CUM_IBLOCK ? in - i0 : CUM_IBLOCK;
         const float *x = j->x + o * D * in + i0;
         float *y = j->y + o * D * in + i0;
-        for (int64_t i = 0; i < n; i++) acc[i] = j->prod ? 1.0 : 0.0;
+        const double init = j->prod ? 1.0 : 0.0;
+        if (n == 1) { /* along the last axis: one running value, no vector set-up per step */
+            double a = init;
+            for (int64_t t = 0; t < D; t++) {
+                int64_t p = j->rev ? D - 1 - t : t;
+                float v = x[p];
+                if (j->excl) y[p] = (float)a;
+                a = j->prod ? a * v : a + v;
+                if (!j->excl) y[p] = (float)a;
+            }
+            continue;
+        }
+        _Pragma("omp simd") for (int64_t i = 0; i < n; i++) acc[i] = init;
         for (int64_t t = 0; t < D; t++) {
             int64_t p = (j->rev ? D - 1 - t : t) * in;
-            if (j->excl)
-                for (int64_t i = 0; i < n; i++) y[p + i] = (float)acc[i];
-            if (j->prod)
-                for (int64_t i = 0; i < n; i++) acc[i] = acc[i] * x[p + i];
-            else
-                for (int64_t i = 0; i < n; i++) acc[i] = acc[i] + x[p + i];
-            if (!j->excl)
-                for (int64_t i = 0; i < n; i++) y[p + i] = (float)acc[i];
+            if (j->excl) _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[p + i] = (float)acc[i];
+            if (j->prod) {
+                _Pragma("omp simd") for (int64_t i = 0; i < n; i++) acc[i] = acc[i] * x[p + i];
+            } else {
+                _Pragma("omp simd") for (int64_t i = 0; i < n; i++) acc[i] = acc[i] + x[p + i];
+            }
+            if (!j->excl) _Pragma("omp simd") for (int64_t i = 0; i < n; i++) y[p + i] = (float)acc[i];
         }
     }
 }
