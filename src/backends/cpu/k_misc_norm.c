@@ -818,25 +818,20 @@ typedef struct {
     int64_t idx;
 } kv_t;
 
-/* Orders for "largest first" and "smallest first"; NaN counts as the largest value and equal values
- * keep the lower index first, as the ONNX reference (a stable lexsort). */
-static int cmp_f_large(const void *pa, const void *pb)
+/* The float order as "a goes before b": NaN counts as the largest value and equal values keep the lower
+ * index first, as the ONNX reference (a stable lexsort). Inline, so the f32 heap (tk_sift) compares without
+ * a call; the qsort comparators below are made of it. */
+static inline __attribute__((always_inline)) bool tk_before(const kv_t *a, const kv_t *b, bool largest)
 {
-    const kv_t *a = pa, *b = pb;
     bool an = a->v.d != a->v.d, bn = b->v.d != b->v.d;
-    if (an != bn) return an ? -1 : 1;
-    if (!an && a->v.d != b->v.d) return a->v.d > b->v.d ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
+    if (an != bn) return largest ? an : bn;
+    if (!an && a->v.d != b->v.d) return largest ? a->v.d > b->v.d : a->v.d < b->v.d;
+    return a->idx < b->idx;
 }
 
-static int cmp_f_small(const void *pa, const void *pb)
-{
-    const kv_t *a = pa, *b = pb;
-    bool an = a->v.d != a->v.d, bn = b->v.d != b->v.d;
-    if (an != bn) return an ? 1 : -1;
-    if (!an && a->v.d != b->v.d) return a->v.d < b->v.d ? -1 : 1;
-    return a->idx < b->idx ? -1 : a->idx > b->idx;
-}
+/* Orders for "largest first" and "smallest first" */
+static int cmp_f_large(const void *a, const void *b) { return tk_before(a, b, true) ? -1 : tk_before(b, a, true); }
+static int cmp_f_small(const void *a, const void *b) { return tk_before(a, b, false) ? -1 : tk_before(b, a, false); }
 
 static int cmp_i_large(const void *pa, const void *pb)
 {
@@ -924,16 +919,6 @@ static void topk_line(const topk_job *j, kv_t *tmp, const char *src)
 #define TOPK_BLOCK 16
 typedef float tk_v4 __attribute__((vector_size(16))); /* SSE2's width: every x86-64 has it */
 typedef int32_t tk_v4i __attribute__((vector_size(16)));
-
-/* cmp_f_large's / cmp_f_small's order as "a goes before b", inline: NaN is the largest value, equal
- * values go by index */
-static inline __attribute__((always_inline)) bool tk_before(const kv_t *a, const kv_t *b, bool largest)
-{
-    bool an = a->v.d != a->v.d, bn = b->v.d != b->v.d;
-    if (an != bn) return largest ? an : bn;
-    if (!an && a->v.d != b->v.d) return largest ? a->v.d > b->v.d : a->v.d < b->v.d;
-    return a->idx < b->idx;
-}
 
 /* topk_sift with tk_before: h[p] moved down below every child that goes after it */
 static inline __attribute__((always_inline)) void tk_sift(kv_t *h, int64_t n, int64_t p, bool largest)

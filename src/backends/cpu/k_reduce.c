@@ -488,7 +488,8 @@ static void v_unit(const rplan *P, int64_t u)
     int64_t base = group_offset(P->nk, P->kdim, P->kstride, row) + i0;
     int64_t b = P->count * p / P->parts, e = P->count * (p + 1) / P->parts;
     int op = P->op, cls = P->cls;
-    /* Prod and integer L2 are rare: they take the per-run path, one row at a time. */
+    /* Prod and integer L2 are rare: they take the per-run path, one row at a time (float Prod a row of the
+     * tile at a time through vprod_rows). */
     bool generic = op == R_PROD || (cls == C_I64 && op == R_L2);
     acc_t out[TW];
     union {
